@@ -1,0 +1,60 @@
+# squashkit — one non-recursive Makefile; each folder contributes a small .mk.
+# Targets: all (default), check, bench, install, clean, deps.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= cc
+PKGS := libzstd liblzma zlib liblz4 libxxhash libcrypto
+TEST_PKGS := check
+
+# Install missing Debian packages first (as root), or print the apt-get line.
+DEPS_STAMP := $(BUILD)/.deps-ok
+$(DEPS_STAMP): scripts/install-deps.sh
+	@mkdir -p $(BUILD)
+	@sh scripts/install-deps.sh
+	@touch $@
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+
+OPT ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -I. -Icommon
+CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS_ALL = -pthread $(EXTRA_LDFLAGS)
+
+# Flags change => rebuild: objects depend on a stamp holding the flags.
+FLAGS_STAMP := $(BUILD)/.flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL)' > $@
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+BINS :=
+include common/common.mk
+include mkimage/mkimage.mk
+include reader/reader.mk
+include tests/tests.mk
+
+.DEFAULT_GOAL := all
+all: $(BINS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+
+deps:
+	@sh scripts/install-deps.sh
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all install deps clean check bench FORCE
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

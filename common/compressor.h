@@ -1,0 +1,97 @@
+/* The compressor vtable: one implementation file per codec (zstd, xz, gzip, lz4), a factory
+ * indexed by SquashFS compressor id, and the options block both directions. An instance holds
+ * reusable contexts; it is not thread-safe, so each thread creates its own. */
+#ifndef SQK_COMPRESSOR_H
+#define SQK_COMPRESSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum sqk_comp_id {
+	SQK_COMP_GZIP = 1,
+	SQK_COMP_LZMA = 2,
+	SQK_COMP_LZO = 3,
+	SQK_COMP_XZ = 4,
+	SQK_COMP_LZ4 = 5,
+	SQK_COMP_ZSTD = 6,
+};
+
+/* xz BCJ filter bits as stored in the options block. */
+enum sqk_xz_bcj {
+	SQK_BCJ_X86 = 0x01,
+	SQK_BCJ_POWERPC = 0x02,
+	SQK_BCJ_IA64 = 0x04,
+	SQK_BCJ_ARM = 0x08,
+	SQK_BCJ_ARMTHUMB = 0x10,
+	SQK_BCJ_SPARC = 0x20,
+};
+
+struct sqk_comp_config {
+	uint16_t id;         /* enum sqk_comp_id */
+	int level;           /* 0 = the codec's SquashFS default (zstd 15, xz 6, gzip 9, lz4 normal) */
+	uint32_t block_size; /* data block size of the image (xz dictionary default) */
+	uint32_t xz_bcj;     /* OR of enum sqk_xz_bcj; xz tries each and keeps the smallest */
+	uint32_t xz_dict;    /* 0 = block_size */
+	int gzip_window;     /* 0 = 15 */
+	uint16_t gzip_strategies;
+	bool lz4_hc;         /* lz4 high-compression mode (also set by level > 0) */
+};
+
+struct sqk_compressor;
+
+struct sqk_comp_ops {
+	/* Compresses in[0..in_len) into out[0..out_cap). Returns the compressed length when it is
+	 * strictly smaller than in_len, 0 when the data did not shrink (store raw), or SQK_E*. */
+	ssize_t (*compress)(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+			    size_t out_cap);
+	/* Decompresses one block. Returns the decompressed length (never more than out_cap; data
+	 * that would exceed out_cap is SQK_EDECOMPRESS) or SQK_E*. */
+	ssize_t (*decompress)(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+			      size_t out_cap);
+	void (*destroy)(struct sqk_compressor *c);
+};
+
+struct sqk_compressor {
+	const struct sqk_comp_ops *ops;
+	struct sqk_comp_config cfg;
+};
+
+/* Creates an instance for cfg (copied). Caller owns *out. SQK_EUNSUPPORTED for lzma/lzo. */
+int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+
+/* Destroys c; NULL-safe. */
+void sqk_compressor_destroy(struct sqk_compressor *c);
+
+static inline ssize_t sqk_compress(struct sqk_compressor *c, const void *in, size_t in_len,
+				   void *out, size_t out_cap)
+{
+	return c->ops->compress(c, in, in_len, out, out_cap);
+}
+
+static inline ssize_t sqk_decompress(struct sqk_compressor *c, const void *in, size_t in_len,
+				     void *out, size_t out_cap)
+{
+	return c->ops->decompress(c, in, in_len, out, out_cap);
+}
+
+/* Serialises the options block payload for cfg into buf (at least 8 bytes) as mksquashfs would:
+ * sets *len to 0 when the defaults need no block (always writes one for lz4). */
+int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len);
+
+/* Fills cfg from a compressor id, the image block size and an options payload (opts may be NULL
+ * with len 0). Validates the payload as the kernel does. */
+int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
+			  struct sqk_comp_config *cfg);
+
+/* "zstd", "xz", "gzip", "lz4", "lzma", "lzo"; NULL for an unknown id. */
+const char *sqk_comp_name(uint16_t id);
+
+/* Id for a name above, or 0 if unknown. */
+uint16_t sqk_comp_id(const char *name);
+
+/* Parses a BCJ filter name ("x86", "powerpc", "ia64", "arm", "armthumb", "sparc"); 0 if unknown. */
+uint32_t sqk_xz_bcj_from_name(const char *name);
+
+#endif

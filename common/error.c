@@ -1,0 +1,59 @@
+/* Error code messages and errno mappings. */
+#include "error.h"
+
+#include <errno.h>
+
+const char *sqk_strerror(int err)
+{
+	switch (err) {
+	case SQK_OK: return "success";
+	case SQK_EIO: return "input/output error";
+	case SQK_ENOMEM: return "out of memory";
+	case SQK_ECORRUPT: return "corrupt image data";
+	case SQK_EBOUNDS: return "offset or size out of bounds";
+	case SQK_EOVERFLOW: return "numeric overflow";
+	case SQK_EUNSUPPORTED: return "unsupported feature";
+	case SQK_EINVAL: return "invalid argument";
+	case SQK_ECOMPRESS: return "compression failed";
+	case SQK_EDECOMPRESS: return "decompression failed or gave the wrong size";
+	case SQK_ENOSPC: return "no space left on device";
+	case SQK_ECHANGED: return "file changed while being read";
+	case SQK_EINTR: return "interrupted";
+	case SQK_ENOENT: return "no such file or directory";
+	case SQK_ETOOBIG: return "exceeds a format limit";
+	case SQK_EACCESS: return "permission denied";
+	default: return "unknown error";
+	}
+}
+
+int sqk_from_errno(int errnum)
+{
+	switch (errnum) {
+	case 0: return SQK_OK;
+	case ENOMEM: return SQK_ENOMEM;
+	case ENOSPC: case EDQUOT: case EFBIG: return SQK_ENOSPC;
+	case EINTR: return SQK_EINTR;
+	case ENOENT: case ENOTDIR: return SQK_ENOENT;
+	case EACCES: case EPERM: return SQK_EACCESS;
+	case EINVAL: return SQK_EINVAL;
+	case EOVERFLOW: return SQK_EOVERFLOW;
+	default: return SQK_EIO;
+	}
+}
+
+int sqk_to_errno(int err)
+{
+	switch (err) {
+	case SQK_OK: return 0;
+	case SQK_ENOMEM: return ENOMEM;
+	case SQK_EINVAL: return EINVAL;
+	case SQK_ENOENT: return ENOENT;
+	case SQK_EACCESS: return EACCES;
+	case SQK_ENOSPC: return ENOSPC;
+	case SQK_EINTR: return EINTR;
+	case SQK_EOVERFLOW: return EOVERFLOW;
+	case SQK_EUNSUPPORTED: return EOPNOTSUPP;
+	case SQK_ETOOBIG: return EFBIG;
+	default: return EIO;
+	}
+}

@@ -1,0 +1,33 @@
+/* Error codes shared by every part of squashkit: 0 or a negative SQK_E* value. */
+#ifndef SQK_ERROR_H
+#define SQK_ERROR_H
+
+enum sqk_error {
+	SQK_OK = 0,
+	SQK_EIO = -1,          /* read/write failed; errno has the detail */
+	SQK_ENOMEM = -2,       /* allocation failed */
+	SQK_ECORRUPT = -3,     /* image data is inconsistent */
+	SQK_EBOUNDS = -4,      /* offset or size outside the image */
+	SQK_EOVERFLOW = -5,    /* arithmetic would overflow */
+	SQK_EUNSUPPORTED = -6, /* feature or compressor not supported */
+	SQK_EINVAL = -7,       /* bad argument */
+	SQK_ECOMPRESS = -8,    /* compressor failed */
+	SQK_EDECOMPRESS = -9,  /* decompressor failed or produced the wrong size */
+	SQK_ENOSPC = -10,      /* no space left on the destination */
+	SQK_ECHANGED = -11,    /* a source file changed while it was read */
+	SQK_EINTR = -12,       /* interrupted by a signal */
+	SQK_ENOENT = -13,      /* no such file or entry */
+	SQK_ETOOBIG = -14,     /* a count or size exceeds a format limit */
+	SQK_EACCESS = -15,     /* permission denied */
+};
+
+/* Returns a static, human-readable message for an SQK_E* code (never NULL). */
+const char *sqk_strerror(int err);
+
+/* Maps an errno value to the closest SQK_E* code. */
+int sqk_from_errno(int errnum);
+
+/* Maps an SQK_E* code to a positive errno value (for FUSE replies). */
+int sqk_to_errno(int err);
+
+#endif

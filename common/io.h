@@ -1,0 +1,80 @@
+/* The I/O vtable: positional reads and writes on an fd at a base offset, on memory, or through
+ * a fault-injecting test double. Everything that touches image bytes goes through it. */
+#ifndef SQK_IO_H
+#define SQK_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sqk_io;
+
+struct sqk_io_ops {
+	/* Reads exactly len bytes at off. A range past the end gives SQK_EBOUNDS, nothing partial. */
+	int (*read_at)(struct sqk_io *io, uint64_t off, void *buf, size_t len);
+	/* Writes exactly len bytes at off (extending the object). */
+	int (*write_at)(struct sqk_io *io, uint64_t off, const void *buf, size_t len);
+	/* Current size in bytes (excluding the base offset for fd I/O). */
+	int (*get_size)(struct sqk_io *io, uint64_t *size);
+	/* Makes written data durable (fsync for fds, no-op for memory). */
+	int (*sync)(struct sqk_io *io);
+	/* Frees the object (closing the fd if it was handed over). */
+	void (*destroy)(struct sqk_io *io);
+};
+
+struct sqk_io {
+	const struct sqk_io_ops *ops;
+};
+
+static inline int sqk_io_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
+{
+	return io->ops->read_at(io, off, buf, len);
+}
+
+static inline int sqk_io_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
+{
+	return io->ops->write_at(io, off, buf, len);
+}
+
+static inline int sqk_io_get_size(struct sqk_io *io, uint64_t *size)
+{
+	return io->ops->get_size(io, size);
+}
+
+static inline int sqk_io_sync(struct sqk_io *io)
+{
+	return io->ops->sync(io);
+}
+
+/* Destroys io; NULL-safe. */
+static inline void sqk_io_destroy(struct sqk_io *io)
+{
+	if (io)
+		io->ops->destroy(io);
+}
+
+/* I/O on fd with every offset shifted by base. Borrows fd unless own_fd (then destroy closes it).
+ * Caller owns *out. */
+int sqk_io_fd_create(int fd, uint64_t base, bool own_fd, struct sqk_io **out);
+
+/* I/O on memory. With data != NULL, borrows data[0..len) read-only (writes fail with SQK_EINVAL);
+ * with data == NULL, creates an empty growable buffer that writes extend. Caller owns *out. */
+int sqk_io_mem_create(const void *data, size_t len, struct sqk_io **out);
+
+/* Borrowed view of a growable memory object's bytes (valid until the next write or destroy). */
+const uint8_t *sqk_io_mem_data(struct sqk_io *io, size_t *len);
+
+enum sqk_io_fault_op { SQK_FAULT_READ, SQK_FAULT_WRITE, SQK_FAULT_SYNC, SQK_FAULT_SIZE };
+
+/* Test double forwarding to inner (borrowed, must outlive it). Caller owns *out. */
+int sqk_io_fault_create(struct sqk_io *inner, struct sqk_io **out);
+
+/* After `countdown` successful calls of kind op, every further call of that kind fails with err
+ * (countdown 0: the very next call fails). Also: a read may be told to flip one byte instead.
+ * (err 0 with SQK_FAULT_READ: such reads succeed with byte len/2 inverted.) */
+void sqk_io_fault_arm(struct sqk_io *io, enum sqk_io_fault_op op, unsigned countdown, int err);
+
+/* Number of calls of kind op the double has seen (successful or failed). */
+unsigned sqk_io_fault_calls(struct sqk_io *io, enum sqk_io_fault_op op);
+
+#endif

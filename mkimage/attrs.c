@@ -1,0 +1,435 @@
+/* Owner ids and extended attributes: the id table (values in first-use order) and the xattr sets,
+ * each distinct set stored once, long values out of line and shared between sets. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "endian.h"
+#include "error.h"
+#include "format.h"
+#include "mk.h"
+
+/* ---- id table ---- */
+
+struct mk_ids {
+	uint32_t *values;
+	uint32_t count, cap;
+	uint32_t *slots; /* open addressing: index + 1, 0 = empty */
+	uint32_t nslots;
+};
+
+int mk_ids_create(struct mk_ids **out)
+{
+	struct mk_ids *ids = calloc(1, sizeof(*ids));
+	if (!ids)
+		return SQK_ENOMEM;
+	ids->nslots = 256;
+	ids->slots = calloc(ids->nslots, sizeof(*ids->slots));
+	if (!ids->slots) {
+		free(ids);
+		return SQK_ENOMEM;
+	}
+	*out = ids;
+	return 0;
+}
+
+void mk_ids_destroy(struct mk_ids *ids)
+{
+	if (!ids)
+		return;
+	free(ids->values);
+	free(ids->slots);
+	free(ids);
+}
+
+static uint32_t id_slot(const struct mk_ids *ids, uint32_t id)
+{
+	uint32_t j = (id * 2654435761u) & (ids->nslots - 1);
+	while (ids->slots[j] && ids->values[ids->slots[j] - 1] != id)
+		j = (j + 1) & (ids->nslots - 1);
+	return j;
+}
+
+static int ids_grow(struct mk_ids *ids)
+{
+	uint32_t *ns = calloc((size_t)ids->nslots * 2, sizeof(*ns));
+	if (!ns)
+		return SQK_ENOMEM;
+	free(ids->slots);
+	ids->slots = ns;
+	ids->nslots *= 2;
+	for (uint32_t i = 0; i < ids->count; i++)
+		ids->slots[id_slot(ids, ids->values[i])] = i + 1;
+	return 0;
+}
+
+int mk_ids_index(struct mk_ctx *c, uint32_t id, uint16_t *idx)
+{
+	struct mk_ids *ids = c->ids;
+	uint32_t j = id_slot(ids, id);
+	if (ids->slots[j]) {
+		*idx = (uint16_t)(ids->slots[j] - 1);
+		return 0;
+	}
+	if (ids->count >= 65535)
+		return mk_fail(c, SQK_ETOOBIG, "more than 65535 distinct owner ids");
+	if (ids->count == ids->cap) {
+		uint32_t ncap = ids->cap ? ids->cap * 2 : 16;
+		uint32_t *nv = realloc(ids->values, ncap * sizeof(*nv));
+		if (!nv)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		ids->values = nv;
+		ids->cap = ncap;
+	}
+	ids->values[ids->count++] = id;
+	ids->slots[j] = ids->count;
+	*idx = (uint16_t)(ids->count - 1);
+	if (ids->count * 2 > ids->nslots && ids_grow(ids))
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	return 0;
+}
+
+uint32_t mk_ids_count(const struct mk_ids *ids)
+{
+	return ids->count;
+}
+
+const uint32_t *mk_ids_values(const struct mk_ids *ids)
+{
+	return ids->values;
+}
+
+/* ---- xattrs ---- */
+
+struct xpair {
+	uint16_t prefix;
+	uint16_t name_len;
+	char *name;       /* without prefix, owned */
+	uint32_t value_len;
+	uint8_t *value;   /* owned */
+};
+
+struct xset {
+	struct xpair *pairs;
+	uint32_t n;
+	uint64_t hash;
+};
+
+struct mk_xattrs {
+	struct xset *sets;
+	uint32_t nsets, cap;
+	uint32_t *slots; /* set index + 1 */
+	uint32_t nslots;
+};
+
+static const char *const prefixes[] = { "user.", "trusted.", "security." };
+
+int mk_xattrs_create(struct mk_xattrs **out)
+{
+	struct mk_xattrs *x = calloc(1, sizeof(*x));
+	if (!x)
+		return SQK_ENOMEM;
+	*out = x;
+	return 0;
+}
+
+static void set_free(struct xset *s)
+{
+	for (uint32_t i = 0; i < s->n; i++) {
+		free(s->pairs[i].name);
+		free(s->pairs[i].value);
+	}
+	free(s->pairs);
+}
+
+void mk_xattrs_destroy(struct mk_xattrs *x)
+{
+	if (!x)
+		return;
+	for (uint32_t i = 0; i < x->nsets; i++)
+		set_free(&x->sets[i]);
+	free(x->sets);
+	free(x->slots);
+	free(x);
+}
+
+uint32_t mk_xattrs_count(const struct mk_xattrs *x)
+{
+	return x->nsets;
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct xpair *p = a, *q = b;
+	if (p->prefix != q->prefix)
+		return p->prefix < q->prefix ? -1 : 1;
+	size_t l = p->name_len < q->name_len ? p->name_len : q->name_len;
+	int r = memcmp(p->name, q->name, l);
+	return r ? r : (p->name_len > q->name_len) - (p->name_len < q->name_len);
+}
+
+static uint64_t set_hash(const struct xset *s)
+{
+	XXH3_state_t st;
+	XXH3_64bits_reset(&st);
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct xpair *p = &s->pairs[i];
+		uint8_t hdr[8];
+		sqk_put_le16(hdr, p->prefix);
+		sqk_put_le16(hdr + 2, p->name_len);
+		sqk_put_le32(hdr + 4, p->value_len);
+		XXH3_64bits_update(&st, hdr, sizeof(hdr));
+		XXH3_64bits_update(&st, p->name, p->name_len);
+		XXH3_64bits_update(&st, p->value, p->value_len);
+	}
+	return XXH3_64bits_digest(&st);
+}
+
+static bool set_equal(const struct xset *a, const struct xset *b)
+{
+	if (a->hash != b->hash || a->n != b->n)
+		return false;
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct xpair *p = &a->pairs[i], *q = &b->pairs[i];
+		if (pair_cmp(p, q) || p->value_len != q->value_len ||
+		    memcmp(p->value, q->value, p->value_len))
+			return false;
+	}
+	return true;
+}
+
+static uint32_t set_slot(const struct mk_xattrs *x, const struct xset *s)
+{
+	uint32_t j = (uint32_t)s->hash & (x->nslots - 1);
+	while (x->slots[j] && !set_equal(&x->sets[x->slots[j] - 1], s))
+		j = (j + 1) & (x->nslots - 1);
+	return j;
+}
+
+static int sets_grow(struct mk_xattrs *x)
+{
+	uint32_t ncap = x->nslots ? x->nslots * 2 : 64;
+	uint32_t *ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return SQK_ENOMEM;
+	free(x->slots);
+	x->slots = ns;
+	x->nslots = ncap;
+	for (uint32_t i = 0; i < x->nsets; i++)
+		x->slots[set_slot(x, &x->sets[i])] = i + 1;
+	return 0;
+}
+
+/* Interns s (taking ownership of its pairs) and returns its index. */
+static int intern_set(struct mk_xattrs *x, struct xset *s, uint32_t *idx)
+{
+	if ((x->nsets + 1) * 2 > x->nslots && sets_grow(x))
+		return SQK_ENOMEM;
+	s->hash = set_hash(s);
+	uint32_t j = set_slot(x, s);
+	if (x->slots[j]) {
+		set_free(s);
+		*idx = x->slots[j] - 1;
+		return 0;
+	}
+	if (x->nsets == x->cap) {
+		uint32_t ncap = x->cap ? x->cap * 2 : 16;
+		struct xset *nv = realloc(x->sets, ncap * sizeof(*nv));
+		if (!nv)
+			return SQK_ENOMEM;
+		x->sets = nv;
+		x->cap = ncap;
+	}
+	x->sets[x->nsets] = *s;
+	x->slots[j] = ++x->nsets;
+	*idx = x->nsets - 1;
+	return 0;
+}
+
+static int prefix_of(const char *name, size_t *plen)
+{
+	for (int i = 0; i < 3; i++) {
+		size_t l = strlen(prefixes[i]);
+		if (!strncmp(name, prefixes[i], l) && name[l]) {
+			*plen = l;
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* Reads one attribute value into p. */
+static int read_value(struct mk_ctx *c, const char *path, const char *name, struct xpair *p)
+{
+	ssize_t len = lgetxattr(path, name, NULL, 0);
+	if (len < 0 || len > 65536)
+		return mk_fail(c, len < 0 ? sqk_from_errno(errno) : SQK_ETOOBIG,
+			       "cannot read xattr %s of '%s': %s", name, path,
+			       len < 0 ? strerror(errno) : "too large");
+	p->value = malloc((size_t)len + 1);
+	if (!p->value)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	ssize_t got = len ? lgetxattr(path, name, p->value, (size_t)len) : 0;
+	if (got != len)
+		return mk_fail(c, SQK_ECHANGED, "xattr %s of '%s' changed while being read", name,
+			       path);
+	p->value_len = (uint32_t)len;
+	return 0;
+}
+
+static int list_names(struct mk_ctx *c, const char *path, char **out, ssize_t *len)
+{
+	*out = NULL;
+	*len = llistxattr(path, NULL, 0);
+	if (*len < 0 && (errno == ENOTSUP || errno == ENOSYS)) {
+		*len = 0;
+		return 0;
+	}
+	if (*len < 0)
+		return mk_fail(c, sqk_from_errno(errno), "cannot list xattrs of '%s': %s", path,
+			       strerror(errno));
+	if (*len == 0)
+		return 0;
+	*out = malloc((size_t)*len);
+	if (!*out)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	ssize_t got = llistxattr(path, *out, (size_t)*len);
+	if (got != *len)
+		return mk_fail(c, SQK_ECHANGED, "xattrs of '%s' changed while being read", path);
+	return 0;
+}
+
+int mk_xattrs_read(struct mk_ctx *c, const char *path, uint32_t *idx)
+{
+	char *names;
+	ssize_t len;
+	struct xset s = { 0 };
+	int err = list_names(c, path, &names, &len);
+	*idx = SQK_NONE32;
+	if (err || len == 0)
+		return err;
+	for (ssize_t off = 0; off < len && !err; off += (ssize_t)strlen(names + off) + 1) {
+		const char *nm = names + off;
+		size_t plen;
+		int pfx = prefix_of(nm, &plen);
+		if (pfx < 0 || strlen(nm + plen) > 0xFFFF)
+			continue; /* other namespaces cannot be stored in SquashFS */
+		struct xpair *np = realloc(s.pairs, (s.n + 1) * sizeof(*np));
+		if (!np) {
+			err = mk_fail(c, SQK_ENOMEM, "out of memory");
+			break;
+		}
+		s.pairs = np;
+		struct xpair *p = &s.pairs[s.n++];
+		memset(p, 0, sizeof(*p));
+		p->prefix = (uint16_t)pfx;
+		p->name_len = (uint16_t)strlen(nm + plen);
+		p->name = strdup(nm + plen);
+		if (!p->name)
+			err = mk_fail(c, SQK_ENOMEM, "out of memory");
+		else
+			err = read_value(c, path, nm, p);
+	}
+	free(names);
+	if (!err && s.n) {
+		qsort(s.pairs, s.n, sizeof(*s.pairs), pair_cmp);
+		err = intern_set(c->xattrs, &s, idx);
+		if (err)
+			return mk_fail(c, err, "out of memory");
+		return 0;
+	}
+	set_free(&s);
+	return err;
+}
+
+/* Out-of-line values already written: (hash, pair, ref). Linear: long values are rare. */
+struct ool_value {
+	uint64_t hash;
+	const struct xpair *p;
+	uint64_t ref;
+};
+
+static int write_ool(struct sqk_meta_writer *kv, const struct xpair *p, struct ool_value **vals,
+		     size_t *nvals, uint64_t *ref)
+{
+	uint64_t h = XXH3_64bits(p->value, p->value_len);
+	for (size_t i = 0; i < *nvals; i++) {
+		const struct ool_value *v = &(*vals)[i];
+		if (v->hash == h && v->p->value_len == p->value_len &&
+		    !memcmp(v->p->value, p->value, p->value_len)) {
+			*ref = v->ref;
+			return 0;
+		}
+	}
+	struct ool_value *nv = realloc(*vals, (*nvals + 1) * sizeof(*nv));
+	if (!nv)
+		return SQK_ENOMEM;
+	*vals = nv;
+	*ref = sqk_meta_writer_ref(kv);
+	nv[(*nvals)++] = (struct ool_value){ h, p, *ref };
+	uint8_t sz[4];
+	sqk_put_le32(sz, p->value_len);
+	int err = sqk_meta_writer_append(kv, sz, 4);
+	return err ? err : sqk_meta_writer_append(kv, p->value, p->value_len);
+}
+
+static int write_pair(struct sqk_meta_writer *kv, const struct xpair *p, bool ool, uint64_t ref)
+{
+	uint8_t hdr[4], vs[4], r[8];
+	sqk_put_le16(hdr, (uint16_t)(p->prefix | (ool ? 0x100 : 0)));
+	sqk_put_le16(hdr + 2, p->name_len);
+	sqk_put_le32(vs, ool ? 8 : p->value_len);
+	sqk_put_le64(r, ref);
+	int err = sqk_meta_writer_append(kv, hdr, 4);
+	if (!err)
+		err = sqk_meta_writer_append(kv, p->name, p->name_len);
+	if (!err)
+		err = sqk_meta_writer_append(kv, vs, 4);
+	if (!err)
+		err = sqk_meta_writer_append(kv, ool ? r : p->value, ool ? 8 : p->value_len);
+	return err;
+}
+
+/* Writes one set: its new out-of-line values first, then its pairs; appends its id entry. */
+static int encode_set(const struct xset *s, struct sqk_meta_writer *kv, struct sqk_meta_writer *ids,
+		      struct ool_value **vals, size_t *nvals)
+{
+	uint64_t *refs = calloc(s->n, sizeof(*refs));
+	uint32_t size = 0;
+	int err = refs ? 0 : SQK_ENOMEM;
+	for (uint32_t i = 0; i < s->n && !err; i++)
+		if (s->pairs[i].value_len >= SQK_XATTR_OOL_MIN)
+			err = write_ool(kv, &s->pairs[i], vals, nvals, &refs[i]);
+	uint64_t first = sqk_meta_writer_ref(kv);
+	for (uint32_t i = 0; i < s->n && !err; i++) {
+		const struct xpair *p = &s->pairs[i];
+		err = write_pair(kv, p, p->value_len >= SQK_XATTR_OOL_MIN, refs[i]);
+		size += (uint32_t)(strlen(prefixes[p->prefix]) + p->name_len + 1 + p->value_len);
+	}
+	free(refs);
+	if (err)
+		return err;
+	uint8_t e[SQK_XATTR_ID_SIZE];
+	struct sqk_xattr_id id = { .ref = first, .count = s->n, .size = size };
+	sqk_xattr_id_encode(&id, e);
+	return sqk_meta_writer_append(ids, e, sizeof(e));
+}
+
+int mk_xattrs_encode(struct mk_ctx *c, struct sqk_meta_writer *kv, struct sqk_meta_writer *ids)
+{
+	struct mk_xattrs *x = c->xattrs;
+	struct ool_value *vals = NULL;
+	size_t nvals = 0;
+	int err = 0;
+	for (uint32_t i = 0; i < x->nsets && !err; i++)
+		err = encode_set(&x->sets[i], kv, ids, &vals, &nvals);
+	free(vals);
+	if (!err)
+		err = sqk_meta_writer_finish(kv);
+	if (!err)
+		err = sqk_meta_writer_finish(ids);
+	return err ? mk_fail(c, err, "cannot encode xattr tables: %s", sqk_strerror(err)) : 0;
+}

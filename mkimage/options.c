@@ -1,0 +1,274 @@
+/* Command-line parsing for `sqk mkimage`. */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sqk mkimage [OPTIONS] SOURCE... IMAGE\n"
+		"\n"
+		"Packs SOURCE into a SquashFS 4.0 image. One source directory becomes the image root;\n"
+		"several sources each become an entry of the root.\n"
+		"\n"
+		"  -b, --block-size SIZE   data block size, 4K..1M, power of two (default 128K)\n"
+		"  -c, --compressor NAME   zstd (default), xz, gzip or lz4\n"
+		"  -l, --level N           compression level (zstd 1-22, xz 0-9, gzip 1-9, lz4 hc 1-12)\n"
+		"      --bcj FILTER        xz branch filter: x86, powerpc, ia64, arm, armthumb, sparc\n"
+		"                          (repeatable; the smallest result per block is kept)\n"
+		"  -j, --threads N         compression threads (default: online CPUs)\n"
+		"      --no-fragments      store tails and small files in their own blocks\n"
+		"      --no-tailends       pack only small files into fragments, not tails of large files\n"
+		"      --no-dedup          do not detect duplicate files\n"
+		"      --no-xattrs         do not store extended attributes\n"
+		"      --no-exports        omit the NFS export table\n"
+		"  -e, --exclude GLOB      skip paths (relative to the source) matching GLOB; repeatable\n"
+		"      --all-root          make every file owned by root (uid 0, gid 0)\n"
+		"      --force-uid N       make every file owned by uid N\n"
+		"      --force-gid N       make every file owned by gid N\n"
+		"      --mtime T           set every mtime and the image time to T (seconds since 1970)\n"
+		"  -q, --quiet             no progress bar, no summary\n"
+		"  -h, --help              this text\n"
+		"\n"
+		"SOURCE_DATE_EPOCH (environment) sets the image time and clamps newer mtimes.\n"
+		"Without it, the image time is the newest mtime stored, so the same input always gives\n"
+		"the same image, whatever --threads is.\n"
+		"Exit status: 0 success, 1 build error (nothing written), 2 usage error.\n");
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!*s || *s == '-')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_block_size(const char *s, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!*s || *s == '-')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (*end == 'k' || *end == 'K') {
+		v <<= 10;
+		end++;
+	} else if (*end == 'm' || *end == 'M') {
+		v <<= 20;
+		end++;
+	}
+	if (*end || v < 4096 || v > 1048576 || (v & (v - 1)))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int opt_error(const char *opt, const char *arg, const char *why)
+{
+	fprintf(stderr, "sqk mkimage: invalid %s '%s': %s\n", opt, arg, why);
+	return -1;
+}
+
+static int add_exclude(struct mk_options *o, const char *glob)
+{
+	const char **n = realloc(o->excludes, sizeof(*n) * (size_t)(o->nexcludes + 1));
+	if (!n) {
+		fprintf(stderr, "sqk mkimage: out of memory\n");
+		return -1;
+	}
+	o->excludes = n;
+	o->excludes[o->nexcludes++] = glob;
+	return 0;
+}
+
+static void set_defaults(struct mk_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->block_size = 131072;
+	o->comp.id = SQK_COMP_ZSTD;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	o->threads = n > 0 ? (int)n : 1;
+	o->force_uid = -1;
+	o->force_gid = -1;
+	o->set_mtime = -1;
+	o->clamp_time = -1;
+}
+
+enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
+       OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME };
+
+static const struct option long_opts[] = {
+	{ "block-size", required_argument, NULL, 'b' },
+	{ "compressor", required_argument, NULL, 'c' },
+	{ "level", required_argument, NULL, 'l' },
+	{ "bcj", required_argument, NULL, OPT_BCJ },
+	{ "threads", required_argument, NULL, 'j' },
+	{ "no-fragments", no_argument, NULL, OPT_NOFRAG },
+	{ "no-tailends", no_argument, NULL, OPT_NOTAIL },
+	{ "no-dedup", no_argument, NULL, OPT_NODEDUP },
+	{ "no-xattrs", no_argument, NULL, OPT_NOXATTR },
+	{ "no-exports", no_argument, NULL, OPT_NOEXPORT },
+	{ "exclude", required_argument, NULL, 'e' },
+	{ "all-root", no_argument, NULL, OPT_ALLROOT },
+	{ "force-uid", required_argument, NULL, OPT_FUID },
+	{ "force-gid", required_argument, NULL, OPT_FGID },
+	{ "mtime", required_argument, NULL, OPT_MTIME },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int check_level(const struct mk_options *o, const char *arg)
+{
+	int lv = o->comp.level, lo = 1, hi = 22;
+	switch (o->comp.id) {
+	case SQK_COMP_XZ: lo = 0; hi = 9; break;
+	case SQK_COMP_GZIP: hi = 9; break;
+	case SQK_COMP_LZ4: hi = 12; break;
+	default: break;
+	}
+	if (arg && (lv < lo || lv > hi)) {
+		char why[64];
+		snprintf(why, sizeof(why), "must be %d..%d for %s", lo, hi,
+			 sqk_comp_name(o->comp.id));
+		return opt_error("--level", arg, why);
+	}
+	return 0;
+}
+
+static int handle_opt(struct mk_options *o, int c, const char **level_arg)
+{
+	uint64_t v;
+	switch (c) {
+	case 'b':
+		if (parse_block_size(optarg, &o->block_size))
+			return opt_error("--block-size", optarg, "need a power of two, 4K..1M");
+		return 0;
+	case 'c':
+		o->comp.id = sqk_comp_id(optarg);
+		if (o->comp.id != SQK_COMP_ZSTD && o->comp.id != SQK_COMP_XZ &&
+		    o->comp.id != SQK_COMP_GZIP && o->comp.id != SQK_COMP_LZ4)
+			return opt_error("--compressor", optarg, "choose zstd, xz, gzip or lz4");
+		return 0;
+	case 'l':
+		if (parse_u64(optarg, 22, &v))
+			return opt_error("--level", optarg, "not a level");
+		o->comp.level = (int)v;
+		*level_arg = optarg;
+		return 0;
+	case OPT_BCJ: {
+		uint32_t f = sqk_xz_bcj_from_name(optarg);
+		if (!f)
+			return opt_error("--bcj", optarg,
+					 "choose x86, powerpc, ia64, arm, armthumb or sparc");
+		o->comp.xz_bcj |= f;
+		return 0;
+	}
+	case 'j':
+		if (parse_u64(optarg, 1024, &v) || v == 0)
+			return opt_error("--threads", optarg, "need 1..1024");
+		o->threads = (int)v;
+		return 0;
+	case OPT_NOFRAG: o->no_fragments = true; return 0;
+	case OPT_NOTAIL: o->no_tailends = true; return 0;
+	case OPT_NODEDUP: o->no_dedup = true; return 0;
+	case OPT_NOXATTR: o->no_xattrs = true; return 0;
+	case OPT_NOEXPORT: o->no_exports = true; return 0;
+	case 'e': return add_exclude(o, optarg);
+	case OPT_ALLROOT: o->force_uid = 0; o->force_gid = 0; return 0;
+	case OPT_FUID:
+		if (parse_u64(optarg, UINT32_MAX, &v))
+			return opt_error("--force-uid", optarg, "need 0..4294967295");
+		o->force_uid = (int64_t)v;
+		return 0;
+	case OPT_FGID:
+		if (parse_u64(optarg, UINT32_MAX, &v))
+			return opt_error("--force-gid", optarg, "need 0..4294967295");
+		o->force_gid = (int64_t)v;
+		return 0;
+	case OPT_MTIME:
+		if (parse_u64(optarg, UINT32_MAX, &v))
+			return opt_error("--mtime", optarg, "need seconds 0..4294967295");
+		o->set_mtime = (int64_t)v;
+		return 0;
+	case 'q': o->quiet = true; return 0;
+	default: return -1;
+	}
+}
+
+static int parse_env(struct mk_options *o)
+{
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	uint64_t v;
+	if (!sde || !*sde)
+		return 0;
+	if (parse_u64(sde, UINT32_MAX, &v)) {
+		fprintf(stderr, "sqk mkimage: invalid SOURCE_DATE_EPOCH '%s': need seconds "
+				"0..4294967295\n", sde);
+		return -1;
+	}
+	o->clamp_time = (int64_t)v;
+	return 0;
+}
+
+int mk_options_parse(int argc, char **argv, struct mk_options *o)
+{
+	const char *level_arg = NULL;
+	int c;
+	set_defaults(o);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+b:c:l:j:e:qh", long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if (c == '?' || c == ':') {
+			const char *bad = argv[optind - 1];
+			fprintf(stderr, "sqk mkimage: %s option '%s'\n",
+				c == ':' ? "missing argument for" : "unknown or incomplete", bad);
+			usage(stderr);
+			return -1;
+		}
+		if (handle_opt(o, c, &level_arg))
+			return -1;
+	}
+	if (check_level(o, level_arg) || parse_env(o))
+		return -1;
+	if (o->comp.xz_bcj && o->comp.id != SQK_COMP_XZ) {
+		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");
+		return -1;
+	}
+	if (argc - optind < 2) {
+		fprintf(stderr, "sqk mkimage: need at least one SOURCE and the IMAGE path\n");
+		usage(stderr);
+		return -1;
+	}
+	o->sources = argv + optind;
+	o->nsources = argc - optind - 1;
+	o->image = argv[argc - 1];
+	o->comp.block_size = o->block_size;
+	if (o->comp.id == SQK_COMP_LZ4 && o->comp.level > 0)
+		o->comp.lz4_hc = true;
+	o->progress = !o->quiet && isatty(STDERR_FILENO);
+	return 0;
+}
+
+void mk_options_free(struct mk_options *o)
+{
+	free(o->excludes);
+	o->excludes = NULL;
+}

@@ -1,0 +1,40 @@
+/* Options of `sqk mkimage`, parsed from the command line and the environment. */
+#ifndef SQK_MK_OPTIONS_H
+#define SQK_MK_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compressor.h"
+
+struct mk_options {
+	char **sources;      /* borrowed from argv */
+	int nsources;
+	const char *image;   /* borrowed from argv */
+	uint32_t block_size;
+	struct sqk_comp_config comp;
+	int threads;
+	bool no_fragments;
+	bool no_tailends;
+	bool no_dedup;
+	bool no_xattrs;
+	bool no_exports;
+	bool quiet;
+	bool progress;       /* progress bar (TTY and not quiet) */
+	const char **excludes; /* owned array of borrowed strings */
+	int nexcludes;
+	bool all_root;
+	int64_t force_uid;   /* -1 = keep */
+	int64_t force_gid;
+	int64_t set_mtime;   /* -1 = keep (--mtime) */
+	int64_t clamp_time;  /* -1 = none (SOURCE_DATE_EPOCH) */
+};
+
+/* Parses argv (argv[0] = "mkimage") into o. Returns 0, 1 when help was printed, or -1 after
+ * printing an error naming the option. o->excludes must be freed with mk_options_free. */
+int mk_options_parse(int argc, char **argv, struct mk_options *o);
+
+/* Frees what mk_options_parse allocated. */
+void mk_options_free(struct mk_options *o);
+
+#endif

@@ -1,0 +1,42 @@
+/* The block pipeline: the main thread fills jobs in order, worker threads compress them (each
+ * with its own compressor), one writer thread appends them in submission order. */
+#ifndef SQK_MK_PIPELINE_H
+#define SQK_MK_PIPELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mk.h"
+
+enum mk_job_kind { MK_JOB_DATA, MK_JOB_FRAG };
+
+struct mk_job {
+	uint8_t *in;          /* block_size bytes, filled by the main thread */
+	uint8_t *out;         /* block_size bytes, compressed output */
+	size_t in_len;
+	uint32_t word;        /* size word after compression; 0 = sparse */
+	enum mk_job_kind kind;
+	struct mk_file *file; /* MK_JOB_DATA */
+	uint32_t block;       /* MK_JOB_DATA: block index in the file */
+	uint32_t frag_idx;    /* MK_JOB_FRAG */
+	int state;
+};
+
+/* Creates the pipeline with opt->threads workers. Caller owns *out. */
+int mk_pipeline_start(struct mk_ctx *c, struct mk_pipeline **out);
+
+/* Waits for a free job slot (the next in order) and returns it, or NULL on error/cancel. */
+struct mk_job *mk_pipeline_acquire(struct mk_pipeline *p);
+
+/* Hands the job acquired last to the workers. */
+void mk_pipeline_submit(struct mk_pipeline *p);
+
+/* Waits until everything submitted is written, stops the threads and frees p. Returns the first
+ * error of any thread (its message is in c->errmsg). */
+int mk_pipeline_finish(struct mk_pipeline *p);
+
+/* Bytes written so far (for progress). */
+uint64_t mk_pipeline_written(struct mk_pipeline *p);
+
+#endif

@@ -1,0 +1,26 @@
+# tests/: Check unit tests (one suite per module), integration scripts, benchmarks.
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
+UNIT_HELPER_OBJS := $(UNIT_HELPERS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS)
+
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CK_FORK=yes $$t; done
+
+# make check: unit tests, the same under ASan/UBSan, then the integration suite.
+check: all unit
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/san OPT='-O1 -g' \
+		EXTRA_CFLAGS='$(SAN_FLAGS)' EXTRA_LDFLAGS='$(SAN_FLAGS)' unit all
+	SQK=$(abspath $(BUILD)/bin/sqk) SQK_SAN=$(abspath $(BUILD)/san/bin/sqk) \
+		sh tests/integration/run.sh
+
+bench: all
+	SQK=$(abspath $(BUILD)/bin/sqk) sh tests/bench/bench.sh
+
+.PHONY: unit
