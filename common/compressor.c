@@ -1,0 +1,301 @@
+/* The compressor factory (a table indexed by SquashFS compressor id, one file per codec), the
+ * names of compressors and BCJ filters, and the compressor options block written after the
+ * superblock: serialised as mksquashfs does, parsed and validated as the kernel does. */
+#include "compressor.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "comp_internal.h"
+#include "endian.h"
+#include "error.h"
+
+struct comp_entry {
+	const char *name;
+	/* NULL: a known id squashkit cannot (de)compress */
+	int (*create)(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+};
+
+static const struct comp_entry comp_table[] = {
+	[SQK_COMP_GZIP] = { "gzip", sqk_gzip_create },
+	[SQK_COMP_LZMA] = { "lzma", NULL },
+	[SQK_COMP_LZO] = { "lzo", NULL },
+	[SQK_COMP_XZ] = { "xz", sqk_xz_create },
+	[SQK_COMP_LZ4] = { "lz4", sqk_lz4_create },
+	[SQK_COMP_ZSTD] = { "zstd", sqk_zstd_create },
+};
+
+#define COMP_TABLE_LEN (sizeof(comp_table) / sizeof(comp_table[0]))
+
+static const struct {
+	const char *name;
+	uint32_t bit;
+} bcj_names[] = {
+	{ "x86", SQK_BCJ_X86 },	    { "powerpc", SQK_BCJ_POWERPC },   { "ia64", SQK_BCJ_IA64 },
+	{ "arm", SQK_BCJ_ARM },	    { "armthumb", SQK_BCJ_ARMTHUMB }, { "sparc", SQK_BCJ_SPARC },
+};
+
+static const struct comp_entry *comp_entry(uint16_t id)
+{
+	if (id >= COMP_TABLE_LEN || !comp_table[id].name)
+		return NULL;
+	return &comp_table[id];
+}
+
+/* Static name of id (not owned by the caller); NULL when unknown. */
+const char *sqk_comp_name(uint16_t id)
+{
+	const struct comp_entry *e = comp_entry(id);
+
+	return e ? e->name : NULL;
+}
+
+/* Borrows name; 0 when unknown. */
+uint16_t sqk_comp_id(const char *name)
+{
+	uint16_t id;
+
+	if (!name)
+		return 0;
+	for (id = 1; id < COMP_TABLE_LEN; id++) {
+		if (comp_table[id].name && strcmp(comp_table[id].name, name) == 0)
+			return id;
+	}
+	return 0;
+}
+
+/* Borrows name; 0 when unknown. */
+uint32_t sqk_xz_bcj_from_name(const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return 0;
+	for (i = 0; i < sizeof(bcj_names) / sizeof(bcj_names[0]); i++) {
+		if (strcmp(bcj_names[i].name, name) == 0)
+			return bcj_names[i].bit;
+	}
+	return 0;
+}
+
+static int gzip_check(const struct sqk_comp_config *cfg)
+{
+	int level = sqk_gzip_level(cfg), window = sqk_gzip_window(cfg);
+
+	if (level < 1 || level > 9 || window < 8 || window > 15)
+		return SQK_EINVAL;
+	return (cfg->gzip_strategies & ~SQK_GZIP_STRATEGY_MASK) ? SQK_EINVAL : 0;
+}
+
+static int xz_check(const struct sqk_comp_config *cfg)
+{
+	uint32_t dict = sqk_xz_dict(cfg);
+
+	if (cfg->level < 0 || cfg->level > 9 || (cfg->xz_bcj & ~SQK_XZ_BCJ_MASK))
+		return SQK_EINVAL;
+	return sqk_xz_dict_form_ok(dict) && dict >= SQK_XZ_DICT_MIN ? 0 : SQK_EINVAL;
+}
+
+/* Borrows cfg. */
+int sqk_comp_config_check(const struct sqk_comp_config *cfg)
+{
+	const struct comp_entry *e = comp_entry(cfg->id);
+
+	if (!e || !e->create)
+		return SQK_EUNSUPPORTED;
+	switch (cfg->id) {
+	case SQK_COMP_GZIP:
+		return gzip_check(cfg);
+	case SQK_COMP_XZ:
+		return xz_check(cfg);
+	case SQK_COMP_ZSTD:
+		return cfg->level >= 0 && cfg->level <= SQK_ZSTD_MAX_LEVEL ? 0 : SQK_EINVAL;
+	case SQK_COMP_LZ4:
+		return cfg->level >= 0 && cfg->level <= SQK_LZ4_MAX_LEVEL ? 0 : SQK_EINVAL;
+	default:
+		return SQK_EUNSUPPORTED;
+	}
+}
+
+/* Borrows cfg (copied into the instance); caller owns *out. */
+int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out)
+{
+	int rc;
+
+	*out = NULL;
+	if (!cfg)
+		return SQK_EINVAL;
+	rc = sqk_comp_config_check(cfg);
+	if (rc)
+		return rc;
+	return comp_entry(cfg->id)->create(cfg, out);
+}
+
+/* Takes c; NULL-safe. */
+void sqk_compressor_destroy(struct sqk_compressor *c)
+{
+	if (c)
+		c->ops->destroy(c);
+}
+
+static size_t gzip_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
+{
+	int level = sqk_gzip_level(cfg), window = sqk_gzip_window(cfg);
+
+	if (level == SQK_GZIP_DEFAULT_LEVEL && window == SQK_GZIP_DEFAULT_WINDOW &&
+	    cfg->gzip_strategies == 0)
+		return 0;
+	sqk_put_le32(buf, (uint32_t)level);
+	sqk_put_le16(buf + 4, (uint16_t)window);
+	sqk_put_le16(buf + 6, cfg->gzip_strategies);
+	return 8;
+}
+
+static size_t xz_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
+{
+	uint32_t dict = sqk_xz_dict(cfg);
+
+	if (dict == cfg->block_size && cfg->xz_bcj == 0)
+		return 0;
+	sqk_put_le32(buf, dict);
+	sqk_put_le32(buf + 4, cfg->xz_bcj);
+	return 8;
+}
+
+static size_t zstd_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
+{
+	int level = sqk_zstd_level(cfg);
+
+	if (level == SQK_ZSTD_DEFAULT_LEVEL)
+		return 0;
+	sqk_put_le32(buf, (uint32_t)level);
+	return 4;
+}
+
+static size_t lz4_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
+{
+	sqk_put_le32(buf, SQK_LZ4_VERSION);
+	sqk_put_le32(buf + 4, sqk_lz4_is_hc(cfg) ? SQK_LZ4_FLAG_HC : 0);
+	return 8;
+}
+
+/* Borrows cfg; writes at most 8 bytes to buf. */
+int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len)
+{
+	int rc;
+
+	*len = 0;
+	rc = sqk_comp_config_check(cfg);
+	if (rc)
+		return rc;
+	switch (cfg->id) {
+	case SQK_COMP_GZIP:
+		*len = gzip_opts_write(cfg, buf);
+		break;
+	case SQK_COMP_XZ:
+		if (cfg->block_size == 0) /* the default dictionary needs it */
+			return SQK_EINVAL;
+		*len = xz_opts_write(cfg, buf);
+		break;
+	case SQK_COMP_ZSTD:
+		*len = zstd_opts_write(cfg, buf);
+		break;
+	case SQK_COMP_LZ4:
+		*len = lz4_opts_write(cfg, buf);
+		break;
+	default:
+		return SQK_EUNSUPPORTED;
+	}
+	return 0;
+}
+
+static int gzip_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config *cfg)
+{
+	uint32_t level;
+	uint16_t window;
+
+	cfg->level = SQK_GZIP_DEFAULT_LEVEL;
+	cfg->gzip_window = SQK_GZIP_DEFAULT_WINDOW;
+	if (len == 0)
+		return 0;
+	if (len < 8)
+		return SQK_ECORRUPT;
+	level = sqk_get_le32(opts);
+	window = sqk_get_le16(opts + 4);
+	if (level < 1 || level > 9 || window < 8 || window > 15)
+		return SQK_ECORRUPT;
+	cfg->level = (int)level;
+	cfg->gzip_window = window;
+	cfg->gzip_strategies = sqk_get_le16(opts + 6) & SQK_GZIP_STRATEGY_MASK;
+	return 0;
+}
+
+/* Unknown BCJ bits are dropped: the kernel ignores the field, and decoding never needs it. */
+static int xz_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config *cfg)
+{
+	uint32_t dict;
+
+	cfg->xz_dict = cfg->block_size;
+	if (len == 0)
+		return 0;
+	if (len < 8)
+		return SQK_ECORRUPT;
+	dict = sqk_get_le32(opts);
+	if (!sqk_xz_dict_form_ok(dict))
+		return SQK_ECORRUPT;
+	if (dict < SQK_XZ_DICT_MIN) /* no xz stream can declare a dictionary this small */
+		return SQK_EUNSUPPORTED;
+	cfg->xz_dict = dict;
+	cfg->xz_bcj = sqk_get_le32(opts + 4) & SQK_XZ_BCJ_MASK;
+	return 0;
+}
+
+static int zstd_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config *cfg)
+{
+	uint32_t level;
+
+	cfg->level = SQK_ZSTD_DEFAULT_LEVEL;
+	if (len == 0)
+		return 0;
+	if (len < 4)
+		return SQK_ECORRUPT;
+	level = sqk_get_le32(opts);
+	if (level < 1 || level > SQK_ZSTD_MAX_LEVEL)
+		return SQK_ECORRUPT;
+	cfg->level = (int)level;
+	return 0;
+}
+
+/* The kernel requires the lz4 block: an image without one does not mount. */
+static int lz4_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config *cfg)
+{
+	if (len < 8)
+		return SQK_ECORRUPT;
+	if (sqk_get_le32(opts) != SQK_LZ4_VERSION)
+		return SQK_EUNSUPPORTED;
+	cfg->lz4_hc = (sqk_get_le32(opts + 4) & SQK_LZ4_FLAG_HC) != 0;
+	return 0;
+}
+
+/* Borrows opts; fills *cfg (reset first). */
+int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
+			  struct sqk_comp_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->id = id;
+	cfg->block_size = block_size;
+	if (!opts && len > 0)
+		return SQK_EINVAL;
+	switch (id) {
+	case SQK_COMP_GZIP:
+		return gzip_opts_read(opts, len, cfg);
+	case SQK_COMP_XZ:
+		return xz_opts_read(opts, len, cfg);
+	case SQK_COMP_ZSTD:
+		return zstd_opts_read(opts, len, cfg);
+	case SQK_COMP_LZ4:
+		return lz4_opts_read(opts, len, cfg);
+	default:
+		return SQK_EUNSUPPORTED;
+	}
+}

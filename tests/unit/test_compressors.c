@@ -1,0 +1,807 @@
+/* Unit tests for common/compressor.c and the codecs: round trips of every codec at 4 KiB,
+ * 128 KiB and 1 MiB blocks, the raw-store rule, hostile input to the decompressors (which must
+ * fail without writing past out_cap), the factory, names, and the options block both ways. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comp_internal.h"
+#include "compressor.h"
+#include "endian.h"
+#include "error.h"
+#include "meta.h"
+
+#define GUARD 64
+#define GUARD_BYTE 0xA5
+
+struct codec_case {
+	const char *what;
+	struct sqk_comp_config cfg;
+};
+
+static const struct codec_case codecs[] = {
+	{ "gzip", { .id = SQK_COMP_GZIP } },
+	{ "xz", { .id = SQK_COMP_XZ } },
+	{ "lz4", { .id = SQK_COMP_LZ4 } },
+	{ "lz4-hc", { .id = SQK_COMP_LZ4, .lz4_hc = true } },
+	{ "zstd", { .id = SQK_COMP_ZSTD } },
+};
+#define NCODECS ((int)(sizeof(codecs) / sizeof(codecs[0])))
+
+static const size_t block_sizes[] = { 4096, 131072, 1048576 };
+#define NSIZES 3
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void fill_random(uint8_t *p, size_t len, uint64_t seed)
+{
+	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(xorshift(&s) >> 32);
+}
+
+/* Text-like data: words from a small vocabulary in a pseudo-random order. */
+static void fill_text(uint8_t *p, size_t len, uint64_t seed)
+{
+	static const char *words[] = { "squash", "inode ", "block ", "fragment ", "\n",
+				       "directory ", "xattr ", "0123 ", "lookup ", "table " };
+	uint64_t s = seed + 7;
+	size_t i = 0;
+
+	while (i < len) {
+		const char *w = words[xorshift(&s) % 10];
+		size_t n = strlen(w);
+
+		if (n > len - i)
+			n = len - i;
+		memcpy(p + i, w, n);
+		i += n;
+	}
+}
+
+/* Buffer of cap bytes followed by GUARD bytes that nothing may touch. */
+static uint8_t *guarded(size_t cap)
+{
+	uint8_t *p = malloc(cap + GUARD);
+
+	ck_assert_ptr_nonnull(p);
+	memset(p, GUARD_BYTE, cap + GUARD);
+	return p;
+}
+
+static void assert_guard(const uint8_t *p, size_t cap)
+{
+	size_t i;
+
+	for (i = 0; i < GUARD; i++)
+		ck_assert_uint_eq(p[cap + i], GUARD_BYTE);
+}
+
+static struct sqk_compressor *make(const struct sqk_comp_config *base, uint32_t block_size)
+{
+	struct sqk_comp_config cfg = *base;
+	struct sqk_compressor *c = NULL;
+
+	cfg.block_size = block_size;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq(c->cfg.id, cfg.id);
+	return c;
+}
+
+/* Compresses then decompresses in; checks size, content and the guard. Returns the compressed
+ * length. */
+static size_t round_trip(struct sqk_compressor *c, const uint8_t *in, size_t len)
+{
+	uint8_t *z = guarded(len), *back = guarded(len);
+	ssize_t n, m;
+
+	n = sqk_compress(c, in, len, z, len);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_lt(n, (ssize_t)len);
+	assert_guard(z, len);
+	m = sqk_decompress(c, z, (size_t)n, back, len);
+	ck_assert_int_eq(m, (ssize_t)len);
+	ck_assert_mem_eq(back, in, len);
+	assert_guard(back, len);
+	free(z);
+	free(back);
+	return (size_t)n;
+}
+
+START_TEST(test_codec_round_trip)
+{
+	const struct codec_case *cc = &codecs[_i / NSIZES];
+	size_t len = block_sizes[_i % NSIZES];
+	struct sqk_compressor *c = make(&cc->cfg, (uint32_t)len);
+	uint8_t *in = malloc(len);
+	size_t n1, n2;
+
+	ck_assert_ptr_nonnull(in);
+	fill_text(in, len, len);
+	n1 = round_trip(c, in, len);
+	ck_assert_uint_lt(n1, len / 2);
+	/* the same instance again, different data, then the first data once more */
+	fill_text(in, len, len + 1);
+	round_trip(c, in, len);
+	fill_text(in, len, len);
+	n2 = round_trip(c, in, len);
+	ck_assert_uint_eq(n1, n2); /* no state leaks from block to block */
+	free(in);
+	sqk_compressor_destroy(c);
+}
+END_TEST
+
+START_TEST(test_codec_incompressible)
+{
+	const struct codec_case *cc = &codecs[_i / NSIZES];
+	size_t len = block_sizes[_i % NSIZES];
+	struct sqk_compressor *c = make(&cc->cfg, (uint32_t)len);
+	uint8_t *in = malloc(len), *out = guarded(len);
+
+	ck_assert_ptr_nonnull(in);
+	fill_random(in, len, _i);
+	ck_assert_int_eq(sqk_compress(c, in, len, out, len), 0);
+	assert_guard(out, len);
+	/* a larger out buffer changes nothing: the result must be smaller than the input */
+	free(out);
+	out = guarded(2 * len);
+	ck_assert_int_eq(sqk_compress(c, in, len, out, 2 * len), 0);
+	assert_guard(out, 2 * len);
+	free(in);
+	free(out);
+	sqk_compressor_destroy(c);
+}
+END_TEST
+
+START_TEST(test_codec_tiny_inputs)
+{
+	enum { LEN = 256 };
+	const struct codec_case *cc = &codecs[_i];
+	struct sqk_compressor *c = make(&cc->cfg, 131072);
+	uint8_t zeros[LEN], out[LEN + GUARD], back[LEN];
+	ssize_t n;
+
+	memset(zeros, 0, sizeof(zeros));
+	memset(out, GUARD_BYTE, sizeof(out));
+	ck_assert_int_eq(sqk_compress(c, zeros, 0, out, LEN), 0);
+	ck_assert_int_eq(sqk_compress(c, zeros, 1, out, LEN), 0);
+	ck_assert_int_eq(sqk_compress(c, "ab", 2, out, LEN), 0);
+	/* 256 zero bytes shrink with every codec (an xz stream alone costs about 60 bytes) */
+	n = sqk_compress(c, zeros, LEN, out, LEN);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_lt(n, LEN);
+	assert_guard(out, LEN);
+	memset(back, 1, sizeof(back));
+	ck_assert_int_eq(sqk_decompress(c, out, (size_t)n, back, sizeof(back)), LEN);
+	ck_assert_mem_eq(back, zeros, LEN);
+	/* an out_cap below what the data needs gives "store raw", not an error */
+	ck_assert_int_eq(sqk_compress(c, zeros, LEN, out, 2), 0);
+	assert_guard(out, LEN);
+	sqk_compressor_destroy(c);
+}
+END_TEST
+
+/* Truncated, bit-flipped and garbage input fails without writing past out_cap. */
+START_TEST(test_codec_hostile_input)
+{
+	const struct codec_case *cc = &codecs[_i];
+	enum { LEN = 65536 };
+	struct sqk_compressor *c = make(&cc->cfg, LEN);
+	uint8_t *in = malloc(LEN), *z = malloc(LEN), *out = guarded(LEN);
+	ssize_t n, m;
+	size_t cut;
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(z);
+	fill_text(in, LEN, 3);
+	n = sqk_compress(c, in, LEN, z, LEN);
+	ck_assert_int_gt(n, 16);
+	for (cut = 1; cut < (size_t)n; cut += (size_t)n / 7 + 1) {
+		m = sqk_decompress(c, z, cut, out, LEN);
+		ck_assert_msg(m < 0, "%s: truncated to %zu of %zd bytes decoded as %zd", cc->what,
+			      cut, n, m);
+		assert_guard(out, LEN);
+	}
+	ck_assert_int_lt(sqk_decompress(c, z, 0, out, LEN), 0);
+	fill_random(z, LEN, 99);
+	ck_assert_int_lt(sqk_decompress(c, z, LEN, out, LEN), 0);
+	assert_guard(out, LEN);
+	memset(z, 0, LEN);
+	ck_assert_int_lt(sqk_decompress(c, z, 100, out, LEN), 0);
+	assert_guard(out, LEN);
+	free(in);
+	free(z);
+	free(out);
+	sqk_compressor_destroy(c);
+}
+END_TEST
+
+/* Output that would exceed out_cap is an error, and nothing lands past out_cap. */
+START_TEST(test_codec_output_too_big)
+{
+	const struct codec_case *cc = &codecs[_i];
+	enum { LEN = 131072 };
+	struct sqk_compressor *c = make(&cc->cfg, LEN);
+	uint8_t *in = malloc(LEN), *z = malloc(LEN), *out = guarded(LEN);
+	size_t caps[] = { LEN - 1, LEN / 2, 8192, 1 };
+	ssize_t n;
+	size_t i;
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(z);
+	fill_text(in, LEN, 11);
+	n = sqk_compress(c, in, LEN, z, LEN);
+	ck_assert_int_gt(n, 0);
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		memset(out, GUARD_BYTE, LEN + GUARD);
+		ck_assert_int_eq(sqk_decompress(c, z, (size_t)n, out, caps[i]), SQK_EDECOMPRESS);
+		assert_guard(out, caps[i]);
+	}
+	ck_assert_int_eq(sqk_decompress(c, z, (size_t)n, out, LEN), LEN);
+	ck_assert_mem_eq(out, in, LEN);
+	free(in);
+	free(z);
+	free(out);
+	sqk_compressor_destroy(c);
+}
+END_TEST
+
+/* x86-like machine code: E8 rel32 calls to a few fixed targets between short fillers. The x86
+ * BCJ filter turns the relative addresses into repeating absolute ones. */
+static void fill_x86_calls(uint8_t *p, size_t len, uint64_t seed)
+{
+	static const uint32_t targets[] = { 0x1000, 0x2340, 0x7777, 0x10020, 0x3000, 0x5a5a0 };
+	uint64_t s = seed + 3;
+	size_t i = 0;
+
+	while (i + 5 <= len) {
+		unsigned fill = (unsigned)(xorshift(&s) % 4), k;
+		uint32_t rel;
+
+		for (k = 0; k < fill && i < len; k++)
+			p[i++] = (uint8_t)(0x40 + xorshift(&s) % 8);
+		if (i + 5 > len)
+			break;
+		rel = targets[xorshift(&s) % 6] - (uint32_t)(i + 5);
+		p[i] = 0xE8;
+		sqk_put_le32(p + i + 1, rel);
+		i += 5;
+	}
+	memset(p + i, 0x90, len - i);
+}
+
+START_TEST(test_xz_bcj)
+{
+	enum { LEN = 131072 };
+	struct sqk_comp_config plain = { .id = SQK_COMP_XZ };
+	struct sqk_comp_config x86 = { .id = SQK_COMP_XZ, .xz_bcj = SQK_BCJ_X86 };
+	struct sqk_comp_config arm = { .id = SQK_COMP_XZ, .xz_bcj = SQK_BCJ_ARM };
+	struct sqk_comp_config all = { .id = SQK_COMP_XZ, .xz_bcj = 0x3F };
+	struct sqk_compressor *cp = make(&plain, LEN), *cx = make(&x86, LEN);
+	struct sqk_compressor *cr = make(&arm, LEN), *ca = make(&all, LEN);
+	uint8_t *in = malloc(LEN), *z = malloc(LEN), *back = malloc(LEN);
+	size_t np, nx, na;
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(z);
+	ck_assert_ptr_nonnull(back);
+	fill_x86_calls(in, LEN, 1);
+	np = round_trip(cp, in, LEN);
+	nx = round_trip(cx, in, LEN);
+	na = round_trip(ca, in, LEN);
+	ck_assert_uint_lt(nx, np * 3 / 4); /* the x86 filter pays off on call-heavy code */
+	ck_assert_uint_eq(na, nx);         /* of all filters and none, the smallest is kept */
+	/* a filter that does not help loses to the plain stream */
+	ck_assert_uint_le(round_trip(cr, in, LEN), np);
+	/* the filter is recorded in the stream: an instance without BCJ decodes it */
+	n = sqk_compress(ca, in, LEN, z, LEN);
+	ck_assert_int_eq(n, (ssize_t)nx);
+	ck_assert_int_eq(sqk_decompress(cp, z, (size_t)n, back, LEN), LEN);
+	ck_assert_mem_eq(back, in, LEN);
+	/* text with BCJ configured, then code again: state does not leak between variants */
+	fill_text(in, LEN, 5);
+	round_trip(cx, in, LEN);
+	fill_x86_calls(in, LEN, 1);
+	ck_assert_uint_eq(round_trip(cx, in, LEN), nx);
+	free(in);
+	free(z);
+	free(back);
+	sqk_compressor_destroy(cp);
+	sqk_compressor_destroy(cx);
+	sqk_compressor_destroy(cr);
+	sqk_compressor_destroy(ca);
+}
+END_TEST
+
+/* lz4 -Xhc (or a level) really selects the high-compression coder. */
+START_TEST(test_lz4_hc)
+{
+	enum { LEN = 131072 };
+	struct sqk_comp_config fast = { .id = SQK_COMP_LZ4 };
+	struct sqk_comp_config hc = { .id = SQK_COMP_LZ4, .lz4_hc = true };
+	struct sqk_comp_config hc12 = { .id = SQK_COMP_LZ4, .level = 12 };
+	struct sqk_compressor *cf = make(&fast, LEN), *ch = make(&hc, LEN), *c12 = make(&hc12, LEN);
+	uint8_t *in = malloc(LEN);
+	size_t nf, nh, n12;
+
+	ck_assert_ptr_nonnull(in);
+	fill_text(in, LEN, 77);
+	nf = round_trip(cf, in, LEN);
+	nh = round_trip(ch, in, LEN);
+	n12 = round_trip(c12, in, LEN);
+	ck_assert_uint_lt(nh, nf * 3 / 4);
+	ck_assert_uint_le(n12, nh);
+	free(in);
+	sqk_compressor_destroy(cf);
+	sqk_compressor_destroy(ch);
+	sqk_compressor_destroy(c12);
+}
+END_TEST
+
+START_TEST(test_xz_dict_and_levels)
+{
+	enum { LEN = 131072 };
+	struct sqk_comp_config small = { .id = SQK_COMP_XZ, .xz_dict = 8192, .level = 1 };
+	struct sqk_comp_config odd = { .id = SQK_COMP_XZ, .xz_dict = 98304, .level = 9 };
+	struct sqk_compressor *c1 = make(&small, LEN), *c2 = make(&odd, LEN);
+	uint8_t *in = malloc(LEN);
+
+	ck_assert_ptr_nonnull(in);
+	fill_text(in, LEN, 8);
+	round_trip(c1, in, LEN);
+	round_trip(c2, in, LEN);
+	round_trip(c1, in, 4096); /* blocks shorter than the dictionary */
+	free(in);
+	sqk_compressor_destroy(c1);
+	sqk_compressor_destroy(c2);
+}
+END_TEST
+
+/* Every codec's first bytes are the container SquashFS requires (format doc section 3). */
+START_TEST(test_codec_stream_magic)
+{
+	enum { LEN = 8192 };
+	uint8_t in[LEN], z[LEN];
+	struct sqk_compressor *c;
+	ssize_t n;
+
+	fill_text(in, LEN, 1);
+	c = make(&codecs[0].cfg, 131072);
+	n = sqk_compress(c, in, LEN, z, LEN);
+	ck_assert_int_gt(n, 2);
+	ck_assert_mem_eq(z, "\x78\xDA", 2); /* zlib, level 9 */
+	sqk_compressor_destroy(c);
+	c = make(&codecs[1].cfg, 131072);
+	n = sqk_compress(c, in, LEN, z, LEN);
+	ck_assert_int_gt(n, 6);
+	ck_assert_mem_eq(z, "\xFD\x37\x7A\x58\x5A\x00", 6);
+	ck_assert_uint_eq(z[7], 0x01); /* stream flags: CRC32 */
+	sqk_compressor_destroy(c);
+	c = make(&codecs[4].cfg, 131072);
+	n = sqk_compress(c, in, LEN, z, LEN);
+	ck_assert_int_gt(n, 4);
+	ck_assert_mem_eq(z, "\x28\xB5\x2F\xFD", 4);
+	sqk_compressor_destroy(c);
+}
+END_TEST
+
+/* Compressed size of in with gzip level 6, window 10 and the given strategy bits. */
+static size_t gzip_size(uint16_t strategies, const uint8_t *in, size_t len)
+{
+	struct sqk_comp_config cfg = { .id = SQK_COMP_GZIP, .level = 6, .gzip_window = 10,
+				       .gzip_strategies = strategies };
+	struct sqk_compressor *c = make(&cfg, (uint32_t)len);
+	size_t n = round_trip(c, in, len);
+
+	sqk_compressor_destroy(c);
+	return n;
+}
+
+/* With several strategies the smallest result is kept, whichever strategy is tried first. */
+START_TEST(test_gzip_strategies)
+{
+	enum { LEN = 131072 };
+	static const uint16_t masks[] = { 0x1F, 0x14, 0x0C, 0x06, 0x11 };
+	uint8_t *in = malloc(LEN);
+	size_t single[5], i, bit;
+
+	ck_assert_ptr_nonnull(in);
+	fill_text(in, LEN, 21);
+	for (bit = 0; bit < 5; bit++)
+		single[bit] = gzip_size((uint16_t)(1u << bit), in, LEN);
+	/* the strategies really differ on this data (huffman-only is far worse) */
+	ck_assert_uint_gt(single[2], 2 * single[0]);
+	for (i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+		size_t best = SIZE_MAX;
+
+		for (bit = 0; bit < 5; bit++) {
+			if ((masks[i] & (1u << bit)) && single[bit] < best)
+				best = single[bit];
+		}
+		ck_assert_msg(gzip_size(masks[i], in, LEN) == best, "mask %#x", masks[i]);
+	}
+	ck_assert_uint_eq(gzip_size(0, in, LEN), single[0]); /* no bits: default strategy */
+	free(in);
+}
+END_TEST
+
+START_TEST(test_factory)
+{
+	struct sqk_comp_config cfg = { .block_size = 131072 };
+	struct sqk_compressor dummy, *c;
+	static const struct {
+		uint16_t id;
+		int level;
+		int rc;
+	} cases[] = {
+		{ SQK_COMP_LZMA, 0, SQK_EUNSUPPORTED }, { SQK_COMP_LZO, 0, SQK_EUNSUPPORTED },
+		{ 0, 0, SQK_EUNSUPPORTED },		{ 7, 0, SQK_EUNSUPPORTED },
+		{ 0xFFFF, 0, SQK_EUNSUPPORTED },	{ SQK_COMP_ZSTD, 23, SQK_EINVAL },
+		{ SQK_COMP_ZSTD, -1, SQK_EINVAL },	{ SQK_COMP_GZIP, 10, SQK_EINVAL },
+		{ SQK_COMP_XZ, 10, SQK_EINVAL },	{ SQK_COMP_LZ4, 13, SQK_EINVAL },
+		{ SQK_COMP_ZSTD, 22, 0 },		{ SQK_COMP_ZSTD, 1, 0 },
+		{ SQK_COMP_GZIP, 1, 0 },		{ SQK_COMP_XZ, 9, 0 },
+		{ SQK_COMP_LZ4, 12, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cfg.id = cases[i].id;
+		cfg.level = cases[i].level;
+		c = &dummy; /* a failed create must clear *out */
+		ck_assert_msg(sqk_compressor_create(&cfg, &c) == cases[i].rc, "case %zu", i);
+		if (cases[i].rc) {
+			ck_assert_ptr_null(c);
+		} else {
+			ck_assert_ptr_nonnull(c);
+			ck_assert_int_eq(c->cfg.level, cases[i].level);
+		}
+		sqk_compressor_destroy(c);
+	}
+	cfg = (struct sqk_comp_config){ .id = SQK_COMP_XZ, .block_size = 131072 };
+	cfg.xz_dict = 100000;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	cfg.xz_dict = 0;
+	cfg.xz_bcj = 0x40;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	cfg = (struct sqk_comp_config){ .id = SQK_COMP_GZIP, .gzip_window = 16 };
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	cfg.gzip_window = 7;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	cfg.gzip_window = 8;
+	cfg.gzip_strategies = 0x20;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	sqk_compressor_destroy(NULL);
+}
+END_TEST
+
+/* The helpers every codec relies on: the output budget and the kernel's dictionary rule. */
+START_TEST(test_internal_helpers)
+{
+	static const uint32_t good[] = { 4096, 8192, 12288, 98304, 131072, 196608, 1048576,
+					 1u << 31, 3u << 30, 1, 3 };
+	static const uint32_t bad[] = { 0, 5, 7, 100000, 5u << 12, 7u << 12, 131073, UINT32_MAX };
+	size_t i;
+
+	ck_assert_uint_eq(sqk_comp_limit(0, 100), 0);
+	ck_assert_uint_eq(sqk_comp_limit(1, 100), 0);
+	ck_assert_uint_eq(sqk_comp_limit(100, 1000), 99); /* strictly smaller than the input */
+	ck_assert_uint_eq(sqk_comp_limit(100, 100), 99);
+	ck_assert_uint_eq(sqk_comp_limit(100, 50), 50);
+	ck_assert_uint_eq(sqk_comp_limit(100, 0), 0);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(sqk_xz_dict_form_ok(good[i]), "%u", good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!sqk_xz_dict_form_ok(bad[i]), "%u", bad[i]);
+}
+END_TEST
+
+START_TEST(test_names)
+{
+	static const char *names[] = { NULL, "gzip", "lzma", "lzo", "xz", "lz4", "zstd" };
+	uint16_t id;
+
+	for (id = 1; id <= 6; id++) {
+		ck_assert_str_eq(sqk_comp_name(id), names[id]);
+		ck_assert_uint_eq(sqk_comp_id(names[id]), id);
+	}
+	ck_assert_ptr_null(sqk_comp_name(0));
+	ck_assert_ptr_null(sqk_comp_name(7));
+	ck_assert_uint_eq(sqk_comp_id("zlib"), 0);
+	ck_assert_uint_eq(sqk_comp_id("ZSTD"), 0);
+	ck_assert_uint_eq(sqk_comp_id(""), 0);
+	ck_assert_uint_eq(sqk_comp_id(NULL), 0);
+	ck_assert_uint_eq(sqk_xz_bcj_from_name("x86"), SQK_BCJ_X86);
+	ck_assert_uint_eq(sqk_xz_bcj_from_name("powerpc"), SQK_BCJ_POWERPC);
+	ck_assert_uint_eq(sqk_xz_bcj_from_name("ia64"), SQK_BCJ_IA64);
+	ck_assert_uint_eq(sqk_xz_bcj_from_name("arm"), SQK_BCJ_ARM);
+	ck_assert_uint_eq(sqk_xz_bcj_from_name("armthumb"), SQK_BCJ_ARMTHUMB);
+	ck_assert_uint_eq(sqk_xz_bcj_from_name("sparc"), SQK_BCJ_SPARC);
+	ck_assert_uint_eq(sqk_xz_bcj_from_name("arm64"), 0);
+	ck_assert_uint_eq(sqk_xz_bcj_from_name(NULL), 0);
+}
+END_TEST
+
+/* Writes cfg's options and compares with the expected payload (len 0 = no block). */
+static void expect_options(const struct sqk_comp_config *cfg, const char *bytes, size_t len)
+{
+	uint8_t buf[16];
+	size_t got = 99;
+
+	memset(buf, 0xEE, sizeof(buf));
+	ck_assert_int_eq(sqk_comp_options_write(cfg, buf, &got), 0);
+	ck_assert_uint_eq(got, len);
+	if (len)
+		ck_assert_mem_eq(buf, bytes, len);
+	ck_assert_uint_eq(buf[8], 0xEE);
+}
+
+START_TEST(test_options_write)
+{
+	struct sqk_comp_config c = { .id = SQK_COMP_GZIP, .block_size = 131072 };
+
+	expect_options(&c, NULL, 0);
+	c.level = 9;
+	c.gzip_window = 15;
+	expect_options(&c, NULL, 0);
+	/* the format document's example: -Xcompression-level 5 -Xwindow-size 12 -Xstrategy
+	 * filtered,huffman_only */
+	c.level = 5;
+	c.gzip_window = 12;
+	c.gzip_strategies = 0x02 | 0x04;
+	expect_options(&c, "\x05\x00\x00\x00\x0c\x00\x06\x00", 8);
+	c = (struct sqk_comp_config){ .id = SQK_COMP_GZIP, .gzip_strategies = 0x01 };
+	expect_options(&c, "\x09\x00\x00\x00\x0f\x00\x01\x00", 8);
+
+	c = (struct sqk_comp_config){ .id = SQK_COMP_LZ4, .block_size = 131072 };
+	expect_options(&c, "\x01\x00\x00\x00\x00\x00\x00\x00", 8);
+	c.lz4_hc = true;
+	expect_options(&c, "\x01\x00\x00\x00\x01\x00\x00\x00", 8);
+	c.lz4_hc = false;
+	c.level = 4; /* a level selects HC */
+	expect_options(&c, "\x01\x00\x00\x00\x01\x00\x00\x00", 8);
+
+	c = (struct sqk_comp_config){ .id = SQK_COMP_ZSTD, .block_size = 131072 };
+	expect_options(&c, NULL, 0);
+	c.level = 15;
+	expect_options(&c, NULL, 0);
+	c.level = 3;
+	expect_options(&c, "\x03\x00\x00\x00", 4);
+
+	c = (struct sqk_comp_config){ .id = SQK_COMP_XZ, .block_size = 131072, .level = 9 };
+	expect_options(&c, NULL, 0);
+	c.xz_dict = 131072;
+	expect_options(&c, NULL, 0);
+	c.xz_dict = 32768;
+	c.xz_bcj = SQK_BCJ_X86 | SQK_BCJ_ARM; /* as mksquashfs -Xbcj x86,arm -Xdict-size 32K */
+	expect_options(&c, "\x00\x80\x00\x00\x09\x00\x00\x00", 8);
+	c.xz_dict = 0;
+	c.xz_bcj = SQK_BCJ_SPARC;
+	expect_options(&c, "\x00\x00\x02\x00\x20\x00\x00\x00", 8);
+	c.xz_bcj = 0;
+	c.xz_dict = 98304; /* -Xdict-size 75% of 128K */
+	expect_options(&c, "\x00\x80\x01\x00\x00\x00\x00\x00", 8);
+}
+END_TEST
+
+START_TEST(test_options_write_invalid)
+{
+	static const struct sqk_comp_config bad[] = {
+		{ .id = SQK_COMP_GZIP, .level = 10 },
+		{ .id = SQK_COMP_GZIP, .gzip_window = 16 },
+		{ .id = SQK_COMP_GZIP, .gzip_strategies = 0x40 },
+		{ .id = SQK_COMP_ZSTD, .level = 23 },
+		{ .id = SQK_COMP_XZ, .block_size = 131072, .xz_dict = 100000 },
+		{ .id = SQK_COMP_XZ, .block_size = 131072, .xz_bcj = 0x80 },
+		{ .id = SQK_COMP_XZ }, /* default dictionary without a block size */
+		{ .id = SQK_COMP_LZ4, .level = 13 },
+	};
+	uint8_t buf[8];
+	size_t i, len;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(sqk_comp_options_write(&bad[i], buf, &len) == SQK_EINVAL, "case %zu",
+			      i);
+	for (i = 0; i < 3; i++) {
+		struct sqk_comp_config c = { .id = (uint16_t)(i == 0 ? SQK_COMP_LZMA :
+							      i == 1 ? SQK_COMP_LZO : 9) };
+
+		ck_assert_int_eq(sqk_comp_options_write(&c, buf, &len), SQK_EUNSUPPORTED);
+		ck_assert_uint_eq(len, 0);
+	}
+}
+END_TEST
+
+static void expect_read(uint16_t id, const char *bytes, size_t len, int rc)
+{
+	struct sqk_comp_config cfg;
+
+	ck_assert_int_eq(sqk_comp_options_read(id, 131072, (const uint8_t *)bytes, len, &cfg), rc);
+}
+
+START_TEST(test_options_read)
+{
+	struct sqk_comp_config cfg;
+
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_GZIP, 131072,
+					       (const uint8_t *)"\x05\x00\x00\x00\x0c\x00\x06\x00",
+					       8, &cfg), 0);
+	ck_assert_uint_eq(cfg.id, SQK_COMP_GZIP);
+	ck_assert_uint_eq(cfg.block_size, 131072);
+	ck_assert_int_eq(cfg.level, 5);
+	ck_assert_int_eq(cfg.gzip_window, 12);
+	ck_assert_uint_eq(cfg.gzip_strategies, 6);
+
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_GZIP, 131072, NULL, 0, &cfg), 0);
+	ck_assert_int_eq(cfg.level, 9);
+	ck_assert_int_eq(cfg.gzip_window, 15);
+	ck_assert_uint_eq(cfg.gzip_strategies, 0);
+
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_XZ, 65536, NULL, 0, &cfg), 0);
+	ck_assert_uint_eq(cfg.xz_dict, 65536);
+	ck_assert_uint_eq(cfg.xz_bcj, 0);
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_XZ, 131072,
+					       (const uint8_t *)"\x00\x80\x01\x00\x09\x00\x00\x00",
+					       8, &cfg), 0);
+	ck_assert_uint_eq(cfg.xz_dict, 98304);
+	ck_assert_uint_eq(cfg.xz_bcj, SQK_BCJ_X86 | SQK_BCJ_ARM);
+
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZ4, 131072,
+					       (const uint8_t *)"\x01\x00\x00\x00\x01\x00\x00\x00",
+					       8, &cfg), 0);
+	ck_assert(cfg.lz4_hc);
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZ4, 131072,
+					       (const uint8_t *)"\x01\x00\x00\x00\x00\x00\x00\x00",
+					       8, &cfg), 0);
+	ck_assert(!cfg.lz4_hc);
+
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_ZSTD, 131072, NULL, 0, &cfg), 0);
+	ck_assert_int_eq(cfg.level, 15);
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_ZSTD, 131072,
+					       (const uint8_t *)"\x16\x00\x00\x00", 4, &cfg), 0);
+	ck_assert_int_eq(cfg.level, 22);
+}
+END_TEST
+
+START_TEST(test_options_read_invalid)
+{
+	/* lz4: the kernel requires the block, version 1 */
+	expect_read(SQK_COMP_LZ4, NULL, 0, SQK_ECORRUPT);
+	expect_read(SQK_COMP_LZ4, "\x01\x00\x00\x00", 4, SQK_ECORRUPT);
+	expect_read(SQK_COMP_LZ4, "\x02\x00\x00\x00\x00\x00\x00\x00", 8, SQK_EUNSUPPORTED);
+	expect_read(SQK_COMP_LZ4, "\x00\x00\x00\x00\x00\x00\x00\x00", 8, SQK_EUNSUPPORTED);
+	/* xz: dictionary 2^n or 2^n + 2^(n+1) only (100000 fails the kernel mount) */
+	expect_read(SQK_COMP_XZ, "\xa0\x86\x01\x00\x00\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_XZ, "\x00\x00\x00\x00\x00\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_XZ, "\x00\x00\x05\x00\x00\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_XZ, "\x00\x00\x02\x00", 4, SQK_ECORRUPT);
+	expect_read(SQK_COMP_XZ, "\x00\x04\x00\x00\x00\x00\x00\x00", 8, SQK_EUNSUPPORTED);
+	/* gzip: level 1-9, window 8-15 */
+	expect_read(SQK_COMP_GZIP, "\x00\x00\x00\x00\x0f\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_GZIP, "\x0a\x00\x00\x00\x0f\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_GZIP, "\x09\x00\x00\x00\x07\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_GZIP, "\x09\x00\x00\x00\x10\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_GZIP, "\x09\x00\x00\x00\x0f\x00", 6, SQK_ECORRUPT);
+	/* zstd: level 1-22 */
+	expect_read(SQK_COMP_ZSTD, "\x00\x00\x00\x00", 4, SQK_ECORRUPT);
+	expect_read(SQK_COMP_ZSTD, "\x17\x00\x00\x00", 4, SQK_ECORRUPT);
+	expect_read(SQK_COMP_ZSTD, "\x03\x00", 2, SQK_ECORRUPT);
+	/* compressors squashkit cannot handle */
+	expect_read(SQK_COMP_LZMA, NULL, 0, SQK_EUNSUPPORTED);
+	expect_read(SQK_COMP_LZO, "\x04\x00\x00\x00\x08\x00\x00\x00", 8, SQK_EUNSUPPORTED);
+	expect_read(0, NULL, 0, SQK_EUNSUPPORTED);
+	expect_read(7, NULL, 0, SQK_EUNSUPPORTED);
+	expect_read(SQK_COMP_ZSTD, NULL, 4, SQK_EINVAL);
+}
+END_TEST
+
+/* write -> read -> create -> write gives the same bytes for every kind of configuration. */
+START_TEST(test_options_round_trip)
+{
+	static const struct sqk_comp_config cfgs[] = {
+		{ .id = SQK_COMP_GZIP, .level = 1, .gzip_window = 8, .gzip_strategies = 0x1F },
+		{ .id = SQK_COMP_GZIP, .level = 9, .gzip_window = 15, .gzip_strategies = 0x10 },
+		{ .id = SQK_COMP_GZIP, .level = 3 },
+		{ .id = SQK_COMP_XZ, .xz_dict = 4096 },
+		{ .id = SQK_COMP_XZ, .xz_dict = 1048576, .xz_bcj = 0x3F },
+		{ .id = SQK_COMP_XZ, .xz_dict = 12288, .xz_bcj = SQK_BCJ_POWERPC },
+		{ .id = SQK_COMP_ZSTD, .level = 1 },
+		{ .id = SQK_COMP_ZSTD, .level = 22 },
+		{ .id = SQK_COMP_LZ4 },
+		{ .id = SQK_COMP_LZ4, .lz4_hc = true },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+		struct sqk_comp_config in = cfgs[i], out;
+		struct sqk_compressor *c;
+		uint8_t b1[8], b2[8];
+		size_t l1, l2;
+
+		in.block_size = 131072;
+		ck_assert_int_eq(sqk_comp_options_write(&in, b1, &l1), 0);
+		ck_assert_msg(l1 > 0, "case %zu wrote no block", i);
+		ck_assert_int_eq(sqk_comp_options_read(in.id, 131072, b1, l1, &out), 0);
+		ck_assert_int_eq(sqk_compressor_create(&out, &c), 0);
+		ck_assert_int_eq(sqk_comp_options_write(&c->cfg, b2, &l2), 0);
+		ck_assert_uint_eq(l1, l2);
+		ck_assert_mem_eq(b1, b2, l1);
+		sqk_compressor_destroy(c);
+	}
+}
+END_TEST
+
+/* The options block exactly as mksquashfs 4.5.1 stores it at position 96 (raw, 0x8008). */
+START_TEST(test_options_mksquashfs_block)
+{
+	static const uint8_t block[] = { 0x08, 0x80, 0x05, 0x00, 0x00, 0x00,
+					 0x0c, 0x00, 0x06, 0x00 };
+	uint8_t payload[SQK_META_SIZE], enc[16];
+	struct sqk_comp_config cfg;
+	size_t used = 0, len;
+	ssize_t n;
+
+	n = sqk_meta_decode_block(NULL, block, sizeof(block), payload, 0, &used);
+	ck_assert_int_eq(n, 8);
+	ck_assert_uint_eq(used, sizeof(block));
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_GZIP, 131072, payload, 8, &cfg), 0);
+	ck_assert_int_eq(cfg.level, 5);
+	ck_assert_int_eq(cfg.gzip_window, 12);
+	ck_assert_uint_eq(cfg.gzip_strategies, 6);
+	ck_assert_int_eq(sqk_comp_options_write(&cfg, payload, &len), 0);
+	ck_assert_int_eq(sqk_meta_encode_block(NULL, payload, len, enc), (ssize_t)sizeof(block));
+	ck_assert_mem_eq(enc, block, sizeof(block));
+}
+END_TEST
+
+static Suite *compressors_suite(void)
+{
+	Suite *s = suite_create("compressors");
+	TCase *codec = tcase_create("codec");
+	TCase *opts = tcase_create("options");
+
+	tcase_set_timeout(codec, 300);
+	tcase_add_loop_test(codec, test_codec_round_trip, 0, NCODECS * NSIZES);
+	tcase_add_loop_test(codec, test_codec_incompressible, 0, NCODECS * NSIZES);
+	tcase_add_loop_test(codec, test_codec_tiny_inputs, 0, NCODECS);
+	tcase_add_loop_test(codec, test_codec_hostile_input, 0, NCODECS);
+	tcase_add_loop_test(codec, test_codec_output_too_big, 0, NCODECS);
+	tcase_add_test(codec, test_xz_bcj);
+	tcase_add_test(codec, test_lz4_hc);
+	tcase_add_test(codec, test_xz_dict_and_levels);
+	tcase_add_test(codec, test_codec_stream_magic);
+	tcase_add_test(codec, test_gzip_strategies);
+	tcase_add_test(opts, test_factory);
+	tcase_add_test(opts, test_internal_helpers);
+	tcase_add_test(opts, test_names);
+	tcase_add_test(opts, test_options_write);
+	tcase_add_test(opts, test_options_write_invalid);
+	tcase_add_test(opts, test_options_read);
+	tcase_add_test(opts, test_options_read_invalid);
+	tcase_add_test(opts, test_options_round_trip);
+	tcase_add_test(opts, test_options_mksquashfs_block);
+	suite_add_tcase(s, codec);
+	suite_add_tcase(s, opts);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(compressors_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
