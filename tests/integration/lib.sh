@@ -1,0 +1,300 @@
+# Shared helpers for the integration tests; sourced by every t_*.sh (bash).
+#
+# Environment (set by run.sh): SQK (required), SQK_SAN (optional), TMP (a private scratch dir
+# for this test; it is removed by run.sh). A test fails by exiting non-zero with a message,
+# skips by printing "skipped: WHY" and exiting 77.
+
+set -u
+IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TREECMP="python3 $IT_DIR/treecmp.py"
+MKTREE="bash $IT_DIR/mktree.sh"
+
+_OWN_TMP=""
+if [ -z "${TMP:-}" ]; then      # run standalone: a scratch dir of our own, removed on exit
+	TMP=$(mktemp -d /var/tmp/sqk-it.XXXXXX)
+	_OWN_TMP=$TMP
+fi
+export TMP
+mkdir -p "$TMP"
+
+_MOUNTS=""       # mount points to unmount on exit (newest first)
+_FUSE_PIDS=""    # squashfuse processes we started
+_CLEANUPS=""     # extra commands to run on exit
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+skip() {
+	echo "skipped: $*"
+	exit 77
+}
+
+info() {
+	echo "  $*"
+}
+
+# Run a command; fail with its output when it exits non-zero.
+must() {
+	local out
+	if ! out=$("$@" 2>&1); then
+		printf '%s\n' "$out" | tail -n 30 >&2
+		fail "command failed: $*"
+	fi
+}
+
+need_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || skip "required command '$c' not installed"
+	done
+}
+
+need_root() {
+	[ "$(id -u)" = 0 ] || skip "needs root (uid is $(id -u))"
+}
+
+# Root, a loop device and kernel squashfs support, for loop mounts.
+need_kernel_mount() {
+	need_root
+	[ -e /dev/loop-control ] || ls /dev/loop[0-9]* >/dev/null 2>&1 ||
+		skip "no /dev/loop devices"
+	if ! grep -qw squashfs /proc/filesystems; then
+		modprobe squashfs 2>/dev/null || true
+		grep -qw squashfs /proc/filesystems || skip "kernel has no squashfs support"
+	fi
+}
+
+need_sqk() {
+	[ -n "${SQK:-}" ] || fail "SQK is not set"
+	[ -x "$SQK" ] || fail "SQK=$SQK is not an executable file"
+}
+
+# A fresh directory under this test's scratch area.
+scratch() {
+	local d
+	d=$(mktemp -d "$TMP/${1:-w}.XXXXXX") || fail "mktemp failed in $TMP"
+	chmod 755 "$d"
+	echo "$d"
+}
+
+at_exit() {
+	_CLEANUPS="$1
+$_CLEANUPS"
+}
+
+_cleanup() {
+	local rc=$? m p
+	set +e
+	for p in $_FUSE_PIDS; do
+		kill "$p" 2>/dev/null
+	done
+	for m in $_MOUNTS; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			umount "$m" 2>/dev/null || fusermount -u "$m" 2>/dev/null ||
+				umount -l "$m" 2>/dev/null
+		fi
+	done
+	if [ -n "$_CLEANUPS" ]; then
+		eval "$_CLEANUPS"
+	fi
+	if [ -n "$_OWN_TMP" ] && [ -z "${KEEP:-}" ]; then
+		cd / && rm -rf "$_OWN_TMP"
+	fi
+	exit "$rc"
+}
+trap _cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Loop-mount IMAGE read-only on DIR with the kernel driver; unmounted on exit.
+mount_sq() {
+	local img=$1 dir=$2 err
+	mkdir -p "$dir"
+	if ! err=$(mount -t squashfs -o loop,ro "$img" "$dir" 2>&1); then
+		dmesg 2>/dev/null | tail -n 5 >&2
+		fail "kernel mount of $img failed: $err"
+	fi
+	_MOUNTS="$dir $_MOUNTS"
+}
+
+umount_sq() {
+	local dir=$1
+	umount "$dir" 2>/dev/null || fusermount -u "$dir" 2>/dev/null || umount -l "$dir" ||
+		fail "cannot unmount $dir"
+}
+
+# A listing of a directory (names, sizes, hashes) for "unchanged" checks.
+dir_state() {
+	local d=$1
+	(cd "$d" && find . -mindepth 1 -maxdepth 1 -printf '%P %y %s\n' | LC_ALL=C sort &&
+		find . -mindepth 1 -maxdepth 1 -type f -exec md5sum {} + | LC_ALL=C sort)
+}
+
+# Assert that directory DIR is in the state recorded earlier in file STATE.
+assert_dir_state() {
+	local d=$1 state=$2 what=$3 now
+	now=$(dir_state "$d")
+	if [ "$now" != "$(cat "$state")" ]; then
+		echo "--- before" >&2
+		cat "$state" >&2
+		echo "--- after" >&2
+		printf '%s\n' "$now" >&2
+		fail "$what: destination directory $d changed"
+	fi
+}
+
+# run_capture NAME CMD...: runs CMD with stdout/stderr in $TMP/NAME.out/.err, sets RC.
+run_capture() {
+	local name=$1
+	shift
+	RC=0
+	"$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || RC=$?
+	OUT_FILE=$TMP/$name.out
+	ERR_FILE=$TMP/$name.err
+}
+
+show_err() {
+	echo "  stderr was:" >&2
+	sed 's/^/    | /' "$ERR_FILE" | head -n 20 >&2
+}
+
+# Build IMAGE from SOURCE... with sqk; fail (showing stderr) when sqk fails.
+sqk_build() {
+	local rc=0
+	"$SQK" mkimage "$@" >"$TMP/build.out" 2>"$TMP/build.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		sed 's/^/    | /' "$TMP/build.err" | tail -n 30 >&2
+		fail "sqk mkimage $* exited $rc"
+	fi
+}
+
+# Check the magic and that bytes_used in the superblock matches the file (padded to 4K).
+check_superblock() {
+	local img=$1
+	python3 - "$img" <<'EOF' || fail "superblock check failed for $img"
+import struct, sys, os
+p = sys.argv[1]
+with open(p, 'rb') as f:
+    sb = f.read(96)
+if len(sb) < 96 or sb[:4] != b'hsqs':
+    sys.exit("bad magic in %s" % p)
+(inodes, mkfs, bsize, frags, comp, blog, flags, ids, vmaj, vmin) = struct.unpack_from('<IIIIHHHHHH', sb, 4)
+used = struct.unpack_from('<Q', sb, 40)[0]
+size = os.path.getsize(p)
+if (vmaj, vmin) != (4, 0):
+    sys.exit("version %d.%d" % (vmaj, vmin))
+if 1 << blog != bsize:
+    sys.exit("block_log %d does not match block_size %d" % (blog, bsize))
+if used > size:
+    sys.exit("bytes_used %d > file size %d" % (used, size))
+if size % 4096 != 0:
+    sys.exit("image size %d is not padded to 4 KiB" % size)
+if size - used >= 4096:
+    sys.exit("image has %d bytes after bytes_used %d" % (size - used, used))
+EOF
+}
+
+# Superblock field readers.
+sb_u32() {
+	python3 -c 'import struct,sys; f=open(sys.argv[1],"rb"); f.seek(int(sys.argv[2])); print(struct.unpack("<I", f.read(4))[0])' "$1" "$2"
+}
+sb_u16() {
+	python3 -c 'import struct,sys; f=open(sys.argv[1],"rb"); f.seek(int(sys.argv[2])); print(struct.unpack("<H", f.read(2))[0])' "$1" "$2"
+}
+
+# Compressor ids in the superblock (offset 20).
+comp_id() {
+	case $1 in gzip) echo 1 ;; lzma) echo 2 ;; lzo) echo 3 ;; xz) echo 4 ;; lz4) echo 5 ;;
+	zstd) echo 6 ;; *) echo 0 ;; esac
+}
+
+# assert_comp IMAGE NAME: the superblock names compressor NAME.
+assert_comp() {
+	local got
+	got=$(sb_u16 "$1" 20)
+	[ "$got" = "$(comp_id "$2")" ] || fail "$1: compressor id $got, expected $2 ($(comp_id "$2"))"
+}
+
+# unsquashfs IMAGE into DIR (must not exist); fail on any error or warning.
+extract() {
+	local img=$1 dir=$2 rc=0
+	unsquashfs -n -d "$dir" "$img" >"$TMP/unsq.out" 2>"$TMP/unsq.err" || rc=$?
+	if [ $rc != 0 ] || [ -s "$TMP/unsq.err" ]; then
+		sed 's/^/    | /' "$TMP/unsq.err" | head -n 30 >&2
+		fail "unsquashfs -d $dir $img failed (exit $rc)"
+	fi
+}
+
+# treecmp A B [opts]: fail with the differences.
+tree_equal() {
+	local what=$1
+	shift
+	if ! $TREECMP "$@" >"$TMP/treecmp.out" 2>&1; then
+		head -n 80 "$TMP/treecmp.out" >&2
+		fail "$what: trees differ ($(tail -n 1 "$TMP/treecmp.out"))"
+	fi
+	info "$what: $(tail -n 1 "$TMP/treecmp.out")"
+}
+
+# Full round trip of the rich tree: build with sqk (extra args: sqk options), check the
+# superblock, compare kernel mount, unsquashfs extraction and (if usable) squashfuse_ll.
+kernel_roundtrip() {
+	local comp=$1 W img t0 t1
+	shift
+	need_kernel_mount
+	need_sqk
+	need_cmd unsquashfs python3
+	W=$(scratch rt)
+	$MKTREE "$W/src" || fail "mktree failed"
+	img=$W/out/image.sqsh
+	mkdir -p "$W/out"
+	t0=$(date +%s.%N)
+	sqk_build "$@" "$W/src" "$img"
+	t1=$(date +%s.%N)
+	info "build took $(python3 -c "print(round($t1 - $t0, 2))")s, image $(stat -c %s "$img") bytes"
+	[ -s "$TMP/build.out" ] || fail "no summary printed on success"
+	if [ -s "$TMP/build.err" ]; then
+		info "note: the successful build wrote to stderr:"
+		sed 's/^/    | /' "$TMP/build.err" | head -n 10
+	fi
+	[ "$(ls -A "$W/out")" = image.sqsh ] || fail "output dir holds more than the image: $(ls -A "$W/out")"
+	check_superblock "$img"
+	assert_comp "$img" "$comp"
+	[ "$(sb_u32 "$img" 12)" = 131072 ] || fail "default block size is $(sb_u32 "$img" 12), expected 128K"
+	# the 5 GiB sparse file and ~15 MiB of data must not take more than ~40 MiB
+	[ "$(stat -c %s "$img")" -lt 41943040 ] || fail "image is $(stat -c %s "$img") bytes: holes not stored sparse?"
+
+	mount_sq "$img" "$W/mnt"
+	tree_equal "kernel mount" "$W/src" "$W/mnt"
+	umount_sq "$W/mnt"
+
+	extract "$img" "$W/x"
+	tree_equal "unsquashfs" "$W/src" "$W/x"
+	rm -rf "$W/x"
+
+	if command -v squashfuse_ll >/dev/null && [ -e /dev/fuse ]; then
+		if mount_fuse_ll "$img" "$W/fmnt"; then
+			# squashfuse 0.1.105 swaps the trusted./security. prefixes and fails on empty
+			# values (ENODATA): its xattrs are not compared
+			tree_equal "squashfuse_ll" "$W/src" "$W/fmnt" --no-xattrs
+			umount_sq "$W/fmnt"
+		else
+			info "squashfuse_ll mount not usable here; skipped that part"
+		fi
+	fi
+}
+
+mount_fuse_ll() {
+	local img=$1 dir=$2 i
+	mkdir -p "$dir"
+	squashfuse_ll -f "$img" "$dir" >"$TMP/fuse.log" 2>&1 &
+	_FUSE_PIDS="$! $_FUSE_PIDS"
+	_MOUNTS="$dir $_MOUNTS"
+	for i in $(seq 50); do
+		mountpoint -q "$dir" && return 0
+		sleep 0.1
+	done
+	return 1
+}
