@@ -18,7 +18,7 @@ static void usage(FILE *f)
 		"\n"
 		"  -b, --block-size SIZE   data block size, 4K..1M, power of two (default 128K)\n"
 		"  -c, --compressor NAME   zstd (default), xz, gzip or lz4\n"
-		"  -l, --level N           compression level (zstd 1-22, xz 0-9, gzip 1-9, lz4 hc 1-12)\n"
+		"  -l, --level N           compression level (zstd 1-22, xz 1-9, gzip 1-9, lz4 hc 1-12)\n"
 		"      --bcj FILTER        xz branch filter: x86, powerpc, ia64, arm, armthumb, sparc\n"
 		"                          (repeatable; the smallest result per block is kept)\n"
 		"  -j, --threads N         compression threads (default: online CPUs)\n"
@@ -135,7 +135,7 @@ static int check_level(const struct mk_options *o, const char *arg)
 {
 	int lv = o->comp.level, lo = 1, hi = 22;
 	switch (o->comp.id) {
-	case SQK_COMP_XZ: lo = 0; hi = 9; break;
+	case SQK_COMP_XZ: hi = 9; break;
 	case SQK_COMP_GZIP: hi = 9; break;
 	case SQK_COMP_LZ4: hi = 12; break;
 	default: break;

@@ -286,7 +286,8 @@ static int walk_dir(struct walk *w, struct mk_node *dir, const char *rel)
 	int err = read_dir(w, dir, rel);
 	if (err)
 		return err;
-	qsort(dir->children, dir->nchildren, sizeof(*dir->children), name_cmp);
+	if (dir->nchildren)
+		qsort(dir->children, dir->nchildren, sizeof(*dir->children), name_cmp);
 	size_t k = 0;
 	for (size_t i = 0; i < dir->nchildren; i++) {
 		struct mk_node *ch = dir->children[i];
