@@ -210,19 +210,14 @@ static int write_large_files(struct reader *r)
 
 struct piece {
 	struct mk_node *n;
-	uint64_t off;        /* offset of the piece in the file */
+	uint64_t off;               /* offset of the piece in the file */
 	uint32_t len;
-	const char *ext;     /* sort key: extension, then base name, then tree order */
-	size_t ext_len;
+	/* Similarity key: type class, logical directory, stem. */
+	const char *cls;
+	size_t cls_len;
+	const struct mk_node *ldir;
+	size_t stem_len;            /* name bytes before the first '.' */
 };
-
-static void piece_key(struct piece *p)
-{
-	const char *nm = p->n->name;
-	const char *dot = strrchr(nm, '.');
-	p->ext = dot && dot != nm ? dot + 1 : "";
-	p->ext_len = strlen(p->ext);
-}
 
 static int bytes_cmp(const char *a, size_t la, const char *b, size_t lb)
 {
@@ -231,16 +226,38 @@ static int bytes_cmp(const char *a, size_t la, const char *b, size_t lb)
 	return r ? r : (la > lb) - (la < lb);
 }
 
-/* Grouping similar files lets each fragment block compress better than directory order. */
+/* Fills the key: the extension is the type class (Python bytecode joins its source's class),
+ * and a __pycache__ directory counts as its parent so foo.py and its .pyc files meet. */
+static void piece_key(struct piece *p)
+{
+	const struct mk_node *n = p->n;
+	const char *dot = strrchr(n->name, '.');
+	p->cls = dot && dot != n->name ? dot + 1 : "";
+	p->cls_len = strlen(p->cls);
+	if (p->cls_len == 3 && !memcmp(p->cls, "pyc", 3))
+		p->cls_len = 2;
+	p->ldir = n->parent;
+	if (p->ldir && p->ldir->parent && !strcmp(p->ldir->name, "__pycache__"))
+		p->ldir = p->ldir->parent;
+	p->stem_len = strcspn(n->name, ".");
+}
+
+static int piece_group_cmp(const struct piece *x, const struct piece *y)
+{
+	int r = bytes_cmp(x->cls, x->cls_len, y->cls, y->cls_len);
+	if (!r && x->ldir != y->ldir)
+		r = x->ldir->order < y->ldir->order ? -1 : 1;
+	if (!r)
+		r = bytes_cmp(x->n->name, x->stem_len, y->n->name, y->stem_len);
+	return r;
+}
+
+/* Fragment order: similar files next to each other compress better than directory order. */
 static int piece_cmp(const void *a, const void *b)
 {
 	const struct piece *x = a, *y = b;
-	int r = bytes_cmp(x->ext, x->ext_len, y->ext, y->ext_len);
-	if (!r)
-		r = bytes_cmp(x->n->name, x->n->name_len, y->n->name, y->n->name_len);
-	if (!r)
-		r = (x->n->order > y->n->order) - (x->n->order < y->n->order);
-	return r;
+	int r = piece_group_cmp(x, y);
+	return r ? r : (x->n->order > y->n->order) - (x->n->order < y->n->order);
 }
 
 static int collect_pieces(struct mk_ctx *c, struct piece **out, size_t *count)
@@ -266,12 +283,24 @@ static int collect_pieces(struct mk_ctx *c, struct piece **out, size_t *count)
 	return 0;
 }
 
-/* Assigns each piece its fragment block and offset; returns the fragment count. */
+/* Bytes of the run of pieces from i with the same group key. */
+static uint64_t group_bytes(const struct piece *v, size_t n, size_t i)
+{
+	uint64_t sum = v[i].len;
+	for (size_t j = i + 1; j < n && !piece_group_cmp(&v[i], &v[j]); j++)
+		sum += v[j].len;
+	return sum;
+}
+
+/* Assigns each piece its fragment block and offset. A group of near-identical files (foo.py and
+ * its .pyc variants) that fits one block is not split across two: apart, each compresses alone. */
 static int plan_fragments(struct mk_ctx *c, struct piece *v, size_t n)
 {
 	uint32_t bs = c->opt->block_size, fill = 0, idx = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (fill + v[i].len > bs) {
+		bool group_start = i == 0 || piece_group_cmp(&v[i - 1], &v[i]);
+		uint64_t need = group_start ? group_bytes(v, n, i) : v[i].len;
+		if (fill && (fill + v[i].len > bs || (need <= bs && fill + need > bs))) {
 			idx++;
 			fill = 0;
 		}

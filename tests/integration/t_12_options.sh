@@ -28,7 +28,7 @@ variant() {
 variant b4k_gzip gzip 4096 -b 4K -c gzip
 variant b4096_lz4 lz4 4096 --block-size 4096 --compressor lz4
 variant b1m_lz4 lz4 1048576 -b 1M -c lz4
-variant b64k_xz xz 65536 -b 65536 -c xz -l 0
+variant b64k_xz xz 65536 -b 65536 -c xz -l 1
 variant xz_bcj xz 131072 -c xz --bcj x86 --bcj arm
 variant gzip_l1 gzip 131072 -c gzip -l 1
 variant lz4_hc lz4 131072 -c lz4 -l 12
