@@ -198,10 +198,12 @@ static int write_large_files(struct reader *r)
 		struct mk_node *n = c->nodes[i];
 		if (!n->file || n->file->dup_of)
 			continue;
-		err = alloc_words(c, n, wants_fragment(c, n->file));
+		bool frag = wants_fragment(c, n->file);
+		err = alloc_words(c, n, frag);
 		if (!err && n->file->nblocks)
 			err = write_blocks(r, n);
-		r->pr.files_done++;
+		if (!frag)
+			r->pr.files_done++; /* else counted when its fragment piece is read */
 	}
 	return err;
 }
@@ -347,8 +349,7 @@ static int write_fragments(struct reader *r, struct piece *v, size_t n)
 			return err;
 		j->in_len = f->frag_offset + v[i].len;
 		c->st.bytes_in += v[i].len;
-		if (v[i].off == 0)
-			r->pr.files_done++;
+		r->pr.files_done++;
 		if (!err && mk_cancelled(c))
 			err = mk_fail(c, SQK_EINTR, "interrupted");
 		progress_show(c, &r->pr, r->p, false);

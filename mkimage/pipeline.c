@@ -112,7 +112,7 @@ static int write_job(struct mk_pipeline *p, struct mk_job *j)
 		if (err)
 			return err;
 		p->written = c->pos;
-		if (j->word & SQK_BLOCK_RAW)
+		if ((j->word & SQK_BLOCK_RAW) && j->kind == MK_JOB_DATA)
 			c->st.raw_blocks++;
 	}
 	if (j->kind == MK_JOB_FRAG) {

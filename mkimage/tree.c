@@ -469,7 +469,12 @@ int mk_tree_build(struct mk_ctx *c)
 	struct stat st;
 	int err;
 	if (o->nsources == 1 && stat(o->sources[0], &st) == 0 && S_ISDIR(st.st_mode)) {
-		c->root = new_node("", o->sources[0]);
+		/* A symlink to a directory is followed, as its contents are what was asked for. */
+		struct stat lst;
+		bool via_link = lstat(o->sources[0], &lst) == 0 && S_ISLNK(lst.st_mode);
+		char *path = via_link ? join(o->sources[0], ".") : NULL;
+		c->root = new_node("", path ? path : o->sources[0]);
+		free(path);
 		if (!c->root)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
 		err = walk_entry(&w, c->root, "");
