@@ -207,7 +207,7 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	return err;
 }
 
-static int build(struct mk_ctx *c, struct sqk_super *sb)
+int mk_build(struct mk_ctx *c, struct sqk_super *sb)
 {
 	bool comp_opts;
 	int err = mk_tree_build(c);
@@ -312,7 +312,7 @@ static void count_kinds(struct mk_ctx *c)
 	}
 }
 
-static int ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel)
+int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel)
 {
 	memset(c, 0, sizeof(*c));
 	c->opt = o;
@@ -327,7 +327,7 @@ static int ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *ca
 	return 0;
 }
 
-static void ctx_free(struct mk_ctx *c)
+void mk_ctx_free(struct mk_ctx *c)
 {
 	mk_tree_free(c);
 	mk_ids_destroy(c->ids);
@@ -349,7 +349,7 @@ static int run(struct mk_ctx *c, struct outfile *of, struct sqk_super *sb)
 			err = mk_fail(c, err, "out of memory");
 	}
 	if (!err)
-		err = build(c, sb);
+		err = mk_build(c, sb);
 	if (!err && mk_cancelled(c))
 		err = mk_fail(c, SQK_EINTR, "interrupted");
 	if (!err)
@@ -374,7 +374,7 @@ int sqk_mkimage_main(int argc, char **argv)
 		mk_options_free(&o);
 		return 1;
 	}
-	int err = ctx_init(&c, &o, &sw.cancel);
+	int err = mk_ctx_init(&c, &o, &sw.cancel);
 	if (!err)
 		err = run(&c, &of, &sb);
 	sigwatch_stop(&sw);
@@ -386,7 +386,7 @@ int sqk_mkimage_main(int argc, char **argv)
 				strsignal(sig));
 		else
 			fprintf(stderr, "sqk mkimage: %s; no image written\n", c.errmsg);
-		ctx_free(&c);
+		mk_ctx_free(&c);
 		mk_options_free(&o);
 		return sig ? 128 + sig : 1;
 	}
@@ -395,7 +395,7 @@ int sqk_mkimage_main(int argc, char **argv)
 	if (!o.quiet)
 		summary(&c, &sb, (double)(t1.tv_sec - t0.tv_sec) +
 				     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	ctx_free(&c);
+	mk_ctx_free(&c);
 	mk_options_free(&o);
 	return 0;
 }

@@ -97,6 +97,16 @@ struct mk_ctx {
 	char errmsg[1024];           /* first error, with the path */
 };
 
+/* Sets up c for options o (borrowed, must outlive c); cancel may be NULL. */
+int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel);
+
+/* Frees what c owns, including c->out. */
+void mk_ctx_free(struct mk_ctx *c);
+
+/* Builds the image of c->opt's sources into c->out (set by the caller; positions from 0) and
+ * fills sb. Does not create, sync-and-rename or remove any file. */
+int mk_build(struct mk_ctx *c, struct sqk_super *sb);
+
 /* Records the first error message (printf-style) and returns err. */
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -1,0 +1,272 @@
+/* Check suite for the builder: options parsing, a build into memory through the I/O vtable
+ * (superblock, root inode and root listing decoded back), byte-identical output for any thread
+ * count, and write/sync failures injected with the fault double at many points of the build. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "endian.h"
+#include "error.h"
+#include "format.h"
+#include "io.h"
+#include "meta.h"
+#include "mkimage/mk.h"
+#include "mkimage/options.h"
+
+static char tree[64];
+
+static void write_file(const char *rel, const void *data, size_t len)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", tree, rel);
+	FILE *f = fopen(p, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+/* a.txt, big.bin (300 KiB text), dup.bin (same), sub/c.txt, link -> a.txt, hard = a.txt */
+static void make_tree(void)
+{
+	char p[256];
+	strcpy(tree, "/tmp/sqk-unit-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tree));
+	write_file("a.txt", "hello\n", 6);
+	size_t n = 300 * 1024;
+	char *big = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (char)('a' + (i * 7 + i / 100) % 26);
+	write_file("big.bin", big, n);
+	write_file("dup.bin", big, n);
+	free(big);
+	snprintf(p, sizeof(p), "%s/sub", tree);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	write_file("sub/c.txt", "third file\n", 11);
+	snprintf(p, sizeof(p), "%s/link", tree);
+	ck_assert_int_eq(symlink("a.txt", p), 0);
+	char q[256];
+	snprintf(q, sizeof(q), "%s/a.txt", tree);
+	snprintf(p, sizeof(p), "%s/hard", tree);
+	ck_assert_int_eq(link(q, p), 0);
+}
+
+static void remove_tree(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* o keeps pointers into argv, so it lives as long as the test program. */
+static char *parse_argv[7];
+
+static int parse(struct mk_options *o, const char *threads)
+{
+	char *argv[] = { "mkimage", "-q", "-j", (char *)threads, tree, "/nonexistent/x.sqsh", NULL };
+	memcpy(parse_argv, argv, sizeof(argv));
+	return mk_options_parse(6, parse_argv, o);
+}
+
+/* Builds the tree into *mem (wrapped in a fault double when fault != NULL). */
+static int build(const char *threads, struct sqk_io **mem, struct sqk_io **fault,
+		 enum sqk_io_fault_op op, unsigned countdown, struct sqk_super *sb, char *msg)
+{
+	struct mk_options o;
+	struct mk_ctx c;
+	ck_assert_int_eq(parse(&o, threads), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, mem), 0);
+	if (fault) {
+		ck_assert_int_eq(sqk_io_fault_create(*mem, fault), 0);
+		if (countdown != ~0u)
+			sqk_io_fault_arm(*fault, op, countdown, SQK_ENOSPC);
+		c.out = *fault;
+	} else {
+		c.out = *mem;
+	}
+	int err = mk_build(&c, sb);
+	if (msg)
+		snprintf(msg, 1024, "%s", c.errmsg);
+	c.out = NULL; /* the caller owns the I/O objects */
+	mk_ctx_free(&c);
+	mk_options_free(&o);
+	return err;
+}
+
+START_TEST(test_options)
+{
+	struct mk_options o;
+	char *ok[] = { "mkimage", "-b", "64K", "-c", "xz", "--bcj", "x86", "-j", "3", "-e", "*.o",
+		       "--all-root", "src", "img", NULL };
+	ck_assert_int_eq(mk_options_parse(14, ok, &o), 0);
+	ck_assert_uint_eq(o.block_size, 65536);
+	ck_assert_uint_eq(o.comp.id, SQK_COMP_XZ);
+	ck_assert_uint_eq(o.comp.xz_bcj, SQK_BCJ_X86);
+	ck_assert_int_eq(o.threads, 3);
+	ck_assert_int_eq(o.nexcludes, 1);
+	ck_assert_int_eq(o.force_uid, 0);
+	ck_assert_str_eq(o.image, "img");
+	ck_assert_int_eq(o.nsources, 1);
+	mk_options_free(&o);
+
+	const char *bad[][4] = { { "-b", "3000" }, { "-b", "2M" }, { "-c", "nosuch" },
+				 { "-l", "23" }, { "--bcj", "x86" }, { "-j", "0" },
+				 { "--force-uid", "-1" }, { "--mtime", "x" } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "mkimage", (char *)bad[i][0], (char *)bad[i][1], "src", "img", NULL };
+		ck_assert_msg(mk_options_parse(5, argv, &o) == -1, "accepted %s %s", bad[i][0],
+			      bad[i][1]);
+		mk_options_free(&o);
+	}
+	char *one[] = { "mkimage", "img", NULL };
+	ck_assert_int_eq(mk_options_parse(2, one, &o), -1);
+	mk_options_free(&o);
+}
+END_TEST
+
+/* Reads the metadata block at absolute pos of img and returns its decoded bytes. */
+static size_t meta_at(const uint8_t *img, size_t len, uint64_t pos, uint8_t *out)
+{
+	struct sqk_comp_config cfg = { .id = SQK_COMP_ZSTD, .block_size = 131072 };
+	struct sqk_compressor *z;
+	size_t used;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &z), 0);
+	ck_assert_uint_lt(pos, len);
+	ssize_t n = sqk_meta_decode_block(z, img + pos, len - pos, out, 0, &used);
+	sqk_compressor_destroy(z);
+	ck_assert_int_gt(n, 0);
+	return (size_t)n;
+}
+
+START_TEST(test_build_in_memory)
+{
+	struct sqk_io *mem;
+	struct sqk_super sb, disk;
+	make_tree();
+	char msg[1024];
+	int berr = build("2", &mem, NULL, 0, 0, &sb, msg);
+	ck_assert_msg(berr == 0, "build: %d %s", berr, msg);
+	size_t len;
+	const uint8_t *img = sqk_io_mem_data(mem, &len);
+	ck_assert_uint_eq(len % SQK_PAD, 0);
+	sqk_super_decode(img, &disk);
+	ck_assert_uint_eq(disk.magic, SQK_MAGIC);
+	ck_assert_uint_eq(disk.version_major, 4);
+	ck_assert_uint_eq(disk.block_size, 131072);
+	ck_assert_uint_eq(disk.block_log, 17);
+	ck_assert_uint_eq(disk.compressor, SQK_COMP_ZSTD);
+	ck_assert_uint_eq(disk.bytes_used, sb.bytes_used);
+	ck_assert_uint_le(disk.bytes_used, len);
+	ck_assert_uint_gt(disk.bytes_used, len - SQK_PAD);
+	/* root, a.txt(=hard), big.bin, dup.bin, link, sub, sub/c.txt */
+	ck_assert_uint_eq(disk.inode_count, 7);
+	ck_assert_uint_eq(disk.flags & SQK_FLAG_DUPLICATES, SQK_FLAG_DUPLICATES);
+
+	uint8_t blk[SQK_META_SIZE];
+	size_t n = meta_at(img, len, disk.inode_table_start + (disk.root_inode >> 16), blk);
+	size_t off = disk.root_inode & 0xFFFF;
+	ck_assert_uint_le(off + 32, n);
+	struct sqk_inode_header h;
+	sqk_inode_header_decode(blk + off, &h);
+	ck_assert_uint_eq(h.type, SQK_T_DIR);
+	ck_assert_uint_eq(h.inode_number, 1);
+	uint32_t start = sqk_get_le32(blk + off + 16);
+	uint16_t size = sqk_get_le16(blk + off + 24), doff = sqk_get_le16(blk + off + 26);
+
+	/* The root listing: one run, names sorted, a.txt and hard share an inode number. */
+	uint8_t dir[SQK_META_SIZE];
+	size_t dn = meta_at(img, len, disk.directory_table_start + start, dir);
+	ck_assert_uint_le(doff + size - 3, dn);
+	struct sqk_dir_header dh;
+	sqk_dir_header_decode(dir + doff, &dh);
+	ck_assert_uint_eq(dh.count + 1, 6);
+	const char *want[] = { "a.txt", "big.bin", "dup.bin", "hard", "link", "sub" };
+	size_t p = doff + SQK_DIR_HEADER_SIZE;
+	uint32_t ino[6];
+	for (int i = 0; i < 6; i++) {
+		struct sqk_dir_entry e;
+		sqk_dir_entry_decode(dir + p, &e);
+		ck_assert_uint_eq(e.name_size + 1, strlen(want[i]));
+		ck_assert_int_eq(memcmp(dir + p + 8, want[i], strlen(want[i])), 0);
+		ino[i] = (uint32_t)((int64_t)dh.inode_number + e.inode_delta);
+		p += 8 + e.name_size + 1u;
+	}
+	ck_assert_uint_eq(p - doff, (size_t)size - 3);
+	ck_assert_uint_eq(ino[0], ino[3]);
+	ck_assert_uint_ne(ino[1], ino[2]);
+	sqk_io_destroy(mem);
+	remove_tree();
+}
+END_TEST
+
+START_TEST(test_same_bytes_any_threads)
+{
+	struct sqk_io *m1, *m2;
+	struct sqk_super s1, s2;
+	make_tree();
+	ck_assert_int_eq(build("1", &m1, NULL, 0, 0, &s1, NULL), 0);
+	ck_assert_int_eq(build("5", &m2, NULL, 0, 0, &s2, NULL), 0);
+	size_t l1, l2;
+	const uint8_t *a = sqk_io_mem_data(m1, &l1), *b = sqk_io_mem_data(m2, &l2);
+	ck_assert_uint_eq(l1, l2);
+	ck_assert_int_eq(memcmp(a, b, l1), 0);
+	sqk_io_destroy(m1);
+	sqk_io_destroy(m2);
+	remove_tree();
+}
+END_TEST
+
+/* Every write of the build, failed in turn (sampled), fails the build with the offset named. */
+START_TEST(test_write_faults)
+{
+	struct sqk_io *mem, *fault;
+	struct sqk_super sb;
+	char msg[1024];
+	make_tree();
+	ck_assert_int_eq(build("2", &mem, &fault, SQK_FAULT_WRITE, ~0u, &sb, NULL), 0);
+	unsigned writes = sqk_io_fault_calls(fault, SQK_FAULT_WRITE);
+	ck_assert_uint_gt(writes, 5);
+	sqk_io_destroy(fault);
+	sqk_io_destroy(mem);
+	unsigned step = writes / 40 ? writes / 40 : 1;
+	for (unsigned k = 0; k < writes; k += step) {
+		int err = build("2", &mem, &fault, SQK_FAULT_WRITE, k, &sb, msg);
+		ck_assert_msg(err == SQK_ENOSPC, "write %u of %u: got %d", k, writes, err);
+		ck_assert_msg(strstr(msg, "offset") || strstr(msg, "superblock"), "message: %s", msg);
+		ck_assert_ptr_nonnull(strstr(msg, "no space left"));
+		sqk_io_destroy(fault);
+		sqk_io_destroy(mem);
+	}
+	ck_assert_int_eq(build("2", &mem, &fault, SQK_FAULT_SYNC, 0, &sb, msg), SQK_ENOSPC);
+	ck_assert_ptr_nonnull(strstr(msg, "flush"));
+	sqk_io_destroy(fault);
+	sqk_io_destroy(mem);
+	remove_tree();
+}
+END_TEST
+
+static Suite *mkimage_suite(void)
+{
+	Suite *s = suite_create("mkimage");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_options);
+	tcase_add_test(tc, test_build_in_memory);
+	tcase_add_test(tc, test_same_bytes_any_threads);
+	tcase_add_test(tc, test_write_faults);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(mkimage_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
