@@ -22,7 +22,7 @@ CHECK_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
 OPT ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -I. -Icommon
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -fPIC -I. -Icommon -Ireader
 CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = -pthread $(EXTRA_LDFLAGS)
 
@@ -44,9 +44,9 @@ include reader/reader.mk
 include tests/tests.mk
 
 .DEFAULT_GOAL := all
-all: $(BINS)
+all: $(BINS) $(LIBS_OUT)
 
-install: all
+install: all install-lib
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 

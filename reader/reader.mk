@@ -1,8 +1,44 @@
-# reader/: the sqk command-line tool (the reader library arrives with issue 3).
-SQK_BIN := $(BUILD)/bin/sqk
-SQK_OBJS := $(BUILD)/obj/reader/sqk.o
-BINS += $(SQK_BIN)
+# reader/: the libsqk library (reader/lib/, public header reader/sqk.h) and the sqk command
+# (reader/sqk.c dispatching to reader/cmd/*.c).
+LIBSQK_SRCS := $(wildcard reader/lib/*.c)
+LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
+LIBSQK_A := $(BUILD)/lib/libsqk.a
+LIBSQK_SONAME := libsqk.so.0
+LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
+LIBSQK_PC := $(BUILD)/lib/libsqk.pc
+LIBSQK_HEADERS := reader/sqk.h common/error.h common/format.h common/io.h common/compressor.h
 
-$(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBCOMMON)
+SQK_BIN := $(BUILD)/bin/sqk
+SQK_SRCS := reader/sqk.c $(wildcard reader/cmd/*.c)
+SQK_OBJS := $(SQK_SRCS:%.c=$(BUILD)/obj/%.o)
+BINS += $(SQK_BIN)
+LIBS_OUT := $(LIBSQK_A) $(LIBSQK_SO) $(LIBSQK_PC)
+
+# The static and shared libraries carry common/ so users link one library.
+$(LIBSQK_A): $(LIBSQK_OBJS) $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,$(LIBSQK_SONAME) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+	ln -sf $(LIBSQK_SONAME) $(BUILD)/lib/libsqk.so
+
+$(LIBSQK_PC): reader/libsqk.pc.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' $< > $@
+
+$(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBSQK_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+
+install-lib: $(LIBS_OUT)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(LIBSQK_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBSQK_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(LIBSQK_SONAME) $(DESTDIR)$(PREFIX)/lib/libsqk.so
+	install -m 644 $(LIBSQK_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/
+	install -m 644 $(LIBSQK_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+.PHONY: install-lib

@@ -1,0 +1,151 @@
+/* libsqk — read SquashFS 4.0 images (from squashkit, mksquashfs, gensquashfs, tar2sqfs).
+ *
+ * Every function returns 0 (or a length) on success and a negative SQK_E* code (common/error.h,
+ * sqk_strerror()) on failure. An image handle is thread-safe: any number of threads may call
+ * any function on one image concurrently. Nothing read from an image is trusted: every offset,
+ * size and count is bounds-checked; corruption gives SQK_ECORRUPT / SQK_EDECOMPRESS /
+ * SQK_EBOUNDS and a message through the log callback naming the image and the offset. */
+#ifndef SQK_LIBSQK_H
+#define SQK_LIBSQK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "format.h"
+#include "io.h"
+
+struct sqk_image;
+
+struct sqk_open_opts {
+	uint64_t offset;            /* byte offset of the superblock in the file (embedded images) */
+	size_t cache_bytes;         /* decompressed block cache limit; 0 = 64 MiB */
+	unsigned readahead_blocks;  /* sequential readahead window in blocks; 0 = default (16) */
+	unsigned threads;           /* decompression workers for readahead; 0 = online CPUs */
+	/* Called (from any thread) with a one-line message on corruption or I/O errors. */
+	void (*log)(void *log_ctx, const char *msg);
+	void *log_ctx;
+	const char *name;           /* image name used in messages (copied); NULL = the path */
+};
+
+/* An inode as decoded from the image. Plain data: the caller owns it, copies are fine. */
+struct sqk_inode {
+	uint64_t ref;         /* inode reference (block << 16 | offset) */
+	uint32_t ino;         /* inode number, 1..inode_count */
+	uint16_t type;        /* on-disk type 1..14 */
+	uint32_t mode;        /* full st_mode: S_IFMT bits from the type, plus permission bits */
+	uint32_t uid, gid;    /* resolved through the id table */
+	uint32_t mtime;
+	uint32_t nlink;
+	uint64_t size;        /* files: bytes; directories: listing size + 3; symlinks: target length */
+	uint32_t rdev;        /* devices: SquashFS encoding (sqk_rdev_major/minor) */
+	uint32_t xattr_idx;   /* SQK_NONE32 = none */
+	/* Locators (meaning depends on the type). */
+	uint64_t blocks_start;  /* files */
+	uint32_t frag_index;    /* files: SQK_NONE32 = no fragment */
+	uint32_t frag_offset;
+	uint64_t sparse;
+	uint32_t parent;        /* directories: parent inode number */
+	uint32_t dir_block;     /* directories: listing block, relative to directory_table_start */
+	uint16_t dir_offset;
+	uint16_t index_count;   /* extended directories */
+	uint64_t body_ref;      /* ref of the bytes after the fixed part (size words, index, target) */
+};
+
+struct sqk_dirent {
+	const char *name;     /* borrowed from the iterator; valid until its next call */
+	size_t name_len;
+	uint32_t ino;
+	uint16_t type;        /* basic type 1..7 */
+	uint64_t ref;         /* inode reference, for sqk_inode_get */
+};
+
+/* Directory iterator: plain struct on the caller's stack; no cleanup needed. */
+struct sqk_dir_iter {
+	struct sqk_image *img;
+	uint64_t pos;         /* absolute position of the current metadata block */
+	uint32_t off;         /* offset inside it */
+	uint32_t remaining;   /* listing bytes left */
+	uint32_t run_left;    /* entries left in the current run */
+	uint32_t run_block;
+	uint32_t run_ino;
+	uint64_t index;       /* entries returned so far */
+	char name[SQK_NAME_MAX + 1];
+};
+
+struct sqk_stats {
+	uint64_t data_blocks_decompressed;
+	uint64_t fragment_blocks_decompressed;
+	uint64_t metadata_blocks_decompressed;
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+	uint64_t bytes_read;        /* bytes read from the image */
+	uint64_t readahead_batches;
+};
+
+/* Opens the image at path (opts may be NULL). Caller owns *out (sqk_image_close). */
+int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out);
+
+/* Opens an image on fd (borrowed: must stay open until close). Caller owns *out. */
+int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image **out);
+
+/* Opens an image on io (borrowed; opts->offset is added to every position). Caller owns *out. */
+int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opts,
+		      struct sqk_image **out);
+
+/* Closes img; NULL-safe. */
+void sqk_image_close(struct sqk_image *img);
+
+/* The validated superblock (borrowed, lives as long as img). */
+const struct sqk_super *sqk_image_super(const struct sqk_image *img);
+
+/* Compressor options of the image (borrowed). */
+const struct sqk_comp_config *sqk_image_comp(const struct sqk_image *img);
+
+/* Decodes the inode at ref. */
+int sqk_inode_get(struct sqk_image *img, uint64_t ref, struct sqk_inode *out);
+
+/* The root directory. */
+int sqk_image_root(struct sqk_image *img, struct sqk_inode *out);
+
+/* Looks up name (not NUL-terminated; len bytes) in directory dir, using the directory index.
+ * SQK_ENOENT if absent. */
+int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *name, size_t len,
+	       struct sqk_inode *out);
+
+/* Resolves a '/'-separated path from the root (no symlinks followed; "" or "/" = root). */
+int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *out);
+
+/* Starts iterating dir's entries (without . and ..). */
+int sqk_dir_iter_init(struct sqk_image *img, const struct sqk_inode *dir,
+		      struct sqk_dir_iter *it);
+
+/* Next entry: returns 1 with *e filled, 0 at the end, or SQK_E*. Names are validated (not
+ * empty, no '/', not . or .., sorted and unique). */
+int sqk_dir_iter_next(struct sqk_dir_iter *it, struct sqk_dirent *e);
+
+/* Copies a symlink's target into buf (cap bytes, NUL-terminated if it fits); *len = length. */
+int sqk_readlink(struct sqk_image *img, const struct sqk_inode *link, char *buf, size_t cap,
+		 size_t *len);
+
+/* Reads up to len bytes of a regular file at off. Returns the bytes read (fewer only at end of
+ * file; 0 at or past it) or SQK_E*. Sparse blocks read as zeros without I/O. */
+ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+		 uint64_t off);
+
+/* Lists the xattr names of an inode, each NUL-terminated with its prefix ("user.x\0...").
+ * With cap 0, only sets *len to the size needed; SQK_ETOOBIG if cap is too small. */
+int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf, size_t cap,
+		   size_t *len);
+
+/* Gets one xattr value (name with prefix). SQK_ENOENT if absent; cap 0 = size only;
+ * SQK_ETOOBIG if cap is too small. */
+int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char *name,
+		  void *buf, size_t cap, size_t *len);
+
+/* Copies the counters. */
+void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);
+
+#endif
