@@ -412,8 +412,10 @@ int mk_data_write(struct mk_ctx *c)
 			err = write_fragments(&r, pieces, npieces);
 		if (!err)
 			progress_show(c, &r.pr, r.p, true);
+		/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading side
+		 * saw afterwards, so it is the error reported. */
 		int perr = mk_pipeline_finish(r.p);
-		if (!err)
+		if (perr)
 			err = perr;
 	}
 	free(pieces);
