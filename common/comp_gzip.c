@@ -24,8 +24,7 @@ struct sqk_gzip {
 	unsigned ndef;
 	z_stream inf;
 	bool inf_ready;
-	uint8_t *scratch; /* candidate output while a smaller result sits in out */
-	size_t scratch_cap;
+	struct sqk_comp_scratch scratch; /* candidate output while a smaller result sits in out */
 };
 
 static int zlib_error(int ret, int fallback)
@@ -52,38 +51,11 @@ static ssize_t gzip_try(z_stream *s, const void *in, size_t in_len, uint8_t *out
 	return zlib_error(ret, SQK_ECOMPRESS);
 }
 
-static int gzip_reserve_scratch(struct sqk_gzip *g, size_t need)
+/* Attempt with strategy stream i (the sqk_comp_attempt_fn shape). */
+static ssize_t gzip_attempt(void *codec, unsigned i, const void *in, size_t in_len, uint8_t *out,
+			    size_t cap)
 {
-	uint8_t *p;
-
-	if (need <= g->scratch_cap)
-		return 0;
-	p = realloc(g->scratch, need);
-	if (!p)
-		return SQK_ENOMEM;
-	g->scratch = p;
-	g->scratch_cap = need;
-	return 0;
-}
-
-/* Tries stream i against the best result so far (already in out). */
-static ssize_t gzip_try_more(struct sqk_gzip *g, unsigned i, const void *in, size_t in_len,
-			     uint8_t *out, size_t limit, ssize_t best)
-{
-	size_t budget = best > 0 ? (size_t)best - 1 : limit;
-	ssize_t n;
-	int rc;
-
-	if (budget == 0)
-		return best;
-	rc = gzip_reserve_scratch(g, budget);
-	if (rc)
-		return rc;
-	n = gzip_try(&g->def[i], in, in_len, g->scratch, budget);
-	if (n <= 0)
-		return n < 0 ? n : best;
-	memcpy(out, g->scratch, (size_t)n);
-	return n;
+	return gzip_try(&((struct sqk_gzip *)codec)->def[i], in, in_len, out, cap);
 }
 
 static ssize_t gzip_compress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
@@ -100,7 +72,8 @@ static ssize_t gzip_compress(struct sqk_compressor *c, const void *in, size_t in
 		return 0;
 	best = gzip_try(&g->def[0], in, in_len, out, limit);
 	for (i = 1; i < g->ndef && best >= 0; i++)
-		best = gzip_try_more(g, i, in, in_len, out, limit, best);
+		best = sqk_comp_try_smaller(&g->scratch, gzip_attempt, g, i, in, in_len, out,
+					    limit, best);
 	return best;
 }
 
@@ -136,7 +109,7 @@ static void gzip_destroy(struct sqk_compressor *c)
 		deflateEnd(&g->def[i]);
 	if (g->inf_ready)
 		inflateEnd(&g->inf);
-	free(g->scratch);
+	free(g->scratch.buf);
 	free(g);
 }
 

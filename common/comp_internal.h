@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "compressor.h"
 
@@ -21,6 +22,24 @@
 #define SQK_LZ4_VERSION 1u
 #define SQK_LZ4_FLAG_HC 0x1u
 #define SQK_LZ4_MAX_LEVEL 12
+
+/* Candidate output of codecs that try several variants (gzip strategies, xz BCJ filters) and
+ * keep the smallest: grows on demand, owned by the codec instance. */
+struct sqk_comp_scratch {
+	uint8_t *buf;
+	size_t cap;
+};
+
+/* One compression attempt of `variant` into out[0..cap): the length, 0 if it does not fit, or
+ * SQK_E*. */
+typedef ssize_t (*sqk_comp_attempt_fn)(void *codec, unsigned variant, const void *in,
+				       size_t in_len, uint8_t *out, size_t cap);
+
+/* Runs one attempt with a budget one byte under `best` (the result already in out; <= 0 means
+ * none yet, budget `limit`) and moves a smaller result into out. Returns the new best. */
+ssize_t sqk_comp_try_smaller(struct sqk_comp_scratch *s, sqk_comp_attempt_fn fn, void *codec,
+			     unsigned variant, const void *in, size_t in_len, uint8_t *out,
+			     size_t limit, ssize_t best);
 
 /* Codec constructors: cfg was validated by sqk_comp_config_check and is copied; caller owns
  * *out. */

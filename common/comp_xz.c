@@ -27,8 +27,7 @@ struct sqk_xz {
 	 * switching filters does not free and rebuild the LZMA2 encoder. */
 	lzma_stream enc[1 + XZ_NBCJ];
 	lzma_stream dec;
-	uint8_t *scratch; /* candidate output while a smaller result sits in out */
-	size_t scratch_cap;
+	struct sqk_comp_scratch scratch; /* candidate output while a smaller result sits in out */
 };
 
 static int xz_lzma_error(lzma_ret ret, int fallback)
@@ -67,38 +66,11 @@ static ssize_t xz_try(struct sqk_xz *x, unsigned v, const void *in, size_t in_le
 	return xz_lzma_error(ret, SQK_ECOMPRESS);
 }
 
-static int xz_reserve_scratch(struct sqk_xz *x, size_t need)
+/* Attempt with BCJ variant v (the sqk_comp_attempt_fn shape). */
+static ssize_t xz_attempt(void *codec, unsigned v, const void *in, size_t in_len, uint8_t *out,
+			  size_t cap)
 {
-	uint8_t *p;
-
-	if (need <= x->scratch_cap)
-		return 0;
-	p = realloc(x->scratch, need);
-	if (!p)
-		return SQK_ENOMEM;
-	x->scratch = p;
-	x->scratch_cap = need;
-	return 0;
-}
-
-/* Tries BCJ variant v against the best result so far (already in out). */
-static ssize_t xz_try_bcj(struct sqk_xz *x, unsigned v, const void *in, size_t in_len,
-			  uint8_t *out, size_t limit, ssize_t best)
-{
-	size_t budget = best > 0 ? (size_t)best - 1 : limit;
-	ssize_t n;
-	int rc;
-
-	if (budget == 0)
-		return best;
-	rc = xz_reserve_scratch(x, budget);
-	if (rc)
-		return rc;
-	n = xz_try(x, v, in, in_len, x->scratch, budget);
-	if (n <= 0)
-		return n < 0 ? n : best;
-	memcpy(out, x->scratch, (size_t)n);
-	return n;
+	return xz_try(codec, v, in, in_len, out, cap);
 }
 
 static ssize_t xz_compress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
@@ -114,7 +86,8 @@ static ssize_t xz_compress(struct sqk_compressor *c, const void *in, size_t in_l
 	best = xz_try(x, 0, in, in_len, out, limit);
 	for (v = 1; v <= XZ_NBCJ && best >= 0; v++) {
 		if (x->bcj & (1u << (v - 1)))
-			best = xz_try_bcj(x, v, in, in_len, out, limit, best);
+			best = sqk_comp_try_smaller(&x->scratch, xz_attempt, x, v, in, in_len,
+						    out, limit, best);
 	}
 	return best;
 }
@@ -152,7 +125,7 @@ static void xz_destroy(struct sqk_compressor *c)
 	for (v = 0; v <= XZ_NBCJ; v++)
 		lzma_end(&x->enc[v]);
 	lzma_end(&x->dec);
-	free(x->scratch);
+	free(x->scratch.buf);
 	free(x);
 }
 

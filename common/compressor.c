@@ -299,3 +299,26 @@ int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts,
 		return SQK_EUNSUPPORTED;
 	}
 }
+
+ssize_t sqk_comp_try_smaller(struct sqk_comp_scratch *s, sqk_comp_attempt_fn fn, void *codec,
+			     unsigned variant, const void *in, size_t in_len, uint8_t *out,
+			     size_t limit, ssize_t best)
+{
+	size_t budget = best > 0 ? (size_t)best - 1 : limit;
+	ssize_t n;
+
+	if (budget == 0)
+		return best;
+	if (budget > s->cap) {
+		uint8_t *p = realloc(s->buf, budget);
+		if (!p)
+			return SQK_ENOMEM;
+		s->buf = p;
+		s->cap = budget;
+	}
+	n = fn(codec, variant, in, in_len, s->buf, budget);
+	if (n <= 0)
+		return n < 0 ? n : best;
+	memcpy(out, s->buf, (size_t)n);
+	return n;
+}
