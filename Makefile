@@ -15,7 +15,7 @@ $(DEPS_STAMP): scripts/install-deps.sh
 	@sh scripts/install-deps.sh
 	@touch $@
 
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) fuse3 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
@@ -41,6 +41,7 @@ BINS :=
 include common/common.mk
 include mkimage/mkimage.mk
 include reader/reader.mk
+include fuse/fuse.mk
 include tests/tests.mk
 
 .DEFAULT_GOAL := all

@@ -156,4 +156,13 @@ static inline uint16_t sqk_basic_type(uint16_t type)
 	return type > SQK_T_SOCKET ? (uint16_t)(type - 7) : type;
 }
 
+/* S_IFMT bits (Linux values) of an inode type, basic or extended; 0 for an invalid type. */
+static inline uint32_t sqk_type_ifmt(uint16_t type)
+{
+	static const uint32_t ifmt[8] = { 0, 0040000, 0100000, 0120000, 0060000, 0020000,
+					  0010000, 0140000 };
+	uint16_t b = sqk_basic_type(type);
+	return b >= 1 && b <= 7 ? ifmt[b] : 0;
+}
+
 #endif

@@ -1,0 +1,7 @@
+/* sqkfuse: mount a SquashFS image read-only through FUSE. */
+#include "fuse/sqkfuse.h"
+
+int main(int argc, char **argv)
+{
+	return sqk_fuse_main(argc, argv);
+}

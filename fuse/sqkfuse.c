@@ -1,0 +1,694 @@
+/* sqkfuse: the FUSE 3 low-level front-end on libsqk. The image is immutable, so node ids are
+ * inode references (no lookup table to keep), replies carry long timeouts, file pages are kept
+ * cached, and directories are read with readdirplus so a tree walk needs no separate lookups.
+ * Block caching, readahead and validation are the library's. */
+#define FUSE_USE_VERSION 35
+
+#include "fuse/sqkfuse.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "fuse/nodes.h"
+#include "sqk.h"
+
+#define TIMEOUT 86400.0 /* the image never changes */
+#define MAX_IO (1u << 20)
+
+struct fs {
+	struct sqk_image *img;
+	struct sqk_inode root;
+	struct sqk_nodes *nodes;
+	const char *image;
+	bool foreground;
+	pthread_key_t buf_key; /* per-thread read buffer */
+};
+
+struct dirh {
+	pthread_mutex_t mu;
+	struct sqk_inode dir;
+	struct sqk_dir_iter it;
+	off_t pos; /* offset of the next entry the iterator returns */
+};
+
+static void logmsg(const struct fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void logmsg(const struct fs *fs, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (fs->foreground)
+		fprintf(stderr, "sqkfuse: %s\n", line);
+	else
+		syslog(LOG_ERR, "%s", line);
+}
+
+static void lib_log(void *ctx, const char *msg)
+{
+	logmsg(ctx, "%s", msg);
+}
+
+static fuse_ino_t to_id(const struct fs *fs, const struct sqk_inode *i)
+{
+	return i->ref == fs->root.ref ? FUSE_ROOT_ID : (fuse_ino_t)i->ref + 2;
+}
+
+static int from_id(struct fs *fs, fuse_ino_t id, struct sqk_inode *out)
+{
+	if (id == FUSE_ROOT_ID) {
+		*out = fs->root;
+		return 0;
+	}
+	return sqk_inode_get(fs->img, (uint64_t)id - 2, out);
+}
+
+static void fill_stat(const struct fs *fs, const struct sqk_inode *i, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = i->ino;
+	st->st_mode = i->mode;
+	st->st_nlink = i->nlink;
+	st->st_uid = i->uid;
+	st->st_gid = i->gid;
+	st->st_size = (off_t)i->size;
+	st->st_rdev = makedev(sqk_rdev_major(i->rdev), sqk_rdev_minor(i->rdev));
+	st->st_blksize = (blksize_t)sqk_image_super(fs->img)->block_size;
+	st->st_blocks = (blkcnt_t)((i->size - (i->sparse < i->size ? i->sparse : i->size) + 511) / 512);
+	st->st_mtim.tv_sec = i->mtime;
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+}
+
+/* Replies with an error after logging what failed where (corruption stays local to one file). */
+static void reply_fail(fuse_req_t req, struct fs *fs, fuse_ino_t id, const char *what, int err)
+{
+	char path[1024];
+	if (err != SQK_ENOENT) {
+		sqk_nodes_path(fs->nodes, id, path, sizeof(path));
+		logmsg(fs, "%s: %s: %s: %s", fs->image, path, what, sqk_strerror(err));
+	}
+	fuse_reply_err(req, err == SQK_ENOENT ? ENOENT : err == SQK_ETOOBIG ? ERANGE :
+			    sqk_to_errno(err) == EIO || err == SQK_ECORRUPT ? EIO : sqk_to_errno(err));
+}
+
+static void fill_entry(struct fs *fs, const struct sqk_inode *i, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = to_id(fs, i);
+	e->generation = 1;
+	e->attr_timeout = TIMEOUT;
+	e->entry_timeout = TIMEOUT;
+	fill_stat(fs, i, &e->attr);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct sqk_inode dir, child;
+	struct fuse_entry_param e;
+	int err = from_id(fs, parent, &dir);
+	if (!err)
+		err = sqk_lookup(fs->img, &dir, name, strlen(name), &child);
+	if (err == SQK_ENOENT) {
+		/* A negative entry, cached as long as positive ones: the image never changes. */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (err) {
+		reply_fail(req, fs, parent, "lookup", err);
+		return;
+	}
+	fill_entry(fs, &child, &e);
+	sqk_nodes_add(fs->nodes, e.ino, parent, name);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct sqk_inode i;
+	struct stat st;
+	int err = from_id(fs, id, &i);
+	if (err) {
+		reply_fail(req, fs, id, "getattr", err);
+		return;
+	}
+	fill_stat(fs, &i, &st);
+	fuse_reply_attr(req, &st, TIMEOUT);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t id)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct sqk_inode i;
+	char target[SQK_SYMLINK_MAX + 1];
+	size_t len;
+	int err = from_id(fs, id, &i);
+	if (!err && !S_ISLNK(i.mode))
+		err = SQK_EINVAL;
+	if (!err)
+		err = sqk_readlink(fs->img, &i, target, sizeof(target), &len);
+	if (err) {
+		reply_fail(req, fs, id, "readlink", err);
+		return;
+	}
+	fuse_reply_readlink(req, target);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	struct sqk_inode *i = malloc(sizeof(*i));
+	int err = i ? from_id(fs, id, i) : SQK_ENOMEM;
+	if (err) {
+		free(i);
+		reply_fail(req, fs, id, "open", err);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)i;
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+static uint8_t *thread_buf(struct fs *fs)
+{
+	uint8_t *b = pthread_getspecific(fs->buf_key);
+	if (!b) {
+		b = malloc(MAX_IO);
+		if (b)
+			pthread_setspecific(fs->buf_key, b);
+	}
+	return b;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	const struct sqk_inode *i = (const struct sqk_inode *)(uintptr_t)fi->fh;
+	uint8_t *buf = thread_buf(fs);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (size > MAX_IO)
+		size = MAX_IO;
+	ssize_t n = sqk_read(fs->img, i, buf, size, (uint64_t)off);
+	if (n < 0) {
+		char what[64];
+		snprintf(what, sizeof(what), "read at offset %lld", (long long)off);
+		reply_fail(req, fs, id, what, (int)n);
+		return;
+	}
+	fuse_reply_buf(req, (const char *)buf, (size_t)n);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	free((void *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct dirh *h = calloc(1, sizeof(*h));
+	int err = h ? from_id(fs, id, &h->dir) : SQK_ENOMEM;
+	if (!err && !S_ISDIR(h->dir.mode))
+		err = SQK_EINVAL;
+	if (!err)
+		err = sqk_dir_iter_init(fs->img, &h->dir, &h->it);
+	if (err) {
+		free(h);
+		reply_fail(req, fs, id, "opendir", err);
+		return;
+	}
+	pthread_mutex_init(&h->mu, NULL);
+	h->pos = 0;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = 1;
+	fi->cache_readdir = 1;
+	fuse_reply_open(req, fi);
+}
+
+/* Adds "." and ".." (offsets 1 and 2); returns the bytes used or 0 when full. */
+static size_t add_dot(fuse_req_t req, struct fs *fs, struct dirh *h, bool plus, int which,
+		      char *buf, size_t cap)
+{
+	struct stat st = { 0 };
+	const char *name = which ? ".." : ".";
+	st.st_ino = which ? (h->dir.parent ? h->dir.parent : h->dir.ino) : h->dir.ino;
+	st.st_mode = S_IFDIR;
+	if (!plus)
+		return fuse_add_direntry(req, buf, cap, name, &st, which + 1);
+	struct fuse_entry_param e = { .attr = st };
+	return fuse_add_direntry_plus(req, buf, cap, name, &e, which + 1);
+}
+
+/* Positions the iterator so that the next entry is the one at offset off. */
+static int dir_seek(struct fs *fs, struct dirh *h, off_t off)
+{
+	struct sqk_dirent de;
+	if (off < h->pos || h->pos < 2) {
+		int err = sqk_dir_iter_init(fs->img, &h->dir, &h->it);
+		if (err)
+			return err;
+		h->pos = 2;
+	}
+	while (h->pos < off) {
+		int r = sqk_dir_iter_next(&h->it, &de);
+		if (r <= 0)
+			return r;
+		h->pos++;
+	}
+	return 0;
+}
+
+static size_t add_entry(fuse_req_t req, struct fs *fs, fuse_ino_t dir_id, bool plus,
+			const struct sqk_dirent *de, off_t next, char *buf, size_t cap, int *err)
+{
+	char name[SQK_NAME_MAX + 1];
+	memcpy(name, de->name, de->name_len);
+	name[de->name_len] = 0;
+	if (!plus) {
+		struct stat st = { .st_ino = de->ino,
+				   .st_mode = (mode_t)sqk_type_ifmt(de->type) };
+		return fuse_add_direntry(req, buf, cap, name, &st, next);
+	}
+	struct sqk_inode child;
+	struct fuse_entry_param e;
+	*err = sqk_inode_get(fs->img, de->ref, &child);
+	if (*err)
+		return 0;
+	fill_entry(fs, &child, &e);
+	size_t n = fuse_add_direntry_plus(req, buf, cap, name, &e, next);
+	if (n <= cap)
+		sqk_nodes_add(fs->nodes, e.ino, dir_id, name);
+	return n;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct dirh *h = (struct dirh *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0;
+	int err = buf ? 0 : SQK_ENOMEM;
+	pthread_mutex_lock(&h->mu);
+	for (; !err && off < 2; off++) {
+		size_t n = add_dot(req, fs, h, plus, (int)off, buf + used, size - used);
+		if (n > size - used)
+			goto full;
+		used += n;
+	}
+	if (!err)
+		err = dir_seek(fs, h, off);
+	while (!err) {
+		struct sqk_dir_iter save = h->it;
+		struct sqk_dirent de;
+		int r = sqk_dir_iter_next(&h->it, &de);
+		if (r <= 0) {
+			err = r;
+			break;
+		}
+		size_t n = add_entry(req, fs, id, plus, &de, h->pos + 1, buf + used, size - used,
+				     &err);
+		if (err || n > size - used) {
+			h->it = save; /* not sent: the next call starts with it */
+			break;
+		}
+		used += n;
+		h->pos++;
+	}
+full:
+	pthread_mutex_unlock(&h->mu);
+	if (err && !used)
+		reply_fail(req, fs, id, "readdir", err);
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, id, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, id, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct dirh *h = (struct dirh *)(uintptr_t)fi->fh;
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t id)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	const struct sqk_super *sb = sqk_image_super(fs->img);
+	struct statvfs st = { 0 };
+	st.f_bsize = sb->block_size;
+	st.f_frsize = sb->block_size;
+	st.f_blocks = (sb->bytes_used + sb->block_size - 1) / sb->block_size;
+	st.f_files = sb->inode_count;
+	st.f_namemax = SQK_NAME_MAX;
+	st.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &st);
+}
+
+static void reply_xattr_buf(fuse_req_t req, size_t size, const void *buf, size_t len)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else
+		fuse_reply_buf(req, buf, len);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t id, const char *name, size_t size)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct sqk_inode i;
+	size_t len = 0;
+	void *buf = size ? malloc(size) : NULL;
+	int err = size && !buf ? SQK_ENOMEM : from_id(fs, id, &i);
+	if (!err)
+		err = sqk_xattr_get(fs->img, &i, name, buf, size, &len);
+	if (err == SQK_ENOENT)
+		fuse_reply_err(req, ENODATA);
+	else if (err)
+		reply_fail(req, fs, id, "getxattr", err);
+	else
+		reply_xattr_buf(req, size, buf, len);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t id, size_t size)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct sqk_inode i;
+	size_t len = 0;
+	char *buf = size ? malloc(size) : NULL;
+	int err = size && !buf ? SQK_ENOMEM : from_id(fs, id, &i);
+	if (!err)
+		err = sqk_xattr_list(fs->img, &i, buf, size, &len);
+	if (err)
+		reply_fail(req, fs, id, "listxattr", err);
+	else
+		reply_xattr_buf(req, size, buf, len);
+	free(buf);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/* Large requests: max_write sets max_pages, which also bounds reads. */
+	conn->max_write = MAX_IO;
+	conn->max_readahead = MAX_IO;
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.statfs = op_statfs,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+};
+
+/* ---- command line ---- */
+
+struct opts {
+	char *image;
+	unsigned long offset;
+	char *subdir;
+	char *cache;
+	unsigned readahead;
+	unsigned threads;
+	char *stats;
+	int nonopts;
+};
+
+#define OPT(t, p) { t, offsetof(struct opts, p), 1 }
+static const struct fuse_opt opt_spec[] = {
+	OPT("offset=%lu", offset),
+	OPT("subdir=%s", subdir),
+	OPT("cache=%s", cache),
+	OPT("readahead=%u", readahead),
+	OPT("threads=%u", threads),
+	OPT("stats=%s", stats),
+	FUSE_OPT_END,
+};
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct opts *o = data;
+	if (key == FUSE_OPT_KEY_NONOPT && !o->image) {
+		o->image = strdup(arg);
+		return 0;
+	}
+	return 1;
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s IMAGE MOUNTPOINT [-f] [-d] [-s] [-o OPTION[,OPTION...]]\n"
+	       "\n"
+	       "Mounts a SquashFS image read-only.\n"
+	       "\n"
+	       "  -f                  stay in the foreground\n"
+	       "  -d                  debug output (implies -f)\n"
+	       "  -s                  single-threaded\n"
+	       "  -o offset=N         the image starts N bytes into IMAGE\n"
+	       "  -o subdir=PATH      mount only PATH of the image\n"
+	       "  -o cache=SIZE       decompressed block cache (default 64M; K, M, G suffixes)\n"
+	       "  -o readahead=N      sequential readahead, in blocks (default 16)\n"
+	       "  -o threads=N        decompression threads (default: online CPUs)\n"
+	       "  -o stats=FILE       write block/cache counters as JSON to FILE at unmount\n"
+	       "  -o allow_other, default_permissions, ... : standard FUSE mount options\n"
+	       "\n"
+	       "Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`; SIGINT and SIGTERM\n"
+	       "unmount too. In /etc/fstab (through mount.fuse3):\n"
+	       "  /path/image.sqsh /mnt/point fuse.sqkfuse ro,allow_other 0 0\n"
+	       "Exit status: 0 after unmount, 1 on errors (reported before detaching), 2 usage.\n",
+	       prog);
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	int shift = 0;
+	if (end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || v > (SIZE_MAX >> shift))
+		return -1;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+static int write_stats(struct fs *fs, const char *path)
+{
+	struct sqk_stats s;
+	sqk_image_stats(fs->img, &s);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "{\"data_blocks_decompressed\": %llu, \"fragment_blocks_decompressed\": %llu, "
+		   "\"metadata_blocks_decompressed\": %llu, \"cache_hits\": %llu, "
+		   "\"cache_misses\": %llu, \"bytes_read_from_image\": %llu, "
+		   "\"readahead_batches\": %llu}\n",
+		(unsigned long long)s.data_blocks_decompressed,
+		(unsigned long long)s.fragment_blocks_decompressed,
+		(unsigned long long)s.metadata_blocks_decompressed,
+		(unsigned long long)s.cache_hits, (unsigned long long)s.cache_misses,
+		(unsigned long long)s.bytes_read, (unsigned long long)s.readahead_batches);
+	return fclose(f) ? -1 : 0;
+}
+
+/* Opens the image and the mounted root; errors are printed (we have not detached yet). */
+static int open_image(struct fs *fs, const struct opts *o, const char *prog)
+{
+	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = o->readahead,
+				    .threads = o->threads, .log = lib_log, .log_ctx = fs };
+	if (o->cache && parse_size(o->cache, &so.cache_bytes)) {
+		fprintf(stderr, "%s: invalid cache size '%s'\n", prog, o->cache);
+		return 2;
+	}
+	int err = sqk_image_open(o->image, &so, &fs->img);
+	if (!err)
+		err = o->subdir ? sqk_lookup_path(fs->img, o->subdir, &fs->root)
+				: sqk_image_root(fs->img, &fs->root);
+	if (!err && !S_ISDIR(fs->root.mode))
+		err = SQK_EINVAL;
+	if (err) {
+		fprintf(stderr, "%s: %s%s%s: %s\n", prog, o->image, o->subdir ? ": " : "",
+			o->subdir ? o->subdir : "", sqk_strerror(err));
+		return 1;
+	}
+	return 0;
+}
+
+static int check_mountpoint(const char *prog, const char *mp)
+{
+	struct stat st;
+	if (!mp) {
+		fprintf(stderr, "%s: no mount point given\n", prog);
+		return 2;
+	}
+	if (stat(mp, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: bad mount point '%s': %s\n", prog, mp,
+			errno ? strerror(errno) : "not a directory");
+		return 1;
+	}
+	return 0;
+}
+
+static int absolutize(char **path)
+{
+	char cwd[4096];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -1;
+	size_t len = strlen(cwd) + strlen(*path) + 2;
+	char *abs = malloc(len);
+	if (!abs)
+		return -1;
+	snprintf(abs, len, "%s/%s", cwd, *path);
+	free(*path);
+	*path = abs;
+	return 0;
+}
+
+static void buf_free(void *p)
+{
+	free(p);
+}
+
+/* Mounts and serves until unmounted or signalled. */
+static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts *cmd,
+		 const char *prog)
+{
+	struct fuse_session *se = fuse_session_new(args, &ops, sizeof(ops), fs);
+	int ret = 1;
+	if (!se)
+		return 1; /* libfuse printed which option it rejected */
+	if (fuse_set_signal_handlers(se))
+		goto out_destroy;
+	if (fuse_session_mount(se, cmd->mountpoint)) {
+		fprintf(stderr, "%s: cannot mount on '%s'\n", prog, cmd->mountpoint);
+		goto out_handlers;
+	}
+	fs->foreground = cmd->foreground;
+	if (!cmd->foreground)
+		openlog("sqkfuse", LOG_PID, LOG_DAEMON);
+	fuse_daemonize(cmd->foreground);
+	if (cmd->singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config cfg = { .clone_fd = cmd->clone_fd,
+						.max_idle_threads = cmd->max_idle_threads };
+		ret = fuse_session_loop_mt(se, &cfg);
+	}
+	ret = ret ? 1 : 0;
+	fuse_session_unmount(se);
+out_handlers:
+	fuse_remove_signal_handlers(se);
+out_destroy:
+	fuse_session_destroy(se);
+	return ret;
+}
+
+int sqk_fuse_main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cmd = { 0 };
+	struct opts o = { 0 };
+	struct fs fs = { 0 };
+	const char *prog = argv[0];
+	int ret = 2;
+	if (fuse_opt_parse(&args, &o, opt_spec, opt_proc) || fuse_parse_cmdline(&args, &cmd))
+		goto out;
+	if (cmd.show_help || cmd.show_version) {
+		usage(prog);
+		ret = 0;
+		goto out;
+	}
+	if (!o.image) {
+		fprintf(stderr, "%s: no image given (try --help)\n", prog);
+		goto out;
+	}
+	/* The daemon changes to /, so relative paths are resolved now. */
+	if (o.stats && o.stats[0] != '/' && absolutize(&o.stats)) {
+		ret = 1;
+		goto out;
+	}
+	ret = check_mountpoint(prog, cmd.mountpoint);
+	if (!ret)
+		ret = open_image(&fs, &o, prog);
+	if (!ret && (sqk_nodes_create(&fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
+		ret = 1;
+	fs.image = o.image;
+	/* Read-only always; permissions checked by the kernel against the image's modes. */
+	if (!ret && fuse_opt_add_arg(&args, "-oro,default_permissions,subtype=sqkfuse"))
+		ret = 1;
+	if (!ret)
+		ret = serve(&fs, &args, &cmd, prog);
+	if (!ret && o.stats && write_stats(&fs, o.stats))
+		fprintf(stderr, "%s: cannot write stats to '%s': %s\n", prog, o.stats,
+			strerror(errno));
+	sqk_nodes_destroy(fs.nodes);
+	sqk_image_close(fs.img);
+out:
+	free(cmd.mountpoint);
+	free(o.image);
+	free(o.subdir);
+	free(o.cache);
+	free(o.stats);
+	fuse_opt_free_args(&args);
+	return ret;
+}
