@@ -2,8 +2,8 @@
 FUSE_LIBS = $(shell pkg-config --libs fuse3 2>/dev/null)
 SQKFUSE_BIN := $(BUILD)/bin/sqkfuse
 SQKFUSE_LIB_OBJS := $(BUILD)/obj/fuse/sqkfuse.o $(BUILD)/obj/fuse/nodes.o
-# Added to BINS once libsqk is implemented (reader/lib).
-# BINS += $(SQKFUSE_BIN)
+
+BINS += $(SQKFUSE_BIN)
 
 $(SQKFUSE_BIN): $(BUILD)/obj/fuse/main.o $(SQKFUSE_LIB_OBJS) $(LIBSQK_A)
 	@mkdir -p $(dir $@)

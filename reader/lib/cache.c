@@ -1,0 +1,204 @@
+/* The shared cache of decompressed blocks (metadata, data, fragments), keyed by absolute
+ * position and bounded in bytes. A block being loaded is visible to other threads, which wait on
+ * the condition variable instead of decompressing it again; refcounts keep eviction away from
+ * blocks in use. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define NBUCKETS 8192u
+
+struct sqk_cache {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct sqk_cblock *buckets[NBUCKETS];
+	struct sqk_cblock lru; /* sentinel: lru.next = most recently used */
+	size_t bytes, limit;
+};
+
+static size_t bucket_of(uint64_t pos, int kind)
+{
+	uint64_t h = (pos ^ (uint64_t)kind) * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 40) % NBUCKETS;
+}
+
+/* Caller owns *out (sqk_cache_destroy). */
+int sqk_cache_create(size_t limit, struct sqk_cache **out)
+{
+	struct sqk_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return SQK_ENOMEM;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	c->lru.next = c->lru.prev = &c->lru;
+	c->limit = limit;
+	*out = c;
+	return 0;
+}
+
+/* Frees c and every block (none may be in use any more); NULL-safe. */
+void sqk_cache_destroy(struct sqk_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		struct sqk_cblock *b = c->buckets[i], *n;
+
+		for (; b; b = n) {
+			n = b->hnext;
+			free(b->data);
+			free(b);
+		}
+	}
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+static void lru_unlink(struct sqk_cblock *b)
+{
+	if (b->prev) {
+		b->prev->next = b->next;
+		b->next->prev = b->prev;
+		b->prev = b->next = NULL;
+	}
+}
+
+static void lru_front(struct sqk_cache *c, struct sqk_cblock *b)
+{
+	lru_unlink(b);
+	b->next = c->lru.next;
+	b->prev = &c->lru;
+	c->lru.next->prev = b;
+	c->lru.next = b;
+}
+
+static void unhash(struct sqk_cache *c, struct sqk_cblock *b)
+{
+	struct sqk_cblock **pp = &c->buckets[bucket_of(b->pos, b->kind)];
+
+	while (*pp && *pp != b)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = b->hnext;
+	b->hashed = false;
+	lru_unlink(b);
+}
+
+/* Drops unused blocks from the cold end until the cache fits its limit. Called locked. */
+static void evict(struct sqk_cache *c)
+{
+	struct sqk_cblock *b = c->lru.prev, *p;
+
+	for (; b != &c->lru && c->bytes > c->limit; b = p) {
+		p = b->prev;
+		if (b->refs)
+			continue;
+		unhash(c, b);
+		c->bytes -= b->cost;
+		free(b->data);
+		free(b);
+	}
+}
+
+static struct sqk_cblock *find(struct sqk_cache *c, uint64_t pos, int kind)
+{
+	struct sqk_cblock *b = c->buckets[bucket_of(pos, kind)];
+
+	while (b && (b->pos != pos || b->kind != kind))
+		b = b->hnext;
+	return b;
+}
+
+/* Waits for b to finish loading; returns HIT or the loader's error (b's ref then dropped). */
+static int wait_ready(struct sqk_cache *c, struct sqk_cblock *b)
+{
+	while (b->state == 1)
+		pthread_cond_wait(&c->cv, &c->mu);
+	if (b->state == 0)
+		return SQK_CACHE_HIT;
+	return b->state;
+}
+
+/* Looks up a block. HIT: *out is ready and pinned. CLAIMED: *out is a new loading entry, pinned,
+ * that the caller must sqk_cache_fill. PRESENT (only with !wait): someone has it, nothing pinned.
+ * Caller owns a reference on *out (sqk_cache_put). */
+int sqk_cache_get(struct sqk_cache *c, uint64_t pos, int kind, bool wait, struct sqk_cblock **out)
+{
+	struct sqk_cblock *b;
+	int rc = SQK_CACHE_CLAIMED;
+
+	pthread_mutex_lock(&c->mu);
+	b = find(c, pos, kind);
+	if (b && !wait) {
+		rc = SQK_CACHE_PRESENT;
+	} else if (b) {
+		b->refs++;
+		if (b->state == 0)
+			lru_front(c, b);
+		rc = wait_ready(c, b);
+		if (rc < 0 && --b->refs == 0 && !b->hashed) {
+			free(b->data);
+			free(b);
+		}
+	} else {
+		b = calloc(1, sizeof(*b));
+		if (!b) {
+			rc = SQK_ENOMEM;
+		} else {
+			size_t h = bucket_of(pos, kind);
+
+			b->pos = pos;
+			b->kind = kind;
+			b->state = 1;
+			b->refs = 1;
+			b->hashed = true;
+			b->hnext = c->buckets[h];
+			c->buckets[h] = b;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	*out = rc == SQK_CACHE_HIT || rc == SQK_CACHE_CLAIMED ? b : NULL;
+	return rc;
+}
+
+/* Completes a claimed block: takes ownership of data (also on error) and wakes the waiters. */
+void sqk_cache_fill(struct sqk_cache *c, struct sqk_cblock *b, uint8_t *data, size_t len,
+		    size_t stored, int err)
+{
+	pthread_mutex_lock(&c->mu);
+	if (err) {
+		free(data);
+		b->state = err < 0 ? err : SQK_ECORRUPT;
+		unhash(c, b);
+	} else {
+		b->data = data;
+		b->len = len;
+		b->stored = stored;
+		b->cost = len + sizeof(*b);
+		b->state = 0;
+		c->bytes += b->cost;
+		lru_front(c, b);
+		evict(c);
+	}
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Drops a reference taken by sqk_cache_get; NULL-safe. */
+void sqk_cache_put(struct sqk_cache *c, struct sqk_cblock *b)
+{
+	if (!b)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (--b->refs == 0) {
+		if (!b->hashed) {
+			free(b->data);
+			free(b);
+		} else if (c->bytes > c->limit) {
+			evict(c);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+}

@@ -1,0 +1,99 @@
+/* Regular file reads: block index → block cache (with batched readahead when the file is read
+ * sequentially) → copy into the caller's buffer. Sparse blocks are zeros without I/O; the tail
+ * comes from the fragment block; nothing past the end of the file is ever returned. */
+#include <limits.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int read_block(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, bool seq,
+		      uint8_t *dst, size_t boff, size_t n)
+{
+	uint32_t w = fi->words[k];
+	struct sqk_cblock *b = NULL;
+	int rc = 0;
+
+	if (w == 0) {
+		memset(dst, 0, n);
+		return 0;
+	}
+	if (seq && img->workers)
+		rc = sqk_readahead(img, fi, k, &b);
+	if (rc < 0)
+		return rc;
+	if (!b)
+		rc = sqk_data_block(img, sqk_findex_pos(fi, k), w, SQK_BK_DATA,
+				    sqk_findex_expected(img, fi, k), fi->ino, &b);
+	if (rc < 0)
+		return rc;
+	if (boff + n > b->len) {
+		sqk_cache_put(img->cache, b);
+		return SQK_ECORRUPT;
+	}
+	memcpy(dst, b->data + boff, n);
+	sqk_cache_put(img->cache, b);
+	return 0;
+}
+
+static int read_frag(struct sqk_image *img, struct sqk_findex *fi, uint8_t *dst, size_t boff,
+		     size_t n)
+{
+	uint64_t tail = fi->size % img->sb.block_size;
+	uint64_t need = (uint64_t)fi->frag_offset + tail;
+	const struct sqk_frag_entry *e;
+	struct sqk_cblock *b;
+	int rc;
+
+	if (fi->frag_index >= img->sb.fragment_count)
+		return SQK_ECORRUPT;
+	e = &img->frags[fi->frag_index];
+	if (need > img->sb.block_size || e->size == 0) {
+		sqk_logf(img, "fragment %u of inode %u is out of range", fi->frag_index, fi->ino);
+		return SQK_ECORRUPT;
+	}
+	rc = sqk_data_block(img, e->start, e->size, SQK_BK_FRAG, (size_t)need, fi->ino, &b);
+	if (rc)
+		return rc;
+	memcpy(dst, b->data + fi->frag_offset + boff, n);
+	sqk_cache_put(img->cache, b);
+	return 0;
+}
+
+/* Copies into the caller's buf; file is borrowed. */
+ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+		 uint64_t off)
+{
+	uint64_t bs = img->sb.block_size;
+	struct sqk_findex *fi;
+	size_t done = 0;
+	bool seq;
+	int rc;
+
+	if (sqk_basic_type(file->type) != SQK_T_FILE)
+		return SQK_EINVAL;
+	if (off >= file->size)
+		return 0;
+	if (len > file->size - off)
+		len = (size_t)(file->size - off);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	rc = sqk_findex_get(img, file, &fi);
+	if (rc)
+		return rc;
+	seq = off < bs || off == atomic_load(&fi->next_off);
+	while (done < len && rc == 0) {
+		uint64_t cur = off + done, k = cur / bs;
+		size_t boff = (size_t)(cur % bs);
+		size_t n = bs - boff < len - done ? (size_t)(bs - boff) : len - done;
+
+		if (k < fi->nblocks)
+			rc = read_block(img, fi, (uint32_t)k, seq, (uint8_t *)buf + done, boff, n);
+		else
+			rc = read_frag(img, fi, (uint8_t *)buf + done, boff, n);
+		done += n;
+	}
+	if (rc == 0)
+		atomic_store(&fi->next_off, off + done);
+	sqk_findex_put(img, fi);
+	return rc ? rc : (ssize_t)done;
+}

@@ -1,0 +1,222 @@
+/* Opening an image: the superblock validated as the kernel does it, the compressor options block,
+ * the table layout (tables.c), then the shared cache, the compressor pool and the readahead
+ * workers. Also the small accessors of the handle. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "meta.h"
+
+#define DEFAULT_CACHE (64u << 20)
+#define DEFAULT_READAHEAD 16u
+
+static int check_super(struct sqk_image *img)
+{
+	const struct sqk_super *sb = &img->sb;
+
+	if (sb->magic != SQK_MAGIC)
+		return SQK_ECORRUPT;
+	if (sb->version_major != 4 || sb->version_minor != 0)
+		return SQK_EUNSUPPORTED;
+	if (sb->block_size < SQK_MIN_BLOCK || sb->block_size > SQK_MAX_BLOCK ||
+	    sb->block_log > 20 || sb->block_size != 1u << sb->block_log)
+		return SQK_ECORRUPT;
+	if (sb->flags & SQK_FLAG_CHECK)
+		return SQK_EUNSUPPORTED;
+	if (sb->compressor == 0 || sb->compressor > SQK_COMP_ZSTD)
+		return SQK_ECORRUPT;
+	if (sb->compressor == SQK_COMP_LZMA || sb->compressor == SQK_COMP_LZO)
+		return SQK_EUNSUPPORTED;
+	if (sb->bytes_used > img->file_size || sb->bytes_used < SQK_SUPER_SIZE)
+		return SQK_ECORRUPT;
+	if ((sb->root_inode & 0xFFFF) > SQK_META_SIZE || sb->inode_count == 0)
+		return SQK_ECORRUPT;
+	return 0;
+}
+
+/* Reads the options block (if flagged) and fills img->comp. */
+static int read_options(struct sqk_image *img)
+{
+	uint8_t buf[2 + SQK_META_SIZE], out[SQK_META_SIZE];
+	size_t avail, used;
+	ssize_t n = 0;
+
+	if (!(img->sb.flags & SQK_FLAG_COMP_OPTS))
+		return sqk_comp_options_read(img->sb.compressor, img->sb.block_size, NULL, 0,
+					     &img->comp);
+	avail = img->sb.bytes_used - SQK_SUPER_SIZE;
+	if (avail > sizeof(buf))
+		avail = sizeof(buf);
+	n = sqk_img_read(img, SQK_SUPER_SIZE, buf, avail);
+	if (n == 0)
+		n = sqk_meta_decode_block(NULL, buf, avail, out, 0, &used);
+	if (n == SQK_EINVAL)
+		n = SQK_EUNSUPPORTED; /* a compressed options block: nobody writes one */
+	if (n < 0)
+		return (int)n;
+	return sqk_comp_options_read(img->sb.compressor, img->sb.block_size, out, (size_t)n,
+				     &img->comp);
+}
+
+static int read_super(struct sqk_image *img)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	int rc = sqk_io_get_size(img->io, &img->file_size);
+
+	if (rc)
+		return rc;
+	if (!img->owned_io) {
+		if (img->file_size < img->base)
+			return SQK_ECORRUPT;
+		img->file_size -= img->base;
+	}
+	rc = sqk_img_read(img, 0, raw, sizeof(raw));
+	if (rc)
+		return rc == SQK_EBOUNDS ? SQK_ECORRUPT : rc;
+	sqk_super_decode(raw, &img->sb);
+	rc = check_super(img);
+	if (rc) {
+		sqk_logf(img, "bad superblock: %s", sqk_strerror(rc));
+		return rc;
+	}
+	rc = read_options(img);
+	if (rc)
+		sqk_logf(img, "bad compressor options: %s", sqk_strerror(rc));
+	return rc;
+}
+
+static int setup(struct sqk_image *img, const struct sqk_open_opts *o)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int rc;
+
+	img->readahead = o && o->readahead_blocks ? o->readahead_blocks : DEFAULT_READAHEAD;
+	img->nthreads = o && o->threads ? o->threads : (cpus > 0 ? (unsigned)cpus : 1);
+	rc = sqk_cache_create(o && o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE, &img->cache);
+	if (rc == 0)
+		rc = sqk_findex_cache_create(&img->findex);
+	if (rc == 0)
+		rc = read_super(img);
+	if (rc == 0)
+		rc = sqk_load_tables(img);
+	if (rc == 0 && img->readahead > 1)
+		rc = sqk_workers_start(img, img->nthreads);
+	return rc;
+}
+
+static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk_open_opts *o,
+		       const char *path, struct sqk_image **out)
+{
+	struct sqk_image *img = calloc(1, sizeof(*img));
+	const char *name = o && o->name ? o->name : path;
+	int rc;
+
+	*out = NULL;
+	if (!img) {
+		sqk_io_destroy(owned);
+		return SQK_ENOMEM;
+	}
+	pthread_mutex_init(&img->pool.mu, NULL);
+	img->io = io;
+	img->owned_io = owned;
+	img->base = owned ? 0 : (o ? o->offset : 0);
+	if (o) {
+		img->log = o->log;
+		img->log_ctx = o->log_ctx;
+	}
+	img->name = strdup(name ? name : "image");
+	rc = img->name ? setup(img, o) : SQK_ENOMEM;
+	if (rc) {
+		sqk_image_close(img);
+		return rc;
+	}
+	*out = img;
+	return 0;
+}
+
+/* Borrows io (must outlive the image); caller owns *out. */
+int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opts,
+		      struct sqk_image **out)
+{
+	if (!io || !out)
+		return SQK_EINVAL;
+	return open_common(io, NULL, opts, NULL, out);
+}
+
+/* Borrows fd (must stay open until close); caller owns *out. */
+int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image **out)
+{
+	struct sqk_io *io;
+	int rc;
+
+	if (!out)
+		return SQK_EINVAL;
+	rc = sqk_io_fd_create(fd, opts ? opts->offset : 0, false, &io);
+	if (rc)
+		return rc;
+	return open_common(io, io, opts, NULL, out);
+}
+
+/* Borrows path; caller owns *out. */
+int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out)
+{
+	struct sqk_io *io;
+	int fd, rc;
+
+	if (!path || !out)
+		return SQK_EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sqk_from_errno(errno);
+	rc = sqk_io_fd_create(fd, opts ? opts->offset : 0, true, &io);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return open_common(io, io, opts, path, out);
+}
+
+/* Frees everything img owns; NULL-safe. */
+void sqk_image_close(struct sqk_image *img)
+{
+	if (!img)
+		return;
+	sqk_workers_stop(img);
+	sqk_findex_cache_destroy(img->findex);
+	sqk_cache_destroy(img->cache);
+	sqk_pool_free(&img->pool);
+	pthread_mutex_destroy(&img->pool.mu);
+	sqk_io_destroy(img->owned_io);
+	free(img->ids);
+	free(img->frags);
+	free(img->xattr_index);
+	free(img->name);
+	free(img);
+}
+
+/* Borrowed; lives as long as img. */
+const struct sqk_super *sqk_image_super(const struct sqk_image *img)
+{
+	return &img->sb;
+}
+
+/* Borrowed; lives as long as img. */
+const struct sqk_comp_config *sqk_image_comp(const struct sqk_image *img)
+{
+	return &img->comp;
+}
+
+/* Copies the counters into the caller's *out. */
+void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out)
+{
+	out->data_blocks_decompressed = atomic_load(&img->st.data);
+	out->fragment_blocks_decompressed = atomic_load(&img->st.frag);
+	out->metadata_blocks_decompressed = atomic_load(&img->st.meta);
+	out->cache_hits = atomic_load(&img->st.hits);
+	out->cache_misses = atomic_load(&img->st.misses);
+	out->bytes_read = atomic_load(&img->st.bytes);
+	out->readahead_batches = atomic_load(&img->st.batches);
+}

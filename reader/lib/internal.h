@@ -1,0 +1,138 @@
+/* libsqk internals shared by the reader's modules: the image handle, the shared block cache
+ * (cache.c), block loading and the compressor pool (block.c), metadata streams (metaread.c),
+ * per-file block indexes (findex.c) and readahead workers (readahead.c). */
+#ifndef SQK_READER_INTERNAL_H
+#define SQK_READER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compressor.h"
+#include "sqk.h"
+
+enum sqk_block_kind { SQK_BK_META, SQK_BK_DATA, SQK_BK_FRAG };
+
+/* One cached decompressed block. refs > 0 pins it; state 1 = loading, 0 = ready, < 0 = failed. */
+struct sqk_cblock {
+	uint64_t pos;
+	int kind;
+	int state;
+	unsigned refs;
+	bool hashed;
+	size_t len;      /* decompressed length */
+	size_t stored;   /* encoded length (metadata: header + payload) */
+	size_t cost;     /* bytes charged to the cache */
+	uint8_t *data;
+	struct sqk_cblock *hnext;
+	struct sqk_cblock *prev, *next; /* LRU list (ready entries only) */
+};
+
+enum { SQK_CACHE_CLAIMED = 0, SQK_CACHE_HIT = 1, SQK_CACHE_PRESENT = 2 };
+
+struct sqk_cache;
+
+int sqk_cache_create(size_t limit, struct sqk_cache **out);
+void sqk_cache_destroy(struct sqk_cache *c);
+int sqk_cache_get(struct sqk_cache *c, uint64_t pos, int kind, bool wait, struct sqk_cblock **out);
+void sqk_cache_fill(struct sqk_cache *c, struct sqk_cblock *b, uint8_t *data, size_t len,
+		    size_t stored, int err);
+void sqk_cache_put(struct sqk_cache *c, struct sqk_cblock *b);
+
+struct sqk_counters {
+	atomic_uint_fast64_t data, frag, meta, hits, misses, bytes, batches;
+};
+
+struct sqk_comp_pool {
+	pthread_mutex_t mu;
+	struct sqk_compressor **free;
+	size_t nfree, cap;
+};
+
+struct sqk_findex_cache;
+struct sqk_workers;
+
+struct sqk_image {
+	struct sqk_io *io;
+	struct sqk_io *owned_io;
+	uint64_t base;          /* added to every position (io opens) */
+	uint64_t file_size;     /* bytes available from the superblock on */
+	struct sqk_super sb;
+	struct sqk_comp_config comp;
+	char *name;
+	void (*log)(void *log_ctx, const char *msg);
+	void *log_ctx;
+	uint32_t *ids;
+	struct sqk_frag_entry *frags;
+	uint64_t inode_end;     /* end of the inode table (= directory_table_start) */
+	uint64_t dir_end;       /* end of the directory table */
+	uint64_t *xattr_index;  /* positions of the xattr id blocks */
+	uint32_t xattr_count;
+	uint64_t xattr_kv_start, xattr_kv_end, xattr_ids_end;
+	unsigned readahead;
+	unsigned nthreads;
+	struct sqk_cache *cache;
+	struct sqk_comp_pool pool;
+	struct sqk_findex_cache *findex;
+	struct sqk_workers *workers;
+	struct sqk_counters st;
+};
+
+/* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
+struct sqk_mcur {
+	uint64_t pos;
+	uint32_t off;
+	uint64_t end;
+};
+
+void sqk_logf(struct sqk_image *img, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sqk_img_read(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
+
+int sqk_pool_get(struct sqk_image *img, struct sqk_compressor **out);
+void sqk_pool_put(struct sqk_image *img, struct sqk_compressor *c);
+void sqk_pool_free(struct sqk_comp_pool *p);
+
+int sqk_check_word(struct sqk_image *img, uint64_t pos, uint32_t word, uint32_t ino);
+int sqk_decode_data(struct sqk_image *img, const uint8_t *src, uint32_t word, int kind,
+		    size_t expected, uint64_t pos, uint32_t ino, struct sqk_cblock *b);
+int sqk_data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind, size_t expected,
+		   uint32_t ino, struct sqk_cblock **out);
+int sqk_check_len(struct sqk_image *img, struct sqk_cblock *b, int kind, size_t expected,
+		  uint32_t ino);
+
+int sqk_meta_block(struct sqk_image *img, uint64_t pos, uint64_t end, struct sqk_cblock **out);
+int sqk_meta_read(struct sqk_image *img, struct sqk_mcur *c, void *buf, size_t len);
+void sqk_inode_cursor(const struct sqk_image *img, uint64_t ref, struct sqk_mcur *c);
+int sqk_load_tables(struct sqk_image *img);
+
+/* A regular file's block list with positions checkpointed every SQK_FI_STEP blocks. */
+#define SQK_FI_STEP 64u
+struct sqk_findex {
+	uint64_t ref;
+	uint32_t ino;
+	uint64_t size;
+	uint64_t blocks_start;
+	uint32_t nblocks;
+	uint32_t *words;
+	uint64_t *ckpt;
+	uint32_t frag_index, frag_offset;
+	atomic_uint_fast64_t next_off; /* where a sequential reader would continue */
+	unsigned refs;
+	bool detached;
+	uint64_t stamp;
+};
+
+int sqk_findex_cache_create(struct sqk_findex_cache **out);
+void sqk_findex_cache_destroy(struct sqk_findex_cache *fc);
+int sqk_findex_get(struct sqk_image *img, const struct sqk_inode *in, struct sqk_findex **out);
+void sqk_findex_put(struct sqk_image *img, struct sqk_findex *fi);
+uint64_t sqk_findex_pos(const struct sqk_findex *fi, uint32_t k);
+size_t sqk_findex_expected(const struct sqk_image *img, const struct sqk_findex *fi, uint32_t k);
+
+int sqk_workers_start(struct sqk_image *img, unsigned n);
+void sqk_workers_stop(struct sqk_image *img);
+int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
+		  struct sqk_cblock **out);
+
+#endif

@@ -1,0 +1,207 @@
+/* Batched readahead for sequential file reads: claim a run of contiguous blocks not yet cached,
+ * fetch them with one read, decode the one the reader needs on its own thread and hand the
+ * others to the worker threads. Each claimed block is decompressed exactly once. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define RA_MAX 256u
+
+struct ra_batch;
+
+struct ra_job {
+	struct ra_job *next;
+	struct ra_batch *batch;
+	const uint8_t *src;
+	uint32_t word;
+	size_t expected;
+	uint64_t pos;
+	uint32_t ino;
+	struct sqk_cblock *b;
+};
+
+struct ra_batch {
+	atomic_uint refs;
+	uint8_t *buf;
+	struct ra_job jobs[];
+};
+
+struct sqk_workers {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ra_job *head, *tail;
+	bool stop;
+	unsigned n;
+	struct sqk_image *img;
+	pthread_t th[];
+};
+
+static void batch_unref(struct ra_batch *bt)
+{
+	if (atomic_fetch_sub(&bt->refs, 1) == 1) {
+		free(bt->buf);
+		free(bt);
+	}
+}
+
+static void run_job(struct sqk_image *img, struct ra_job *j)
+{
+	sqk_decode_data(img, j->src, j->word, SQK_BK_DATA, j->expected, j->pos, j->ino, j->b);
+	sqk_cache_put(img->cache, j->b);
+	batch_unref(j->batch);
+}
+
+static void *worker_main(void *arg)
+{
+	struct sqk_workers *w = arg;
+
+	for (;;) {
+		struct ra_job *j;
+
+		pthread_mutex_lock(&w->mu);
+		while (!w->head && !w->stop)
+			pthread_cond_wait(&w->cv, &w->mu);
+		j = w->head;
+		if (j) {
+			w->head = j->next;
+			if (!w->head)
+				w->tail = NULL;
+		}
+		pthread_mutex_unlock(&w->mu);
+		if (!j)
+			return NULL;
+		run_job(w->img, j);
+	}
+}
+
+/* Starts n workers owned by img (stopped by sqk_workers_stop). */
+int sqk_workers_start(struct sqk_image *img, unsigned n)
+{
+	struct sqk_workers *w = calloc(1, sizeof(*w) + n * sizeof(pthread_t));
+
+	if (!w)
+		return SQK_ENOMEM;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->img = img;
+	for (; w->n < n; w->n++) {
+		if (pthread_create(&w->th[w->n], NULL, worker_main, w))
+			break;
+	}
+	img->workers = w;
+	return 0;
+}
+
+/* Lets the workers drain the queue, then joins them; NULL-safe. */
+void sqk_workers_stop(struct sqk_image *img)
+{
+	struct sqk_workers *w = img->workers;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	for (unsigned i = 0; i < w->n; i++)
+		pthread_join(w->th[i], NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+	img->workers = NULL;
+}
+
+static void enqueue(struct sqk_image *img, struct ra_job *j)
+{
+	struct sqk_workers *w = img->workers;
+
+	if (!w || w->n == 0) {
+		run_job(img, j);
+		return;
+	}
+	j->next = NULL;
+	pthread_mutex_lock(&w->mu);
+	if (w->tail)
+		w->tail->next = j;
+	else
+		w->head = j;
+	w->tail = j;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Claims blocks k, k+1, ... while they are stored (not sparse) and nobody has them. */
+static unsigned claim_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
+			  struct ra_batch *bt, uint64_t *total)
+{
+	unsigned n = 0, max = img->readahead < RA_MAX ? img->readahead : RA_MAX;
+	uint64_t pos = sqk_findex_pos(fi, k);
+
+	*total = 0;
+	for (uint32_t j = k; j < fi->nblocks && n < max; j++) {
+		uint32_t w = fi->words[j];
+		struct ra_job *job = &bt->jobs[n];
+
+		if (!w || sqk_cache_get(img->cache, pos, SQK_BK_DATA, false, &job->b) !=
+				  SQK_CACHE_CLAIMED)
+			break;
+		job->batch = bt;
+		job->word = w;
+		job->pos = pos;
+		job->ino = fi->ino;
+		job->expected = sqk_findex_expected(img, fi, j);
+		job->src = (const uint8_t *)(uintptr_t)*total; /* offset until the buffer exists */
+		*total += w & SQK_BLOCK_SIZE_MASK;
+		pos += w & SQK_BLOCK_SIZE_MASK;
+		n++;
+	}
+	atomic_fetch_add(&img->st.misses, n);
+	return n;
+}
+
+/* Fetches a run starting at block k with one read. Returns 1 with block k pinned in *out, 0 when
+ * block k is already cached or in flight (nothing done), or SQK_E*. */
+int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
+		  struct sqk_cblock **out)
+{
+	unsigned max = img->readahead < RA_MAX ? img->readahead : RA_MAX, n;
+	struct ra_batch *bt = calloc(1, sizeof(*bt) + max * sizeof(struct ra_job));
+	uint64_t total;
+	int rc;
+
+	if (!bt)
+		return SQK_ENOMEM;
+	n = claim_run(img, fi, k, bt, &total);
+	if (n == 0) {
+		free(bt);
+		return 0;
+	}
+	bt->buf = malloc(total ? total : 1);
+	rc = bt->buf ? sqk_img_read(img, bt->jobs[0].pos, bt->buf, total) : SQK_ENOMEM;
+	if (rc) {
+		for (unsigned i = 0; i < n; i++) {
+			sqk_cache_fill(img->cache, bt->jobs[i].b, NULL, 0, 0, rc);
+			sqk_cache_put(img->cache, bt->jobs[i].b);
+		}
+		free(bt->buf);
+		free(bt);
+		return rc;
+	}
+	if (n > 1)
+		atomic_fetch_add(&img->st.batches, 1);
+	atomic_init(&bt->refs, n);
+	for (unsigned i = 0; i < n; i++)
+		bt->jobs[i].src = bt->buf + (uintptr_t)bt->jobs[i].src;
+	for (unsigned i = 1; i < n; i++)
+		enqueue(img, &bt->jobs[i]);
+	*out = bt->jobs[0].b;
+	rc = sqk_decode_data(img, bt->jobs[0].src, bt->jobs[0].word, SQK_BK_DATA,
+			     bt->jobs[0].expected, bt->jobs[0].pos, fi->ino, *out);
+	batch_unref(bt);
+	if (rc) {
+		sqk_cache_put(img->cache, *out);
+		*out = NULL;
+		return rc;
+	}
+	return 1;
+}
