@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "mkimage/mkimage.h"
+#include "reader/cmd/cmd.h"
 
 #define SQK_VERSION "0.1.0"
 
@@ -11,9 +12,18 @@ static void usage(FILE *f)
 	fprintf(f, "usage: sqk COMMAND [ARGS...]\n"
 		   "\n"
 		   "commands:\n"
-		   "  mkimage [OPTIONS] SOURCE... IMAGE   build a SquashFS image (see sqk mkimage --help)\n"
+		   "  mkimage [OPTIONS] SOURCE... IMAGE   build a SquashFS image\n"
+		   "  ls [-l] [-R] IMAGE [PATH]           list a directory of an image\n"
+		   "  cat IMAGE PATH...                   write files of an image to stdout\n"
+		   "  extract [-j N] [--force] IMAGE DEST [PATH...]\n"
+		   "                                      extract an image (or subtrees) into DEST\n"
+		   "  info [--json] IMAGE                 superblock fields and statistics\n"
 		   "  help                                this text\n"
-		   "  version                             print the version\n");
+		   "  version                             print the version\n"
+		   "\n"
+		   "Each command takes --help. The reading commands (ls, cat, extract, info) take\n"
+		   "--offset N for an image starting N bytes into the file.\n"
+		   "Exit status: 0 ok, 1 error, 2 usage.\n");
 }
 
 int main(int argc, char **argv)
@@ -25,6 +35,14 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "mkimage") == 0)
 		return sqk_mkimage_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "ls") == 0)
+		return sqk_ls_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "cat") == 0)
+		return sqk_cat_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "extract") == 0)
+		return sqk_extract_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "info") == 0)
+		return sqk_info_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		usage(stdout);
 		return 0;

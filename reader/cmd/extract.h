@@ -1,0 +1,61 @@
+/* Internals of sqk extract shared by extract.c (walk, phases, CLI) and extract_fs.c (safe
+ * filesystem operations relative to directory fds, metadata, file contents). */
+#ifndef SQK_EXTRACT_H
+#define SQK_EXTRACT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "cmd.h"
+
+/* One extracted name. Directories, files and the rest share the table; indices stay valid. */
+struct sqk_xent {
+	char *path;           /* relative to DEST; "" = DEST itself */
+	const char *name;     /* last component, inside path */
+	int32_t parent;       /* entry index of the parent directory, -1 for DEST */
+	int32_t link_to;      /* hard link: entry index of the first name, else -1 */
+	uint32_t depth;
+	bool walked;          /* directory: contents extracted (not just a PATH component) */
+	struct sqk_inode ino;
+};
+
+struct sqk_extract {
+	struct sqk_cmd c;
+	const char *dest;
+	int destfd;
+	unsigned threads;
+	bool force;
+	bool root;            /* running as root: owners, devices, trusted./security. xattrs */
+	uint32_t block_size;
+	struct sqk_xent *ents;
+	size_t nents, capents;
+	int32_t *first;       /* by inode number: entry index of its first name, or -1 */
+	size_t *jobs;         /* regular files whose contents the workers write */
+	size_t njobs, capjobs;
+	atomic_size_t next_job;
+	atomic_int failed;
+	atomic_int xattr_warned;
+};
+
+/* Opens the directory of entry idx by walking its path from DEST, one component at a time with
+ * O_DIRECTORY|O_NOFOLLOW (never through a symlink). Returns an fd or -1 with errno. */
+int sqk_x_open_dir(struct sqk_extract *x, size_t idx);
+
+/* Removes name in dfd (a whole tree for a directory) without following symlinks. */
+int sqk_x_remove_at(int dfd, const char *name);
+
+/* Applies owner, xattrs, mode and mtime of entry idx: through fd when fd >= 0 (files,
+ * directories), else to name in dfd without following it. Returns 0 or -1 (message printed). */
+int sqk_x_meta(struct sqk_extract *x, size_t idx, int fd, int dfd);
+
+/* Writes the contents of file entry idx into fd, leaving holes for all-zero blocks.
+ * buf holds 1 MiB. Returns 0 or -1 (message printed). */
+int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf);
+
+/* Prints an error about entry idx (errno-style message when errnum != 0). */
+void sqk_x_err(struct sqk_extract *x, size_t idx, int errnum, const char *what);
+
+#define SQK_X_CHUNK (1u << 20)
+
+#endif

@@ -1,0 +1,218 @@
+/* sqk ls: lists a directory of an image (or one entry), optionally long and recursive. */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct sqk_ls {
+	struct sqk_cmd c;
+	int longfmt;
+	int recursive;
+	int status;   /* exit status so far */
+};
+
+static void ls_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sqk ls [-l] [-R] [--offset N] IMAGE [PATH]\n"
+		"\n"
+		"Lists the directory PATH of a SquashFS image (default: the root), or the entry PATH\n"
+		"itself when it is not a directory. Entries appear in the image's (sorted) order.\n"
+		"\n"
+		"  -l, --long        long format as ls -l: mode, links, uid, gid (numeric), size (or\n"
+		"                    major, minor for devices), mtime (YYYY-MM-DD HH:MM, local time),\n"
+		"                    name, and -> TARGET for symlinks\n"
+		"  -R, --recursive   list every entry below PATH, one per line, named by its path\n"
+		"                    relative to PATH (directories before their contents)\n"
+		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		"  -h, --help        this text\n"
+		"\n"
+		"Exit status: 0 ok, 1 error (missing path, corrupt image, I/O), 2 usage.\n");
+}
+
+/* ls -l's mode string, e.g. "drwxr-sr-t". */
+static void ls_mode_string(uint32_t mode, char out[11])
+{
+	static const char rwx[] = "rwxrwxrwx";
+	int i;
+
+	switch (mode & S_IFMT) {
+	case S_IFDIR: out[0] = 'd'; break;
+	case S_IFLNK: out[0] = 'l'; break;
+	case S_IFBLK: out[0] = 'b'; break;
+	case S_IFCHR: out[0] = 'c'; break;
+	case S_IFIFO: out[0] = 'p'; break;
+	case S_IFSOCK: out[0] = 's'; break;
+	default: out[0] = '-'; break;
+	}
+	for (i = 0; i < 9; i++)
+		out[1 + i] = (mode & (0400u >> i)) ? rwx[i] : '-';
+	if (mode & S_ISUID)
+		out[3] = (mode & S_IXUSR) ? 's' : 'S';
+	if (mode & S_ISGID)
+		out[6] = (mode & S_IXGRP) ? 's' : 'S';
+	if (mode & S_ISVTX)
+		out[9] = (mode & S_IXOTH) ? 't' : 'T';
+	out[10] = '\0';
+}
+
+/* Prints one entry; name is the text printed as its name. */
+static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode *ino)
+{
+	char mode[11], size[48], when[32], target[SQK_SYMLINK_MAX + 1];
+	time_t t = ino->mtime;
+	struct tm tm;
+	size_t tlen;
+	int err;
+
+	if (!l->longfmt) {
+		printf("%s\n", name);
+		return;
+	}
+	ls_mode_string(ino->mode, mode);
+	if (sqk_cmd_is(ino, SQK_T_BLKDEV) || sqk_cmd_is(ino, SQK_T_CHRDEV))
+		snprintf(size, sizeof(size), "%u, %u", sqk_rdev_major(ino->rdev),
+			 sqk_rdev_minor(ino->rdev));
+	else
+		snprintf(size, sizeof(size), "%llu", (unsigned long long)ino->size);
+	if (!localtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm))
+		snprintf(when, sizeof(when), "%u", ino->mtime);
+	printf("%s %3u %5u %5u %9s %s %s", mode, ino->nlink, ino->uid, ino->gid, size, when, name);
+	if (sqk_cmd_is(ino, SQK_T_SYMLINK)) {
+		err = sqk_readlink(l->c.img, ino, target, sizeof(target), &tlen);
+		if (err) {
+			printf("\n");
+			sqk_cmd_err(&l->c, name, err, "cannot read symlink");
+			l->status = 1;
+			return;
+		}
+		printf(" -> %s", target);
+	}
+	printf("\n");
+}
+
+/* Joins prefix and name into a new string ("name" when prefix is empty). */
+static char *ls_join(const char *prefix, const char *name)
+{
+	size_t a = strlen(prefix), b = strlen(name);
+	char *p = malloc(a + b + 2);
+
+	if (!p)
+		return NULL;
+	if (a) {
+		memcpy(p, prefix, a);
+		p[a++] = '/';
+	}
+	memcpy(p + a, name, b + 1);
+	return p;
+}
+
+/* Lists dir; rel is the path printed for its entries (relative to the listed PATH), where is the
+ * image path of dir for messages. */
+static int ls_dir(struct sqk_ls *l, const struct sqk_inode *dir, const char *rel,
+		  const char *where)
+{
+	struct sqk_dir_iter it;
+	struct sqk_dirent e;
+	struct sqk_inode ino;
+	int r;
+
+	r = sqk_dir_iter_init(l->c.img, dir, &it);
+	while (r == 0 && (r = sqk_dir_iter_next(&it, &e)) == 1) {
+		char *path = ls_join(l->recursive ? rel : "", e.name);
+		char *full = ls_join(where, e.name);
+
+		if (!path || !full) {
+			free(path);
+			free(full);
+			r = SQK_ENOMEM;
+			break;
+		}
+		r = sqk_inode_get(l->c.img, e.ref, &ino);
+		if (r) {
+			sqk_cmd_err(&l->c, full, r, "cannot read inode");
+		} else {
+			ls_print(l, path, &ino);
+			if (l->recursive && sqk_cmd_is(&ino, SQK_T_DIR))
+				r = ls_dir(l, &ino, path, full);
+		}
+		free(path);
+		free(full);
+		if (r)
+			return r;
+	}
+	if (r < 0) {
+		sqk_cmd_err(&l->c, where, r, "cannot list directory");
+		return r;
+	}
+	return 0;
+}
+
+static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
+{
+	static const struct option opts[] = {
+		{ "long", no_argument, NULL, 'l' },
+		{ "recursive", no_argument, NULL, 'R' },
+		{ "offset", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "lRh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'l': l->longfmt = 1; break;
+		case 'R': l->recursive = 1; break;
+		case 'o':
+			if (sqk_cmd_parse_u64(optarg, &l->c.offset)) {
+				sqk_cmd_usage_err("ls", "bad --offset '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'h': ls_usage(stdout); return 0;
+		default: ls_usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc || argc - optind > 2) {
+		sqk_cmd_usage_err("ls", "expected IMAGE [PATH]");
+		return 2;
+	}
+	l->c.image = argv[optind];
+	*path = optind + 1 < argc ? argv[optind + 1] : "";
+	return -1;
+}
+
+int sqk_ls_main(int argc, char **argv)
+{
+	struct sqk_ls l;
+	struct sqk_inode ino;
+	const char *path;
+	int r;
+
+	memset(&l, 0, sizeof(l));
+	l.c.name = "ls";
+	r = ls_parse(&l, argc, argv, &path);
+	if (r >= 0)
+		return r;
+	if (sqk_cmd_open(&l.c))
+		return 1;
+	while (*path == '/')
+		path++;
+	r = sqk_cmd_lookup(&l.c, path, &ino);
+	if (!r) {
+		if (sqk_cmd_is(&ino, SQK_T_DIR))
+			r = ls_dir(&l, &ino, "", path);
+		else
+			ls_print(&l, path, &ino);
+	}
+	fflush(stdout);
+	if (ferror(stdout)) {
+		sqk_cmd_err(&l.c, NULL, 0, "error writing to stdout");
+		r = 1;
+	}
+	sqk_cmd_close(&l.c);
+	return r || l.status ? 1 : 0;
+}
