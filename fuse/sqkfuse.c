@@ -634,7 +634,8 @@ static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts
 						.max_idle_threads = cmd->max_idle_threads };
 		ret = fuse_session_loop_mt(se, &cfg);
 	}
-	ret = ret ? 1 : 0;
+	/* A signal ends the loop with its number (positive): a clean unmount. */
+	ret = ret < 0 ? 1 : 0;
 	fuse_session_unmount(se);
 out_handlers:
 	fuse_remove_signal_handlers(se);

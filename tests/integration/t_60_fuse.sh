@@ -1,0 +1,172 @@
+#!/bin/bash
+# sqkfuse: mount images of the rich tree built by mksquashfs and by sqk mkimage and compare them
+# with the source (content, modes, owners, mtimes, devices, links, xattrs, hard links); 16
+# threads reading random ranges; a corrupted file gives EIO while the others stay readable and
+# the mount stays up; stats= shows one decompression per block; SIGTERM unmounts.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_sqk
+need_cmd python3 mksquashfs fusermount3 mountpoint
+[ -e /dev/fuse ] || skip "no /dev/fuse"
+SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
+[ -x "$SQKFUSE" ] || fail "sqkfuse not found at $SQKFUSE"
+W=$(scratch fuse)
+
+# fuse_mount IMAGE DIR [OPTS]: foreground daemon in the background, stderr to $TMP/fuse.err.
+fuse_mount() {
+	local img=$1 dir=$2 i
+	shift 2
+	mkdir -p "$dir"
+	"$SQKFUSE" "$img" "$dir" -f "$@" 2>>"$TMP/fuse.err" &
+	FUSE_PID=$!
+	_FUSE_PIDS="$FUSE_PID $_FUSE_PIDS"
+	_MOUNTS="$dir $_MOUNTS"
+	for i in $(seq 100); do
+		mountpoint -q "$dir" && return 0
+		kill -0 "$FUSE_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$TMP/fuse.err" >&2
+	fail "sqkfuse did not mount $img on $dir"
+}
+
+fuse_umount() {
+	fusermount3 -u "$1" || fail "fusermount3 -u $1 failed"
+	wait "$FUSE_PID" || fail "sqkfuse exited $? after unmount"
+}
+
+$MKTREE "$W/src" || fail "mktree failed"
+
+# 1. mksquashfs image (zstd) and sqk image (xz): full comparison through the mount.
+mksquashfs "$W/src" "$W/peer.sqsh" -comp zstd -noappend -quiet -no-progress >/dev/null 2>&1 ||
+	fail "mksquashfs failed"
+fuse_mount "$W/peer.sqsh" "$W/m1"
+tree_equal "sqkfuse on mksquashfs image" "$W/src" "$W/m1"
+# read-only: writes fail with EROFS
+if touch "$W/m1/newfile" 2>"$TMP/touch.err"; then fail "creating a file succeeded"; fi
+grep -qi 'read-only' "$TMP/touch.err" || fail "write did not fail with EROFS: $(cat "$TMP/touch.err")"
+# statfs
+[ "$(stat -f -c %b "$W/m1")" -gt 0 ] || fail "statfs reports no blocks"
+fuse_umount "$W/m1"
+
+sqk_build -q -c xz "$W/src" "$W/own.sqsh"
+fuse_mount "$W/own.sqsh" "$W/m2" -o threads=2,cache=8M
+tree_equal "sqkfuse on sqk image" "$W/src" "$W/m2"
+fuse_umount "$W/m2"
+
+# 2. Stress: 16 threads read random ranges of large files and compare with the source.
+B=$W/big
+mkdir -p "$B/src"
+python3 - "$B/src" <<'PY'
+import os, random, sys
+r = random.Random(7)
+d = sys.argv[1]
+words = [bytes(r.choice(b'abcdefghij klmnop\n') for _ in range(r.randint(3, 9))) for _ in range(500)]
+for i in range(4):
+    with open(os.path.join(d, 'text%d' % i), 'wb') as f:
+        f.write(b' '.join(r.choice(words) for _ in range(600000)))
+with open(os.path.join(d, 'random'), 'wb') as f:
+    f.write(r.randbytes(6 << 20))
+PY
+sqk_build -q --no-fragments "$B/src" "$B/big.sqsh"
+fuse_mount "$B/big.sqsh" "$B/mnt" -o stats="$B/stats.json"
+python3 - "$B/src" "$B/mnt" <<'PY' || fail "random reads through the mount differ from the source"
+import os, random, sys, threading
+src, mnt = sys.argv[1], sys.argv[2]
+names = sorted(os.listdir(src))
+errors = []
+def worker(seed):
+    r = random.Random(seed)
+    for _ in range(150):
+        n = r.choice(names)
+        size = os.path.getsize(os.path.join(src, n))
+        off = r.randrange(size)
+        ln = r.choice([1, 4096, 65536, 300000])
+        with open(os.path.join(src, n), 'rb') as a, open(os.path.join(mnt, n), 'rb') as b:
+            a.seek(off); b.seek(off)
+            if a.read(ln) != b.read(ln):
+                errors.append((n, off, ln))
+ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+if errors:
+    print("mismatches:", errors[:10]); sys.exit(1)
+print("16 threads x 150 random reads: identical")
+PY
+fuse_umount "$B/mnt"
+
+# 3. stats=: a sequential read of every large file decompresses each data block exactly once.
+rm -f "$B/stats.json"
+fuse_mount "$B/big.sqsh" "$B/mnt" -o stats="$B/stats.json"
+for f in "$B/mnt"/*; do cat "$f" >/dev/null; done
+for f in "$B/mnt"/*; do cat "$f" >/dev/null; done   # second pass: page cache / block cache
+fuse_umount "$B/mnt"
+[ -s "$B/stats.json" ] || fail "stats file not written at unmount"
+python3 - "$B/src" "$B/stats.json" <<'PY' || fail "blocks were not decompressed exactly once"
+import json, os, sys
+src, st = sys.argv[1], json.load(open(sys.argv[2]))
+for k in ("data_blocks_decompressed", "fragment_blocks_decompressed",
+          "metadata_blocks_decompressed", "cache_hits", "cache_misses", "bytes_read_from_image"):
+    assert k in st, "missing key %s" % k
+# random data is stored raw: raw blocks are not decompressed but still counted as read blocks?
+# Count only text files' blocks as the lower bound and all blocks as the upper bound.
+bs = 131072
+total = sum((os.path.getsize(os.path.join(src, n)) + bs - 1) // bs for n in os.listdir(src))
+got = st["data_blocks_decompressed"]
+print("data blocks: %d in the files, %d decompressed; stats %s" % (total, got, st))
+if got > total:
+    sys.exit("a block was decompressed more than once (%d > %d)" % (got, total))
+text = sum((os.path.getsize(os.path.join(src, n)) + bs - 1) // bs for n in os.listdir(src) if n.startswith('text'))
+if got < text:
+    sys.exit("fewer decompressions (%d) than compressed blocks (%d)" % (got, text))
+PY
+
+# 4. Corruption inside one file: EIO for that file, a log line naming it, others readable.
+C=$W/corrupt
+mkdir -p "$C/src"
+python3 - "$C/src" <<'PY'
+import os, random, sys
+r = random.Random(3)
+d = sys.argv[1]
+text = lambda n: b'\n'.join(b'line %d of some compressible text %d' % (i, r.randint(0, 9)) for i in range(n))
+open(os.path.join(d, 'a_broken.txt'), 'wb').write(text(20000))
+open(os.path.join(d, 'b_fine.txt'), 'wb').write(text(20000))
+open(os.path.join(d, 'c_small.txt'), 'wb').write(b'small file\n')
+PY
+mksquashfs "$C/src" "$C/img.sqsh" -comp zstd -noappend -quiet -no-progress >/dev/null 2>&1 ||
+	fail "mksquashfs failed"
+# mksquashfs writes the first file's first block right after the superblock (offset 96).
+python3 - "$C/img.sqsh" <<'PY'
+import sys
+with open(sys.argv[1], 'r+b') as f:
+    f.seek(96); f.write(b'\xff' * 64)
+PY
+: >"$TMP/fuse.err"
+fuse_mount "$C/img.sqsh" "$C/mnt"
+if cat "$C/mnt/a_broken.txt" >/dev/null 2>"$TMP/cat.err"; then fail "reading the corrupted file succeeded"; fi
+grep -q 'Input/output error' "$TMP/cat.err" || fail "corrupted file did not give EIO: $(cat "$TMP/cat.err")"
+cmp -s "$C/mnt/b_fine.txt" "$C/src/b_fine.txt" || fail "intact file unreadable after corruption"
+cmp -s "$C/mnt/c_small.txt" "$C/src/c_small.txt" || fail "intact small file unreadable"
+mountpoint -q "$C/mnt" || fail "mount went away after EIO"
+grep -q 'a_broken.txt' "$TMP/fuse.err" || fail "no log line names the corrupted file: $(cat "$TMP/fuse.err")"
+info "corruption: EIO for a_broken.txt, others intact; log: $(grep a_broken "$TMP/fuse.err" | head -n 1)"
+fuse_umount "$C/mnt"
+
+# 5. Bad image, missing mount point, bad option: reported before detaching, non-zero exit.
+rc=0; "$SQKFUSE" "$C/src/c_small.txt" "$C/mnt" 2>"$TMP/bad.err" || rc=$?
+[ $rc != 0 ] || fail "a non-image mounted"
+mountpoint -q "$C/mnt" && fail "a non-image got mounted"
+rc=0; "$SQKFUSE" "$W/peer.sqsh" "$W/nonexistent" 2>"$TMP/bad.err" || rc=$?
+[ $rc != 0 ] || fail "missing mount point accepted"
+grep -q nonexistent "$TMP/bad.err" || fail "missing mount point not named: $(cat "$TMP/bad.err")"
+rc=0; "$SQKFUSE" "$W/peer.sqsh" "$C/mnt" -o no_such_option 2>"$TMP/bad.err" || rc=$?
+[ $rc != 0 ] || fail "unknown option accepted"
+mountpoint -q "$C/mnt" && fail "mounted despite a bad option"
+
+# 6. SIGTERM unmounts cleanly.
+fuse_mount "$W/peer.sqsh" "$W/m3"
+kill -TERM "$FUSE_PID"
+wait "$FUSE_PID" || fail "sqkfuse exited $? on SIGTERM"
+mountpoint -q "$W/m3" && fail "still mounted after SIGTERM"
+info "SIGTERM: unmounted, exit 0"
+exit 0
