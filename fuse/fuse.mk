@@ -8,3 +8,7 @@ BINS += $(SQKFUSE_BIN)
 $(SQKFUSE_BIN): $(BUILD)/obj/fuse/main.o $(SQKFUSE_LIB_OBJS) $(LIBSQK_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(FUSE_LIBS) $(PKG_LIBS)
+
+# `sqk mount` is the same front-end inside the sqk tool.
+$(SQK_BIN): $(SQKFUSE_LIB_OBJS)
+SQK_LINK_EXTRA = $(FUSE_LIBS)

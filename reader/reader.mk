@@ -28,9 +28,10 @@ $(LIBSQK_PC): reader/libsqk.pc.in Makefile
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' $< > $@
 
+# fuse/fuse.mk adds the FUSE objects (for `sqk mount`) and SQK_LINK_EXTRA.
 $(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBSQK_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(SQK_LINK_EXTRA) $(PKG_LIBS)
 
 install-lib: $(LIBS_OUT)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk \

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuse/sqkfuse.h"
 #include "mkimage/mkimage.h"
 #include "reader/cmd/cmd.h"
 
@@ -18,6 +19,7 @@ static void usage(FILE *f)
 		   "  extract [-j N] [--force] IMAGE DEST [PATH...]\n"
 		   "                                      extract an image (or subtrees) into DEST\n"
 		   "  info [--json] IMAGE                 superblock fields and statistics\n"
+		   "  mount IMAGE MOUNTPOINT [-o OPTS]    mount read-only with FUSE (as sqkfuse)\n"
 		   "  help                                this text\n"
 		   "  version                             print the version\n"
 		   "\n"
@@ -35,6 +37,10 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "mkimage") == 0)
 		return sqk_mkimage_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "mount") == 0) {
+		argv[1] = "sqk mount";
+		return sqk_fuse_main(argc - 1, argv + 1);
+	}
 	if (strcmp(cmd, "ls") == 0)
 		return sqk_ls_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "cat") == 0)
