@@ -1,0 +1,104 @@
+/* squashkit integrity data: SHA-256 hashes of every chunk of the image file, appended after the
+ * (padded) SquashFS image, found from the end of the file and protected by a root digest.
+ * The kernel, unsquashfs and squashfuse ignore everything past bytes_used.
+ *
+ * File layout (all integers little-endian):
+ *   [0, covered)                 the SquashFS image, padded to 4 KiB (covered = its length)
+ *   [covered, covered + 32*n)    n = ceil(covered / chunk_size) SHA-256 digests, chunk k covering
+ *                                bytes [k*chunk_size, min((k+1)*chunk_size, covered))
+ *   zero bytes                   so that the trailer ends on a 4 KiB boundary
+ *   trailer, 128 bytes, last in the file:
+ *     0   u8[8]  magic "SQKINTG1"
+ *     8   u32    version (1)
+ *     12  u32    chunk_size (power of two, 4 KiB .. 1 MiB)
+ *     16  u64    covered
+ *     24  u64    hashes_at (== covered)
+ *     32  u64    nchunks
+ *     40  u8[32] root digest = SHA-256(trailer with this field zeroed || digest array)
+ *     72  u8[48] zero
+ *     120 u8[8]  magic "SQKINTG1"
+ * The root digest authenticates the trailer and every chunk digest, hence every byte of the
+ * image: `sqk verify --root-hash HEX` compares it with a digest published out of band. */
+#ifndef SQK_INTEGRITY_H
+#define SQK_INTEGRITY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io.h"
+
+#define SQK_INTEG_MAGIC "SQKINTG1"
+#define SQK_INTEG_VERSION 1u
+#define SQK_INTEG_TRAILER_SIZE 128u
+#define SQK_INTEG_DIGEST_SIZE 32u
+#define SQK_INTEG_CHUNK_DEFAULT 65536u
+#define SQK_INTEG_CHUNK_MIN 4096u
+#define SQK_INTEG_CHUNK_MAX 1048576u
+
+struct sqk_integ_trailer {
+	uint32_t version;
+	uint32_t chunk_size;
+	uint64_t covered;
+	uint64_t hashes_at;
+	uint64_t nchunks;
+	uint8_t root[SQK_INTEG_DIGEST_SIZE];
+};
+
+void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t, uint8_t out[SQK_INTEG_TRAILER_SIZE]);
+/* Decodes and checks magics, version, chunk size and the consistency of the counts. */
+int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
+			     struct sqk_integ_trailer *t);
+
+/* ---- writing (the builder) ---- */
+
+struct sqk_integ_writer;
+
+/* Creates a streaming hasher for chunk_size (0 = default). Caller owns *out. */
+int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out);
+
+/* Feeds the bytes written at off. Writes must be sequential, except that bytes inside the first
+ * chunk may be rewritten (the superblock is written last): that chunk is hashed at finish. */
+int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void *data,
+			    size_t len);
+
+/* Ends at `covered` bytes (all fed). Returns in *blob (caller frees) the bytes to append at
+ * `covered` (digests, padding, trailer) and the root digest. */
+int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_t **blob,
+			    size_t *blob_len, uint8_t root[SQK_INTEG_DIGEST_SIZE]);
+
+/* Destroys w; NULL-safe. */
+void sqk_integ_writer_destroy(struct sqk_integ_writer *w);
+
+/* ---- reading ---- */
+
+struct sqk_integ {
+	struct sqk_integ_trailer t;
+	uint8_t *digests; /* nchunks * 32 bytes (owned) */
+	uint64_t file_size;
+};
+
+/* Loads the integrity data of the file behind io (file_size bytes). SQK_ENOENT when there is
+ * none (no trailer magic); SQK_ECORRUPT when the trailer, the padding or the digest array do
+ * not match the root digest. Fills out (free with sqk_integ_free). */
+int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
+
+/* Frees what sqk_integ_load allocated; NULL-safe. */
+void sqk_integ_free(struct sqk_integ *ig);
+
+/* Byte range [*start, *end) of chunk k. */
+void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start,
+			   uint64_t *end);
+
+/* Checks data (the whole of chunk k) against its digest: 0 or SQK_ECORRUPT. Thread-safe. */
+int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len);
+
+/* SHA-256 of data into out. */
+void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+
+/* Lower-case hex of a digest (65 bytes with the NUL). */
+void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE], char out[2 * SQK_INTEG_DIGEST_SIZE + 1]);
+
+/* Parses 64 hex digits; SQK_EINVAL otherwise. */
+int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+
+#endif
