@@ -22,5 +22,6 @@ check: all unit
 
 bench: all
 	SQK=$(abspath $(BUILD)/bin/sqk) sh tests/bench/bench.sh
+	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_read.sh
 
 .PHONY: unit
