@@ -2,7 +2,7 @@
  * inode references (no lookup table to keep), replies carry long timeouts, file pages are kept
  * cached, and directories are read with readdirplus so a tree walk needs no separate lookups.
  * Block caching, readahead and validation are the library's. */
-#define FUSE_USE_VERSION 35
+#define FUSE_USE_VERSION 312
 
 #include "fuse/sqkfuse.h"
 
@@ -465,6 +465,7 @@ struct opts {
 	unsigned readahead;
 	unsigned threads;
 	char *stats;
+	int verify;
 	int nonopts;
 };
 
@@ -476,6 +477,7 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("readahead=%u", readahead),
 	OPT("threads=%u", threads),
 	OPT("stats=%s", stats),
+	OPT("verify", verify),
 	FUSE_OPT_END,
 };
 
@@ -504,6 +506,9 @@ static void usage(const char *prog)
 	       "  -o readahead=N      sequential readahead, in blocks (default 16)\n"
 	       "  -o threads=N        decompression threads (default: online CPUs)\n"
 	       "  -o stats=FILE       write block/cache counters as JSON to FILE at unmount\n"
+	       "  -o verify           check every byte read against the image's integrity data\n"
+	       "                      (a mismatch gives EIO and a log line; an image without\n"
+	       "                      integrity data is served unchecked, as the log says)\n"
 	       "  -o allow_other, default_permissions, ... : standard FUSE mount options\n"
 	       "\n"
 	       "Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`; SIGINT and SIGTERM\n"
@@ -555,7 +560,8 @@ static int write_stats(struct fs *fs, const char *path)
 static int open_image(struct fs *fs, const struct opts *o, const char *prog)
 {
 	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = o->readahead,
-				    .threads = o->threads, .log = lib_log, .log_ctx = fs };
+				    .threads = o->threads, .log = lib_log, .log_ctx = fs,
+				    .verify = o->verify != 0 };
 	if (o->cache && parse_size(o->cache, &so.cache_bytes)) {
 		fprintf(stderr, "%s: invalid cache size '%s'\n", prog, o->cache);
 		return 2;
@@ -630,9 +636,16 @@ static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts
 	if (cmd->singlethread) {
 		ret = fuse_session_loop(se);
 	} else {
-		struct fuse_loop_config cfg = { .clone_fd = cmd->clone_fd,
-						.max_idle_threads = cmd->max_idle_threads };
-		ret = fuse_session_loop_mt(se, &cfg);
+		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+		if (!cfg) {
+			ret = -1;
+		} else {
+			fuse_loop_cfg_set_clone_fd(cfg, (unsigned)cmd->clone_fd);
+			fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads);
+			fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
+			ret = fuse_session_loop_mt(se, cfg);
+			fuse_loop_cfg_destroy(cfg);
+		}
 	}
 	/* A signal ends the loop with its number (positive): a clean unmount. */
 	ret = ret < 0 ? 1 : 0;
@@ -669,6 +682,7 @@ int sqk_fuse_main(int argc, char **argv)
 		goto out;
 	}
 	ret = check_mountpoint(prog, cmd.mountpoint);
+	fs.foreground = cmd.foreground; /* messages at open (e.g. no integrity data) */
 	if (!ret)
 		ret = open_image(&fs, &o, prog);
 	if (!ret && (sqk_nodes_create(&fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))

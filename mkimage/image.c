@@ -1,6 +1,7 @@
 /* The build from start to end: output opened as an unnamed temporary file in the destination
- * directory, walk, dedup, data, tables, superblock last, padding, one fsync, then the file is
- * linked and renamed into place. Any failure leaves the destination as it was. */
+ * directory, walk, dedup, data, tables, superblock last, padding, integrity data (every byte
+ * written is hashed on its way out), one fsync, then the file is linked and renamed into place.
+ * Any failure leaves the destination as it was. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -39,6 +40,9 @@ int mk_write(struct mk_ctx *c, const void *buf, size_t len)
 		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
 			       (unsigned long long)c->pos,
 			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	if (c->integ && (err = sqk_integ_writer_update(c->integ, c->pos, buf, len)))
+		return mk_fail(c, err, "cannot hash image '%s' at offset %llu: %s", c->opt->image,
+			       (unsigned long long)c->pos, sqk_strerror(err));
 	c->pos += len;
 	return 0;
 }
@@ -179,6 +183,43 @@ static int write_head(struct mk_ctx *c, bool *comp_opts)
 	return mk_write(c, blk, len + 2);
 }
 
+/* Writes the superblock at offset 0 (last, so a torn build has no valid magic). */
+static int write_super(struct mk_ctx *c, const struct sqk_super *sb)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	int err;
+
+	sqk_super_encode(sb, raw);
+	err = sqk_io_write_at(c->out, 0, raw, sizeof(raw));
+	if (!err && c->integ)
+		err = sqk_integ_writer_update(c->integ, 0, raw, sizeof(raw));
+	if (err)
+		return mk_fail(c, err, "cannot write the superblock of '%s': %s", c->opt->image,
+			       sqk_strerror(err));
+	return 0;
+}
+
+/* Appends the digests, padding and trailer after the padded image (c->pos). */
+static int write_integrity(struct mk_ctx *c)
+{
+	uint8_t *blob;
+	size_t len;
+	int err = sqk_integ_writer_finish(c->integ, c->pos, &blob, &len, c->root_hash);
+
+	if (err)
+		return mk_fail(c, err, "cannot finish the integrity data of '%s': %s",
+			       c->opt->image, sqk_strerror(err));
+	err = sqk_io_write_at(c->out, c->pos, blob, len);
+	free(blob);
+	if (err)
+		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
+			       (unsigned long long)c->pos,
+			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	c->pos += len;
+	c->have_root = true;
+	return 0;
+}
+
 static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 {
 	const struct mk_options *o = c->opt;
@@ -194,14 +235,10 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	sb->version_minor = 0;
 	size_t pad = (SQK_PAD - c->pos % SQK_PAD) % SQK_PAD;
 	int err = pad ? mk_write(c, zeros, pad) : 0;
-	uint8_t raw[SQK_SUPER_SIZE];
-	sqk_super_encode(sb, raw);
-	if (!err) {
-		err = sqk_io_write_at(c->out, 0, raw, sizeof(raw));
-		if (err)
-			err = mk_fail(c, err, "cannot write the superblock of '%s': %s", o->image,
-				      sqk_strerror(err));
-	}
+	if (!err)
+		err = write_super(c, sb);
+	if (!err && c->integ)
+		err = write_integrity(c);
 	if (!err && (err = sqk_io_sync(c->out)))
 		err = mk_fail(c, err, "cannot flush '%s' to disk: %s", o->image, sqk_strerror(err));
 	return err;
@@ -210,7 +247,15 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 int mk_build(struct mk_ctx *c, struct sqk_super *sb)
 {
 	bool comp_opts;
-	int err = mk_tree_build(c);
+	int err = 0;
+
+	if (!c->opt->no_checksums && !c->integ) {
+		err = sqk_integ_writer_create(c->opt->checksum_chunk, &c->integ);
+		if (err)
+			return mk_fail(c, err, "cannot set up the integrity writer: %s",
+				       sqk_strerror(err));
+	}
+	err = mk_tree_build(c);
 	if (!err && !c->opt->no_dedup)
 		err = mk_dedup(c);
 	if (!err)
@@ -271,7 +316,7 @@ static void sigwatch_stop(struct sigwatch *w)
 static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double secs)
 {
 	const struct mk_stats *s = &c->st;
-	uint64_t total = 0, fsize = (sb->bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
+	uint64_t total = 0, fsize = c->pos; /* the file, integrity data included */
 	for (size_t i = 0; i < c->nnodes; i++)
 		if (c->nodes[i]->file)
 			total += c->nodes[i]->size;
@@ -292,6 +337,13 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 	printf("duplicates %llu files, %llu bytes\n", (unsigned long long)s->dup_files,
 	       (unsigned long long)s->dup_bytes);
 	printf("ids        %u; xattr sets %u\n", sb->id_count, mk_xattrs_count(c->xattrs));
+	if (c->have_root) {
+		char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
+		sqk_integ_hex(c->root_hash, hex);
+		printf("root hash  %s\n", hex);
+	} else {
+		printf("root hash  none (--no-checksums)\n");
+	}
 	printf("time       %.2f s with %d threads\n", secs, c->opt->threads);
 }
 
@@ -334,6 +386,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	mk_xattrs_destroy(c->xattrs);
 	sqk_compressor_destroy(c->comp);
 	sqk_io_destroy(c->out);
+	sqk_integ_writer_destroy(c->integ);
 	free(c->frags);
 	pthread_mutex_destroy(&c->errmu);
 }

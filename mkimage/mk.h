@@ -13,6 +13,7 @@
 
 #include "compressor.h"
 #include "format.h"
+#include "integrity.h"
 #include "io.h"
 #include "meta.h"
 #include "options.h"
@@ -85,6 +86,9 @@ struct mk_ctx {
 	struct sqk_compressor *comp; /* main-thread compressor (metadata) */
 	struct sqk_io *out;          /* image output */
 	uint64_t pos;                /* next write position (owned by the writer during data) */
+	struct sqk_integ_writer *integ; /* hashes every byte written; NULL with --no-checksums */
+	bool have_root;              /* root_hash set: integrity data was appended */
+	uint8_t root_hash[SQK_INTEG_DIGEST_SIZE];
 	struct sqk_frag_entry *frags;
 	uint32_t nfrags, frags_cap;
 	struct mk_stats st;

@@ -27,6 +27,9 @@ static void usage(FILE *f)
 		"      --no-dedup          do not detect duplicate files\n"
 		"      --no-xattrs         do not store extended attributes\n"
 		"      --no-exports        omit the NFS export table\n"
+		"      --no-checksums      no integrity data (SHA-256 of every chunk and a root digest,\n"
+		"                          appended after the image by default; see sqk verify)\n"
+		"      --checksum-chunk SIZE  integrity chunk size, 4K..1M, power of two (default 64K)\n"
 		"  -e, --exclude GLOB      skip paths (relative to the source) matching GLOB; repeatable\n"
 		"      --all-root          make every file owned by root (uid 0, gid 0)\n"
 		"      --force-uid N       make every file owned by uid N\n"
@@ -108,7 +111,7 @@ static void set_defaults(struct mk_options *o)
 }
 
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
-       OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME };
+       OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -121,6 +124,8 @@ static const struct option long_opts[] = {
 	{ "no-dedup", no_argument, NULL, OPT_NODEDUP },
 	{ "no-xattrs", no_argument, NULL, OPT_NOXATTR },
 	{ "no-exports", no_argument, NULL, OPT_NOEXPORT },
+	{ "no-checksums", no_argument, NULL, OPT_NOCSUM },
+	{ "checksum-chunk", required_argument, NULL, OPT_CSUMCHUNK },
 	{ "exclude", required_argument, NULL, 'e' },
 	{ "all-root", no_argument, NULL, OPT_ALLROOT },
 	{ "force-uid", required_argument, NULL, OPT_FUID },
@@ -187,6 +192,11 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 	case OPT_NODEDUP: o->no_dedup = true; return 0;
 	case OPT_NOXATTR: o->no_xattrs = true; return 0;
 	case OPT_NOEXPORT: o->no_exports = true; return 0;
+	case OPT_NOCSUM: o->no_checksums = true; return 0;
+	case OPT_CSUMCHUNK:
+		if (parse_block_size(optarg, &o->checksum_chunk))
+			return opt_error("--checksum-chunk", optarg, "need a power of two, 4K..1M");
+		return 0;
 	case 'e': return add_exclude(o, optarg);
 	case OPT_ALLROOT: o->force_uid = 0; o->force_gid = 0; return 0;
 	case OPT_FUID:

@@ -20,6 +20,8 @@ struct mk_options {
 	bool no_xattrs;
 	bool no_exports;
 	bool quiet;
+	bool no_checksums;   /* no integrity data after the image */
+	uint32_t checksum_chunk; /* integrity chunk size; 0 = default (64K) */
 	bool progress;       /* progress bar (TTY and not quiet) */
 	const char **excludes; /* owned array of borrowed strings */
 	int nexcludes;

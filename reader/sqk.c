@@ -19,12 +19,15 @@ static void usage(FILE *f)
 		   "  extract [-j N] [--force] IMAGE DEST [PATH...]\n"
 		   "                                      extract an image (or subtrees) into DEST\n"
 		   "  info [--json] IMAGE                 superblock fields and statistics\n"
+		   "  verify [-j N] [--json] [--root-hash HEX] IMAGE\n"
+		   "                                      check integrity data and structure\n"
+		   "                                      (exit 0 clean, 4 errors, 8 failure, 16 usage)\n"
 		   "  mount IMAGE MOUNTPOINT [-o OPTS]    mount read-only with FUSE (as sqkfuse)\n"
 		   "  help                                this text\n"
 		   "  version                             print the version\n"
 		   "\n"
-		   "Each command takes --help. The reading commands (ls, cat, extract, info) take\n"
-		   "--offset N for an image starting N bytes into the file.\n"
+		   "Each command takes --help. The reading commands (ls, cat, extract, info,\n"
+		   "verify) take --offset N for an image starting N bytes into the file.\n"
 		   "Exit status: 0 ok, 1 error, 2 usage.\n");
 }
 
@@ -49,6 +52,8 @@ int main(int argc, char **argv)
 		return sqk_extract_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "info") == 0)
 		return sqk_info_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "verify") == 0)
+		return sqk_verify_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		usage(stdout);
 		return 0;

@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "format.h"
+#include "integrity.h"
 #include "io.h"
 
 struct sqk_image;
@@ -28,6 +29,9 @@ struct sqk_open_opts {
 	void (*log)(void *log_ctx, const char *msg);
 	void *log_ctx;
 	const char *name;           /* image name used in messages (copied); NULL = the path */
+	/* Verify every byte read against the image's integrity data (when it has some, and the
+	 * image starts at offset 0): a mismatch fails that read with SQK_ECORRUPT. */
+	bool verify;
 };
 
 /* An inode as decoded from the image. Plain data: the caller owns it, copies are fine. */
@@ -144,6 +148,14 @@ int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf
  * SQK_ETOOBIG if cap is too small. */
 int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char *name,
 		  void *buf, size_t cap, size_t *len);
+
+/* True when reads of img are verified (opts.verify and integrity data was loaded). */
+bool sqk_image_verified(const struct sqk_image *img);
+
+/* Fills the caller's *out with the image's authenticated integrity trailer (root digest, chunk
+ * size). SQK_ENOENT when the image has none (or does not start at offset 0 of its file),
+ * SQK_ECORRUPT when it does not match its root digest. */
+int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out);
 
 /* Copies the counters. */
 void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);

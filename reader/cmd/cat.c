@@ -13,13 +13,15 @@
 static void cat_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk cat [--offset N] IMAGE PATH...\n"
+		"usage: sqk cat [--verify] [--offset N] IMAGE PATH...\n"
 		"\n"
 		"Writes the contents of the regular files PATH... of a SquashFS image to standard\n"
 		"output, one after the other. A PATH that is missing or not a regular file is an error;\n"
 		"the remaining paths are still written.\n"
 		"\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		"      --verify      check every byte read against the image's integrity data\n"
+		"                    (a mismatch is an error; an image without it is read unchecked)\n"
 		"  -h, --help        this text\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (missing path, not a file, corrupt image, I/O), 2 usage.\n");
@@ -63,6 +65,7 @@ int sqk_cat_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "offset", required_argument, NULL, 'o' },
+		{ "verify", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -78,6 +81,7 @@ int sqk_cat_main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'V': c.verify = 1; break;
 		case 'h': cat_usage(stdout); return 0;
 		default: cat_usage(stderr); return 2;
 		}

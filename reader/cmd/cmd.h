@@ -15,6 +15,7 @@ struct sqk_cmd {
 	const char *image;    /* image path as given */
 	uint64_t offset;      /* --offset */
 	struct sqk_image *img;
+	int verify;           /* --verify: reads checked against the integrity data */
 };
 
 /* Entry points; argv[0] is the command name. Each returns the process exit status. */
@@ -22,6 +23,7 @@ int sqk_ls_main(int argc, char **argv);
 int sqk_cat_main(int argc, char **argv);
 int sqk_info_main(int argc, char **argv);
 int sqk_extract_main(int argc, char **argv);
+int sqk_verify_main(int argc, char **argv);
 
 /* Parses a non-negative decimal/hex/octal number (strtoull syntax, whole string). */
 int sqk_cmd_parse_u64(const char *s, uint64_t *out);

@@ -39,6 +39,7 @@ int sqk_cmd_open(struct sqk_cmd *c)
 	o.offset = c->offset;
 	o.log = sqk_cmd_log;
 	o.log_ctx = c;
+	o.verify = c->verify != 0;
 	c->img = NULL;
 	err = sqk_image_open(c->image, &o, &c->img);
 	if (err) {

@@ -17,7 +17,7 @@
 static void x_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk extract [-j N] [--force] [--offset N] IMAGE DEST [PATH...]\n"
+		"usage: sqk extract [-j N] [--force] [--verify] [--offset N] IMAGE DEST [PATH...]\n"
 		"\n"
 		"Extracts a SquashFS image into the directory DEST (created if missing), or only the\n"
 		"subtrees PATH... (with their parent directories). Restores contents, permission bits\n"
@@ -33,6 +33,8 @@ static void x_usage(FILE *f)
 		"  -f, --force       extract into a non-empty DEST, replacing entries in the way\n"
 		"                    (a symlink in DEST is replaced, never followed)\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		"      --verify      check every byte read against the image's integrity data\n"
+		"                    (a mismatch is an error; an image without it is read unchecked)\n"
 		"  -h, --help        this text\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (corrupt image, I/O, DEST not empty, cannot create or set\n"
@@ -546,6 +548,7 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "offset", required_argument, NULL, 'o' },
+		{ "verify", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -568,6 +571,7 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'V': x->c.verify = 1; break;
 		case 'h': x_usage(stdout); return 0;
 		default: x_usage(stderr); return 2;
 		}

@@ -48,6 +48,8 @@ struct sqk_info {
 	int json;
 	struct info_raw raw;
 	struct info_stats st;
+	int integ_rc;           /* sqk_image_integrity: 0, SQK_ENOENT or an error */
+	struct sqk_integ_trailer integ;
 };
 
 static void info_usage(FILE *f)
@@ -60,14 +62,17 @@ static void info_usage(FILE *f)
 		"positions) and statistics from a walk of every inode: inodes by kind, data blocks\n"
 		"(stored, i.e. non-sparse, blocks of distinct files; blocks shared by duplicate files\n"
 		"count once), fragment blocks, metadata blocks of the inode and directory tables, total\n"
-		"file bytes and the compression ratio (file bytes / bytes used).\n"
+		"file bytes and the compression ratio (file bytes / bytes used); the root hash of the\n"
+		"integrity data (sqk mkimage appends it unless --no-checksums).\n"
 		"\n"
 		"      --json        one JSON object instead of text; keys: image, inodes,\n"
 		"                    inodes_found, mkfs_time, block_size, fragment_blocks, compressor,\n"
 		"                    compressor_options, flags, flag_names, id_count, bytes_used,\n"
 		"                    tables, inode_kinds, data_blocks, metadata_blocks,\n"
 		"                    inode_metadata_blocks, directory_metadata_blocks, file_bytes,\n"
-		"                    sparse_bytes, compression_ratio\n"
+		"                    sparse_bytes, integrity (\"ok\", \"none\", \"corrupt\"),\n"
+		"                    root_hash (hex or null), integrity_chunk_size (or null),\n"
+		"                    compression_ratio\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		"  -h, --help        this text\n"
 		"\n"
@@ -435,6 +440,40 @@ static double info_ratio(const struct sqk_info *in, const struct sqk_super *s)
 	return s->bytes_used ? (double)in->st.file_bytes / (double)s->bytes_used : 0.0;
 }
 
+static const char *info_integ_state(const struct sqk_info *in)
+{
+	return in->integ_rc == 0 ? "ok" : in->integ_rc == SQK_ENOENT ? "none" : "corrupt";
+}
+
+static void info_integrity_json(const struct sqk_info *in)
+{
+	char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
+
+	printf("  \"integrity\": \"%s\",\n", info_integ_state(in));
+	if (in->integ_rc) {
+		printf("  \"root_hash\": null,\n  \"integrity_chunk_size\": null,\n");
+		return;
+	}
+	sqk_integ_hex(in->integ.root, hex);
+	printf("  \"root_hash\": \"%s\",\n  \"integrity_chunk_size\": %u,\n", hex,
+	       in->integ.chunk_size);
+}
+
+static void info_integrity_text(const struct sqk_info *in)
+{
+	char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
+
+	if (in->integ_rc == SQK_ENOENT) {
+		printf("integrity:               none\n");
+	} else if (in->integ_rc) {
+		printf("integrity:               corrupt (%s)\n", sqk_strerror(in->integ_rc));
+	} else {
+		sqk_integ_hex(in->integ.root, hex);
+		printf("root hash:               %s\n", hex);
+		printf("integrity chunk size:    %u\n", in->integ.chunk_size);
+	}
+}
+
 static void info_print_json(const struct sqk_info *in)
 {
 	const struct sqk_super *s = sqk_image_super(in->c.img);
@@ -479,6 +518,7 @@ static void info_print_json(const struct sqk_info *in)
 	       (unsigned long long)in->st.dir_meta_blocks);
 	printf("  \"file_bytes\": %llu,\n  \"sparse_bytes\": %llu,\n",
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
+	info_integrity_json(in);
 	printf("  \"compression_ratio\": %.4f\n}\n", info_ratio(in, s));
 }
 
@@ -535,6 +575,7 @@ static void info_print_text(const struct sqk_info *in)
 	printf("file bytes:              %llu (sparse %llu)\n",
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	printf("compression ratio:       %.2f\n", info_ratio(in, s));
+	info_integrity_text(in);
 }
 
 static int info_parse(struct sqk_info *in, int argc, char **argv)
@@ -589,6 +630,7 @@ static int info_run(struct sqk_info *in)
 	err = info_gather(in);
 	if (err)
 		return 1;
+	in->integ_rc = sqk_image_integrity(in->c.img, &in->integ);
 	if (in->json)
 		info_print_json(in);
 	else

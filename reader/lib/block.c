@@ -1,6 +1,7 @@
 /* Block loading: the compressor pool (instances are not thread-safe, so each caller borrows one),
- * positional reads of the image, and the decode-and-validate step of data, fragment and metadata
- * blocks on their way into the shared cache. */
+ * positional reads of the image (verified when asked, see verified_reads.c), and the
+ * decode-and-validate step of data, fragment and metadata blocks on their way into the shared
+ * cache. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,20 @@ void sqk_logf(struct sqk_image *img, const char *fmt, ...)
 
 /* Reads len bytes at image position pos (superblock-relative); buf is borrowed. */
 int sqk_img_read(struct sqk_image *img, uint64_t pos, void *buf, size_t len)
+{
+	return sqk_img_read_ino(img, pos, buf, len, 0);
+}
+
+/* Like sqk_img_read, for bytes of inode ino (named when verification fails; 0 = none). */
+int sqk_img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len, uint32_t ino)
+{
+	int rc = sqk_img_read_raw(img, pos, buf, len);
+
+	return rc ? rc : sqk_verify_range(img, pos, buf, len, ino);
+}
+
+/* Reads without verification (the caller verifies: readahead spreads it over its workers). */
+int sqk_img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len)
 {
 	int rc;
 
@@ -171,7 +186,7 @@ int sqk_data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind,
 		return rc;
 	atomic_fetch_add(&img->st.misses, 1);
 	src = malloc(len ? len : 1);
-	rc = src ? sqk_img_read(img, pos, src, len) : SQK_ENOMEM;
+	rc = src ? sqk_img_read_ino(img, pos, src, len, ino) : SQK_ENOMEM;
 	if (rc)
 		sqk_cache_fill(img->cache, b, NULL, 0, 0, rc);
 	else

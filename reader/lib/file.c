@@ -17,7 +17,7 @@ static int read_block(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, 
 		memset(dst, 0, n);
 		return 0;
 	}
-	if (seq && img->workers)
+	if (seq && img->readahead > 1)
 		rc = sqk_readahead(img, fi, k, &b);
 	if (rc < 0)
 		return rc;

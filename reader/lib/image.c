@@ -1,6 +1,7 @@
 /* Opening an image: the superblock validated as the kernel does it, the compressor options block,
- * the table layout (tables.c), then the shared cache, the compressor pool and the readahead
- * workers. Also the small accessors of the handle. */
+ * the integrity data when reads are verified (verified_reads.c), the table layout (tables.c),
+ * then the shared cache, the compressor pool and the readahead workers. Also the small accessors
+ * of the handle. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -73,6 +74,9 @@ static int read_super(struct sqk_image *img)
 			return SQK_ECORRUPT;
 		img->file_size -= img->base;
 	}
+	rc = sqk_verify_init(img);
+	if (rc)
+		return rc;
 	rc = sqk_img_read(img, 0, raw, sizeof(raw));
 	if (rc)
 		return rc == SQK_EBOUNDS ? SQK_ECORRUPT : rc;
@@ -82,6 +86,9 @@ static int read_super(struct sqk_image *img)
 		sqk_logf(img, "bad superblock: %s", sqk_strerror(rc));
 		return rc;
 	}
+	rc = sqk_verify_covers(img);
+	if (rc)
+		return rc;
 	rc = read_options(img);
 	if (rc)
 		sqk_logf(img, "bad compressor options: %s", sqk_strerror(rc));
@@ -102,8 +109,8 @@ static int setup(struct sqk_image *img, const struct sqk_open_opts *o)
 		rc = read_super(img);
 	if (rc == 0)
 		rc = sqk_load_tables(img);
-	if (rc == 0 && img->readahead > 1)
-		rc = sqk_workers_start(img, img->nthreads);
+	/* Readahead workers start on first use, not here: a process that forks after opening
+	 * (a daemon detaching) would otherwise keep an image whose workers are gone. */
 	return rc;
 }
 
@@ -120,12 +127,15 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 		return SQK_ENOMEM;
 	}
 	pthread_mutex_init(&img->pool.mu, NULL);
+	pthread_mutex_init(&img->workers_mu, NULL);
 	img->io = io;
 	img->owned_io = owned;
 	img->base = owned ? 0 : (o ? o->offset : 0);
+	img->at_zero = !o || o->offset == 0;
 	if (o) {
 		img->log = o->log;
 		img->log_ctx = o->log_ctx;
+		img->verify_req = o->verify;
 	}
 	img->name = strdup(name ? name : "image");
 	rc = img->name ? setup(img, o) : SQK_ENOMEM;
@@ -185,6 +195,7 @@ void sqk_image_close(struct sqk_image *img)
 	if (!img)
 		return;
 	sqk_workers_stop(img);
+	pthread_mutex_destroy(&img->workers_mu);
 	sqk_findex_cache_destroy(img->findex);
 	sqk_cache_destroy(img->cache);
 	sqk_pool_free(&img->pool);
@@ -193,6 +204,7 @@ void sqk_image_close(struct sqk_image *img)
 	free(img->ids);
 	free(img->frags);
 	free(img->xattr_index);
+	sqk_verify_free(img);
 	free(img->name);
 	free(img);
 }

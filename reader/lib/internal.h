@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "compressor.h"
+#include "integrity.h"
 #include "sqk.h"
 
 enum sqk_block_kind { SQK_BK_META, SQK_BK_DATA, SQK_BK_FRAG };
@@ -75,8 +76,16 @@ struct sqk_image {
 	struct sqk_cache *cache;
 	struct sqk_comp_pool pool;
 	struct sqk_findex_cache *findex;
-	struct sqk_workers *workers;
+	struct sqk_workers *workers; /* started on first readahead (guarded by workers_mu) */
+	pthread_mutex_t workers_mu;
+	bool workers_tried;
 	struct sqk_counters st;
+	bool at_zero;           /* the image starts at offset 0 of its file */
+	bool verify_req;        /* opts.verify */
+	bool integ_on;          /* integrity data loaded: every read is verified */
+	struct sqk_integ integ;
+	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
+	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */
 };
 
 /* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
@@ -88,6 +97,17 @@ struct sqk_mcur {
 
 void sqk_logf(struct sqk_image *img, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sqk_img_read(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
+int sqk_img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len, uint32_t ino);
+
+/* verified_reads.c: integrity data and verified reads. */
+int sqk_verify_init(struct sqk_image *img);
+int sqk_verify_covers(struct sqk_image *img);
+int sqk_verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_t len,
+		     uint32_t ino);
+int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bpos,
+		    const void *buf, size_t blen, uint32_t ino);
+void sqk_verify_free(struct sqk_image *img);
+int sqk_img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
 
 int sqk_pool_get(struct sqk_image *img, struct sqk_compressor **out);
 void sqk_pool_put(struct sqk_image *img, struct sqk_compressor *c);

@@ -1,6 +1,7 @@
 /* Batched readahead for sequential file reads: claim a run of contiguous blocks not yet cached,
- * fetch them with one read, decode the one the reader needs on its own thread and hand the
- * others to the worker threads. Each claimed block is decompressed exactly once. */
+ * fetch them with one read, verify and decode the one the reader needs on its own thread and
+ * hand the others to the worker threads (which verify theirs: hashing runs in parallel too).
+ * Each claimed block is decompressed exactly once. */
 #include <stdlib.h>
 
 #include "internal.h"
@@ -22,6 +23,8 @@ struct ra_job {
 
 struct ra_batch {
 	atomic_uint refs;
+	uint64_t pos;    /* image position of buf */
+	size_t len;
 	uint8_t *buf;
 	struct ra_job jobs[];
 };
@@ -44,9 +47,25 @@ static void batch_unref(struct ra_batch *bt)
 	}
 }
 
+/* Verifies the job's bytes (hashing the chunks it overlaps, from the batch where they lie
+ * inside it) and decodes them into its claimed cache entry. */
+static int verify_decode(struct sqk_image *img, struct ra_job *j)
+{
+	const struct ra_batch *bt = j->batch;
+	int rc = sqk_verify_span(img, j->pos, j->word & SQK_BLOCK_SIZE_MASK, bt->pos, bt->buf,
+				 bt->len, j->ino);
+
+	if (rc) {
+		sqk_cache_fill(img->cache, j->b, NULL, 0, 0, rc);
+		return rc;
+	}
+	return sqk_decode_data(img, j->src, j->word, SQK_BK_DATA, j->expected, j->pos, j->ino,
+			       j->b);
+}
+
 static void run_job(struct sqk_image *img, struct ra_job *j)
 {
-	sqk_decode_data(img, j->src, j->word, SQK_BK_DATA, j->expected, j->pos, j->ino, j->b);
+	verify_decode(img, j);
 	sqk_cache_put(img->cache, j->b);
 	batch_unref(j->batch);
 }
@@ -111,9 +130,25 @@ void sqk_workers_stop(struct sqk_image *img)
 	img->workers = NULL;
 }
 
+/* The workers, started by the first caller that needs them (once per image). */
+static struct sqk_workers *workers_get(struct sqk_image *img)
+{
+	struct sqk_workers *w;
+
+	pthread_mutex_lock(&img->workers_mu);
+	if (!img->workers_tried) {
+		img->workers_tried = true;
+		if (sqk_workers_start(img, img->nthreads))
+			img->workers = NULL; /* blocks then decode on the reading thread */
+	}
+	w = img->workers;
+	pthread_mutex_unlock(&img->workers_mu);
+	return w;
+}
+
 static void enqueue(struct sqk_image *img, struct ra_job *j)
 {
-	struct sqk_workers *w = img->workers;
+	struct sqk_workers *w = workers_get(img);
 
 	if (!w || w->n == 0) {
 		run_job(img, j);
@@ -177,7 +212,7 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 		return 0;
 	}
 	bt->buf = malloc(total ? total : 1);
-	rc = bt->buf ? sqk_img_read(img, bt->jobs[0].pos, bt->buf, total) : SQK_ENOMEM;
+	rc = bt->buf ? sqk_img_read_raw(img, bt->jobs[0].pos, bt->buf, total) : SQK_ENOMEM;
 	if (rc) {
 		for (unsigned i = 0; i < n; i++) {
 			sqk_cache_fill(img->cache, bt->jobs[i].b, NULL, 0, 0, rc);
@@ -190,13 +225,14 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 	if (n > 1)
 		atomic_fetch_add(&img->st.batches, 1);
 	atomic_init(&bt->refs, n);
+	bt->pos = bt->jobs[0].pos;
+	bt->len = (size_t)total;
 	for (unsigned i = 0; i < n; i++)
 		bt->jobs[i].src = bt->buf + (uintptr_t)bt->jobs[i].src;
 	for (unsigned i = 1; i < n; i++)
 		enqueue(img, &bt->jobs[i]);
 	*out = bt->jobs[0].b;
-	rc = sqk_decode_data(img, bt->jobs[0].src, bt->jobs[0].word, SQK_BK_DATA,
-			     bt->jobs[0].expected, bt->jobs[0].pos, fi->ino, *out);
+	rc = verify_decode(img, &bt->jobs[0]);
 	batch_unref(bt);
 	if (rc) {
 		sqk_cache_put(img->cache, *out);

@@ -8,6 +8,8 @@
 #include "internal.h"
 #include "meta.h"
 
+#define SQK_MIN_INODE_SIZE 20u /* header + nlink (fifo, socket) */
+
 /* Reads nblocks u64 positions at pos and checks them: strictly increasing, gaps ≤ 8194, the
  * last one below table_end and within 8194 of it. Caller owns *out. */
 static int read_index(struct sqk_image *img, const char *what, uint64_t pos, uint64_t nblocks,
@@ -207,6 +209,11 @@ int sqk_load_tables(struct sqk_image *img)
 		rc = check_frags(img, &next);
 	if (rc == 0 && (sb->directory_table_start > next ||
 			sb->inode_table_start >= sb->directory_table_start))
+		rc = SQK_ECORRUPT;
+	/* Each metadata block (3 bytes at least) holds at most 8192 / 20 inodes: callers size
+	 * per-inode arrays from inode_count, so it must be what the inode table can hold. */
+	if (rc == 0 && sb->inode_count > ((sb->directory_table_start - sb->inode_table_start) / 3 +
+					  1) * (SQK_META_SIZE / SQK_MIN_INODE_SIZE))
 		rc = SQK_ECORRUPT;
 	if (rc) {
 		sqk_logf(img, "bad table layout: %s", sqk_strerror(rc));

@@ -170,12 +170,16 @@ sqk_build() {
 	fi
 }
 
-# Check the magic and that bytes_used in the superblock matches the file (padded to 4K).
+# Check the magic and that bytes_used in the superblock matches the file (padded to 4K), followed
+# by nothing or (exactly) squashkit integrity data: digests, zero padding, 128-byte trailer,
+# checked here independently (chunk digests and root digest). With --no-checksums as second
+# argument, the image must have no integrity data.
 check_superblock() {
-	local img=$1
-	python3 - "$img" <<'EOF' || fail "superblock check failed for $img"
-import struct, sys, os
+	local img=$1 mode=${2:-}
+	python3 - "$img" "$mode" <<'EOF' || fail "superblock check failed for $img"
+import hashlib, struct, sys, os
 p = sys.argv[1]
+mode = sys.argv[2]
 with open(p, 'rb') as f:
     sb = f.read(96)
 if len(sb) < 96 or sb[:4] != b'hsqs':
@@ -191,8 +195,38 @@ if used > size:
     sys.exit("bytes_used %d > file size %d" % (used, size))
 if size % 4096 != 0:
     sys.exit("image size %d is not padded to 4 KiB" % size)
-if size - used >= 4096:
-    sys.exit("image has %d bytes after bytes_used %d" % (size - used, used))
+padded = (used + 4095) // 4096 * 4096
+with open(p, 'rb') as f:
+    f.seek(size - 128)
+    tr = f.read(128)
+if tr[120:] != b'SQKINTG1':
+    # no integrity data (--no-checksums, or another tool's image): only the 4K padding
+    if size - used >= 4096:
+        sys.exit("image has %d bytes after bytes_used %d" % (size - used, used))
+    sys.exit(0)
+if mode == '--no-checksums':
+    sys.exit("image built with --no-checksums has integrity data")
+if tr[:8] != b'SQKINTG1' or any(tr[72:120]):
+    sys.exit("bad integrity trailer")
+ver, cs, covered, hashes_at, n = struct.unpack_from('<IIQQQ', tr, 8)
+if ver != 1 or cs < 4096 or cs > 1 << 20 or cs & (cs - 1):
+    sys.exit("bad integrity trailer version %d / chunk size %d" % (ver, cs))
+if covered != padded or hashes_at != covered or n != (covered + cs - 1) // cs:
+    sys.exit("integrity trailer: covered %d hashes_at %d nchunks %d, padded image %d"
+             % (covered, hashes_at, n, padded))
+end = covered + 32 * n + 128
+if size != (end + 4095) // 4096 * 4096:
+    sys.exit("file size %d does not match the integrity data (%d)" % (size, end))
+with open(p, 'rb') as f:
+    data = f.read()
+digests = data[covered:covered + 32 * n]
+if any(data[covered + 32 * n:size - 128]):
+    sys.exit("integrity padding is not zero")
+for k in range(n):
+    if hashlib.sha256(data[k * cs:min((k + 1) * cs, covered)]).digest() != digests[32 * k:32 * k + 32]:
+        sys.exit("integrity digest of chunk %d does not match" % k)
+if hashlib.sha256(tr[:40] + bytes(32) + tr[72:] + digests).digest() != tr[40:72]:
+    sys.exit("integrity root digest does not match")
 EOF
 }
 

@@ -163,7 +163,18 @@ rc=0; "$SQKFUSE" "$W/peer.sqsh" "$C/mnt" -o no_such_option 2>"$TMP/bad.err" || r
 [ $rc != 0 ] || fail "unknown option accepted"
 mountpoint -q "$C/mnt" && fail "mounted despite a bad option"
 
-# 6. SIGTERM unmounts cleanly.
+# 6. Daemon mode (no -f): the process forks after opening the image; sequential reads of large
+#    files (readahead on worker threads) must still work in the detached daemon.
+mkdir -p "$B/dmnt"
+"$SQKFUSE" "$B/big.sqsh" "$B/dmnt" || fail "sqkfuse (daemon mode) failed to mount"
+_MOUNTS="$B/dmnt $_MOUNTS"
+for f in "$B/src"/*; do
+	timeout 60 cmp "$f" "$B/dmnt/$(basename "$f")" || fail "daemon mode: $(basename "$f") differs or hangs"
+done
+fusermount3 -u "$B/dmnt" || fail "cannot unmount the daemon-mode mount"
+info "daemon mode: large files read back identical"
+
+# 7. SIGTERM unmounts cleanly.
 fuse_mount "$W/peer.sqsh" "$W/m3"
 kill -TERM "$FUSE_PID"
 wait "$FUSE_PID" || fail "sqkfuse exited $? on SIGTERM"

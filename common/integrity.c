@@ -1,0 +1,409 @@
+/* Integrity data (layout in integrity.h): the builder streams every byte it writes through a
+ * writer that hashes fixed-size chunks as they pass (chunk 0 last: the superblock is written at
+ * the end), then appends the digest array, zero padding and the trailer. Readers load and
+ * authenticate the digests from the end of the file and check chunks against them. */
+#include "integrity.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "endian.h"
+#include "error.h"
+
+#define PAD 4096u
+#define MAGIC_LEN 8u
+#define ROOT_AT 40u
+
+struct sqk_integ_writer {
+	uint32_t chunk_size;
+	uint8_t *chunk0;      /* the first chunk, hashed at finish */
+	uint64_t stream_pos;  /* next expected offset past chunk 0 */
+	EVP_MD_CTX *ctx;      /* hashing the chunk that stream_pos is in */
+	uint8_t *digests;     /* 32 bytes per chunk, slot 0 filled at finish */
+	uint64_t ndigests;    /* slots in use (slot 0 is reserved for chunk 0) */
+	uint64_t cap;
+};
+
+/* SHA-256 of data into out (one shot; thread-safe). */
+void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE])
+{
+	unsigned int n = SQK_INTEG_DIGEST_SIZE;
+
+	if (!EVP_Digest(data, len, out, &n, EVP_sha256(), NULL))
+		memset(out, 0, SQK_INTEG_DIGEST_SIZE);
+}
+
+/* Writes the lower-case hex of d into the caller's out (65 bytes). */
+void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE],
+		   char out[2 * SQK_INTEG_DIGEST_SIZE + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (unsigned i = 0; i < SQK_INTEG_DIGEST_SIZE; i++) {
+		out[2 * i] = digits[d[i] >> 4];
+		out[2 * i + 1] = digits[d[i] & 15];
+	}
+	out[2 * SQK_INTEG_DIGEST_SIZE] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Borrows hex; fills the caller's out. */
+int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE])
+{
+	if (!hex || strlen(hex) != 2 * SQK_INTEG_DIGEST_SIZE)
+		return SQK_EINVAL;
+	for (unsigned i = 0; i < SQK_INTEG_DIGEST_SIZE; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return SQK_EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+/* ---- trailer ---- */
+
+static uint64_t nchunks_for(uint64_t covered, uint32_t chunk_size)
+{
+	return covered / chunk_size + (covered % chunk_size != 0);
+}
+
+static bool chunk_size_ok(uint32_t cs)
+{
+	return cs >= SQK_INTEG_CHUNK_MIN && cs <= SQK_INTEG_CHUNK_MAX && (cs & (cs - 1)) == 0;
+}
+
+/* Borrows t; fills the caller's out. */
+void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
+			      uint8_t out[SQK_INTEG_TRAILER_SIZE])
+{
+	memset(out, 0, SQK_INTEG_TRAILER_SIZE);
+	memcpy(out, SQK_INTEG_MAGIC, MAGIC_LEN);
+	sqk_put_le32(out + 8, t->version);
+	sqk_put_le32(out + 12, t->chunk_size);
+	sqk_put_le64(out + 16, t->covered);
+	sqk_put_le64(out + 24, t->hashes_at);
+	sqk_put_le64(out + 32, t->nchunks);
+	memcpy(out + ROOT_AT, t->root, SQK_INTEG_DIGEST_SIZE);
+	memcpy(out + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN);
+}
+
+/* Borrows in; fills the caller's t. */
+int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
+			     struct sqk_integ_trailer *t)
+{
+	if (memcmp(in + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN))
+		return SQK_ENOENT;
+	if (memcmp(in, SQK_INTEG_MAGIC, MAGIC_LEN))
+		return SQK_ECORRUPT;
+	for (unsigned i = ROOT_AT + SQK_INTEG_DIGEST_SIZE; i < SQK_INTEG_TRAILER_SIZE - MAGIC_LEN;
+	     i++)
+		if (in[i])
+			return SQK_ECORRUPT;
+	t->version = sqk_get_le32(in + 8);
+	t->chunk_size = sqk_get_le32(in + 12);
+	t->covered = sqk_get_le64(in + 16);
+	t->hashes_at = sqk_get_le64(in + 24);
+	t->nchunks = sqk_get_le64(in + 32);
+	memcpy(t->root, in + ROOT_AT, SQK_INTEG_DIGEST_SIZE);
+	/* Another version is indistinguishable from a damaged one: the root cannot be checked. */
+	if (t->version != SQK_INTEG_VERSION || !chunk_size_ok(t->chunk_size) || t->covered == 0 ||
+	    t->covered % PAD || t->hashes_at != t->covered ||
+	    t->nchunks != nchunks_for(t->covered, t->chunk_size))
+		return SQK_ECORRUPT;
+	return 0;
+}
+
+/* Bytes from the end of the digest array to the trailer, so that the file ends on 4 KiB. */
+static uint64_t pad_len(uint64_t covered, uint64_t nchunks)
+{
+	uint64_t end = covered + nchunks * SQK_INTEG_DIGEST_SIZE + SQK_INTEG_TRAILER_SIZE;
+
+	return (PAD - end % PAD) % PAD;
+}
+
+/* Root digest: SHA-256(trailer with the root zeroed || digest array). */
+static int root_digest(const struct sqk_integ_trailer *t, const uint8_t *digests,
+		       uint8_t out[SQK_INTEG_DIGEST_SIZE])
+{
+	struct sqk_integ_trailer z = *t;
+	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int ok;
+
+	memset(z.root, 0, sizeof(z.root));
+	sqk_integ_trailer_encode(&z, raw);
+	ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+	     EVP_DigestUpdate(ctx, raw, sizeof(raw)) &&
+	     EVP_DigestUpdate(ctx, digests, t->nchunks * SQK_INTEG_DIGEST_SIZE) &&
+	     EVP_DigestFinal_ex(ctx, out, NULL);
+	EVP_MD_CTX_free(ctx);
+	return ok ? 0 : SQK_ENOMEM;
+}
+
+/* ---- writer ---- */
+
+/* Caller owns *out (sqk_integ_writer_destroy). */
+int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
+{
+	struct sqk_integ_writer *w;
+
+	*out = NULL;
+	if (!chunk_size)
+		chunk_size = SQK_INTEG_CHUNK_DEFAULT;
+	if (!chunk_size_ok(chunk_size))
+		return SQK_EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return SQK_ENOMEM;
+	w->chunk_size = chunk_size;
+	w->stream_pos = chunk_size;
+	w->ndigests = 1;
+	w->chunk0 = calloc(1, chunk_size);
+	w->cap = 64;
+	w->digests = malloc(w->cap * SQK_INTEG_DIGEST_SIZE);
+	w->ctx = EVP_MD_CTX_new();
+	if (!w->chunk0 || !w->digests || !w->ctx ||
+	    !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL)) {
+		sqk_integ_writer_destroy(w);
+		return SQK_ENOMEM;
+	}
+	*out = w;
+	return 0;
+}
+
+/* Destroys w; NULL-safe. */
+void sqk_integ_writer_destroy(struct sqk_integ_writer *w)
+{
+	if (!w)
+		return;
+	EVP_MD_CTX_free(w->ctx);
+	free(w->chunk0);
+	free(w->digests);
+	free(w);
+}
+
+/* Stores the finished digest of the current streamed chunk and starts the next one. */
+static int close_chunk(struct sqk_integ_writer *w)
+{
+	if (w->ndigests == w->cap) {
+		uint64_t cap = w->cap ? w->cap * 2 : 64;
+		void *n = realloc(w->digests, cap * SQK_INTEG_DIGEST_SIZE);
+
+		if (!n)
+			return SQK_ENOMEM;
+		w->digests = n;
+		w->cap = cap;
+	}
+	if (!EVP_DigestFinal_ex(w->ctx, w->digests + w->ndigests * SQK_INTEG_DIGEST_SIZE, NULL) ||
+	    !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL))
+		return SQK_ENOMEM;
+	w->ndigests++;
+	return 0;
+}
+
+/* Borrows data for the call. */
+int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	if (off < w->chunk_size) {
+		size_t n = w->chunk_size - off < len ? (size_t)(w->chunk_size - off) : len;
+
+		memcpy(w->chunk0 + off, p, n);
+		p += n;
+		off += n;
+		len -= n;
+	}
+	if (len && off != w->stream_pos)
+		return SQK_EINVAL;
+	while (len) {
+		size_t room = w->chunk_size - (size_t)(w->stream_pos % w->chunk_size);
+		size_t n = room < len ? room : len;
+		int err;
+
+		if (!EVP_DigestUpdate(w->ctx, p, n))
+			return SQK_ENOMEM;
+		p += n;
+		len -= n;
+		w->stream_pos += n;
+		if (n == room && (err = close_chunk(w)))
+			return err;
+	}
+	return 0;
+}
+
+/* Builds digests || zero padding || trailer into a new buffer the caller owns. */
+static int make_blob(const struct sqk_integ_trailer *t, const uint8_t *digests, uint8_t **blob,
+		     size_t *blob_len)
+{
+	uint64_t dlen = t->nchunks * SQK_INTEG_DIGEST_SIZE, pad = pad_len(t->covered, t->nchunks);
+	uint64_t total = dlen + pad + SQK_INTEG_TRAILER_SIZE;
+	uint8_t *b;
+
+	if (total > SIZE_MAX)
+		return SQK_EOVERFLOW;
+	b = calloc(1, (size_t)total);
+	if (!b)
+		return SQK_ENOMEM;
+	memcpy(b, digests, (size_t)dlen);
+	sqk_integ_trailer_encode(t, b + dlen + pad);
+	*blob = b;
+	*blob_len = (size_t)total;
+	return 0;
+}
+
+/* Caller owns *blob (free). */
+int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_t **blob,
+			    size_t *blob_len, uint8_t root[SQK_INTEG_DIGEST_SIZE])
+{
+	struct sqk_integ_trailer t = { .version = SQK_INTEG_VERSION, .chunk_size = w->chunk_size,
+				       .covered = covered, .hashes_at = covered };
+	int err;
+
+	*blob = NULL;
+	*blob_len = 0;
+	if (covered == 0 || covered % PAD)
+		return SQK_EINVAL;
+	t.nchunks = nchunks_for(covered, w->chunk_size);
+	if (covered > w->chunk_size ? w->stream_pos != covered : w->stream_pos != w->chunk_size)
+		return SQK_EINVAL;
+	if (w->stream_pos % w->chunk_size && (err = close_chunk(w)))
+		return err;
+	if (w->ndigests != t.nchunks)
+		return SQK_EINVAL;
+	sqk_sha256(w->chunk0, covered < w->chunk_size ? (size_t)covered : w->chunk_size,
+		   w->digests);
+	err = root_digest(&t, w->digests, t.root);
+	if (!err)
+		err = make_blob(&t, w->digests, blob, blob_len);
+	if (!err)
+		memcpy(root, t.root, SQK_INTEG_DIGEST_SIZE);
+	return err;
+}
+
+/* ---- reading ---- */
+
+/* Frees what ig owns; NULL-safe. */
+void sqk_integ_free(struct sqk_integ *ig)
+{
+	if (!ig)
+		return;
+	free(ig->digests);
+	ig->digests = NULL;
+}
+
+/* Checks that the padding between the digest array and the trailer is zero. */
+static int check_padding(struct sqk_io *io, uint64_t at, uint64_t len)
+{
+	uint8_t buf[PAD];
+	int err;
+
+	if (len > sizeof(buf))
+		return SQK_ECORRUPT;
+	if (!len)
+		return 0;
+	err = sqk_io_read_at(io, at, buf, (size_t)len);
+	if (err)
+		return err == SQK_EBOUNDS ? SQK_ECORRUPT : err;
+	for (uint64_t i = 0; i < len; i++)
+		if (buf[i])
+			return SQK_ECORRUPT;
+	return 0;
+}
+
+static int load_digests(struct sqk_io *io, struct sqk_integ *out)
+{
+	const struct sqk_integ_trailer *t = &out->t;
+	uint64_t dlen = t->nchunks * SQK_INTEG_DIGEST_SIZE;
+	uint8_t root[SQK_INTEG_DIGEST_SIZE];
+	int err;
+
+	if (dlen > SIZE_MAX)
+		return SQK_EOVERFLOW;
+	out->digests = malloc(dlen ? (size_t)dlen : 1);
+	if (!out->digests)
+		return SQK_ENOMEM;
+	err = sqk_io_read_at(io, t->hashes_at, out->digests, (size_t)dlen);
+	if (err)
+		return err == SQK_EBOUNDS ? SQK_ECORRUPT : err;
+	err = check_padding(io, t->hashes_at + dlen, pad_len(t->covered, t->nchunks));
+	if (!err)
+		err = root_digest(t, out->digests, root);
+	if (!err && CRYPTO_memcmp(root, t->root, sizeof(root)))
+		err = SQK_ECORRUPT;
+	return err;
+}
+
+/* Borrows io; fills the caller's out (sqk_integ_free, also after a failure). */
+int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
+{
+	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
+	struct sqk_integ_trailer *t = &out->t;
+	uint64_t room;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->file_size = file_size;
+	if (file_size < SQK_INTEG_TRAILER_SIZE)
+		return SQK_ENOENT;
+	err = sqk_io_read_at(io, file_size - SQK_INTEG_TRAILER_SIZE, raw, sizeof(raw));
+	if (err)
+		return err;
+	err = sqk_integ_trailer_decode(raw, t);
+	if (err)
+		return err;
+	if (file_size % PAD || t->covered >= file_size)
+		return SQK_ECORRUPT;
+	room = file_size - SQK_INTEG_TRAILER_SIZE - t->covered;
+	if (t->nchunks > room / SQK_INTEG_DIGEST_SIZE ||
+	    t->covered + t->nchunks * SQK_INTEG_DIGEST_SIZE + pad_len(t->covered, t->nchunks) !=
+		    file_size - SQK_INTEG_TRAILER_SIZE)
+		return SQK_ECORRUPT;
+	err = load_digests(io, out);
+	if (err) {
+		sqk_integ_free(out);
+		return err;
+	}
+	return 0;
+}
+
+/* Borrows ig; fills the caller's *start and *end. */
+void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start, uint64_t *end)
+{
+	uint64_t s = k * ig->t.chunk_size, e = s + ig->t.chunk_size;
+
+	*start = s < ig->t.covered ? s : ig->t.covered;
+	*end = e < ig->t.covered ? e : ig->t.covered;
+}
+
+/* Borrows ig and data. */
+int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len)
+{
+	uint8_t d[SQK_INTEG_DIGEST_SIZE];
+	uint64_t s, e;
+
+	if (k >= ig->t.nchunks)
+		return SQK_ECORRUPT;
+	sqk_integ_chunk_range(ig, k, &s, &e);
+	if (len != e - s)
+		return SQK_ECORRUPT;
+	sqk_sha256(data, len, d);
+	if (CRYPTO_memcmp(d, ig->digests + k * SQK_INTEG_DIGEST_SIZE, sizeof(d)))
+		return SQK_ECORRUPT;
+	return 0;
+}

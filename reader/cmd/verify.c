@@ -1,0 +1,204 @@
+/* sqk verify: checks an image's integrity data (every chunk digest, the root digest) and its
+ * whole structure through the library's checker (reader/check.h), printing each finding with its
+ * region and byte range and a one-line summary; fsck-like exit codes. */
+#include "cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sqk_check.h"
+#include "integrity.h"
+
+enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16 };
+
+struct verify {
+	const char *image;
+	int json;
+	unsigned threads;
+	uint64_t offset;
+	bool has_root;
+	uint8_t root[SQK_INTEG_DIGEST_SIZE];
+	unsigned long nfound;       /* findings printed (JSON separators) */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: sqk verify [-j N] [--json] [--root-hash HEX] [--offset N] IMAGE\n"
+		   "Checks the integrity data and the structure of IMAGE.\n"
+		   "Exit status: 0 clean, 4 errors found, 8 operational error, 16 usage error.\n");
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7F)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static void on_report(void *ctx, const struct sqk_check_report *r)
+{
+	struct verify *v = ctx;
+
+	if (!v->json) {
+		printf("verify: %s: %s error in %s", v->image, r->kind, r->region);
+		if (r->start || r->end)
+			printf(" (bytes %llu..%llu)", (unsigned long long)r->start,
+			       (unsigned long long)r->end);
+		printf(": %s\n", r->msg);
+		return;
+	}
+	printf("%s\n    {\"kind\": ", v->nfound++ ? "," : "");
+	json_str(r->kind);
+	printf(", \"start\": %llu, \"end\": %llu, \"region\": ", (unsigned long long)r->start,
+	       (unsigned long long)r->end);
+	json_str(r->region);
+	printf(", \"msg\": ");
+	json_str(r->msg);
+	putchar('}');
+}
+
+/* Parses argv; returns -1 to go on, else an exit status. */
+static int parse(struct verify *v, int argc, char **argv)
+{
+	static const struct option lo[] = { { "json", no_argument, NULL, 'J' },
+					    { "root-hash", required_argument, NULL, 'R' },
+					    { "offset", required_argument, NULL, 'O' },
+					    { "help", no_argument, NULL, 'h' },
+					    { NULL, 0, NULL, 0 } };
+	uint64_t n;
+	int ch;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "j:h", lo, NULL)) != -1) {
+		if (ch == 'h') {
+			usage(stdout);
+			return EXIT_CLEAN;
+		} else if (ch == 'J') {
+			v->json = 1;
+		} else if (ch == 'j' && !sqk_cmd_parse_u64(optarg, &n) && n >= 1 && n <= 256) {
+			v->threads = (unsigned)n;
+		} else if (ch == 'O' && !sqk_cmd_parse_u64(optarg, &v->offset)) {
+			continue;
+		} else if (ch == 'R' && !sqk_integ_parse_hex(optarg, v->root)) {
+			v->has_root = true;
+		} else {
+			sqk_cmd_usage_err("verify", "bad option or argument (see --help)");
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		sqk_cmd_usage_err("verify", "expected one IMAGE");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	v->image = argv[optind];
+	return -1;
+}
+
+static void summary(const struct verify *v, const struct sqk_check_result *r)
+{
+	char integ[96];
+
+	if (r->has_integrity)
+		snprintf(integ, sizeof(integ), "%llu chunks checked, %llu bad",
+			 (unsigned long long)r->chunks, (unsigned long long)r->chunks_bad);
+	else
+		snprintf(integ, sizeof(integ), "none");
+	if (r->errors)
+		printf("verify: %s: %llu errors (%llu corrupt ranges, %llu structural)", v->image,
+		       (unsigned long long)r->errors, (unsigned long long)r->corrupt_ranges,
+		       (unsigned long long)r->structural);
+	else
+		printf("verify: %s: clean", v->image);
+	printf("; %llu inodes, %llu directories, %llu files, %llu data blocks, %llu fragment "
+	       "blocks, %llu metadata blocks; integrity: %s\n", (unsigned long long)r->inodes,
+	       (unsigned long long)r->dirs, (unsigned long long)r->files,
+	       (unsigned long long)r->data_blocks, (unsigned long long)r->fragment_blocks,
+	       (unsigned long long)r->metadata_blocks, integ);
+}
+
+static void json_result(const struct verify *v, const struct sqk_check_result *r)
+{
+	printf("%s],\n  \"errors\": %llu, \"corrupt_ranges\": %llu, \"structural\": %llu,\n"
+	       "  \"has_integrity\": %s, \"root_hash_checked\": %s, \"root_hash_ok\": %s,\n"
+	       "  \"chunks\": %llu, \"chunks_bad\": %llu, \"inodes\": %llu, \"dirs\": %llu,\n"
+	       "  \"files\": %llu, \"data_blocks\": %llu, \"fragment_blocks\": %llu,\n"
+	       "  \"metadata_blocks\": %llu\n}\n", v->nfound ? "\n  " : "",
+	       (unsigned long long)r->errors, (unsigned long long)r->corrupt_ranges,
+	       (unsigned long long)r->structural, r->has_integrity ? "true" : "false",
+	       v->has_root ? "true" : "false", r->root_hash_ok ? "true" : "false",
+	       (unsigned long long)r->chunks, (unsigned long long)r->chunks_bad,
+	       (unsigned long long)r->inodes, (unsigned long long)r->dirs,
+	       (unsigned long long)r->files, (unsigned long long)r->data_blocks,
+	       (unsigned long long)r->fragment_blocks, (unsigned long long)r->metadata_blocks);
+}
+
+/* Runs the checker on the opened file; returns the exit status. */
+static int run(struct verify *v, int fd, uint64_t size)
+{
+	struct sqk_check_opts o = { .threads = v->threads, .root_hash = v->has_root ? v->root : NULL,
+				    .offset = v->offset, .report = on_report, .ctx = v };
+	struct sqk_check_result r;
+	struct sqk_io *io;
+	int rc = sqk_io_fd_create(fd, 0, false, &io);
+
+	if (rc == 0) {
+		if (v->json) {
+			printf("{\n  \"image\": ");
+			json_str(v->image);
+			printf(",\n  \"findings\": [");
+		}
+		rc = sqk_check_image(io, size, &o, &r);
+		sqk_io_destroy(io);
+	}
+	if (rc) {
+		if (v->json)
+			printf("]\n}\n");
+		fflush(stdout);
+		fprintf(stderr, "sqk verify: %s: %s\n", v->image, sqk_strerror(rc));
+		return EXIT_OPER;
+	}
+	if (v->json)
+		json_result(v, &r);
+	else
+		summary(v, &r);
+	return r.errors ? EXIT_ERRORS : EXIT_CLEAN;
+}
+
+/* Entry point of `sqk verify`; argv[0] is the command name. Returns the exit status. */
+int sqk_verify_main(int argc, char **argv)
+{
+	struct verify v = { 0 };
+	struct stat st;
+	int r = parse(&v, argc, argv), fd;
+
+	if (r >= 0)
+		return r;
+	fd = open(v.image, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "sqk verify: %s: %s\n", v.image,
+			fd < 0 || errno ? strerror(errno) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return EXIT_OPER;
+	}
+	r = run(&v, fd, (uint64_t)st.st_size);
+	if (fflush(stdout) || ferror(stdout))
+		r = EXIT_OPER;
+	close(fd);
+	return r;
+}

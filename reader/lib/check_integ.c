@@ -1,0 +1,179 @@
+/* The checker's integrity pass: loads the trailer and digest array, checks every chunk digest
+ * on worker threads with large reads, merges adjacent bad chunks into ranges (mapped to regions
+ * later), compares the root digest with the one the caller expects, and notices a file that has
+ * bytes past its image but no trailer (a truncated integrity area). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_internal.h"
+#include "endian.h"
+#include "integrity.h"
+
+#define READ_SPAN (8u << 20)
+
+struct integ_work {
+	struct chk *c;
+	const struct sqk_integ *ig;
+	atomic_uint_fast64_t next;
+	uint64_t per;             /* chunks per claim */
+	uint8_t *bad;             /* by chunk */
+};
+
+/* Checks chunks [k0, k1) read with one pread. */
+static int check_span(struct integ_work *w, uint8_t *buf, uint64_t k0, uint64_t k1)
+{
+	uint64_t s0, e0, s, e;
+	int rc;
+
+	sqk_integ_chunk_range(w->ig, k0, &s0, &e0);
+	sqk_integ_chunk_range(w->ig, k1 - 1, &s, &e);
+	rc = sqk_io_read_at(w->c->io, s0, buf, (size_t)(e - s0));
+	if (rc)
+		return rc;
+	for (uint64_t k = k0; k < k1; k++) {
+		sqk_integ_chunk_range(w->ig, k, &s, &e);
+		if (sqk_integ_check_chunk(w->ig, k, buf + (s - s0), (size_t)(e - s)))
+			w->bad[k] = 1;
+	}
+	return 0;
+}
+
+static int integ_worker(void *arg)
+{
+	struct integ_work *w = arg;
+	uint64_t n = w->ig->t.nchunks;
+	uint8_t *buf = malloc(w->per * w->ig->t.chunk_size);
+	int rc = buf ? 0 : SQK_ENOMEM;
+
+	while (rc == 0 && !atomic_load(&w->c->stop)) {
+		uint64_t k0 = atomic_fetch_add(&w->next, w->per);
+
+		if (k0 >= n)
+			break;
+		rc = check_span(w, buf, k0, k0 + w->per < n ? k0 + w->per : n);
+	}
+	free(buf);
+	return rc;
+}
+
+/* Collects the bad chunks as merged ranges in c->bad. */
+static int merge_bad(struct chk *c, const struct sqk_integ *ig, const uint8_t *bad)
+{
+	for (uint64_t k = 0; k < ig->t.nchunks; k++) {
+		uint64_t s, e, s2, e2, j = k;
+		void *p;
+
+		if (!bad[k])
+			continue;
+		c->res->chunks_bad++;
+		while (j + 1 < ig->t.nchunks && bad[j + 1]) {
+			j++;
+			c->res->chunks_bad++;
+		}
+		sqk_integ_chunk_range(ig, k, &s, &e);
+		sqk_integ_chunk_range(ig, j, &s2, &e2);
+		p = realloc(c->bad, (c->nbad + 1) * 2 * sizeof(*c->bad));
+		if (!p)
+			return SQK_ENOMEM;
+		c->bad = p;
+		c->bad[2 * c->nbad] = s;
+		c->bad[2 * c->nbad + 1] = e2;
+		c->nbad++;
+		k = j;
+	}
+	return 0;
+}
+
+static int check_chunks(struct chk *c, const struct sqk_integ *ig)
+{
+	struct integ_work w = { .c = c, .ig = ig };
+	int rc;
+
+	w.per = READ_SPAN / ig->t.chunk_size;
+	if (w.per == 0)
+		w.per = 1;
+	atomic_init(&w.next, 0);
+	w.bad = calloc(ig->t.nchunks ? ig->t.nchunks : 1, 1);
+	if (!w.bad)
+		return SQK_ENOMEM;
+	rc = chk_parallel(c->threads, integ_worker, &w);
+	c->res->chunks = ig->t.nchunks;
+	if (rc == 0)
+		rc = merge_bad(c, ig, w.bad);
+	free(w.bad);
+	return rc;
+}
+
+/* The integrity area of a file whose digests do not verify: from the trailer if it decodes. */
+static void report_corrupt_integ(struct chk *c)
+{
+	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
+	struct sqk_integ_trailer t;
+	uint64_t s = c->file_size >= sizeof(raw) ? c->file_size - sizeof(raw) : 0;
+
+	if (c->file_size >= sizeof(raw) && sqk_io_read_at(c->io, s, raw, sizeof(raw)) == 0 &&
+	    sqk_integ_trailer_decode(raw, &t) == 0 && t.hashes_at < c->file_size)
+		s = t.hashes_at;
+	chk_report(c, false, s, c->file_size, "integrity data",
+		   "integrity trailer or digest array does not match its root digest");
+}
+
+/* Without a trailer: bytes after the padded image mean the integrity data was cut off. */
+static void check_no_trailer(struct chk *c)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	struct sqk_super sb;
+	uint64_t end;
+
+	if (c->o->root_hash)
+		chk_report(c, false, 0, 0, "integrity data",
+			   "--root-hash given but the image has no integrity data");
+	if (c->offset > c->file_size || c->file_size - c->offset < sizeof(raw) ||
+	    sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
+		return;
+	sqk_super_decode(raw, &sb);
+	if (sb.magic != SQK_MAGIC || sb.bytes_used > c->file_size - c->offset)
+		return;
+	end = (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
+	if (c->file_size > end)
+		chk_report(c, false, end, c->file_size, "integrity data",
+			   "%llu bytes follow the image but there is no integrity trailer "
+			   "(truncated file?)", (unsigned long long)(c->file_size - end));
+}
+
+int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
+{
+	int rc = sqk_integ_load(c->io, c->file_size, ig);
+
+	if (rc == SQK_ENOENT) {
+		check_no_trailer(c);
+		return 0;
+	}
+	if (rc == SQK_ECORRUPT || rc == SQK_EBOUNDS) {
+		c->res->has_integrity = true;
+		report_corrupt_integ(c);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	*loaded = true;
+	c->res->has_integrity = true;
+	if (c->o->root_hash) {
+		c->res->root_hash_ok = memcmp(c->o->root_hash, ig->t.root, SQK_INTEG_DIGEST_SIZE) == 0;
+		if (!c->res->root_hash_ok)
+			chk_report(c, false, c->file_size - SQK_INTEG_TRAILER_SIZE, c->file_size,
+				   "integrity data", "root digest differs from --root-hash");
+	}
+	rc = check_chunks(c, ig);
+	if (rc == 0 && ig->t.covered < c->offset)
+		chk_report(c, false, 0, ig->t.covered, "integrity data",
+			   "integrity data does not cover the image");
+	if (rc == 0 && ig->t.covered >= c->offset && ig->t.covered < c->file_size) {
+		uint32_t l;
+
+		rc = chk_label(c, "integrity data", &l);
+		if (rc == 0)
+			rc = chk_ival_add(c, ig->t.covered - c->offset, c->file_size - c->offset, l);
+	}
+	return rc;
+}

@@ -1,0 +1,328 @@
+/* The checker's tree walk: every inode reachable from the root is decoded once (inode numbers
+ * unique per inode, in range, all reached; no directory reached twice), every directory listing
+ * iterated (sorted, unique, valid names), every file's size words checked and its blocks queued
+ * for decompression and named in the interval map, then the export table compared with what the
+ * walk found. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_internal.h"
+#include "endian.h"
+
+#define MAX_DEPTH 2048u
+#define WORDS_PER_READ 512u
+
+struct path {
+	char *p;
+	size_t len, cap;
+};
+
+/* A library failure: operational ones are returned, the rest reported as structural. */
+static int lib_fail(struct chk *c, int rc, uint64_t pos, const char *region, const char *what,
+		    const char *path)
+{
+	char msg[512];
+
+	if (rc == SQK_ENOMEM || rc == SQK_EIO)
+		return rc;
+	chk_last_log(c, msg, sizeof(msg));
+	chk_report(c, true, c->offset + pos, c->offset + pos + 1, region, "%s of %s: %s (%s)", what,
+		   path, sqk_strerror(rc), msg);
+	return 0;
+}
+
+static uint64_t inode_pos(struct chk *c, uint64_t ref)
+{
+	return sqk_image_super(c->img)->inode_table_start + (ref >> 16);
+}
+
+/* Checks one size word and queues its block: 0, 1 when the file must be abandoned, or SQK_E*. */
+static int file_word(struct chk *c, const struct sqk_inode *in, const char *path, uint32_t label,
+		      uint64_t k, uint64_t n, uint32_t word, uint64_t *pos)
+{
+	const struct sqk_super *sb = sqk_image_super(c->img);
+	uint32_t len = word & SQK_BLOCK_SIZE_MASK;
+	uint64_t exp = sb->block_size, at = c->offset + inode_pos(c, in->body_ref);
+	struct chk_job j = { *pos, word, 0, label, 0 };
+
+	if ((word & ~(SQK_BLOCK_SIZE_MASK | SQK_BLOCK_RAW)) || len > sb->block_size) {
+		chk_report(c, true, at, at + 1, "inode table",
+			   "%s: size word %llu (0x%08x) has reserved bits set or exceeds the block "
+			   "size", path, (unsigned long long)k, word);
+		return 1;
+	}
+	if (word && (*pos < c->data_start || *pos > c->data_end || len > c->data_end - *pos)) {
+		chk_report(c, true, c->offset + *pos, c->offset + *pos + len, path,
+			   "block %llu at offset %llu (%u bytes) lies outside the data area",
+			   (unsigned long long)k, (unsigned long long)(c->offset + *pos), len);
+		return 1;
+	}
+	if (k + 1 == n && in->frag_index == SQK_NONE32 && in->size % sb->block_size)
+		exp = in->size % sb->block_size;
+	j.expected = (uint32_t)exp;
+	if (word && chk_job_add(c, &j))
+		return SQK_ENOMEM;
+	c->res->data_blocks += word != 0;
+	*pos += len;
+	return 0;
+}
+
+/* Reads the size words of a file and queues its blocks. */
+static int file_blocks(struct chk *c, const struct sqk_inode *in, const char *path, uint32_t label)
+{
+	const struct sqk_super *sb = sqk_image_super(c->img);
+	uint64_t bs = sb->block_size, pos = in->blocks_start;
+	uint64_t n = in->frag_index == SQK_NONE32 ? (in->size + bs - 1) / bs : in->size / bs;
+	uint32_t w[WORDS_PER_READ];
+	struct sqk_mcur cur;
+
+	sqk_inode_cursor(c->img, in->body_ref, &cur);
+	for (uint64_t k = 0; k < n && !atomic_load(&c->stop);) {
+		size_t m = n - k < WORDS_PER_READ ? (size_t)(n - k) : WORDS_PER_READ;
+		int rc = sqk_meta_read(c->img, &cur, w, m * 4);
+
+		if (rc)
+			return lib_fail(c, rc, inode_pos(c, in->body_ref), "inode table",
+					"size words", path);
+		for (size_t i = 0; i < m; i++, k++) {
+			rc = file_word(c, in, path, label, k, n, sqk_get_le32(&w[i]), &pos);
+			if (rc)
+				return rc < 0 ? rc : 0;
+		}
+	}
+	return chk_ival_add(c, in->blocks_start, pos, label);
+}
+
+static int file_fragment(struct chk *c, const struct sqk_inode *in, const char *path,
+			 uint32_t label)
+{
+	const struct sqk_super *sb = sqk_image_super(c->img);
+	const struct sqk_frag_entry *f;
+	uint64_t tail = in->size % sb->block_size, at = c->offset + inode_pos(c, in->ref);
+
+	if (in->frag_index == SQK_NONE32)
+		return 0;
+	if (in->frag_index >= sb->fragment_count || tail == 0 ||
+	    in->frag_offset > sb->block_size || tail > sb->block_size - in->frag_offset) {
+		chk_report(c, true, at, at + 1, "inode table",
+			   "%s: bad fragment reference (index %u, offset %u, tail %llu)", path,
+			   in->frag_index, in->frag_offset, (unsigned long long)tail);
+		return 0;
+	}
+	if (c->frag_need[in->frag_index] < in->frag_offset + tail)
+		c->frag_need[in->frag_index] = (uint32_t)(in->frag_offset + tail);
+	f = &c->img->frags[in->frag_index];
+	return chk_ival_add(c, f->start, f->start + (f->size & SQK_BLOCK_SIZE_MASK), label);
+}
+
+static int check_file(struct chk *c, const struct sqk_inode *in, const char *path)
+{
+	char name[64 + SQK_NAME_MAX];
+	uint32_t label = 0;
+	int rc = 0;
+
+	c->res->files++;
+	if (in->size >= sqk_image_super(c->img)->block_size || in->frag_index != SQK_NONE32) {
+		snprintf(name, sizeof(name), "data of %.*s", SQK_NAME_MAX + 32, path);
+		rc = chk_label(c, strlen(path) > SQK_NAME_MAX + 32 ? "data of (long path)" : name,
+			       &label);
+	}
+	if (rc == 0)
+		rc = file_blocks(c, in, path, label);
+	if (rc == 0)
+		rc = file_fragment(c, in, path, label);
+	return rc;
+}
+
+static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir, unsigned depth);
+
+/* Checks the parts every inode kind has (xattrs, symlink target). */
+static int check_misc(struct chk *c, const struct sqk_inode *in, const char *path)
+{
+	char target[SQK_SYMLINK_MAX + 1];
+	size_t len;
+	int rc = 0;
+
+	if (sqk_basic_type(in->type) == SQK_T_SYMLINK)
+		rc = sqk_readlink(c->img, in, target, sizeof(target), &len);
+	if (rc)
+		return lib_fail(c, rc, inode_pos(c, in->ref), "inode table", "symlink target",
+				path);
+	if (in->xattr_idx != SQK_NONE32)
+		rc = sqk_xattr_list(c->img, in, NULL, 0, &len);
+	if (rc)
+		return lib_fail(c, rc, inode_pos(c, in->ref), "xattr table", "xattrs", path);
+	return 0;
+}
+
+/* First meeting of an inode: numbering and reachability bookkeeping. Returns 1 to descend. */
+static int first_visit(struct chk *c, const struct sqk_inode *in, const char *path)
+{
+	uint64_t at = c->offset + inode_pos(c, in->ref);
+	uint64_t *slot = &c->ino_ref[in->ino];
+
+	if (*slot == in->ref && sqk_basic_type(in->type) != SQK_T_DIR)
+		return 0; /* a hard link to a file already checked */
+	if (*slot == in->ref) {
+		chk_report(c, true, at, at + 1, "directory table",
+			   "%s: directory reached twice (loop or directory hard link)", path);
+		return 0;
+	}
+	if (*slot != SQK_NONE64) {
+		chk_report(c, true, at, at + 1, "inode table",
+			   "%s: inode number %u is also used by the inode at table offset %llu",
+			   path, in->ino, (unsigned long long)(*slot >> 16));
+		return 0;
+	}
+	*slot = in->ref;
+	c->found++;
+	c->res->inodes++;
+	return 1;
+}
+
+static int visit(struct chk *c, struct path *pa, const struct sqk_inode *in, unsigned depth)
+{
+	int rc = first_visit(c, in, pa->p);
+
+	if (rc <= 0)
+		return rc;
+	rc = check_misc(c, in, pa->p);
+	if (rc == 0 && sqk_basic_type(in->type) == SQK_T_FILE)
+		rc = check_file(c, in, pa->p);
+	if (rc == 0 && sqk_basic_type(in->type) == SQK_T_DIR)
+		rc = walk_dir(c, pa, in, depth + 1);
+	return rc;
+}
+
+static int path_push(struct path *pa, const struct sqk_dirent *e)
+{
+	size_t need = pa->len + 1 + e->name_len + 1;
+
+	if (need > pa->cap) {
+		char *p = realloc(pa->p, need * 2);
+
+		if (!p)
+			return SQK_ENOMEM;
+		pa->p = p;
+		pa->cap = need * 2;
+	}
+	pa->p[pa->len] = '/';
+	memcpy(pa->p + pa->len + 1, e->name, e->name_len);
+	pa->p[pa->len + 1 + e->name_len] = 0;
+	return 0;
+}
+
+/* Decodes the inode of entry e of dir (path already extended) and visits it. */
+static int visit_entry(struct chk *c, struct path *pa, const struct sqk_inode *dir,
+		       const struct sqk_dirent *e, unsigned depth)
+{
+	struct sqk_inode in;
+	uint64_t at = c->offset + inode_pos(c, e->ref);
+	int rc = sqk_inode_get(c->img, e->ref, &in);
+
+	if (rc)
+		return lib_fail(c, rc, inode_pos(c, e->ref), "inode table", "inode", pa->p);
+	if (in.ino != e->ino || sqk_basic_type(in.type) != e->type) {
+		chk_report(c, true, at, at + 1, "directory table",
+			   "%s: entry says inode %u type %u, the inode is %u type %u", pa->p,
+			   e->ino, e->type, in.ino, in.type);
+		return 0;
+	}
+	if (sqk_basic_type(in.type) == SQK_T_DIR && in.parent != dir->ino)
+		chk_report(c, true, at, at + 1, "inode table",
+			   "%s: parent inode number %u, expected %u", pa->p, in.parent, dir->ino);
+	return visit(c, pa, &in, depth);
+}
+
+static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir, unsigned depth)
+{
+	size_t saved = pa->len;
+	struct sqk_dir_iter it;
+	struct sqk_dirent e;
+	int rc, more;
+
+	c->res->dirs++;
+	if (depth > MAX_DEPTH) {
+		chk_report(c, true, 0, 0, "directory table", "%s: directories nested too deep",
+			   pa->p);
+		return 0;
+	}
+	rc = sqk_dir_iter_init(c->img, dir, &it);
+	while (rc == 0 && !atomic_load(&c->stop) && (more = sqk_dir_iter_next(&it, &e)) != 0) {
+		if (more < 0) {
+			pa->p[saved] = 0;
+			return lib_fail(c, more, it.pos, "directory table", "listing",
+					saved ? pa->p : "/");
+		}
+		rc = path_push(pa, &e);
+		if (rc == 0) {
+			pa->len += 1 + e.name_len;
+			rc = visit_entry(c, pa, dir, &e, depth);
+		}
+		pa->len = saved;
+		pa->p[saved] = 0;
+	}
+	return rc;
+}
+
+/* Compares the export table with the refs the walk found. */
+static int check_export(struct chk *c)
+{
+	const struct sqk_super *sb = sqk_image_super(c->img);
+	uint8_t raw[8];
+	struct sqk_mcur cur = { .off = 0, .end = sb->export_table_start };
+	int rc;
+
+	if (sb->export_table_start == SQK_NONE64)
+		return 0;
+	rc = sqk_io_read_at(c->io, c->offset + sb->export_table_start, raw, 8);
+	if (rc)
+		return rc;
+	cur.pos = sqk_get_le64(raw);
+	for (uint32_t i = 1; i <= sb->inode_count && !atomic_load(&c->stop); i++) {
+		rc = sqk_meta_read(c->img, &cur, raw, 8);
+		if (rc)
+			return lib_fail(c, rc, cur.pos, "export table", "entry", "export table");
+		if (c->ino_ref[i] != SQK_NONE64 && sqk_get_le64(raw) != c->ino_ref[i]) {
+			chk_report(c, true, c->offset + cur.pos, c->offset + cur.pos + 1,
+				   "export table", "entry for inode %u is %llu, the walk found %llu",
+				   i, (unsigned long long)sqk_get_le64(raw),
+				   (unsigned long long)c->ino_ref[i]);
+			break;
+		}
+	}
+	return 0;
+}
+
+int chk_walk(struct chk *c)
+{
+	const struct sqk_super *sb = sqk_image_super(c->img);
+	struct path pa = { 0 };
+	struct sqk_inode root;
+	int rc;
+
+	c->ino_ref = malloc(((size_t)sb->inode_count + 1) * sizeof(*c->ino_ref));
+	c->frag_need = calloc((size_t)sb->fragment_count + 1, sizeof(*c->frag_need));
+	pa.p = calloc(1, 256);
+	pa.cap = 256;
+	if (!c->ino_ref || !c->frag_need || !pa.p) {
+		free(pa.p);
+		return SQK_ENOMEM;
+	}
+	memset(c->ino_ref, 0xFF, ((size_t)sb->inode_count + 1) * sizeof(*c->ino_ref));
+	rc = sqk_image_root(c->img, &root);
+	if (rc)
+		rc = lib_fail(c, rc, inode_pos(c, sb->root_inode), "inode table", "root inode", "/");
+	else
+		rc = visit(c, &pa, &root, 0);
+	free(pa.p);
+	if (rc == 0 && !atomic_load(&c->stop) && c->found != sb->inode_count)
+		chk_report(c, true, c->offset + sb->inode_table_start,
+			   c->offset + sb->directory_table_start, "inode table",
+			   "%llu of %u inodes are not reachable from the root",
+			   (unsigned long long)(sb->inode_count - c->found), sb->inode_count);
+	if (rc == 0 && c->found == sb->inode_count)
+		rc = check_export(c);
+	return rc;
+}

@@ -1,0 +1,50 @@
+/* libsqk image checker: verifies the integrity data (chunk digests, root digest) of an image
+ * and walks its whole structure (superblock, table indexes, metadata blocks, every inode and
+ * directory, every data and fragment block), reporting each finding with its byte range and the
+ * region it breaks. Used by `sqk verify` and by the fuzzing target. */
+#ifndef SQK_SQK_CHECK_H
+#define SQK_SQK_CHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "io.h"
+
+/* One finding. All strings are borrowed for the duration of the report callback only. */
+struct sqk_check_report {
+	const char *kind;     /* "integrity", "structure" */
+	uint64_t start, end;  /* byte range [start, end) in the file, or 0,0 when unknown */
+	const char *region;   /* "superblock", "inode table", "fragment block 12",
+			       * "data of /path/to/file", "integrity data", ... */
+	const char *msg;
+};
+
+struct sqk_check_opts {
+	unsigned threads;         /* 0 = online CPUs */
+	const uint8_t *root_hash; /* 32 bytes, NULL = not checked */
+	uint64_t offset;          /* byte offset of the superblock in the file */
+	/* Called (serialised, from any thread) for each finding; NULL = none. */
+	void (*report)(void *ctx, const struct sqk_check_report *r);
+	void *ctx;
+	uint64_t max_errors;      /* stop after this many findings; 0 = unlimited */
+};
+
+struct sqk_check_result {
+	uint64_t errors;          /* findings reported (integrity + structure) */
+	uint64_t corrupt_ranges;  /* merged corrupt byte ranges found by the chunk digests */
+	uint64_t structural;      /* structural findings */
+	bool has_integrity;
+	bool root_hash_ok;        /* the trailer's root digest equals opts->root_hash */
+	uint64_t chunks, chunks_bad;
+	uint64_t inodes, dirs, files;
+	uint64_t data_blocks, fragment_blocks, metadata_blocks;
+};
+
+/* Checks the image behind io (borrowed; file_size bytes; opts borrowed, NULL = defaults).
+ * Returns 0 when the check ran (errors counted in *res), or SQK_E* on an operational error
+ * (out of memory, I/O failure on an in-range read). */
+int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_check_opts *o,
+		    struct sqk_check_result *res);
+
+#endif

@@ -1,0 +1,488 @@
+/* Check suite for the integrity data: trailer round trip and rejections, the streaming writer
+ * against one-shot hashes (with the first chunk rewritten last, as the builder does), loading a
+ * blob and detecting every single-byte flip in it, chunk checks, and verified reads through the
+ * library on an image built in memory by the builder, with one data byte flipped. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "endian.h"
+#include "error.h"
+#include "integrity.h"
+#include "io.h"
+#include "mkimage/mk.h"
+#include "mkimage/options.h"
+#include "sqk.h"
+
+static struct sqk_integ_trailer good_trailer(void)
+{
+	struct sqk_integ_trailer t = { .version = 1, .chunk_size = 65536,
+				       .covered = 3 * 65536 + 4096, .hashes_at = 3 * 65536 + 4096,
+				       .nchunks = 4 };
+	for (unsigned i = 0; i < 32; i++)
+		t.root[i] = (uint8_t)(i * 7);
+	return t;
+}
+
+START_TEST(test_trailer_round_trip)
+{
+	struct sqk_integ_trailer t = good_trailer(), u;
+	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
+
+	sqk_integ_trailer_encode(&t, raw);
+	ck_assert_int_eq(memcmp(raw, "SQKINTG1", 8), 0);
+	ck_assert_int_eq(memcmp(raw + 120, "SQKINTG1", 8), 0);
+	ck_assert_uint_eq(sqk_get_le32(raw + 12), 65536);
+	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &u), 0);
+	ck_assert_int_eq(memcmp(&t, &u, sizeof(t)), 0);
+}
+END_TEST
+
+/* Each mutation of a good trailer must be rejected. */
+START_TEST(test_trailer_rejects)
+{
+	struct sqk_integ_trailer t;
+	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
+
+	for (int i = 0; i < 11; i++) {
+		t = good_trailer();
+		switch (i) {
+		case 0: t.version = 2; break;
+		case 1: t.chunk_size = 65535; break;
+		case 2: t.chunk_size = 2048; break;
+		case 3: t.chunk_size = 2u << 20; break;
+		case 4: t.covered += 1; t.hashes_at += 1; break;
+		case 5: t.hashes_at += 4096; break;
+		case 6: t.nchunks = 5; break;
+		case 7: t.nchunks = 3; break;
+		case 8: t.covered = 0; t.hashes_at = 0; t.nchunks = 0; break;
+		default: break;
+		}
+		sqk_integ_trailer_encode(&t, raw);
+		if (i == 9)
+			raw[0] ^= 1;
+		if (i == 10)
+			raw[100] = 1; /* reserved */
+		ck_assert_msg(sqk_integ_trailer_decode(raw, &t) < 0, "mutation %d accepted", i);
+	}
+	t = good_trailer();
+	sqk_integ_trailer_encode(&t, raw);
+	raw[127] ^= 1;
+	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &t), SQK_ENOENT);
+}
+END_TEST
+
+static uint8_t *pattern(size_t len, unsigned seed)
+{
+	uint8_t *p = malloc(len);
+	uint32_t x = seed * 2654435761u + 1;
+
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+	return p;
+}
+
+/* Feeds data as the builder does: 96..end in odd-sized sequential pieces, then 0..96 last. */
+static void feed(struct sqk_integ_writer *w, const uint8_t *data, size_t len)
+{
+	size_t off = 96;
+
+	while (off < len) {
+		size_t n = 1000 + off % 7777;
+		if (n > len - off)
+			n = len - off;
+		ck_assert_int_eq(sqk_integ_writer_update(w, off, data + off, n), 0);
+		off += n;
+	}
+	ck_assert_int_eq(sqk_integ_writer_update(w, 0, data, 96), 0);
+}
+
+/* Builds data || blob into *file (caller frees); returns the file length. */
+static size_t make_file(const uint8_t *data, size_t len, uint32_t cs, uint8_t **file,
+			uint8_t root[32])
+{
+	struct sqk_integ_writer *w;
+	uint8_t *blob;
+	size_t blen;
+
+	ck_assert_int_eq(sqk_integ_writer_create(cs, &w), 0);
+	feed(w, data, len);
+	ck_assert_int_eq(sqk_integ_writer_finish(w, len, &blob, &blen, root), 0);
+	sqk_integ_writer_destroy(w);
+	*file = malloc(len + blen);
+	memcpy(*file, data, len);
+	memcpy(*file + len, blob, blen);
+	free(blob);
+	ck_assert_uint_eq((len + blen) % 4096, 0);
+	return len + blen;
+}
+
+START_TEST(test_writer_matches_one_shot)
+{
+	const size_t sizes[] = { 4096, 65536, 65536 + 4096, 5 * 65536, 300 * 1024 };
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t len = sizes[i];
+		uint8_t *data = pattern(len, (unsigned)i), *file, root[32], d[32];
+		size_t flen = make_file(data, len, 0, &file, root);
+		uint64_t n = (len + 65535) / 65536;
+		struct sqk_integ_trailer t;
+
+		for (uint64_t k = 0; k < n; k++) {
+			size_t e = (k + 1) * 65536 < len ? (k + 1) * 65536 : len;
+			sqk_sha256(data + k * 65536, e - k * 65536, d);
+			ck_assert_int_eq(memcmp(d, file + len + 32 * k, 32), 0);
+		}
+		ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - 128, &t), 0);
+		ck_assert_uint_eq(t.covered, len);
+		ck_assert_uint_eq(t.nchunks, n);
+		ck_assert_int_eq(memcmp(t.root, root, 32), 0);
+		/* root = SHA-256(trailer with root zeroed || digests) */
+		uint8_t *buf = malloc(128 + 32 * n);
+		memcpy(buf, file + flen - 128, 128);
+		memset(buf + 40, 0, 32);
+		memcpy(buf + 128, file + len, 32 * n);
+		sqk_sha256(buf, 128 + 32 * n, d);
+		ck_assert_int_eq(memcmp(d, root, 32), 0);
+		free(buf);
+		free(file);
+		free(data);
+	}
+}
+END_TEST
+
+START_TEST(test_writer_rejects)
+{
+	struct sqk_integ_writer *w;
+	uint8_t buf[8192] = { 0 }, *blob, root[32];
+	size_t blen;
+
+	ck_assert_int_eq(sqk_integ_writer_create(3000, &w), SQK_EINVAL);
+	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
+	ck_assert_int_eq(sqk_integ_writer_update(w, 0, buf, 8192), 0);
+	/* a gap past chunk 0 */
+	ck_assert_int_eq(sqk_integ_writer_update(w, 8193, buf, 10), SQK_EINVAL);
+	/* covered not what was fed / not 4K-aligned */
+	ck_assert_int_eq(sqk_integ_writer_finish(w, 12288, &blob, &blen, root), SQK_EINVAL);
+	ck_assert_int_eq(sqk_integ_writer_finish(w, 8000, &blob, &blen, root), SQK_EINVAL);
+	ck_assert_int_eq(sqk_integ_writer_finish(w, 8192, &blob, &blen, root), 0);
+	free(blob);
+	sqk_integ_writer_destroy(w);
+	sqk_integ_writer_destroy(NULL);
+}
+END_TEST
+
+static int load_mem(const uint8_t *file, size_t len, struct sqk_integ *ig)
+{
+	struct sqk_io *io;
+	int rc;
+
+	ck_assert_int_eq(sqk_io_mem_create(file, len, &io), 0);
+	rc = sqk_integ_load(io, len, ig);
+	sqk_io_destroy(io);
+	return rc;
+}
+
+START_TEST(test_load_and_check)
+{
+	size_t len = 3 * 65536 + 8192;
+	uint8_t *data = pattern(len, 9), *file, root[32];
+	size_t flen = make_file(data, len, 0, &file, root);
+	struct sqk_integ ig;
+	uint64_t s, e;
+
+	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
+	ck_assert_uint_eq(ig.t.nchunks, 4);
+	ck_assert_int_eq(memcmp(ig.t.root, root, 32), 0);
+	sqk_integ_chunk_range(&ig, 3, &s, &e);
+	ck_assert_uint_eq(s, 3 * 65536);
+	ck_assert_uint_eq(e, len);
+	for (uint64_t k = 0; k < 4; k++) {
+		sqk_integ_chunk_range(&ig, k, &s, &e);
+		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, file + s, e - s), 0);
+		file[s + (e - s) / 3] ^= 0x20;
+		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, file + s, e - s), SQK_ECORRUPT);
+		file[s + (e - s) / 3] ^= 0x20;
+	}
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 4, file, 10), SQK_ECORRUPT);
+	sqk_integ_free(&ig);
+	sqk_integ_free(NULL);
+	/* no trailer at all */
+	ck_assert_int_eq(load_mem(data, len, &ig), SQK_ENOENT);
+	sqk_integ_free(&ig);
+	/* truncated by 4K: the trailer is gone */
+	ck_assert_int_lt(load_mem(file, flen - 4096, &ig), 0);
+	sqk_integ_free(&ig);
+	free(file);
+	free(data);
+}
+END_TEST
+
+/* Every byte of a small blob (digests, padding, trailer) flipped in turn is detected. */
+START_TEST(test_every_flip_detected)
+{
+	size_t len = 5 * 4096;
+	uint8_t *data = pattern(len, 3), *file, root[32];
+	size_t flen = make_file(data, len, 4096, &file, root);
+	struct sqk_integ ig;
+
+	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
+	sqk_integ_free(&ig);
+	for (size_t i = len; i < flen; i++) {
+		file[i] ^= 0x01;
+		int rc = load_mem(file, flen, &ig);
+		ck_assert_msg(rc == SQK_ECORRUPT || (rc == SQK_ENOENT && i >= flen - 8),
+			      "flip at %zu (blob offset %zu) gave %d", i, i - len, rc);
+		sqk_integ_free(&ig);
+		file[i] ^= 0x01;
+	}
+	free(file);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_hex)
+{
+	uint8_t d[32], e[32];
+	char hex[65];
+
+	for (int i = 0; i < 32; i++)
+		d[i] = (uint8_t)(i * 37 + 5);
+	sqk_integ_hex(d, hex);
+	ck_assert_uint_eq(strlen(hex), 64);
+	ck_assert_int_eq(sqk_integ_parse_hex(hex, e), 0);
+	ck_assert_int_eq(memcmp(d, e, 32), 0);
+	hex[10] = 'g';
+	ck_assert_int_eq(sqk_integ_parse_hex(hex, e), SQK_EINVAL);
+	ck_assert_int_eq(sqk_integ_parse_hex("abcd", e), SQK_EINVAL);
+	sqk_sha256("abc", 3, d);
+	sqk_integ_hex(d, hex);
+	ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+END_TEST
+
+/* ---- verified reads on an image built in memory ---- */
+
+static char tree[64];
+
+static void write_file(const char *rel, const void *data, size_t len)
+{
+	char p[256];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", tree, rel);
+	f = fopen(p, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+static char *parse_argv[8];
+
+/* Builds a tree of two incompressible files (stored raw) into memory. */
+static struct sqk_io *build_image(uint8_t **a, uint8_t **b, const char *extra)
+{
+	struct mk_options o;
+	struct mk_ctx c;
+	struct sqk_super sb;
+	struct sqk_io *mem;
+	char *argv[] = { "mkimage", "-q", (char *)extra, tree, "/nonexistent/x.sqsh", NULL };
+	int argc = 5;
+
+	strcpy(tree, "/tmp/sqk-integ-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tree));
+	*a = pattern(400 * 1024, 11);
+	*b = pattern(300 * 1024, 12);
+	write_file("a.bin", *a, 400 * 1024);
+	write_file("b.bin", *b, 300 * 1024);
+	if (!extra) {
+		argv[2] = argv[3];
+		argv[3] = argv[4];
+		argc = 4;
+	}
+	memcpy(parse_argv, argv, sizeof(argv));
+	ck_assert_int_eq(mk_options_parse(argc, parse_argv, &o), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	c.out = mem;
+	ck_assert_msg(mk_build(&c, &sb) == 0, "build: %s", c.errmsg);
+	c.out = NULL;
+	mk_ctx_free(&c);
+	mk_options_free(&o);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
+	ck_assert_int_eq(system(cmd), 0);
+	return mem;
+}
+
+struct logbuf {
+	char text[4096];
+	int lines;
+};
+
+static void logger(void *ctx, const char *msg)
+{
+	struct logbuf *l = ctx;
+	size_t n = strlen(l->text);
+
+	snprintf(l->text + n, sizeof(l->text) - n, "%s\n", msg);
+	l->lines++;
+}
+
+static int read_whole(struct sqk_image *img, const char *path, const uint8_t *want, size_t len)
+{
+	struct sqk_inode ino;
+	uint8_t *buf = malloc(len);
+	ssize_t n;
+	int rc = sqk_lookup_path(img, path, &ino);
+
+	ck_assert_int_eq(rc, 0);
+	n = sqk_read(img, &ino, buf, len, 0);
+	if (n >= 0) {
+		ck_assert_int_eq(n, (ssize_t)len);
+		ck_assert_int_eq(memcmp(buf, want, len), 0);
+	}
+	free(buf);
+	return n < 0 ? (int)n : 0;
+}
+
+static struct sqk_image *open_copy(const uint8_t *data, size_t len, bool verify,
+				   struct logbuf *log, struct sqk_io **io, int *rc)
+{
+	struct sqk_open_opts o = { .log = logger, .log_ctx = log, .name = "mem.sqsh",
+				   .verify = verify };
+	struct sqk_image *img = NULL;
+
+	ck_assert_int_eq(sqk_io_mem_create(data, len, io), 0);
+	*rc = sqk_image_open_io(*io, &o, &img);
+	return img;
+}
+
+START_TEST(test_verified_reads)
+{
+	uint8_t *a, *b;
+	struct sqk_io *mem = build_image(&a, &b, NULL), *io;
+	size_t len;
+	const uint8_t *img_bytes = sqk_io_mem_data(mem, &len);
+	uint8_t *copy = malloc(len);
+	struct logbuf log = { "", 0 };
+	struct sqk_image *img;
+	struct sqk_integ_trailer t;
+	int rc;
+
+	memcpy(copy, img_bytes, len);
+	img = open_copy(copy, len, true, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert(sqk_image_verified(img));
+	ck_assert_int_eq(sqk_image_integrity(img, &t), 0);
+	ck_assert_uint_eq(t.chunk_size, SQK_INTEG_CHUNK_DEFAULT);
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
+	ck_assert_int_eq(read_whole(img, "b.bin", b, 300 * 1024), 0);
+	ck_assert_int_eq(log.lines, 0);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+
+	/* one byte of a.bin's data flipped (raw block: find it by content) */
+	uint8_t *hit = memmem(copy, len, a + 200 * 1024, 64);
+	ck_assert_ptr_nonnull(hit);
+	hit[10] ^= 0x40;
+	img = open_copy(copy, len, true, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), SQK_ECORRUPT);
+	ck_assert_int_eq(read_whole(img, "b.bin", b, 300 * 1024), 0);
+	ck_assert_msg(strstr(log.text, "mem.sqsh: integrity check failed: chunk"), "%s", log.text);
+	ck_assert_msg(strstr(log.text, "(inode "), "%s", log.text);
+	/* and again: the failure is not cached as verified */
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), SQK_ECORRUPT);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+
+	/* without verify the same read "succeeds" with wrong data */
+	img = open_copy(copy, len, false, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert(!sqk_image_verified(img));
+	{
+		struct sqk_inode ino;
+		uint8_t *buf = malloc(400 * 1024);
+		ck_assert_int_eq(sqk_lookup_path(img, "a.bin", &ino), 0);
+		ck_assert_int_eq(sqk_read(img, &ino, buf, 400 * 1024, 0), 400 * 1024);
+		ck_assert_int_ne(memcmp(buf, a, 400 * 1024), 0);
+		free(buf);
+	}
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+
+	/* a flipped root digest in the trailer: the open fails */
+	hit[10] ^= 0x40;
+	copy[len - SQK_INTEG_TRAILER_SIZE + 40] ^= 1;
+	img = open_copy(copy, len, true, &log, &io, &rc);
+	ck_assert_int_eq(rc, SQK_ECORRUPT);
+	ck_assert_ptr_null(img);
+	sqk_io_destroy(io);
+	free(copy);
+	free(a);
+	free(b);
+	sqk_io_destroy(mem);
+}
+END_TEST
+
+START_TEST(test_no_integrity_data)
+{
+	uint8_t *a, *b;
+	struct sqk_io *mem = build_image(&a, &b, "--no-checksums"), *io;
+	size_t len;
+	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
+	struct logbuf log = { "", 0 };
+	struct sqk_integ_trailer t;
+	int rc;
+	struct sqk_image *img = open_copy(bytes, len, true, &log, &io, &rc);
+
+	ck_assert_int_eq(rc, 0);
+	ck_assert(!sqk_image_verified(img));
+	ck_assert_int_eq(sqk_image_integrity(img, &t), SQK_ENOENT);
+	ck_assert_str_eq(log.text, "mem.sqsh: no integrity data; reads are not verified\n");
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
+	ck_assert_uint_eq(len % 4096, 0);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	free(a);
+	free(b);
+	sqk_io_destroy(mem);
+}
+END_TEST
+
+static Suite *integrity_suite(void)
+{
+	Suite *s = suite_create("integrity");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_trailer_round_trip);
+	tcase_add_test(tc, test_trailer_rejects);
+	tcase_add_test(tc, test_writer_matches_one_shot);
+	tcase_add_test(tc, test_writer_rejects);
+	tcase_add_test(tc, test_load_and_check);
+	tcase_add_test(tc, test_every_flip_detected);
+	tcase_add_test(tc, test_hex);
+	tcase_add_test(tc, test_verified_reads);
+	tcase_add_test(tc, test_no_integrity_data);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(integrity_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
