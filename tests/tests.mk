@@ -25,3 +25,5 @@ bench: all
 	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_read.sh
 
 .PHONY: unit
+
+include tests/fuzz/fuzz.mk

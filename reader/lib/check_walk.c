@@ -18,9 +18,11 @@ struct path {
 	size_t len, cap;
 };
 
-/* A library failure: operational ones are returned, the rest reported as structural. */
-static int lib_fail(struct chk *c, int rc, uint64_t pos, const char *region, const char *what,
-		    const char *path)
+/* A library failure: operational ones are returned, the rest reported as structural. Not
+ * inlined: its buffer would sit in every frame of the recursive walk. */
+__attribute__((noinline)) static int lib_fail(struct chk *c, int rc, uint64_t pos,
+					      const char *region, const char *what,
+					      const char *path)
 {
 	char msg[512];
 
@@ -116,7 +118,9 @@ static int file_fragment(struct chk *c, const struct sqk_inode *in, const char *
 	return chk_ival_add(c, f->start, f->start + (f->size & SQK_BLOCK_SIZE_MASK), label);
 }
 
-static int check_file(struct chk *c, const struct sqk_inode *in, const char *path)
+/* Not inlined (nor check_misc): their buffers would sit in every frame of the recursive walk. */
+__attribute__((noinline)) static int check_file(struct chk *c, const struct sqk_inode *in,
+						const char *path)
 {
 	char name[64 + SQK_NAME_MAX];
 	uint32_t label = 0;
@@ -138,7 +142,8 @@ static int check_file(struct chk *c, const struct sqk_inode *in, const char *pat
 static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir, unsigned depth);
 
 /* Checks the parts every inode kind has (xattrs, symlink target). */
-static int check_misc(struct chk *c, const struct sqk_inode *in, const char *path)
+__attribute__((noinline)) static int check_misc(struct chk *c, const struct sqk_inode *in,
+						const char *path)
 {
 	char target[SQK_SYMLINK_MAX + 1];
 	size_t len;

@@ -52,17 +52,22 @@ void sqk_findex_cache_destroy(struct sqk_findex_cache *fc)
 static int read_words(struct sqk_image *img, const struct sqk_inode *in, struct sqk_findex *fi)
 {
 	struct sqk_mcur c;
-	uint32_t done = 0;
+	uint32_t done = 0, cap = 0;
 
 	sqk_inode_cursor(img, in->body_ref, &c);
 	while (done < fi->nblocks) {
 		uint32_t n = fi->nblocks - done < FI_CHUNK ? fi->nblocks - done : FI_CHUNK;
-		uint32_t *w = realloc(fi->words, ((size_t)done + n) * 4);
+		uint32_t *w = fi->words;
 		int rc;
 
-		if (!w)
-			return SQK_ENOMEM;
-		fi->words = w;
+		/* Doubling (up to nblocks): growing by a chunk per step copies quadratically. */
+		if (done + n > cap) {
+			cap = done + n > fi->nblocks / 2 ? fi->nblocks : 2 * (done + n);
+			w = realloc(fi->words, (size_t)cap * 4);
+			if (!w)
+				return SQK_ENOMEM;
+			fi->words = w;
+		}
 		rc = sqk_meta_read(img, &c, w + done, (size_t)n * 4);
 		if (rc)
 			return rc;

@@ -56,11 +56,12 @@ static bool index_ends_at(uint64_t start, uint64_t nblocks, uint64_t next)
 }
 
 /* Reads a whole lookup table of count entries of size bytes through its index. Caller owns
- * *out. The allocation is grown as blocks decode, never sized from the count up front. */
+ * *out. The allocation is grown as blocks decode (at most doubled), never sized from the count
+ * up front. */
 static int read_lookup(struct sqk_image *img, const uint64_t *idx, uint64_t nblocks,
 		       uint64_t end, uint64_t count, unsigned size, void **out)
 {
-	uint64_t total = count * size, done = 0;
+	uint64_t total = count * size, done = 0, cap = 0;
 	uint8_t *buf = NULL;
 	int rc = 0;
 
@@ -68,13 +69,19 @@ static int read_lookup(struct sqk_image *img, const uint64_t *idx, uint64_t nblo
 		uint64_t want = total - done < SQK_META_SIZE ? total - done : SQK_META_SIZE;
 		struct sqk_mcur c = { .pos = idx[i], .off = 0,
 				      .end = i + 1 < nblocks ? idx[i + 1] : end };
-		void *n = realloc(buf, done + want);
 
-		if (!n) {
-			rc = SQK_ENOMEM;
-			break;
+		/* Doubling (up to total): growing by a block per step copies quadratically. */
+		if (done + want > cap) {
+			void *n;
+
+			cap = done + want > total / 2 ? total : 2 * (done + want);
+			n = realloc(buf, cap);
+			if (!n) {
+				rc = SQK_ENOMEM;
+				break;
+			}
+			buf = n;
 		}
-		buf = n;
 		rc = sqk_meta_read(img, &c, buf + done, want);
 		if (rc == 0 && c.off != want)
 			rc = SQK_ECORRUPT;
