@@ -110,16 +110,45 @@ static char *ls_join(const char *prefix, const char *name)
 	return p;
 }
 
-/* Lists dir; rel is the path printed for its entries (relative to the listed PATH), where is the
- * image path of dir for messages. */
-static int ls_dir(struct sqk_ls *l, const struct sqk_inode *dir, const char *rel,
-		  const char *where)
+/* The directories on the way down from the listed PATH: a crafted image can make a directory
+ * its own descendant, and recursion must neither loop nor exhaust the stack. */
+struct ls_up {
+	uint64_t ref;
+	unsigned depth;
+	const struct ls_up *up;
+};
+
+#define LS_MAX_DEPTH 4096u
+
+static int ls_check_loop(struct sqk_ls *l, const struct sqk_inode *dir, const struct ls_up *up,
+			 const char *where)
 {
+	for (const struct ls_up *a = up; a; a = a->up) {
+		if (a->ref == dir->ref) {
+			sqk_cmd_err(&l->c, where, SQK_ECORRUPT, "directory loop");
+			return SQK_ECORRUPT;
+		}
+	}
+	if (up && up->depth >= LS_MAX_DEPTH) {
+		sqk_cmd_err(&l->c, where, SQK_ETOOBIG, "directories nested too deeply");
+		return SQK_ETOOBIG;
+	}
+	return 0;
+}
+
+/* Lists dir; rel is the path printed for its entries (relative to the listed PATH), where is the
+ * image path of dir for messages, up the directories above it. */
+static int ls_dir(struct sqk_ls *l, const struct sqk_inode *dir, const char *rel,
+		  const char *where, const struct ls_up *up)
+{
+	struct ls_up self = { dir->ref, up ? up->depth + 1 : 0, up };
 	struct sqk_dir_iter it;
 	struct sqk_dirent e;
 	struct sqk_inode ino;
-	int r;
+	int r = ls_check_loop(l, dir, up, where);
 
+	if (r)
+		return r;
 	r = sqk_dir_iter_init(l->c.img, dir, &it);
 	while (r == 0 && (r = sqk_dir_iter_next(&it, &e)) == 1) {
 		char *path = ls_join(l->recursive ? rel : "", e.name);
@@ -137,7 +166,7 @@ static int ls_dir(struct sqk_ls *l, const struct sqk_inode *dir, const char *rel
 		} else {
 			ls_print(l, path, &ino);
 			if (l->recursive && sqk_cmd_is(&ino, SQK_T_DIR))
-				r = ls_dir(l, &ino, path, full);
+				r = ls_dir(l, &ino, path, full, &self);
 		}
 		free(path);
 		free(full);
@@ -204,7 +233,7 @@ int sqk_ls_main(int argc, char **argv)
 	r = sqk_cmd_lookup(&l.c, path, &ino);
 	if (!r) {
 		if (sqk_cmd_is(&ino, SQK_T_DIR))
-			r = ls_dir(&l, &ino, "", path);
+			r = ls_dir(&l, &ino, "", path, NULL);
 		else
 			ls_print(&l, path, &ino);
 	}

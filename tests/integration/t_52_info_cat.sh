@@ -118,4 +118,12 @@ for c in "ls" "info" "cat x" "extract $W/x.garbage"; do
 	[ "$RC" = 1 ] || fail "sqk $c on garbage exited $RC (expected 1)"
 	grep -q "$W/garbage" "$ERR_FILE" || { show_err; fail "sqk $c: error does not name the image"; }
 done
+
+# A directory that contains itself (crafted): ls -R reports the loop instead of recursing forever.
+LOOP=$IT_DIR/../fuzz/corpus/read/crafted-dir-loop.sqfs
+[ -f "$LOOP" ] || fail "missing fixture $LOOP"
+run_capture loop timeout 20 "$SQK" ls -R "$LOOP"
+[ "$RC" = 1 ] || { show_err; fail "sqk ls -R on a looping image exited $RC (expected 1)"; }
+grep -q 'directory loop' "$ERR_FILE" || { show_err; fail "sqk ls -R did not report the loop"; }
+info "ls -R on a looping directory: reported, exit 1"
 exit 0
