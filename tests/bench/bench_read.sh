@@ -87,7 +87,7 @@ mkdir -p "$S/m/sqkfuse" "$S/m/sqkfusev" "$S/m/sqfuse"
 "$SQKFUSE" "$IMG" "$S/m/sqkfuse" -o stats="$S/stats.json" || die "sqkfuse mount failed"
 squashfuse_ll "$IMG" "$S/m/sqfuse" || die "squashfuse_ll mount failed"
 tree_read() { (cd "$1" && tar -cf - . | cat >/dev/null); }
-big_read() { for f in "$1"/bigsrc/*; do cat "$f" >/dev/null; done; }
+big_read() { for f in "$1"/bigsrc/* "$1"/*; do [ -f "$f" ] && cat "$f" >/dev/null; done; }
 fio_iops() {
 	fio --name=r --filename="$1/bigsrc/$BIG" --rw=randread --bs=4k --ioengine=psync \
 		--runtime=10 --time_based --readonly --invalidate=1 --output-format=terse 2>/dev/null |
@@ -108,8 +108,10 @@ FUSE_RSS=$(ps -o rss= -C sqkfuse | sort -n | tail -n 1)
 fusermount3 -u "$S/m/sqkfuse"
 sleep 0.5
 # verified reads: sequential large files with and without -o verify (fresh mounts, cold cache)
-"$SQKFUSE" "$IMG" "$S/m/sqkfuse" || die "sqkfuse remount failed"
-"$SQKFUSE" "$IMG" "$S/m/sqkfusev" -o verify || die "sqkfuse -o verify mount failed"
+# (an image with integrity data: the large files packed by sqk mkimage)
+"$SQK" mkimage -q "$S/bigsrc" "$T/big.sqsh" || die "sqk mkimage of the large files failed"
+"$SQKFUSE" "$T/big.sqsh" "$S/m/sqkfuse" || die "sqkfuse remount failed"
+"$SQKFUSE" "$T/big.sqsh" "$S/m/sqkfusev" -o verify || die "sqkfuse -o verify mount failed"
 nv=(); vv=()
 for r in $(seq "$ROUNDS"); do
 	drop; nv+=("$( { /usr/bin/time -f %e bash -c "$(declare -f big_read); big_read $S/m/sqkfuse" ; } 2>&1 | tail -n 1)")
