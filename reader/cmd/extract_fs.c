@@ -221,7 +221,10 @@ static bool x_all_zero(const unsigned char *p, size_t len)
 }
 
 /* Writes buf[0..n) at off, skipping all-zero pieces of piece bytes (holes). */
-static int x_write_sparse(int fd, const unsigned char *buf, size_t n, uint64_t off, size_t piece)
+/* Writes buf (n bytes at file offset off) skipping all-zero pieces; *end is set to the end of
+ * the last byte range actually written (unchanged when all of it was zeros). */
+static int x_write_sparse(int fd, const unsigned char *buf, size_t n, uint64_t off, size_t piece,
+			  uint64_t *end)
 {
 	size_t i = 0, start, len;
 	ssize_t w;
@@ -243,6 +246,7 @@ static int x_write_sparse(int fd, const unsigned char *buf, size_t n, uint64_t o
 				return -1;
 			start += (size_t)w;
 		}
+		*end = off + i;
 	}
 	return 0;
 }
@@ -250,7 +254,7 @@ static int x_write_sparse(int fd, const unsigned char *buf, size_t n, uint64_t o
 int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf)
 {
 	const struct sqk_inode *ino = &x->ents[idx].ino;
-	uint64_t off = 0;
+	uint64_t off = 0, end = 0;
 	ssize_t n;
 
 	while (off < ino->size) {
@@ -260,13 +264,14 @@ int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf)
 				    "read failed at file offset %llu", (unsigned long long)off);
 			return -1;
 		}
-		if (x_write_sparse(fd, buf, (size_t)n, off, x->block_size)) {
+		if (x_write_sparse(fd, buf, (size_t)n, off, x->block_size, &end)) {
 			sqk_x_err(x, idx, errno, "write failed");
 			return -1;
 		}
 		off += (uint64_t)n;
 	}
-	if (ftruncate(fd, (off_t)ino->size)) {
+	/* Only a file ending in a hole needs its size set. */
+	if (end != ino->size && ftruncate(fd, (off_t)ino->size)) {
 		sqk_x_err(x, idx, errno, "cannot set the file size");
 		return -1;
 	}
