@@ -286,8 +286,10 @@ static void *x_worker(void *arg)
 			cur = x->ents[idx].parent;
 			dfd = sqk_x_open_dir(x, (size_t)cur);
 		}
+		/* Created with its final permission bits (umask is 0 while extracting); setuid,
+		 * setgid and sticky come after chown, which would clear them. */
 		fd = dfd < 0 ? -1 : openat(dfd, x->ents[idx].name, O_WRONLY | O_CREAT | O_EXCL |
-					   O_NOFOLLOW | O_CLOEXEC, 0600);
+					   O_NOFOLLOW | O_CLOEXEC, x->ents[idx].ino.mode & 0777);
 		if (fd < 0) {
 			sqk_x_err(x, idx, errno, "cannot create file");
 			atomic_store(&x->failed, 1);
@@ -634,6 +636,8 @@ int sqk_extract_main(int argc, char **argv)
 	x.destfd = -1;
 	x.threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	x.root = geteuid() == 0;
+	/* Modes are restored exactly as stored, not filtered by the caller's umask. */
+	umask(0);
 	r = x_parse(&x, argc, argv);
 	if (r >= 0)
 		return r;

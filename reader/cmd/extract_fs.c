@@ -182,6 +182,9 @@ static int x_owner_mode(struct sqk_extract *x, size_t idx, int fd, int dfd)
 	}
 	if (link)
 		return 0;
+	/* Regular files were created with their permission bits; only the special bits remain. */
+	if (fd >= 0 && sqk_cmd_is(&e->ino, SQK_T_FILE) && !(mode & 07000))
+		return 0;
 	if (fd >= 0)
 		r = fchmod(fd, mode);
 	else
