@@ -332,3 +332,29 @@ mount_fuse_ll() {
 	done
 	return 1
 }
+
+# fuse_mount IMAGE DIR [OPTS]: sqkfuse ($SQKFUSE) in the foreground, in the background of this
+# test, stderr in $TMP/fuse.err (truncated at each mount); sets FUSE_PID; unmounted on exit.
+fuse_mount() {
+	local img=$1 dir=$2 i
+	shift 2
+	mkdir -p "$dir"
+	: >"$TMP/fuse.err"
+	"$SQKFUSE" "$img" "$dir" -f "$@" 2>>"$TMP/fuse.err" &
+	FUSE_PID=$!
+	_FUSE_PIDS="$FUSE_PID $_FUSE_PIDS"
+	_MOUNTS="$dir $_MOUNTS"
+	for i in $(seq 100); do
+		mountpoint -q "$dir" && return 0
+		kill -0 "$FUSE_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$TMP/fuse.err" >&2
+	fail "sqkfuse did not mount $img on $dir"
+}
+
+# fuse_umount DIR: unmounts a fuse_mount and checks that sqkfuse exited 0.
+fuse_umount() {
+	fusermount3 -u "$1" || fail "fusermount3 -u $1 failed"
+	wait "$FUSE_PID" || fail "sqkfuse exited $? after unmount"
+}

@@ -12,29 +12,6 @@ SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
 [ -x "$SQKFUSE" ] || fail "sqkfuse not found at $SQKFUSE"
 W=$(scratch fuse)
 
-# fuse_mount IMAGE DIR [OPTS]: foreground daemon in the background, stderr to $TMP/fuse.err.
-fuse_mount() {
-	local img=$1 dir=$2 i
-	shift 2
-	mkdir -p "$dir"
-	"$SQKFUSE" "$img" "$dir" -f "$@" 2>>"$TMP/fuse.err" &
-	FUSE_PID=$!
-	_FUSE_PIDS="$FUSE_PID $_FUSE_PIDS"
-	_MOUNTS="$dir $_MOUNTS"
-	for i in $(seq 100); do
-		mountpoint -q "$dir" && return 0
-		kill -0 "$FUSE_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$TMP/fuse.err" >&2
-	fail "sqkfuse did not mount $img on $dir"
-}
-
-fuse_umount() {
-	fusermount3 -u "$1" || fail "fusermount3 -u $1 failed"
-	wait "$FUSE_PID" || fail "sqkfuse exited $? after unmount"
-}
-
 $MKTREE "$W/src" || fail "mktree failed"
 
 # 1. mksquashfs image (zstd) and sqk image (xz): full comparison through the mount.

@@ -111,27 +111,6 @@ if [ "$(id -u)" != 0 ] || [ ! -e /dev/fuse ] || [ ! -x "$SQKFUSE" ] ||
 	info "no FUSE here (root, /dev/fuse, sqkfuse, fusermount3); skipped the sqkfuse part"
 	exit 0
 fi
-fuse_mount() {
-	local img=$1 dir=$2 i
-	shift 2
-	mkdir -p "$dir"
-	: >"$TMP/fuse.err"
-	"$SQKFUSE" "$img" "$dir" -f "$@" 2>>"$TMP/fuse.err" &
-	FUSE_PID=$!
-	_FUSE_PIDS="$FUSE_PID $_FUSE_PIDS"
-	_MOUNTS="$dir $_MOUNTS"
-	for i in $(seq 100); do
-		mountpoint -q "$dir" && return 0
-		kill -0 "$FUSE_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$TMP/fuse.err" >&2
-	fail "sqkfuse did not mount $img on $dir"
-}
-fuse_umount() {
-	fusermount3 -u "$1" || fail "fusermount3 -u $1 failed"
-	wait "$FUSE_PID" || fail "sqkfuse exited $? after unmount"
-}
 
 fuse_mount "$C/bad.sqsh" "$C/m" -o verify
 if cat "$C/m/raw.bin" >/dev/null 2>"$TMP/cat.err"; then fail "reading the corrupted file succeeded"; fi
