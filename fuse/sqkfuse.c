@@ -32,6 +32,7 @@ struct fs {
 	struct sqk_nodes *nodes;
 	const char *image;
 	bool foreground;
+	bool no_open;          /* the kernel takes ENOSYS from open as "no open needed" */
 	pthread_key_t buf_key; /* per-thread read buffer */
 };
 
@@ -178,6 +179,12 @@ static void op_open(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
+	/* Zero-message opens: the kernel stops sending open/release (two round trips per file
+	 * of a tree walk) and keeps file pages cached; reads then decode the inode by id. */
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	struct sqk_inode *i = malloc(sizeof(*i));
 	int err = i ? from_id(fs, id, i) : SQK_ENOMEM;
 	if (err) {
@@ -206,7 +213,16 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 {
 	struct fs *fs = fuse_req_userdata(req);
 	const struct sqk_inode *i = (const struct sqk_inode *)(uintptr_t)fi->fh;
+	struct sqk_inode tmp;
 	uint8_t *buf = thread_buf(fs);
+	if (!i) {
+		int err = from_id(fs, id, &tmp);
+		if (err) {
+			reply_fail(req, fs, id, "read", err);
+			return;
+		}
+		i = &tmp;
+	}
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -436,6 +452,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+		((struct fs *)userdata)->no_open = true;
+	}
 }
 
 static const struct fuse_lowlevel_ops ops = {
