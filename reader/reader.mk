@@ -41,6 +41,6 @@ install-lib: $(LIBS_OUT)
 	install -m 755 $(LIBSQK_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(LIBSQK_SONAME) $(DESTDIR)$(PREFIX)/lib/libsqk.so
 	install -m 644 $(LIBSQK_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/
-	install -m 644 $(LIBSQK_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
 
 .PHONY: install-lib

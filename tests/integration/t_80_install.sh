@@ -1,0 +1,45 @@
+#!/bin/bash
+# make install PREFIX=/usr DESTDIR=...: programs, libsqk (static, shared), headers and libsqk.pc;
+# a program built with `pkg-config --cflags --libs libsqk` reads an image through the library.
+. "$(dirname "$0")/lib.sh"
+need_sqk
+need_cmd make cc pkg-config
+TOP=$(cd "$IT_DIR/../.." && pwd)
+W=$(scratch inst)
+D=$W/root
+make -s -C "$TOP" install PREFIX=/usr DESTDIR="$D" BUILD="$(dirname "$(dirname "$SQK")")" \
+	>"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; fail "make install failed"; }
+for f in usr/bin/sqk usr/bin/sqkfuse usr/lib/libsqk.a usr/lib/libsqk.so.0 usr/lib/libsqk.so \
+	usr/include/sqk/sqk.h usr/include/sqk/sqk_check.h usr/lib/pkgconfig/libsqk.pc; do
+	[ -e "$D/$f" ] || fail "make install did not install $f"
+done
+grep -q '^prefix=/usr$' "$D/usr/lib/pkgconfig/libsqk.pc" || fail "libsqk.pc does not say prefix=/usr"
+cat >"$W/app.c" <<'C'
+#include <sqk.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	struct sqk_image *img;
+	struct sqk_inode f;
+	char buf[64];
+	int e = sqk_image_open(argv[1], NULL, &img);
+	if (e || (e = sqk_lookup_path(img, "hello.txt", &f))) {
+		fprintf(stderr, "%s\n", sqk_strerror(e));
+		return 1;
+	}
+	ssize_t n = sqk_read(img, &f, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = 0;
+	printf("%u %s", sqk_image_super(img)->inode_count, buf);
+	sqk_image_close(img);
+	return 0;
+}
+C
+export PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_PATH=$D/usr/lib/pkgconfig
+cc "$W/app.c" $(pkg-config --cflags --libs libsqk) -o "$W/app" || fail "cannot build against libsqk.pc"
+mkdir -p "$W/src/d"
+echo "hello from libsqk" >"$W/src/hello.txt"
+sqk_build -q "$W/src" "$W/img.sqsh"
+out=$(LD_LIBRARY_PATH=$D/usr/lib "$W/app" "$W/img.sqsh") || fail "the program failed: $out"
+[ "$out" = "3 hello from libsqk" ] || fail "unexpected output: '$out'"
+info "installed libsqk used through pkg-config: $out"
+exit 0
