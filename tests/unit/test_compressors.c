@@ -10,6 +10,7 @@
 #include "endian.h"
 #include "error.h"
 #include "meta.h"
+#include "testutil.h"
 
 #define GUARD 64
 #define GUARD_BYTE 0xA5
@@ -31,23 +32,6 @@ static const struct codec_case codecs[] = {
 static const size_t block_sizes[] = { 4096, 131072, 1048576 };
 #define NSIZES 3
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static void fill_random(uint8_t *p, size_t len, uint64_t seed)
-{
-	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(xorshift(&s) >> 32);
-}
-
 /* Text-like data: words from a small vocabulary in a pseudo-random order. */
 static void fill_text(uint8_t *p, size_t len, uint64_t seed)
 {
@@ -57,7 +41,7 @@ static void fill_text(uint8_t *p, size_t len, uint64_t seed)
 	size_t i = 0;
 
 	while (i < len) {
-		const char *w = words[xorshift(&s) % 10];
+		const char *w = words[test_xorshift(&s) % 10];
 		size_t n = strlen(w);
 
 		if (n > len - i)
@@ -148,7 +132,7 @@ START_TEST(test_codec_incompressible)
 	uint8_t *in = malloc(len), *out = guarded(len);
 
 	ck_assert_ptr_nonnull(in);
-	fill_random(in, len, _i);
+	test_fill_random(in, len, _i);
 	ck_assert_int_eq(sqk_compress(c, in, len, out, len), 0);
 	assert_guard(out, len);
 	/* a larger out buffer changes nothing: the result must be smaller than the input */
@@ -212,7 +196,7 @@ START_TEST(test_codec_hostile_input)
 		assert_guard(out, LEN);
 	}
 	ck_assert_int_lt(sqk_decompress(c, z, 0, out, LEN), 0);
-	fill_random(z, LEN, 99);
+	test_fill_random(z, LEN, 99);
 	ck_assert_int_lt(sqk_decompress(c, z, LEN, out, LEN), 0);
 	assert_guard(out, LEN);
 	memset(z, 0, LEN);
@@ -264,14 +248,14 @@ static void fill_x86_calls(uint8_t *p, size_t len, uint64_t seed)
 	size_t i = 0;
 
 	while (i + 5 <= len) {
-		unsigned fill = (unsigned)(xorshift(&s) % 4), k;
+		unsigned fill = (unsigned)(test_xorshift(&s) % 4), k;
 		uint32_t rel;
 
 		for (k = 0; k < fill && i < len; k++)
-			p[i++] = (uint8_t)(0x40 + xorshift(&s) % 8);
+			p[i++] = (uint8_t)(0x40 + test_xorshift(&s) % 8);
 		if (i + 5 > len)
 			break;
-		rel = targets[xorshift(&s) % 6] - (uint32_t)(i + 5);
+		rel = targets[test_xorshift(&s) % 6] - (uint32_t)(i + 5);
 		p[i] = 0xE8;
 		sqk_put_le32(p + i + 1, rel);
 		i += 5;

@@ -9,6 +9,7 @@
 #include "endian.h"
 #include "error.h"
 #include "meta.h"
+#include "testutil.h"
 
 #define GUARD 64
 #define GUARD_BYTE 0xA5
@@ -16,23 +17,6 @@
 static const uint16_t comp_ids[] = { 0, SQK_COMP_GZIP, SQK_COMP_XZ, SQK_COMP_LZ4,
 				     SQK_COMP_ZSTD };
 #define NCOMPS ((int)(sizeof(comp_ids) / sizeof(comp_ids[0])))
-
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static void fill_random(uint8_t *p, size_t len, uint64_t seed)
-{
-	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(xorshift(&s) >> 32);
-}
 
 /* NULL for id 0 (a writer storing everything raw). */
 static struct sqk_compressor *make(uint16_t id)
@@ -177,7 +161,7 @@ START_TEST(test_writer_raw_fallback)
 	uint8_t data[SQK_META_SIZE + 300], *all;
 	size_t total;
 
-	fill_random(data, sizeof(data), 42 + (uint64_t)_i);
+	test_fill_random(data, sizeof(data), 42 + (uint64_t)_i);
 	sqk_meta_writer_init(&w, c);
 	ck_assert_int_eq(sqk_meta_writer_append(&w, data, sizeof(data)), 0);
 	ck_assert_int_eq(sqk_meta_writer_finish(&w), 0);
@@ -301,7 +285,7 @@ START_TEST(test_decode_size_checks)
 		ck_assert_uint_eq(out[SQK_META_SIZE + i], GUARD_BYTE);
 
 	/* garbage marked as compressed */
-	fill_random(blk + 2, 500, 7);
+	test_fill_random(blk + 2, 500, 7);
 	sqk_put_le16(blk, 500);
 	ck_assert_int_lt(sqk_meta_decode_block(c, blk, 502, out, 0, &used), 0);
 	free(out);
