@@ -1,7 +1,7 @@
 # fuse/: sqkfuse, the FUSE 3 front-end on libsqk (also reached as `sqk mount`).
 FUSE_LIBS = $(shell pkg-config --libs fuse3 2>/dev/null)
 SQKFUSE_BIN := $(BUILD)/bin/sqkfuse
-SQKFUSE_LIB_OBJS := $(BUILD)/obj/fuse/sqkfuse.o $(BUILD)/obj/fuse/nodes.o
+SQKFUSE_LIB_OBJS := $(BUILD)/obj/fuse/sqkfuse.o $(BUILD)/obj/fuse/nodes.o $(BUILD)/obj/fuse/store.o
 
 BINS += $(SQKFUSE_BIN)
 

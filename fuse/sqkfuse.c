@@ -9,7 +9,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +21,12 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fuse/nodes.h"
+#include "fuse/store.h"
+#include "sigwatch.h"
 #include "sqk.h"
 
 #define TIMEOUT 86400.0 /* the image never changes */
@@ -30,6 +36,10 @@ struct fs {
 	struct sqk_image *img;
 	struct sqk_inode root;
 	struct sqk_nodes *nodes;
+	struct sqk_store *store; /* page-cache fill after small reads; NULL = off */
+	unsigned fill;           /* blocks per fill group */
+	uint64_t fills;          /* groups stored by the fill thread (for stats=) */
+	atomic_uint_fast64_t reads; /* read requests answered */
 	const char *image;
 	bool foreground;
 	bool no_open;          /* the kernel takes ENOSYS from open as "no open needed" */
@@ -237,6 +247,8 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		return;
 	}
 	fuse_reply_buf(req, (const char *)buf, (size_t)n);
+	atomic_fetch_add_explicit(&fs->reads, 1, memory_order_relaxed);
+	sqk_store_after_read(fs->store, id, i, (uint64_t)off, (size_t)n);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
@@ -448,6 +460,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = MAX_IO;
 	conn->max_readahead = MAX_IO;
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	/* The image never changes: cached pages need no revalidation against attributes. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
@@ -484,6 +498,7 @@ struct opts {
 	char *cache;
 	unsigned readahead;
 	unsigned threads;
+	int fill;
 	char *stats;
 	int verify;
 	int nonopts;
@@ -496,6 +511,7 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("cache=%s", cache),
 	OPT("readahead=%u", readahead),
 	OPT("threads=%u", threads),
+	OPT("fill=%d", fill),
 	OPT("stats=%s", stats),
 	OPT("verify", verify),
 	FUSE_OPT_END,
@@ -525,6 +541,9 @@ static void usage(const char *prog)
 	       "  -o cache=SIZE       decompressed block cache (default 64M; K, M, G suffixes)\n"
 	       "  -o readahead=N      sequential readahead, in blocks (default 16)\n"
 	       "  -o threads=N        decompression threads (default: online CPUs)\n"
+	       "  -o fill=N           after a read smaller than a block, put the rest of the\n"
+	       "                      aligned group of N blocks around it into the page cache\n"
+	       "                      (default 1, as the kernel does; 0 = off)\n"
 	       "  -o stats=FILE       write block/cache counters as JSON to FILE at unmount\n"
 	       "  -o verify           check every byte read against the image's integrity data\n"
 	       "                      (a mismatch gives EIO and a log line; an image without\n"
@@ -567,12 +586,14 @@ static int write_stats(struct fs *fs, const char *path)
 	fprintf(f, "{\"data_blocks_decompressed\": %llu, \"fragment_blocks_decompressed\": %llu, "
 		   "\"metadata_blocks_decompressed\": %llu, \"cache_hits\": %llu, "
 		   "\"cache_misses\": %llu, \"bytes_read_from_image\": %llu, "
-		   "\"readahead_batches\": %llu}\n",
+		   "\"readahead_batches\": %llu, \"read_requests\": %llu, "
+		   "\"page_cache_fills\": %llu}\n",
 		(unsigned long long)s.data_blocks_decompressed,
 		(unsigned long long)s.fragment_blocks_decompressed,
 		(unsigned long long)s.metadata_blocks_decompressed,
 		(unsigned long long)s.cache_hits, (unsigned long long)s.cache_misses,
-		(unsigned long long)s.bytes_read, (unsigned long long)s.readahead_batches);
+		(unsigned long long)s.bytes_read, (unsigned long long)s.readahead_batches,
+		(unsigned long long)atomic_load(&fs->reads), (unsigned long long)fs->fills);
 	return fclose(f) ? -1 : 0;
 }
 
@@ -635,6 +656,73 @@ static void buf_free(void *p)
 	free(p);
 }
 
+static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
+{
+	if (cmd->singlethread)
+		return fuse_session_loop(se);
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)cmd->clone_fd);
+	if (cmd->max_idle_threads != UINT_MAX) /* UINT_MAX: not given, libfuse's default */
+		fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads);
+	fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
+	int ret = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return ret;
+}
+
+/* Shutdown on SIGINT/SIGTERM/SIGHUP, on the signal thread: page-cache fills are finished first,
+ * while the loop still answers the reads whose pages they may wait for; then the loop is ended
+ * and its main thread woken (SIGUSR1, a no-op handler) until it has returned. */
+struct shutdown {
+	struct fs *fs;
+	struct fuse_session *se;
+	pthread_t main;
+	atomic_bool loop_done;
+};
+
+static void wake(int sig)
+{
+	(void)sig;
+}
+
+static void on_signal(void *ctx, int sig)
+{
+	struct shutdown *sd = ctx;
+	const struct timespec pause = { 0, 20 * 1000 * 1000 };
+	sqk_store_stop(sd->fs->store);
+	fuse_session_exit(sd->se);
+	while (!atomic_load(&sd->loop_done)) {
+		pthread_kill(sd->main, SIGUSR1);
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* Runs the session loop with the signal thread and the page-cache fill thread around it. */
+static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
+{
+	struct shutdown sd = { .fs = fs, .se = se, .main = pthread_self() };
+	struct sigaction sa = { .sa_handler = wake }; /* no SA_RESTART: interrupts the loop's wait */
+	struct sqk_sigwatch sw;
+	int ret;
+	atomic_init(&sd.loop_done, false);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (sqk_sigwatch_start(&sw, on_signal, &sd)) {
+		logmsg(fs, "cannot start the signal thread");
+		return 1;
+	}
+	if (sqk_store_start(fs->img, se, fs->fill, &fs->store))
+		logmsg(fs, "page-cache fill off: out of memory");
+	/* A signal ends the loop with 0 (or its number): a clean unmount. */
+	ret = run_loop(se, cmd) < 0 ? 1 : 0;
+	atomic_store(&sd.loop_done, true);
+	sqk_sigwatch_stop(&sw);
+	fs->fills = sqk_store_destroy(fs->store); /* the connection is gone or the fills stopped */
+	fs->store = NULL;
+	return ret;
+}
+
 /* Mounts and serves until unmounted or signalled. */
 static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts *cmd,
 		 const char *prog)
@@ -643,7 +731,7 @@ static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts
 	int ret = 1;
 	if (!se)
 		return 1; /* libfuse printed which option it rejected */
-	if (fuse_set_signal_handlers(se))
+	if (fuse_set_signal_handlers(se)) /* until the signal thread runs */
 		goto out_destroy;
 	if (fuse_session_mount(se, cmd->mountpoint)) {
 		fprintf(stderr, "%s: cannot mount on '%s'\n", prog, cmd->mountpoint);
@@ -652,23 +740,8 @@ static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts
 	fs->foreground = cmd->foreground;
 	if (!cmd->foreground)
 		openlog("sqkfuse", LOG_PID, LOG_DAEMON);
-	fuse_daemonize(cmd->foreground);
-	if (cmd->singlethread) {
-		ret = fuse_session_loop(se);
-	} else {
-		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-		if (!cfg) {
-			ret = -1;
-		} else {
-			fuse_loop_cfg_set_clone_fd(cfg, (unsigned)cmd->clone_fd);
-			fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads);
-			fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
-			ret = fuse_session_loop_mt(se, cfg);
-			fuse_loop_cfg_destroy(cfg);
-		}
-	}
-	/* A signal ends the loop with its number (positive): a clean unmount. */
-	ret = ret < 0 ? 1 : 0;
+	fuse_daemonize(cmd->foreground); /* threads start after the fork */
+	ret = serve_loop(fs, se, cmd);
 	fuse_session_unmount(se);
 out_handlers:
 	fuse_remove_signal_handlers(se);
@@ -681,7 +754,7 @@ int sqk_fuse_main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
-	struct opts o = { 0 };
+	struct opts o = { .fill = 1 };
 	struct fs fs = { 0 };
 	const char *prog = argv[0];
 	int ret = 2;
@@ -701,6 +774,11 @@ int sqk_fuse_main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	if (o.fill < 0 || o.fill > 64) {
+		fprintf(stderr, "%s: invalid fill=%d (0 to 64 blocks)\n", prog, o.fill);
+		goto out;
+	}
+	fs.fill = (unsigned)o.fill;
 	ret = check_mountpoint(prog, cmd.mountpoint);
 	fs.foreground = cmd.foreground; /* messages at open (e.g. no integrity data) */
 	if (!ret)

@@ -18,6 +18,7 @@
 #include "format.h"
 #include "mk.h"
 #include "mkimage.h"
+#include "sigwatch.h"
 
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 {
@@ -271,46 +272,6 @@ int mk_build(struct mk_ctx *c, struct sqk_super *sb)
 	return err;
 }
 
-/* ---- signals: a thread waits for SIGINT/SIGTERM (blocked elsewhere) and sets c->cancel ---- */
-
-struct sigwatch {
-	pthread_t thread;
-	atomic_int cancel;
-	atomic_bool done;
-	sigset_t set, old;
-};
-
-static void *sigwatch_main(void *arg)
-{
-	struct sigwatch *w = arg;
-	const struct timespec tick = { 0, 100 * 1000 * 1000 };
-	while (!atomic_load(&w->done)) {
-		int sig = sigtimedwait(&w->set, NULL, &tick);
-		if (sig > 0)
-			atomic_store(&w->cancel, sig);
-	}
-	return NULL;
-}
-
-static int sigwatch_start(struct sigwatch *w)
-{
-	sigemptyset(&w->set);
-	sigaddset(&w->set, SIGINT);
-	sigaddset(&w->set, SIGTERM);
-	sigaddset(&w->set, SIGHUP);
-	atomic_init(&w->cancel, 0);
-	atomic_init(&w->done, false);
-	pthread_sigmask(SIG_BLOCK, &w->set, &w->old);
-	return pthread_create(&w->thread, NULL, sigwatch_main, w) ? -1 : 0;
-}
-
-static void sigwatch_stop(struct sigwatch *w)
-{
-	atomic_store(&w->done, true);
-	pthread_join(w->thread, NULL);
-	pthread_sigmask(SIG_SETMASK, &w->old, NULL);
-}
-
 /* ---- summary ---- */
 
 static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double secs)
@@ -414,7 +375,7 @@ int sqk_mkimage_main(int argc, char **argv)
 {
 	struct mk_options o;
 	struct mk_ctx c;
-	struct sigwatch sw;
+	struct sqk_sigwatch sw;
 	struct outfile of = { .fd = -1 };
 	struct sqk_super sb = { 0 };
 	struct timespec t0, t1;
@@ -422,17 +383,17 @@ int sqk_mkimage_main(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (sigwatch_start(&sw)) {
+	if (sqk_sigwatch_start(&sw, NULL, NULL)) {
 		fprintf(stderr, "sqk mkimage: cannot start the signal thread\n");
 		mk_options_free(&o);
 		return 1;
 	}
-	int err = mk_ctx_init(&c, &o, &sw.cancel);
+	int err = mk_ctx_init(&c, &o, &sw.sig);
 	if (!err)
 		err = run(&c, &of, &sb);
-	sigwatch_stop(&sw);
+	sqk_sigwatch_stop(&sw);
 	if (err) {
-		int sig = atomic_load(&sw.cancel);
+		int sig = atomic_load(&sw.sig);
 		out_abort(&of);
 		if (sig)
 			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written\n",

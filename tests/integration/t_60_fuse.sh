@@ -151,10 +151,87 @@ done
 fusermount3 -u "$B/dmnt" || fail "cannot unmount the daemon-mode mount"
 info "daemon mode: large files read back identical"
 
-# 7. SIGTERM unmounts cleanly.
+# 7. Page-cache fill: one 4 KiB read (POSIX_FADV_RANDOM: no readahead) brings the whole block
+#    into the page cache, so the block's other 31 pages are read without a request; with
+#    fill=0 each page is a request; fill=4 caches the aligned group of 4 blocks.
+fill_check() { # fill_check OPTS EXPECTED_REQUESTS EXPECTED_RESIDENT_BYTES
+	rm -f "$B/stats.json"
+	fuse_mount "$B/big.sqsh" "$B/mnt" -o "stats=$B/stats.json,$1"
+	python3 - "$B/src/random" "$B/mnt/random" "$3" <<'PY' || fail "fill ($1): wrong bytes or not cached"
+import os, subprocess, sys, time
+src, mnt, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bs = 131072
+blk = 5 * bs
+fd = os.open(mnt, os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+ref = open(src, 'rb').read()
+assert os.pread(fd, 4096, blk + 8192) == ref[blk + 8192:blk + 12288], "first read differs"
+def resident():
+    out = subprocess.run(['fincore', '--bytes', '--noheadings', '--output', 'RES', mnt],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.strip())
+deadline = time.time() + 10
+while resident() < want and time.time() < deadline:
+    time.sleep(0.02)
+time.sleep(0.1)
+got = resident()
+print("resident after one 4 KiB read: %d bytes (expected %d)" % (got, want))
+assert got == want, "resident %d != %d" % (got, want)
+for off in range(blk, blk + bs, 4096):  # the block's pages, now from the page cache
+    assert os.pread(fd, 4096, off) == ref[off:off + 4096], "page at %d differs" % off
+PY
+	fuse_umount "$B/mnt"
+	python3 - "$B/stats.json" "$2" <<'PY' || fail "fill ($1): wrong number of read requests"
+import json, sys
+st, want = json.load(open(sys.argv[1])), int(sys.argv[2])
+print("read requests: %d (expected %d), fills: %d" % (st["read_requests"], want, st["page_cache_fills"]))
+assert st["read_requests"] == want
+PY
+}
+fill_check fill=1 1 131072
+fill_check fill=0 32 4096
+fill_check fill=4 1 524288
+info "page-cache fill: one request per block with fill=1, one per page with fill=0"
+
+# 8. SIGTERM unmounts cleanly, also under load.
 fuse_mount "$W/peer.sqsh" "$W/m3"
 kill -TERM "$FUSE_PID"
 wait "$FUSE_PID" || fail "sqkfuse exited $? on SIGTERM"
 mountpoint -q "$W/m3" && fail "still mounted after SIGTERM"
 info "SIGTERM: unmounted, exit 0"
+# ... also while 8 threads read random pages (fills in flight, requests queued in the kernel),
+#     signalled at different moments.
+for delay in 0.3 1 1.7; do
+fuse_mount "$B/big.sqsh" "$B/mnt"
+python3 - "$B/mnt" <<'PY' &
+import os, random, sys, threading, time
+d = sys.argv[1]
+names = sorted(os.listdir(d))
+end = time.time() + 3  # reads of cached pages still work after the unmount
+def worker(seed):
+    r = random.Random(seed)
+    try:
+        fds = [os.open(os.path.join(d, n), os.O_RDONLY) for n in names]
+        for fd in fds:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        while time.time() < end:
+            fd = r.choice(fds)
+            os.pread(fd, 4096, r.randrange(os.fstat(fd).st_size) & ~4095)
+    except OSError:
+        pass  # the mount went away
+ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+PY
+READERS=$!
+sleep "$delay"
+kill -TERM "$FUSE_PID"
+for i in $(seq 300); do kill -0 "$FUSE_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$FUSE_PID" 2>/dev/null && fail "sqkfuse still running 30 s after SIGTERM under load"
+wait "$FUSE_PID" || fail "sqkfuse exited $? on SIGTERM under load"
+mountpoint -q "$B/mnt" && fail "still mounted after SIGTERM under load"
+for i in $(seq 100); do kill -0 "$READERS" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$READERS" 2>/dev/null && { kill -9 "$READERS"; fail "readers hang after SIGTERM"; }
+done
+info "SIGTERM under random-read load: unmounted, exit 0, readers ended"
 exit 0

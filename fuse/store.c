@@ -1,0 +1,180 @@
+/* The page-cache fill thread (see store.h): a small bounded queue of groups to fill, one thread
+ * that reads each group through libsqk (usually from the block cache: the read that queued it
+ * has just decompressed it) and stores it, minus the pages of that read, with one notify. */
+#define FUSE_USE_VERSION 312
+
+#include "fuse/store.h"
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define QCAP 64u     /* groups waiting; more are dropped (the reads still work, uncached) */
+#define NPEND 256u   /* groups queued or being stored, by hash: one store per group at a time */
+#define PAGE 4096u
+
+struct fill {
+	uint64_t id;
+	struct sqk_inode file;
+	uint64_t start, end;      /* the group, clipped to the file */
+	uint64_t hole, hole_end;  /* the pages of the read that queued it: already cached */
+	uint64_t key;
+};
+
+struct sqk_store {
+	struct sqk_image *img;
+	struct fuse_session *se;
+	uint64_t group;           /* bytes per group: blocks * block size */
+	uint64_t block;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct fill q[QCAP];
+	unsigned head, count;
+	uint64_t pending[NPEND];
+	bool stop, joining, joined;
+	uint8_t *buf;
+	uint64_t fills;           /* groups stored */
+	pthread_t th;
+};
+
+static void store_range(struct sqk_store *s, uint64_t id, uint64_t off, const uint8_t *p,
+			uint64_t len)
+{
+	if (!len)
+		return;
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT((size_t)len);
+	bv.buf[0].mem = (void *)(uintptr_t)p;
+	/* -ENOENT (the kernel dropped the inode) and -ENODEV (unmounted) are fine: a fill is
+	 * only an optimisation. */
+	fuse_lowlevel_notify_store(s->se, id, (off_t)off, &bv, 0);
+}
+
+static void do_fill(struct sqk_store *s, const struct fill *f)
+{
+	ssize_t n = sqk_read(s->img, &f->file, s->buf, (size_t)(f->end - f->start), f->start);
+	if (n <= 0)
+		return; /* the error was logged by the library; the read that needs it gets EIO */
+	uint64_t end = f->start + (uint64_t)n;
+	uint64_t hole = f->hole > f->start ? f->hole : f->start;
+	uint64_t hole_end = f->hole_end < end ? f->hole_end : end;
+	store_range(s, f->id, f->start, s->buf, hole - f->start);
+	store_range(s, f->id, hole_end, s->buf + (hole_end - f->start), end - hole_end);
+	s->fills++; /* only this thread writes it; read after the join */
+}
+
+static void *store_main(void *arg)
+{
+	struct sqk_store *s = arg;
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		while (!s->count && !s->stop)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (s->stop) {
+			pthread_mutex_unlock(&s->mu);
+			return NULL;
+		}
+		struct fill f = s->q[s->head];
+		s->head = (s->head + 1) % QCAP;
+		s->count--;
+		pthread_mutex_unlock(&s->mu);
+		do_fill(s, &f);
+		pthread_mutex_lock(&s->mu);
+		if (s->pending[f.key % NPEND] == f.key)
+			s->pending[f.key % NPEND] = 0;
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
+		    struct sqk_store **out)
+{
+	struct sqk_store *s;
+	*out = NULL;
+	if (!blocks)
+		return 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return SQK_ENOMEM;
+	s->img = img;
+	s->se = se;
+	s->block = sqk_image_super(img)->block_size;
+	s->group = s->block * blocks;
+	s->buf = malloc((size_t)s->group);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (!s->buf || pthread_create(&s->th, NULL, store_main, s)) {
+		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->mu);
+		free(s->buf);
+		free(s);
+		return SQK_ENOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_inode *file,
+			  uint64_t off, size_t len)
+{
+	if (!s || len >= s->block || off >= file->size)
+		return;
+	struct fill f = { .id = id, .file = *file };
+	f.start = off / s->group * s->group;
+	f.end = (off + len + s->group - 1) / s->group * s->group;
+	if (f.end > file->size)
+		f.end = file->size;
+	if (f.end - f.start > s->group)
+		f.end = f.start + s->group; /* a read across two groups fills the first */
+	f.hole = off / PAGE * PAGE;
+	f.hole_end = (off + len + PAGE - 1) / PAGE * PAGE;
+	if (f.hole <= f.start && f.hole_end >= f.end)
+		return; /* the read covered the whole group */
+	f.key = ((id * 0x9E3779B97F4A7C15ull) ^ (f.start / s->group)) | 1;
+	pthread_mutex_lock(&s->mu);
+	if (!s->stop && s->count < QCAP && s->pending[f.key % NPEND] != f.key) {
+		s->pending[f.key % NPEND] = f.key;
+		s->q[(s->head + s->count) % QCAP] = f;
+		s->count++;
+		pthread_cond_signal(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sqk_store_stop(struct sqk_store *s)
+{
+	bool join;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cv);
+	join = !s->joining;
+	s->joining = true;
+	pthread_mutex_unlock(&s->mu);
+	if (join) {
+		pthread_join(s->th, NULL);
+		pthread_mutex_lock(&s->mu);
+		s->joined = true;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_lock(&s->mu);
+	while (!s->joined)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t sqk_store_destroy(struct sqk_store *s)
+{
+	uint64_t fills;
+	if (!s)
+		return 0;
+	sqk_store_stop(s);
+	fills = s->fills;
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->buf);
+	free(s);
+	return fills;
+}

@@ -1,0 +1,40 @@
+/* Page-cache fill for small reads. After a read smaller than a block (random access, mmap page
+ * faults) has been answered, the rest of the block(s) around it is pushed into the kernel's page
+ * cache with FUSE_NOTIFY_STORE, so later reads there never reach the daemon — the way the kernel's
+ * own squashfs fills every page of a block it decompresses. Stores run on a thread of their own:
+ * a store waits for page locks held by reads in flight, so it must never run inside a request
+ * handler (the handler would wait for a read that only another handler can answer). */
+#ifndef SQK_FUSE_STORE_H
+#define SQK_FUSE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sqk.h"
+
+struct fuse_session;
+struct sqk_store;
+
+/* Starts the store thread for img and se (both borrowed: they must outlive the store). Each
+ * small read fills the aligned group of `blocks` blocks around it; 0 blocks = no fill (*out =
+ * NULL). Start it after detaching (a fork would lose the thread). Caller owns *out
+ * (sqk_store_destroy). */
+int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
+		    struct sqk_store **out);
+
+/* Queues the fill around the answered read [off, off+len) of file (copied) with FUSE node id.
+ * Never blocks: with the queue full, or that group already queued, nothing is done. s may be
+ * NULL (no fill). Thread-safe. */
+void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_inode *file,
+			  uint64_t off, size_t len);
+
+/* Stops the thread after the fill in progress; queued fills are dropped. Idempotent, thread-safe,
+ * NULL-safe. A fill waits for the pages of reads in flight, so call this while the session
+ * loop still answers requests, or after the connection has ended. */
+void sqk_store_stop(struct sqk_store *s);
+
+/* Stops (if needed) and frees s; returns the number of groups stored. NULL-safe. */
+uint64_t sqk_store_destroy(struct sqk_store *s);
+
+#endif
