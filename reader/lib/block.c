@@ -139,7 +139,7 @@ int sqk_decode_data(struct sqk_image *img, const uint8_t *src, uint32_t word, in
 		    size_t expected, uint64_t pos, uint32_t ino, struct sqk_cblock *b)
 {
 	size_t len = word & SQK_BLOCK_SIZE_MASK, cap = img->sb.block_size;
-	uint8_t *out = malloc(cap);
+	uint8_t *out = sqk_cache_buf(img->cache);
 	struct sqk_compressor *c;
 	ssize_t n = SQK_ENOMEM;
 	int rc;

@@ -7,13 +7,21 @@
 #include "internal.h"
 
 #define NBUCKETS 8192u
+#define NWAITQ 64u
+#define NSPARE 64u
+#define SPARE_BYTES (8u << 20) /* condition variables, by block: a fill wakes only that block's waiters */
 
 struct sqk_cache {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv[NWAITQ];
 	struct sqk_cblock *buckets[NBUCKETS];
 	struct sqk_cblock lru; /* sentinel: lru.next = most recently used */
 	size_t bytes, limit;
+	/* Buffers of evicted data/fragment blocks, reused by the next decode: fresh memory would
+	 * be page-faulted in again for every block. */
+	uint8_t *spare[NSPARE];
+	unsigned nspare, keep;
+	size_t block_size;
 };
 
 static size_t bucket_of(uint64_t pos, int kind)
@@ -30,7 +38,8 @@ int sqk_cache_create(size_t limit, struct sqk_cache **out)
 	if (!c)
 		return SQK_ENOMEM;
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
+	for (unsigned i = 0; i < NWAITQ; i++)
+		pthread_cond_init(&c->cv[i], NULL);
 	c->lru.next = c->lru.prev = &c->lru;
 	c->limit = limit;
 	*out = c;
@@ -51,7 +60,10 @@ void sqk_cache_destroy(struct sqk_cache *c)
 			free(b);
 		}
 	}
-	pthread_cond_destroy(&c->cv);
+	for (unsigned i = 0; i < c->nspare; i++)
+		free(c->spare[i]);
+	for (unsigned i = 0; i < NWAITQ; i++)
+		pthread_cond_destroy(&c->cv[i]);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -86,6 +98,38 @@ static void unhash(struct sqk_cache *c, struct sqk_cblock *b)
 	lru_unlink(b);
 }
 
+/* Sets the size of data and fragment block buffers (sqk_cache_buf); call before any use. */
+void sqk_cache_set_block_size(struct sqk_cache *c, size_t block_size)
+{
+	c->block_size = block_size;
+	c->keep = block_size ? (unsigned)(SPARE_BYTES / block_size) : 0;
+	if (c->keep > NSPARE)
+		c->keep = NSPARE;
+}
+
+/* A buffer of block_size bytes for a data or fragment block (sqk_cache_fill takes it back);
+ * a reused one when an evicted block left one. Contents are undefined. */
+uint8_t *sqk_cache_buf(struct sqk_cache *c)
+{
+	uint8_t *p = NULL;
+
+	pthread_mutex_lock(&c->mu);
+	if (c->nspare)
+		p = c->spare[--c->nspare];
+	pthread_mutex_unlock(&c->mu);
+	return p ? p : malloc(c->block_size);
+}
+
+/* Frees a block that nobody uses any more, keeping its buffer when there is room. Locked. */
+static void drop_block(struct sqk_cache *c, struct sqk_cblock *b)
+{
+	if (b->kind != SQK_BK_META && b->data && c->nspare < c->keep)
+		c->spare[c->nspare++] = b->data;
+	else
+		free(b->data);
+	free(b);
+}
+
 /* Drops unused blocks from the cold end until the cache fits its limit. Called locked. */
 static void evict(struct sqk_cache *c)
 {
@@ -97,8 +141,7 @@ static void evict(struct sqk_cache *c)
 			continue;
 		unhash(c, b);
 		c->bytes -= b->cost;
-		free(b->data);
-		free(b);
+		drop_block(c, b);
 	}
 }
 
@@ -114,8 +157,11 @@ static struct sqk_cblock *find(struct sqk_cache *c, uint64_t pos, int kind)
 /* Waits for b to finish loading; returns HIT or the loader's error (b's ref then dropped). */
 static int wait_ready(struct sqk_cache *c, struct sqk_cblock *b)
 {
-	while (b->state == 1)
-		pthread_cond_wait(&c->cv, &c->mu);
+	while (b->state == 1) {
+		b->waiters++;
+		pthread_cond_wait(&c->cv[bucket_of(b->pos, b->kind) % NWAITQ], &c->mu);
+		b->waiters--;
+	}
 	if (b->state == 0)
 		return SQK_CACHE_HIT;
 	return b->state;
@@ -182,7 +228,8 @@ void sqk_cache_fill(struct sqk_cache *c, struct sqk_cblock *b, uint8_t *data, si
 		lru_front(c, b);
 		evict(c);
 	}
-	pthread_cond_broadcast(&c->cv);
+	if (b->waiters)
+		pthread_cond_broadcast(&c->cv[bucket_of(b->pos, b->kind) % NWAITQ]);
 	pthread_mutex_unlock(&c->mu);
 }
 

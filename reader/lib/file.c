@@ -17,8 +17,11 @@ static int read_block(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, 
 		memset(dst, 0, n);
 		return 0;
 	}
-	if (seq && img->readahead > 1)
+	if (seq && img->readahead > 1) {
 		rc = sqk_readahead(img, fi, k, &b);
+		if (rc == 0) /* in flight: decode it here if no worker has started it */
+			sqk_ra_steal(img, sqk_findex_pos(fi, k));
+	}
 	if (rc < 0)
 		return rc;
 	if (!b)
@@ -81,6 +84,8 @@ ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf,
 	if (rc)
 		return rc;
 	seq = off < bs || off == atomic_load(&fi->next_off);
+	if (seq && img->readahead > 1 && len > 0) /* the blocks after this request, on the workers */
+		sqk_prefetch(img, fi, (uint32_t)((off + len - 1) / bs + 1));
 	while (done < len && rc == 0) {
 		uint64_t cur = off + done, k = cur / bs;
 		size_t boff = (size_t)(cur % bs);

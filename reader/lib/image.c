@@ -108,6 +108,8 @@ static int setup(struct sqk_image *img, const struct sqk_open_opts *o)
 	if (rc == 0)
 		rc = read_super(img);
 	if (rc == 0)
+		sqk_cache_set_block_size(img->cache, img->sb.block_size);
+	if (rc == 0)
 		rc = sqk_load_tables(img);
 	/* Readahead workers start on first use, not here: a process that forks after opening
 	 * (a daemon detaching) would otherwise keep an image whose workers are gone. */
@@ -128,6 +130,7 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	}
 	pthread_mutex_init(&img->pool.mu, NULL);
 	pthread_mutex_init(&img->workers_mu, NULL);
+	pthread_mutex_init(&img->rabufs.mu, NULL);
 	img->io = io;
 	img->owned_io = owned;
 	img->base = owned ? 0 : (o ? o->offset : 0);
@@ -196,6 +199,7 @@ void sqk_image_close(struct sqk_image *img)
 		return;
 	sqk_workers_stop(img);
 	pthread_mutex_destroy(&img->workers_mu);
+	sqk_rabufs_free(&img->rabufs);
 	sqk_findex_cache_destroy(img->findex);
 	sqk_cache_destroy(img->cache);
 	sqk_pool_free(&img->pool);

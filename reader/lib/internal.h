@@ -21,6 +21,7 @@ struct sqk_cblock {
 	int kind;
 	int state;
 	unsigned refs;
+	unsigned waiters; /* threads waiting for it to load */
 	bool hashed;
 	size_t len;      /* decompressed length */
 	size_t stored;   /* encoded length (metadata: header + payload) */
@@ -40,6 +41,8 @@ int sqk_cache_get(struct sqk_cache *c, uint64_t pos, int kind, bool wait, struct
 void sqk_cache_fill(struct sqk_cache *c, struct sqk_cblock *b, uint8_t *data, size_t len,
 		    size_t stored, int err);
 void sqk_cache_put(struct sqk_cache *c, struct sqk_cblock *b);
+void sqk_cache_set_block_size(struct sqk_cache *c, size_t block_size);
+uint8_t *sqk_cache_buf(struct sqk_cache *c);
 
 struct sqk_counters {
 	atomic_uint_fast64_t data, frag, meta, hits, misses, bytes, batches;
@@ -53,6 +56,16 @@ struct sqk_comp_pool {
 
 struct sqk_findex_cache;
 struct sqk_workers;
+
+/* Read buffers of readahead batches, kept for reuse: fresh memory would be page-faulted in by
+ * every batch's read. */
+#define SQK_RABUF_KEEP 8
+struct sqk_rabufs {
+	pthread_mutex_t mu;
+	unsigned n;
+	uint8_t *buf[SQK_RABUF_KEEP];
+	size_t cap[SQK_RABUF_KEEP];
+};
 
 struct sqk_image {
 	struct sqk_io *io;
@@ -77,6 +90,7 @@ struct sqk_image {
 	struct sqk_comp_pool pool;
 	struct sqk_findex_cache *findex;
 	struct sqk_workers *workers; /* started on first readahead (guarded by workers_mu) */
+	struct sqk_rabufs rabufs;
 	pthread_mutex_t workers_mu;
 	bool workers_tried;
 	struct sqk_counters st;
@@ -152,7 +166,10 @@ size_t sqk_findex_expected(const struct sqk_image *img, const struct sqk_findex 
 
 int sqk_workers_start(struct sqk_image *img, unsigned n);
 void sqk_workers_stop(struct sqk_image *img);
+void sqk_rabufs_free(struct sqk_rabufs *r);
 int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 		  struct sqk_cblock **out);
+void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k);
+bool sqk_ra_steal(struct sqk_image *img, uint64_t pos);
 
 #endif

@@ -23,8 +23,10 @@ struct ra_job {
 
 struct ra_batch {
 	atomic_uint refs;
+	struct sqk_image *img;
 	uint64_t pos;    /* image position of buf */
 	size_t len;
+	size_t cap;
 	uint8_t *buf;
 	struct ra_job jobs[];
 };
@@ -39,10 +41,63 @@ struct sqk_workers {
 	pthread_t th[];
 };
 
+#define RABUF_ROUND (256u << 10)
+#define RABUF_KEEP_BYTES (32u << 20)
+
+/* A read buffer of at least len bytes (*cap = its size), reused when one is free. */
+static uint8_t *rabuf_get(struct sqk_rabufs *r, size_t len, size_t *cap)
+{
+	uint8_t *p = NULL;
+
+	pthread_mutex_lock(&r->mu);
+	for (unsigned i = 0; i < r->n; i++) {
+		if (r->cap[i] >= len) {
+			p = r->buf[i];
+			*cap = r->cap[i];
+			r->n--;
+			r->buf[i] = r->buf[r->n];
+			r->cap[i] = r->cap[r->n];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (!p) {
+		*cap = (len + RABUF_ROUND - 1) / RABUF_ROUND * RABUF_ROUND;
+		p = malloc(*cap);
+	}
+	return p;
+}
+
+/* Keeps buf for reuse (up to SQK_RABUF_KEEP buffers and RABUF_KEEP_BYTES), else frees it. */
+static void rabuf_put(struct sqk_rabufs *r, uint8_t *buf, size_t cap)
+{
+	size_t kept = cap;
+
+	pthread_mutex_lock(&r->mu);
+	for (unsigned i = 0; i < r->n; i++)
+		kept += r->cap[i];
+	if (buf && r->n < SQK_RABUF_KEEP && kept <= RABUF_KEEP_BYTES) {
+		r->buf[r->n] = buf;
+		r->cap[r->n++] = cap;
+		buf = NULL;
+	}
+	pthread_mutex_unlock(&r->mu);
+	free(buf);
+}
+
+/* Frees the kept buffers (no batch may be in flight). */
+void sqk_rabufs_free(struct sqk_rabufs *r)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		free(r->buf[i]);
+	r->n = 0;
+	pthread_mutex_destroy(&r->mu);
+}
+
 static void batch_unref(struct ra_batch *bt)
 {
 	if (atomic_fetch_sub(&bt->refs, 1) == 1) {
-		free(bt->buf);
+		rabuf_put(&bt->img->rabufs, bt->buf, bt->cap);
 		free(bt);
 	}
 }
@@ -194,10 +249,11 @@ static unsigned claim_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t
 	return n;
 }
 
-/* Fetches a run starting at block k with one read. Returns 1 with block k pinned in *out, 0 when
- * block k is already cached or in flight (nothing done), or SQK_E*. */
-int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
-		  struct sqk_cblock **out)
+/* Claims and fetches a run starting at block k with one read; the jobs after the first (all
+ * of them when !pin_first) go to the workers. Returns the run's length (0: block k is already
+ * cached or in flight, nothing done) with block k pinned in *out when pin_first, or SQK_E*. */
+static int fetch_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, bool pin_first,
+		     struct sqk_cblock **out)
 {
 	unsigned max = img->readahead < RA_MAX ? img->readahead : RA_MAX, n;
 	struct ra_batch *bt = calloc(1, sizeof(*bt) + max * sizeof(struct ra_job));
@@ -211,14 +267,15 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 		free(bt);
 		return 0;
 	}
-	bt->buf = malloc(total ? total : 1);
+	bt->img = img;
+	bt->buf = rabuf_get(&img->rabufs, total ? (size_t)total : 1, &bt->cap);
 	rc = bt->buf ? sqk_img_read_raw(img, bt->jobs[0].pos, bt->buf, total) : SQK_ENOMEM;
 	if (rc) {
 		for (unsigned i = 0; i < n; i++) {
 			sqk_cache_fill(img->cache, bt->jobs[i].b, NULL, 0, 0, rc);
 			sqk_cache_put(img->cache, bt->jobs[i].b);
 		}
-		free(bt->buf);
+		rabuf_put(&img->rabufs, bt->buf, bt->cap);
 		free(bt);
 		return rc;
 	}
@@ -229,8 +286,10 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 	bt->len = (size_t)total;
 	for (unsigned i = 0; i < n; i++)
 		bt->jobs[i].src = bt->buf + (uintptr_t)bt->jobs[i].src;
-	for (unsigned i = 1; i < n; i++)
+	for (unsigned i = pin_first ? 1 : 0; i < n; i++)
 		enqueue(img, &bt->jobs[i]);
+	if (!pin_first)
+		return (int)n;
 	*out = bt->jobs[0].b;
 	rc = verify_decode(img, &bt->jobs[0]);
 	batch_unref(bt);
@@ -239,5 +298,48 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 		*out = NULL;
 		return rc;
 	}
-	return 1;
+	return (int)n;
+}
+
+/* Fetches a run starting at block k, decoding block k on this thread. Returns 1 with block k
+ * pinned in *out, 0 when block k is already cached or in flight (nothing done), or SQK_E*. */
+int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
+		  struct sqk_cblock **out)
+{
+	int rc = fetch_run(img, fi, k, true, out);
+	return rc > 0 ? 1 : rc;
+}
+
+/* Starts fetching the run from block k on the workers, without waiting (a sequential reader
+ * asks for the blocks after its request, so they are ready when it gets there). */
+void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k)
+{
+	if (k < fi->nblocks && fi->words[k])
+		fetch_run(img, fi, k, false, NULL);
+}
+
+/* Runs the queued job of the block at pos on this thread, if no worker has started it yet:
+ * a reader that needs the block works instead of sleeping. Returns true if it ran. */
+bool sqk_ra_steal(struct sqk_image *img, uint64_t pos)
+{
+	struct sqk_workers *w = img->workers;
+	struct ra_job *j = NULL, *prev = NULL;
+
+	if (!w)
+		return false;
+	pthread_mutex_lock(&w->mu);
+	for (j = w->head; j && j->pos != pos; j = j->next)
+		prev = j;
+	if (j) {
+		if (prev)
+			prev->next = j->next;
+		else
+			w->head = j->next;
+		if (w->tail == j)
+			w->tail = prev;
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (j)
+		run_job(img, j);
+	return j != NULL;
 }

@@ -354,6 +354,31 @@ START_TEST(test_counters)
 }
 END_TEST
 
+/* A sequential read starts decoding the blocks after it on the workers: the next read finds
+ * them decoded. */
+START_TEST(test_prefetch)
+{
+	struct sqk_image *img = open_mem(mem, 8, 2);
+	struct sqk_inode in;
+	struct sqk_stats s;
+	static uint8_t buf[8 * BS];
+	ck_assert_int_eq(sqk_lookup_path(img, "multi", &in), 0);
+	ck_assert_int_eq(sqk_read(img, &in, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	for (int i = 0; i < 200; i++) { /* the workers finish within 2 s */
+		sqk_image_stats(img, &s);
+		if (s.data_blocks_decompressed >= 16)
+			break;
+		usleep(10000);
+	}
+	ck_assert_uint_eq(s.data_blocks_decompressed, 16);
+	ck_assert_int_eq(sqk_read(img, &in, buf, sizeof(buf), sizeof(buf)), (ssize_t)sizeof(buf));
+	sqk_image_stats(img, &s);
+	ck_assert_uint_ge(s.data_blocks_decompressed, 16); /* and the next 8 were prefetched */
+	ck_assert_uint_le(s.data_blocks_decompressed, 24);
+	sqk_image_close(img);
+}
+END_TEST
+
 /* An image embedded at an offset in a file, opened by path and by fd. */
 START_TEST(test_open_offset)
 {
@@ -810,6 +835,7 @@ static Suite *reader_suite(void)
 	tcase_add_unchecked_fixture(tc, setup_tree, teardown_tree);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_counters);
+	tcase_add_test(tc, test_prefetch);
 	tcase_add_test(tc, test_concurrent);
 	tcase_add_test(tc, test_open_offset);
 	suite_add_tcase(s, tc);
