@@ -52,7 +52,8 @@ static void store_range(struct sqk_store *s, uint64_t id, uint64_t off, const ui
 
 static void do_fill(struct sqk_store *s, const struct fill *f)
 {
-	ssize_t n = sqk_read(s->img, &f->file, s->buf, (size_t)(f->end - f->start), f->start);
+	ssize_t n = sqk_read_ex(s->img, &f->file, s->buf, (size_t)(f->end - f->start), f->start,
+				SQK_READ_ASIDE);
 	if (n <= 0)
 		return; /* the error was logged by the library; the read that needs it gets EIO */
 	uint64_t end = f->start + (uint64_t)n;

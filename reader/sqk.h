@@ -139,6 +139,15 @@ int sqk_readlink(struct sqk_image *img, const struct sqk_inode *link, char *buf,
 ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 		 uint64_t off);
 
+/* sqk_read_ex flags. SQK_READ_ASIDE: a read outside the file's sequential stream (e.g. a cache
+ * fill next to a random read): it starts no readahead and leaves the position at which later
+ * reads count as sequential unchanged. */
+#define SQK_READ_ASIDE 1u
+
+/* sqk_read with flags (SQK_READ_*). */
+ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+		    uint64_t off, unsigned flags);
+
 /* Lists the xattr names of an inode, each NUL-terminated with its prefix ("user.x\0...").
  * With cap 0, only sets *len to the size needed; SQK_ETOOBIG if cap is too small. */
 int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf, size_t cap,

@@ -66,6 +66,13 @@ static int read_frag(struct sqk_image *img, struct sqk_findex *fi, uint8_t *dst,
 ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 		 uint64_t off)
 {
+	return sqk_read_ex(img, file, buf, len, off, 0);
+}
+
+/* Copies into the caller's buf; file is borrowed. */
+ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+		    uint64_t off, unsigned flags)
+{
 	uint64_t bs = img->sb.block_size;
 	struct sqk_findex *fi;
 	size_t done = 0;
@@ -83,7 +90,7 @@ ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf,
 	rc = sqk_findex_get(img, file, &fi);
 	if (rc)
 		return rc;
-	seq = off < bs || off == atomic_load(&fi->next_off);
+	seq = !(flags & SQK_READ_ASIDE) && (off < bs || off == atomic_load(&fi->next_off));
 	if (seq && img->readahead > 1 && len > 0) /* the blocks after this request, on the workers */
 		sqk_prefetch(img, fi, (uint32_t)((off + len - 1) / bs + 1));
 	while (done < len && rc == 0) {
@@ -97,7 +104,7 @@ ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf,
 			rc = read_frag(img, fi, (uint8_t *)buf + done, boff, n);
 		done += n;
 	}
-	if (rc == 0)
+	if (rc == 0 && !(flags & SQK_READ_ASIDE))
 		atomic_store(&fi->next_off, off + done);
 	sqk_findex_put(img, fi);
 	return rc ? rc : (ssize_t)done;

@@ -93,15 +93,25 @@ fio_iops() {
 		--runtime=10 --time_based --readonly --invalidate=1 --output-format=terse 2>/dev/null |
 		awk -F';' '{print $8}'
 }
-declare -A TREE BIGT IOPS
+# cpu_ticks PID: user+system clock ticks used so far by a daemon (0 for the kernel mount)
+cpu_ticks() { if [ -n "$1" ]; then awk '{print $14 + $15}' "/proc/$1/stat"; else echo 0; fi; }
+declare -A TREE BIGT IOPS BIGCPU PID
+PID[kernel]=""; PID[sqkfuse]=$(pgrep -n -x sqkfuse); PID[sqfuse]=$(pgrep -n -x squashfuse_ll)
+HZ=$(getconf CLK_TCK)
 for m in kernel sqkfuse sqfuse; do
-	a=(); b=()
+	a=(); b=(); c=()
 	for r in $(seq "$ROUNDS"); do
 		drop; a+=("$( { /usr/bin/time -f %e bash -c "$(declare -f tree_read); tree_read $S/m/$m" ; } 2>&1 | tail -n 1)")
-		drop; b+=("$( { /usr/bin/time -f %e bash -c "$(declare -f big_read); big_read $S/m/$m" ; } 2>&1 | tail -n 1)")
+		drop; t0=$(cpu_ticks "${PID[$m]}")
+		read -r w u k < <( { /usr/bin/time -f '%e %U %S' bash -c "$(declare -f big_read); big_read $S/m/$m" ; } 2>&1 | tail -n 1)
+		t1=$(cpu_ticks "${PID[$m]}")
+		b+=("$w")
+		# CPU seconds of the whole read: the daemon plus the reading processes
+		c+=("$(python3 -c "print('%.2f' % (($t1 - $t0) / $HZ + $u + $k))")")
 	done
 	TREE[$m]=$(printf '%s\n' "${a[@]}" | median)
 	BIGT[$m]=$(printf '%s\n' "${b[@]}" | median)
+	BIGCPU[$m]=$(printf '%s\n' "${c[@]}" | median)
 	drop; IOPS[$m]=$(fio_iops "$S/m/$m")
 done
 FUSE_RSS=$(ps -o rss= -C sqkfuse | sort -n | tail -n 1)
@@ -130,5 +140,9 @@ printf '%-34s %8s %8s %7s  %s\n' "mount: large files vs squashfuse_ll" "${BIGT[s
 printf '%-34s %8s %8s %7s  %s\n' "mount: random 4K IOPS vs kernel" "${IOPS[sqkfuse]}" "${IOPS[kernel]}" "$(ratio "${IOPS[sqkfuse]}" "${IOPS[kernel]}")x" ">= 1.0x"
 printf '%-34s %8s %8s %7s  %s\n' "mount -o verify vs plain (s)" "$VV" "$NV" "$(ratio "$VV" "$NV")x" "<= 1.15x"
 echo "also: tree tar squashfuse_ll ${TREE[sqfuse]} s; large files kernel ${BIGT[kernel]} s; IOPS squashfuse_ll ${IOPS[sqfuse]}"
+NCPU=$(nproc)
+echo "large files, CPU seconds (daemon + readers): sqkfuse ${BIGCPU[sqkfuse]}, squashfuse_ll ${BIGCPU[sqfuse]};" \
+	"on $NCPU cores sqkfuse cannot take less than $(python3 -c "print('%.2f' % (${BIGCPU[sqkfuse]} / $NCPU))") s" \
+	"($(ratio "$(python3 -c "print(${BIGCPU[sqkfuse]} / $NCPU)")" "${BIGT[sqfuse]}")x squashfuse_ll)"
 echo "peak RSS: sqk cat $((CAT_RSS / 1024)) MiB, sqkfuse $((FUSE_RSS / 1024)) MiB (default cache 64 MiB)"
 echo "sqkfuse stats after the runs: $(cat "$S/stats.json" 2>/dev/null)"

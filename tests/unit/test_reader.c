@@ -379,6 +379,28 @@ START_TEST(test_prefetch)
 }
 END_TEST
 
+/* A read aside (SQK_READ_ASIDE) of the first block starts no readahead; a plain one does. */
+START_TEST(test_read_aside)
+{
+	struct sqk_image *img = open_mem(mem, 8, 2);
+	struct sqk_inode in;
+	struct sqk_stats s;
+	uint8_t buf[16];
+	ck_assert_int_eq(sqk_lookup_path(img, "multi", &in), 0);
+	ck_assert_int_eq(sqk_read_ex(img, &in, buf, sizeof(buf), 0, SQK_READ_ASIDE), 16);
+	usleep(100000);
+	sqk_image_stats(img, &s);
+	ck_assert_uint_eq(s.data_blocks_decompressed, 1);
+	ck_assert_int_eq(sqk_read(img, &in, buf, sizeof(buf), 16), 16);
+	for (int i = 0; i < 200 && s.data_blocks_decompressed < 8; i++) {
+		usleep(10000);
+		sqk_image_stats(img, &s);
+	}
+	ck_assert_uint_ge(s.data_blocks_decompressed, 8);
+	sqk_image_close(img);
+}
+END_TEST
+
 /* An image embedded at an offset in a file, opened by path and by fd. */
 START_TEST(test_open_offset)
 {
@@ -836,6 +858,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_counters);
 	tcase_add_test(tc, test_prefetch);
+	tcase_add_test(tc, test_read_aside);
 	tcase_add_test(tc, test_concurrent);
 	tcase_add_test(tc, test_open_offset);
 	suite_add_tcase(s, tc);
