@@ -239,6 +239,10 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	}
 	if (size > MAX_IO)
 		size = MAX_IO;
+	/* Random small reads get the rest of their block put into the page cache afterwards;
+	 * sequential ones are followed by the kernel's readahead anyway. */
+	bool fill = fs->store && size < sqk_image_super(fs->img)->block_size &&
+		    !sqk_read_sequential(fs->img, i, (uint64_t)off);
 	ssize_t n = sqk_read(fs->img, i, buf, size, (uint64_t)off);
 	if (n < 0) {
 		char what[64];
@@ -248,7 +252,8 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	}
 	fuse_reply_buf(req, (const char *)buf, (size_t)n);
 	atomic_fetch_add_explicit(&fs->reads, 1, memory_order_relaxed);
-	sqk_store_after_read(fs->store, id, i, (uint64_t)off, (size_t)n);
+	if (fill)
+		sqk_store_after_read(fs->store, id, i, (uint64_t)off, (size_t)n);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)

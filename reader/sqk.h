@@ -144,6 +144,10 @@ ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf,
  * reads count as sequential unchanged. */
 #define SQK_READ_ASIDE 1u
 
+/* True when a read of file at off continues its sequential stream (a read in the first block, or
+ * where the previous read ended): such reads start readahead. */
+bool sqk_read_sequential(struct sqk_image *img, const struct sqk_inode *file, uint64_t off);
+
 /* sqk_read with flags (SQK_READ_*). */
 ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 		    uint64_t off, unsigned flags);

@@ -62,6 +62,23 @@ static int read_frag(struct sqk_image *img, struct sqk_findex *fi, uint8_t *dst,
 	return 0;
 }
 
+/* file is borrowed. */
+bool sqk_read_sequential(struct sqk_image *img, const struct sqk_inode *file, uint64_t off)
+{
+	struct sqk_findex *fi;
+	bool seq;
+
+	if (sqk_basic_type(file->type) != SQK_T_FILE)
+		return false;
+	if (off < img->sb.block_size)
+		return true;
+	if (sqk_findex_get(img, file, &fi))
+		return false;
+	seq = off == atomic_load(&fi->next_off);
+	sqk_findex_put(img, fi);
+	return seq;
+}
+
 /* Copies into the caller's buf; file is borrowed. */
 ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 		 uint64_t off)

@@ -96,6 +96,8 @@ if got > total:
 text = sum((os.path.getsize(os.path.join(src, n)) + bs - 1) // bs for n in os.listdir(src) if n.startswith('text'))
 if got < text:
     sys.exit("fewer decompressions (%d) than compressed blocks (%d)" % (got, text))
+if st["page_cache_fills"] != 0:  # the kernel's readahead covers sequential reads
+    sys.exit("sequential reads filled the page cache %d times" % st["page_cache_fills"])
 PY
 
 # 4. Corruption inside one file: EIO for that file, a log line naming it, others readable.

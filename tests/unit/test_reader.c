@@ -397,6 +397,13 @@ START_TEST(test_read_aside)
 		sqk_image_stats(img, &s);
 	}
 	ck_assert_uint_ge(s.data_blocks_decompressed, 8);
+	/* what counts as sequential: the first block, or where the last plain read ended */
+	ck_assert(sqk_read_sequential(img, &in, 100));
+	ck_assert(!sqk_read_sequential(img, &in, 5 * BS));
+	ck_assert_int_eq(sqk_read(img, &in, buf, sizeof(buf), 5 * BS), 16);
+	ck_assert(sqk_read_sequential(img, &in, 5 * BS + 16));
+	ck_assert_int_eq(sqk_read_ex(img, &in, buf, sizeof(buf), 9 * BS, SQK_READ_ASIDE), 16);
+	ck_assert(sqk_read_sequential(img, &in, 5 * BS + 16));
 	sqk_image_close(img);
 }
 END_TEST
