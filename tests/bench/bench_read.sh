@@ -31,7 +31,9 @@ mkdir -p "$T" "$S/m"
 mount -t tmpfs -o size=8g tmpfs "$T" || die "cannot mount tmpfs"
 cleanup() {
 	for m in "$S"/m/*; do mountpoint -q "$m" 2>/dev/null && { umount "$m" 2>/dev/null || umount -l "$m"; }; done
-	umount "$T" 2>/dev/null
+	# the daemons and the loop device let go of the image shortly after their unmount
+	for _ in $(seq 25); do umount "$T" 2>/dev/null && break; sleep 0.2; done
+	mountpoint -q "$T" && umount -l "$T"
 	rm -rf "$S"
 }
 trap cleanup EXIT INT TERM
