@@ -240,11 +240,32 @@ static int visit_entry(struct chk *c, struct path *pa, const struct sqk_inode *d
 	return visit(c, pa, &in, depth);
 }
 
+/* A directory with an index: looking entry e up by name (which goes through the index, as every
+ * path lookup does) must find e itself. Returns true when it reported a problem. */
+static bool check_index(struct chk *c, const struct sqk_inode *dir, const struct sqk_dirent *e,
+			const char *path)
+{
+	struct sqk_inode found;
+	uint64_t at = c->offset + inode_pos(c, dir->ref);
+	int rc;
+
+	if (!dir->index_count)
+		return false;
+	rc = sqk_lookup(c->img, dir, e->name, e->name_len, &found);
+	if (rc == 0 && found.ref == e->ref)
+		return false;
+	chk_report(c, true, at, at + 1, "inode table",
+		   "%s: the directory index does not lead to this entry (%s)", path,
+		   rc ? sqk_strerror(rc) : "another inode found");
+	return true;
+}
+
 static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir, unsigned depth)
 {
 	size_t saved = pa->len;
 	struct sqk_dir_iter it;
 	struct sqk_dirent e;
+	bool index_bad = false; /* reported once per directory */
 	int rc, more;
 
 	c->res->dirs++;
@@ -263,6 +284,8 @@ static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir,
 		rc = path_push(pa, &e);
 		if (rc == 0) {
 			pa->len += 1 + e.name_len;
+			if (!index_bad)
+				index_bad = check_index(c, dir, &e, pa->p);
 			rc = visit_entry(c, pa, dir, &e, depth);
 		}
 		pa->len = saved;

@@ -213,6 +213,10 @@ def patch(im, what, arg):
         for k in range(64):
             img[s + k] = (k * 37 + 11) & 0xFF
         print(s)
+    elif what == 'dir-index-start':
+        d = im.lookup(arg)
+        assert d['type'] == 8 and d['icount'] > 0, 'not a directory with an index: %r' % d
+        put('<I', im.file_pos(im.iblocks, d['off'] + 44), 0x7FFFFF00)  # entry 0's start
     elif what == 'meta-header-len':
         pos = sb['inode_table_start']
         hdr = struct.unpack_from('<H', img, pos)[0]

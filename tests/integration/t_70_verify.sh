@@ -3,7 +3,8 @@
 # single-byte corruption at ~200 positions across a sqk image is reported with the region the
 # position belongs to (computed from the layout by sqfs_patch.py); truncations are reported;
 # --root-hash right/wrong; crafted structural corruptions of a mksquashfs image (raw inode and
-# directory tables) are each reported; --json is valid JSON; exit codes 0/4/8/16.
+# directory tables; a directory index that no longer leads to the entries) are each reported;
+# --json is valid JSON; exit codes 0/4/8/16.
 . "$(dirname "$0")/lib.sh"
 need_sqk
 need_cmd mksquashfs python3
@@ -94,6 +95,8 @@ PYEOF
 (for i in $(seq 1 30000); do echo "line $i of some compressible text"; done) >"$W/m/big"
 for f in f1 f2 f3; do echo "content $f" >"$W/m/a/$f"; done
 echo x >"$W/m/c"
+mkdir "$W/m/many"   # a listing over 8 KiB: the directory gets an index
+for i in $(seq 1 400); do : >"$W/m/many/entry_with_a_rather_long_name_$i"; done
 mksquashfs "$W/m" "$W/m.sqfs" -noappend -quiet -no-progress -noI -noId >/dev/null ||
 	fail "mksquashfs failed"
 expect_rc 0 "$W/m.sqfs"
@@ -115,5 +118,6 @@ id-index /a/f1 inode table
 table-index-past-end - superblock
 data-garbage /big data of /big
 meta-header-len - inode table
+dir-index-start /many inode table
 LIST
-info "8 crafted structural corruptions of a mksquashfs image are reported"
+info "9 crafted structural corruptions of a mksquashfs image are reported"
