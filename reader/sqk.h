@@ -119,7 +119,8 @@ int sqk_image_root(struct sqk_image *img, struct sqk_inode *out);
 int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *name, size_t len,
 	       struct sqk_inode *out);
 
-/* Resolves a '/'-separated path from the root (no symlinks followed; "" or "/" = root). */
+/* Resolves a '/'-separated path from the root: "." and ".." as in POSIX (".." of the root is the
+ * root), no symlinks followed; "" or "/" = root. */
 int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *out);
 
 /* Starts iterating dir's entries (without . and ..). */

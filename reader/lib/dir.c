@@ -1,5 +1,6 @@
 /* Directory listings: the run iterator with name validation (sorted, unique, no '/', not . or
  * ..), lookup through the directory index of extended directories, and path resolution. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "endian.h"
@@ -196,6 +197,8 @@ int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *n
 /* Fills the caller's *out with the inode at path (borrowed). */
 int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *out)
 {
+	struct sqk_inode *up = NULL; /* the directories walked through, for ".." */
+	size_t depth = 0, cap = 0;
 	struct sqk_inode cur;
 	int rc = sqk_image_root(img, &cur);
 
@@ -207,12 +210,28 @@ int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *o
 		n = strcspn(path, "/");
 		if (n == 0)
 			break;
-		if (sqk_basic_type(cur.type) != SQK_T_DIR)
-			return SQK_ENOENT;
-		if (!(n == 1 && path[0] == '.'))
+		if (sqk_basic_type(cur.type) != SQK_T_DIR) {
+			rc = SQK_ENOENT;
+		} else if (n == 2 && path[0] == '.' && path[1] == '.') {
+			if (depth) /* ".." of the root is the root */
+				cur = up[--depth];
+		} else if (!(n == 1 && path[0] == '.')) {
+			if (depth == cap) {
+				struct sqk_inode *p = realloc(up, (cap ? cap * 2 : 8) * sizeof(*up));
+
+				if (!p) {
+					rc = SQK_ENOMEM;
+					break;
+				}
+				up = p;
+				cap = cap ? cap * 2 : 8;
+			}
+			up[depth++] = cur;
 			rc = sqk_lookup(img, &cur, path, n, &cur);
+		}
 		path += n;
 	}
+	free(up);
 	if (rc == 0)
 		*out = cur;
 	return rc;

@@ -300,6 +300,16 @@ START_TEST(test_round_trip)
 	ck_assert_int_eq(sqk_lookup_path(img, "one/x", &b), SQK_ENOENT);
 	ck_assert_int_eq(sqk_lookup_path(img, "nothere", &b), SQK_ENOENT);
 	ck_assert_int_eq(sqk_lookup_path(img, "//dir/./entry_with_long_name_00003/", &b), 0);
+	/* "..": back up through the directories walked; the root's parent is the root */
+	ck_assert_int_eq(sqk_lookup_path(img, "dir/../one", &b), 0);
+	ck_assert_uint_eq(b.ref, a.ref);
+	ck_assert_int_eq(sqk_lookup_path(img, "../../one", &b), 0);
+	ck_assert_uint_eq(b.ref, a.ref);
+	ck_assert_int_eq(sqk_lookup_path(img, "dir/..", &b), 0);
+	ck_assert_uint_eq(b.ref, root.ref);
+	ck_assert_int_eq(sqk_lookup_path(img, "one/..", &b), SQK_ENOENT); /* not a directory */
+	ck_assert_int_eq(sqk_lookup_path(img, "dir/nothere/../entry_with_long_name_00003", &b),
+			 SQK_ENOENT);
 	/* the big directory: every name found through the index, absent names reported */
 	ck_assert_int_eq(sqk_lookup_path(img, "dir", &d), 0);
 	ck_assert_uint_eq(d.type, SQK_T_LDIR);
