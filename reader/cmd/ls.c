@@ -2,6 +2,7 @@
 #include "cmd.h"
 
 #include <getopt.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,13 +12,14 @@ struct sqk_ls {
 	struct sqk_cmd c;
 	int longfmt;
 	int recursive;
+	int escape;   /* 1: names with C escapes (-b), 0: as stored (-N), -1: escape on a tty */
 	int status;   /* exit status so far */
 };
 
 static void ls_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk ls [-l] [-R] [--offset N] IMAGE [PATH]\n"
+		"usage: sqk ls [-l] [-R] [-b|-N] [--offset N] IMAGE [PATH]\n"
 		"\n"
 		"Lists the directory PATH of a SquashFS image (default: the root), or the entry PATH\n"
 		"itself when it is not a directory. Entries appear in the image's (sorted) order.\n"
@@ -27,6 +29,10 @@ static void ls_usage(FILE *f)
 		"                    name, and -> TARGET for symlinks\n"
 		"  -R, --recursive   list every entry below PATH, one per line, named by its path\n"
 		"                    relative to PATH (directories before their contents)\n"
+		"  -b, --escape      print control characters and backslashes in names and link\n"
+		"                    targets as C escapes (\\n, \\t, \\\\, \\ooo): one entry, one line\n"
+		"  -N, --literal     print names as stored\n"
+		"                    (default: --escape when the output is a terminal, else --literal)\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		"  -h, --help        this text\n"
 		"\n"
@@ -59,6 +65,27 @@ static void ls_mode_string(uint32_t mode, char out[11])
 	out[10] = '\0';
 }
 
+/* Writes s, with control characters and backslashes as C escapes when l->escape. */
+static void ls_put(const struct sqk_ls *l, const char *s)
+{
+	if (!l->escape) {
+		fputs(s, stdout);
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\\')
+			fputs("\\\\", stdout);
+		else if (*p == '\n')
+			fputs("\\n", stdout);
+		else if (*p == '\t')
+			fputs("\\t", stdout);
+		else if (*p < 0x20 || *p == 0x7f)
+			printf("\\%03o", *p);
+		else
+			putchar(*p);
+	}
+}
+
 /* Prints one entry; name is the text printed as its name. */
 static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode *ino)
 {
@@ -69,7 +96,8 @@ static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode 
 	int err;
 
 	if (!l->longfmt) {
-		printf("%s\n", name);
+		ls_put(l, name);
+		putchar('\n');
 		return;
 	}
 	ls_mode_string(ino->mode, mode);
@@ -80,7 +108,8 @@ static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode 
 		snprintf(size, sizeof(size), "%llu", (unsigned long long)ino->size);
 	if (!localtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm))
 		snprintf(when, sizeof(when), "%u", ino->mtime);
-	printf("%s %3u %5u %5u %9s %s %s", mode, ino->nlink, ino->uid, ino->gid, size, when, name);
+	printf("%s %3u %5u %5u %9s %s ", mode, ino->nlink, ino->uid, ino->gid, size, when);
+	ls_put(l, name);
 	if (sqk_cmd_is(ino, SQK_T_SYMLINK)) {
 		err = sqk_readlink(l->c.img, ino, target, sizeof(target), &tlen);
 		if (err) {
@@ -89,7 +118,8 @@ static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode 
 			l->status = 1;
 			return;
 		}
-		printf(" -> %s", target);
+		fputs(" -> ", stdout);
+		ls_put(l, target);
 	}
 	printf("\n");
 }
@@ -185,16 +215,21 @@ static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
 	static const struct option opts[] = {
 		{ "long", no_argument, NULL, 'l' },
 		{ "recursive", no_argument, NULL, 'R' },
+		{ "escape", no_argument, NULL, 'b' },
+		{ "literal", no_argument, NULL, 'N' },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "lRh", opts, NULL)) != -1) {
+	l->escape = -1;
+	while ((ch = getopt_long(argc, argv, "lRbNh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l': l->longfmt = 1; break;
 		case 'R': l->recursive = 1; break;
+		case 'b': l->escape = 1; break;
+		case 'N': l->escape = 0; break;
 		case 'o':
 			if (sqk_cmd_parse_u64(optarg, &l->c.offset)) {
 				sqk_cmd_usage_err("ls", "bad --offset '%s'", optarg);
@@ -209,6 +244,8 @@ static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
 		sqk_cmd_usage_err("ls", "expected IMAGE [PATH]");
 		return 2;
 	}
+	if (l->escape < 0)
+		l->escape = isatty(STDOUT_FILENO);
 	l->c.image = argv[optind];
 	*path = optind + 1 < argc ? argv[optind + 1] : "";
 	return -1;

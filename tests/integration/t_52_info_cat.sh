@@ -126,4 +126,29 @@ run_capture loop timeout 20 "$SQK" ls -R "$LOOP"
 [ "$RC" = 1 ] || { show_err; fail "sqk ls -R on a looping image exited $RC (expected 1)"; }
 grep -q 'directory loop' "$ERR_FILE" || { show_err; fail "sqk ls -R did not report the loop"; }
 info "ls -R on a looping directory: reported, exit 1"
+
+# names with control characters: -b escapes them (one entry, one line), -N and a pipe print
+# them as stored
+mkdir -p "$W/odd"
+python3 - "$W/odd" <<'PY'
+import os, sys
+d = sys.argv[1]
+for n in ['new\nline', 'tab\there', 'back\\slash', 'bell\x07', 'plain']:
+    open(os.path.join(d, n), 'w').close()
+os.symlink('to\nthere', os.path.join(d, 'link'))
+PY
+sqk_build -q "$W/odd" "$W/odd.sqsh"
+run_capture ls_b "$SQK" ls -b "$W/odd.sqsh"
+printf '%s\n' 'back\\slash' 'bell\007' link 'new\nline' plain 'tab\there' >"$W/odd.want"
+diff "$W/odd.want" "$OUT_FILE" >&2 || fail "ls -b: names not escaped as expected"
+run_capture ls_lb "$SQK" ls -l -b "$W/odd.sqsh" link
+grep -q -- '-> to\\nthere$' "$OUT_FILE" || { cat "$OUT_FILE" >&2; fail "ls -l -b: link target not escaped"; }
+run_capture ls_n "$SQK" ls "$W/odd.sqsh"
+python3 - "$OUT_FILE" <<'PY' || fail "ls (piped): names not printed as stored"
+import sys
+got = open(sys.argv[1], 'rb').read()
+want = b''.join(n + b'\n' for n in [b'back\\slash', b'bell\x07', b'link', b'new\nline', b'plain', b'tab\there'])
+assert got == want, got
+PY
+info "ls -b escapes control characters; piped output is literal"
 exit 0
