@@ -141,6 +141,35 @@ __attribute__((noinline)) static int check_file(struct chk *c, const struct sqk_
 
 static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir, unsigned depth);
 
+/* Reads every xattr of in, names and values (out-of-line values followed): what extracting or
+ * mounting will read. */
+static int check_xattrs(struct chk *c, const struct sqk_inode *in)
+{
+	size_t len, vlen;
+	char *names;
+	int rc = sqk_xattr_list(c->img, in, NULL, 0, &len);
+
+	if (rc || len == 0)
+		return rc;
+	names = malloc(len);
+	if (!names)
+		return SQK_ENOMEM;
+	rc = sqk_xattr_list(c->img, in, names, len, &len);
+	for (size_t o = 0; rc == 0 && o < len; o += strlen(names + o) + 1) {
+		void *v;
+
+		rc = sqk_xattr_get(c->img, in, names + o, NULL, 0, &vlen);
+		v = rc || !vlen ? NULL : malloc(vlen);
+		if (rc == 0 && vlen && !v)
+			rc = SQK_ENOMEM;
+		if (v)
+			rc = sqk_xattr_get(c->img, in, names + o, v, vlen, &vlen);
+		free(v);
+	}
+	free(names);
+	return rc;
+}
+
 /* Checks the parts every inode kind has (xattrs, symlink target). */
 __attribute__((noinline)) static int check_misc(struct chk *c, const struct sqk_inode *in,
 						const char *path)
@@ -155,7 +184,7 @@ __attribute__((noinline)) static int check_misc(struct chk *c, const struct sqk_
 		return lib_fail(c, rc, inode_pos(c, in->ref), "inode table", "symlink target",
 				path);
 	if (in->xattr_idx != SQK_NONE32)
-		rc = sqk_xattr_list(c->img, in, NULL, 0, &len);
+		rc = check_xattrs(c, in);
 	if (rc)
 		return lib_fail(c, rc, inode_pos(c, in->ref), "xattr table", "xattrs", path);
 	return 0;

@@ -217,6 +217,29 @@ def patch(im, what, arg):
         d = im.lookup(arg)
         assert d['type'] == 8 and d['icount'] > 0, 'not a directory with an index: %r' % d
         put('<I', im.file_pos(im.iblocks, d['off'] + 44), 0x7FFFFF00)  # entry 0's start
+    elif what == 'xattr-ool-ref':
+        # the first out-of-line value (mksquashfs stores a value shared by several xattr sets
+        # once and refers to it): its reference now points far past the key/value stream
+        xt = sb['xattr_id_table_start']
+        kv_start, count = struct.unpack_from('<QI', img, xt)
+        first_ids = struct.unpack_from('<Q', img, xt + 16)[0]
+        kv, blocks = meta_stream(img, kv_start, first_ids)
+        ids, _ = meta_stream(img, first_ids, xt)
+        for i in range(count):
+            ref, n, _ = struct.unpack_from('<QII', ids, 16 * i)
+            o = im.stream_off(blocks, ref >> 16, ref & 0xFFFF)
+            for _ in range(n):
+                typ, nsize = struct.unpack_from('<HH', kv, o)
+                o += 4 + nsize
+                if typ & 0x100:
+                    put('<Q', im.file_pos(blocks, o + 4), 0x7FFFFFFF << 16)
+                    break
+                o += 4 + struct.unpack_from('<I', kv, o)[0]
+            else:
+                continue
+            break
+        else:
+            sys.exit('no out-of-line xattr value')
     elif what == 'meta-header-len':
         pos = sb['inode_table_start']
         hdr = struct.unpack_from('<H', img, pos)[0]

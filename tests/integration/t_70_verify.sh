@@ -97,7 +97,15 @@ for f in f1 f2 f3; do echo "content $f" >"$W/m/a/$f"; done
 echo x >"$W/m/c"
 mkdir "$W/m/many"   # a listing over 8 KiB: the directory gets an index
 for i in $(seq 1 400); do : >"$W/m/many/entry_with_a_rather_long_name_$i"; done
-mksquashfs "$W/m" "$W/m.sqfs" -noappend -quiet -no-progress -noI -noId >/dev/null ||
+# two xattr sets sharing a value: mksquashfs stores it once, out of line
+XATTRS=0
+python3 - "$W/m/a" <<'PY' && XATTRS=1
+import os, sys
+for f, k in (('f1', 'user.x'), ('f2', 'user.y')):
+    os.setxattr(os.path.join(sys.argv[1], f), 'user.big', b'v' * 300)
+    os.setxattr(os.path.join(sys.argv[1], f), k, b'1')
+PY
+mksquashfs "$W/m" "$W/m.sqfs" -noappend -quiet -no-progress -noI -noId -noX >/dev/null ||
 	fail "mksquashfs failed"
 expect_rc 0 "$W/m.sqfs"
 grep -q "integrity: none" "$W/out" || fail "mksquashfs image reported integrity data"
@@ -109,7 +117,7 @@ while read -r what arg region; do
 		{ cat "$W/out" >&2; fail "$what: no structural error in $region"; }
 	expect_rc 4 --json "$W/p.sqfs"
 	python3 -m json.tool "$W/out" >/dev/null || fail "$what: --json output is not valid JSON"
-done <<'LIST'
+done <<LIST
 inode-number-zero /c inode table
 unsorted-name /a directory table
 size-word-bit25 /big inode table
@@ -119,5 +127,6 @@ table-index-past-end - superblock
 data-garbage /big data of /big
 meta-header-len - inode table
 dir-index-start /many inode table
+$([ "$XATTRS" = 1 ] && echo "xattr-ool-ref - xattr table")
 LIST
-info "9 crafted structural corruptions of a mksquashfs image are reported"
+info "$((9 + XATTRS)) crafted structural corruptions of a mksquashfs image are reported"
