@@ -236,4 +236,22 @@ for i in $(seq 100); do kill -0 "$READERS" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$READERS" 2>/dev/null && { kill -9 "$READERS"; fail "readers hang after SIGTERM"; }
 done
 info "SIGTERM under random-read load: unmounted, exit 0, readers ended"
+
+# 9. `sqk mount`, and mount.fuse3 the way an /etc/fstab line "IMAGE DIR fuse.sqkfuse
+#    ro,allow_other 0 0" reaches sqkfuse (mount(8) itself finds sqkfuse only in its standard
+#    PATH, where make install puts it).
+mkdir -p "$B/m9"
+"$SQK" mount "$B/big.sqsh" "$B/m9" -o cache=16M || fail "sqk mount failed"
+_MOUNTS="$B/m9 $_MOUNTS"
+cmp "$B/src/random" "$B/m9/random" || fail "sqk mount: file differs"
+umount "$B/m9" || fail "umount after sqk mount failed"
+if command -v mount.fuse3 >/dev/null; then
+	PATH="$(dirname "$SQKFUSE"):$PATH" mount.fuse3 "$B/big.sqsh" "$B/m9" -t sqkfuse \
+		-o ro,allow_other || fail "mount.fuse3 -t sqkfuse failed"
+	grep -q " $B/m9 fuse.sqkfuse ro" /proc/mounts || fail "no fuse.sqkfuse ro mount in /proc/mounts"
+	grep " $B/m9 " /proc/mounts | grep -q allow_other || fail "allow_other not passed through"
+	cmp "$B/src/random" "$B/m9/random" || fail "mount.fuse3: file differs"
+	umount "$B/m9" || fail "umount after mount.fuse3 failed"
+	info "sqk mount and mount.fuse3 (fstab) mounts read back identical"
+fi
 exit 0
