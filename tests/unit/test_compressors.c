@@ -781,11 +781,5 @@ static Suite *compressors_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(compressors_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(compressors_suite());
 }

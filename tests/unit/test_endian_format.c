@@ -6,6 +6,7 @@
 
 #include "endian.h"
 #include "format.h"
+#include "testutil.h"
 
 /* `mksquashfs sbsrc sb.sqfs -comp gzip -mkfs-time 1700000000 -all-time 1700000000 -all-root`
  * on a tree of a file and a directory holding one file (squashfs-tools 4.5.1). */
@@ -258,11 +259,5 @@ static Suite *endian_format_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(endian_format_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(endian_format_suite());
 }

@@ -16,6 +16,7 @@
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
 #include "sqk.h"
+#include "testutil.h"
 
 static struct sqk_integ_trailer good_trailer(void)
 {
@@ -478,11 +479,5 @@ static Suite *integrity_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(integrity_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(integrity_suite());
 }

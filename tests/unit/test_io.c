@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "io.h"
+#include "testutil.h"
 
 /* A temporary file, already unlinked: it vanishes with its fd. */
 static int temp_fd(void)
@@ -369,11 +370,5 @@ static Suite *io_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(io_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(io_suite());
 }

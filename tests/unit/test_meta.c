@@ -421,11 +421,5 @@ static Suite *meta_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(meta_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(meta_suite());
 }

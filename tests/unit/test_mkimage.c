@@ -16,6 +16,7 @@
 #include "meta.h"
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
+#include "testutil.h"
 
 static char tree[64];
 
@@ -274,9 +275,5 @@ static Suite *mkimage_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mkimage_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(mkimage_suite());
 }

@@ -18,6 +18,7 @@
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
 #include "sqk.h"
+#include "testutil.h"
 
 #define BS 4096u
 #define BIGDIR 3000
@@ -891,9 +892,5 @@ static Suite *reader_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(reader_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(reader_suite());
 }

@@ -1,6 +1,19 @@
 /* Helpers shared by the Check suites. */
 #include "testutil.h"
 
+#include <stdlib.h>
+
+int test_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 uint64_t test_xorshift(uint64_t *s)
 {
 	*s ^= *s << 13;
