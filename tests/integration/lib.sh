@@ -308,15 +308,20 @@ kernel_roundtrip() {
 	tree_equal "unsquashfs" "$W/src" "$W/x"
 	rm -rf "$W/x"
 
-	if command -v squashfuse_ll >/dev/null && [ -e /dev/fuse ]; then
-		if mount_fuse_ll "$img" "$W/fmnt"; then
-			# squashfuse 0.1.105 swaps the trusted./security. prefixes and fails on empty
-			# values (ENODATA): its xattrs are not compared
-			tree_equal "squashfuse_ll" "$W/src" "$W/fmnt" --no-xattrs
-			umount_sq "$W/fmnt"
-		else
-			info "squashfuse_ll mount not usable here; skipped that part"
-		fi
+	squashfuse_equal "$img" "$W/src" "$W/fmnt"
+}
+
+# squashfuse_equal IMAGE SRC DIR: compares IMAGE mounted by squashfuse_ll on DIR with SRC, where
+# squashfuse_ll and /dev/fuse are available (an info line says when they are not usable).
+squashfuse_equal() {
+	command -v squashfuse_ll >/dev/null && [ -e /dev/fuse ] || return 0
+	if mount_fuse_ll "$1" "$3"; then
+		# squashfuse 0.1.105 swaps the trusted./security. prefixes and fails on empty
+		# values (ENODATA): its xattrs are not compared
+		tree_equal "squashfuse_ll" "$2" "$3" --no-xattrs
+		umount_sq "$3"
+	else
+		info "squashfuse_ll mount not usable here; skipped that part"
 	fi
 }
 

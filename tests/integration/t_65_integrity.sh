@@ -49,14 +49,7 @@ if command -v unsquashfs >/dev/null; then
 	tree_equal "unsquashfs" "$W/src" "$W/ux"
 	rm -rf "$W/ux"
 fi
-if command -v squashfuse_ll >/dev/null && [ -e /dev/fuse ]; then
-	if mount_fuse_ll "$W/img.sqsh" "$W/sfmnt"; then
-		tree_equal "squashfuse_ll" "$W/src" "$W/sfmnt" --no-xattrs
-		umount_sq "$W/sfmnt"
-	else
-		info "squashfuse_ll mount not usable here; skipped that part"
-	fi
-fi
+squashfuse_equal "$W/img.sqsh" "$W/src" "$W/sfmnt"
 
 # 2. --no-checksums: nothing after the padding; --verify reads it, unverified, and says so.
 C=$W/c
