@@ -32,7 +32,8 @@ struct sqk_store {
 	struct fill q[QCAP];
 	unsigned head, count;
 	uint64_t pending[NPEND];
-	bool stop, joining, joined;
+	bool stop;
+	bool joined;              /* the thread has been joined (only sqk_store_stop touches it) */
 	uint8_t *buf;
 	uint64_t fills;           /* groups stored */
 	pthread_t th;
@@ -144,26 +145,14 @@ void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_ino
 
 void sqk_store_stop(struct sqk_store *s)
 {
-	bool join;
-	if (!s)
+	if (!s || s->joined)
 		return;
 	pthread_mutex_lock(&s->mu);
 	s->stop = true;
 	pthread_cond_broadcast(&s->cv);
-	join = !s->joining;
-	s->joining = true;
 	pthread_mutex_unlock(&s->mu);
-	if (join) {
-		pthread_join(s->th, NULL);
-		pthread_mutex_lock(&s->mu);
-		s->joined = true;
-		pthread_cond_broadcast(&s->cv);
-		pthread_mutex_unlock(&s->mu);
-	}
-	pthread_mutex_lock(&s->mu);
-	while (!s->joined)
-		pthread_cond_wait(&s->cv, &s->mu);
-	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->th, NULL);
+	s->joined = true;
 }
 
 uint64_t sqk_store_destroy(struct sqk_store *s)

@@ -29,9 +29,10 @@ int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blo
 void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_inode *file,
 			  uint64_t off, size_t len);
 
-/* Stops the thread after the fill in progress; queued fills are dropped. Idempotent, thread-safe,
- * NULL-safe. A fill waits for the pages of reads in flight, so call this while the session
- * loop still answers requests, or after the connection has ended. */
+/* Stops the thread after the fill in progress; queued fills are dropped. Idempotent and
+ * NULL-safe; calls must not overlap (sqkfuse calls it on the signal thread, then, once that
+ * thread is joined, from sqk_store_destroy). A fill waits for the pages of reads in flight, so
+ * call this while the session loop still answers requests, or after the connection has ended. */
 void sqk_store_stop(struct sqk_store *s);
 
 /* Stops (if needed) and frees s; returns the number of groups stored. NULL-safe. */
