@@ -62,6 +62,13 @@ static int read_frag(struct sqk_image *img, struct sqk_findex *fi, uint8_t *dst,
 	return 0;
 }
 
+/* A read at off continues fi's sequential stream: it starts in the first block, or where the
+ * previous (not aside) read ended. */
+static bool continues(const struct sqk_image *img, struct sqk_findex *fi, uint64_t off)
+{
+	return off < img->sb.block_size || off == atomic_load(&fi->next_off);
+}
+
 /* file is borrowed. */
 bool sqk_read_sequential(struct sqk_image *img, const struct sqk_inode *file, uint64_t off)
 {
@@ -71,10 +78,10 @@ bool sqk_read_sequential(struct sqk_image *img, const struct sqk_inode *file, ui
 	if (sqk_basic_type(file->type) != SQK_T_FILE)
 		return false;
 	if (off < img->sb.block_size)
-		return true;
+		return true; /* without building the block index */
 	if (sqk_findex_get(img, file, &fi))
 		return false;
-	seq = off == atomic_load(&fi->next_off);
+	seq = continues(img, fi, off);
 	sqk_findex_put(img, fi);
 	return seq;
 }
@@ -107,7 +114,7 @@ ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *b
 	rc = sqk_findex_get(img, file, &fi);
 	if (rc)
 		return rc;
-	seq = !(flags & SQK_READ_ASIDE) && (off < bs || off == atomic_load(&fi->next_off));
+	seq = !(flags & SQK_READ_ASIDE) && continues(img, fi, off);
 	if (seq && img->readahead > 1 && len > 0) /* the blocks after this request, on the workers */
 		sqk_prefetch(img, fi, (uint32_t)((off + len - 1) / bs + 1));
 	while (done < len && rc == 0) {
