@@ -1,8 +1,10 @@
 # common/: format structures, errors, I/O vtable, compressors, metadata blocks.
 COMMON_SRCS := common/error.c common/format.c common/io.c common/meta.c common/integrity.c \
-	common/sigwatch.c common/compressor.c common/comp_zstd.c common/comp_xz.c common/comp_gzip.c common/comp_lz4.c
+	common/compressor.c common/comp_zstd.c common/comp_xz.c common/comp_gzip.c common/comp_lz4.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBCOMMON := $(BUILD)/lib/libsqkcommon.a
+# The signal thread serves the programs (sqk mkimage, sqkfuse), not libsqk's users.
+SIGWATCH_OBJ := $(BUILD)/obj/common/sigwatch.o
 
 $(LIBCOMMON): $(COMMON_OBJS)
 	@mkdir -p $(dir $@)

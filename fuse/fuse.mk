@@ -5,7 +5,7 @@ SQKFUSE_LIB_OBJS := $(BUILD)/obj/fuse/sqkfuse.o $(BUILD)/obj/fuse/nodes.o $(BUIL
 
 BINS += $(SQKFUSE_BIN)
 
-$(SQKFUSE_BIN): $(BUILD)/obj/fuse/main.o $(SQKFUSE_LIB_OBJS) $(LIBSQK_A)
+$(SQKFUSE_BIN): $(BUILD)/obj/fuse/main.o $(SQKFUSE_LIB_OBJS) $(SIGWATCH_OBJ) $(LIBSQK_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(FUSE_LIBS) $(PKG_LIBS)
 
