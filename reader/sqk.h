@@ -17,6 +17,7 @@
 #include "format.h"
 #include "integrity.h"
 #include "io.h"
+#include "io_http.h"
 
 struct sqk_image;
 
@@ -32,6 +33,10 @@ struct sqk_open_opts {
 	/* Verify every byte read against the image's integrity data (when it has some, and the
 	 * image starts at offset 0): a mismatch fails that read with SQK_ECORRUPT. */
 	bool verify;
+	/* Remote images (http:// and https:// paths): fetching, cache, headers, root digest pin
+	 * (borrowed for the open only; NULL = defaults). Their reads are always verified when the
+	 * image has integrity data. */
+	const struct sqk_http_opts *http;
 };
 
 /* An inode as decoded from the image. Plain data: the caller owns it, copies are fine. */
@@ -89,7 +94,8 @@ struct sqk_stats {
 	uint64_t readahead_batches;
 };
 
-/* Opens the image at path (opts may be NULL). Caller owns *out (sqk_image_close). */
+/* Opens the image at path, or at an http:// or https:// URL (opts may be NULL). Caller owns *out
+ * (sqk_image_close). */
 int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out);
 
 /* Opens an image on fd (borrowed: must stay open until close). Caller owns *out. */
@@ -98,6 +104,20 @@ int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image
 /* Opens an image on io (borrowed; opts->offset is added to every position). Caller owns *out. */
 int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opts,
 		      struct sqk_image **out);
+
+/* Opens the image served at url (range requests; opts->http tunes them; opts->offset must be 0).
+ * The metadata tables are fetched at open, in few requests. Caller owns *out. */
+int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out);
+
+/* Remote images: fails every pending and later fetch at once (for shutdown while requests hang);
+ * no-op for local images. */
+void sqk_image_cancel(struct sqk_image *img);
+
+/* Remote images: copies the transfer and disk-cache counters. SQK_ENOENT for local images. */
+int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out);
+
+/* The I/O object the image reads through (borrowed, lives as long as img). */
+struct sqk_io *sqk_image_io(struct sqk_image *img);
 
 /* Closes img; NULL-safe. */
 void sqk_image_close(struct sqk_image *img);

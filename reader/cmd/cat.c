@@ -13,7 +13,7 @@
 static void cat_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk cat [--verify] [--offset N] IMAGE PATH...\n"
+		"usage: sqk cat [--verify] [--offset N] [OPTIONS] IMAGE|URL PATH...\n"
 		"\n"
 		"Writes the contents of the regular files PATH... of a SquashFS image to standard\n"
 		"output, one after the other. A PATH that is missing or not a regular file is an error;\n"
@@ -22,6 +22,7 @@ static void cat_usage(FILE *f)
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		"      --verify      check every byte read against the image's integrity data\n"
 		"                    (a mismatch is an error; an image without it is read unchecked)\n"
+		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (missing path, not a file, corrupt image, I/O), 2 usage.\n");
@@ -67,6 +68,7 @@ int sqk_cat_main(int argc, char **argv)
 		{ "offset", required_argument, NULL, 'o' },
 		{ "verify", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
+		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sqk_cmd c = { .name = "cat" };
@@ -83,7 +85,13 @@ int sqk_cat_main(int argc, char **argv)
 			break;
 		case 'V': c.verify = 1; break;
 		case 'h': cat_usage(stdout); return 0;
-		default: cat_usage(stderr); return 2;
+		default:
+			ch = sqk_cmd_remote_opt("cat", &c.remote, ch, optarg);
+			if (ch == 0)
+				break;
+			if (ch == 1)
+				cat_usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind < 2) {

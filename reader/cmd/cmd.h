@@ -9,6 +9,45 @@
 
 #include "sqk.h"
 
+/* Remote images (http:// and https:// IMAGE arguments): the options every reading command takes. */
+#define SQK_CMD_MAX_HEADERS 64
+enum {
+	SQK_OPT_CACHE_DIR = 0x1000,
+	SQK_OPT_CACHE_SIZE,
+	SQK_OPT_ROOT_HASH,
+	SQK_OPT_RETRIES,
+	SQK_OPT_TIMEOUT,
+	SQK_OPT_HEADER,
+	SQK_OPT_HEADER_FILE,
+};
+
+#define SQK_CMD_REMOTE_LONGOPTS                                                   \
+	{ "cache-dir", required_argument, NULL, SQK_OPT_CACHE_DIR },              \
+	{ "cache-size", required_argument, NULL, SQK_OPT_CACHE_SIZE },            \
+	{ "root-hash", required_argument, NULL, SQK_OPT_ROOT_HASH },              \
+	{ "retries", required_argument, NULL, SQK_OPT_RETRIES },                  \
+	{ "timeout", required_argument, NULL, SQK_OPT_TIMEOUT },                  \
+	{ "header", required_argument, NULL, SQK_OPT_HEADER },                    \
+	{ "header-file", required_argument, NULL, SQK_OPT_HEADER_FILE }
+
+#define SQK_CMD_REMOTE_HELP                                                                   \
+	"      --root-hash HEX  refuse an image whose integrity root digest is not HEX\n"      \
+	"Remote images (IMAGE is an http:// or https:// URL, read with range requests):\n"   \
+	"      --cache-dir DIR  on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"     \
+	"      --cache-size N   bound of the on-disk cache (K/M/G suffixes; 0 = none; 1G)\n"  \
+	"      --retries N      retries of a failed request (default 4)\n"                    \
+	"      --timeout SEC    a request without progress for SEC seconds fails (30)\n"      \
+	"      --header H       send header 'Name: value' (repeatable; never printed)\n"      \
+	"      --header-file F  send the headers in F, one per line\n"
+
+struct sqk_remote {
+	struct sqk_http_opts o;
+	const char *hdr[SQK_CMD_MAX_HEADERS];
+	char *files[SQK_CMD_MAX_HEADERS]; /* header-file contents (owned) */
+	unsigned nfiles;
+	uint8_t root[SQK_INTEG_DIGEST_SIZE];
+};
+
 /* One opened image for a command; plain struct on the caller's stack. */
 struct sqk_cmd {
 	const char *name;     /* command name for messages ("ls") */
@@ -16,6 +55,8 @@ struct sqk_cmd {
 	uint64_t offset;      /* --offset */
 	struct sqk_image *img;
 	int verify;           /* --verify: reads checked against the integrity data */
+	struct sqk_remote remote;
+	char *shown;          /* the image name in messages: a URL without query or credentials */
 };
 
 /* Entry points; argv[0] is the command name. Each returns the process exit status. */
@@ -27,6 +68,16 @@ int sqk_verify_main(int argc, char **argv);
 
 /* Parses a non-negative decimal/hex/octal number (strtoull syntax, whole string). */
 int sqk_cmd_parse_u64(const char *s, uint64_t *out);
+
+/* Handles a remote option (ch one of SQK_OPT_*) for command `cmd`: 0 taken, 1 not a remote
+ * option, 2 bad argument (message printed). Borrows arg for the life of r. */
+int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char *arg);
+
+/* Frees what the remote options own; the struct may be reused zeroed. */
+void sqk_cmd_remote_free(struct sqk_remote *r);
+
+/* Parses a size with an optional K/M/G suffix (powers of 1024). */
+int sqk_cmd_parse_size(const char *s, uint64_t *out);
 
 /* Opens c->image at c->offset into c->img, printing an error on failure. Returns 0 or SQK_E*. */
 int sqk_cmd_open(struct sqk_cmd *c);

@@ -30,6 +30,153 @@ int sqk_cmd_parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+int sqk_cmd_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || *s < '0' || *s > '9')
+		return SQK_EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return SQK_EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return SQK_EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int add_header(const char *cmd, struct sqk_remote *r, const char *line)
+{
+	if (sqk_http_header_check(line)) {
+		/* the value may be a secret: only the name is shown */
+		sqk_cmd_usage_err(cmd, "bad header '%.*s...': need 'Name: value' on one line",
+				  (int)strcspn(line, ":\r\n"), line);
+		return 2;
+	}
+	if (r->o.nheaders == SQK_CMD_MAX_HEADERS) {
+		sqk_cmd_usage_err(cmd, "more than %d headers", SQK_CMD_MAX_HEADERS);
+		return 2;
+	}
+	r->hdr[r->o.nheaders++] = line;
+	r->o.headers = r->hdr;
+	return 0;
+}
+
+/* Reads a header file: one "Name: value" per line; empty lines and '#' comments skipped. */
+static int header_file(const char *cmd, struct sqk_remote *r, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL, *line, *save = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	if (!f || r->nfiles == SQK_CMD_MAX_HEADERS) {
+		sqk_cmd_usage_err(cmd, "cannot read header file '%s': %s", path,
+				  f ? "too many files" : strerror(errno));
+		if (f)
+			fclose(f);
+		return 2;
+	}
+	n = getdelim(&buf, &cap, '\0', f);
+	fclose(f);
+	if (n < 0) {
+		free(buf);
+		buf = strdup("");
+		if (!buf)
+			return 2;
+	}
+	r->files[r->nfiles++] = buf;
+	for (line = strtok_r(buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+		if (line[0] == '#' || line[strspn(line, " \t")] == '\0')
+			continue;
+		if (add_header(cmd, r, line))
+			return 2;
+	}
+	return 0;
+}
+
+int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char *arg)
+{
+	uint64_t v;
+
+	switch (ch) {
+	case SQK_OPT_CACHE_DIR:
+		r->o.cache_dir = arg;
+		return 0;
+	case SQK_OPT_CACHE_SIZE:
+		if (sqk_cmd_parse_size(arg, &r->o.cache_size))
+			break;
+		r->o.cache_size_set = true;
+		return 0;
+	case SQK_OPT_ROOT_HASH:
+		if (sqk_integ_parse_hex(arg, r->root))
+			break;
+		r->o.root_hash = r->root;
+		return 0;
+	case SQK_OPT_RETRIES:
+		if (sqk_cmd_parse_u64(arg, &v) || v > 100)
+			break;
+		r->o.retries = (unsigned)v;
+		r->o.retries_set = true;
+		return 0;
+	case SQK_OPT_TIMEOUT:
+		if (sqk_cmd_parse_u64(arg, &v) || v == 0 || v > 3600)
+			break;
+		r->o.timeout_s = (unsigned)v;
+		return 0;
+	case SQK_OPT_HEADER:
+		return add_header(cmd, r, arg);
+	case SQK_OPT_HEADER_FILE:
+		return header_file(cmd, r, arg);
+	default:
+		return 1;
+	}
+	sqk_cmd_usage_err(cmd, "bad argument '%s' for %s", arg,
+			  ch == SQK_OPT_CACHE_SIZE ? "--cache-size (a size: 0, 512M, 2G)"
+			  : ch == SQK_OPT_ROOT_HASH ? "--root-hash (64 hex digits)"
+			  : ch == SQK_OPT_RETRIES ? "--retries (0..100)"
+						  : "--timeout (1..3600 seconds)");
+	return 2;
+}
+
+void sqk_cmd_remote_free(struct sqk_remote *r)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nfiles; i++)
+		free(r->files[i]);
+	memset(r, 0, sizeof(*r));
+}
+
+/* A local image pinned with --root-hash: its integrity trailer must carry that digest. */
+static int check_local_root(struct sqk_cmd *c)
+{
+	struct sqk_integ_trailer t;
+	int err;
+
+	if (!c->remote.o.root_hash || sqk_io_is_http(sqk_image_io(c->img)))
+		return 0;
+	err = sqk_image_integrity(c->img, &t);
+	if (err) {
+		sqk_cmd_err(c, NULL, err, "cannot check --root-hash: no valid integrity data");
+		return err;
+	}
+	if (memcmp(t.root, c->remote.root, sizeof(t.root))) {
+		sqk_cmd_err(c, NULL, SQK_ECORRUPT, "root digest does not match --root-hash");
+		return SQK_ECORRUPT;
+	}
+	return 0;
+}
+
 int sqk_cmd_open(struct sqk_cmd *c)
 {
 	struct sqk_open_opts o;
@@ -40,8 +187,19 @@ int sqk_cmd_open(struct sqk_cmd *c)
 	o.log = sqk_cmd_log;
 	o.log_ctx = c;
 	o.verify = c->verify != 0;
+	o.http = &c->remote.o;
 	c->img = NULL;
+	if (sqk_is_url(c->image) && !c->shown)
+		c->shown = sqk_url_display(c->image);
 	err = sqk_image_open(c->image, &o, &c->img);
+	if (!err) {
+		err = check_local_root(c);
+		if (err) {
+			sqk_image_close(c->img);
+			c->img = NULL;
+			return err;
+		}
+	}
 	if (err) {
 		if (c->offset)
 			sqk_cmd_err(c, NULL, err, "cannot open image (offset %llu)",
@@ -56,6 +214,9 @@ void sqk_cmd_close(struct sqk_cmd *c)
 {
 	sqk_image_close(c->img);
 	c->img = NULL;
+	sqk_cmd_remote_free(&c->remote);
+	free(c->shown);
+	c->shown = NULL;
 }
 
 void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char *fmt, ...)
@@ -68,10 +229,10 @@ void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char 
 	va_end(ap);
 	flockfile(stderr);
 	if (path)
-		fprintf(stderr, "sqk %s: %s: /%s: %s", c->name, c->image,
+		fprintf(stderr, "sqk %s: %s: /%s: %s", c->name, c->shown ? c->shown : c->image,
 			path[0] == '/' ? path + 1 : path, msg);
 	else
-		fprintf(stderr, "sqk %s: %s: %s", c->name, c->image, msg);
+		fprintf(stderr, "sqk %s: %s: %s", c->name, c->shown ? c->shown : c->image, msg);
 	if (err)
 		fprintf(stderr, ": %s", sqk_strerror(err));
 	fputc('\n', stderr);

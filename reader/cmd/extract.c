@@ -17,7 +17,7 @@
 static void x_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk extract [-j N] [--force] [--verify] [--offset N] IMAGE DEST [PATH...]\n"
+		"usage: sqk extract [-j N] [--force] [--verify] [--offset N] [OPTIONS] IMAGE|URL DEST [PATH...]\n"
 		"\n"
 		"Extracts a SquashFS image into the directory DEST (created if missing), or only the\n"
 		"subtrees PATH... (with their parent directories). Restores contents, permission bits\n"
@@ -35,6 +35,7 @@ static void x_usage(FILE *f)
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		"      --verify      check every byte read against the image's integrity data\n"
 		"                    (a mismatch is an error; an image without it is read unchecked)\n"
+		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (corrupt image, I/O, DEST not empty, cannot create or set\n"
@@ -552,6 +553,7 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 		{ "offset", required_argument, NULL, 'o' },
 		{ "verify", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
+		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -575,7 +577,13 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 			break;
 		case 'V': x->c.verify = 1; break;
 		case 'h': x_usage(stdout); return 0;
-		default: x_usage(stderr); return 2;
+		default:
+			ch = sqk_cmd_remote_opt("extract", &x->c.remote, ch, optarg);
+			if (ch == 0)
+				break;
+			if (ch == 1)
+				x_usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind < 2) {

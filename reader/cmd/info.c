@@ -19,8 +19,7 @@
 /* Raw access to the image bytes, for what the library does not expose (block size words,
  * metadata block headers). */
 struct info_raw {
-	int fd;
-	uint64_t base;          /* --offset */
+	struct sqk_io *io;      /* the image's (borrowed): local, at --offset, or remote */
 	uint64_t bytes_used;
 	struct sqk_compressor *comp;
 	uint64_t cur_pos;       /* absolute position of the cached decoded block, or NONE64 */
@@ -55,7 +54,7 @@ struct sqk_info {
 static void info_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk info [--json] [--offset N] IMAGE\n"
+		"usage: sqk info [--json] [--offset N] [OPTIONS] IMAGE|URL\n"
 		"\n"
 		"Prints the superblock of a SquashFS image (inode count, creation time, block size,\n"
 		"fragment count, compressor and its options, flags, id count, bytes used, table\n"
@@ -74,6 +73,7 @@ static void info_usage(FILE *f)
 		"                    root_hash (hex or null), integrity_chunk_size (or null),\n"
 		"                    compression_ratio\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (corrupt image, I/O), 2 usage.\n");
@@ -81,18 +81,18 @@ static void info_usage(FILE *f)
 
 static int raw_pread(struct sqk_info *in, uint64_t pos, void *buf, size_t len)
 {
-	ssize_t n;
+	int err;
 
 	if (pos > in->raw.bytes_used || len > in->raw.bytes_used - pos) {
 		sqk_cmd_err(&in->c, NULL, SQK_EBOUNDS, "%zu bytes at offset %llu past bytes_used",
 			    len, (unsigned long long)pos);
 		return SQK_EBOUNDS;
 	}
-	n = pread(in->raw.fd, buf, len, (off_t)(in->raw.base + pos));
-	if (n != (ssize_t)len) {
-		sqk_cmd_err(&in->c, NULL, n < 0 ? SQK_EIO : SQK_EBOUNDS, "read of %zu bytes (offset %llu)%s%s",
-			    len, (unsigned long long)pos, n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
-		return SQK_EIO;
+	err = sqk_io_read_at(in->raw.io, pos, buf, len);
+	if (err) {
+		sqk_cmd_err(&in->c, NULL, err, "read of %zu bytes (offset %llu)", len,
+			    (unsigned long long)pos);
+		return err == SQK_EBOUNDS ? SQK_EBOUNDS : SQK_EIO;
 	}
 	return 0;
 }
@@ -474,6 +474,27 @@ static void info_integrity_text(const struct sqk_info *in)
 	}
 }
 
+/* Remote images: what the transfers and the disk cache did for this command. */
+static void info_http(const struct sqk_info *in, bool json)
+{
+	struct sqk_http_stats h;
+
+	if (sqk_image_http_stats(in->c.img, &h))
+		return;
+	if (json)
+		printf("  \"http_requests\": %llu,\n  \"http_bytes\": %llu,\n  \"http_retries\": %llu,\n"
+		       "  \"disk_cache_hits\": %llu,\n  \"disk_cache_misses\": %llu,\n",
+		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
+		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
+		       (unsigned long long)h.disk_misses);
+	else
+		printf("http:                    %llu requests, %llu bytes, %llu retries; disk cache "
+		       "%llu hits, %llu misses\n",
+		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
+		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
+		       (unsigned long long)h.disk_misses);
+}
+
 static void info_print_json(const struct sqk_info *in)
 {
 	const struct sqk_super *s = sqk_image_super(in->c.img);
@@ -481,7 +502,7 @@ static void info_print_json(const struct sqk_info *in)
 	unsigned i, first = 1;
 
 	printf("{\n  \"image\": ");
-	info_json_str(in->c.image);
+	info_json_str(in->c.shown ? in->c.shown : in->c.image);
 	printf(",\n  \"offset\": %llu,\n", (unsigned long long)in->c.offset);
 	printf("  \"inodes\": %u,\n  \"inodes_found\": %llu,\n", s->inode_count,
 	       (unsigned long long)in->st.found);
@@ -519,6 +540,7 @@ static void info_print_json(const struct sqk_info *in)
 	printf("  \"file_bytes\": %llu,\n  \"sparse_bytes\": %llu,\n",
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	info_integrity_json(in);
+	info_http(in, true);
 	printf("  \"compression_ratio\": %.4f\n}\n", info_ratio(in, s));
 }
 
@@ -540,7 +562,7 @@ static void info_print_text(const struct sqk_info *in)
 
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	printf("image:                   %s", in->c.image);
+	printf("image:                   %s", in->c.shown ? in->c.shown : in->c.image);
 	if (in->c.offset)
 		printf(" (at offset %llu)", (unsigned long long)in->c.offset);
 	printf("\ninodes:                  %u (%llu reached from the root)\n", s->inode_count,
@@ -576,6 +598,7 @@ static void info_print_text(const struct sqk_info *in)
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	printf("compression ratio:       %.2f\n", info_ratio(in, s));
 	info_integrity_text(in);
+	info_http(in, false);
 }
 
 static int info_parse(struct sqk_info *in, int argc, char **argv)
@@ -584,6 +607,7 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -598,7 +622,13 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 			}
 			break;
 		case 'h': info_usage(stdout); return 0;
-		default: info_usage(stderr); return 2;
+		default:
+			ch = sqk_cmd_remote_opt("info", &in->c.remote, ch, optarg);
+			if (ch == 0)
+				break;
+			if (ch == 1)
+				info_usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind != 1) {
@@ -614,12 +644,7 @@ static int info_run(struct sqk_info *in)
 	const struct sqk_super *s = sqk_image_super(in->c.img);
 	int err;
 
-	in->raw.fd = open(in->c.image, O_RDONLY | O_CLOEXEC);
-	if (in->raw.fd < 0) {
-		sqk_cmd_err(&in->c, NULL, 0, "open: %s", strerror(errno));
-		return 1;
-	}
-	in->raw.base = in->c.offset;
+	in->raw.io = sqk_image_io(in->c.img);
 	in->raw.bytes_used = s->bytes_used;
 	in->raw.cur_pos = SQK_NONE64;
 	err = sqk_compressor_create(sqk_image_comp(in->c.img), &in->raw.comp);
@@ -646,7 +671,6 @@ int sqk_info_main(int argc, char **argv)
 	if (!in)
 		return 1;
 	in->c.name = "info";
-	in->raw.fd = -1;
 	r = info_parse(in, argc, argv);
 	if (r < 0) {
 		r = 1;
@@ -659,8 +683,6 @@ int sqk_info_main(int argc, char **argv)
 		}
 	}
 	sqk_compressor_destroy(in->raw.comp);
-	if (in->raw.fd >= 0)
-		close(in->raw.fd);
 	sqk_cmd_close(&in->c);
 	free(in->st.runs);
 	free(in->st.seen);

@@ -19,7 +19,7 @@ struct sqk_ls {
 static void ls_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk ls [-l] [-R] [-b|-N] [--offset N] IMAGE [PATH]\n"
+		"usage: sqk ls [-l] [-R] [-b|-N] [--offset N] [OPTIONS] IMAGE|URL [PATH]\n"
 		"\n"
 		"Lists the directory PATH of a SquashFS image (default: the root), or the entry PATH\n"
 		"itself when it is not a directory. Entries appear in the image's (sorted) order.\n"
@@ -34,6 +34,7 @@ static void ls_usage(FILE *f)
 		"  -N, --literal     print names as stored\n"
 		"                    (default: --escape when the output is a terminal, else --literal)\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (missing path, corrupt image, I/O), 2 usage.\n");
@@ -219,6 +220,7 @@ static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
 		{ "literal", no_argument, NULL, 'N' },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -237,7 +239,13 @@ static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
 			}
 			break;
 		case 'h': ls_usage(stdout); return 0;
-		default: ls_usage(stderr); return 2;
+		default:
+			ch = sqk_cmd_remote_opt("ls", &l->c.remote, ch, optarg);
+			if (ch == 0)
+				break;
+			if (ch == 1)
+				ls_usage(stderr);
+			return 2;
 		}
 	}
 	if (optind >= argc || argc - optind > 2) {

@@ -23,13 +23,18 @@ struct verify {
 	uint64_t offset;
 	bool has_root;
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
+	struct sqk_remote remote;
+	char *shown;                /* a URL without query or credentials */
 	unsigned long nfound;       /* findings printed (JSON separators) */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: sqk verify [-j N] [--json] [--root-hash HEX] [--offset N] IMAGE\n"
-		   "Checks the integrity data and the structure of IMAGE.\n"
+	fprintf(f, "usage: sqk verify [-j N] [--json] [--root-hash HEX] [--offset N] [OPTIONS] "
+		   "IMAGE|URL\n"
+		   "Checks the integrity data and the structure of IMAGE (a URL: every byte is\n"
+		   "fetched from the server, not from the cache).\n"
+		   SQK_CMD_REMOTE_HELP
 		   "Exit status: 0 clean, 4 errors found, 8 operational error, 16 usage error.\n");
 }
 
@@ -78,6 +83,7 @@ static int parse(struct verify *v, int argc, char **argv)
 					    { "root-hash", required_argument, NULL, 'R' },
 					    { "offset", required_argument, NULL, 'O' },
 					    { "help", no_argument, NULL, 'h' },
+					    SQK_CMD_REMOTE_LONGOPTS,
 					    { NULL, 0, NULL, 0 } };
 	uint64_t n;
 	int ch;
@@ -95,6 +101,9 @@ static int parse(struct verify *v, int argc, char **argv)
 			continue;
 		} else if (ch == 'R' && !sqk_integ_parse_hex(optarg, v->root)) {
 			v->has_root = true;
+		} else if (ch >= SQK_OPT_CACHE_DIR && ch <= SQK_OPT_HEADER_FILE) {
+			if (sqk_cmd_remote_opt("verify", &v->remote, ch, optarg))
+				return EXIT_USAGE;
 		} else {
 			sqk_cmd_usage_err("verify", "bad option or argument (see --help)");
 			return EXIT_USAGE;
@@ -147,24 +156,20 @@ static void json_result(const struct verify *v, const struct sqk_check_result *r
 	       (unsigned long long)r->fragment_blocks, (unsigned long long)r->metadata_blocks);
 }
 
-/* Runs the checker on the opened file; returns the exit status. */
-static int run(struct verify *v, int fd, uint64_t size)
+/* Runs the checker on the image behind io (borrowed); returns the exit status. */
+static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 {
 	struct sqk_check_opts o = { .threads = v->threads, .root_hash = v->has_root ? v->root : NULL,
 				    .offset = v->offset, .report = on_report, .ctx = v };
 	struct sqk_check_result r;
-	struct sqk_io *io;
-	int rc = sqk_io_fd_create(fd, 0, false, &io);
+	int rc;
 
-	if (rc == 0) {
-		if (v->json) {
-			printf("{\n  \"image\": ");
-			json_str(v->image);
-			printf(",\n  \"findings\": [");
-		}
-		rc = sqk_check_image(io, size, &o, &r);
-		sqk_io_destroy(io);
+	if (v->json) {
+		printf("{\n  \"image\": ");
+		json_str(v->image);
+		printf(",\n  \"findings\": [");
 	}
+	rc = sqk_check_image(io, size, &o, &r);
 	if (rc) {
 		if (v->json)
 			printf("]\n}\n");
@@ -179,26 +184,72 @@ static int run(struct verify *v, int fd, uint64_t size)
 	return r.errors ? EXIT_ERRORS : EXIT_CLEAN;
 }
 
-/* Entry point of `sqk verify`; argv[0] is the command name. Returns the exit status. */
-int sqk_verify_main(int argc, char **argv)
+static void log_line(void *ctx, const char *msg)
 {
-	struct verify v = { 0 };
-	struct stat st;
-	int r = parse(&v, argc, argv), fd;
+	fprintf(stderr, "sqk verify: %s\n", msg);
+}
 
-	if (r >= 0)
-		return r;
-	fd = open(v.image, O_RDONLY | O_CLOEXEC);
+/* A remote image: raw bytes, straight from the server (the checker judges every chunk). */
+static int run_url(struct verify *v, const char *url)
+{
+	struct sqk_io *io;
+	uint64_t size;
+	int rc;
+
+	v->remote.o.raw = true;
+	v->remote.o.log = log_line;
+	v->shown = sqk_url_display(url);
+	v->image = v->shown ? v->shown : "URL";
+	rc = sqk_io_http_create(url, &v->remote.o, &io);
+	if (rc) {
+		fprintf(stderr, "sqk verify: %s: %s\n", v->image, sqk_strerror(rc));
+		return EXIT_OPER;
+	}
+	sqk_io_get_size(io, &size);
+	rc = run(v, io, size);
+	sqk_io_destroy(io);
+	return rc;
+}
+
+static int run_file(struct verify *v)
+{
+	struct sqk_io *io;
+	struct stat st;
+	int fd = open(v->image, O_RDONLY | O_CLOEXEC), r;
+
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "sqk verify: %s: %s\n", v.image,
+		fprintf(stderr, "sqk verify: %s: %s\n", v->image,
 			fd < 0 || errno ? strerror(errno) : "not a regular file");
 		if (fd >= 0)
 			close(fd);
 		return EXIT_OPER;
 	}
-	r = run(&v, fd, (uint64_t)st.st_size);
+	r = sqk_io_fd_create(fd, 0, false, &io);
+	if (r) {
+		fprintf(stderr, "sqk verify: %s: %s\n", v->image, sqk_strerror(r));
+		close(fd);
+		return EXIT_OPER;
+	}
+	r = run(v, io, (uint64_t)st.st_size);
+	sqk_io_destroy(io);
+	close(fd);
+	return r;
+}
+
+/* Entry point of `sqk verify`; argv[0] is the command name. Returns the exit status. */
+int sqk_verify_main(int argc, char **argv)
+{
+	struct verify v = { 0 };
+	int r = parse(&v, argc, argv);
+
+	if (r >= 0) {
+		sqk_cmd_remote_free(&v.remote);
+		return r;
+	}
+	r = sqk_is_url(v.image) ? run_url(&v, v.image) : run_file(&v);
 	if (fflush(stdout) || ferror(stdout))
 		r = EXIT_OPER;
-	close(fd);
+	sqk_cmd_remote_free(&v.remote);
+	free(v.shown);
 	return r;
 }

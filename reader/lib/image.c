@@ -173,6 +173,75 @@ int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image
 	return open_common(io, io, opts, NULL, out);
 }
 
+/* Fetches the metadata tables (inode table to the end of the image) in one go: the superblock
+ * is read and sanity-checked here only to find them; open_common validates it for real. */
+static void prefetch_tables(struct sqk_io *io)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	struct sqk_super sb;
+	uint64_t size;
+
+	if (sqk_io_read_at(io, 0, raw, sizeof(raw)) || sqk_io_get_size(io, &size))
+		return;
+	sqk_super_decode(raw, &sb);
+	if (sb.magic != SQK_MAGIC || sb.inode_table_start >= sb.bytes_used || sb.bytes_used > size)
+		return;
+	sqk_io_http_prefetch(io, sb.inode_table_start, sb.bytes_used - sb.inode_table_start);
+}
+
+/* Borrows url and opts; caller owns *out. */
+int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out)
+{
+	struct sqk_http_opts ho = { 0 };
+	struct sqk_open_opts o = { 0 };
+	struct sqk_io *io;
+	int rc;
+
+	if (!url || !out)
+		return SQK_EINVAL;
+	*out = NULL;
+	if (opts) {
+		o = *opts;
+		if (opts->http)
+			ho = *opts->http;
+	}
+	if (o.offset)
+		return SQK_EINVAL;
+	if (!ho.log) {
+		ho.log = o.log;
+		ho.log_ctx = o.log_ctx;
+	}
+	rc = sqk_io_http_create(url, &ho, &io);
+	if (rc)
+		return rc;
+	prefetch_tables(io);
+	o.verify = false; /* the backend checks every chunk it fetches */
+	o.http = NULL;
+	rc = open_common(io, io, &o, sqk_io_http_name(io), out);
+	if (!rc)
+		(*out)->remote_verified = sqk_io_http_verified(io);
+	return rc;
+}
+
+/* Borrows img. */
+void sqk_image_cancel(struct sqk_image *img)
+{
+	if (img)
+		sqk_io_http_cancel(img->io);
+}
+
+/* Borrows img; fills the caller's *out. */
+int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out)
+{
+	return sqk_io_http_stats(img->io, out) ? SQK_ENOENT : 0;
+}
+
+/* Borrowed; lives as long as img. */
+struct sqk_io *sqk_image_io(struct sqk_image *img)
+{
+	return img->io;
+}
+
 /* Borrows path; caller owns *out. */
 int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out)
 {
@@ -181,6 +250,8 @@ int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sq
 
 	if (!path || !out)
 		return SQK_EINVAL;
+	if (sqk_is_url(path))
+		return sqk_image_open_url(path, opts, out);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return sqk_from_errno(errno);

@@ -97,6 +97,7 @@ struct sqk_image {
 	bool at_zero;           /* the image starts at offset 0 of its file */
 	bool verify_req;        /* opts.verify */
 	bool integ_on;          /* integrity data loaded: every read is verified */
+	bool remote_verified;   /* a remote image whose backend checks every chunk it fetches */
 	struct sqk_integ integ;
 	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
 	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */

@@ -186,7 +186,7 @@ int sqk_verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_
 /* Borrows img. */
 bool sqk_image_verified(const struct sqk_image *img)
 {
-	return img && img->integ_on;
+	return img && (img->integ_on || img->remote_verified);
 }
 
 /* Fills the caller's *out; loads the integrity data for the call when reads are not verified. */

@@ -1,0 +1,36 @@
+/* The on-disk chunk cache of remote images: one folder per image version (named by a key over
+ * the URL, the server's validators and the root digest) holding one file per chunk. Files are
+ * written to a temporary name and renamed, and carry a length and an XXH3 checksum, so a killed
+ * process or a torn write never leaves an entry that is later served; the reader also checks
+ * chunks of images with integrity data against their SHA-256. The cache is bounded in bytes
+ * over all images: the least recently used files (by mtime) are removed first. */
+#ifndef SQK_HTTP_CACHE_H
+#define SQK_HTTP_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sqk_dcache;
+
+/* Opens (creating) root/key; limit = bytes for the whole of root. Borrows root and key.
+ * Caller owns *out. */
+int sqk_dcache_open(const char *root, const char *key, uint64_t limit, struct sqk_dcache **out);
+
+/* Reads chunk k (exactly len bytes) into buf: 0, or SQK_ENOENT when absent or not valid (a
+ * damaged file is removed). Thread-safe. */
+int sqk_dcache_get(struct sqk_dcache *d, uint64_t k, uint8_t *buf, size_t len);
+
+/* Stores chunk k atomically (best effort: errors only skip the cache). Thread-safe. */
+void sqk_dcache_put(struct sqk_dcache *d, uint64_t k, const uint8_t *buf, size_t len);
+
+/* Removes chunk k (its bytes were found wrong). Thread-safe. */
+void sqk_dcache_drop(struct sqk_dcache *d, uint64_t k);
+
+/* Closes d; NULL-safe. */
+void sqk_dcache_close(struct sqk_dcache *d);
+
+/* The default cache folder into buf: $XDG_CACHE_HOME/squashkit or $HOME/.cache/squashkit.
+ * SQK_ENOENT when neither variable is set. */
+int sqk_dcache_default_dir(char *buf, size_t cap);
+
+#endif

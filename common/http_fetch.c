@@ -1,0 +1,475 @@
+/* The transfer thread of remote images: one libcurl multi handle runs every range request
+ * (keep-alive and HTTP/2 multiplexing come from its connection cache), up to `connections` at
+ * once, requests for data a reader waits on ahead of readahead. Each response is checked before
+ * its body is taken: 206 with a Content-Range naming exactly the bytes asked for and the image's
+ * size, and the ETag seen at open. Timeouts, resets, 5xx and short bodies are retried with
+ * exponential backoff and jitter; the rest fails at once. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "http_internal.h"
+
+#define BACKOFF_MS 100u
+#define BACKOFF_MAX_MS 5000u
+#define DEMAND_EXTRA 2u /* connections beyond the limit for data a reader waits on */
+
+uint64_t sqk_http_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Caller owns the job (sqk_http_job_free). */
+struct http_job *sqk_http_job_new(struct sqk_http *h, uint64_t off, size_t len)
+{
+	struct http_job *j = calloc(1, sizeof(*j));
+
+	if (j) {
+		j->h = h;
+		j->off = off;
+		j->len = len;
+	}
+	return j;
+}
+
+/* NULL-safe; does not touch the chunks. */
+void sqk_http_job_free(struct http_job *j)
+{
+	if (!j)
+		return;
+	free(j->ch);
+	free(j->flat);
+	free(j);
+}
+
+static void set_why(struct http_job *j, bool permanent, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_why(struct http_job *j, bool permanent, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->why[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(j->why, sizeof(j->why), fmt, ap);
+	va_end(ap);
+	j->permanent = permanent;
+}
+
+/* Copies a header's value (trimmed) into out. */
+static void header_value(const char *p, size_t len, char *out, size_t cap)
+{
+	while (len && (*p == ' ' || *p == '\t')) {
+		p++;
+		len--;
+	}
+	while (len && (p[len - 1] == '\r' || p[len - 1] == '\n' || p[len - 1] == ' '))
+		len--;
+	if (len >= cap)
+		len = cap - 1;
+	memcpy(out, p, len);
+	out[len] = '\0';
+}
+
+static bool header_is(const char *b, size_t len, const char *name, size_t *vlen)
+{
+	size_t n = strlen(name);
+
+	if (len <= n || strncasecmp(b, name, n))
+		return false;
+	*vlen = len - n;
+	return true;
+}
+
+static void parse_content_range(struct http_job *j, const char *v)
+{
+	unsigned long long a, b, t;
+
+	j->have_cr = sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &t) == 3 && a <= b && b < t;
+	j->cr_first = a;
+	j->cr_last = b;
+	j->cr_total = t;
+}
+
+static size_t on_header(char *b, size_t sz, size_t n, void *ud)
+{
+	struct http_job *j = ud;
+	size_t len = sz * n, vl;
+	char v[160];
+
+	if (len >= 5 && !strncmp(b, "HTTP/", 5)) { /* a new response (redirects) */
+		j->have_cr = false;
+		j->etag[0] = j->lastmod[0] = '\0';
+	} else if (header_is(b, len, "content-range:", &vl)) {
+		header_value(b + len - vl, vl, v, sizeof(v));
+		parse_content_range(j, v);
+	} else if (header_is(b, len, "etag:", &vl)) {
+		header_value(b + len - vl, vl, j->etag, sizeof(j->etag));
+	} else if (header_is(b, len, "last-modified:", &vl)) {
+		header_value(b + len - vl, vl, j->lastmod, sizeof(j->lastmod));
+	}
+	return len;
+}
+
+/* The response before its body is used: a 206 for exactly the bytes asked for. */
+static bool check_response(struct http_job *j)
+{
+	struct sqk_http *h = j->h;
+	long st = 0;
+
+	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &st);
+	j->status = st;
+	if (st >= 500 || st == 408 || st == 429) {
+		set_why(j, false, "HTTP status %ld", st);
+		return false;
+	}
+	if (st == 200) {
+		set_why(j, true, "the server ignored the Range request (200 with the whole body)");
+		return false;
+	}
+	if (st != 206) {
+		set_why(j, true, "HTTP status %ld", st);
+		return false;
+	}
+	if (!j->have_cr) {
+		set_why(j, true, "206 response without a valid Content-Range");
+		return false;
+	}
+	if (j->probe) {
+		if (j->cr_first != 0 || j->cr_last >= j->len) {
+			set_why(j, true, "answered bytes %llu-%llu for 0-%zu",
+				(unsigned long long)j->cr_first, (unsigned long long)j->cr_last,
+				j->len - 1);
+			return false;
+		}
+		j->len = (size_t)j->cr_last + 1;
+		return true;
+	}
+	if (j->cr_total != h->size) {
+		set_why(j, true, "the server now answers a size of %llu bytes, the image had %llu",
+			(unsigned long long)j->cr_total, (unsigned long long)h->size);
+		return false;
+	}
+	if (j->cr_first != j->off || j->cr_last != j->off + j->len - 1) {
+		set_why(j, true, "answered bytes %llu-%llu", (unsigned long long)j->cr_first,
+			(unsigned long long)j->cr_last);
+		return false;
+	}
+	if (h->etag[0] && j->etag[0] && strcmp(h->etag, j->etag)) {
+		set_why(j, true, "the image changed on the server (ETag %s, was %s)", j->etag,
+			h->etag);
+		return false;
+	}
+	return true;
+}
+
+/* Scatters body bytes into the job's chunks (or its flat buffer), from j->got on. */
+static void sink(struct http_job *j, const char *p, size_t len)
+{
+	uint32_t cs = j->h->csize;
+	uint64_t pos = j->off + j->got;
+
+	if (j->flat) {
+		memcpy(j->flat + j->got, p, len);
+		return;
+	}
+	while (len) {
+		struct http_chunk *c = j->ch[pos / cs - j->ch[0]->k];
+		size_t at = (size_t)(pos - c->k * cs), take = c->len - at;
+
+		if (take > len)
+			take = len;
+		memcpy(c->data + at, p, take);
+		p += take;
+		len -= take;
+		pos += take;
+	}
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	struct http_job *j = ud;
+	size_t len = sz * n;
+
+	if (j->status == 0 && !check_response(j))
+		return 0; /* aborts the transfer; why says what was wrong */
+	if (len > j->len - j->got) {
+		set_why(j, true, "the server sent more than the %zu bytes asked for", j->len);
+		return 0;
+	}
+	atomic_fetch_add(&j->h->n_bytes, len);
+	sink(j, p, len);
+	j->got += len;
+	return len;
+}
+
+static int start(struct sqk_http *h, struct http_job *j)
+{
+	CURL *e = curl_easy_init();
+
+	if (!e)
+		return SQK_ENOMEM;
+	j->easy = e;
+	j->got = 0;
+	j->status = 0;
+	j->have_cr = false;
+	j->why[0] = j->errbuf[0] = '\0';
+	j->permanent = false;
+	snprintf(j->range, sizeof(j->range), "%llu-%llu", (unsigned long long)j->off,
+		 (unsigned long long)(j->off + j->len - 1));
+	curl_easy_setopt(e, CURLOPT_URL, h->url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
+	curl_easy_setopt(e, CURLOPT_RANGE, j->range);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->hdrs);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)h->timeout_s);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)h->timeout_s);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "squashkit");
+	atomic_fetch_add(&h->n_requests, 1);
+	if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
+		curl_easy_cleanup(e);
+		j->easy = NULL;
+		return SQK_ENOMEM;
+	}
+	h->active++;
+	j->anext = h->running;
+	h->running = j;
+	return 0;
+}
+
+/* Classifies a finished transfer: 0, or SQK_EIO with why (and permanent) set. */
+static int outcome(struct http_job *j, CURLcode res)
+{
+	if (j->why[0])
+		return SQK_EIO;
+	if (res != CURLE_OK) {
+		bool perm = res == CURLE_UNSUPPORTED_PROTOCOL || res == CURLE_URL_MALFORMAT ||
+			    res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_TOO_MANY_REDIRECTS;
+
+		set_why(j, perm, "%s", j->errbuf[0] ? j->errbuf : curl_easy_strerror(res));
+		return SQK_EIO;
+	}
+	if (j->status == 0 && !check_response(j))
+		return SQK_EIO;
+	if (j->got != j->len) {
+		set_why(j, false, "short body: %zu of %zu bytes", j->got, j->len);
+		return SQK_EIO;
+	}
+	return 0;
+}
+
+/* Exponential backoff with jitter: half fixed, half random. */
+static uint64_t backoff_ms(struct sqk_http *h, unsigned attempt)
+{
+	uint64_t base = (uint64_t)BACKOFF_MS << (attempt > 10 ? 10 : attempt - 1);
+	unsigned r = (unsigned)(sqk_http_now_ms() * 2654435761u) ^ (unsigned)(uintptr_t)h;
+
+	if (base > BACKOFF_MAX_MS)
+		base = BACKOFF_MAX_MS;
+	return base / 2 + (uint64_t)(r % (unsigned)(base / 2 + 1));
+}
+
+/* Inserts j into the queue by time, data a reader waits on before readahead, else FIFO. */
+static void enqueue(struct sqk_http *h, struct http_job *j)
+{
+	struct http_job **p = &h->queue;
+
+	while (*p && ((*p)->not_before < j->not_before ||
+		      ((*p)->not_before == j->not_before && ((*p)->demand || !j->demand))))
+		p = &(*p)->next;
+	j->next = *p;
+	*p = j;
+}
+
+static void complete(struct sqk_http *h, struct http_job *j, int rc)
+{
+	if (rc)
+		sqk_http_logf(h, "%s: bytes %llu-%llu: %s%s", h->name, (unsigned long long)j->off,
+			      (unsigned long long)(j->off + j->len - 1),
+			      j->why[0] ? j->why : sqk_strerror(rc),
+			      j->attempt ? " (retries exhausted)" : "");
+	if (j->flat) {
+		j->rc = rc;
+		j->done = true;
+		pthread_cond_broadcast(&h->cv);
+		return;
+	}
+	sqk_http_chunks_done(h, j, rc);
+}
+
+/* A transfer ended: retry it later, or hand its result over. */
+static void finish(struct sqk_http *h, struct http_job *j, CURLcode res)
+{
+	int rc = outcome(j, res);
+
+	curl_multi_remove_handle(h->multi, j->easy);
+	curl_easy_cleanup(j->easy);
+	j->easy = NULL;
+	pthread_mutex_lock(&h->mu);
+	for (struct http_job **p = &h->running; *p; p = &(*p)->anext) {
+		if (*p == j) {
+			*p = j->anext;
+			break;
+		}
+	}
+	h->active--;
+	if (rc && !j->permanent && j->attempt < h->retries && !h->cancelled) {
+		j->attempt++;
+		atomic_fetch_add(&h->n_retries, 1);
+		j->not_before = sqk_http_now_ms() + backoff_ms(h, j->attempt);
+		enqueue(h, j);
+	} else {
+		complete(h, j, h->cancelled && rc ? SQK_EINTR : rc);
+	}
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Starts the queued jobs that are due; returns ms until the next one (mu held). */
+static long start_due(struct sqk_http *h)
+{
+	uint64_t now = sqk_http_now_ms();
+
+	while (h->queue && h->queue->not_before <= now) {
+		struct http_job *j = h->queue;
+		unsigned cap = h->conns + (j->demand ? DEMAND_EXTRA : 0);
+
+		if (h->active >= cap)
+			return 1000;
+		h->queue = j->next;
+		j->next = NULL;
+		if (start(h, j))
+			complete(h, j, SQK_ENOMEM);
+	}
+	if (!h->queue)
+		return 1000;
+	return (long)(h->queue->not_before - now) + 1;
+}
+
+/* Fails what waits in the queue (cancel or stop; mu held). */
+static void fail_queue(struct sqk_http *h)
+{
+	while (h->queue) {
+		struct http_job *j = h->queue;
+
+		h->queue = j->next;
+		complete(h, j, SQK_EINTR);
+	}
+}
+
+/* Ends every running transfer as failed (cancel or stop); called without mu. */
+static void abort_active(struct sqk_http *h)
+{
+	for (;;) {
+		struct http_job *j;
+
+		pthread_mutex_lock(&h->mu);
+		j = h->running;
+		pthread_mutex_unlock(&h->mu);
+		if (!j)
+			return;
+		set_why(j, true, "cancelled");
+		finish(h, j, CURLE_ABORTED_BY_CALLBACK);
+	}
+}
+
+static void *thread_main(void *arg)
+{
+	struct sqk_http *h = arg;
+	bool stop;
+
+	pthread_mutex_lock(&h->mu);
+	while (!h->stopping) {
+		long wait;
+		int running;
+		CURLMsg *m;
+
+		if (h->cancelled)
+			fail_queue(h);
+		wait = start_due(h);
+		stop = h->cancelled;
+		pthread_mutex_unlock(&h->mu);
+		if (stop)
+			abort_active(h);
+		curl_multi_perform(h->multi, &running);
+		while ((m = curl_multi_info_read(h->multi, &running))) {
+			struct http_job *j = NULL;
+
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+			finish(h, j, m->data.result);
+		}
+		curl_multi_poll(h->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait), NULL);
+		pthread_mutex_lock(&h->mu);
+	}
+	fail_queue(h);
+	pthread_mutex_unlock(&h->mu);
+	abort_active(h);
+	return NULL;
+}
+
+/* mu held; the thread owns job from here on. */
+int sqk_http_submit(struct sqk_http *h, struct http_job *job)
+{
+	if (h->thread_pid != getpid()) { /* first use, or a forked child: start the thread */
+		if (pthread_create(&h->thread, NULL, thread_main, h))
+			return SQK_ENOMEM;
+		h->thread_pid = getpid();
+	}
+	enqueue(h, job);
+	curl_multi_wakeup(h->multi);
+	return 0;
+}
+
+/* Runs a flat job to its end. Called without mu; the caller still owns job. */
+int sqk_http_fetch_flat(struct sqk_http *h, struct http_job *job)
+{
+	int rc;
+
+	job->flat = malloc(job->len ? job->len : 1);
+	if (!job->flat)
+		return SQK_ENOMEM;
+	job->demand = true;
+	pthread_mutex_lock(&h->mu);
+	rc = h->cancelled ? SQK_EINTR : sqk_http_submit(h, job);
+	while (!rc && !job->done)
+		pthread_cond_wait(&h->cv, &h->mu);
+	if (!rc)
+		rc = job->rc;
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
+/* Stops and joins the thread (of this process); queued work fails. */
+void sqk_http_thread_stop(struct sqk_http *h)
+{
+	if (h->thread_pid != getpid())
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->stopping = true;
+	pthread_mutex_unlock(&h->mu);
+	curl_multi_wakeup(h->multi);
+	pthread_join(h->thread, NULL);
+	h->thread_pid = 0;
+}

@@ -1,0 +1,125 @@
+/* Internals of the remote-image backend shared by io_http.c (chunks, reads, open) and
+ * http_fetch.c (the transfer thread: libcurl multi, range checks, retries). */
+#ifndef SQK_HTTP_INTERNAL_H
+#define SQK_HTTP_INTERNAL_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "http_cache.h"
+#include "integrity.h"
+#include "io_http.h"
+
+/* A chunk's life: LOADING (a reader looks it up on disk, or a transfer is fetching it) ->
+ * FETCHED (bytes in, not yet checked) -> VERIFYING (one reader hashes it) -> READY; or FAILED
+ * (err set; detached from the table so a later read tries again). */
+enum { CH_LOADING, CH_FETCHED, CH_VERIFYING, CH_READY, CH_FAILED };
+
+struct http_chunk {
+	uint64_t k;
+	int state;
+	int err;
+	unsigned pins;
+	bool detached;           /* out of the table (failed): freed at the last unpin */
+	bool in_lru;
+	uint8_t *data;
+	size_t len;
+	struct http_chunk *hnext;
+	struct http_chunk *prev, *next; /* LRU of unpinned chunks with data */
+};
+
+/* One range request: [off, off + len), either into chunks (pinned by the job) or into flat. */
+struct http_job {
+	uint64_t off;
+	size_t len;
+	struct http_chunk **ch;
+	unsigned nch;
+	uint8_t *flat;
+	size_t got;
+	unsigned attempt;
+	uint64_t not_before;     /* ms, CLOCK_MONOTONIC */
+	bool probe;              /* the first request: learns size and validators */
+	bool demand;             /* a reader waits for it: started before readahead */
+	bool done;               /* flat jobs: finished (rc set) */
+	int rc;
+	bool permanent;          /* the failure is not worth a retry */
+	char why[160];
+	long status;
+	uint64_t cr_first, cr_last, cr_total; /* Content-Range of the response */
+	bool have_cr;
+	char etag[128], lastmod[64];
+	CURL *easy;
+	struct curl_slist *hdrs; /* borrowed from the backend */
+	char range[64];
+	char errbuf[CURL_ERROR_SIZE];
+	struct sqk_http *h;
+	struct http_job *next;   /* in the queue */
+	struct http_job *anext;  /* in the running list */
+};
+
+struct sqk_http {
+	struct sqk_io base;
+	char *url;               /* as given (may hold a presigned query: never printed) */
+	char *name;              /* scheme://host/path without credentials or query */
+	struct sqk_http_opts o;
+	struct curl_slist *hdrs;
+	unsigned retries, timeout_s, conns;
+
+	uint64_t size;           /* of the remote file */
+	char etag[128], lastmod[64];
+
+	/* Chunk grid over [0, covered): chunk k is [k*csize, min((k+1)*csize, covered)). */
+	uint64_t covered;
+	uint32_t csize;
+	bool has_integ;
+	struct sqk_integ integ;
+	uint8_t *tail;           /* [covered, size): digests and trailer */
+	struct sqk_dcache *dc;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct http_chunk **tab;
+	size_t tab_size;
+	struct http_chunk *lru_head, *lru_tail; /* head = most recent */
+	size_t mem_used, mem_limit;
+	bool cancelled;
+
+	/* Sequential streams, for fetching ahead. */
+	struct http_stream {
+		uint64_t next, ra_end; /* bytes */
+		uint32_t window;       /* chunks */
+		uint64_t stamp;
+	} streams[4];
+	uint64_t stamp;
+
+	/* The transfer thread (started on first use, again after a fork). */
+	CURLM *multi;
+	pthread_t thread;
+	pid_t thread_pid;
+	bool stopping;
+	struct http_job *queue;  /* waiting to start (by not_before) */
+	struct http_job *running;
+	unsigned active;
+
+	atomic_uint_fast64_t n_requests, n_bytes, n_retries, n_disk_hits, n_disk_misses, n_corrupt;
+};
+
+void sqk_http_logf(struct sqk_http *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t sqk_http_now_ms(void);
+
+/* http_fetch.c. Called with h->mu held: queues job (the thread takes ownership). */
+int sqk_http_submit(struct sqk_http *h, struct http_job *job);
+/* Runs a flat job to its end (with retries) and frees it: 0 or SQK_E*. Called without mu. */
+int sqk_http_fetch_flat(struct sqk_http *h, struct http_job *job);
+void sqk_http_thread_stop(struct sqk_http *h);
+struct http_job *sqk_http_job_new(struct sqk_http *h, uint64_t off, size_t len);
+void sqk_http_job_free(struct http_job *j);
+
+/* io_http.c: a chunk transfer ended (mu held): chunks become FETCHED or FAILED. */
+void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc);
+
+#endif

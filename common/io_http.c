@@ -1,0 +1,911 @@
+/* Remote images behind the sqk_io vtable (see io_http.h). Open: one request learns the size and
+ * validators with the first 64 KiB, one more the tail (the integrity digests and trailer, loaded
+ * and authenticated as for local files). Reads: the bytes below `covered` are cut into chunks
+ * (the integrity chunks, else 64 KiB); each is taken from memory, else the disk cache, else
+ * fetched, coalesced with its neighbours, and checked against its SHA-256 before any caller sees
+ * it. Reads that continue (or skip a little ahead in) a stream fetch larger ranges ahead, cut into
+ * parts that run on parallel connections. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+
+#include "error.h"
+#include "http_internal.h"
+
+#define PROBE_LEN 65536u
+#define TAIL_LEN 65536u
+#define NOINTEG_CHUNK 65536u
+#define DEFAULT_CONNS 4u
+#define DEFAULT_MEM ((size_t)64 << 20)
+#define RA_MIN ((uint64_t)512 << 10)
+#define RA_MAX ((uint64_t)16 << 20)
+#define RA_SLACK ((uint64_t)1 << 20) /* a read this far past a stream still continues it */
+#define PART_MIN ((uint64_t)1 << 20)  /* readahead parts: at least this, one per connection */
+#define RUN_MAX ((uint64_t)8 << 20)   /* the largest single request */
+#define TAB_SIZE 4096u
+
+static const struct sqk_io_ops http_ops;
+
+void sqk_http_logf(struct sqk_http *h, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!h->o.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	h->o.log(h->o.log_ctx, msg);
+}
+
+/* Borrows s. */
+bool sqk_is_url(const char *s)
+{
+	return s && (!strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8));
+}
+
+/* Borrows io. */
+bool sqk_io_is_http(const struct sqk_io *io)
+{
+	return io && io->ops == &http_ops;
+}
+
+/* Borrows line. */
+int sqk_http_header_check(const char *line)
+{
+	const char *colon = line ? strchr(line, ':') : NULL;
+	const char *p;
+
+	if (!colon || colon == line || strpbrk(line, "\r\n"))
+		return SQK_EINVAL;
+	for (p = line; p < colon; p++) {
+		if (*p <= ' ' || *p >= 127)
+			return SQK_EINVAL;
+	}
+	return 0;
+}
+
+/* scheme://host[:port]/path: no user info, no query, no fragment (presigned URLs keep their
+ * secrets in the query). Caller frees. */
+char *sqk_url_display(const char *url)
+{
+	const char *hs = strstr(url, "://"), *at, *end;
+	size_t sl, len;
+	char *out;
+
+	hs = hs ? hs + 3 : url;
+	end = hs + strcspn(hs, "?#");
+	at = memchr(hs, '@', (size_t)(end - hs));
+	if (at && at < hs + strcspn(hs, "/"))
+		hs = at + 1;
+	sl = (size_t)(strstr(url, "://") ? strstr(url, "://") + 3 - url : 0);
+	len = sl + (size_t)(end - hs);
+	out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, url, sl);
+	memcpy(out + sl, hs, (size_t)(end - hs));
+	out[len] = '\0';
+	return out;
+}
+
+/* ---- the chunk table (mu held) ---- */
+
+static size_t chunk_len(const struct sqk_http *h, uint64_t k)
+{
+	uint64_t s = k * h->csize, e = s + h->csize;
+
+	return (size_t)((e < h->covered ? e : h->covered) - s);
+}
+
+static struct http_chunk *find(struct sqk_http *h, uint64_t k)
+{
+	struct http_chunk *c = h->tab[k % h->tab_size];
+
+	while (c && c->k != k)
+		c = c->hnext;
+	return c;
+}
+
+static void unlink_tab(struct sqk_http *h, struct http_chunk *c)
+{
+	struct http_chunk **p = &h->tab[c->k % h->tab_size];
+
+	while (*p && *p != c)
+		p = &(*p)->hnext;
+	if (*p)
+		*p = c->hnext;
+	c->detached = true;
+}
+
+static void lru_remove(struct sqk_http *h, struct http_chunk *c)
+{
+	if (!c->in_lru)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->lru_head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		h->lru_tail = c->prev;
+	c->prev = c->next = NULL;
+	c->in_lru = false;
+}
+
+static void chunk_free(struct sqk_http *h, struct http_chunk *c)
+{
+	h->mem_used -= c->len;
+	free(c->data);
+	free(c);
+}
+
+/* A new LOADING chunk, in the table, pinned once. */
+static struct http_chunk *chunk_new(struct sqk_http *h, uint64_t k)
+{
+	struct http_chunk *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->k = k;
+	c->len = chunk_len(h, k);
+	c->data = malloc(c->len);
+	if (!c->data) {
+		free(c);
+		return NULL;
+	}
+	c->state = CH_LOADING;
+	c->pins = 1;
+	c->hnext = h->tab[k % h->tab_size];
+	h->tab[k % h->tab_size] = c;
+	h->mem_used += c->len;
+	return c;
+}
+
+static void evict(struct sqk_http *h)
+{
+	while (h->mem_used > h->mem_limit && h->lru_tail) {
+		struct http_chunk *c = h->lru_tail;
+
+		lru_remove(h, c);
+		unlink_tab(h, c);
+		chunk_free(h, c);
+	}
+}
+
+static void unpin(struct sqk_http *h, struct http_chunk *c)
+{
+	if (--c->pins)
+		return;
+	if (c->detached || c->state == CH_FAILED) {
+		if (!c->detached)
+			unlink_tab(h, c);
+		chunk_free(h, c);
+		return;
+	}
+	c->next = h->lru_head;
+	c->prev = NULL;
+	if (h->lru_head)
+		h->lru_head->prev = c;
+	h->lru_head = c;
+	if (!h->lru_tail)
+		h->lru_tail = c;
+	c->in_lru = true;
+	evict(h);
+}
+
+static void fail_chunk(struct sqk_http *h, struct http_chunk *c, int err)
+{
+	c->state = CH_FAILED;
+	c->err = err;
+	if (!c->detached)
+		unlink_tab(h, c);
+}
+
+/* mu held: the transfer of j ended; its chunks hold their bytes or failed. Frees j. */
+void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc)
+{
+	unsigned i;
+
+	for (i = 0; i < j->nch; i++) {
+		struct http_chunk *c = j->ch[i];
+
+		if (rc)
+			fail_chunk(h, c, rc == SQK_EINTR ? SQK_EINTR : SQK_EIO);
+		else
+			c->state = CH_FETCHED;
+		unpin(h, c);
+	}
+	pthread_cond_broadcast(&h->cv);
+	sqk_http_job_free(j);
+}
+
+/* ---- fetching chunks ---- */
+
+/* Queues a request for the chunks c[0..n) (consecutive, LOADING, pinned once more for the job),
+ * cut into parts of about `part` bytes. mu held. Chunks that cannot be queued fail. */
+static void submit_run(struct sqk_http *h, struct http_chunk **c, unsigned n, uint64_t part,
+		       bool demand)
+{
+	while (n) {
+		unsigned take = 0;
+		uint64_t bytes = 0;
+		struct http_job *j;
+
+		while (take < n && (take == 0 || bytes + c[take]->len <= part))
+			bytes += c[take++]->len;
+		j = sqk_http_job_new(h, c[0]->k * h->csize, (size_t)bytes);
+		if (j)
+			j->ch = malloc(take * sizeof(*j->ch));
+		if (j && j->ch) {
+			memcpy(j->ch, c, take * sizeof(*c));
+			j->nch = take;
+			j->demand = demand;
+			if (sqk_http_submit(h, j) == 0)
+				goto next;
+		}
+		sqk_http_job_free(j);
+		for (unsigned i = 0; i < take; i++) {
+			fail_chunk(h, c[i], SQK_ENOMEM);
+			unpin(h, c[i]);
+		}
+next:
+		c += take;
+		n -= take;
+	}
+	pthread_cond_broadcast(&h->cv);
+}
+
+/* Submits the LOADING chunks of list[0..n) (ascending) as coalesced runs. mu held. */
+static void submit_missing(struct sqk_http *h, struct http_chunk **list, unsigned n, uint64_t part,
+			   bool demand)
+{
+	unsigned i = 0;
+
+	while (i < n) {
+		unsigned e = i + 1;
+
+		while (e < n && list[e]->k == list[e - 1]->k + 1)
+			e++;
+		submit_run(h, list + i, e - i, part, demand);
+		i = e;
+	}
+}
+
+/* Takes chunk c (LOADING, owned by the caller) from the disk cache: true when found and valid. */
+static bool from_disk(struct sqk_http *h, struct http_chunk *c)
+{
+	if (!h->dc)
+		return false;
+	if (sqk_dcache_get(h->dc, c->k, c->data, c->len) == 0 &&
+	    (!h->has_integ || sqk_integ_check_chunk(&h->integ, c->k, c->data, c->len) == 0)) {
+		atomic_fetch_add(&h->n_disk_hits, 1);
+		return true;
+	}
+	atomic_fetch_add(&h->n_disk_misses, 1);
+	return false;
+}
+
+/* Resolves the chunks the caller created (own[0..n), LOADING): disk cache, then requests.
+ * Called without mu. */
+static void load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n, uint64_t part,
+		       bool demand)
+{
+	unsigned i, miss = 0;
+	bool hit[n ? n : 1];
+
+	for (i = 0; i < n; i++)
+		hit[i] = from_disk(h, own[i]);
+	pthread_mutex_lock(&h->mu);
+	for (i = 0; i < n; i++) {
+		if (hit[i]) {
+			own[i]->state = CH_READY;
+			unpin(h, own[i]);
+		} else {
+			own[miss++] = own[i]; /* the caller's pin passes to the job */
+		}
+	}
+	if (h->cancelled) {
+		for (i = 0; i < miss; i++) {
+			fail_chunk(h, own[i], SQK_EINTR);
+			unpin(h, own[i]);
+		}
+		miss = 0;
+	}
+	submit_missing(h, own, miss, part, demand);
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Checks a fetched chunk and keeps it on disk. */
+static int check_fetched(struct sqk_http *h, struct http_chunk *c)
+{
+	if (h->has_integ && !h->o.raw &&
+	    sqk_integ_check_chunk(&h->integ, c->k, c->data, c->len) != 0) {
+		uint64_t s = c->k * h->csize;
+
+		atomic_fetch_add(&h->n_corrupt, 1);
+		sqk_http_logf(h, "%s: bytes %llu-%llu (chunk %llu) do not match their SHA-256 digest",
+			      h->name, (unsigned long long)s, (unsigned long long)(s + c->len - 1),
+			      (unsigned long long)c->k);
+		return SQK_ECORRUPT;
+	}
+	if (h->dc)
+		sqk_dcache_put(h->dc, c->k, c->data, c->len);
+	return 0;
+}
+
+/* Waits until c is READY (verifying it when it arrived unchecked). mu held. */
+static int wait_chunk(struct sqk_http *h, struct http_chunk *c)
+{
+	for (;;) {
+		int rc;
+
+		if (c->state == CH_READY)
+			return 0;
+		if (c->state == CH_FAILED)
+			return c->err;
+		if (c->state == CH_FETCHED) {
+			c->state = CH_VERIFYING;
+			pthread_mutex_unlock(&h->mu);
+			rc = check_fetched(h, c);
+			pthread_mutex_lock(&h->mu);
+			if (rc)
+				fail_chunk(h, c, rc);
+			else
+				c->state = CH_READY;
+			pthread_cond_broadcast(&h->cv);
+			continue;
+		}
+		if (h->cancelled)
+			return SQK_EINTR;
+		pthread_cond_wait(&h->cv, &h->mu);
+	}
+}
+
+/* ---- readahead ---- */
+
+/* Whether [off, end) continues a stream; returns the byte range to fetch ahead (mu held). */
+static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end, uint64_t *ra0,
+		       uint64_t *ra1)
+{
+	struct http_stream *s = NULL, *old = &h->streams[0];
+	unsigned i;
+
+	*ra0 = *ra1 = 0;
+	for (i = 0; i < sizeof(h->streams) / sizeof(h->streams[0]); i++) {
+		struct http_stream *t = &h->streams[i];
+		uint64_t reach = (t->ra_end > t->next ? t->ra_end : t->next) + RA_SLACK;
+
+		if (t->stamp && off + h->csize >= t->next && off <= reach) {
+			s = t;
+			break;
+		}
+		if (t->stamp < old->stamp)
+			old = t;
+	}
+	if (!s) {
+		*old = (struct http_stream){ .next = end, .ra_end = end, .window = 0,
+					     .stamp = ++h->stamp };
+		return;
+	}
+	s->stamp = ++h->stamp;
+	if (end > s->next)
+		s->next = end;
+	s->window = s->window ? (s->window * 2 > RA_MAX ? (uint32_t)RA_MAX : s->window * 2)
+			      : (uint32_t)RA_MIN;
+	if (s->ra_end < s->next)
+		s->ra_end = s->next;
+	if (s->ra_end - s->next >= s->window / 2 || s->ra_end >= h->covered)
+		return;
+	*ra0 = s->ra_end;
+	*ra1 = s->next + s->window < h->covered ? s->next + s->window : h->covered;
+	s->ra_end = *ra1;
+}
+
+/* Fetches the chunks of [ra0, ra1) not yet present, in parallel parts. Without mu. */
+static void fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1)
+{
+	uint64_t k0 = ra0 / h->csize, k1 = (ra1 + h->csize - 1) / h->csize, k;
+	uint64_t part = (ra1 - ra0) / h->conns;
+	struct http_chunk **own;
+	unsigned n = 0;
+
+	if (ra1 <= ra0)
+		return;
+	own = malloc((size_t)(k1 - k0) * sizeof(*own));
+	if (!own)
+		return;
+	pthread_mutex_lock(&h->mu);
+	for (k = k0; k < k1 && !h->cancelled; k++) {
+		if (find(h, k))
+			continue;
+		own[n] = chunk_new(h, k); /* its one pin is the loader's */
+		if (!own[n])
+			break;
+		n++;
+	}
+	pthread_mutex_unlock(&h->mu);
+	load_owned(h, own, n, part < PART_MIN ? PART_MIN : part, false);
+	free(own);
+}
+
+/* ---- reads ---- */
+
+/* Pins the chunks k0..k1 into pins[], creating the absent ones (listed in own[]). mu held. */
+static int pin_range(struct sqk_http *h, uint64_t k0, unsigned n, struct http_chunk **pins,
+		     struct http_chunk **own, unsigned *nown)
+{
+	unsigned i;
+
+	*nown = 0;
+	for (i = 0; i < n; i++) {
+		struct http_chunk *c = find(h, k0 + i);
+
+		if (c) {
+			c->pins++;
+			lru_remove(h, c);
+		} else {
+			c = chunk_new(h, k0 + i);
+			if (!c) {
+				while (i--)
+					unpin(h, pins[i]);
+				return SQK_ENOMEM;
+			}
+			c->pins++; /* one for the reader, one passed to the loader */
+			own[(*nown)++] = c;
+		}
+		pins[i] = c;
+	}
+	return 0;
+}
+
+static void copy_out(struct sqk_http *h, struct http_chunk **pins, unsigned n, uint64_t off,
+		     uint8_t *buf, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < n && len; i++) {
+		uint64_t cs = pins[i]->k * h->csize;
+		size_t at = off > cs ? (size_t)(off - cs) : 0, take = pins[i]->len - at;
+
+		if (take > len)
+			take = len;
+		memcpy(buf, pins[i]->data + at, take);
+		buf += take;
+		len -= take;
+		off += take;
+	}
+}
+
+/* Reads [off, off + len) below `covered` through the chunks. */
+static int read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len, bool ahead)
+{
+	uint64_t k0 = off / h->csize, k1 = (off + len - 1) / h->csize, ra0 = 0, ra1 = 0;
+	unsigned n = (unsigned)(k1 - k0 + 1), nown = 0, i;
+	struct http_chunk **pins = malloc(2 * (size_t)n * sizeof(*pins)), **own = pins + n;
+	int rc;
+
+	if (!pins)
+		return SQK_ENOMEM;
+	pthread_mutex_lock(&h->mu);
+	rc = h->cancelled ? SQK_EINTR : pin_range(h, k0, n, pins, own, &nown);
+	if (!rc && ahead)
+		plan_ahead(h, off, off + len, &ra0, &ra1);
+	pthread_mutex_unlock(&h->mu);
+	if (rc) {
+		free(pins);
+		return rc;
+	}
+	load_owned(h, own, nown, len / h->conns > PART_MIN ? len / h->conns : RUN_MAX, true);
+	fetch_ahead(h, ra0, ra1);
+	pthread_mutex_lock(&h->mu);
+	for (i = 0; i < n && !rc; i++)
+		rc = wait_chunk(h, pins[i]);
+	pthread_mutex_unlock(&h->mu);
+	if (!rc)
+		copy_out(h, pins, n, off, buf, len);
+	pthread_mutex_lock(&h->mu);
+	for (i = 0; i < n; i++)
+		unpin(h, pins[i]);
+	pthread_mutex_unlock(&h->mu);
+	free(pins);
+	return rc;
+}
+
+static int http_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
+{
+	struct sqk_http *h = (struct sqk_http *)io;
+	uint8_t *p = buf;
+
+	if (off > h->size || len > h->size - off)
+		return SQK_EBOUNDS;
+	if (len == 0)
+		return 0;
+	if (off + len > h->covered) { /* the integrity data: read at open */
+		uint64_t s = off > h->covered ? off : h->covered;
+
+		memcpy(p + (s - off), h->tail + (s - h->covered), (size_t)(off + len - s));
+		len = (size_t)(s - off);
+		if (!len)
+			return 0;
+	}
+	return read_chunks(h, off, p, len, true);
+}
+
+static int http_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
+{
+	return SQK_EINVAL;
+}
+
+static int http_get_size(struct sqk_io *io, uint64_t *size)
+{
+	*size = ((struct sqk_http *)io)->size;
+	return 0;
+}
+
+static int http_sync(struct sqk_io *io)
+{
+	return 0;
+}
+
+static void http_destroy(struct sqk_io *io)
+{
+	struct sqk_http *h = (struct sqk_http *)io;
+	size_t i;
+
+	sqk_http_thread_stop(h);
+	for (i = 0; h->tab && i < h->tab_size; i++) {
+		while (h->tab[i]) {
+			struct http_chunk *c = h->tab[i];
+
+			h->tab[i] = c->hnext;
+			chunk_free(h, c);
+		}
+	}
+	free(h->tab);
+	if (h->multi)
+		curl_multi_cleanup(h->multi);
+	curl_slist_free_all(h->hdrs);
+	sqk_dcache_close(h->dc);
+	sqk_integ_free(&h->integ);
+	free(h->tail);
+	free(h->url);
+	free(h->name);
+	pthread_mutex_destroy(&h->mu);
+	pthread_cond_destroy(&h->cv);
+	free(h);
+}
+
+static const struct sqk_io_ops http_ops = {
+	.read_at = http_read_at,
+	.write_at = http_write_at,
+	.get_size = http_get_size,
+	.sync = http_sync,
+	.destroy = http_destroy,
+};
+
+/* Borrows io. */
+void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len)
+{
+	struct sqk_http *h = (struct sqk_http *)io;
+	uint8_t *tmp;
+
+	if (!sqk_io_is_http(io) || off >= h->covered || len == 0)
+		return;
+	if (len > h->covered - off)
+		len = h->covered - off;
+	if (len > h->mem_limit / 2)
+		len = h->mem_limit / 2;
+	tmp = malloc((size_t)len);
+	if (tmp)
+		read_chunks(h, off, tmp, (size_t)len, false);
+	free(tmp);
+}
+
+/* Borrows io. */
+void sqk_io_http_cancel(struct sqk_io *io)
+{
+	struct sqk_http *h = (struct sqk_http *)io;
+
+	if (!sqk_io_is_http(io))
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->cancelled = true;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	curl_multi_wakeup(h->multi);
+}
+
+/* Borrows io; fills the caller's *out. */
+int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out)
+{
+	struct sqk_http *h = (struct sqk_http *)io;
+
+	if (!sqk_io_is_http(io))
+		return SQK_EINVAL;
+	out->requests = atomic_load(&h->n_requests);
+	out->bytes = atomic_load(&h->n_bytes);
+	out->retries = atomic_load(&h->n_retries);
+	out->disk_hits = atomic_load(&h->n_disk_hits);
+	out->disk_misses = atomic_load(&h->n_disk_misses);
+	out->corrupt = atomic_load(&h->n_corrupt);
+	return 0;
+}
+
+/* Borrows io. */
+bool sqk_io_http_verified(const struct sqk_io *io)
+{
+	const struct sqk_http *h = (const struct sqk_http *)io;
+
+	return sqk_io_is_http(io) && h->has_integ && !h->o.raw;
+}
+
+/* Borrowed from io. */
+const char *sqk_io_http_name(const struct sqk_io *io)
+{
+	return sqk_io_is_http(io) ? ((const struct sqk_http *)io)->name : NULL;
+}
+
+/* ---- open ---- */
+
+/* A read-only view of [at, at + len) of the remote file, for loading the integrity data. */
+struct window_io {
+	struct sqk_io base;
+	const uint8_t *data;
+	uint64_t at;
+	size_t len;
+};
+
+static int win_read(struct sqk_io *io, uint64_t off, void *buf, size_t len)
+{
+	struct window_io *w = (struct window_io *)io;
+
+	if (off < w->at || off - w->at > w->len || len > w->len - (off - w->at))
+		return SQK_EBOUNDS;
+	memcpy(buf, w->data + (off - w->at), len);
+	return 0;
+}
+
+static void win_destroy(struct sqk_io *io)
+{
+}
+
+static const struct sqk_io_ops win_ops = {
+	.read_at = win_read,
+	.write_at = http_write_at,
+	.get_size = http_get_size,
+	.sync = http_sync,
+	.destroy = win_destroy,
+};
+
+/* Fetches [off, off + len) into a buffer the caller frees. */
+static int fetch(struct sqk_http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
+		 struct http_job **jout)
+{
+	struct http_job *j = sqk_http_job_new(h, off, len);
+	int rc;
+
+	if (!j)
+		return SQK_ENOMEM;
+	j->probe = probe;
+	rc = sqk_http_fetch_flat(h, j);
+	if (!rc) {
+		*out = j->flat;
+		j->flat = NULL;
+	}
+	if (!rc && jout)
+		*jout = j;
+	else
+		sqk_http_job_free(j);
+	return rc;
+}
+
+/* The first request: the image's size and validators. */
+static int probe(struct sqk_http *h)
+{
+	struct http_job *j = NULL;
+	uint8_t *buf = NULL;
+	int rc = fetch(h, 0, PROBE_LEN, true, &buf, &j);
+
+	if (rc)
+		return rc;
+	h->size = j->cr_total;
+	memcpy(h->etag, j->etag, sizeof(h->etag));
+	memcpy(h->lastmod, j->lastmod, sizeof(h->lastmod));
+	sqk_http_job_free(j);
+	free(buf); /* the chunk grid is not known yet: chunk 0 is fetched again with metadata */
+	return 0;
+}
+
+/* Loads the integrity data from the tail of the file (absent: the grid is 64 KiB chunks). */
+static int load_tail(struct sqk_http *h)
+{
+	uint64_t at = h->size > TAIL_LEN ? h->size - TAIL_LEN : 0;
+	struct window_io w = { .base.ops = &win_ops };
+	uint8_t *buf = NULL;
+	int rc = fetch(h, at, (size_t)(h->size - at), false, &buf, NULL);
+
+	w.data = buf;
+	w.at = at;
+	w.len = (size_t)(h->size - at);
+	if (!rc)
+		rc = sqk_integ_load(&w.base, h->size, &h->integ);
+	if (rc == SQK_EBOUNDS && h->integ.t.hashes_at < at) { /* more digests than fetched */
+		uint8_t *more = NULL;
+		uint64_t from = h->integ.t.hashes_at;
+
+		sqk_integ_free(&h->integ);
+		rc = fetch(h, from, (size_t)(h->size - from), false, &more, NULL);
+		free(buf);
+		buf = more;
+		w.data = buf;
+		w.at = from;
+		w.len = (size_t)(h->size - w.at);
+		if (!rc)
+			rc = sqk_integ_load(&w.base, h->size, &h->integ);
+	}
+	if (rc == 0) {
+		h->has_integ = true;
+		h->covered = h->integ.t.covered;
+		h->csize = h->integ.t.chunk_size;
+		h->tail = malloc((size_t)(h->size - h->covered));
+		if (h->tail && h->covered >= w.at)
+			memcpy(h->tail, buf + (h->covered - w.at), (size_t)(h->size - h->covered));
+		else
+			rc = h->tail ? SQK_ECORRUPT : SQK_ENOMEM;
+	} else if (rc == SQK_ENOENT) {
+		rc = 0;
+		h->covered = h->size;
+		h->csize = NOINTEG_CHUNK;
+	} else if (rc == SQK_ECORRUPT || rc == SQK_EBOUNDS) {
+		sqk_http_logf(h, "%s: the integrity data at the end of the image is not valid",
+			      h->name);
+		rc = SQK_ECORRUPT;
+	}
+	free(buf);
+	return rc;
+}
+
+static int check_root(struct sqk_http *h)
+{
+	char want[2 * SQK_INTEG_DIGEST_SIZE + 1], got[2 * SQK_INTEG_DIGEST_SIZE + 1];
+
+	if (!h->o.root_hash)
+		return 0;
+	if (!h->has_integ) {
+		sqk_http_logf(h, "%s: the image has no integrity data: its root digest cannot be "
+			      "checked", h->name);
+		return SQK_ECORRUPT;
+	}
+	if (!CRYPTO_memcmp(h->o.root_hash, h->integ.t.root, SQK_INTEG_DIGEST_SIZE))
+		return 0;
+	sqk_integ_hex(h->o.root_hash, want);
+	sqk_integ_hex(h->integ.t.root, got);
+	sqk_http_logf(h, "%s: root digest %s does not match the pinned %s", h->name, got, want);
+	return SQK_ECORRUPT;
+}
+
+/* The disk cache of this version of the image: off when asked, when the default folder is
+ * unknown, or when nothing tells versions apart (no validators, no root digest). */
+static int open_cache(struct sqk_http *h)
+{
+	char dir[4096], hex[2 * SQK_INTEG_DIGEST_SIZE + 1] = "", key[33], *id;
+	uint8_t d[SQK_INTEG_DIGEST_SIZE];
+	int rc, n;
+
+	if (h->o.raw || (h->o.cache_size_set && h->o.cache_size == 0))
+		return 0;
+	if (!h->etag[0] && !h->lastmod[0] && !h->has_integ) {
+		sqk_http_logf(h, "%s: no ETag, Last-Modified or integrity data: not cached on disk",
+			      h->name);
+		return 0;
+	}
+	if (h->o.cache_dir)
+		snprintf(dir, sizeof(dir), "%s", h->o.cache_dir);
+	else if (sqk_dcache_default_dir(dir, sizeof(dir)))
+		return 0;
+	if (h->has_integ)
+		sqk_integ_hex(h->integ.t.root, hex);
+	n = asprintf(&id, "%s\n%s\n%s\n%llu\n%s", h->name, h->etag, h->lastmod,
+		     (unsigned long long)h->size, hex);
+	if (n < 0)
+		return SQK_ENOMEM;
+	sqk_sha256(id, (size_t)n, d);
+	free(id);
+	sqk_integ_hex(d, hex);
+	memcpy(key, hex, 32);
+	key[32] = '\0';
+	rc = sqk_dcache_open(dir, key, h->o.cache_size_set ? h->o.cache_size
+							   : SQK_HTTP_CACHE_SIZE_DEFAULT, &h->dc);
+	if (rc)
+		sqk_http_logf(h, "cannot use the cache folder %s: %s; not cached on disk", dir,
+			      sqk_strerror(rc));
+	return 0;
+}
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts *o)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	size_t i;
+
+	pthread_once(&once, curl_init_once);
+	if (o)
+		h->o = *o;
+	h->o.headers = NULL;
+	h->o.nheaders = 0;
+	h->o.root_hash = NULL; /* checked in create, while opts is borrowed */
+	h->retries = h->o.retries_set ? h->o.retries : SQK_HTTP_RETRIES_DEFAULT;
+	h->timeout_s = h->o.timeout_s ? h->o.timeout_s : SQK_HTTP_TIMEOUT_DEFAULT;
+	h->conns = h->o.connections ? h->o.connections : DEFAULT_CONNS;
+	h->mem_limit = h->o.mem_bytes ? h->o.mem_bytes : DEFAULT_MEM;
+	h->url = strdup(url);
+	h->name = sqk_url_display(url);
+	h->tab_size = TAB_SIZE;
+	h->tab = calloc(h->tab_size, sizeof(*h->tab));
+	h->multi = curl_multi_init();
+	if (!h->url || !h->name || !h->tab || !h->multi)
+		return SQK_ENOMEM;
+	curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+	curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)(h->conns + 2));
+	for (i = 0; o && i < o->nheaders; i++) {
+		struct curl_slist *l;
+
+		if (sqk_http_header_check(o->headers[i]))
+			return SQK_EINVAL;
+		l = curl_slist_append(h->hdrs, o->headers[i]);
+		if (!l)
+			return SQK_ENOMEM;
+		h->hdrs = l;
+	}
+	return 0;
+}
+
+/* Borrows url and opts; caller owns *out. */
+int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out)
+{
+	struct sqk_http *h;
+	int rc;
+
+	*out = NULL;
+	if (!sqk_is_url(url))
+		return SQK_EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return SQK_ENOMEM;
+	h->base.ops = &http_ops;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	rc = setup(h, url, opts);
+	h->csize = PROBE_LEN;
+	if (!rc)
+		rc = probe(h);
+	if (!rc && h->size == 0)
+		rc = SQK_ECORRUPT;
+	if (!rc)
+		rc = load_tail(h);
+	if (!rc) {
+		h->o.root_hash = opts ? opts->root_hash : NULL;
+		rc = check_root(h);
+		h->o.root_hash = NULL;
+	}
+	if (!rc)
+		rc = open_cache(h);
+	if (rc) {
+		http_destroy(&h->base);
+		return rc;
+	}
+	*out = &h->base;
+	return 0;
+}

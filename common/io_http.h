@@ -1,0 +1,85 @@
+/* Remote images: an sqk_io backend that reads an image served over HTTP(S) with range requests
+ * (libcurl), fetching only what is read. Requests are aligned to the image's integrity chunks
+ * (64 KiB chunks for images without integrity data); adjacent misses are coalesced into one
+ * request; sequential reads are fetched ahead in larger ranges on parallel connections. Every
+ * chunk of an image with integrity data is checked against its SHA-256 before use; fetched chunks
+ * are kept in a bounded on-disk cache keyed by the URL, the server's validators and the root
+ * digest. Transient faults (timeouts, resets, 5xx, short bodies) are retried with exponential
+ * backoff and jitter; a server that ignores Range or answers another size is an error. */
+#ifndef SQK_IO_HTTP_H
+#define SQK_IO_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io.h"
+
+#define SQK_HTTP_RETRIES_DEFAULT 4
+#define SQK_HTTP_TIMEOUT_DEFAULT 30u                    /* seconds */
+#define SQK_HTTP_CACHE_SIZE_DEFAULT ((uint64_t)1 << 30) /* bytes of on-disk cache */
+
+struct sqk_http_opts {
+	/* On-disk cache folder; NULL = $XDG_CACHE_HOME/squashkit (or ~/.cache/squashkit). */
+	const char *cache_dir;
+	bool cache_size_set;     /* cache_size given (0 then turns the disk cache off) */
+	uint64_t cache_size;     /* bytes; default SQK_HTTP_CACHE_SIZE_DEFAULT */
+	bool retries_set;
+	unsigned retries;        /* retries after the first try; default SQK_HTTP_RETRIES_DEFAULT */
+	unsigned timeout_s;      /* a request without progress for this long fails; 0 = default */
+	const char *const *headers; /* "Name: value" lines sent with every request (borrowed) */
+	size_t nheaders;
+	const uint8_t *root_hash;   /* 32 bytes: the image's root digest must equal it; NULL = any */
+	/* Fetch raw bytes: no chunk verification and no disk cache (for `sqk verify`, which checks
+	 * every chunk itself and reports what is wrong). */
+	bool raw;
+	unsigned connections;    /* parallel transfers; 0 = 4 */
+	size_t mem_bytes;        /* in-memory chunk cache; 0 = 64 MiB */
+	/* One-line messages (from any thread): errors, retries given up. Never holds secrets. */
+	void (*log)(void *log_ctx, const char *msg);
+	void *log_ctx;
+};
+
+struct sqk_http_stats {
+	uint64_t requests;       /* HTTP requests sent (retries included) */
+	uint64_t bytes;          /* body bytes received */
+	uint64_t retries;        /* requests retried after a transient fault */
+	uint64_t disk_hits;      /* chunks served from the on-disk cache */
+	uint64_t disk_misses;    /* chunks looked up there and not found (then fetched) */
+	uint64_t corrupt;        /* chunks that failed their SHA-256 check */
+};
+
+/* True when s starts with http:// or https:// (case-insensitive). Borrows s. */
+bool sqk_is_url(const char *s);
+
+/* Opens the image at url (borrowed; opts borrowed, NULL = defaults): probes its size and
+ * validators, loads and authenticates its integrity data, pins the root digest when asked.
+ * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. */
+int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out);
+
+/* True when io is a remote image. */
+bool sqk_io_is_http(const struct sqk_io *io);
+
+/* Fetches [off, off + len) ahead of use, coalesced, in parallel parts, and waits for it (the
+ * metadata tables at open). Best effort: errors surface when the bytes are read. */
+void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
+
+/* Fails every pending and later fetch at once (SQK_EINTR): for shutdown while requests hang. */
+void sqk_io_http_cancel(struct sqk_io *io);
+
+/* Copies the counters into *out. SQK_EINVAL when io is not a remote image. */
+int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out);
+
+/* True when every byte read from io was checked against the image's integrity data. */
+bool sqk_io_http_verified(const struct sqk_io *io);
+
+/* url without its query string or credentials, for messages. Caller frees; NULL on ENOMEM. */
+char *sqk_url_display(const char *url);
+
+/* The URL without its query string or credentials, for messages (borrowed from io). */
+const char *sqk_io_http_name(const struct sqk_io *io);
+
+/* Checks one "Name: value" header line (no CR/LF, a name before ':'). 0 or SQK_EINVAL. */
+int sqk_http_header_check(const char *line);
+
+#endif
