@@ -610,6 +610,19 @@ void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len)
 }
 
 /* Borrows io. */
+void sqk_io_http_quiesce(struct sqk_io *io)
+{
+	struct sqk_http *h = (struct sqk_http *)io;
+
+	if (!sqk_io_is_http(io))
+		return;
+	sqk_http_thread_stop(h);
+	pthread_mutex_lock(&h->mu);
+	h->stopping = false;
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Borrows io. */
 void sqk_io_http_cancel(struct sqk_io *io)
 {
 	struct sqk_http *h = (struct sqk_http *)io;

@@ -64,6 +64,9 @@ bool sqk_io_is_http(const struct sqk_io *io);
  * metadata tables at open). Best effort: errors surface when the bytes are read. */
 void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
 
+/* Stops the transfer thread (it starts again on the next fetch): before fork(). */
+void sqk_io_http_quiesce(struct sqk_io *io);
+
 /* Fails every pending and later fetch at once (SQK_EINTR): for shutdown while requests hang. */
 void sqk_io_http_cancel(struct sqk_io *io);
 

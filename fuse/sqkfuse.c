@@ -507,6 +507,14 @@ struct opts {
 	char *stats;
 	int verify;
 	int nonopts;
+	/* remote images */
+	char *cache_dir, *cache_size, *root_hash, *header_file, *header;
+	int retries;
+	unsigned timeout;
+	char *shown;      /* the URL without query or credentials, for messages */
+	char *hdr_buf;    /* header_file contents */
+	const char *hdrs[64];
+	uint8_t root[SQK_INTEG_DIGEST_SIZE];
 };
 
 #define OPT(t, p) { t, offsetof(struct opts, p), 1 }
@@ -519,6 +527,13 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("fill=%d", fill),
 	OPT("stats=%s", stats),
 	OPT("verify", verify),
+	OPT("cache_dir=%s", cache_dir),
+	OPT("cache_size=%s", cache_size),
+	OPT("root_hash=%s", root_hash),
+	OPT("retries=%d", retries),
+	OPT("timeout=%u", timeout),
+	OPT("header_file=%s", header_file),
+	OPT("header=%s", header),
 	FUSE_OPT_END,
 };
 
@@ -553,6 +568,16 @@ static void usage(const char *prog)
 	       "  -o verify           check every byte read against the image's integrity data\n"
 	       "                      (a mismatch gives EIO and a log line; an image without\n"
 	       "                      integrity data is served unchecked, as the log says)\n"
+	       "  -o root_hash=HEX    refuse an image whose integrity root digest is not HEX\n"
+	       "Remote images (IMAGE is an http:// or https:// URL, fetched lazily with range\n"
+	       "requests, every chunk checked against its SHA-256 when the image has integrity data):\n"
+	       "  -o cache_dir=DIR    on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"
+	       "  -o cache_size=SIZE  bound of the on-disk cache (default 1G; 0 = none)\n"
+	       "  -o retries=N        retries of a failed request (default 4)\n"
+	       "  -o timeout=SEC      a request without progress for SEC seconds fails (30)\n"
+	       "  -o header_file=F    send the 'Name: value' headers of F (one per line) with\n"
+	       "                      every request; -o header=H for one without commas. Secrets\n"
+	       "                      belong in a file: command lines are visible to all users\n"
 	       "  -o allow_other, default_permissions, ... : standard FUSE mount options\n"
 	       "\n"
 	       "Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`; SIGINT and SIGTERM\n"
@@ -581,6 +606,21 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
+/* Ends the stats object: the transfer and disk-cache counters of a remote image. */
+static void write_http_stats(struct fs *fs, FILE *f)
+{
+	struct sqk_http_stats h;
+
+	if (!sqk_image_http_stats(fs->img, &h))
+		fprintf(f, ", \"http_requests\": %llu, \"http_bytes\": %llu, \"http_retries\": %llu, "
+			   "\"disk_cache_hits\": %llu, \"disk_cache_misses\": %llu, "
+			   "\"corrupt_chunks\": %llu",
+			(unsigned long long)h.requests, (unsigned long long)h.bytes,
+			(unsigned long long)h.retries, (unsigned long long)h.disk_hits,
+			(unsigned long long)h.disk_misses, (unsigned long long)h.corrupt);
+	fputs("}\n", f);
+}
+
 static int write_stats(struct fs *fs, const char *path)
 {
 	struct sqk_stats s;
@@ -592,18 +632,98 @@ static int write_stats(struct fs *fs, const char *path)
 		   "\"metadata_blocks_decompressed\": %llu, \"cache_hits\": %llu, "
 		   "\"cache_misses\": %llu, \"bytes_read_from_image\": %llu, "
 		   "\"readahead_batches\": %llu, \"read_requests\": %llu, "
-		   "\"page_cache_fills\": %llu}\n",
+		   "\"page_cache_fills\": %llu",
 		(unsigned long long)s.data_blocks_decompressed,
 		(unsigned long long)s.fragment_blocks_decompressed,
 		(unsigned long long)s.metadata_blocks_decompressed,
 		(unsigned long long)s.cache_hits, (unsigned long long)s.cache_misses,
 		(unsigned long long)s.bytes_read, (unsigned long long)s.readahead_batches,
 		(unsigned long long)atomic_load(&fs->reads), (unsigned long long)fs->fills);
+	write_http_stats(fs, f);
 	return fclose(f) ? -1 : 0;
 }
 
+/* Reads the header file: one "Name: value" per line (empty lines and '#' comments skipped). */
+static int read_headers(struct opts *o, struct sqk_http_opts *ho, const char *prog)
+{
+	FILE *f = fopen(o->header_file, "re");
+	size_t cap = 0, n = ho->nheaders;
+	char *line, *save = NULL;
+
+	if (!f || getdelim(&o->hdr_buf, &cap, '\0', f) < 0) {
+		fprintf(stderr, "%s: cannot read header_file '%s': %s\n", prog, o->header_file,
+			f ? "empty or unreadable" : strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	for (line = strtok_r(o->hdr_buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+		if (line[0] == '#' || line[strspn(line, " \t")] == '\0')
+			continue;
+		if (n == sizeof(o->hdrs) / sizeof(o->hdrs[0]) || sqk_http_header_check(line)) {
+			fprintf(stderr, "%s: header_file '%s': bad or too many headers (need "
+				"'Name: value' lines)\n", prog, o->header_file);
+			return -1;
+		}
+		o->hdrs[n++] = line;
+	}
+	ho->nheaders = n;
+	return 0;
+}
+
+/* The remote-image options into *ho; prints what is wrong. */
+static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *prog)
+{
+	size_t size;
+
+	ho->cache_dir = o->cache_dir;
+	if (o->cache_size && parse_size(o->cache_size, &size)) {
+		fprintf(stderr, "%s: invalid cache_size '%s'\n", prog, o->cache_size);
+		return -1;
+	}
+	ho->cache_size_set = o->cache_size != NULL;
+	ho->cache_size = o->cache_size ? size : 0;
+	if (o->retries < -1 || o->retries > 100) {
+		fprintf(stderr, "%s: invalid retries=%d (0 to 100)\n", prog, o->retries);
+		return -1;
+	}
+	ho->retries_set = o->retries >= 0;
+	ho->retries = o->retries >= 0 ? (unsigned)o->retries : 0;
+	ho->timeout_s = o->timeout;
+	if (o->root_hash && sqk_integ_parse_hex(o->root_hash, o->root)) {
+		fprintf(stderr, "%s: invalid root_hash (64 hex digits)\n", prog);
+		return -1;
+	}
+	ho->root_hash = o->root_hash ? o->root : NULL;
+	ho->headers = o->hdrs;
+	if (o->header) {
+		if (sqk_http_header_check(o->header)) {
+			fprintf(stderr, "%s: bad header option: need 'Name: value'\n", prog);
+			return -1;
+		}
+		o->hdrs[ho->nheaders++] = o->header;
+	}
+	return o->header_file ? read_headers(o, ho, prog) : 0;
+}
+
+/* A local image pinned with root_hash: its integrity trailer must carry that digest. */
+static int local_root(struct fs *fs, const struct opts *o)
+{
+	struct sqk_integ_trailer t;
+	int err = sqk_image_integrity(fs->img, &t);
+
+	if (err)
+		return err;
+	if (memcmp(t.root, o->root, sizeof(t.root))) {
+		logmsg(fs, "%s: root digest does not match root_hash", o->image);
+		return SQK_ECORRUPT;
+	}
+	return 0;
+}
+
 /* Opens the image and the mounted root; errors are printed (we have not detached yet). */
-static int open_image(struct fs *fs, const struct opts *o, const char *prog)
+static int open_image(struct fs *fs, struct opts *o, const char *prog)
 {
 	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = o->readahead,
 				    .threads = o->threads, .log = lib_log, .log_ctx = fs,
@@ -612,14 +732,21 @@ static int open_image(struct fs *fs, const struct opts *o, const char *prog)
 		fprintf(stderr, "%s: invalid cache size '%s'\n", prog, o->cache);
 		return 2;
 	}
+	struct sqk_http_opts ho = { 0 };
+	if (remote_opts(o, &ho, prog))
+		return 2;
+	so.http = &ho;
 	int err = sqk_image_open(o->image, &so, &fs->img);
+	if (!err && o->root_hash && !sqk_image_verified(fs->img))
+		err = local_root(fs, o);
 	if (!err)
 		err = o->subdir ? sqk_lookup_path(fs->img, o->subdir, &fs->root)
 				: sqk_image_root(fs->img, &fs->root);
 	if (!err && !S_ISDIR(fs->root.mode))
 		err = SQK_EINVAL;
 	if (err) {
-		fprintf(stderr, "%s: %s%s%s: %s\n", prog, o->image, o->subdir ? ": " : "",
+		fprintf(stderr, "%s: %s%s%s: %s\n", prog, o->shown ? o->shown : o->image,
+			o->subdir ? ": " : "",
 			o->subdir ? o->subdir : "", sqk_strerror(err));
 		return 1;
 	}
@@ -696,6 +823,7 @@ static void on_signal(void *ctx, int sig)
 {
 	struct shutdown *sd = ctx;
 	const struct timespec pause = { 0, 20 * 1000 * 1000 };
+	sqk_image_cancel(sd->fs->img); /* reads waiting on a hung server fail now */
 	sqk_store_stop(sd->fs->store);
 	fuse_session_exit(sd->se);
 	while (!atomic_load(&sd->loop_done)) {
@@ -745,6 +873,7 @@ static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts
 	fs->foreground = cmd->foreground;
 	if (!cmd->foreground)
 		openlog("sqkfuse", LOG_PID, LOG_DAEMON);
+	sqk_image_quiesce(fs->img);
 	fuse_daemonize(cmd->foreground); /* threads start after the fork */
 	ret = serve_loop(fs, se, cmd);
 	fuse_session_unmount(se);
@@ -759,7 +888,7 @@ int sqk_fuse_main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
-	struct opts o = { .fill = 1 };
+	struct opts o = { .fill = 1, .retries = -1 };
 	struct fs fs = { 0 };
 	const char *prog = argv[0];
 	int ret = 2;
@@ -775,7 +904,10 @@ int sqk_fuse_main(int argc, char **argv)
 		goto out;
 	}
 	/* The daemon changes to /, so relative paths are resolved now. */
-	if (o.stats && o.stats[0] != '/' && absolutize(&o.stats)) {
+	if (sqk_is_url(o.image))
+		o.shown = sqk_url_display(o.image);
+	if ((o.stats && o.stats[0] != '/' && absolutize(&o.stats)) ||
+	    (o.cache_dir && o.cache_dir[0] != '/' && absolutize(&o.cache_dir))) {
 		ret = 1;
 		goto out;
 	}
@@ -790,7 +922,7 @@ int sqk_fuse_main(int argc, char **argv)
 		ret = open_image(&fs, &o, prog);
 	if (!ret && (sqk_nodes_create(&fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
 		ret = 1;
-	fs.image = o.image;
+	fs.image = o.shown ? o.shown : o.image;
 	/* Read-only always; permissions checked by the kernel against the image's modes. */
 	if (!ret && fuse_opt_add_arg(&args, "-oro,default_permissions,subtype=sqkfuse"))
 		ret = 1;
@@ -807,6 +939,13 @@ out:
 	free(o.subdir);
 	free(o.cache);
 	free(o.stats);
+	free(o.cache_dir);
+	free(o.cache_size);
+	free(o.root_hash);
+	free(o.header_file);
+	free(o.header);
+	free(o.shown);
+	free(o.hdr_buf);
 	fuse_opt_free_args(&args);
 	return ret;
 }

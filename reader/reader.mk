@@ -6,7 +6,7 @@ LIBSQK_A := $(BUILD)/lib/libsqk.a
 LIBSQK_SONAME := libsqk.so.0
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
-LIBSQK_HEADERS := reader/sqk.h reader/sqk_check.h common/error.h common/format.h common/io.h common/compressor.h \
+LIBSQK_HEADERS := reader/sqk.h reader/sqk_check.h common/error.h common/format.h common/io.h common/io_http.h common/compressor.h \
 	common/integrity.h
 
 SQK_BIN := $(BUILD)/bin/sqk

@@ -113,6 +113,9 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
  * no-op for local images. */
 void sqk_image_cancel(struct sqk_image *img);
 
+/* Stops the image's background threads (they start again on demand): call it before fork(). */
+void sqk_image_quiesce(struct sqk_image *img);
+
 /* Remote images: copies the transfer and disk-cache counters. SQK_ENOENT for local images. */
 int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out);
 

@@ -230,6 +230,18 @@ void sqk_image_cancel(struct sqk_image *img)
 		sqk_io_http_cancel(img->io);
 }
 
+/* Borrows img; no other call on img may run meanwhile. */
+void sqk_image_quiesce(struct sqk_image *img)
+{
+	if (!img)
+		return;
+	pthread_mutex_lock(&img->workers_mu);
+	sqk_workers_stop(img);
+	img->workers_tried = false;
+	pthread_mutex_unlock(&img->workers_mu);
+	sqk_io_http_quiesce(img->io);
+}
+
 /* Borrows img; fills the caller's *out. */
 int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out)
 {
