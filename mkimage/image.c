@@ -247,7 +247,7 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 
 int mk_build(struct mk_ctx *c, struct sqk_super *sb)
 {
-	bool comp_opts;
+	bool comp_opts = false;
 	int err = 0;
 
 	if (!c->opt->no_checksums && !c->integ) {

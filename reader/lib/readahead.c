@@ -162,7 +162,7 @@ int sqk_workers_start(struct sqk_image *img, unsigned n)
 		if (pthread_create(&w->th[w->n], NULL, worker_main, w))
 			break;
 	}
-	img->workers = w;
+	__atomic_store_n(&img->workers, w, __ATOMIC_RELEASE); /* read unlocked by sqk_ra_steal */
 	return 0;
 }
 
@@ -322,7 +322,7 @@ void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k)
  * a reader that needs the block works instead of sleeping. Returns true if it ran. */
 bool sqk_ra_steal(struct sqk_image *img, uint64_t pos)
 {
-	struct sqk_workers *w = img->workers;
+	struct sqk_workers *w = __atomic_load_n(&img->workers, __ATOMIC_ACQUIRE);
 	struct ra_job *j = NULL, *prev = NULL;
 
 	if (!w)

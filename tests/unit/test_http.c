@@ -1,0 +1,241 @@
+/* Unit tests of the remote-image pieces that need no server: URL names without secrets, header
+ * checks, and the on-disk chunk cache (round trip, damaged and torn entries, temporaries of dead
+ * processes, the byte bound, keys kept apart). The transfers are tested against a real nginx by
+ * tests/integration/t_82..t_86. */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "http_cache.h"
+#include "io_http.h"
+#include "testutil.h"
+
+START_TEST(test_url_display)
+{
+	static const char *const cases[][2] = {
+		{ "http://h/a.sqsh", "http://h/a.sqsh" },
+		{ "https://user:pw@h:8443/x/a.sqsh?X-Amz-Signature=SECRET&y=1",
+		  "https://h:8443/x/a.sqsh" },
+		{ "http://h/a.sqsh#frag", "http://h/a.sqsh" },
+		{ "http://h/p@x/a.sqsh", "http://h/p@x/a.sqsh" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *d = sqk_url_display(cases[i][0]);
+
+		ck_assert_ptr_nonnull(d);
+		ck_assert_str_eq(d, cases[i][1]);
+		free(d);
+	}
+	ck_assert(sqk_is_url("HTTP://x/y"));
+	ck_assert(sqk_is_url("https://x/y"));
+	ck_assert(!sqk_is_url("/tmp/http://x"));
+	ck_assert(!sqk_is_url("ftp://x/y"));
+}
+END_TEST
+
+START_TEST(test_header_check)
+{
+	ck_assert_int_eq(sqk_http_header_check("Authorization: Bearer abc"), 0);
+	ck_assert_int_eq(sqk_http_header_check("X-A:b"), 0);
+	ck_assert_int_eq(sqk_http_header_check("no colon"), SQK_EINVAL);
+	ck_assert_int_eq(sqk_http_header_check(": empty name"), SQK_EINVAL);
+	ck_assert_int_eq(sqk_http_header_check("Bad Name: x"), SQK_EINVAL);
+	ck_assert_int_eq(sqk_http_header_check("X: a\r\nInjected: yes"), SQK_EINVAL);
+	ck_assert_int_eq(sqk_http_header_check("X: a\nB: c"), SQK_EINVAL);
+}
+END_TEST
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/sqk-dcache.XXXXXX");
+
+	ck_assert_ptr_nonnull(mkdtemp(d));
+	return d;
+}
+
+static void rm_rf(const char *path)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static unsigned count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+START_TEST(test_dcache_roundtrip)
+{
+	char *root = tmpdir(), path[600];
+	uint8_t a[4096], b[4096];
+	struct sqk_dcache *d;
+
+	test_fill_random(a, sizeof(a), 7);
+	ck_assert_int_eq(sqk_dcache_open(root, "k1", 1 << 20, &d), 0);
+	ck_assert_int_eq(sqk_dcache_get(d, 5, b, sizeof(b)), SQK_ENOENT);
+	sqk_dcache_put(d, 5, a, sizeof(a));
+	memset(b, 0, sizeof(b));
+	ck_assert_int_eq(sqk_dcache_get(d, 5, b, sizeof(b)), 0);
+	ck_assert_mem_eq(a, b, sizeof(a));
+	/* the wrong length is a miss, not a short read */
+	ck_assert_int_eq(sqk_dcache_get(d, 5, b, sizeof(b) - 1), SQK_ENOENT);
+	sqk_dcache_close(d);
+	/* no temporaries left behind */
+	snprintf(path, sizeof(path), "%s/k1", root);
+	ck_assert_uint_eq(count_files(path), 0); /* the length mismatch removed the entry */
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* A flipped byte or a truncated file (a torn write after a crash) is never served. */
+START_TEST(test_dcache_damaged)
+{
+	char *root = tmpdir(), path[600];
+	uint8_t a[8192], b[8192];
+	struct sqk_dcache *d;
+	int fd;
+
+	test_fill_random(a, sizeof(a), 9);
+	ck_assert_int_eq(sqk_dcache_open(root, "k", 1 << 20, &d), 0);
+	sqk_dcache_put(d, 0x1f, a, sizeof(a));
+	snprintf(path, sizeof(path), "%s/k/1f", root);
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\xff", 1, 16 + 100), 1);
+	close(fd);
+	ck_assert_int_eq(sqk_dcache_get(d, 0x1f, b, sizeof(b)), SQK_ENOENT);
+	ck_assert_int_eq(access(path, F_OK), -1); /* removed */
+
+	sqk_dcache_put(d, 0x1f, a, sizeof(a));
+	ck_assert_int_eq(truncate(path, 16 + 4096), 0);
+	ck_assert_int_eq(sqk_dcache_get(d, 0x1f, b, sizeof(b)), SQK_ENOENT);
+	sqk_dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* A temporary of a process that is gone is removed at open; a live one is kept. */
+START_TEST(test_dcache_stale_tmp)
+{
+	char *root = tmpdir(), dead[600], live[600];
+	struct sqk_dcache *d;
+	FILE *f;
+
+	snprintf(dead, sizeof(dead), "%s/k", root);
+	ck_assert_int_eq(mkdir(dead, 0700), 0);
+	snprintf(dead, sizeof(dead), "%s/k/.tmp.999999999.1.3", root);
+	snprintf(live, sizeof(live), "%s/k/.tmp.%ld.1.4", root, (long)getpid());
+	f = fopen(dead, "w");
+	fclose(f);
+	f = fopen(live, "w");
+	fclose(f);
+	ck_assert_int_eq(sqk_dcache_open(root, "k", 1 << 20, &d), 0);
+	ck_assert_int_eq(access(dead, F_OK), -1);
+	ck_assert_int_eq(access(live, F_OK), 0);
+	sqk_dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* The byte bound holds over every key folder, oldest files first. */
+START_TEST(test_dcache_bound)
+{
+	char *root = tmpdir(), path[600];
+	uint8_t a[4096], b[4096];
+	struct sqk_dcache *d1, *d2;
+	unsigned i;
+
+	test_fill_random(a, sizeof(a), 3);
+	ck_assert_int_eq(sqk_dcache_open(root, "old", 10 * (4096 + 16), &d1), 0);
+	for (i = 0; i < 8; i++)
+		sqk_dcache_put(d1, i, a, sizeof(a));
+	sqk_dcache_close(d1);
+	ck_assert_int_eq(sqk_dcache_open(root, "new", 10 * (4096 + 16), &d2), 0);
+	for (i = 0; i < 6; i++)
+		sqk_dcache_put(d2, i, a, sizeof(a));
+	snprintf(path, sizeof(path), "%s/old", root);
+	ck_assert_uint_eq(count_files(path), 4);
+	snprintf(path, sizeof(path), "%s/new", root);
+	ck_assert_uint_eq(count_files(path), 6);
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(sqk_dcache_get(d2, i, b, sizeof(b)), 0);
+	/* keys never mix: the same chunk number of another version is absent */
+	ck_assert_int_eq(sqk_dcache_get(d2, 7, b, sizeof(b)), SQK_ENOENT);
+	sqk_dcache_close(d2);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_dcache_default_dir)
+{
+	char buf[256];
+
+	setenv("XDG_CACHE_HOME", "/x/cache", 1);
+	ck_assert_int_eq(sqk_dcache_default_dir(buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "/x/cache/squashkit");
+	unsetenv("XDG_CACHE_HOME");
+	setenv("HOME", "/home/u", 1);
+	ck_assert_int_eq(sqk_dcache_default_dir(buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "/home/u/.cache/squashkit");
+	unsetenv("HOME");
+	ck_assert_int_eq(sqk_dcache_default_dir(buf, sizeof(buf)), SQK_ENOENT);
+}
+END_TEST
+
+/* Without a server nothing is opened: a clear error, no hang. */
+START_TEST(test_http_refused)
+{
+	struct sqk_http_opts o = { .retries_set = true, .retries = 1, .timeout_s = 2 };
+	struct sqk_io *io = (struct sqk_io *)1;
+
+	ck_assert_int_eq(sqk_io_http_create("http://127.0.0.1:9/none.sqsh", &o, &io), SQK_EIO);
+	ck_assert_ptr_null(io);
+	ck_assert_int_eq(sqk_io_http_create("/local/path", &o, &io), SQK_EINVAL);
+}
+END_TEST
+
+static Suite *http_suite(void)
+{
+	Suite *s = suite_create("http");
+	TCase *names = tcase_create("names");
+	TCase *cache = tcase_create("disk cache");
+
+	tcase_add_test(names, test_url_display);
+	tcase_add_test(names, test_header_check);
+	tcase_add_test(names, test_http_refused);
+	tcase_set_timeout(names, 30);
+	tcase_add_test(cache, test_dcache_roundtrip);
+	tcase_add_test(cache, test_dcache_damaged);
+	tcase_add_test(cache, test_dcache_stale_tmp);
+	tcase_add_test(cache, test_dcache_bound);
+	tcase_add_test(cache, test_dcache_default_dir);
+	suite_add_tcase(s, names);
+	suite_add_tcase(s, cache);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(http_suite());
+}
