@@ -90,7 +90,7 @@ struct sqk_http {
 
 	/* Sequential streams, for fetching ahead. */
 	struct http_stream {
-		uint64_t next, ra_end; /* bytes */
+		uint64_t start, next, ra_end; /* bytes */
 		uint32_t window;       /* chunks */
 		uint64_t stamp;
 	} streams[4];

@@ -23,6 +23,7 @@
 #define DEFAULT_MEM ((size_t)64 << 20)
 #define RA_MIN ((uint64_t)512 << 10)
 #define RA_MAX ((uint64_t)16 << 20)
+#define RA_START ((uint64_t)256 << 10) /* a stream this long is read ahead */
 #define RA_SLACK ((uint64_t)1 << 20) /* a read this far past a stream still continues it */
 #define PART_MIN ((uint64_t)1 << 20)  /* readahead parts: at least this, one per connection */
 #define RUN_MAX ((uint64_t)8 << 20)   /* the largest single request */
@@ -391,13 +392,15 @@ static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end, uint64_t 
 			old = t;
 	}
 	if (!s) {
-		*old = (struct http_stream){ .next = end, .ra_end = end, .window = 0,
+		*old = (struct http_stream){ .start = off, .next = end, .ra_end = end, .window = 0,
 					     .stamp = ++h->stamp };
 		return;
 	}
 	s->stamp = ++h->stamp;
 	if (end > s->next)
 		s->next = end;
+	if (s->next - s->start < RA_START || s->next - s->start < 2 * (uint64_t)h->csize)
+		return; /* not a stream yet: one block of a cold file, small metadata reads */
 	s->window = s->window ? (s->window * 2 > RA_MAX ? (uint32_t)RA_MAX : s->window * 2)
 			      : (uint32_t)RA_MIN;
 	if (s->ra_end < s->next)
@@ -720,21 +723,40 @@ static int fetch(struct sqk_http *h, uint64_t off, size_t len, bool probe, uint8
 	return rc;
 }
 
-/* The first request: the image's size and validators. */
-static int probe(struct sqk_http *h)
+/* The first request: the image's size and validators, and its first bytes (*buf, *len). */
+static int probe(struct sqk_http *h, uint8_t **buf, size_t *len)
 {
 	struct http_job *j = NULL;
-	uint8_t *buf = NULL;
-	int rc = fetch(h, 0, PROBE_LEN, true, &buf, &j);
+	int rc = fetch(h, 0, PROBE_LEN, true, buf, &j);
 
 	if (rc)
 		return rc;
 	h->size = j->cr_total;
+	*len = j->len;
 	memcpy(h->etag, j->etag, sizeof(h->etag));
 	memcpy(h->lastmod, j->lastmod, sizeof(h->lastmod));
 	sqk_http_job_free(j);
-	free(buf); /* the chunk grid is not known yet: chunk 0 is fetched again with metadata */
 	return 0;
+}
+
+/* Keeps the whole chunks inside [at, at + len), fetched at open, whose bytes buf holds
+ * (unchecked: verified on first use). */
+static void seed(struct sqk_http *h, uint64_t at, const uint8_t *buf, size_t len)
+{
+	uint64_t k;
+
+	pthread_mutex_lock(&h->mu);
+	for (k = (at + h->csize - 1) / h->csize;
+	     k * h->csize < h->covered && k * h->csize + chunk_len(h, k) <= at + len; k++) {
+		struct http_chunk *c = find(h, k) ? NULL : chunk_new(h, k);
+
+		if (!c)
+			break;
+		memcpy(c->data, buf + (k * h->csize - at), c->len);
+		c->state = CH_FETCHED;
+		unpin(h, c);
+	}
+	pthread_mutex_unlock(&h->mu);
 }
 
 /* Loads the integrity data from the tail of the file (absent: the grid is 64 KiB chunks). */
@@ -782,6 +804,8 @@ static int load_tail(struct sqk_http *h)
 			      h->name);
 		rc = SQK_ECORRUPT;
 	}
+	if (rc == 0 && w.at < h->covered) /* the last chunks: often the metadata tables */
+		seed(h, w.at, buf, (size_t)((h->covered < w.at + w.len ? h->covered : w.at + w.len) - w.at));
 	free(buf);
 	return rc;
 }
@@ -889,6 +913,8 @@ static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts
 int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out)
 {
 	struct sqk_http *h;
+	uint8_t *head = NULL;
+	size_t head_len = 0;
 	int rc;
 
 	*out = NULL;
@@ -903,11 +929,14 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct
 	rc = setup(h, url, opts);
 	h->csize = PROBE_LEN;
 	if (!rc)
-		rc = probe(h);
+		rc = probe(h, &head, &head_len);
 	if (!rc && h->size == 0)
 		rc = SQK_ECORRUPT;
 	if (!rc)
 		rc = load_tail(h);
+	if (!rc)
+		seed(h, 0, head, head_len);
+	free(head);
 	if (!rc) {
 		h->o.root_hash = opts ? opts->root_hash : NULL;
 		rc = check_root(h);

@@ -115,6 +115,10 @@ ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *b
 	if (rc)
 		return rc;
 	seq = !(flags & SQK_READ_ASIDE) && continues(img, fi, off);
+	/* Remote images: a file's first read within its first block fetches just that block (a
+	 * 4 KiB read of a cold file costs one or two chunks); its next read starts readahead. */
+	if (seq && img->lazy_first && off + len <= bs && atomic_load(&fi->next_off) == 0)
+		seq = false;
 	if (seq && img->readahead > 1 && len > 0) /* the blocks after this request, on the workers */
 		sqk_prefetch(img, fi, (uint32_t)((off + len - 1) / bs + 1));
 	while (done < len && rc == 0) {

@@ -218,8 +218,10 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 	o.verify = false; /* the backend checks every chunk it fetches */
 	o.http = NULL;
 	rc = open_common(io, io, &o, sqk_io_http_name(io), out);
-	if (!rc)
+	if (!rc) {
 		(*out)->remote_verified = sqk_io_http_verified(io);
+		(*out)->lazy_first = true;
+	}
 	return rc;
 }
 

@@ -98,6 +98,7 @@ struct sqk_image {
 	bool verify_req;        /* opts.verify */
 	bool integ_on;          /* integrity data loaded: every read is verified */
 	bool remote_verified;   /* a remote image whose backend checks every chunk it fetches */
+	bool lazy_first;        /* no readahead on a file's first one-block read (remote images) */
 	struct sqk_integ integ;
 	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
 	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */
