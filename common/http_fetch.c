@@ -246,6 +246,8 @@ static int start(struct sqk_http *h, struct http_job *j)
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "squashkit");
+	if (h->ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file);
 	atomic_fetch_add(&h->n_requests, 1);
 	if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
 		curl_easy_cleanup(e);

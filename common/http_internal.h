@@ -65,6 +65,7 @@ struct sqk_http {
 	struct sqk_io base;
 	char *url;               /* as given (may hold a presigned query: never printed) */
 	char *name;              /* scheme://host/path without credentials or query */
+	char *ca_file;
 	struct sqk_http_opts o;
 	struct curl_slist *hdrs;
 	unsigned retries, timeout_s, conns;

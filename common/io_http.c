@@ -581,6 +581,7 @@ static void http_destroy(struct sqk_io *io)
 	free(h->tail);
 	free(h->url);
 	free(h->name);
+	free(h->ca_file);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -887,6 +888,10 @@ static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts
 	h->timeout_s = h->o.timeout_s ? h->o.timeout_s : SQK_HTTP_TIMEOUT_DEFAULT;
 	h->conns = h->o.connections ? h->o.connections : DEFAULT_CONNS;
 	h->mem_limit = h->o.mem_bytes ? h->o.mem_bytes : DEFAULT_MEM;
+	h->ca_file = h->o.ca_file ? strdup(h->o.ca_file) : NULL;
+	h->o.ca_file = NULL;
+	if (o && o->ca_file && !h->ca_file)
+		return SQK_ENOMEM;
 	h->url = strdup(url);
 	h->name = sqk_url_display(url);
 	h->tab_size = TAB_SIZE;

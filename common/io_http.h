@@ -30,6 +30,7 @@ struct sqk_http_opts {
 	const char *const *headers; /* "Name: value" lines sent with every request (borrowed) */
 	size_t nheaders;
 	const uint8_t *root_hash;   /* 32 bytes: the image's root digest must equal it; NULL = any */
+	const char *ca_file;        /* PEM bundle of CAs trusted for https (copied); NULL = system */
 	/* Fetch raw bytes: no chunk verification and no disk cache (for `sqk verify`, which checks
 	 * every chunk itself and reports what is wrong). */
 	bool raw;

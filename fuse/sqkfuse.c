@@ -508,7 +508,7 @@ struct opts {
 	int verify;
 	int nonopts;
 	/* remote images */
-	char *cache_dir, *cache_size, *root_hash, *header_file, *header;
+	char *cache_dir, *cache_size, *root_hash, *header_file, *header, *cacert;
 	int retries;
 	unsigned timeout;
 	char *shown;      /* the URL without query or credentials, for messages */
@@ -534,6 +534,7 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("timeout=%u", timeout),
 	OPT("header_file=%s", header_file),
 	OPT("header=%s", header),
+	OPT("cacert=%s", cacert),
 	FUSE_OPT_END,
 };
 
@@ -578,6 +579,7 @@ static void usage(const char *prog)
 	       "  -o header_file=F    send the 'Name: value' headers of F (one per line) with\n"
 	       "                      every request; -o header=H for one without commas. Secrets\n"
 	       "                      belong in a file: command lines are visible to all users\n"
+	       "  -o cacert=FILE      trust the CAs in FILE (PEM) for https\n"
 	       "  -o allow_other, default_permissions, ... : standard FUSE mount options\n"
 	       "\n"
 	       "Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`; SIGINT and SIGTERM\n"
@@ -678,6 +680,7 @@ static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *pro
 	size_t size;
 
 	ho->cache_dir = o->cache_dir;
+	ho->ca_file = o->cacert;
 	if (o->cache_size && parse_size(o->cache_size, &size)) {
 		fprintf(stderr, "%s: invalid cache_size '%s'\n", prog, o->cache_size);
 		return -1;
@@ -907,7 +910,8 @@ int sqk_fuse_main(int argc, char **argv)
 	if (sqk_is_url(o.image))
 		o.shown = sqk_url_display(o.image);
 	if ((o.stats && o.stats[0] != '/' && absolutize(&o.stats)) ||
-	    (o.cache_dir && o.cache_dir[0] != '/' && absolutize(&o.cache_dir))) {
+	    (o.cache_dir && o.cache_dir[0] != '/' && absolutize(&o.cache_dir)) ||
+	    (o.cacert && o.cacert[0] != '/' && absolutize(&o.cacert))) {
 		ret = 1;
 		goto out;
 	}
@@ -944,6 +948,7 @@ out:
 	free(o.root_hash);
 	free(o.header_file);
 	free(o.header);
+	free(o.cacert);
 	free(o.shown);
 	free(o.hdr_buf);
 	fuse_opt_free_args(&args);

@@ -19,6 +19,7 @@ enum {
 	SQK_OPT_TIMEOUT,
 	SQK_OPT_HEADER,
 	SQK_OPT_HEADER_FILE,
+	SQK_OPT_CACERT,
 };
 
 #define SQK_CMD_REMOTE_LONGOPTS                                                   \
@@ -28,7 +29,8 @@ enum {
 	{ "retries", required_argument, NULL, SQK_OPT_RETRIES },                  \
 	{ "timeout", required_argument, NULL, SQK_OPT_TIMEOUT },                  \
 	{ "header", required_argument, NULL, SQK_OPT_HEADER },                    \
-	{ "header-file", required_argument, NULL, SQK_OPT_HEADER_FILE }
+	{ "header-file", required_argument, NULL, SQK_OPT_HEADER_FILE },         \
+	{ "cacert", required_argument, NULL, SQK_OPT_CACERT }
 
 #define SQK_CMD_REMOTE_HELP                                                                   \
 	"      --root-hash HEX  refuse an image whose integrity root digest is not HEX\n"      \
@@ -38,7 +40,8 @@ enum {
 	"      --retries N      retries of a failed request (default 4)\n"                    \
 	"      --timeout SEC    a request without progress for SEC seconds fails (30)\n"      \
 	"      --header H       send header 'Name: value' (repeatable; never printed)\n"      \
-	"      --header-file F  send the headers in F, one per line\n"
+	"      --header-file F  send the headers in F, one per line\n"                         \
+	"      --cacert FILE    trust the CAs in FILE (PEM) for https instead of the system's\n"
 
 struct sqk_remote {
 	struct sqk_http_opts o;

@@ -137,6 +137,9 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 		return add_header(cmd, r, arg);
 	case SQK_OPT_HEADER_FILE:
 		return header_file(cmd, r, arg);
+	case SQK_OPT_CACERT:
+		r->o.ca_file = arg;
+		return 0;
 	default:
 		return 1;
 	}

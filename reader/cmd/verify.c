@@ -101,7 +101,7 @@ static int parse(struct verify *v, int argc, char **argv)
 			continue;
 		} else if (ch == 'R' && !sqk_integ_parse_hex(optarg, v->root)) {
 			v->has_root = true;
-		} else if (ch >= SQK_OPT_CACHE_DIR && ch <= SQK_OPT_HEADER_FILE) {
+		} else if (ch >= SQK_OPT_CACHE_DIR && ch <= SQK_OPT_CACERT) {
 			if (sqk_cmd_remote_opt("verify", &v->remote, ch, optarg))
 				return EXIT_USAGE;
 		} else {
