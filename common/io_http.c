@@ -760,33 +760,42 @@ static void seed(struct sqk_http *h, uint64_t at, const uint8_t *buf, size_t len
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* Where the integrity data starts, from the trailer at the end of buf (the file's last bytes):
+ * `at` when there is none or it is not believable (sqk_integ_load then says which). */
+static uint64_t integ_start(const struct sqk_http *h, const uint8_t *buf, size_t len, uint64_t at)
+{
+	struct sqk_integ_trailer t;
+	uint64_t most = SQK_INTEG_DIGEST_SIZE * (h->size / SQK_INTEG_CHUNK_MIN + 1) + 8192 +
+			SQK_INTEG_TRAILER_SIZE;
+
+	if (len < SQK_INTEG_TRAILER_SIZE ||
+	    sqk_integ_trailer_decode(buf + len - SQK_INTEG_TRAILER_SIZE, &t))
+		return at;
+	if (t.hashes_at >= at || t.hashes_at >= h->size || h->size - t.hashes_at > most)
+		return at;
+	return t.hashes_at;
+}
+
 /* Loads the integrity data from the tail of the file (absent: the grid is 64 KiB chunks). */
 static int load_tail(struct sqk_http *h)
 {
-	uint64_t at = h->size > TAIL_LEN ? h->size - TAIL_LEN : 0;
+	uint64_t at = h->size > TAIL_LEN ? h->size - TAIL_LEN : 0, from;
 	struct window_io w = { .base.ops = &win_ops };
 	uint8_t *buf = NULL;
 	int rc = fetch(h, at, (size_t)(h->size - at), false, &buf, NULL);
 
+	from = rc ? at : integ_start(h, buf, (size_t)(h->size - at), at);
+	if (from < at) { /* more digests than the first request brought */
+		free(buf);
+		buf = NULL;
+		rc = fetch(h, from, (size_t)(h->size - from), false, &buf, NULL);
+		at = from;
+	}
 	w.data = buf;
 	w.at = at;
 	w.len = (size_t)(h->size - at);
 	if (!rc)
 		rc = sqk_integ_load(&w.base, h->size, &h->integ);
-	if (rc == SQK_EBOUNDS && h->integ.t.hashes_at < at) { /* more digests than fetched */
-		uint8_t *more = NULL;
-		uint64_t from = h->integ.t.hashes_at;
-
-		sqk_integ_free(&h->integ);
-		rc = fetch(h, from, (size_t)(h->size - from), false, &more, NULL);
-		free(buf);
-		buf = more;
-		w.data = buf;
-		w.at = from;
-		w.len = (size_t)(h->size - w.at);
-		if (!rc)
-			rc = sqk_integ_load(&w.base, h->size, &h->integ);
-	}
 	if (rc == 0) {
 		h->has_integ = true;
 		h->covered = h->integ.t.covered;
@@ -806,7 +815,8 @@ static int load_tail(struct sqk_http *h)
 		rc = SQK_ECORRUPT;
 	}
 	if (rc == 0 && w.at < h->covered) /* the last chunks: often the metadata tables */
-		seed(h, w.at, buf, (size_t)((h->covered < w.at + w.len ? h->covered : w.at + w.len) - w.at));
+		seed(h, w.at, buf,
+		     (size_t)((h->covered < w.at + w.len ? h->covered : w.at + w.len) - w.at));
 	free(buf);
 	return rc;
 }
