@@ -23,6 +23,7 @@ check: all unit
 bench: all
 	SQK=$(abspath $(BUILD)/bin/sqk) sh tests/bench/bench.sh
 	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_read.sh
+	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_remote.sh
 
 .PHONY: unit
 
