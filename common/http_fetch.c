@@ -421,8 +421,10 @@ static void *thread_main(void *arg)
 				continue;
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
 			finish(h, j, m->data.result);
+			wait = 0; /* a connection is free: start what waits for one */
 		}
-		curl_multi_poll(h->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait), NULL);
+		if (wait)
+			curl_multi_poll(h->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait), NULL);
 		pthread_mutex_lock(&h->mu);
 	}
 	fail_queue(h);

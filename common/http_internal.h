@@ -94,7 +94,7 @@ struct sqk_http {
 		uint64_t start, next, ra_end; /* bytes */
 		uint32_t window;       /* chunks */
 		uint64_t stamp;
-	} streams[4];
+	} streams[16];
 	uint64_t stamp;
 
 	/* The transfer thread (started on first use, again after a fork). */

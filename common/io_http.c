@@ -20,9 +20,9 @@
 #define TAIL_LEN 65536u
 #define NOINTEG_CHUNK 65536u
 #define DEFAULT_CONNS 4u
-#define DEFAULT_MEM ((size_t)64 << 20)
+#define DEFAULT_MEM ((size_t)256 << 20)
 #define RA_MIN ((uint64_t)512 << 10)
-#define RA_MAX ((uint64_t)16 << 20)
+#define RA_MAX ((uint64_t)64 << 20)
 #define RA_START ((uint64_t)256 << 10) /* a stream this long is read ahead */
 #define RA_SLACK ((uint64_t)1 << 20) /* a read this far past a stream still continues it */
 #define PART_MIN ((uint64_t)1 << 20)  /* readahead parts: at least this, one per connection */
