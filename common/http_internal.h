@@ -91,11 +91,12 @@ struct sqk_http {
 
 	/* Sequential streams, for fetching ahead. */
 	struct http_stream {
-		uint64_t start, next, ra_end; /* bytes */
-		uint32_t window;       /* chunks */
+		uint64_t got, next, ra_end; /* bytes read in the stream, where it goes on, fetched to */
+		uint64_t window;       /* bytes */
 		uint64_t stamp;
 	} streams[16];
 	uint64_t stamp;
+	uint64_t meta_lo, meta_hi; /* the range prefetched at open: its reads start no stream */
 
 	/* The transfer thread (started on first use, again after a fork). */
 	CURLM *multi;

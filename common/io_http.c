@@ -21,10 +21,10 @@
 #define NOINTEG_CHUNK 65536u
 #define DEFAULT_CONNS 4u
 #define DEFAULT_MEM ((size_t)256 << 20)
-#define RA_MIN ((uint64_t)512 << 10)
+#define RA_MIN ((uint64_t)2 << 20)
 #define RA_MAX ((uint64_t)64 << 20)
 #define RA_START ((uint64_t)256 << 10) /* a stream this long is read ahead */
-#define RA_SLACK ((uint64_t)1 << 20) /* a read this far past a stream still continues it */
+#define RA_SLACK ((uint64_t)8 << 20) /* a read this far past a stream still continues it */
 #define PART_MIN ((uint64_t)1 << 20)  /* readahead parts: at least this, one per connection */
 #define RUN_MAX ((uint64_t)8 << 20)   /* the largest single request */
 #define TAB_SIZE 4096u
@@ -380,6 +380,8 @@ static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end, uint64_t 
 	unsigned i;
 
 	*ra0 = *ra1 = 0;
+	if (off >= h->meta_lo && end <= h->meta_hi)
+		return; /* metadata, all fetched at open */
 	for (i = 0; i < sizeof(h->streams) / sizeof(h->streams[0]); i++) {
 		struct http_stream *t = &h->streams[i];
 		uint64_t reach = (t->ra_end > t->next ? t->ra_end : t->next) + RA_SLACK;
@@ -392,17 +394,18 @@ static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end, uint64_t 
 			old = t;
 	}
 	if (!s) {
-		*old = (struct http_stream){ .start = off, .next = end, .ra_end = end, .window = 0,
-					     .stamp = ++h->stamp };
+		*old = (struct http_stream){ .got = end - off, .next = end, .ra_end = end,
+					     .window = 0, .stamp = ++h->stamp };
 		return;
 	}
 	s->stamp = ++h->stamp;
+	s->got += end - off;
 	if (end > s->next)
 		s->next = end;
-	if (s->next - s->start < RA_START || s->next - s->start < 2 * (uint64_t)h->csize)
+	if (s->got < RA_START || s->got < 2 * (uint64_t)h->csize)
 		return; /* not a stream yet: one block of a cold file, small metadata reads */
-	s->window = s->window ? (s->window * 2 > RA_MAX ? (uint32_t)RA_MAX : s->window * 2)
-			      : (uint32_t)RA_MIN;
+	s->window = s->window ? (s->window * 2 > RA_MAX ? RA_MAX : s->window * 2)
+			      : RA_MIN;
 	if (s->ra_end < s->next)
 		s->ra_end = s->next;
 	if (s->ra_end - s->next >= s->window / 2 || s->ra_end >= h->covered)
@@ -608,6 +611,10 @@ void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len)
 	if (len > h->mem_limit / 2)
 		len = h->mem_limit / 2;
 	tmp = malloc((size_t)len);
+	pthread_mutex_lock(&h->mu);
+	h->meta_lo = off / h->csize * h->csize;
+	h->meta_hi = off + len;
+	pthread_mutex_unlock(&h->mu);
 	if (tmp)
 		read_chunks(h, off, tmp, (size_t)len, false);
 	free(tmp);
