@@ -172,7 +172,8 @@ static bool check_response(struct http_job *j)
 	return true;
 }
 
-/* Scatters body bytes into the job's chunks (or its flat buffer), from j->got on. */
+/* Scatters body bytes into the job's chunks (or its flat buffer), from j->got on; each chunk is
+ * handed over as soon as its last byte is in, so readers need not wait for the whole range. */
 static void sink(struct http_job *j, const char *p, size_t len)
 {
 	uint32_t cs = j->h->csize;
@@ -192,6 +193,10 @@ static void sink(struct http_job *j, const char *p, size_t len)
 		p += take;
 		len -= take;
 		pos += take;
+		if (at + take == c->len) {
+			j->ndone++;
+			sqk_http_chunk_arrived(j->h, c);
+		}
 	}
 }
 
@@ -320,6 +325,23 @@ static void complete(struct sqk_http *h, struct http_job *j, int rc)
 	sqk_http_chunks_done(h, j, rc);
 }
 
+/* A retry asks only for the chunks not handed over yet. */
+static void resume_after_done(struct http_job *j)
+{
+	size_t skip = 0;
+	unsigned i;
+
+	if (j->flat || j->ndone == 0)
+		return;
+	for (i = 0; i < j->ndone; i++)
+		skip += j->ch[i]->len;
+	memmove(j->ch, j->ch + j->ndone, (j->nch - j->ndone) * sizeof(*j->ch));
+	j->nch -= j->ndone;
+	j->ndone = 0;
+	j->off += skip;
+	j->len -= skip;
+}
+
 /* A transfer ended: retry it later, or hand its result over. */
 static void finish(struct sqk_http *h, struct http_job *j, CURLcode res)
 {
@@ -337,6 +359,7 @@ static void finish(struct sqk_http *h, struct http_job *j, CURLcode res)
 	}
 	h->active--;
 	if (rc && !j->permanent && j->attempt < h->retries && !h->cancelled) {
+		resume_after_done(j);
 		j->attempt++;
 		atomic_fetch_add(&h->n_retries, 1);
 		j->not_before = sqk_http_now_ms() + backoff_ms(h, j->attempt);

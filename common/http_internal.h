@@ -38,6 +38,7 @@ struct http_job {
 	size_t len;
 	struct http_chunk **ch;
 	unsigned nch;
+	unsigned ndone;          /* ch[0..ndone) complete and handed over */
 	uint8_t *flat;
 	size_t got;
 	unsigned attempt;
@@ -121,7 +122,9 @@ void sqk_http_thread_stop(struct sqk_http *h);
 struct http_job *sqk_http_job_new(struct sqk_http *h, uint64_t off, size_t len);
 void sqk_http_job_free(struct http_job *j);
 
-/* io_http.c: a chunk transfer ended (mu held): chunks become FETCHED or FAILED. */
+/* io_http.c: a chunk transfer ended (mu held): its remaining chunks become FETCHED or FAILED. */
 void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc);
+/* io_http.c: all bytes of chunk c are in (called by the transfer thread, without mu). */
+void sqk_http_chunk_arrived(struct sqk_http *h, struct http_chunk *c);
 
 #endif

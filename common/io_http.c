@@ -209,12 +209,22 @@ static void fail_chunk(struct sqk_http *h, struct http_chunk *c, int err)
 		unlink_tab(h, c);
 }
 
+/* Without mu: c's bytes are all in; the job's pin passes to whoever reads it. */
+void sqk_http_chunk_arrived(struct sqk_http *h, struct http_chunk *c)
+{
+	pthread_mutex_lock(&h->mu);
+	c->state = CH_FETCHED;
+	unpin(h, c);
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
 /* mu held: the transfer of j ended; its chunks hold their bytes or failed. Frees j. */
 void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc)
 {
 	unsigned i;
 
-	for (i = 0; i < j->nch; i++) {
+	for (i = j->ndone; i < j->nch; i++) {
 		struct http_chunk *c = j->ch[i];
 
 		if (rc)
@@ -561,12 +571,32 @@ static int http_sync(struct sqk_io *io)
 	return 0;
 }
 
+/* Chunks fetched ahead and never read are checked and kept on disk at close, so the next open
+ * finds them (a failed check only drops the chunk). */
+static void store_unread(struct sqk_http *h)
+{
+	size_t i;
+
+	if (!h->dc)
+		return;
+	for (i = 0; i < h->tab_size; i++) {
+		struct http_chunk *c;
+
+		for (c = h->tab[i]; c; c = c->hnext) {
+			if (c->state == CH_FETCHED && check_fetched(h, c) == 0)
+				c->state = CH_READY;
+		}
+	}
+}
+
 static void http_destroy(struct sqk_io *io)
 {
 	struct sqk_http *h = (struct sqk_http *)io;
 	size_t i;
 
 	sqk_http_thread_stop(h);
+	if (h->tab && !h->cancelled)
+		store_unread(h);
 	for (i = 0; h->tab && i < h->tab_size; i++) {
 		while (h->tab[i]) {
 			struct http_chunk *c = h->tab[i];
@@ -786,7 +816,9 @@ static uint64_t integ_start(const struct sqk_http *h, const uint8_t *buf, size_t
 /* Loads the integrity data from the tail of the file (absent: the grid is 64 KiB chunks). */
 static int load_tail(struct sqk_http *h)
 {
-	uint64_t at = h->size > TAIL_LEN ? h->size - TAIL_LEN : 0, from;
+	/* from a chunk boundary (of the 64 KiB grid), so the chunks it holds can be kept */
+	uint64_t at = h->size > TAIL_LEN ? (h->size - TAIL_LEN) / NOINTEG_CHUNK * NOINTEG_CHUNK : 0;
+	uint64_t from;
 	struct window_io w = { .base.ops = &win_ops };
 	uint8_t *buf = NULL;
 	int rc = fetch(h, at, (size_t)(h->size - at), false, &buf, NULL);

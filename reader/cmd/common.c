@@ -57,9 +57,9 @@ int sqk_cmd_parse_size(const char *s, uint64_t *out)
 static int add_header(const char *cmd, struct sqk_remote *r, const char *line)
 {
 	if (sqk_http_header_check(line)) {
-		/* the value may be a secret: only the name is shown */
-		sqk_cmd_usage_err(cmd, "bad header '%.*s...': need 'Name: value' on one line",
-				  (int)strcspn(line, ":\r\n"), line);
+		/* the line may hold a secret: none of it is shown */
+		sqk_cmd_usage_err(cmd, "bad header (header %zu): need 'Name: value' on one line",
+				  r->o.nheaders + 1);
 		return 2;
 	}
 	if (r->o.nheaders == SQK_CMD_MAX_HEADERS) {
