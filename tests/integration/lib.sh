@@ -363,3 +363,201 @@ fuse_umount() {
 	fusermount3 -u "$1" || fail "fusermount3 -u $1 failed"
 	wait "$FUSE_PID" || fail "sqkfuse exited $? after unmount"
 }
+
+# ---- HTTP helpers for the remote-image tests (t_8x_remote*) --------------------------------
+
+# A free TCP port on 127.0.0.1 (in the network namespace of $NETNS_EXEC when set).
+free_port() {
+	${NETNS_EXEC:-} python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# http_serve DIR: a real nginx serving DIR on 127.0.0.1 at a free port, in the foreground in
+# the background of this test (stopped at exit). Its files are in $HTTP_DIR (nginx.conf,
+# error.log, access.log, pid, temp dirs). Sets HTTP_PORT, HTTP_URL (http://127.0.0.1:PORT),
+# HTTP_PID and HTTP_LOG (the access log, see http_log_ranges). Optional environment:
+#   NETNS_EXEC        command prefix to run nginx and the readiness check in a network
+#                     namespace (e.g. "ip netns exec NS" or "nsenter --net=/run/netns/NS")
+#   HTTP_SERVER_CONF  extra directives inside the server block, e.g. a location that demands
+#                     a header:  location /private/ { if ($http_authorization != "Bearer X")
+#                     { return 403; } }
+#   HTTP_TLS_CERT, HTTP_TLS_KEY  serve https with this certificate and key (see tls_certs);
+#                     HTTP_URL is then https://127.0.0.1:PORT; HTTP_H2=1 also offers HTTP/2
+# Skips when nginx is not installed.
+http_serve() {
+	local root=$1 nginx=/usr/sbin/nginx d try port i ok scheme=http listen_opts="" tls_conf="" k=
+	[ -x "$nginx" ] || nginx=$(command -v nginx 2>/dev/null) || skip "nginx is not installed"
+	[ -x "$nginx" ] || skip "nginx is not installed"
+	need_cmd curl python3
+	root=$(cd "$root" && pwd) || fail "http_serve: no directory $1"
+	d=$(mktemp -d "$TMP/nginx.XXXXXX") || fail "mktemp failed in $TMP"
+	mkdir -p "$d/tmp/body" "$d/tmp/proxy" "$d/tmp/fastcgi" "$d/tmp/uwsgi" "$d/tmp/scgi"
+	if [ -n "${HTTP_TLS_CERT:-}" ]; then
+		scheme=https k=-k
+		listen_opts=" ssl${HTTP_H2:+ http2}"
+		tls_conf="ssl_certificate $HTTP_TLS_CERT; ssl_certificate_key $HTTP_TLS_KEY;"
+	fi
+	for try in 1 2 3 4 5 6 7 8; do
+		port=$(free_port) || fail "cannot pick a free port"
+		cat >"$d/nginx.conf" <<CONF
+user root;
+worker_processes 1;
+error_log $d/error.log info;
+pid $d/nginx.pid;
+events { worker_connections 1024; }
+http {
+	default_type application/octet-stream;
+	log_format sqk '\$request_method \$request_uri \$server_protocol range=\$http_range \$status \$body_bytes_sent';
+	access_log $d/access.log sqk;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	sendfile on;
+	tcp_nopush on;
+	keepalive_timeout 65;
+	etag on;
+	server_tokens off;
+	server {
+		listen 127.0.0.1:$port$listen_opts;
+		server_name localhost;
+		$tls_conf
+		root $root;
+		location / { }
+		${HTTP_SERVER_CONF:-}
+	}
+}
+CONF
+		: >"$d/error.log"
+		: >"$d/access.log"
+		${NETNS_EXEC:-} "$nginx" -e "$d/error.log" -p "$d" -c "$d/nginx.conf" \
+			-g 'daemon off;' >>"$d/nginx.out" 2>&1 &
+		HTTP_PID=$!
+		ok=0
+		for i in $(seq 100); do
+			if ${NETNS_EXEC:-} curl -s $k -o /dev/null --max-time 2 "$scheme://127.0.0.1:$port/"; then
+				ok=1
+				break
+			fi
+			kill -0 "$HTTP_PID" 2>/dev/null || break
+			sleep 0.05
+		done
+		if [ $ok = 1 ] && kill -0 "$HTTP_PID" 2>/dev/null; then
+			break
+		fi
+		kill "$HTTP_PID" 2>/dev/null
+		wait "$HTTP_PID" 2>/dev/null
+		if grep -q 'Address already in use' "$d/error.log" "$d/nginx.out" 2>/dev/null; then
+			info "http_serve: port $port taken; trying another"
+			continue
+		fi
+		cat "$d/nginx.out" "$d/error.log" >&2
+		fail "nginx did not start (config $d/nginx.conf)"
+	done
+	[ $ok = 1 ] || fail "nginx could not bind a free port in $try tries"
+	at_exit "http_stop $HTTP_PID"
+	HTTP_PORT=$port
+	HTTP_URL=$scheme://127.0.0.1:$port
+	HTTP_DIR=$d
+	HTTP_LOG=$d/access.log
+}
+
+# http_stop PID: stops an nginx started by http_serve (fast shutdown, then KILL after 5 s).
+http_stop() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for i in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# http_log_mark: the number of lines in the access log now (for http_log_ranges MARK).
+http_log_mark() {
+	wc -l <"$HTTP_LOG" | tr -d ' '
+}
+
+# http_log_ranges [MARK]: the requests nginx served (after line MARK of the access log), one a
+# line: METHOD URI PROTOCOL range=RANGE STATUS BODY_BYTES ("range=-" without a Range header).
+# nginx logs a request when it ends: call this after the client is done.
+http_log_ranges() {
+	tail -n +"$(( ${1:-0} + 1 ))" "$HTTP_LOG"
+}
+
+# http_log_bytes [MARK]: the number of requests and body bytes nginx sent after MARK: "N BYTES".
+http_log_bytes() {
+	http_log_ranges "${1:-0}" | awk '{ n++; b += $NF } END { printf "%d %d\n", n, b }'
+}
+
+# proxy_start: tests/integration/faultproxy.py in front of $HTTP_PORT (in $NETNS_EXEC's
+# namespace when set); stopped at exit. Sets PROXY_PORT, PROXY_URL, PROXY_PID, PROXY_LOG
+# (its stderr: one line per request). A fault mode is chosen per URL: $PROXY_URL/_f/MODE/PATH.
+proxy_start() {
+	local pf i
+	need_cmd python3
+	[ -n "${HTTP_PORT:-}" ] || fail "proxy_start: call http_serve first"
+	pf=$(mktemp -u "$TMP/proxy.port.XXXXXX")
+	PROXY_LOG=$pf.log
+	${NETNS_EXEC:-} python3 "$IT_DIR/faultproxy.py" --upstream "127.0.0.1:$HTTP_PORT" \
+		--port-file "$pf" 2>"$PROXY_LOG" &
+	PROXY_PID=$!
+	at_exit "kill $PROXY_PID 2>/dev/null; wait $PROXY_PID 2>/dev/null"
+	for i in $(seq 100); do
+		[ -s "$pf" ] && break
+		kill -0 "$PROXY_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ -s "$pf" ] || { cat "$PROXY_LOG" >&2; fail "faultproxy.py did not start"; }
+	PROXY_PORT=$(cat "$pf")
+	PROXY_URL=http://127.0.0.1:$PROXY_PORT
+	${NETNS_EXEC:-} curl -sf -o /dev/null --max-time 5 "$PROXY_URL/_stats" ||
+		{ cat "$PROXY_LOG" >&2; fail "faultproxy.py does not answer on port $PROXY_PORT"; }
+}
+
+# proxy_stats [MODE]: the proxy's /_stats JSON (all modes), or one MODE's counter object.
+proxy_stats() {
+	if [ $# = 0 ]; then
+		${NETNS_EXEC:-} curl -sf --max-time 5 "$PROXY_URL/_stats"
+	else
+		${NETNS_EXEC:-} curl -sf --max-time 5 "$PROXY_URL/_stats" |
+			python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin).get(sys.argv[1], {"requests": 0, "faults": 0, "bytes": 0, "items": {}})))' "$1"
+	fi
+}
+
+# json_get FILE KEY: prints the top-level KEY of the JSON object in FILE (fails when missing).
+json_get() {
+	python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(j[sys.argv[2]])' "$1" "$2" ||
+		fail "no key '$2' in $1: $(head -c 2000 "$1")"
+}
+
+# proxy_arm MODE / proxy_disarm MODE: switch the faults of a "gated" MODE on / off.
+proxy_arm() {
+	${NETNS_EXEC:-} curl -sf --max-time 5 -o /dev/null "$PROXY_URL/_arm/$1" ||
+		fail "faultproxy: cannot arm $1"
+}
+proxy_disarm() {
+	${NETNS_EXEC:-} curl -sf --max-time 5 -o /dev/null "$PROXY_URL/_disarm/$1" ||
+		fail "faultproxy: cannot disarm $1"
+}
+
+# tls_certs DIR: a throwaway CA (DIR/ca.pem) and a server certificate for IP 127.0.0.1 signed
+# by it (DIR/server.pem, DIR/server.key), for http_serve with HTTP_TLS_CERT/HTTP_TLS_KEY.
+# Returns non-zero (with a message) when openssl is missing or fails.
+tls_certs() {
+	local d=$1
+	command -v openssl >/dev/null || { info "openssl not installed"; return 1; }
+	mkdir -p "$d"
+	printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$d/ext.cnf"
+	{
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+			-keyout "$d/ca.key" -out "$d/ca.pem" -days 2 -subj /CN=squashkit-test-ca \
+			-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+			-keyout "$d/server.key" -out "$d/server.csr" -subj /CN=127.0.0.1 &&
+		openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+			-CAcreateserial -out "$d/server.pem" -days 2 -extfile "$d/ext.cnf"
+	} >"$d/openssl.log" 2>&1 || { tail -n 5 "$d/openssl.log" >&2; info "openssl failed"; return 1; }
+}
