@@ -184,7 +184,8 @@ static void sink(struct http_job *j, const char *p, size_t len)
 		return;
 	}
 	while (len) {
-		struct http_chunk *c = j->ch[pos / cs - j->ch[0]->k];
+		/* ch[0] may be handed over and gone already: index from the job's own k0 */
+		struct http_chunk *c = j->ch[pos / cs - j->k0];
 		size_t at = (size_t)(pos - c->k * cs), take = c->len - at;
 
 		if (take > len)
@@ -337,6 +338,7 @@ static void resume_after_done(struct http_job *j)
 		skip += j->ch[i]->len;
 	memmove(j->ch, j->ch + j->ndone, (j->nch - j->ndone) * sizeof(*j->ch));
 	j->nch -= j->ndone;
+	j->k0 += j->ndone;
 	j->ndone = 0;
 	j->off += skip;
 	j->len -= skip;

@@ -38,7 +38,8 @@ struct http_job {
 	size_t len;
 	struct http_chunk **ch;
 	unsigned nch;
-	unsigned ndone;          /* ch[0..ndone) complete and handed over */
+	unsigned ndone;          /* ch[0..ndone) complete and handed over (maybe freed since) */
+	uint64_t k0;             /* chunk number of ch[0] */
 	uint8_t *flat;
 	size_t got;
 	unsigned attempt;

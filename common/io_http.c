@@ -257,6 +257,7 @@ static void submit_run(struct sqk_http *h, struct http_chunk **c, unsigned n, ui
 		if (j && j->ch) {
 			memcpy(j->ch, c, take * sizeof(*c));
 			j->nch = take;
+			j->k0 = c[0]->k;
 			j->demand = demand;
 			if (sqk_http_submit(h, j) == 0)
 				goto next;
