@@ -20,7 +20,8 @@
 # keepalive, sendfile) serving the image from a tmpfs, 10 ms added each way on lo:
 # `tc qdisc ... netem delay 10ms` where the kernel has netem, else packets of lo are queued
 # to user space with NFQUEUE (iptables raw PREROUTING, after loopback has orphaned them, as
-# netem orphans them) and released 10 ms later by a small nfnetlink client in python3.
+# netem orphans them) and released 10 ms later by a small nfnetlink client in python3
+# (tests/netdelay.py, shared with ns_add_delay in tests/integration/lib.sh).
 # Everything that reads runs in one `ip netns exec` shell (its own mount namespace).
 #
 # The image: `sqk mkimage` (zstd, integrity data) of the bench corpus of bench_read.sh.
@@ -31,6 +32,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SELF=$HERE/$(basename "$0")
+NETDELAY=$(cd "$HERE/.." && pwd)/netdelay.py
 die() { echo "bench_remote: $*" >&2; exit 2; }
 log() { echo "bench_remote: $*"; }
 now() { date +%s.%N; }
@@ -437,77 +439,7 @@ else
 	log "this kernel has no netem qdisc: delaying lo packets by ${DELAY_MS} ms through NFQUEUE instead"
 	need iptables iptables
 	command -v iptables >/dev/null 2>&1 || die "no netem and no iptables: cannot add delay"
-	cat >"$S/delay.py" <<'EOF'
-# Hold every packet of NFQUEUE queue QNUM for DELAY_MS, in arrival order (a fixed one-way delay,
-# as netem delay), over nfnetlink_queue directly. Exits when process PARENT is gone.
-import os, select, socket, struct, sys, time
-qnum, delay, ready, parent = int(sys.argv[1]), float(sys.argv[2]) / 1000.0, sys.argv[3], int(sys.argv[4])
-NFQ = 3 << 8                                     # NFNL_SUBSYS_QUEUE
-PACKET, CONFIG, VERDICT_BATCH = NFQ | 0, NFQ | 2, NFQ | 3
-s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)   # NETLINK_NETFILTER
-s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)               # SO_RCVBUFFORCE
-s.setsockopt(270, 5, 1)                                     # SOL_NETLINK, NETLINK_NO_ENOBUFS
-s.bind((0, 0))
-seq = 0
-def attr(t, v):
-    return struct.pack('=HH', 4 + len(v), t) + v + b'\0' * (-len(v) % 4)
-def send(mtype, attrs):
-    global seq
-    seq += 1
-    body = struct.pack('=BBH', 0, 0, socket.htons(qnum)) + b''.join(attrs)
-    s.send(struct.pack('=IHHII', 16 + len(body), mtype, 1, seq, 0) + body)
-send(CONFIG, [attr(1, struct.pack('!BBH', 1, 0, 0))])                      # CMD_BIND
-send(CONFIG, [attr(2, struct.pack('!IB', 0, 1)),                           # COPY_META
-              attr(3, struct.pack('!I', 1 << 20)),                          # queue maxlen
-              attr(4, struct.pack('!I', 5)), attr(5, struct.pack('!I', 5))])  # FAIL_OPEN | GSO
-pending, head, check = [], 0, 0.0
-open(ready, 'w').close()
-while True:
-    now = time.monotonic()
-    if now >= check:
-        check = now + 1.0
-        try:
-            os.kill(parent, 0)
-        except ProcessLookupError:
-            sys.exit(0)
-    timeout = 1.0 if head == len(pending) else max(0.0, pending[head][0] - now)
-    if select.select([s], [], [], timeout)[0]:
-        while True:
-            try:
-                buf = s.recv(1 << 20, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                break
-            now = time.monotonic()
-            off = 0
-            while off + 16 <= len(buf):
-                ln, mt = struct.unpack_from('=IH', buf, off)
-                if ln < 16:
-                    break
-                if mt == PACKET:
-                    a = off + 20
-                    while a + 4 <= off + ln:
-                        al, at = struct.unpack_from('=HH', buf, a)
-                        if al < 4:
-                            break
-                        if at & 0x7fff == 1:                              # NFQA_PACKET_HDR
-                            pending.append((now + delay, struct.unpack_from('!I', buf, a + 4)[0]))
-                            break
-                        a += (al + 3) & ~3
-                elif mt == 2 and struct.unpack_from('=i', buf, off + 16)[0]:  # NLMSG_ERROR
-                    sys.stderr.write('nfqueue error %d\n' % struct.unpack_from('=i', buf, off + 16)[0])
-                off += (ln + 3) & ~3
-    now = time.monotonic()
-    last = None
-    while head < len(pending) and pending[head][0] <= now:
-        last = pending[head][1]
-        head += 1
-    if last is not None:
-        send(VERDICT_BATCH, [attr(2, struct.pack('!II', 1, last))])        # NF_ACCEPT, ids <= last
-        if head > 4096:
-            del pending[:head]
-            head = 0
-EOF
-	ip netns exec "$NS" python3 "$S/delay.py" 0 "$DELAY_MS" "$S/delay.ready" $$ 2>"$S/logs/delay.err" &
+	ip netns exec "$NS" python3 "$NETDELAY" 0 "$DELAY_MS" "$S/delay.ready" $$ 2>"$S/logs/delay.err" &
 	PIDS+=($!); DELAY_PID=$!
 	for _ in $(seq 100); do [ -e "$S/delay.ready" ] && break; kill -0 "$DELAY_PID" 2>/dev/null || break; sleep 0.1; done
 	[ -e "$S/delay.ready" ] || die "the NFQUEUE delay helper did not start: $(tail -n 1 "$S/logs/delay.err")"

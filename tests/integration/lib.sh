@@ -561,3 +561,82 @@ tls_certs() {
 			-CAcreateserial -out "$d/server.pem" -days 2 -extfile "$d/ext.cnf"
 	} >"$d/openssl.log" 2>&1 || { tail -n 5 "$d/openssl.log" >&2; info "openssl failed"; return 1; }
 }
+
+# ---- a slow link: delay on the loopback of a network namespace (t_86) ----------------------
+
+# ns_add_delay NS MS: every packet on lo of network namespace NS waits MS milliseconds (so TCP
+# round trips there take 2*MS). Tries `tc qdisc add dev lo root netem delay MSms` first (after
+# `modprobe sch_netem`); where the kernel has no netem, tests/netdelay.py (a python3 nfnetlink
+# client in NS) holds the packets that iptables queues to it (raw PREROUTING -i lo -j NFQUEUE
+# --queue-bypass, a rule inside NS); iptables is installed with apt-get when missing (as root).
+# Sets NS_DELAY_HOW (netem or nfqueue), NS_DELAY_DESC (a phrase for messages) and, for nfqueue,
+# NS_DELAY_PID (the helper; its stderr in $NS_DELAY_LOG). The qdisc or the rule and the helper
+# are removed at exit, before the namespace when the caller registered `ip netns del NS` with
+# at_exit first (the helper also exits by itself within a second of this shell). Returns 1,
+# with the reasons in NS_DELAY_WHY, when neither way works.
+NETDELAY_PY=$(cd "$IT_DIR/.." && pwd)/netdelay.py
+ns_add_delay() {
+	local ns=$1 ms=$2 q=0 why ready pid i ipt
+	NS_DELAY_HOW="" NS_DELAY_DESC="" NS_DELAY_WHY="" NS_DELAY_PID="" NS_DELAY_LOG=""
+	case $ms in '' | *[!0-9]*) fail "ns_add_delay: bad delay '$ms'" ;; esac
+	if command -v tc >/dev/null 2>&1; then
+		if ip netns exec "$ns" tc qdisc add dev lo root netem delay "${ms}ms" 2>"$TMP/netem.err" || {
+			modprobe sch_netem 2>/dev/null
+			ip netns exec "$ns" tc qdisc add dev lo root netem delay "${ms}ms" 2>"$TMP/netem.err"
+		}; then
+			at_exit "ip netns exec $ns tc qdisc del dev lo root 2>/dev/null"
+			NS_DELAY_HOW=netem
+			NS_DELAY_DESC="netem delay ${ms}ms on lo"
+			return 0
+		fi
+		why="netem: $(head -n 1 "$TMP/netem.err")"
+	else
+		why="netem: tc (iproute2) is not installed"
+	fi
+	# NFQUEUE
+	if ! command -v iptables >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		info "no netem ($why): installing iptables for the NFQUEUE delay"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iptables \
+			>"$TMP/apt.log" 2>&1 || {
+			apt-get update -qq &&
+				DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iptables
+		} >>"$TMP/apt.log" 2>&1
+	fi
+	if ! command -v iptables >/dev/null 2>&1; then
+		NS_DELAY_WHY="$why; NFQUEUE: iptables is not installed (and could not be installed)"
+		return 1
+	fi
+	ready=$(mktemp -u "$TMP/netdelay.XXXXXX")
+	NS_DELAY_LOG=$ready.log
+	ip netns exec "$ns" python3 "$NETDELAY_PY" "$q" "$ms" "$ready" $$ 2>"$NS_DELAY_LOG" &
+	pid=$!
+	at_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
+	for i in $(seq 200); do
+		[ -e "$ready" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [ ! -e "$ready" ]; then
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		NS_DELAY_WHY="$why; NFQUEUE: the helper did not start: $(tail -n 1 "$NS_DELAY_LOG")"
+		return 1
+	fi
+	: >"$TMP/iptables.err"
+	for ipt in iptables iptables-legacy; do
+		command -v "$ipt" >/dev/null 2>&1 || continue
+		if ip netns exec "$ns" "$ipt" -t raw -A PREROUTING -i lo -j NFQUEUE --queue-num "$q" \
+			--queue-bypass 2>>"$TMP/iptables.err"; then
+			# (newest first: the rule goes before the helper)
+			at_exit "ip netns exec $ns $ipt -t raw -D PREROUTING -i lo -j NFQUEUE --queue-num $q --queue-bypass 2>/dev/null"
+			NS_DELAY_HOW=nfqueue
+			NS_DELAY_DESC="NFQUEUE ${ms}ms each way on lo ($ipt, tests/netdelay.py; no netem)"
+			NS_DELAY_PID=$pid
+			return 0
+		fi
+	done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	NS_DELAY_WHY="$why; NFQUEUE: the iptables rule was refused: $(tail -n 1 "$TMP/iptables.err")"
+	return 1
+}
