@@ -1,16 +1,18 @@
 #!/bin/bash
 # A remote image over a slow link: a network namespace of its own whose loopback delays every
-# packet by 10 ms (netem: 20 ms round trips), with nginx and sqkfuse inside it. The rich tree
+# packet by 10 ms (20 ms round trips), with nginx and sqkfuse inside it. The rich tree
 # mounted from the URL is identical to the source, cold (every chunk fetched) and warm (the
 # same cache_dir: far fewer bytes fetched); sqk ls -lR / cat / extract inside the namespace give
-# the local results. Skips when network namespaces or netem (sch_netem) are not available;
-# SQK_IT_NETEM_OPTIONAL=1 runs it without the delay instead. The namespace is always deleted.
+# the local results. The delay comes from ns_add_delay (lib.sh): netem where the kernel has it,
+# else NFQUEUE with tests/netdelay.py. Skips when network namespaces are not available or
+# neither way of delaying works; SQK_IT_NETEM_OPTIONAL=1 runs it without the delay instead. The
+# namespace, the iptables rule and the delay helper are always removed.
 # sqkfuse enters only the namespace's network (nsenter --net): `ip netns exec` would also give
 # it a private mount namespace, where its mount is invisible to this test.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
-need_cmd ip tc nsenter python3 curl fusermount3 mountpoint
+need_cmd ip nsenter python3 curl fusermount3 mountpoint
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 SQKFUSE_REAL=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
 [ -x "$SQKFUSE_REAL" ] || fail "sqkfuse not found at $SQKFUSE_REAL"
@@ -26,14 +28,12 @@ NSPATH=/run/netns/$NS
 IN_NS="ip netns exec $NS"
 $IN_NS ip link set lo up || fail "cannot bring up lo in $NS"
 NETEM=1
-if ! $IN_NS tc qdisc add dev lo root netem delay 10ms 2>"$TMP/tc.err"; then
-	modprobe sch_netem 2>/dev/null
-	if ! $IN_NS tc qdisc add dev lo root netem delay 10ms 2>"$TMP/tc.err"; then
-		[ -n "${SQK_IT_NETEM_OPTIONAL:-}" ] ||
-			skip "netem is not available (no sch_netem module?): $(head -n 1 "$TMP/tc.err")"
-		NETEM=0
-		info "netem is not available; running without the delay (SQK_IT_NETEM_OPTIONAL)"
-	fi
+if ns_add_delay "$NS" 10; then
+	info "delay: $NS_DELAY_DESC"
+else
+	[ -n "${SQK_IT_NETEM_OPTIONAL:-}" ] || skip "cannot delay packets in a namespace: $NS_DELAY_WHY"
+	NETEM=0
+	info "no delay ($NS_DELAY_WHY); running without it (SQK_IT_NETEM_OPTIONAL)"
 fi
 
 $MKTREE "$W/src" || fail "mktree failed"
