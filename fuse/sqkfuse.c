@@ -827,7 +827,7 @@ static void on_signal(void *ctx, int sig)
 	struct shutdown *sd = ctx;
 	const struct timespec pause = { 0, 20 * 1000 * 1000 };
 	sqk_image_cancel(sd->fs->img); /* reads waiting on a hung server fail now */
-	sqk_store_stop(sd->fs->store);
+	sqk_store_stop(__atomic_load_n(&sd->fs->store, __ATOMIC_ACQUIRE));
 	fuse_session_exit(sd->se);
 	while (!atomic_load(&sd->loop_done)) {
 		pthread_kill(sd->main, SIGUSR1);
@@ -848,8 +848,12 @@ static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_
 		logmsg(fs, "cannot start the signal thread");
 		return 1;
 	}
-	if (sqk_store_start(fs->img, se, fs->fill, &fs->store))
+	/* the signal thread first (every later thread inherits its blocked signals); it reads
+	 * fs->store, published atomically */
+	struct sqk_store *st = NULL;
+	if (sqk_store_start(fs->img, se, fs->fill, &st))
 		logmsg(fs, "page-cache fill off: out of memory");
+	__atomic_store_n(&fs->store, st, __ATOMIC_RELEASE);
 	/* A signal ends the loop with 0 (or its number): a clean unmount. */
 	ret = run_loop(se, cmd) < 0 ? 1 : 0;
 	atomic_store(&sd.loop_done, true);

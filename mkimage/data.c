@@ -154,7 +154,7 @@ static int write_blocks(struct reader *r, struct mk_node *n)
 		} else if (f->maybe_sparse && in_hole(fd, off, len, &data_at)) {
 			f->words[k] = 0;
 			f->sparse += len;
-			c->st.sparse_blocks++;
+			atomic_fetch_add(&c->st.sparse_blocks, 1);
 		} else {
 			err = submit_block(r, n, fd, k, off, len);
 			c->st.bytes_in += len;

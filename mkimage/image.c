@@ -294,7 +294,7 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 	       (unsigned long long)s->ipc, (unsigned long long)s->hardlinks);
 	printf("blocks     %llu data (%llu stored raw), %llu sparse, %u fragment blocks\n",
 	       (unsigned long long)s->data_blocks, (unsigned long long)s->raw_blocks,
-	       (unsigned long long)s->sparse_blocks, sb->fragment_count);
+	       (unsigned long long)atomic_load(&s->sparse_blocks), sb->fragment_count);
 	printf("duplicates %llu files, %llu bytes\n", (unsigned long long)s->dup_files,
 	       (unsigned long long)s->dup_bytes);
 	printf("ids        %u; xattr sets %u\n", sb->id_count, mk_xattrs_count(c->xattrs));

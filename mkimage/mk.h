@@ -66,7 +66,8 @@ struct mk_stats {
 	uint64_t files, dirs, symlinks, devices, ipc, hardlinks;
 	uint64_t dup_files, dup_bytes;
 	uint64_t bytes_in;           /* file bytes read and stored */
-	uint64_t data_blocks, sparse_blocks, raw_blocks, frag_blocks;
+	uint64_t data_blocks, raw_blocks, frag_blocks;
+	atomic_uint_fast64_t sparse_blocks; /* counted by the reader and the writer thread */
 	uint64_t xattr_sets;
 };
 

@@ -129,7 +129,7 @@ static int write_job(struct mk_pipeline *p, struct mk_job *j)
 	if (stored)
 		c->st.data_blocks++;
 	else
-		c->st.sparse_blocks++;
+		atomic_fetch_add(&c->st.sparse_blocks, 1);
 	return 0;
 }
 

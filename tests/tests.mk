@@ -13,12 +13,17 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CK_FORK=yes $$t; done
 
-# make check: unit tests, the same under ASan/UBSan, then the integration suite.
+TSAN_FLAGS := -fsanitize=thread
+
+# make check: unit tests, the same under ASan/UBSan and under ThreadSanitizer, then the
+# integration suite (which runs the sanitized programs too).
 check: all unit
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/san OPT='-O1 -g' \
 		EXTRA_CFLAGS='$(SAN_FLAGS)' EXTRA_LDFLAGS='$(SAN_FLAGS)' unit all
+	TSAN_OPTIONS=halt_on_error=1:exitcode=66 $(MAKE) --no-print-directory BUILD=$(BUILD)/tsan \
+		OPT='-O1 -g' EXTRA_CFLAGS='$(TSAN_FLAGS)' EXTRA_LDFLAGS='$(TSAN_FLAGS)' unit all
 	SQK=$(abspath $(BUILD)/bin/sqk) SQK_SAN=$(abspath $(BUILD)/san/bin/sqk) \
-		sh tests/integration/run.sh
+		SQK_TSAN=$(abspath $(BUILD)/tsan/bin/sqk) sh tests/integration/run.sh
 
 bench: all
 	SQK=$(abspath $(BUILD)/bin/sqk) sh tests/bench/bench.sh

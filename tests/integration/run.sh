@@ -1,7 +1,8 @@
 #!/bin/sh
 # Integration suite driver: runs every tests/integration/t_*.sh in name order with bash.
 #
-#   SQK=/abs/build/bin/sqk [SQK_SAN=/abs/build/san/bin/sqk] sh tests/integration/run.sh [PATTERN...]
+#   SQK=/abs/build/bin/sqk [SQK_SAN=/abs/build/san/bin/sqk] [SQK_TSAN=/abs/build/tsan/bin/sqk] \
+#     sh tests/integration/run.sh [PATTERN...]
 #
 # Each test gets SQK, SQK_SAN and TMP (a private scratch directory on a filesystem with
 # user./trusted. xattrs and sparse files, removed afterwards unless KEEP=1). A test passes with
@@ -14,7 +15,8 @@
 DIR=$(cd "$(dirname "$0")" && pwd)
 : "${SQK:=}"
 : "${SQK_SAN:=}"
-export SQK SQK_SAN
+: "${SQK_TSAN:=}"
+export SQK SQK_SAN SQK_TSAN
 
 pass=0 failn=0 skipn=0
 failed_names=""
@@ -64,7 +66,7 @@ fi
 if [ "$(id -u)" != 0 ]; then
 	echo "integration: not running as root; tests that need root or loop mounts will skip"
 fi
-echo "integration: SQK=$SQK SQK_SAN=${SQK_SAN:-<unset>} scratch=$BASE"
+echo "integration: SQK=$SQK SQK_SAN=${SQK_SAN:-<unset>} SQK_TSAN=${SQK_TSAN:-<unset>} scratch=$BASE"
 
 for t in "$DIR"/t_*.sh; do
 	[ -e "$t" ] || continue
