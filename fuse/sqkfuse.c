@@ -241,9 +241,9 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		size = MAX_IO;
 	/* Random small reads get the rest of their block put into the page cache afterwards;
 	 * sequential ones are followed by the kernel's readahead anyway. */
-	bool fill = fs->store && size < sqk_image_super(fs->img)->block_size &&
-		    !sqk_read_sequential(fs->img, i, (uint64_t)off);
-	ssize_t n = sqk_read(fs->img, i, buf, size, (uint64_t)off);
+	bool seq = true;
+	ssize_t n = sqk_read_stream(fs->img, i, buf, size, (uint64_t)off, 0, &seq);
+	bool fill = fs->store && size < sqk_image_super(fs->img)->block_size && !seq;
 	if (n < 0) {
 		char what[64];
 		snprintf(what, sizeof(what), "read at offset %lld", (long long)off);

@@ -176,6 +176,12 @@ bool sqk_read_sequential(struct sqk_image *img, const struct sqk_inode *file, ui
 ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 		    uint64_t off, unsigned flags);
 
+/* sqk_read_ex that also sets *sequential (when not NULL) to whether the read continued the
+ * file's sequential stream, as sqk_read_sequential would have said just before it: one lookup of
+ * the file's block index, no window between the question and the read. */
+ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+			uint64_t off, unsigned flags, bool *sequential);
+
 /* Lists the xattr names of an inode, each NUL-terminated with its prefix ("user.x\0...").
  * With cap 0, only sets *len to the size needed; SQK_ETOOBIG if cap is too small. */
 int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf, size_t cap,

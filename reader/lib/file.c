@@ -97,12 +97,21 @@ ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf,
 ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 		    uint64_t off, unsigned flags)
 {
+	return sqk_read_stream(img, file, buf, len, off, flags, NULL);
+}
+
+/* Copies into the caller's buf; file is borrowed; *sequential (may be NULL) is the caller's. */
+ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+			uint64_t off, unsigned flags, bool *sequential)
+{
 	uint64_t bs = img->sb.block_size;
 	struct sqk_findex *fi;
 	size_t done = 0;
 	bool seq;
 	int rc;
 
+	if (sequential)
+		*sequential = true; /* nothing read: nothing to fill around */
 	if (sqk_basic_type(file->type) != SQK_T_FILE)
 		return SQK_EINVAL;
 	if (off >= file->size)
@@ -115,6 +124,8 @@ ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *b
 	if (rc)
 		return rc;
 	seq = !(flags & SQK_READ_ASIDE) && continues(img, fi, off);
+	if (sequential)
+		*sequential = seq;
 	/* Remote images: a file's first read within its first block fetches just that block (a
 	 * 4 KiB read of a cold file costs one or two chunks); its next read starts readahead. */
 	if (seq && img->lazy_first && off + len <= bs && atomic_load(&fi->next_off) == 0)

@@ -419,6 +419,30 @@ START_TEST(test_read_aside)
 }
 END_TEST
 
+/* sqk_read_stream reads and says, in the same call, whether the read continued the stream. */
+START_TEST(test_read_stream)
+{
+	struct sqk_image *img = open_mem(mem, 8, 2);
+	struct sqk_inode in;
+	uint8_t buf[16];
+	bool seq = false;
+	ck_assert_int_eq(sqk_lookup_path(img, "multi", &in), 0);
+	ck_assert_int_eq(sqk_read_stream(img, &in, buf, sizeof(buf), 100, 0, &seq), 16);
+	ck_assert(seq); /* the first block */
+	ck_assert_int_eq(sqk_read_stream(img, &in, buf, sizeof(buf), 5 * BS, 0, &seq), 16);
+	ck_assert(!seq); /* a jump */
+	ck_assert_int_eq(sqk_read_stream(img, &in, buf, sizeof(buf), 5 * BS + 16, 0, &seq), 16);
+	ck_assert(seq); /* where the last read ended */
+	ck_assert_int_eq(sqk_read_stream(img, &in, buf, sizeof(buf), 7 * BS, SQK_READ_ASIDE, &seq),
+			 16);
+	ck_assert(!seq); /* aside: never part of the stream, and it moves nothing */
+	ck_assert_int_eq(sqk_read_stream(img, &in, buf, sizeof(buf), 5 * BS + 32, 0, &seq), 16);
+	ck_assert(seq);
+	ck_assert_int_eq(sqk_read_stream(img, &in, buf, sizeof(buf), 5 * BS + 48, 0, NULL), 16);
+	sqk_image_close(img);
+}
+END_TEST
+
 /* An image embedded at an offset in a file, opened by path and by fd. */
 START_TEST(test_open_offset)
 {
@@ -877,6 +901,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_counters);
 	tcase_add_test(tc, test_prefetch);
 	tcase_add_test(tc, test_read_aside);
+	tcase_add_test(tc, test_read_stream);
 	tcase_add_test(tc, test_concurrent);
 	tcase_add_test(tc, test_open_offset);
 	suite_add_tcase(s, tc);
