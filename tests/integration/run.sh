@@ -9,7 +9,8 @@
 # exit 0, skips with exit 77 after printing "skipped: WHY", and fails otherwise. Optional PATTERN
 # arguments select tests by substring (e.g. `run.sh t_30`). Ends with one summary line
 #   integration: N passed, N failed, N skipped
-# and exits non-zero when any test failed. Logs of failed tests are printed (last 60 lines);
+# and exits non-zero when any test failed or when none ran (all skipped, or no name matched).
+# Logs of failed tests are printed (last 60 lines);
 # VERBOSE=1 prints the logs of passing tests too.
 
 DIR=$(cd "$(dirname "$0")" && pwd)
@@ -113,4 +114,14 @@ for t in "$DIR"/t_*.sh; do
 done
 
 echo "integration: $pass passed, $failn failed, $skipn skipped"
-[ $failn = 0 ]
+[ $failn = 0 ] || exit 1
+# a run that executed nothing proved nothing (every test skipped, or a pattern matched none)
+if [ $pass = 0 ]; then
+	echo "integration: no test ran" >&2
+	exit 1
+fi
+# under CI, a skipped test is a missing install step or a missing kernel feature: say so loudly
+if [ $skipn != 0 ] && [ -n "${CI:-}" ]; then
+	echo "integration: $skipn test(s) skipped under CI (see the SKIP lines above)"
+fi
+exit 0
