@@ -26,6 +26,7 @@
 
 #include "fuse/nodes.h"
 #include "fuse/store.h"
+#include "parse.h"
 #include "sigwatch.h"
 #include "sqk.h"
 
@@ -498,19 +499,16 @@ static const struct fuse_lowlevel_ops ops = {
 
 struct opts {
 	char *image;
-	unsigned long offset;
 	char *subdir;
 	char *cache;
-	unsigned readahead;
-	unsigned threads;
-	int fill;
 	char *stats;
 	int verify;
 	int nonopts;
+	/* numbers as given, parsed by num_opts() with the project's one number rule */
+	char *offset_s, *readahead_s, *threads_s, *fill_s, *retries_s, *timeout_s;
+	uint64_t offset, readahead, threads, fill, retries, timeout;
 	/* remote images */
 	char *cache_dir, *cache_size, *root_hash, *header_file, *header, *cacert;
-	int retries;
-	unsigned timeout;
 	char *shown;      /* the URL without query or credentials, for messages */
 	char *hdr_buf;    /* header_file contents */
 	const char *hdrs[64];
@@ -519,19 +517,19 @@ struct opts {
 
 #define OPT(t, p) { t, offsetof(struct opts, p), 1 }
 static const struct fuse_opt opt_spec[] = {
-	OPT("offset=%lu", offset),
+	OPT("offset=%s", offset_s),
 	OPT("subdir=%s", subdir),
 	OPT("cache=%s", cache),
-	OPT("readahead=%u", readahead),
-	OPT("threads=%u", threads),
-	OPT("fill=%d", fill),
+	OPT("readahead=%s", readahead_s),
+	OPT("threads=%s", threads_s),
+	OPT("fill=%s", fill_s),
 	OPT("stats=%s", stats),
 	OPT("verify", verify),
 	OPT("cache_dir=%s", cache_dir),
 	OPT("cache_size=%s", cache_size),
 	OPT("root_hash=%s", root_hash),
-	OPT("retries=%d", retries),
-	OPT("timeout=%u", timeout),
+	OPT("retries=%s", retries_s),
+	OPT("timeout=%s", timeout_s),
 	OPT("header_file=%s", header_file),
 	OPT("header=%s", header),
 	OPT("cacert=%s", cacert),
@@ -589,22 +587,40 @@ static void usage(const char *prog)
 	       prog);
 }
 
+/* The numeric options, each checked against its range; prints what is wrong. */
+static int num_opts(struct opts *o, const char *prog)
+{
+	const struct {
+		const char *name, *val;
+		uint64_t *out, def, min, max;
+	} n[] = {
+		{ "offset", o->offset_s, &o->offset, 0, 0, INT64_MAX },
+		{ "readahead", o->readahead_s, &o->readahead, 0, 0, 4096 },
+		{ "threads", o->threads_s, &o->threads, 0, 0, 256 },
+		{ "fill", o->fill_s, &o->fill, 1, 0, 64 },
+		{ "retries", o->retries_s, &o->retries, SQK_HTTP_RETRIES_DEFAULT, 0, 100 },
+		{ "timeout", o->timeout_s, &o->timeout, SQK_HTTP_TIMEOUT_DEFAULT, 1, 3600 },
+	};
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		*n[i].out = n[i].def;
+		if (!n[i].val)
+			continue;
+		if (sqk_parse_u64(n[i].val, n[i].max, n[i].out) || *n[i].out < n[i].min) {
+			fprintf(stderr, "%s: invalid %s=%s (a decimal number, %llu to %llu)\n", prog,
+				n[i].name, n[i].val, (unsigned long long)n[i].min,
+				(unsigned long long)n[i].max);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int parse_size(const char *s, size_t *out)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	int shift = 0;
-	if (end == s)
+	uint64_t v;
+	if (sqk_parse_size(s, SIZE_MAX, &v))
 		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end || v > (SIZE_MAX >> shift))
-		return -1;
-	*out = (size_t)(v << shift);
+	*out = (size_t)v;
 	return 0;
 }
 
@@ -687,13 +703,9 @@ static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *pro
 	}
 	ho->cache_size_set = o->cache_size != NULL;
 	ho->cache_size = o->cache_size ? size : 0;
-	if (o->retries < -1 || o->retries > 100) {
-		fprintf(stderr, "%s: invalid retries=%d (0 to 100)\n", prog, o->retries);
-		return -1;
-	}
-	ho->retries_set = o->retries >= 0;
-	ho->retries = o->retries >= 0 ? (unsigned)o->retries : 0;
-	ho->timeout_s = o->timeout;
+	ho->retries_set = true;
+	ho->retries = (unsigned)o->retries;
+	ho->timeout_s = (unsigned)o->timeout;
 	if (o->root_hash && sqk_integ_parse_hex(o->root_hash, o->root)) {
 		fprintf(stderr, "%s: invalid root_hash (64 hex digits)\n", prog);
 		return -1;
@@ -728,8 +740,8 @@ static int local_root(struct fs *fs, const struct opts *o)
 /* Opens the image and the mounted root; errors are printed (we have not detached yet). */
 static int open_image(struct fs *fs, struct opts *o, const char *prog)
 {
-	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = o->readahead,
-				    .threads = o->threads, .log = lib_log, .log_ctx = fs,
+	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = (unsigned)o->readahead,
+				    .threads = (unsigned)o->threads, .log = lib_log, .log_ctx = fs,
 				    .verify = o->verify != 0 };
 	if (o->cache && parse_size(o->cache, &so.cache_bytes)) {
 		fprintf(stderr, "%s: invalid cache size '%s'\n", prog, o->cache);
@@ -895,7 +907,7 @@ int sqk_fuse_main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
-	struct opts o = { .fill = 1, .retries = -1 };
+	struct opts o = { 0 };
 	struct fs fs = { 0 };
 	const char *prog = argv[0];
 	int ret = 2;
@@ -919,8 +931,7 @@ int sqk_fuse_main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (o.fill < 0 || o.fill > 64) {
-		fprintf(stderr, "%s: invalid fill=%d (0 to 64 blocks)\n", prog, o.fill);
+	if (num_opts(&o, prog)) {
 		goto out;
 	}
 	fs.fill = (unsigned)o.fill;
@@ -953,6 +964,12 @@ out:
 	free(o.header_file);
 	free(o.header);
 	free(o.cacert);
+	free(o.offset_s);
+	free(o.readahead_s);
+	free(o.threads_s);
+	free(o.fill_s);
+	free(o.retries_s);
+	free(o.timeout_s);
 	free(o.shown);
 	free(o.hdr_buf);
 	fuse_opt_free_args(&args);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "parse.h"
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -44,36 +46,11 @@ static void usage(FILE *f)
 		"Exit status: 0 success, 1 build error (nothing written), 2 usage error.\n");
 }
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	if (!*s || *s == '-')
-		return -1;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static int parse_block_size(const char *s, uint32_t *out)
 {
-	char *end;
-	errno = 0;
-	if (!*s || *s == '-')
-		return -1;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	if (*end == 'k' || *end == 'K') {
-		v <<= 10;
-		end++;
-	} else if (*end == 'm' || *end == 'M') {
-		v <<= 20;
-		end++;
-	}
-	if (*end || v < 4096 || v > 1048576 || (v & (v - 1)))
+	uint64_t v;
+
+	if (sqk_parse_size(s, 1048576, &v) || v < 4096 || (v & (v - 1)))
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
@@ -169,7 +146,7 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 			return opt_error("--compressor", optarg, "choose zstd, xz, gzip or lz4");
 		return 0;
 	case 'l':
-		if (parse_u64(optarg, 22, &v))
+		if (sqk_parse_u64(optarg, 22, &v))
 			return opt_error("--level", optarg, "not a level");
 		o->comp.level = (int)v;
 		*level_arg = optarg;
@@ -183,7 +160,7 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 		return 0;
 	}
 	case 'j':
-		if (parse_u64(optarg, 1024, &v) || v == 0)
+		if (sqk_parse_u64(optarg, 1024, &v) || v == 0)
 			return opt_error("--threads", optarg, "need 1..1024");
 		o->threads = (int)v;
 		return 0;
@@ -200,17 +177,17 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 	case 'e': return add_exclude(o, optarg);
 	case OPT_ALLROOT: o->force_uid = 0; o->force_gid = 0; return 0;
 	case OPT_FUID:
-		if (parse_u64(optarg, UINT32_MAX, &v))
+		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
 			return opt_error("--force-uid", optarg, "need 0..4294967295");
 		o->force_uid = (int64_t)v;
 		return 0;
 	case OPT_FGID:
-		if (parse_u64(optarg, UINT32_MAX, &v))
+		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
 			return opt_error("--force-gid", optarg, "need 0..4294967295");
 		o->force_gid = (int64_t)v;
 		return 0;
 	case OPT_MTIME:
-		if (parse_u64(optarg, UINT32_MAX, &v))
+		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
 			return opt_error("--mtime", optarg, "need seconds 0..4294967295");
 		o->set_mtime = (int64_t)v;
 		return 0;
@@ -225,7 +202,7 @@ static int parse_env(struct mk_options *o)
 	uint64_t v;
 	if (!sde || !*sde)
 		return 0;
-	if (parse_u64(sde, UINT32_MAX, &v)) {
+	if (sqk_parse_u64(sde, UINT32_MAX, &v)) {
 		fprintf(stderr, "sqk mkimage: invalid SOURCE_DATE_EPOCH '%s': need seconds "
 				"0..4294967295\n", sde);
 		return -1;

@@ -78,7 +78,7 @@ int sqk_cat_main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
-			if (sqk_cmd_parse_u64(optarg, &c.offset)) {
+			if (sqk_parse_u64(optarg, UINT64_MAX, &c.offset)) {
 				sqk_cmd_usage_err("cat", "bad --offset '%s'", optarg);
 				return 2;
 			}

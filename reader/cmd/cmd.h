@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "parse.h"
 #include "sqk.h"
 
 /* Remote images (http:// and https:// IMAGE arguments): the options every reading command takes. */
@@ -69,8 +70,6 @@ int sqk_info_main(int argc, char **argv);
 int sqk_extract_main(int argc, char **argv);
 int sqk_verify_main(int argc, char **argv);
 
-/* Parses a non-negative decimal/hex/octal number (strtoull syntax, whole string). */
-int sqk_cmd_parse_u64(const char *s, uint64_t *out);
 
 /* Handles a remote option (ch one of SQK_OPT_*) for command `cmd`: 0 taken, 1 not a remote
  * option, 2 bad argument (message printed). Borrows arg for the life of r. */
@@ -79,8 +78,6 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 /* Frees what the remote options own; the struct may be reused zeroed. */
 void sqk_cmd_remote_free(struct sqk_remote *r);
 
-/* Parses a size with an optional K/M/G suffix (powers of 1024). */
-int sqk_cmd_parse_size(const char *s, uint64_t *out);
 
 /* Opens c->image at c->offset into c->img, printing an error on failure. Returns 0 or SQK_E*. */
 int sqk_cmd_open(struct sqk_cmd *c);

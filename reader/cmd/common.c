@@ -1,6 +1,7 @@
 /* Helpers shared by the reading commands: open an image with a log callback that forwards the
  * library's corruption messages to stderr, number parsing, error messages, lookups. */
 #include "cmd.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -13,45 +14,6 @@ static void sqk_cmd_log(void *ctx, const char *msg)
 	const struct sqk_cmd *c = ctx;
 
 	fprintf(stderr, "sqk %s: %s\n", c->name, msg);
-}
-
-int sqk_cmd_parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return SQK_EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return SQK_EINVAL;
-	*out = v;
-	return 0;
-}
-
-int sqk_cmd_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	if (!s || *s < '0' || *s > '9')
-		return SQK_EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return SQK_EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end || v > (UINT64_MAX >> shift))
-		return SQK_EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
 }
 
 static int add_header(const char *cmd, struct sqk_remote *r, const char *line)
@@ -113,7 +75,7 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 		r->o.cache_dir = arg;
 		return 0;
 	case SQK_OPT_CACHE_SIZE:
-		if (sqk_cmd_parse_size(arg, &r->o.cache_size))
+		if (sqk_parse_size(arg, UINT64_MAX, &r->o.cache_size))
 			break;
 		r->o.cache_size_set = true;
 		return 0;
@@ -123,13 +85,13 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 		r->o.root_hash = r->root;
 		return 0;
 	case SQK_OPT_RETRIES:
-		if (sqk_cmd_parse_u64(arg, &v) || v > 100)
+		if (sqk_parse_u64(arg, 100, &v))
 			break;
 		r->o.retries = (unsigned)v;
 		r->o.retries_set = true;
 		return 0;
 	case SQK_OPT_TIMEOUT:
-		if (sqk_cmd_parse_u64(arg, &v) || v == 0 || v > 3600)
+		if (sqk_parse_u64(arg, 3600, &v) || v == 0)
 			break;
 		r->o.timeout_s = (unsigned)v;
 		return 0;

@@ -562,7 +562,7 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "j:fh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
-			if (sqk_cmd_parse_u64(optarg, &v) || v == 0 || v > 1024) {
+			if (sqk_parse_u64(optarg, 1024, &v) || v == 0) {
 				sqk_cmd_usage_err("extract", "bad thread count '%s' (1-1024)", optarg);
 				return 2;
 			}
@@ -570,7 +570,7 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 			break;
 		case 'f': x->force = true; break;
 		case 'o':
-			if (sqk_cmd_parse_u64(optarg, &x->c.offset)) {
+			if (sqk_parse_u64(optarg, UINT64_MAX, &x->c.offset)) {
 				sqk_cmd_usage_err("extract", "bad --offset '%s'", optarg);
 				return 2;
 			}

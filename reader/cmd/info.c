@@ -616,7 +616,7 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 		switch (ch) {
 		case 'j': in->json = 1; break;
 		case 'o':
-			if (sqk_cmd_parse_u64(optarg, &in->c.offset)) {
+			if (sqk_parse_u64(optarg, UINT64_MAX, &in->c.offset)) {
 				sqk_cmd_usage_err("info", "bad --offset '%s'", optarg);
 				return 2;
 			}

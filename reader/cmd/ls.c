@@ -233,7 +233,7 @@ static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
 		case 'b': l->escape = 1; break;
 		case 'N': l->escape = 0; break;
 		case 'o':
-			if (sqk_cmd_parse_u64(optarg, &l->c.offset)) {
+			if (sqk_parse_u64(optarg, UINT64_MAX, &l->c.offset)) {
 				sqk_cmd_usage_err("ls", "bad --offset '%s'", optarg);
 				return 2;
 			}

@@ -95,9 +95,9 @@ static int parse(struct verify *v, int argc, char **argv)
 			return EXIT_CLEAN;
 		} else if (ch == 'J') {
 			v->json = 1;
-		} else if (ch == 'j' && !sqk_cmd_parse_u64(optarg, &n) && n >= 1 && n <= 256) {
+		} else if (ch == 'j' && !sqk_parse_u64(optarg, 256, &n) && n >= 1) {
 			v->threads = (unsigned)n;
-		} else if (ch == 'O' && !sqk_cmd_parse_u64(optarg, &v->offset)) {
+		} else if (ch == 'O' && !sqk_parse_u64(optarg, UINT64_MAX, &v->offset)) {
 			continue;
 		} else if (ch == 'R' && !sqk_integ_parse_hex(optarg, v->root)) {
 			v->has_root = true;

@@ -50,6 +50,14 @@ run_capture missing "$SQK" extract "$IMG" "$W/x.missing" no/such/path
 grep -q 'no/such\|/no' "$ERR_FILE" || { show_err; fail "missing PATH: message does not name it"; }
 run_capture dotdot "$SQK" extract "$IMG" "$W/x.dd" files/../..
 [ "$RC" = 2 ] || fail "PATH with .. exited $RC (expected 2)"
+# -j is decimal ("08" is eight threads) and bounded
+for j in -1 0x2 0 1025; do
+	run_capture badj "$SQK" extract -j "$j" "$IMG" "$W/badj"
+	[ "$RC" = 2 ] || fail "-j $j exited $RC (expected 2)"
+	[ ! -e "$W/badj" ] || fail "-j $j created the destination"
+done
+ok_extract "$IMG" "$W/x.j08" -j 08 files
+tree_equal "-j 08" "$SRC/files" "$W/x.j08/files"
 
 # a non-empty DEST is refused and left untouched
 D=$W/nonempty

@@ -141,6 +141,16 @@ grep -q nonexistent "$TMP/bad.err" || fail "missing mount point not named: $(cat
 rc=0; "$SQKFUSE" "$W/peer.sqsh" "$C/mnt" -o no_such_option 2>"$TMP/bad.err" || rc=$?
 [ $rc != 0 ] || fail "unknown option accepted"
 mountpoint -q "$C/mnt" && fail "mounted despite a bad option"
+# numbers follow one rule: decimal digits within the option's range, nothing else
+for bad in cache=-1 cache=1T fill=-1 fill=65 threads=0x4 readahead=-2 offset=1e3 retries=101 timeout=0; do
+	rc=0; "$SQKFUSE" "$W/peer.sqsh" "$C/mnt" -o "$bad" 2>"$TMP/bad.err" || rc=$?
+	[ $rc = 2 ] || fail "-o $bad: exit $rc, expected 2 (usage): $(cat "$TMP/bad.err")"
+	grep -q "${bad%%=*}" "$TMP/bad.err" || fail "-o $bad: the message does not name the option"
+	mountpoint -q "$C/mnt" && fail "mounted with -o $bad"
+done
+fuse_mount "$W/peer.sqsh" "$C/mnt" -o threads=08,readahead=08,fill=0 # 08 is eight, not octal
+[ -n "$(ls "$C/mnt")" ] || fail "empty mount with threads=08"
+fuse_umount "$C/mnt"
 
 # 6. Daemon mode (no -f): the process forks after opening the image; sequential reads of large
 #    files (readahead on worker threads) must still work in the detached daemon.
