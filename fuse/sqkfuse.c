@@ -26,9 +26,9 @@
 
 #include "fuse/nodes.h"
 #include "fuse/store.h"
-#include "parse.h"
-#include "sigwatch.h"
-#include "sqk.h"
+#include "common/parse.h"
+#include "common/sigwatch.h"
+#include "reader/sqk.h"
 
 #define TIMEOUT 86400.0 /* the image never changes */
 #define MAX_IO (1u << 20)

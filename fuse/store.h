@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sqk.h"
+#include "reader/sqk.h"
 
 struct fuse_session;
 struct sqk_store;

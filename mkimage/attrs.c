@@ -7,9 +7,9 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
-#include "endian.h"
-#include "error.h"
-#include "format.h"
+#include "common/endian.h"
+#include "common/error.h"
+#include "common/format.h"
 #include "mk.h"
 
 /* ---- id table ---- */

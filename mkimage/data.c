@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "format.h"
+#include "common/error.h"
+#include "common/format.h"
 #include "mk.h"
 #include "pipeline.h"
 

@@ -7,7 +7,7 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "mk.h"
 
 #define DEDUP_CHUNK (1u << 20)

@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "format.h"
+#include "common/error.h"
+#include "common/format.h"
 #include "mk.h"
 #include "mkimage.h"
-#include "sigwatch.h"
+#include "common/sigwatch.h"
 
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 {

@@ -11,11 +11,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "compressor.h"
-#include "format.h"
-#include "integrity.h"
-#include "io.h"
-#include "meta.h"
+#include "common/compressor.h"
+#include "common/format.h"
+#include "common/integrity.h"
+#include "common/io.h"
+#include "common/meta.h"
 #include "options.h"
 
 /* Placement of a regular file's data in the image. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "parse.h"
+#include "common/parse.h"
 
 static void usage(FILE *f)
 {

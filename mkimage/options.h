@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "compressor.h"
+#include "common/compressor.h"
 
 struct mk_options {
 	char **sources;      /* borrowed from argv */

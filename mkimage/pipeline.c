@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "format.h"
+#include "common/error.h"
+#include "common/format.h"
 
 enum { JOB_FREE, JOB_FILLING, JOB_READY, JOB_DONE };
 

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "endian.h"
-#include "error.h"
-#include "format.h"
+#include "common/endian.h"
+#include "common/error.h"
+#include "common/format.h"
 #include "mk.h"
 
 struct tables {

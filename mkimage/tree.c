@@ -10,8 +10,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "format.h"
+#include "common/error.h"
+#include "common/format.h"
 #include "mk.h"
 
 /* Open-addressing map from (st_dev, st_ino) to the canonical node of a hard-link group. */

@@ -6,8 +6,11 @@ LIBSQK_A := $(BUILD)/lib/libsqk.a
 LIBSQK_SONAME := libsqk.so.0
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
-LIBSQK_HEADERS := reader/sqk.h reader/sqk_check.h common/error.h common/format.h common/io.h common/io_http.h common/compressor.h \
-	common/integrity.h
+# Installed as <sqk/sqk.h>, <sqk/sqk_check.h> and <sqk/common/*.h> (the layout the public
+# headers include each other by), so none of them shadows a system header of the same name.
+LIBSQK_HEADERS := reader/sqk.h reader/sqk_check.h
+LIBSQK_COMMON_HEADERS := common/error.h common/format.h common/io.h common/io_http.h \
+	common/compressor.h common/integrity.h
 
 SQK_BIN := $(BUILD)/bin/sqk
 SQK_SRCS := reader/sqk.c $(wildcard reader/cmd/*.c)
@@ -35,12 +38,13 @@ $(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBSQK_A)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(SQK_LINK_EXTRA) $(PKG_LIBS)
 
 install-lib: $(LIBS_OUT)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk \
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk/common \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(LIBSQK_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBSQK_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(LIBSQK_SONAME) $(DESTDIR)$(PREFIX)/lib/libsqk.so
 	install -m 644 $(LIBSQK_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/
+	install -m 644 $(LIBSQK_COMMON_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/common/
 	sed -e 's|@PREFIX@|$(PREFIX)|' reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
 
 .PHONY: install-lib

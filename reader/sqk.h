@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
-#include "format.h"
-#include "integrity.h"
-#include "io.h"
-#include "io_http.h"
+#include "common/error.h"
+#include "common/format.h"
+#include "common/integrity.h"
+#include "common/io.h"
+#include "common/io_http.h"
 
 struct sqk_image;
 

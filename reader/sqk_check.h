@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "io.h"
+#include "common/error.h"
+#include "common/io.h"
 
 /* One finding. All strings are borrowed for the duration of the report callback only. */
 struct sqk_check_report {

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "parse.h"
-#include "sqk.h"
+#include "common/parse.h"
+#include "reader/sqk.h"
 
 /* Remote images (http:// and https:// IMAGE arguments): the options every reading command takes. */
 #define SQK_CMD_MAX_HEADERS 64

@@ -1,7 +1,7 @@
 /* Helpers shared by the reading commands: open an image with a log callback that forwards the
  * library's corruption messages to stderr, number parsing, error messages, lookups. */
 #include "cmd.h"
-#include "parse.h"
+#include "common/parse.h"
 
 #include <errno.h>
 #include <stdlib.h>

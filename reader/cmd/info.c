@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "compressor.h"
-#include "endian.h"
+#include "common/compressor.h"
+#include "common/endian.h"
 
 #define SQK_META_BLOCK 8192u
 

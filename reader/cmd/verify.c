@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sqk_check.h"
-#include "integrity.h"
+#include "reader/sqk_check.h"
+#include "common/integrity.h"
 
 enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16 };
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "meta.h"
+#include "common/meta.h"
 
 /* Formats a message prefixed with the image name and hands it to the log callback. */
 void sqk_logf(struct sqk_image *img, const char *fmt, ...)

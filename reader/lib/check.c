@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check_internal.h"
-#include "integrity.h"
+#include "common/integrity.h"
 
 #define MAX_NAMES 12
 #define MAX_HITS 256

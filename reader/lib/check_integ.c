@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check_internal.h"
-#include "endian.h"
-#include "integrity.h"
+#include "common/endian.h"
+#include "common/integrity.h"
 
 #define READ_SPAN (8u << 20)
 

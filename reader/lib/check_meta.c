@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check_internal.h"
-#include "endian.h"
-#include "meta.h"
+#include "common/endian.h"
+#include "common/meta.h"
 
 static uint64_t index_bytes(uint64_t count, unsigned size)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check_internal.h"
-#include "endian.h"
+#include "common/endian.h"
 
 #define MAX_DEPTH 2048u
 #define WORDS_PER_READ 512u

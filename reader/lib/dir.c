@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endian.h"
+#include "common/endian.h"
 #include "internal.h"
-#include "meta.h"
+#include "common/meta.h"
 
 static void iter_at(struct sqk_image *img, const struct sqk_inode *dir, uint32_t block,
 		    uint32_t off, uint32_t remaining, struct sqk_dir_iter *it)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endian.h"
+#include "common/endian.h"
 #include "internal.h"
 
 #define FI_SLOTS 32u

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "meta.h"
+#include "common/meta.h"
 
 #define DEFAULT_CACHE (64u << 20)
 #define DEFAULT_READAHEAD 16u

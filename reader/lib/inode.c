@@ -4,9 +4,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "endian.h"
+#include "common/endian.h"
 #include "internal.h"
-#include "meta.h"
+#include "common/meta.h"
 
 static const uint32_t ifmt[8] = { 0, S_IFDIR, S_IFREG, S_IFLNK, S_IFBLK, S_IFCHR, S_IFIFO,
 				  S_IFSOCK };

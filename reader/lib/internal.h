@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "compressor.h"
-#include "integrity.h"
-#include "sqk.h"
+#include "common/compressor.h"
+#include "common/integrity.h"
+#include "reader/sqk.h"
 
 enum sqk_block_kind { SQK_BK_META, SQK_BK_DATA, SQK_BK_FRAG };
 

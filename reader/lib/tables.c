@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endian.h"
+#include "common/endian.h"
 #include "internal.h"
-#include "meta.h"
+#include "common/meta.h"
 
 #define SQK_MIN_INODE_SIZE 20u /* header + nlink (fifo, socket) */
 

@@ -1,9 +1,9 @@
 /* Extended attributes (id entry → key/value pairs, out-of-line values) and symlink targets. */
 #include <string.h>
 
-#include "endian.h"
+#include "common/endian.h"
 #include "internal.h"
-#include "meta.h"
+#include "common/meta.h"
 
 static const char *const prefixes[] = { "user.", "trusted.", "security." };
 

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io.h"
-#include "sqk.h"
+#include "common/io.h"
+#include "reader/sqk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sqk_check.h"
-#include "io.h"
+#include "reader/sqk_check.h"
+#include "common/io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,15 +10,25 @@ D=$W/root
 make -s -C "$TOP" install PREFIX=/usr DESTDIR="$D" BUILD="$(dirname "$(dirname "$SQK")")" \
 	>"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; fail "make install failed"; }
 for f in usr/bin/sqk usr/bin/sqkfuse usr/lib/libsqk.a usr/lib/libsqk.so.0 usr/lib/libsqk.so \
-	usr/include/sqk/sqk.h usr/include/sqk/sqk_check.h usr/lib/pkgconfig/libsqk.pc; do
+	usr/include/sqk/sqk.h usr/include/sqk/sqk_check.h usr/include/sqk/common/io_http.h \
+	usr/lib/pkgconfig/libsqk.pc; do
 	[ -e "$D/$f" ] || fail "make install did not install $f"
 done
 grep -q '^prefix=/usr$' "$D/usr/lib/pkgconfig/libsqk.pc" || fail "libsqk.pc does not say prefix=/usr"
+# the installed headers shadow no system header: glibc's <error.h> and <endian.h> (through
+# <sys/types.h>) stay the system's
 cat >"$W/app.c" <<'C'
-#include <sqk.h>
+#include <error.h>
+#include <sqk/sqk.h>
+#include <sqk/sqk_check.h>
 #include <stdio.h>
+#include <sys/types.h>
+#if !defined(BYTE_ORDER) || !defined(LITTLE_ENDIAN)
+#error "<sys/types.h> lost BYTE_ORDER: a squashkit header shadows <endian.h>"
+#endif
 int main(int argc, char **argv)
 {
+	(void)error_message_count; /* glibc's <error.h>, not squashkit's */
 	struct sqk_image *img;
 	struct sqk_inode f;
 	char buf[64];

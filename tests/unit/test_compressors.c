@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comp_internal.h"
-#include "compressor.h"
-#include "endian.h"
-#include "error.h"
-#include "meta.h"
+#include "common/comp_internal.h"
+#include "common/compressor.h"
+#include "common/endian.h"
+#include "common/error.h"
+#include "common/meta.h"
 #include "testutil.h"
 
 #define GUARD 64

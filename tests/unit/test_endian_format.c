@@ -1,12 +1,27 @@
 /* Unit tests for common/endian.h and common/format.c: little-endian helpers, every on-disk
  * structure's encode/decode, a superblock made by mksquashfs 4.5.1, and device numbers. */
 #include <check.h>
+#include <error.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
-#include "endian.h"
-#include "format.h"
+#include "common/endian.h"
+#include "common/format.h"
 #include "testutil.h"
+
+/* The project's headers are included by their repo-relative paths with -I. only: the system's
+ * <endian.h> (through <sys/types.h>) and <error.h> are not shadowed by common/endian.h and
+ * common/error.h. */
+#if !defined(BYTE_ORDER) || !defined(LITTLE_ENDIAN)
+#error "<sys/types.h> lost BYTE_ORDER: common/endian.h shadows <endian.h>"
+#endif
+START_TEST(test_system_headers)
+{
+	ck_assert_ptr_nonnull(&error_message_count); /* glibc's <error.h> */
+	ck_assert(BYTE_ORDER == LITTLE_ENDIAN || BYTE_ORDER == BIG_ENDIAN);
+}
+END_TEST
 
 /* `mksquashfs sbsrc sb.sqfs -comp gzip -mkfs-time 1700000000 -all-time 1700000000 -all-root`
  * on a tree of a file and a directory holding one file (squashfs-tools 4.5.1). */
@@ -244,6 +259,7 @@ static Suite *endian_format_suite(void)
 	Suite *s = suite_create("endian_format");
 	TCase *tc = tcase_create("core");
 
+	tcase_add_test(tc, test_system_headers);
 	tcase_add_test(tc, test_le_byte_order);
 	tcase_add_test(tc, test_le_round_trip_unaligned);
 	tcase_add_test(tc, test_super_known_bytes);

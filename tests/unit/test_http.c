@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "http_cache.h"
-#include "io_http.h"
+#include "common/error.h"
+#include "common/http_cache.h"
+#include "common/io_http.h"
 #include "testutil.h"
 
 START_TEST(test_url_display)

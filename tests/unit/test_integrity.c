@@ -9,13 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "endian.h"
-#include "error.h"
-#include "integrity.h"
-#include "io.h"
+#include "common/endian.h"
+#include "common/error.h"
+#include "common/integrity.h"
+#include "common/io.h"
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
-#include "sqk.h"
+#include "reader/sqk.h"
 #include "testutil.h"
 
 static struct sqk_integ_trailer good_trailer(void)

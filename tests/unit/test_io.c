@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "io.h"
+#include "common/error.h"
+#include "common/io.h"
 #include "testutil.h"
 
 /* A temporary file, already unlinked: it vanishes with its fd. */

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "compressor.h"
-#include "endian.h"
-#include "error.h"
-#include "meta.h"
+#include "common/compressor.h"
+#include "common/endian.h"
+#include "common/error.h"
+#include "common/meta.h"
 #include "testutil.h"
 
 #define GUARD 64

@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "endian.h"
-#include "error.h"
-#include "format.h"
-#include "io.h"
-#include "meta.h"
+#include "common/endian.h"
+#include "common/error.h"
+#include "common/format.h"
+#include "common/io.h"
+#include "common/meta.h"
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
 #include "testutil.h"

@@ -3,8 +3,8 @@
 #include <check.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "parse.h"
+#include "common/error.h"
+#include "common/parse.h"
 #include "testutil.h"
 
 START_TEST(test_u64)

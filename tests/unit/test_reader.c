@@ -13,11 +13,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "endian.h"
-#include "meta.h"
+#include "common/endian.h"
+#include "common/meta.h"
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
-#include "sqk.h"
+#include "reader/sqk.h"
 #include "testutil.h"
 
 #define BS 4096u
