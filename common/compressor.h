@@ -4,6 +4,8 @@
 #ifndef SQK_COMPRESSOR_H
 #define SQK_COMPRESSOR_H
 
+#include "api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,10 +61,10 @@ struct sqk_compressor {
 };
 
 /* Creates an instance for cfg (copied). Caller owns *out. SQK_EUNSUPPORTED for lzma/lzo. */
-int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+SQK_API int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
 
 /* Destroys c; NULL-safe. */
-void sqk_compressor_destroy(struct sqk_compressor *c);
+SQK_API void sqk_compressor_destroy(struct sqk_compressor *c);
 
 static inline ssize_t sqk_compress(struct sqk_compressor *c, const void *in, size_t in_len,
 				   void *out, size_t out_cap)
@@ -78,20 +80,20 @@ static inline ssize_t sqk_decompress(struct sqk_compressor *c, const void *in, s
 
 /* Serialises the options block payload for cfg into buf (at least 8 bytes) as mksquashfs would:
  * sets *len to 0 when the defaults need no block (always writes one for lz4). */
-int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len);
+SQK_API int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len);
 
 /* Fills cfg from a compressor id, the image block size and an options payload (opts may be NULL
  * with len 0). Validates the payload as the kernel does. */
-int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
+SQK_API int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
 			  struct sqk_comp_config *cfg);
 
 /* "zstd", "xz", "gzip", "lz4", "lzma", "lzo"; NULL for an unknown id. */
-const char *sqk_comp_name(uint16_t id);
+SQK_API const char *sqk_comp_name(uint16_t id);
 
 /* Id for a name above, or 0 if unknown. */
-uint16_t sqk_comp_id(const char *name);
+SQK_API uint16_t sqk_comp_id(const char *name);
 
 /* Parses a BCJ filter name ("x86", "powerpc", "ia64", "arm", "armthumb", "sparc"); 0 if unknown. */
-uint32_t sqk_xz_bcj_from_name(const char *name);
+SQK_API uint32_t sqk_xz_bcj_from_name(const char *name);
 
 #endif

@@ -2,6 +2,8 @@
 #ifndef SQK_ERROR_H
 #define SQK_ERROR_H
 
+#include "api.h"
+
 enum sqk_error {
 	SQK_OK = 0,
 	SQK_EIO = -1,          /* read/write failed; errno has the detail */
@@ -22,12 +24,12 @@ enum sqk_error {
 };
 
 /* Returns a static, human-readable message for an SQK_E* code (never NULL). */
-const char *sqk_strerror(int err);
+SQK_API const char *sqk_strerror(int err);
 
 /* Maps an errno value to the closest SQK_E* code. */
-int sqk_from_errno(int errnum);
+SQK_API int sqk_from_errno(int errnum);
 
 /* Maps an SQK_E* code to a positive errno value (for FUSE replies). */
-int sqk_to_errno(int err);
+SQK_API int sqk_to_errno(int err);
 
 #endif

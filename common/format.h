@@ -4,6 +4,8 @@
 #ifndef SQK_FORMAT_H
 #define SQK_FORMAT_H
 
+#include "api.h"
+
 #include <stdint.h>
 
 #define SQK_MAGIC 0x73717368u
@@ -117,22 +119,22 @@ struct sqk_xattr_header {
 };
 #define SQK_XATTR_HEADER_SIZE 16
 
-void sqk_super_encode(const struct sqk_super *s, uint8_t out[SQK_SUPER_SIZE]);
-void sqk_super_decode(const uint8_t in[SQK_SUPER_SIZE], struct sqk_super *s);
-void sqk_inode_header_encode(const struct sqk_inode_header *h, uint8_t *out);
-void sqk_inode_header_decode(const uint8_t *in, struct sqk_inode_header *h);
-void sqk_dir_header_encode(const struct sqk_dir_header *h, uint8_t *out);
-void sqk_dir_header_decode(const uint8_t *in, struct sqk_dir_header *h);
-void sqk_dir_entry_encode(const struct sqk_dir_entry *e, uint8_t *out);
-void sqk_dir_entry_decode(const uint8_t *in, struct sqk_dir_entry *e);
-void sqk_dir_index_encode(const struct sqk_dir_index *e, uint8_t *out);
-void sqk_dir_index_decode(const uint8_t *in, struct sqk_dir_index *e);
-void sqk_frag_entry_encode(const struct sqk_frag_entry *e, uint8_t *out);
-void sqk_frag_entry_decode(const uint8_t *in, struct sqk_frag_entry *e);
-void sqk_xattr_id_encode(const struct sqk_xattr_id *e, uint8_t *out);
-void sqk_xattr_id_decode(const uint8_t *in, struct sqk_xattr_id *e);
-void sqk_xattr_header_encode(const struct sqk_xattr_header *h, uint8_t *out);
-void sqk_xattr_header_decode(const uint8_t *in, struct sqk_xattr_header *h);
+SQK_API void sqk_super_encode(const struct sqk_super *s, uint8_t out[SQK_SUPER_SIZE]);
+SQK_API void sqk_super_decode(const uint8_t in[SQK_SUPER_SIZE], struct sqk_super *s);
+SQK_API void sqk_inode_header_encode(const struct sqk_inode_header *h, uint8_t *out);
+SQK_API void sqk_inode_header_decode(const uint8_t *in, struct sqk_inode_header *h);
+SQK_API void sqk_dir_header_encode(const struct sqk_dir_header *h, uint8_t *out);
+SQK_API void sqk_dir_header_decode(const uint8_t *in, struct sqk_dir_header *h);
+SQK_API void sqk_dir_entry_encode(const struct sqk_dir_entry *e, uint8_t *out);
+SQK_API void sqk_dir_entry_decode(const uint8_t *in, struct sqk_dir_entry *e);
+SQK_API void sqk_dir_index_encode(const struct sqk_dir_index *e, uint8_t *out);
+SQK_API void sqk_dir_index_decode(const uint8_t *in, struct sqk_dir_index *e);
+SQK_API void sqk_frag_entry_encode(const struct sqk_frag_entry *e, uint8_t *out);
+SQK_API void sqk_frag_entry_decode(const uint8_t *in, struct sqk_frag_entry *e);
+SQK_API void sqk_xattr_id_encode(const struct sqk_xattr_id *e, uint8_t *out);
+SQK_API void sqk_xattr_id_decode(const uint8_t *in, struct sqk_xattr_id *e);
+SQK_API void sqk_xattr_header_encode(const struct sqk_xattr_header *h, uint8_t *out);
+SQK_API void sqk_xattr_header_decode(const uint8_t *in, struct sqk_xattr_header *h);
 
 /* Linux "new" device number encoding used by SquashFS. */
 static inline uint32_t sqk_rdev_encode(uint32_t major, uint32_t minor)

@@ -22,6 +22,8 @@
 #ifndef SQK_INTEGRITY_H
 #define SQK_INTEGRITY_H
 
+#include "api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,9 +46,9 @@ struct sqk_integ_trailer {
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
 };
 
-void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t, uint8_t out[SQK_INTEG_TRAILER_SIZE]);
+SQK_API void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t, uint8_t out[SQK_INTEG_TRAILER_SIZE]);
 /* Decodes and checks magics, version, chunk size and the consistency of the counts. */
-int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
+SQK_API int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 			     struct sqk_integ_trailer *t);
 
 /* ---- writing (the builder) ---- */
@@ -54,20 +56,20 @@ int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 struct sqk_integ_writer;
 
 /* Creates a streaming hasher for chunk_size (0 = default). Caller owns *out. */
-int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out);
+SQK_API int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out);
 
 /* Feeds the bytes written at off. Writes must be sequential, except that bytes inside the first
  * chunk may be rewritten (the superblock is written last): that chunk is hashed at finish. */
-int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void *data,
+SQK_API int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void *data,
 			    size_t len);
 
 /* Ends at `covered` bytes (all fed). Returns in *blob (caller frees) the bytes to append at
  * `covered` (digests, padding, trailer) and the root digest. */
-int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_t **blob,
+SQK_API int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_t **blob,
 			    size_t *blob_len, uint8_t root[SQK_INTEG_DIGEST_SIZE]);
 
 /* Destroys w; NULL-safe. */
-void sqk_integ_writer_destroy(struct sqk_integ_writer *w);
+SQK_API void sqk_integ_writer_destroy(struct sqk_integ_writer *w);
 
 /* ---- reading ---- */
 
@@ -80,25 +82,25 @@ struct sqk_integ {
 /* Loads the integrity data of the file behind io (file_size bytes). SQK_ENOENT when there is
  * none (no trailer magic); SQK_ECORRUPT when the trailer, the padding or the digest array do
  * not match the root digest. Fills out (free with sqk_integ_free). */
-int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
+SQK_API int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
 
 /* Frees what sqk_integ_load allocated; NULL-safe. */
-void sqk_integ_free(struct sqk_integ *ig);
+SQK_API void sqk_integ_free(struct sqk_integ *ig);
 
 /* Byte range [*start, *end) of chunk k. */
-void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start,
+SQK_API void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start,
 			   uint64_t *end);
 
 /* Checks data (the whole of chunk k) against its digest: 0 or SQK_ECORRUPT. Thread-safe. */
-int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len);
+SQK_API int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len);
 
 /* SHA-256 of data into out. */
-void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+SQK_API void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
 
 /* Lower-case hex of a digest (65 bytes with the NUL). */
-void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE], char out[2 * SQK_INTEG_DIGEST_SIZE + 1]);
+SQK_API void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE], char out[2 * SQK_INTEG_DIGEST_SIZE + 1]);
 
 /* Parses 64 hex digits; SQK_EINVAL otherwise. */
-int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+SQK_API int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
 
 #endif

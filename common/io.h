@@ -3,6 +3,8 @@
 #ifndef SQK_IO_H
 #define SQK_IO_H
 
+#include "api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,26 +57,26 @@ static inline void sqk_io_destroy(struct sqk_io *io)
 
 /* I/O on fd with every offset shifted by base. Borrows fd unless own_fd (then destroy closes it).
  * Caller owns *out. */
-int sqk_io_fd_create(int fd, uint64_t base, bool own_fd, struct sqk_io **out);
+SQK_API int sqk_io_fd_create(int fd, uint64_t base, bool own_fd, struct sqk_io **out);
 
 /* I/O on memory. With data != NULL, borrows data[0..len) read-only (writes fail with SQK_EINVAL);
  * with data == NULL, creates an empty growable buffer that writes extend. Caller owns *out. */
-int sqk_io_mem_create(const void *data, size_t len, struct sqk_io **out);
+SQK_API int sqk_io_mem_create(const void *data, size_t len, struct sqk_io **out);
 
 /* Borrowed view of a growable memory object's bytes (valid until the next write or destroy). */
-const uint8_t *sqk_io_mem_data(struct sqk_io *io, size_t *len);
+SQK_API const uint8_t *sqk_io_mem_data(struct sqk_io *io, size_t *len);
 
 enum sqk_io_fault_op { SQK_FAULT_READ, SQK_FAULT_WRITE, SQK_FAULT_SYNC, SQK_FAULT_SIZE };
 
 /* Test double forwarding to inner (borrowed, must outlive it). Caller owns *out. */
-int sqk_io_fault_create(struct sqk_io *inner, struct sqk_io **out);
+SQK_API int sqk_io_fault_create(struct sqk_io *inner, struct sqk_io **out);
 
 /* After `countdown` successful calls of kind op, every further call of that kind fails with err
  * (countdown 0: the very next call fails). Also: a read may be told to flip one byte instead.
  * (err 0 with SQK_FAULT_READ: such reads succeed with byte len/2 inverted.) */
-void sqk_io_fault_arm(struct sqk_io *io, enum sqk_io_fault_op op, unsigned countdown, int err);
+SQK_API void sqk_io_fault_arm(struct sqk_io *io, enum sqk_io_fault_op op, unsigned countdown, int err);
 
 /* Number of calls of kind op the double has seen (successful or failed). */
-unsigned sqk_io_fault_calls(struct sqk_io *io, enum sqk_io_fault_op op);
+SQK_API unsigned sqk_io_fault_calls(struct sqk_io *io, enum sqk_io_fault_op op);
 
 #endif

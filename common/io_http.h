@@ -9,6 +9,8 @@
 #ifndef SQK_IO_HTTP_H
 #define SQK_IO_HTTP_H
 
+#include "api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,39 +53,39 @@ struct sqk_http_stats {
 };
 
 /* True when s starts with http:// or https:// (case-insensitive). Borrows s. */
-bool sqk_is_url(const char *s);
+SQK_API bool sqk_is_url(const char *s);
 
 /* Opens the image at url (borrowed; opts borrowed, NULL = defaults): probes its size and
  * validators, loads and authenticates its integrity data, pins the root digest when asked.
  * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. */
-int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out);
+SQK_API int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out);
 
 /* True when io is a remote image. */
-bool sqk_io_is_http(const struct sqk_io *io);
+SQK_API bool sqk_io_is_http(const struct sqk_io *io);
 
 /* Fetches [off, off + len) ahead of use, coalesced, in parallel parts, and waits for it (the
  * metadata tables at open). Best effort: errors surface when the bytes are read. */
-void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
+SQK_API void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
 
 /* Stops the transfer thread (it starts again on the next fetch): before fork(). */
-void sqk_io_http_quiesce(struct sqk_io *io);
+SQK_API void sqk_io_http_quiesce(struct sqk_io *io);
 
 /* Fails every pending and later fetch at once (SQK_EINTR): for shutdown while requests hang. */
-void sqk_io_http_cancel(struct sqk_io *io);
+SQK_API void sqk_io_http_cancel(struct sqk_io *io);
 
 /* Copies the counters into *out. SQK_EINVAL when io is not a remote image. */
-int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out);
+SQK_API int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out);
 
 /* True when every byte read from io was checked against the image's integrity data. */
-bool sqk_io_http_verified(const struct sqk_io *io);
+SQK_API bool sqk_io_http_verified(const struct sqk_io *io);
 
 /* url without its query string or credentials, for messages. Caller frees; NULL on ENOMEM. */
-char *sqk_url_display(const char *url);
+SQK_API char *sqk_url_display(const char *url);
 
 /* The URL without its query string or credentials, for messages (borrowed from io). */
-const char *sqk_io_http_name(const struct sqk_io *io);
+SQK_API const char *sqk_io_http_name(const struct sqk_io *io);
 
 /* Checks one "Name: value" header line (no CR/LF, a name before ':'). 0 or SQK_EINVAL. */
-int sqk_http_header_check(const char *line);
+SQK_API int sqk_http_header_check(const char *line);
 
 #endif

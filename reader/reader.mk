@@ -9,7 +9,7 @@ LIBSQK_PC := $(BUILD)/lib/libsqk.pc
 # Installed as <sqk/sqk.h>, <sqk/sqk_check.h> and <sqk/common/*.h> (the layout the public
 # headers include each other by), so none of them shadows a system header of the same name.
 LIBSQK_HEADERS := reader/sqk.h reader/sqk_check.h
-LIBSQK_COMMON_HEADERS := common/error.h common/format.h common/io.h common/io_http.h \
+LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/format.h common/io.h common/io_http.h \
 	common/compressor.h common/integrity.h
 
 SQK_BIN := $(BUILD)/bin/sqk

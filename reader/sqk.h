@@ -8,6 +8,8 @@
 #ifndef SQK_LIBSQK_H
 #define SQK_LIBSQK_H
 
+#include "common/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,71 +98,71 @@ struct sqk_stats {
 
 /* Opens the image at path, or at an http:// or https:// URL (opts may be NULL). Caller owns *out
  * (sqk_image_close). */
-int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out);
+SQK_API int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out);
 
 /* Opens an image on fd (borrowed: must stay open until close). Caller owns *out. */
-int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image **out);
+SQK_API int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image **out);
 
 /* Opens an image on io (borrowed; opts->offset is added to every position). Caller owns *out. */
-int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opts,
+SQK_API int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opts,
 		      struct sqk_image **out);
 
 /* Opens the image served at url (range requests; opts->http tunes them; opts->offset must be 0).
  * The metadata tables are fetched at open, in few requests. Caller owns *out. */
-int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out);
+SQK_API int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out);
 
 /* Remote images: fails every pending and later fetch at once (for shutdown while requests hang);
  * no-op for local images. */
-void sqk_image_cancel(struct sqk_image *img);
+SQK_API void sqk_image_cancel(struct sqk_image *img);
 
 /* Stops the image's background threads (they start again on demand): call it before fork(). */
-void sqk_image_quiesce(struct sqk_image *img);
+SQK_API void sqk_image_quiesce(struct sqk_image *img);
 
 /* Remote images: copies the transfer and disk-cache counters. SQK_ENOENT for local images. */
-int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out);
+SQK_API int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out);
 
 /* The I/O object the image reads through (borrowed, lives as long as img). */
-struct sqk_io *sqk_image_io(struct sqk_image *img);
+SQK_API struct sqk_io *sqk_image_io(struct sqk_image *img);
 
 /* Closes img; NULL-safe. */
-void sqk_image_close(struct sqk_image *img);
+SQK_API void sqk_image_close(struct sqk_image *img);
 
 /* The validated superblock (borrowed, lives as long as img). */
-const struct sqk_super *sqk_image_super(const struct sqk_image *img);
+SQK_API const struct sqk_super *sqk_image_super(const struct sqk_image *img);
 
 /* Compressor options of the image (borrowed). */
-const struct sqk_comp_config *sqk_image_comp(const struct sqk_image *img);
+SQK_API const struct sqk_comp_config *sqk_image_comp(const struct sqk_image *img);
 
 /* Decodes the inode at ref. */
-int sqk_inode_get(struct sqk_image *img, uint64_t ref, struct sqk_inode *out);
+SQK_API int sqk_inode_get(struct sqk_image *img, uint64_t ref, struct sqk_inode *out);
 
 /* The root directory. */
-int sqk_image_root(struct sqk_image *img, struct sqk_inode *out);
+SQK_API int sqk_image_root(struct sqk_image *img, struct sqk_inode *out);
 
 /* Looks up name (not NUL-terminated; len bytes) in directory dir, using the directory index.
  * SQK_ENOENT if absent. */
-int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *name, size_t len,
+SQK_API int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *name, size_t len,
 	       struct sqk_inode *out);
 
 /* Resolves a '/'-separated path from the root: "." and ".." as in POSIX (".." of the root is the
  * root), no symlinks followed; "" or "/" = root. */
-int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *out);
+SQK_API int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *out);
 
 /* Starts iterating dir's entries (without . and ..). */
-int sqk_dir_iter_init(struct sqk_image *img, const struct sqk_inode *dir,
+SQK_API int sqk_dir_iter_init(struct sqk_image *img, const struct sqk_inode *dir,
 		      struct sqk_dir_iter *it);
 
 /* Next entry: returns 1 with *e filled, 0 at the end, or SQK_E*. Names are validated (not
  * empty, no '/', not . or .., sorted and unique). */
-int sqk_dir_iter_next(struct sqk_dir_iter *it, struct sqk_dirent *e);
+SQK_API int sqk_dir_iter_next(struct sqk_dir_iter *it, struct sqk_dirent *e);
 
 /* Copies a symlink's target into buf (cap bytes, NUL-terminated if it fits); *len = length. */
-int sqk_readlink(struct sqk_image *img, const struct sqk_inode *link, char *buf, size_t cap,
+SQK_API int sqk_readlink(struct sqk_image *img, const struct sqk_inode *link, char *buf, size_t cap,
 		 size_t *len);
 
 /* Reads up to len bytes of a regular file at off. Returns the bytes read (fewer only at end of
  * file; 0 at or past it) or SQK_E*. Sparse blocks read as zeros without I/O. */
-ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+SQK_API ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 		 uint64_t off);
 
 /* sqk_read_ex flags. SQK_READ_ASIDE: a read outside the file's sequential stream (e.g. a cache
@@ -170,37 +172,37 @@ ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, void *buf,
 
 /* True when a read of file at off continues its sequential stream (a read in the first block, or
  * where the previous read ended): such reads start readahead. */
-bool sqk_read_sequential(struct sqk_image *img, const struct sqk_inode *file, uint64_t off);
+SQK_API bool sqk_read_sequential(struct sqk_image *img, const struct sqk_inode *file, uint64_t off);
 
 /* sqk_read with flags (SQK_READ_*). */
-ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+SQK_API ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 		    uint64_t off, unsigned flags);
 
 /* sqk_read_ex that also sets *sequential (when not NULL) to whether the read continued the
  * file's sequential stream, as sqk_read_sequential would have said just before it: one lookup of
  * the file's block index, no window between the question and the read. */
-ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
+SQK_API ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
 			uint64_t off, unsigned flags, bool *sequential);
 
 /* Lists the xattr names of an inode, each NUL-terminated with its prefix ("user.x\0...").
  * With cap 0, only sets *len to the size needed; SQK_ETOOBIG if cap is too small. */
-int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf, size_t cap,
+SQK_API int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf, size_t cap,
 		   size_t *len);
 
 /* Gets one xattr value (name with prefix). SQK_ENOENT if absent; cap 0 = size only;
  * SQK_ETOOBIG if cap is too small. */
-int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char *name,
+SQK_API int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char *name,
 		  void *buf, size_t cap, size_t *len);
 
 /* True when reads of img are verified (opts.verify and integrity data was loaded). */
-bool sqk_image_verified(const struct sqk_image *img);
+SQK_API bool sqk_image_verified(const struct sqk_image *img);
 
 /* Fills the caller's *out with the image's authenticated integrity trailer (root digest, chunk
  * size). SQK_ENOENT when the image has none (or does not start at offset 0 of its file),
  * SQK_ECORRUPT when it does not match its root digest. */
-int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out);
+SQK_API int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out);
 
 /* Copies the counters. */
-void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);
+SQK_API void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);
 
 #endif

@@ -5,6 +5,8 @@
 #ifndef SQK_SQK_CHECK_H
 #define SQK_SQK_CHECK_H
 
+#include "common/api.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,7 +46,7 @@ struct sqk_check_result {
 /* Checks the image behind io (borrowed; file_size bytes; opts borrowed, NULL = defaults).
  * Returns 0 when the check ran (errors counted in *res), or SQK_E* on an operational error
  * (out of memory, I/O failure on an in-range read). */
-int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_check_opts *o,
+SQK_API int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_check_opts *o,
 		    struct sqk_check_result *res);
 
 #endif

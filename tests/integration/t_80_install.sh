@@ -52,4 +52,27 @@ sqk_build -q "$W/src" "$W/img.sqsh"
 out=$(LD_LIBRARY_PATH=$D/usr/lib "$W/app" "$W/img.sqsh") || fail "the program failed: $out"
 [ "$out" = "3 hello from libsqk" ] || fail "unexpected output: '$out'"
 info "installed libsqk used through pkg-config: $out"
+
+# libsqk.so exports exactly the functions its installed headers declare (SQK_API): no internals
+need_cmd nm
+nm -D --defined-only "$D/usr/lib/libsqk.so.0" | awk '$2 ~ /^[TW]$/ {print $3}' | sort >"$TMP/exported"
+python3 - "$D/usr/include/sqk" "$TMP/exported" <<'PY' || fail "libsqk.so's exports differ from its headers"
+import os, re, sys
+decl, bare = set(), set()
+for d, _, fs in os.walk(sys.argv[1]):
+    for f in fs:
+        s = re.sub(r'/\*.*?\*/', '', open(os.path.join(d, f)).read(), flags=re.S)
+        for m in re.finditer(r'^(SQK_API )?(?!static)[a-z][\w \*]*?\b(sqk_[a-z0-9_]+)\(', s, re.M):
+            (decl if m.group(1) else bare).add(m.group(2))
+exp = set(open(sys.argv[2]).read().split())
+bad = False
+for what, names in (("declared without SQK_API", bare), ("exported but not in a header", exp - decl),
+                    ("declared but not exported", decl - exp)):
+    if names:
+        print("%s: %s" % (what, " ".join(sorted(names))))
+        bad = True
+print("%d functions declared and exported" % len(decl & exp))
+sys.exit(1 if bad or not decl else 0)
+PY
+info "libsqk.so exports $(wc -l <"$TMP/exported") symbols, each declared in an installed header"
 exit 0
