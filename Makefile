@@ -15,7 +15,11 @@ $(DEPS_STAMP): scripts/install-deps.sh
 	@sh scripts/install-deps.sh
 	@touch $@
 
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) fuse3 2>/dev/null)
+# libfuse3 is needed by `sqk mount` and sqkfuse only: without it (or with HAVE_FUSE=0) sqk is
+# built without `mount` and sqkfuse is not built.
+HAVE_FUSE ?= $(shell pkg-config --exists fuse3 2>/dev/null && echo 1 || echo 0)
+FUSE_CFLAGS = $(if $(filter 1,$(HAVE_FUSE)),$(shell pkg-config --cflags fuse3 2>/dev/null),-DSQK_NO_FUSE)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(FUSE_CFLAGS)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
@@ -41,7 +45,9 @@ BINS :=
 include common/common.mk
 include mkimage/mkimage.mk
 include reader/reader.mk
+ifeq ($(HAVE_FUSE),1)
 include fuse/fuse.mk
+endif
 include tests/tests.mk
 
 .DEFAULT_GOAL := all

@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifndef SQK_NO_FUSE
 #include "fuse/sqkfuse.h"
+#endif
 #include "mkimage/mkimage.h"
 #include "reader/cmd/cmd.h"
 
@@ -41,8 +43,14 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "mkimage") == 0)
 		return sqk_mkimage_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "mount") == 0) {
+#ifndef SQK_NO_FUSE
 		argv[1] = "sqk mount";
 		return sqk_fuse_main(argc - 1, argv + 1);
+#else
+		fprintf(stderr, "sqk mount: this sqk was built without libfuse3 (install libfuse3-dev "
+				"and rebuild), so it cannot mount; the other commands work\n");
+		return 1;
+#endif
 	}
 	if (strcmp(cmd, "ls") == 0)
 		return sqk_ls_main(argc - 1, argv + 1);
