@@ -8,6 +8,7 @@
 #include "common/endian.h"
 #include "common/error.h"
 #include "common/format.h"
+#include "common/inode_codec.h"
 #include "mk.h"
 
 struct tables {
@@ -34,6 +35,15 @@ static void put_header(const struct mk_ctx *c, const struct mk_node *n, uint16_t
 	sqk_inode_header_encode(&h, b);
 }
 
+/* Header and fixed body of n as type into b; returns their length. */
+static size_t encode_inode(const struct mk_ctx *c, const struct mk_node *n, uint16_t type,
+			   const struct sqk_inode_body *body, uint8_t *b)
+{
+	put_header(c, n, type, b);
+	sqk_inode_body_encode(type, body, b + SQK_INODE_HEADER_SIZE);
+	return SQK_INODE_HEADER_SIZE + sqk_inode_body_size(type);
+}
+
 static int append_inode(struct tables *t, struct mk_node *n, const uint8_t *b, size_t len,
 			const void *tail, size_t tail_len)
 {
@@ -52,25 +62,13 @@ static int emit_file(struct tables *t, struct mk_node *n)
 	uint8_t words[4096];
 	bool ext = f->blocks_start > UINT32_MAX || f->size > UINT32_MAX || n->nlink > 1 ||
 		   n->xattr_idx != SQK_NONE32 || f->sparse;
-	uint32_t frag_off = f->frag_index == SQK_NONE32 ? 0 : f->frag_offset;
-	put_header(t->c, n, ext ? SQK_T_LFILE : SQK_T_FILE, b);
-	size_t len;
-	if (ext) {
-		sqk_put_le64(b + 16, f->blocks_start);
-		sqk_put_le64(b + 24, f->size);
-		sqk_put_le64(b + 32, f->sparse);
-		sqk_put_le32(b + 40, n->nlink);
-		sqk_put_le32(b + 44, f->frag_index);
-		sqk_put_le32(b + 48, frag_off);
-		sqk_put_le32(b + 52, n->xattr_idx);
-		len = 56;
-	} else {
-		sqk_put_le32(b + 16, (uint32_t)f->blocks_start);
-		sqk_put_le32(b + 20, f->frag_index);
-		sqk_put_le32(b + 24, frag_off);
-		sqk_put_le32(b + 28, (uint32_t)f->size);
-		len = 32;
-	}
+	struct sqk_inode_body body = {
+		.blocks_start = f->blocks_start, .size = f->size, .sparse = f->sparse,
+		.nlink = n->nlink, .frag_index = f->frag_index,
+		.frag_offset = f->frag_index == SQK_NONE32 ? 0 : f->frag_offset,
+		.xattr_idx = n->xattr_idx,
+	};
+	size_t len = encode_inode(t->c, n, ext ? SQK_T_LFILE : SQK_T_FILE, &body, b);
 	int err = append_inode(t, n, b, len, NULL, 0);
 	/* Size words, in chunks (a 5 GiB file has 40960 of them). */
 	for (uint32_t k = 0; k < f->nblocks && !err;) {
@@ -83,38 +81,34 @@ static int emit_file(struct tables *t, struct mk_node *n)
 	return err;
 }
 
+static uint16_t other_type(mode_t mode)
+{
+	if (S_ISLNK(mode))
+		return SQK_T_SYMLINK;
+	if (S_ISBLK(mode))
+		return SQK_T_BLKDEV;
+	if (S_ISCHR(mode))
+		return SQK_T_CHRDEV;
+	return S_ISFIFO(mode) ? SQK_T_FIFO : SQK_T_SOCKET;
+}
+
 static int emit_other(struct tables *t, struct mk_node *n)
 {
 	uint8_t b[32];
 	bool ext = n->xattr_idx != SQK_NONE32;
-	size_t len = 20;
-	uint16_t type;
-	sqk_put_le32(b + 16, n->nlink);
-	if (S_ISLNK(n->mode)) {
-		type = SQK_T_SYMLINK;
-		sqk_put_le32(b + 20, (uint32_t)n->target_len);
-		put_header(t->c, n, ext ? SQK_T_LSYMLINK : type, b);
-		int err = append_inode(t, n, b, 24, n->target, n->target_len);
-		if (!err && ext) {
-			sqk_put_le32(b, n->xattr_idx);
-			err = sqk_meta_writer_append(&t->inodes, b, 4);
-		}
-		return err;
+	uint16_t type = (uint16_t)(other_type(n->mode) + (ext ? 7 : 0));
+	struct sqk_inode_body body = { .nlink = n->nlink, .size = n->target_len, .rdev = n->rdev,
+				       .xattr_idx = n->xattr_idx };
+	size_t len = encode_inode(t->c, n, type, &body, b);
+
+	if (type != SQK_T_SYMLINK && type != SQK_T_LSYMLINK)
+		return append_inode(t, n, b, len, NULL, 0);
+	int err = append_inode(t, n, b, len, n->target, n->target_len);
+	if (!err && ext) { /* an extended symlink's xattr index follows its target */
+		sqk_put_le32(b, n->xattr_idx);
+		err = sqk_meta_writer_append(&t->inodes, b, 4);
 	}
-	if (S_ISBLK(n->mode) || S_ISCHR(n->mode)) {
-		type = S_ISBLK(n->mode) ? SQK_T_BLKDEV : SQK_T_CHRDEV;
-		sqk_put_le32(b + 20, n->rdev);
-		len = 24;
-	} else {
-		type = S_ISFIFO(n->mode) ? SQK_T_FIFO : SQK_T_SOCKET;
-	}
-	if (ext) {
-		sqk_put_le32(b + len, n->xattr_idx);
-		len += 4;
-		type = (uint16_t)(type + 7);
-	}
-	put_header(t->c, n, type, b);
-	return append_inode(t, n, b, len, NULL, 0);
+	return err;
 }
 
 /* Directory index entries collected while writing one listing. */
@@ -240,23 +234,15 @@ static int emit_dir_inode(struct tables *t, struct mk_node *d, const struct list
 	uint32_t parent = d->parent ? d->parent->ino : c->inode_count + 1;
 	bool ext = size > 0xFFFF || l->nidx || d->xattr_idx != SQK_NONE32 ||
 		   d->nchildren > SQK_DIR_RUN_MAX;
-	put_header(c, d, ext ? SQK_T_LDIR : SQK_T_DIR, b);
-	if (!ext) {
-		sqk_put_le32(b + 16, (uint32_t)(l->start >> 16));
-		sqk_put_le32(b + 20, 2 + d->nsubdirs);
-		sqk_put_le16(b + 24, (uint16_t)size);
-		sqk_put_le16(b + 26, (uint16_t)(l->start & 0xFFFF));
-		sqk_put_le32(b + 28, parent);
-		return append_inode(t, d, b, 32, NULL, 0);
-	}
-	sqk_put_le32(b + 16, 2 + d->nsubdirs);
-	sqk_put_le32(b + 20, size);
-	sqk_put_le32(b + 24, (uint32_t)(l->start >> 16));
-	sqk_put_le32(b + 28, parent);
-	sqk_put_le16(b + 32, (uint16_t)l->nidx);
-	sqk_put_le16(b + 34, (uint16_t)(l->start & 0xFFFF));
-	sqk_put_le32(b + 36, d->xattr_idx);
-	int err = append_inode(t, d, b, 40, NULL, 0);
+	struct sqk_inode_body body = {
+		.dir_block = (uint32_t)(l->start >> 16), .dir_offset = (uint16_t)(l->start & 0xFFFF),
+		.nlink = 2 + d->nsubdirs, .size = size, .parent = parent,
+		.index_count = (uint16_t)l->nidx, .xattr_idx = d->xattr_idx,
+	};
+	size_t len = encode_inode(c, d, ext ? SQK_T_LDIR : SQK_T_DIR, &body, b);
+	if (!ext)
+		return append_inode(t, d, b, len, NULL, 0);
+	int err = append_inode(t, d, b, len, NULL, 0);
 	for (size_t i = 0; i < l->nidx && !err; i++) {
 		uint8_t ib[SQK_DIR_INDEX_SIZE];
 		sqk_dir_index_encode(&l->idx[i].e, ib);

@@ -6,6 +6,7 @@
 
 #include "common/endian.h"
 #include "internal.h"
+#include "common/inode_codec.h"
 #include "common/meta.h"
 
 static const uint32_t ifmt[8] = { 0, S_IFDIR, S_IFREG, S_IFLNK, S_IFBLK, S_IFCHR, S_IFIFO,
@@ -17,31 +18,6 @@ void sqk_inode_cursor(const struct sqk_image *img, uint64_t ref, struct sqk_mcur
 	c->pos = img->sb.inode_table_start + (ref >> 16);
 	c->off = (uint32_t)(ref & 0xFFFF);
 	c->end = img->inode_end;
-}
-
-static int decode_dir(struct sqk_image *img, struct sqk_mcur *c, struct sqk_inode *o, bool ext)
-{
-	uint8_t b[24];
-	int rc = sqk_meta_read(img, c, b, ext ? 24 : 16);
-
-	if (rc)
-		return rc;
-	if (ext) {
-		o->nlink = sqk_get_le32(b);
-		o->size = sqk_get_le32(b + 4);
-		o->dir_block = sqk_get_le32(b + 8);
-		o->parent = sqk_get_le32(b + 12);
-		o->index_count = sqk_get_le16(b + 16);
-		o->dir_offset = sqk_get_le16(b + 18);
-		o->xattr_idx = sqk_get_le32(b + 20);
-	} else {
-		o->dir_block = sqk_get_le32(b);
-		o->nlink = sqk_get_le32(b + 4);
-		o->size = sqk_get_le16(b + 8);
-		o->dir_offset = sqk_get_le16(b + 10);
-		o->parent = sqk_get_le32(b + 12);
-	}
-	return o->dir_offset >= SQK_META_SIZE ? SQK_ECORRUPT : 0;
 }
 
 /* The size words of a file must fit in what the inode table can decompress to. */
@@ -66,52 +42,33 @@ static int check_file(struct sqk_image *img, struct sqk_inode *o)
 	return 0;
 }
 
-static int decode_file(struct sqk_image *img, struct sqk_mcur *c, struct sqk_inode *o, bool ext)
+static void copy_body(const struct sqk_inode_body *b, struct sqk_inode *o)
 {
-	uint8_t b[40];
-	int rc = sqk_meta_read(img, c, b, ext ? 40 : 16);
-
-	if (rc)
-		return rc;
-	if (ext) {
-		o->blocks_start = sqk_get_le64(b);
-		o->size = sqk_get_le64(b + 8);
-		o->sparse = sqk_get_le64(b + 16);
-		o->nlink = sqk_get_le32(b + 24);
-		o->frag_index = sqk_get_le32(b + 28);
-		o->frag_offset = sqk_get_le32(b + 32);
-		o->xattr_idx = sqk_get_le32(b + 36);
-	} else {
-		o->blocks_start = sqk_get_le32(b);
-		o->frag_index = sqk_get_le32(b + 4);
-		o->frag_offset = sqk_get_le32(b + 8);
-		o->size = sqk_get_le32(b + 12);
-		o->nlink = 1;
-	}
-	return check_file(img, o);
+	o->nlink = b->nlink;
+	o->size = b->size;
+	o->blocks_start = b->blocks_start;
+	o->frag_index = b->frag_index;
+	o->frag_offset = b->frag_offset;
+	o->sparse = b->sparse;
+	o->dir_block = b->dir_block;
+	o->dir_offset = b->dir_offset;
+	o->parent = b->parent;
+	o->index_count = b->index_count;
+	o->rdev = b->rdev;
+	o->xattr_idx = b->xattr_idx;
 }
 
-static int decode_other(struct sqk_image *img, struct sqk_mcur *c, struct sqk_inode *o,
-			uint16_t basic, bool ext)
+/* A symlink's target (skipped here, located by body_ref) and an extended one's xattr index. */
+static int symlink_rest(struct sqk_image *img, struct sqk_mcur *c, struct sqk_inode *o)
 {
-	uint8_t b[8];
-	bool dev = basic == SQK_T_BLKDEV || basic == SQK_T_CHRDEV;
-	size_t fixed = basic == SQK_T_SYMLINK || dev ? 8 : 4;
-	int rc = sqk_meta_read(img, c, b, fixed);
+	uint8_t b[4];
+	int rc;
 
-	if (rc)
-		return rc;
-	o->nlink = sqk_get_le32(b);
-	if (dev)
-		o->rdev = sqk_get_le32(b + 4);
-	if (basic == SQK_T_SYMLINK) {
-		o->size = sqk_get_le32(b + 4);
-		if (o->size > SQK_SYMLINK_MAX)
-			return SQK_ECORRUPT;
-		o->body_ref = ((c->pos - img->sb.inode_table_start) << 16) | c->off;
-		rc = sqk_meta_read(img, c, NULL, (size_t)o->size);
-	}
-	if (rc == 0 && ext) {
+	if (o->size > SQK_SYMLINK_MAX)
+		return SQK_ECORRUPT;
+	o->body_ref = ((c->pos - img->sb.inode_table_start) << 16) | c->off;
+	rc = sqk_meta_read(img, c, NULL, (size_t)o->size);
+	if (rc == 0 && o->type == SQK_T_LSYMLINK) {
 		rc = sqk_meta_read(img, c, b, 4);
 		o->xattr_idx = sqk_get_le32(b);
 	}
@@ -120,16 +77,21 @@ static int decode_other(struct sqk_image *img, struct sqk_mcur *c, struct sqk_in
 
 static int decode_body(struct sqk_image *img, struct sqk_mcur *c, struct sqk_inode *o)
 {
+	struct sqk_inode_body body = { .frag_index = SQK_NONE32, .xattr_idx = SQK_NONE32 };
 	uint16_t basic = sqk_basic_type(o->type);
-	bool ext = o->type != basic;
-	int rc;
+	uint8_t raw[40];
+	int rc = sqk_meta_read(img, c, raw, sqk_inode_body_size(o->type));
 
-	if (basic == SQK_T_DIR)
-		rc = decode_dir(img, c, o, ext);
+	if (rc)
+		return rc;
+	sqk_inode_body_decode(o->type, raw, &body);
+	copy_body(&body, o);
+	if (basic == SQK_T_DIR && o->dir_offset >= SQK_META_SIZE)
+		rc = SQK_ECORRUPT;
 	else if (basic == SQK_T_FILE)
-		rc = decode_file(img, c, o, ext);
-	else
-		rc = decode_other(img, c, o, basic, ext);
+		rc = check_file(img, o);
+	else if (basic == SQK_T_SYMLINK)
+		rc = symlink_rest(img, c, o);
 	if (rc == 0 && basic != SQK_T_SYMLINK)
 		o->body_ref = ((c->pos - img->sb.inode_table_start) << 16) | c->off;
 	if (rc == 0 && o->xattr_idx != SQK_NONE32 && o->xattr_idx >= img->xattr_count)
