@@ -640,3 +640,52 @@ ns_add_delay() {
 	NS_DELAY_WHY="$why; NFQUEUE: the iptables rule was refused: $(tail -n 1 "$TMP/iptables.err")"
 	return 1
 }
+
+# ---- short passes with the sanitized build ($SQK_SAN) --------------------------------------
+
+SAN_REPORT_RE='AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:|ThreadSanitizer'
+
+# san_start: before a pass with the ASan/UBSan build. Returns 1 (with an info line) when SQK_SAN
+# is not set; fails when it is set but sqk or sqkfuse is not there. Sets SQKFUSE_SAN (the sqkfuse
+# beside $SQK_SAN) and exports ASAN_OPTIONS/UBSAN_OPTIONS (only the sanitized binaries read
+# them) so that every report is fatal: the binary prints it on stderr and exits non-zero (leaks
+# too, at exit).
+san_start() {
+	if [ -z "${SQK_SAN:-}" ]; then
+		info "SQK_SAN not set: no pass with the sanitized build"
+		return 1
+	fi
+	SQKFUSE_SAN=$(dirname "$SQK_SAN")/sqkfuse
+	[ -x "$SQK_SAN" ] || fail "SQK_SAN=$SQK_SAN is not an executable file"
+	[ -x "$SQKFUSE_SAN" ] || fail "no sanitized sqkfuse at $SQKFUSE_SAN (beside SQK_SAN)"
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+}
+
+# san_clean FILE WHAT: fails (showing it) when FILE, a sanitized binary's stderr, holds a report.
+san_clean() {
+	if grep -Eq "$SAN_REPORT_RE" "$1"; then
+		grep -E -A 30 "$SAN_REPORT_RE" "$1" | head -n 80 >&2
+		fail "$2: sanitizer report"
+	fi
+}
+
+# san_sqk NAME ARGS...: run_capture of `$SQK_SAN ARGS` within 120 s; fails on a sanitizer report
+# or a hang. The caller checks RC.
+san_sqk() {
+	local name=$1
+	shift
+	run_capture "$name" timeout -k 5 120 "$SQK_SAN" "$@"
+	san_clean "$ERR_FILE" "sanitized sqk $*"
+	[ "$RC" != 124 ] && [ "$RC" != 137 ] || { show_err; fail "sanitized sqk $* did not finish within 120 s"; }
+}
+
+# san_fuse_umount DIR: as fuse_umount for a fuse_mount of $SQKFUSE_SAN: unmounts, then fails on
+# a sanitizer report in its stderr or an exit status other than 0.
+san_fuse_umount() {
+	local rc=0
+	fusermount3 -u "$1" || fail "fusermount3 -u $1 failed"
+	wait "$FUSE_PID" || rc=$?
+	san_clean "$TMP/fuse.err" "sanitized sqkfuse"
+	[ $rc = 0 ] || { tail -n 20 "$TMP/fuse.err" >&2; fail "sanitized sqkfuse exited $rc after unmount"; }
+}

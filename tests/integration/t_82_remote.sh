@@ -15,6 +15,8 @@
 #  7. an image built with --no-checksums round-trips over the URL too
 #  8. one 4 KiB read of a cold file fetches at most 2 integrity chunks beyond the open's metadata
 #  9. https with a private CA (--cacert, -o cacert=) and HTTP/2; without the CA: refused
+# 10. with $SQK_SAN (ASan/UBSan build): the rich tree through its sqkfuse URL (cold, on-disk
+#     cache) and its sqk ls -lR / cat of the URL: identical, no sanitizer report, exit 0
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -442,5 +444,28 @@ if tls_certs "$W/tls"; then
 	mountpoint -q "$W/ms" && fail "mounted https with an unknown CA"
 else
 	info "no certificates (openssl); https not checked"
+fi
+
+# ---- 10. the sanitized build -----------------------------------------------------------------
+if san_start; then
+	t0=$(date +%s)
+	SQKFUSE=$SQKFUSE_SAN fuse_mount "$URL" "$W/msan" -o "cache_dir=$W/cache-san,stats=$W/san.json"
+	tree_equal "sanitized sqkfuse on $URL" "$W/src" "$W/msan"
+	san_fuse_umount "$W/msan"
+	[ "$(stat_get "$W/san.json" http_retries)" = 0 ] || fail "sanitized sqkfuse: retries against a healthy server"
+	san_sqk sanls ls -l -R "$URL"
+	[ "$RC" = 0 ] || { show_err; fail "sanitized sqk ls -lR $URL exited $RC"; }
+	cmp -s "$OUT_FILE" <("$SQK" ls -l -R "$LOCAL") || fail "sanitized sqk ls -lR differs over the URL"
+	# shellcheck disable=SC2086
+	san_sqk sancat cat --cache-size 0 "$URL" $CATS
+	[ "$RC" = 0 ] || { show_err; fail "sanitized sqk cat $URL exited $RC"; }
+	# shellcheck disable=SC2086
+	(cd "$W/src" && cat $CATS) | cmp -s - "$OUT_FILE" || fail "sanitized sqk cat differs over the URL"
+	# shellcheck disable=SC2086
+	san_sqk sancatw cat --cache-dir "$W/cache-san" "$URL" $CATS
+	[ "$RC" = 0 ] || { show_err; fail "sanitized sqk cat --cache-dir $URL exited $RC"; }
+	# shellcheck disable=SC2086
+	(cd "$W/src" && cat $CATS) | cmp -s - "$OUT_FILE" || fail "sanitized sqk cat from the disk cache differs"
+	info "sanitized sqkfuse and sqk ls -lR / cat (cold, disk cache) over the URL: identical, no report ($(($(date +%s) - t0))s)"
 fi
 exit 0

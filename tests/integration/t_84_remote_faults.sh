@@ -274,37 +274,44 @@ gated hang,gated eio timeout=1,retries=1
 gated hangx=1,gated ok timeout=2
 [ "$(json_count "$W/gated.json" http_retries)" -ge 1 ] || fail "hangx=1 on a mounted image: no retries counted"
 
-# SIGTERM while reads hang (timeout 30 s): unmounted within 5 s, exit 0, the reader ends.
-M=hang,gated,tag=term
-fuse_mount "$(purl "$M")" "$W/mt" -o cache_size=0
-cmp -s "$S/small.txt" "$W/mt/small.txt" || fail "small.txt differs"
-proxy_arm "$M"
-cat "$W/mt/raw.bin" >"$TMP/term.out" 2>"$TMP/term.err" &
-READER=$!
-for i in $(seq 100); do
-	[ "$(proxy_faults "$M" hang)" -ge 1 ] && break
-	sleep 0.1
-done
-[ "$(proxy_faults "$M" hang)" -ge 1 ] || fail "the read never reached the proxy"
-sleep 0.5
-kill -TERM "$FUSE_PID"
-for i in $(seq 50); do kill -0 "$FUSE_PID" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$FUSE_PID" 2>/dev/null && fail "sqkfuse still runs 5 s after SIGTERM while reads hang"
-wait "$FUSE_PID" || fail "sqkfuse exited $? on SIGTERM while reads hang"
-mountpoint -q "$W/mt" && fail "still mounted after SIGTERM"
-for i in $(seq 50); do kill -0 "$READER" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$READER" 2>/dev/null && { kill -9 "$READER"; fail "the reader still hangs 5 s after the unmount"; }
-wait "$READER" && fail "the hung read succeeded?"
-is_prefix "$TMP/term.out" "$S/raw.bin" || fail "the hung read returned wrong bytes"
-hung=$(proxy_faults "$M" hang)
-for i in $(seq 50); do
-	[ "$(grep -c "$M GET.*hung request closed by the client" "$PROXY_LOG")" -ge "$hung" ] && break
-	sleep 0.1
-done
-[ "$(grep -c "$M GET.*hung request closed by the client" "$PROXY_LOG")" -ge "$hung" ] ||
-	fail "sqkfuse left hung connections open after exiting"
-proxy_disarm "$M"
-info "SIGTERM with $hung hung requests: unmounted within 5 s, exit 0, the reader got an error"
+# sigterm_hung TAG WHAT: SIGTERM to $SQKFUSE (WHAT in messages) while its reads hang (timeout
+# 30 s): unmounted within 5 s, exit 0 without a sanitizer report, the reader ends with an error,
+# every hung request is closed.
+sigterm_hung() {
+	local M=hang,gated,tag=$1 what=$2 i rc=0 hung
+	fuse_mount "$(purl "$M")" "$W/mt" -o cache_size=0
+	cmp -s "$S/small.txt" "$W/mt/small.txt" || fail "$what: small.txt differs"
+	proxy_arm "$M"
+	cat "$W/mt/raw.bin" >"$TMP/term.out" 2>"$TMP/term.err" &
+	READER=$!
+	for i in $(seq 100); do
+		[ "$(proxy_faults "$M" hang)" -ge 1 ] && break
+		sleep 0.1
+	done
+	[ "$(proxy_faults "$M" hang)" -ge 1 ] || fail "$what: the read never reached the proxy"
+	sleep 0.5
+	kill -TERM "$FUSE_PID"
+	for i in $(seq 50); do kill -0 "$FUSE_PID" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$FUSE_PID" 2>/dev/null && fail "$what still runs 5 s after SIGTERM while reads hang"
+	wait "$FUSE_PID" || rc=$?
+	san_clean "$TMP/fuse.err" "$what, SIGTERM while reads hang"
+	[ $rc = 0 ] || { tail -n 20 "$TMP/fuse.err" >&2; fail "$what exited $rc on SIGTERM while reads hang"; }
+	mountpoint -q "$W/mt" && fail "$what: still mounted after SIGTERM"
+	for i in $(seq 50); do kill -0 "$READER" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$READER" 2>/dev/null && { kill -9 "$READER"; fail "$what: the reader still hangs 5 s after the unmount"; }
+	wait "$READER" && fail "$what: the hung read succeeded?"
+	is_prefix "$TMP/term.out" "$S/raw.bin" || fail "$what: the hung read returned wrong bytes"
+	hung=$(proxy_faults "$M" hang)
+	for i in $(seq 50); do
+		[ "$(grep -c "$M GET.*hung request closed by the client" "$PROXY_LOG")" -ge "$hung" ] && break
+		sleep 0.1
+	done
+	[ "$(grep -c "$M GET.*hung request closed by the client" "$PROXY_LOG")" -ge "$hung" ] ||
+		fail "$what left hung connections open after exiting"
+	proxy_disarm "$M"
+	info "$what: SIGTERM with $hung hung requests: unmounted within 5 s, exit 0, the reader got an error"
+}
+sigterm_hung term sqkfuse
 
 # ---- corrupt ---------------------------------------------------------------------------------
 CU=$(purl "corrupt@$OFF")
@@ -399,4 +406,30 @@ f=$(proxy_faults "$M")
 r=$(json_count "$W/spar.json" http_retries)
 [ "$r" -ge 1 ] || fail "8 readers under faults: no retries counted ($f faults injected)"
 info "8 threads x 40 random reads with 503s, drops and delays: identical; $f faults, $r retries"
+
+# ---- the sanitized build ($SQK_SAN) ----------------------------------------------------------
+# Its sqkfuse through corrupt@ (raw.bin) plus 503x=2: EIO for raw.bin, the other files right,
+# exit 0 at unmount; its sqk cat of raw.bin: exit 1, no wrong bytes; SIGTERM to its sqkfuse
+# while reads hang. Any sanitizer report fails.
+if san_start; then
+	t0=$(date +%s)
+	M=corrupt@$OFF,503x=2,tag=san
+	SQKFUSE=$SQKFUSE_SAN fuse_mount "$(purl "$M")" "$W/ms" -o "cache_size=0,stats=$W/ssan.json"
+	read_fails "$W/ms" raw.bin "sanitized sqkfuse, corrupt@$OFF"
+	for f in other.bin text.txt small.txt; do
+		cmp -s "$S/$f" "$W/ms/$f" || fail "sanitized sqkfuse, corrupt@$OFF: $f differs"
+	done
+	has_range_line "$TMP/fuse.err" "$(purl "$M")" "$OFF" ||
+		{ cat "$TMP/fuse.err" >&2; fail "sanitized sqkfuse: no log line with the URL and a range holding $OFF"; }
+	san_fuse_umount "$W/ms"
+	[ "$(proxy_faults "$M" 503)" = 2 ] && [ "$(proxy_faults "$M" corrupt)" -ge 1 ] ||
+		fail "sanitized sqkfuse: the proxy injected $(proxy_stats "$M")"
+	[ "$(json_count "$W/ssan.json" http_retries)" -ge 2 ] || fail "sanitized sqkfuse: 503x=2 without retries"
+	M=corrupt@$OFF,503x=2,tag=sancat
+	san_sqk sancat cat "${NOC[@]}" "$(purl "$M")" raw.bin
+	[ "$RC" = 1 ] || { show_err; fail "sanitized sqk cat through corrupt@$OFF,503x=2 exited $RC"; }
+	is_prefix "$OUT_FILE" "$S/raw.bin" || fail "sanitized sqk cat through corrupt@$OFF: wrong bytes"
+	SQKFUSE=$SQKFUSE_SAN sigterm_hung santerm "sanitized sqkfuse"
+	info "sanitized sqkfuse and sqk through corrupt@ + 503x=2 and hung reads: no report ($(($(date +%s) - t0))s)"
+fi
 exit 0
