@@ -1,6 +1,8 @@
 /* Field-by-field little-endian (de)serialisation of the fixed-size on-disk structures. */
 #include "format.h"
 
+#include <string.h>
+
 #include "endian.h"
 
 _Static_assert(SQK_SUPER_SIZE == 96, "superblock is 96 bytes");
@@ -169,4 +171,20 @@ void sqk_xattr_header_decode(const uint8_t *in, struct sqk_xattr_header *h)
 	h->kv_start = sqk_get_le64(in + 0);
 	h->count = sqk_get_le32(in + 8);
 	h->unused = sqk_get_le32(in + 12);
+}
+
+int sqk_name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int r = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (r)
+		return r;
+	return (alen > blen) - (alen < blen);
+}
+
+const char *sqk_xattr_prefix(unsigned id)
+{
+	static const char *const prefixes[SQK_XATTR_NPREFIX] = { "user.", "trusted.", "security." };
+
+	return id < SQK_XATTR_NPREFIX ? prefixes[id] : NULL;
 }

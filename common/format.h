@@ -6,6 +6,7 @@
 
 #include "api.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SQK_MAGIC 0x73717368u
@@ -135,6 +136,15 @@ SQK_API void sqk_xattr_id_encode(const struct sqk_xattr_id *e, uint8_t *out);
 SQK_API void sqk_xattr_id_decode(const uint8_t *in, struct sqk_xattr_id *e);
 SQK_API void sqk_xattr_header_encode(const struct sqk_xattr_header *h, uint8_t *out);
 SQK_API void sqk_xattr_header_decode(const uint8_t *in, struct sqk_xattr_header *h);
+
+/* The order of the names in a directory listing (the kernel's lookup and the directory index
+ * rely on it): bytes compared as unsigned, a proper prefix first. a and b need no NUL. */
+SQK_API int sqk_name_cmp(const char *a, size_t alen, const char *b, size_t blen);
+
+/* The xattr name prefix of on-disk prefix id (low byte of the type): "user.", "trusted.",
+ * "security."; NULL for any other id. */
+#define SQK_XATTR_NPREFIX 3u
+SQK_API const char *sqk_xattr_prefix(unsigned id);
 
 /* Linux "new" device number encoding used by SquashFS. */
 static inline uint32_t sqk_rdev_encode(uint32_t major, uint32_t minor)

@@ -125,7 +125,6 @@ struct mk_xattrs {
 	uint32_t nslots;
 };
 
-static const char *const prefixes[] = { "user.", "trusted.", "security." };
 
 int mk_xattrs_create(struct mk_xattrs **out)
 {
@@ -251,11 +250,11 @@ static int intern_set(struct mk_xattrs *x, struct xset *s, uint32_t *idx)
 
 static int prefix_of(const char *name, size_t *plen)
 {
-	for (int i = 0; i < 3; i++) {
-		size_t l = strlen(prefixes[i]);
-		if (!strncmp(name, prefixes[i], l) && name[l]) {
+	for (unsigned i = 0; i < SQK_XATTR_NPREFIX; i++) {
+		size_t l = strlen(sqk_xattr_prefix(i));
+		if (!strncmp(name, sqk_xattr_prefix(i), l) && name[l]) {
 			*plen = l;
-			return i;
+			return (int)i;
 		}
 	}
 	return -1;
@@ -407,7 +406,7 @@ static int encode_set(const struct xset *s, struct sqk_meta_writer *kv, struct s
 	for (uint32_t i = 0; i < s->n && !err; i++) {
 		const struct xpair *p = &s->pairs[i];
 		err = write_pair(kv, p, p->value_len >= SQK_XATTR_OOL_MIN, refs[i]);
-		size += (uint32_t)(strlen(prefixes[p->prefix]) + p->name_len + 1 + p->value_len);
+		size += (uint32_t)(strlen(sqk_xattr_prefix(p->prefix)) + p->name_len + 1 + p->value_len);
 	}
 	free(refs);
 	if (err)

@@ -221,12 +221,6 @@ struct piece {
 	size_t stem_len;            /* name bytes before the first '.' */
 };
 
-static int bytes_cmp(const char *a, size_t la, const char *b, size_t lb)
-{
-	size_t l = la < lb ? la : lb;
-	int r = memcmp(a, b, l);
-	return r ? r : (la > lb) - (la < lb);
-}
 
 /* Fills the key: the extension is the type class (Python bytecode joins its source's class),
  * and a __pycache__ directory counts as its parent so foo.py and its .pyc files meet. */
@@ -246,11 +240,11 @@ static void piece_key(struct piece *p)
 
 static int piece_group_cmp(const struct piece *x, const struct piece *y)
 {
-	int r = bytes_cmp(x->cls, x->cls_len, y->cls, y->cls_len);
+	int r = sqk_name_cmp(x->cls, x->cls_len, y->cls, y->cls_len);
 	if (!r && x->ldir != y->ldir)
 		r = x->ldir->order < y->ldir->order ? -1 : 1;
 	if (!r)
-		r = bytes_cmp(x->n->name, x->stem_len, y->n->name, y->stem_len);
+		r = sqk_name_cmp(x->n->name, x->stem_len, y->n->name, y->stem_len);
 	return r;
 }
 

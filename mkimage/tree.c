@@ -186,11 +186,7 @@ static int walk_entry(struct walk *w, struct mk_node *n, const char *rel);
 static int name_cmp(const void *a, const void *b)
 {
 	const struct mk_node *x = *(struct mk_node *const *)a, *y = *(struct mk_node *const *)b;
-	size_t l = x->name_len < y->name_len ? x->name_len : y->name_len;
-	int r = memcmp(x->name, y->name, l);
-	if (r)
-		return r;
-	return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+	return sqk_name_cmp(x->name, x->name_len, y->name, y->name_len);
 }
 
 static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *child, size_t *cap)

@@ -69,15 +69,6 @@ static bool name_ok(const char *n, size_t len)
 	return !(len == 1 && n[0] == '.') && !(len == 2 && n[0] == '.' && n[1] == '.');
 }
 
-/* Compares names a (NUL-terminated) and b[0..blen) as memcmp with shorter prefixes first. */
-static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-	int r = memcmp(a, b, alen < blen ? alen : blen);
-
-	if (r)
-		return r;
-	return alen < blen ? -1 : alen > blen;
-}
 
 static int read_entry(struct sqk_dir_iter *it, struct sqk_dirent *e)
 {
@@ -102,7 +93,7 @@ static int read_entry(struct sqk_dir_iter *it, struct sqk_dirent *e)
 	if (!name_ok(name, len) || d.type < SQK_T_DIR || d.type > SQK_T_SOCKET || ino < 1 ||
 	    ino > it->img->sb.inode_count || d.offset >= SQK_META_SIZE)
 		return SQK_ECORRUPT;
-	if (it->index > 0 && name_cmp(it->name, strlen(it->name), name, len) >= 0)
+	if (it->index > 0 && sqk_name_cmp(it->name, strlen(it->name), name, len) >= 0)
 		return SQK_ECORRUPT;
 	memcpy(it->name, name, len + 1);
 	e->name = it->name;
@@ -163,7 +154,7 @@ static int seek_index(struct sqk_image *img, const struct sqk_inode *dir, const 
 			return rc;
 		if (d.index <= last || d.index >= listing)
 			return SQK_ECORRUPT;
-		if (name_cmp(iname, d.name_size + 1, name, len) > 0)
+		if (sqk_name_cmp(iname, d.name_size + 1, name, len) > 0)
 			break;
 		last = d.index;
 		iter_at(img, dir, d.start_block, (dir->dir_offset + d.index) % SQK_META_SIZE,
@@ -185,7 +176,7 @@ int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *n
 	if (dir->type == SQK_T_LDIR && dir->index_count && dir->size > 3)
 		rc = seek_index(img, dir, name, len, &it);
 	while (rc == 0 && (rc = sqk_dir_iter_next(&it, &e)) == 1) {
-		int cmp = name_cmp(e.name, e.name_len, name, len);
+		int cmp = sqk_name_cmp(e.name, e.name_len, name, len);
 
 		if (cmp == 0)
 			return sqk_inode_get(img, e.ref, out);

@@ -5,7 +5,6 @@
 #include "internal.h"
 #include "common/meta.h"
 
-static const char *const prefixes[] = { "user.", "trusted.", "security." };
 
 struct xpair {
 	uint16_t type;
@@ -54,7 +53,7 @@ static int read_pair(struct sqk_image *img, struct sqk_mcur *kv, struct xpair *p
 		return rc;
 	p->type = sqk_get_le16(raw);
 	p->name_len = sqk_get_le16(raw + 2);
-	if ((p->type & 0xFF) > 2 || (p->type & ~0x1FFu) || p->name_len >= sizeof(p->name) ||
+	if ((p->type & 0xFF) >= SQK_XATTR_NPREFIX || (p->type & ~0x1FFu) || p->name_len >= sizeof(p->name) ||
 	    p->name_len == 0)
 		return SQK_ECORRUPT;
 	rc = sqk_meta_read(img, kv, p->name, p->name_len);
@@ -85,7 +84,7 @@ int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf
 			rc = sqk_meta_read(img, &kv, NULL, p.vsize);
 		if (rc)
 			break;
-		pre = prefixes[p.type & 0xFF];
+		pre = sqk_xattr_prefix(p.type & 0xFF);
 		plen = strlen(pre);
 		if (need + plen + p.name_len + 1 <= cap) {
 			memcpy(buf + need, pre, plen);
@@ -144,7 +143,7 @@ int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char
 		rc = read_pair(img, &kv, &p);
 		if (rc)
 			break;
-		pre = prefixes[p.type & 0xFF];
+		pre = sqk_xattr_prefix(p.type & 0xFF);
 		plen = strlen(pre);
 		if (strncmp(name, pre, plen) == 0 && strlen(name + plen) == p.name_len &&
 		    memcmp(name + plen, p.name, p.name_len) == 0)
