@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "endian.h"
+#include "meta.h"
 
 _Static_assert(SQK_SUPER_SIZE == 96, "superblock is 96 bytes");
 _Static_assert(SQK_INODE_HEADER_SIZE == 16, "inode header is 16 bytes");
@@ -187,4 +188,14 @@ const char *sqk_xattr_prefix(unsigned id)
 	static const char *const prefixes[SQK_XATTR_NPREFIX] = { "user.", "trusted.", "security." };
 
 	return id < SQK_XATTR_NPREFIX ? prefixes[id] : NULL;
+}
+
+uint64_t sqk_table_blocks(uint64_t count, unsigned size)
+{
+	return (count * size + SQK_META_SIZE - 1) / SQK_META_SIZE;
+}
+
+uint64_t sqk_table_index_bytes(uint64_t count, unsigned size)
+{
+	return sqk_table_blocks(count, size) * 8;
 }

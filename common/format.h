@@ -137,6 +137,11 @@ SQK_API void sqk_xattr_id_decode(const uint8_t *in, struct sqk_xattr_id *e);
 SQK_API void sqk_xattr_header_encode(const struct sqk_xattr_header *h, uint8_t *out);
 SQK_API void sqk_xattr_header_decode(const uint8_t *in, struct sqk_xattr_header *h);
 
+/* Metadata blocks that hold a lookup table (fragment, export, id, xattr id) of count entries of
+ * size bytes each, and the bytes of its index (one u64 position per block). */
+SQK_API uint64_t sqk_table_blocks(uint64_t count, unsigned size);
+SQK_API uint64_t sqk_table_index_bytes(uint64_t count, unsigned size);
+
 /* The order of the names in a directory listing (the kernel's lookup and the directory index
  * rely on it): bytes compared as unsigned, a proper prefix first. a and b need no NUL. */
 SQK_API int sqk_name_cmp(const char *a, size_t alen, const char *b, size_t blen);

@@ -1,18 +1,13 @@
 /* The checker's table pass: names the byte range of the superblock, the compressor options and
- * every table (for mapping corrupt ranges), and walks the metadata block headers of the inode and
- * directory tables, decompressing each block and checking that every block but the last holds
- * exactly 8192 bytes. */
+ * every table (for mapping corrupt ranges), and walks the metadata block headers of the inode,
+ * directory and xattr key/value tables, decompressing each block and checking that every block
+ * but the last holds exactly 8192 bytes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check_internal.h"
 #include "common/endian.h"
 #include "common/meta.h"
-
-static uint64_t index_bytes(uint64_t count, unsigned size)
-{
-	return (count * size + SQK_META_SIZE - 1) / SQK_META_SIZE * 8;
-}
 
 static int region(struct chk *c, uint64_t start, uint64_t end, const char *name)
 {
@@ -42,17 +37,17 @@ static int table_regions(struct chk *c)
 	int rc = 0;
 
 	if (sb->fragment_count) {
-		end = sb->fragment_table_start + index_bytes(sb->fragment_count, 16);
+		end = sb->fragment_table_start + sqk_table_index_bytes(sb->fragment_count, 16);
 		rc = region(c, at, end, "fragment table");
 		at = end;
 	}
 	if (rc == 0 && sb->export_table_start != SQK_NONE64) {
-		end = sb->export_table_start + index_bytes(sb->inode_count, 8);
+		end = sb->export_table_start + sqk_table_index_bytes(sb->inode_count, 8);
 		rc = region(c, at, end, "export table");
 		at = end;
 	}
 	if (rc == 0) {
-		end = sb->id_table_start + index_bytes(sb->id_count, 4);
+		end = sb->id_table_start + sqk_table_index_bytes(sb->id_count, 4);
 		rc = region(c, at > end ? c->img->dir_end : at, end, "id table");
 		at = end;
 	}
@@ -61,8 +56,10 @@ static int table_regions(struct chk *c)
 	return rc;
 }
 
-/* Walks the metadata blocks of [start, end) named what. */
-static int walk_meta(struct chk *c, uint64_t start, uint64_t end, const char *what)
+/* Walks the metadata blocks of [start, end) named what; *decoded (may be NULL) = the bytes they
+ * hold up to the first bad block. */
+static int walk_meta(struct chk *c, uint64_t start, uint64_t end, const char *what,
+		     uint64_t *decoded)
 {
 	size_t len = (size_t)(end - start), used;
 	uint8_t *buf = malloc(len ? len : 1), out[SQK_META_SIZE];
@@ -82,6 +79,8 @@ static int walk_meta(struct chk *c, uint64_t start, uint64_t end, const char *wh
 			break;
 		}
 		c->res->metadata_blocks++;
+		if (decoded)
+			*decoded += (uint64_t)n;
 		if (p + used < len && n != SQK_META_SIZE)
 			chk_report(c, true, at, at + used, what,
 				   "metadata block at offset %llu holds %zd bytes, not 8192",
@@ -135,7 +134,7 @@ int chk_fallback_regions(struct chk *c)
 	for (int i = 0; i < 3 && rc == 0; i++) {
 		if (starts[i] == SQK_NONE64)
 			continue;
-		end = starts[i] + index_bytes(i == 0 ? sb.fragment_count :
+		end = starts[i] + sqk_table_index_bytes(i == 0 ? sb.fragment_count :
 					      i == 1 ? sb.inode_count : sb.id_count,
 					      i == 0 ? 16 : i == 1 ? 8 : 4);
 		rc = region(c, at, end, names[i]);
@@ -166,8 +165,14 @@ int chk_tables(struct chk *c)
 	c->data_start = opt;
 	c->data_end = sb->inode_table_start;
 	if (rc == 0)
-		rc = walk_meta(c, sb->inode_table_start, sb->directory_table_start, "inode table");
+		rc = walk_meta(c, sb->inode_table_start, sb->directory_table_start, "inode table",
+			       NULL);
 	if (rc == 0)
-		rc = walk_meta(c, sb->directory_table_start, c->img->dir_end, "directory table");
+		rc = walk_meta(c, sb->directory_table_start, c->img->dir_end, "directory table",
+			       NULL);
+	/* Its size bounds every xattr value (checked before a value is allocated). */
+	if (rc == 0 && sb->xattr_id_table_start != SQK_NONE64)
+		rc = walk_meta(c, c->img->xattr_kv_start, c->img->xattr_kv_end, "xattr table",
+			       &c->xattr_bytes);
 	return rc;
 }

@@ -44,11 +44,6 @@ static int read_index(struct sqk_image *img, const char *what, uint64_t pos, uin
 	return 0;
 }
 
-static uint64_t nblocks_for(uint64_t count, unsigned size)
-{
-	return (count * size + SQK_META_SIZE - 1) / SQK_META_SIZE;
-}
-
 /* Whether the index of nblocks at start ends exactly at next. */
 static bool index_ends_at(uint64_t start, uint64_t nblocks, uint64_t next)
 {
@@ -111,7 +106,7 @@ static int check_xattr(struct sqk_image *img, uint64_t *next)
 	if (rc)
 		return rc;
 	sqk_xattr_header_decode(raw, &h);
-	nb = nblocks_for(h.count, SQK_XATTR_ID_SIZE);
+	nb = sqk_table_blocks(h.count, SQK_XATTR_ID_SIZE);
 	if (h.count == 0 || !index_ends_at(start + SQK_XATTR_HEADER_SIZE, nb, sb->bytes_used))
 		return SQK_ECORRUPT;
 	rc = read_index(img, "xattr id", start + SQK_XATTR_HEADER_SIZE, nb, start,
@@ -131,7 +126,7 @@ static int check_xattr(struct sqk_image *img, uint64_t *next)
 static int check_ids(struct sqk_image *img, uint64_t *next)
 {
 	struct sqk_super *sb = &img->sb;
-	uint64_t nb = nblocks_for(sb->id_count, 4), *idx;
+	uint64_t nb = sqk_table_blocks(sb->id_count, 4), *idx;
 	void *ids;
 	int rc;
 
@@ -154,7 +149,7 @@ static int check_ids(struct sqk_image *img, uint64_t *next)
 static int check_export(struct sqk_image *img, uint64_t *next)
 {
 	struct sqk_super *sb = &img->sb;
-	uint64_t nb = nblocks_for(sb->inode_count, 8), *idx;
+	uint64_t nb = sqk_table_blocks(sb->inode_count, 8), *idx;
 	int rc;
 
 	if (sb->export_table_start == SQK_NONE64)
@@ -172,7 +167,7 @@ static int check_export(struct sqk_image *img, uint64_t *next)
 static int check_frags(struct sqk_image *img, uint64_t *next)
 {
 	struct sqk_super *sb = &img->sb;
-	uint64_t nb = nblocks_for(sb->fragment_count, SQK_FRAG_ENTRY_SIZE), *idx;
+	uint64_t nb = sqk_table_blocks(sb->fragment_count, SQK_FRAG_ENTRY_SIZE), *idx;
 	uint8_t *raw;
 	int rc;
 

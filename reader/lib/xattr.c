@@ -18,8 +18,7 @@ static int xattr_start(struct sqk_image *img, const struct sqk_inode *ino, struc
 		       uint32_t *count)
 {
 	uint64_t off = (uint64_t)ino->xattr_idx * SQK_XATTR_ID_SIZE, blk = off / SQK_META_SIZE;
-	uint64_t nblocks = (img->xattr_count * (uint64_t)SQK_XATTR_ID_SIZE + SQK_META_SIZE - 1) /
-			   SQK_META_SIZE;
+	uint64_t nblocks = sqk_table_blocks(img->xattr_count, SQK_XATTR_ID_SIZE);
 	struct sqk_mcur c = { .off = (uint32_t)(off % SQK_META_SIZE) };
 	uint8_t raw[SQK_XATTR_ID_SIZE];
 	struct sqk_xattr_id id;
