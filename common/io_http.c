@@ -71,6 +71,23 @@ int sqk_http_header_check(const char *line)
 	return 0;
 }
 
+/* Borrows text (lines written into it); fills the caller's hdrs and *n. */
+int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n)
+{
+	char *line, *save = NULL;
+
+	for (line = strtok_r(text, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+		if (line[0] == '#' || line[strspn(line, " \t")] == '\0')
+			continue;
+		if (sqk_http_header_check(line))
+			return SQK_EINVAL;
+		if (*n == max)
+			return SQK_ETOOBIG;
+		hdrs[(*n)++] = line;
+	}
+	return 0;
+}
+
 /* scheme://host[:port]/path: no user info, no query, no fragment (presigned URLs keep their
  * secrets in the query). Caller frees. */
 char *sqk_url_display(const char *url)

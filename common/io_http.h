@@ -85,6 +85,11 @@ SQK_API char *sqk_url_display(const char *url);
 /* The URL without its query string or credentials, for messages (borrowed from io). */
 SQK_API const char *sqk_io_http_name(const struct sqk_io *io);
 
+/* Splits the text of a header file (changed in place: each line NUL-terminated) into "Name:
+ * value" lines appended to hdrs[*n..max) (pointers into text); empty lines and '#' comments are
+ * skipped. SQK_EINVAL for a bad line, SQK_ETOOBIG past max headers. */
+SQK_API int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n);
+
 /* Checks one "Name: value" header line (no CR/LF, a name before ':'). 0 or SQK_EINVAL. */
 SQK_API int sqk_http_header_check(const char *line);
 

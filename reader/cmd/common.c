@@ -37,9 +37,9 @@ static int add_header(const char *cmd, struct sqk_remote *r, const char *line)
 static int header_file(const char *cmd, struct sqk_remote *r, const char *path)
 {
 	FILE *f = fopen(path, "re");
-	char *buf = NULL, *line, *save = NULL;
+	char *buf = NULL;
 	size_t cap = 0;
-	ssize_t n;
+	int rc;
 
 	if (!f || r->nfiles == SQK_CMD_MAX_HEADERS) {
 		sqk_cmd_usage_err(cmd, "cannot read header file '%s': %s", path,
@@ -48,22 +48,20 @@ static int header_file(const char *cmd, struct sqk_remote *r, const char *path)
 			fclose(f);
 		return 2;
 	}
-	n = getdelim(&buf, &cap, '\0', f);
-	fclose(f);
-	if (n < 0) {
+	if (getdelim(&buf, &cap, '\0', f) < 0) {
 		free(buf);
 		buf = strdup("");
-		if (!buf)
-			return 2;
 	}
+	fclose(f);
+	if (!buf)
+		return 2;
 	r->files[r->nfiles++] = buf;
-	for (line = strtok_r(buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
-		if (line[0] == '#' || line[strspn(line, " \t")] == '\0')
-			continue;
-		if (add_header(cmd, r, line))
-			return 2;
-	}
-	return 0;
+	rc = sqk_http_header_lines(buf, r->hdr, SQK_CMD_MAX_HEADERS, &r->o.nheaders);
+	r->o.headers = r->hdr;
+	if (rc) /* the line may hold a secret: none of it is shown */
+		sqk_cmd_usage_err(cmd, "header file '%s': %s (need 'Name: value' lines)", path,
+				  rc == SQK_ETOOBIG ? "too many headers" : "a bad line");
+	return rc ? 2 : 0;
 }
 
 int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char *arg)
