@@ -46,15 +46,30 @@ struct tfile {
 	bool text;
 };
 
-static char tree[64];
+static char scratch[64]; /* made by the parent process; holds every test's tree */
+static char tree[96];
 static struct tfile files[MAXF];
 static size_t nfiles;
 static char dirs[MAXD][64];
 static size_t ndirs;
 
+/* Unchecked fixture: runs in the parent, so the scratch directory goes even when a test fails. */
+static void scratch_make(void)
+{
+	strcpy(scratch, "/tmp/sqk-frag-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void scratch_remove(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 static void tree_make(void)
 {
-	strcpy(tree, "/tmp/sqk-frag-XXXXXX");
+	snprintf(tree, sizeof(tree), "%s/tree-XXXXXX", scratch);
 	ck_assert_ptr_nonnull(mkdtemp(tree));
 	nfiles = 0;
 	ndirs = 0;
@@ -62,7 +77,7 @@ static void tree_make(void)
 
 static void tree_remove(void)
 {
-	char cmd[128];
+	char cmd[160];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -799,6 +814,7 @@ static Suite *frag_suite(void)
 	Suite *s = suite_create("frag");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
+	tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
 	tcase_add_test(tc, test_order_by_rule);
 	tcase_add_loop_test(tc, test_order_random_trees, 0, 6);
 	tcase_add_test(tc, test_tails_inside_blocks);
