@@ -49,6 +49,7 @@ struct chk {
 	uint32_t *frag_need;      /* by fragment index: bytes the tails need */
 	uint64_t data_start;      /* image positions of the data area */
 	uint64_t data_end;
+	uint64_t xattr_bytes;     /* decompressed size of the xattr key/value area */
 	uint64_t found;           /* distinct inodes reached */
 };
 

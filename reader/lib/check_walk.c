@@ -142,8 +142,9 @@ __attribute__((noinline)) static int check_file(struct chk *c, const struct sqk_
 static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir, unsigned depth);
 
 /* Reads every xattr of in, names and values (out-of-line values followed): what extracting or
- * mounting will read. */
-static int check_xattrs(struct chk *c, const struct sqk_inode *in)
+ * mounting will read. A value size is checked against the key/value area before the value is
+ * allocated: it is a field of the image, up to 4 GiB. */
+static int check_xattrs(struct chk *c, const struct sqk_inode *in, const char *path)
 {
 	size_t len, vlen;
 	char *names;
@@ -156,9 +157,17 @@ static int check_xattrs(struct chk *c, const struct sqk_inode *in)
 		return SQK_ENOMEM;
 	rc = sqk_xattr_list(c->img, in, names, len, &len);
 	for (size_t o = 0; rc == 0 && o < len; o += strlen(names + o) + 1) {
+		uint64_t at = c->offset + inode_pos(c, in->ref);
 		void *v;
 
 		rc = sqk_xattr_get(c->img, in, names + o, NULL, 0, &vlen);
+		if (rc == 0 && vlen > c->xattr_bytes) {
+			chk_report(c, true, at, at + 1, "xattr table",
+				   "%s: xattr %s has a value of %zu bytes, the xattr table holds "
+				   "%llu", path, names + o, vlen,
+				   (unsigned long long)c->xattr_bytes);
+			break;
+		}
 		v = rc || !vlen ? NULL : malloc(vlen);
 		if (rc == 0 && vlen && !v)
 			rc = SQK_ENOMEM;
@@ -184,7 +193,7 @@ __attribute__((noinline)) static int check_misc(struct chk *c, const struct sqk_
 		return lib_fail(c, rc, inode_pos(c, in->ref), "inode table", "symlink target",
 				path);
 	if (in->xattr_idx != SQK_NONE32)
-		rc = check_xattrs(c, in);
+		rc = check_xattrs(c, in, path);
 	if (rc)
 		return lib_fail(c, rc, inode_pos(c, in->ref), "xattr table", "xattrs", path);
 	return 0;
