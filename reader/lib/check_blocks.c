@@ -2,7 +2,8 @@
  * fragment table, sorted by position and deduplicated, decompressed once each on worker threads
  * (one compressor per thread, neighbouring blocks read together with one large pread), each
  * required to decompress to exactly its expected length (fragments: to at least what the tails
- * in it need, at most block_size). */
+ * in it need, at most block_size). A position stored with two size words is a finding: readers
+ * cache a block by its position and kind, so one of the two would read the other's bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ static int job_cmp(const void *a, const void *b)
 
 	if (x->pos != y->pos)
 		return x->pos < y->pos ? -1 : 1;
+	if (x->frag != y->frag)
+		return x->frag < y->frag ? -1 : 1;
 	if (x->word != y->word)
 		return x->word < y->word ? -1 : 1;
 	return x->expected < y->expected ? -1 : x->expected > y->expected;
@@ -141,6 +144,26 @@ static int blk_worker(void *arg)
 	return rc;
 }
 
+/* Reports the blocks of one kind stored at one position with different size words (jobs
+ * sorted). */
+static void check_words(struct chk *c)
+{
+	for (size_t i = 1; i < c->njobs; i++) {
+		const struct chk_job *p = &c->jobs[i - 1], *j = &c->jobs[i];
+		uint64_t at = c->offset + j->pos;
+
+		if (p->pos != j->pos || p->frag != j->frag || p->word == j->word)
+			continue;
+		chk_report(c, true, at, at + (j->word & SQK_BLOCK_SIZE_MASK), c->labels[j->label],
+			   "%s at offset %llu is stored with size words 0x%08x and 0x%08x",
+			   j->frag ? "fragment block" : "data block", (unsigned long long)at,
+			   p->word, j->word);
+		while (i + 1 < c->njobs && c->jobs[i + 1].pos == j->pos &&
+		       c->jobs[i + 1].frag == j->frag)
+			i++; /* once per position */
+	}
+}
+
 int chk_blocks(struct chk *c)
 {
 	struct blk_work w = { .c = c };
@@ -155,6 +178,7 @@ int chk_blocks(struct chk *c)
 		if (n == 0 || job_cmp(&c->jobs[n - 1], &c->jobs[i]) != 0)
 			c->jobs[n++] = c->jobs[i];
 	c->njobs = n;
+	check_words(c);
 	w.nblocks = n;
 	atomic_init(&w.next, 0);
 	return chk_parallel(c->threads, blk_worker, &w);

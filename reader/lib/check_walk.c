@@ -127,7 +127,8 @@ __attribute__((noinline)) static int check_file(struct chk *c, const struct sqk_
 	int rc = 0;
 
 	c->res->files++;
-	if (in->size >= sqk_image_super(c->img)->block_size || in->frag_index != SQK_NONE32) {
+	/* Every file with bytes has a block or a tail (label 0 is the superblock's). */
+	if (in->size) {
 		snprintf(name, sizeof(name), "data of %.*s", SQK_NAME_MAX + 32, path);
 		rc = chk_label(c, strlen(path) > SQK_NAME_MAX + 32 ? "data of (long path)" : name,
 			       &label);
