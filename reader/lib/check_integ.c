@@ -1,7 +1,8 @@
 /* The checker's integrity pass: loads the trailer and digest array, checks every chunk digest
  * on worker threads with large reads, merges adjacent bad chunks into ranges (mapped to regions
- * later), compares the root digest with the one the caller expects, and notices a file that has
- * bytes past its image but no trailer (a truncated integrity area). */
+ * later), compares the root digest with the one the caller expects, checks that the chunks
+ * cover the whole image, and notices a file that has bytes past its image but no trailer (a
+ * truncated integrity area). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,29 @@ static void check_no_trailer(struct chk *c)
 			   "(truncated file?)", (unsigned long long)(c->file_size - end));
 }
 
+/* The checksummed range must hold the whole image (up to bytes_used), else verified opens fail:
+ * its last bytes would double as digests. */
+static void check_covers(struct chk *c, const struct sqk_integ *ig)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	struct sqk_super sb;
+
+	if (ig->t.covered < c->offset) {
+		chk_report(c, false, 0, ig->t.covered, "integrity data",
+			   "integrity data does not cover the image");
+		return;
+	}
+	if (c->offset > c->file_size || c->file_size - c->offset < sizeof(raw) ||
+	    sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
+		return;
+	sqk_super_decode(raw, &sb);
+	if (sb.magic == SQK_MAGIC && sb.bytes_used > ig->t.covered - c->offset)
+		chk_report(c, false, ig->t.covered, c->offset + sb.bytes_used, "integrity data",
+			   "integrity data covers %llu bytes, the image ends at %llu",
+			   (unsigned long long)ig->t.covered,
+			   (unsigned long long)(c->offset + sb.bytes_used));
+}
+
 int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 {
 	int rc = sqk_integ_load(c->io, c->file_size, ig);
@@ -165,9 +189,8 @@ int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 				   "integrity data", "root digest differs from --root-hash");
 	}
 	rc = check_chunks(c, ig);
-	if (rc == 0 && ig->t.covered < c->offset)
-		chk_report(c, false, 0, ig->t.covered, "integrity data",
-			   "integrity data does not cover the image");
+	if (rc == 0)
+		check_covers(c, ig);
 	if (rc == 0 && ig->t.covered >= c->offset && ig->t.covered < c->file_size) {
 		uint32_t l;
 
