@@ -180,12 +180,14 @@ static int check_xattrs(struct chk *c, const struct sqk_inode *in, const char *p
 	return rc;
 }
 
-/* Checks the parts every inode kind has (xattrs, symlink target). */
+/* Checks the parts every inode kind has (xattrs, symlink target). A target no file system can
+ * hold (empty, or with a NUL byte) is reported: extraction and mounts would make another one. */
 __attribute__((noinline)) static int check_misc(struct chk *c, const struct sqk_inode *in,
 						const char *path)
 {
+	uint64_t at = c->offset + inode_pos(c, in->ref);
 	char target[SQK_SYMLINK_MAX + 1];
-	size_t len;
+	size_t len = 1;
 	int rc = 0;
 
 	if (sqk_basic_type(in->type) == SQK_T_SYMLINK)
@@ -193,6 +195,9 @@ __attribute__((noinline)) static int check_misc(struct chk *c, const struct sqk_
 	if (rc)
 		return lib_fail(c, rc, inode_pos(c, in->ref), "inode table", "symlink target",
 				path);
+	if (sqk_basic_type(in->type) == SQK_T_SYMLINK && (len == 0 || memchr(target, 0, len)))
+		chk_report(c, true, at, at + 1, "inode table", "%s: symlink target is %s", path,
+			   len ? "cut by a NUL byte" : "empty");
 	if (in->xattr_idx != SQK_NONE32)
 		rc = check_xattrs(c, in, path);
 	if (rc)
