@@ -2,8 +2,10 @@
 # replays the checked-in corpus and crash reproducers through the same entry points with the
 # normal compiler; `make fuzz SECONDS=N` builds them with clang + libFuzzer into build/fuzz/ and
 # runs each for N seconds on a copy of its corpus (FUZZ_JOBS=N runs N processes per target).
-# Seeds: tests/fuzz/corpus/NAME/ (regenerate with tests/fuzz/make_corpus.sh); reproducers of fixed
-# crashes: tests/fuzz/crashes/, named after what they triggered, replayed by every target.
+# Seeds: tests/fuzz/corpus/NAME/ (regenerate with tests/fuzz/make_corpus.sh; the fuzz-* entries
+# are inputs fuzzing found, merged by edge coverage with -merge=1 -use_counters=0, smallest first);
+# reproducers of fixed crashes: tests/fuzz/crashes/, named after what they triggered, replayed by
+# every target. fuzz_verify is also an oracle: an image the checker calls clean must read whole.
 # fuzz_verify joins once the checker (sqk_check_image) is implemented in the library.
 FUZZ_NAMES := read $(if $(shell grep -ls "^int sqk_check_image" reader/lib/*.c 2>/dev/null),verify)
 FUZZ_REPLAYS := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/replay_%)

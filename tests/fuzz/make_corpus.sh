@@ -3,7 +3,7 @@
 # block, xattrs including a shared out-of-line value, a hard link, symlinks, devices, an empty
 # directory, a 300-entry directory that gets a directory index) packed by `sqk mkimage` (with
 # and without integrity data), mksquashfs and gensquashfs with each compressor, and mksquashfs
-# without compression.
+# without compression, and two tiny uncompressed images of a smaller tree.
 # Usage: make_corpus.sh SQK OUTDIR (as root, for the device nodes and trusted.* xattrs).
 set -eu
 export SOURCE_DATE_EPOCH=1700000000 # reproducible mksquashfs/gensquashfs output
@@ -62,6 +62,24 @@ if command -v gensquashfs >/dev/null; then
 	gensquashfs -q -j 1 -c xz -b 4096 -B 1024 -D "$R" "$OUT/gensq-xz.sqfs" >/dev/null
 	gensquashfs -q -j 1 -c lz4 -b 4096 -B 1024 -D "$R" "$OUT/gensq-lz4.sqfs" >/dev/null
 fi
+
+# Small raw images (about 6 KB, no integrity data): most mutations hit metadata, and many leave
+# an image the checker calls clean, which fuzz_verify's oracle then reads whole.
+S=$T/small
+mkdir -p "$S/d/e" "$S/empty"
+printf 'hi\n' > "$S/a"
+head -c 5000 /dev/zero | tr '\0' q > "$S/b"
+{ head -c 4096 /dev/zero; printf 'after'; } > "$S/sparse"
+printf x > "$S/d/e/f"
+ln -s a "$S/l"
+ln "$S/a" "$S/h"
+setfattr -n user.k -v val "$S/a"
+setfattr -n user.z -v "$(printf '%0100d' 0)" "$S/d"
+touch -h -d @1700000000 "$S" "$S"/* "$S"/*/* "$S"/*/*/*
+mksquashfs "$S" "$OUT/raw-tiny-frag.sqfs" -comp gzip -b 4K -noI -noD -noF -noX -nopad -quiet \
+	-no-progress -processors 1 >/dev/null
+mksquashfs "$S" "$OUT/raw-tiny-nofrag.sqfs" -comp gzip -b 4K -noI -noD -noF -noX \
+	-no-fragments -nopad -quiet -no-progress -processors 1 >/dev/null
 
 # About 2000 nested directories (mksquashfs stops where the path exceeds PATH_MAX).
 D=$T/deep
