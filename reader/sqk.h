@@ -73,17 +73,23 @@ struct sqk_dirent {
 	uint64_t ref;         /* inode reference, for sqk_inode_get */
 };
 
-/* Directory iterator: plain struct on the caller's stack; no cleanup needed. */
+/* Directory iterator: storage on the caller's stack, set up by sqk_dir_iter_init, no cleanup.
+ * Its one member is private to libsqk and changes between versions of the library (see
+ * SQK_DIR_ITER_VERSION): callers read the iterator only through sqk_dir_iter_next,
+ * sqk_dir_iter_index and sqk_dir_iter_pos. Copying it (to resume later) is allowed. */
+#define SQK_DIR_ITER_VERSION 2
 struct sqk_dir_iter {
-	struct sqk_image *img;
-	uint64_t pos;         /* absolute position of the current metadata block */
-	uint32_t off;         /* offset inside it */
-	uint32_t remaining;   /* listing bytes left */
-	uint32_t run_left;    /* entries left in the current run */
-	uint32_t run_block;
-	uint32_t run_ino;
-	uint64_t index;       /* entries returned so far */
-	char name[SQK_NAME_MAX + 1];
+	struct sqk_dir_iter_private_ {
+		struct sqk_image *img;
+		uint64_t pos;         /* absolute position of the current metadata block */
+		uint32_t off;         /* offset inside it */
+		uint32_t remaining;   /* listing bytes left */
+		uint32_t run_left;    /* entries left in the current run */
+		uint32_t run_block;
+		uint32_t run_ino;
+		uint64_t index;       /* entries returned so far */
+		char name[SQK_NAME_MAX + 1];
+	} private_;
 };
 
 struct sqk_stats {
@@ -155,6 +161,12 @@ SQK_API int sqk_dir_iter_init(struct sqk_image *img, const struct sqk_inode *dir
 /* Next entry: returns 1 with *e filled, 0 at the end, or SQK_E*. Names are validated (not
  * empty, no '/', not . or .., sorted and unique). */
 SQK_API int sqk_dir_iter_next(struct sqk_dir_iter *it, struct sqk_dirent *e);
+
+/* Entries it has returned so far. */
+SQK_API uint64_t sqk_dir_iter_index(const struct sqk_dir_iter *it);
+
+/* Image position of the metadata block it reads from now (for messages naming an offset). */
+SQK_API uint64_t sqk_dir_iter_pos(const struct sqk_dir_iter *it);
 
 /* Copies a symlink's target into buf (cap bytes, NUL-terminated if it fits); *len = length. */
 SQK_API int sqk_readlink(struct sqk_image *img, const struct sqk_inode *link, char *buf, size_t cap,

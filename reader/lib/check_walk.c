@@ -322,7 +322,7 @@ static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir,
 	while (rc == 0 && !atomic_load(&c->stop) && (more = sqk_dir_iter_next(&it, &e)) != 0) {
 		if (more < 0) {
 			pa->p[saved] = 0;
-			return lib_fail(c, more, it.pos, "directory table", "listing",
+			return lib_fail(c, more, sqk_dir_iter_pos(&it), "directory table", "listing",
 					saved ? pa->p : "/");
 		}
 		rc = path_push(pa, &e);

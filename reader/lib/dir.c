@@ -11,10 +11,10 @@ static void iter_at(struct sqk_image *img, const struct sqk_inode *dir, uint32_t
 		    uint32_t off, uint32_t remaining, struct sqk_dir_iter *it)
 {
 	memset(it, 0, sizeof(*it));
-	it->img = img;
-	it->pos = img->sb.directory_table_start + block;
-	it->off = off;
-	it->remaining = remaining;
+	it->private_.img = img;
+	it->private_.pos = img->sb.directory_table_start + block;
+	it->private_.off = off;
+	it->private_.remaining = remaining;
 }
 
 /* it lives on the caller's stack and borrows img. */
@@ -30,18 +30,18 @@ int sqk_dir_iter_init(struct sqk_image *img, const struct sqk_inode *dir,
 
 static int iter_read(struct sqk_dir_iter *it, void *buf, size_t len)
 {
-	struct sqk_image *img = it->img;
-	struct sqk_mcur c = { .pos = it->pos, .off = it->off, .end = img->dir_end };
+	struct sqk_image *img = it->private_.img;
+	struct sqk_mcur c = { .pos = it->private_.pos, .off = it->private_.off, .end = img->dir_end };
 	int rc;
 
-	if (it->remaining < len)
+	if (it->private_.remaining < len)
 		return SQK_ECORRUPT;
 	rc = sqk_meta_read(img, &c, buf, len);
 	if (rc)
 		return rc;
-	it->pos = c.pos;
-	it->off = c.off;
-	it->remaining -= (uint32_t)len;
+	it->private_.pos = c.pos;
+	it->private_.off = c.off;
+	it->private_.remaining -= (uint32_t)len;
 	return 0;
 }
 
@@ -56,9 +56,9 @@ static int next_run(struct sqk_dir_iter *it)
 	sqk_dir_header_decode(raw, &h);
 	if (h.count + 1 > SQK_DIR_RUN_MAX || h.count + 1 == 0)
 		return SQK_ECORRUPT;
-	it->run_left = h.count + 1;
-	it->run_block = h.start_block;
-	it->run_ino = h.inode_number;
+	it->private_.run_left = h.count + 1;
+	it->private_.run_block = h.start_block;
+	it->private_.run_ino = h.inode_number;
 	return 0;
 }
 
@@ -89,18 +89,18 @@ static int read_entry(struct sqk_dir_iter *it, struct sqk_dirent *e)
 	if (rc)
 		return rc;
 	name[len] = 0;
-	ino = (int64_t)it->run_ino + d.inode_delta;
+	ino = (int64_t)it->private_.run_ino + d.inode_delta;
 	if (!name_ok(name, len) || d.type < SQK_T_DIR || d.type > SQK_T_SOCKET || ino < 1 ||
-	    ino > it->img->sb.inode_count || d.offset >= SQK_META_SIZE)
+	    ino > it->private_.img->sb.inode_count || d.offset >= SQK_META_SIZE)
 		return SQK_ECORRUPT;
-	if (it->index > 0 && sqk_name_cmp(it->name, strlen(it->name), name, len) >= 0)
+	if (it->private_.index > 0 && sqk_name_cmp(it->private_.name, strlen(it->private_.name), name, len) >= 0)
 		return SQK_ECORRUPT;
-	memcpy(it->name, name, len + 1);
-	e->name = it->name;
+	memcpy(it->private_.name, name, len + 1);
+	e->name = it->private_.name;
 	e->name_len = len;
 	e->ino = (uint32_t)ino;
 	e->type = d.type;
-	e->ref = ((uint64_t)it->run_block << 16) | d.offset;
+	e->ref = ((uint64_t)it->private_.run_block << 16) | d.offset;
 	return 0;
 }
 
@@ -109,23 +109,23 @@ int sqk_dir_iter_next(struct sqk_dir_iter *it, struct sqk_dirent *e)
 {
 	int rc = 0;
 
-	if (it->run_left == 0) {
-		if (it->remaining == 0)
+	if (it->private_.run_left == 0) {
+		if (it->private_.remaining == 0)
 			return 0;
 		rc = next_run(it);
 	}
 	if (rc == 0)
 		rc = read_entry(it, e);
 	if (rc) {
-		sqk_logf(it->img, "bad directory entry in block at offset %llu: %s",
-			 (unsigned long long)it->pos, sqk_strerror(rc));
-		it->remaining = 0;
-		it->run_left = 0;
+		sqk_logf(it->private_.img, "bad directory entry in block at offset %llu: %s",
+			 (unsigned long long)it->private_.pos, sqk_strerror(rc));
+		it->private_.remaining = 0;
+		it->private_.run_left = 0;
 		return rc;
 	}
-	it->run_left--;
-	it->index++;
-	if (it->run_left == 0 && it->remaining > 0 && it->remaining < SQK_DIR_HEADER_SIZE)
+	it->private_.run_left--;
+	it->private_.index++;
+	if (it->private_.run_left == 0 && it->private_.remaining > 0 && it->private_.remaining < SQK_DIR_HEADER_SIZE)
 		return SQK_ECORRUPT;
 	return 1;
 }
@@ -226,4 +226,16 @@ int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *o
 	if (rc == 0)
 		*out = cur;
 	return rc;
+}
+
+/* Borrows it. */
+uint64_t sqk_dir_iter_index(const struct sqk_dir_iter *it)
+{
+	return it->private_.index;
+}
+
+/* Borrows it. */
+uint64_t sqk_dir_iter_pos(const struct sqk_dir_iter *it)
+{
+	return it->private_.pos;
 }

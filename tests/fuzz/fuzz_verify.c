@@ -274,7 +274,7 @@ static void list_dir(struct oracle *o, const struct sqk_inode *dir)
 			o->truncated = o->stop = true;
 			return;
 		}
-		lookup_entry(o, dir, &e, it.index);
+		lookup_entry(o, dir, &e, sqk_dir_iter_index(&it));
 		rc = sqk_inode_get(o->img, e.ref, &in);
 		if (rc)
 			fail(o, rc, "directory inode %u: inode of %.*s", dir->ino,
@@ -287,7 +287,7 @@ static void list_dir(struct oracle *o, const struct sqk_inode *dir)
 	}
 	if (rc < 0)
 		fail(o, rc, "directory inode %u: listing after %llu entries", dir->ino,
-		     (unsigned long long)it.index);
+		     (unsigned long long)sqk_dir_iter_index(&it));
 }
 
 static bool oracle_init(struct oracle *o, uint32_t inode_count)
