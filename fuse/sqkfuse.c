@@ -147,8 +147,26 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	fill_entry(fs, &child, &e);
-	sqk_nodes_add(fs->nodes, e.ino, parent, name);
-	fuse_reply_entry(req, &e);
+	/* Counted before the reply (a forget may follow it at once); a reply the kernel did not
+	 * take (an interrupted request) counted no lookup there. */
+	sqk_nodes_add(fs->nodes, e.ino, parent, name, strlen(name));
+	if (fuse_reply_entry(req, &e))
+		sqk_nodes_forget(fs->nodes, e.ino, 1);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t id, uint64_t nlookup)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	sqk_nodes_forget(fs->nodes, id, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	for (size_t i = 0; i < count; i++)
+		sqk_nodes_forget(fs->nodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
@@ -336,8 +354,8 @@ static size_t add_entry(fuse_req_t req, struct fs *fs, fuse_ino_t dir_id, bool p
 		return 0;
 	fill_entry(fs, &child, &e);
 	size_t n = fuse_add_direntry_plus(req, buf, cap, name, &e, next);
-	if (n <= cap)
-		sqk_nodes_add(fs->nodes, e.ino, dir_id, name);
+	if (n <= cap) /* the kernel counts a lookup of every entry but . and .. */
+		sqk_nodes_add(fs->nodes, e.ino, dir_id, name, de->name_len);
 	return n;
 }
 
@@ -481,6 +499,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static const struct fuse_lowlevel_ops ops = {
 	.init = op_init,
 	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
 	.getattr = op_getattr,
 	.readlink = op_readlink,
 	.open = op_open,

@@ -131,6 +131,53 @@ grep -q 'a_broken.txt' "$TMP/fuse.err" || fail "no log line names the corrupted 
 info "corruption: EIO for a_broken.txt, others intact; log: $(grep a_broken "$TMP/fuse.err" | head -n 1)"
 fuse_umount "$C/mnt"
 
+# 4b. The log line names the whole path, put together from the node table when the error is
+#     logged: for a corrupted file two directories down; again after the kernel forgot every
+#     node (dropping the dentry cache sends FORGETs) and looked it up anew; and, read through an
+#     open descriptor, under the name the file was first reached by (a hard link listed by
+#     readdirplus) after the kernel forgot that link's directory, which the entry still needs.
+N=$W/nested
+mkdir -p "$N/src/d1/d2" "$N/src/d3"
+python3 - "$N/src" <<'PY'
+import os, random, sys
+r = random.Random(5)
+d = sys.argv[1]
+text = lambda n: b'\n'.join(b'line %d of some compressible text %d' % (i, r.randint(0, 9)) for i in range(n))
+open(os.path.join(d, 'd1/d2/a_broken.txt'), 'wb').write(text(20000))
+open(os.path.join(d, 'd1/d2/b_fine.txt'), 'wb').write(text(20000))
+os.link(os.path.join(d, 'd1/d2/a_broken.txt'), os.path.join(d, 'd3/link.txt'))
+PY
+mksquashfs "$N/src" "$N/img.sqsh" -comp zstd -noappend -quiet -no-progress >/dev/null 2>&1 ||
+	fail "mksquashfs failed"
+python3 - "$N/img.sqsh" <<'PY'
+import sys
+with open(sys.argv[1], 'r+b') as f:  # the first file's first block, as above
+    f.seek(96); f.write(b'\xff' * 64)
+PY
+logged() { # logged PATH: how many log lines name PATH as the failing node
+	grep -cF "$N/img.sqsh: $1: read" "$TMP/fuse.err"
+}
+fuse_mount "$N/img.sqsh" "$N/mnt"
+cmp -s "$N/mnt/d1/d2/b_fine.txt" "$N/src/d1/d2/b_fine.txt" || fail "nested intact file unreadable"
+if cat "$N/mnt/d1/d2/a_broken.txt" >/dev/null 2>&1; then fail "reading the corrupted file succeeded"; fi
+[ "$(logged /d1/d2/a_broken.txt)" -ge 1 ] || fail "no log line names /d1/d2/a_broken.txt: $(cat "$TMP/fuse.err")"
+n=$(logged /d1/d2/a_broken.txt)
+echo 2 >/proc/sys/vm/drop_caches
+if cat "$N/mnt/d1/d2/a_broken.txt" >/dev/null 2>&1; then fail "reading the corrupted file succeeded"; fi
+[ "$(logged /d1/d2/a_broken.txt)" -gt "$n" ] ||
+	fail "after forgets, no new log line names /d1/d2/a_broken.txt: $(cat "$TMP/fuse.err")"
+echo 2 >/proc/sys/vm/drop_caches
+ls -l "$N/mnt/d3" >/dev/null || fail "cannot list d3"
+exec 3<"$N/mnt/d1/d2/a_broken.txt" || fail "cannot open the corrupted file"
+echo 2 >/proc/sys/vm/drop_caches # d3 and its dentry go; the open file stays known
+if cat <&3 >/dev/null 2>&1; then fail "reading the corrupted file succeeded"; fi
+exec 3<&-
+[ "$(logged /d3/link.txt)" -ge 1 ] ||
+	fail "after its directory was forgotten, no log line names /d3/link.txt: $(cat "$TMP/fuse.err")"
+grep -q ': ?' "$TMP/fuse.err" && fail "a log line has an unknown path: $(grep ': ?' "$TMP/fuse.err")"
+info "nested corruption: log lines name /d1/d2/a_broken.txt, also after forgets, and /d3/link.txt"
+fuse_umount "$N/mnt"
+
 # 5. Bad image, missing mount point, bad option: reported before detaching, non-zero exit.
 rc=0; "$SQKFUSE" "$C/src/c_small.txt" "$C/mnt" 2>"$TMP/bad.err" || rc=$?
 [ $rc != 0 ] || fail "a non-image mounted"
