@@ -686,7 +686,6 @@ static int read_headers(struct opts *o, struct sqk_http_opts *ho, const char *pr
 {
 	FILE *f = fopen(o->header_file, "re");
 	size_t cap = 0, n = ho->nheaders;
-	char *line, *save = NULL;
 
 	if (!f || getdelim(&o->hdr_buf, &cap, '\0', f) < 0) {
 		fprintf(stderr, "%s: cannot read header_file '%s': %s\n", prog, o->header_file,
@@ -696,15 +695,10 @@ static int read_headers(struct opts *o, struct sqk_http_opts *ho, const char *pr
 		return -1;
 	}
 	fclose(f);
-	for (line = strtok_r(o->hdr_buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
-		if (line[0] == '#' || line[strspn(line, " \t")] == '\0')
-			continue;
-		if (n == sizeof(o->hdrs) / sizeof(o->hdrs[0]) || sqk_http_header_check(line)) {
-			fprintf(stderr, "%s: header_file '%s': bad or too many headers (need "
-				"'Name: value' lines)\n", prog, o->header_file);
-			return -1;
-		}
-		o->hdrs[n++] = line;
+	if (sqk_http_header_lines(o->hdr_buf, o->hdrs, sizeof(o->hdrs) / sizeof(o->hdrs[0]), &n)) {
+		fprintf(stderr, "%s: header_file '%s': bad or too many headers (need 'Name: value' "
+			"lines)\n", prog, o->header_file);
+		return -1;
 	}
 	ho->nheaders = n;
 	return 0;
