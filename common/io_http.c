@@ -88,6 +88,28 @@ int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n)
 	return 0;
 }
 
+/* Reads the header file at path into *text (caller frees, also on errors) and splits it with
+ * sqk_http_header_lines. SQK_EIO (errno set) when it cannot be read. */
+int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_t max, size_t *n)
+{
+	FILE *f = fopen(path, "re");
+	size_t cap = 0;
+	ssize_t got;
+
+	*text = NULL;
+	if (!f)
+		return SQK_EIO;
+	got = getdelim(text, &cap, '\0', f);
+	fclose(f);
+	if (got < 0) {
+		free(*text);
+		*text = strdup(""); /* an empty file: no headers */
+		if (!*text)
+			return SQK_ENOMEM;
+	}
+	return sqk_http_header_lines(*text, hdrs, max, n);
+}
+
 /* scheme://host[:port]/path: no user info, no query, no fragment (presigned URLs keep their
  * secrets in the query). Caller frees. */
 char *sqk_url_display(const char *url)
@@ -745,6 +767,14 @@ static int win_read(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 	return 0;
 }
 
+static int win_get_size(struct sqk_io *io, uint64_t *size)
+{
+	const struct window_io *w = (const struct window_io *)io;
+
+	*size = w->at + w->len;
+	return 0;
+}
+
 static void win_destroy(struct sqk_io *io)
 {
 }
@@ -752,7 +782,7 @@ static void win_destroy(struct sqk_io *io)
 static const struct sqk_io_ops win_ops = {
 	.read_at = win_read,
 	.write_at = http_write_at,
-	.get_size = http_get_size,
+	.get_size = win_get_size,
 	.sync = http_sync,
 	.destroy = win_destroy,
 };

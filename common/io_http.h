@@ -90,6 +90,11 @@ SQK_API const char *sqk_io_http_name(const struct sqk_io *io);
  * skipped. SQK_EINVAL for a bad line, SQK_ETOOBIG past max headers. */
 SQK_API int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n);
 
+/* Reads the header file at path (borrowed) into *text (caller frees, also after an error) and
+ * splits it as sqk_http_header_lines does. SQK_EIO (errno set) when the file cannot be read. */
+SQK_API int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_t max,
+				 size_t *n);
+
 /* Checks one "Name: value" header line (no CR/LF, a name before ':'). 0 or SQK_EINVAL. */
 SQK_API int sqk_http_header_check(const char *line);
 

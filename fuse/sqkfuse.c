@@ -684,22 +684,20 @@ static int write_stats(struct fs *fs, const char *path)
 /* Reads the header file: one "Name: value" per line (empty lines and '#' comments skipped). */
 static int read_headers(struct opts *o, struct sqk_http_opts *ho, const char *prog)
 {
-	FILE *f = fopen(o->header_file, "re");
-	size_t cap = 0, n = ho->nheaders;
+	size_t n = ho->nheaders;
+	int rc = sqk_http_header_file(o->header_file, &o->hdr_buf, o->hdrs,
+				      sizeof(o->hdrs) / sizeof(o->hdrs[0]), &n);
 
-	if (!f || getdelim(&o->hdr_buf, &cap, '\0', f) < 0) {
+	if (rc == 0 && !o->hdr_buf[0]) /* the text of an empty file: nothing to send */
+		rc = SQK_EIO, errno = ENODATA;
+	if (rc == SQK_EIO)
 		fprintf(stderr, "%s: cannot read header_file '%s': %s\n", prog, o->header_file,
-			f ? "empty or unreadable" : strerror(errno));
-		if (f)
-			fclose(f);
-		return -1;
-	}
-	fclose(f);
-	if (sqk_http_header_lines(o->hdr_buf, o->hdrs, sizeof(o->hdrs) / sizeof(o->hdrs[0]), &n)) {
+			errno == ENODATA ? "empty or unreadable" : strerror(errno));
+	else if (rc)
 		fprintf(stderr, "%s: header_file '%s': bad or too many headers (need 'Name: value' "
 			"lines)\n", prog, o->header_file);
+	if (rc)
 		return -1;
-	}
 	ho->nheaders = n;
 	return 0;
 }

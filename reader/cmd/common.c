@@ -36,29 +36,19 @@ static int add_header(const char *cmd, struct sqk_remote *r, const char *line)
 /* Reads a header file: one "Name: value" per line; empty lines and '#' comments skipped. */
 static int header_file(const char *cmd, struct sqk_remote *r, const char *path)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t cap = 0;
+	char *text = NULL;
 	int rc;
 
-	if (!f || r->nfiles == SQK_CMD_MAX_HEADERS) {
-		sqk_cmd_usage_err(cmd, "cannot read header file '%s': %s", path,
-				  f ? "too many files" : strerror(errno));
-		if (f)
-			fclose(f);
+	if (r->nfiles == SQK_CMD_MAX_HEADERS) {
+		sqk_cmd_usage_err(cmd, "cannot read header file '%s': too many files", path);
 		return 2;
 	}
-	if (getdelim(&buf, &cap, '\0', f) < 0) {
-		free(buf);
-		buf = strdup("");
-	}
-	fclose(f);
-	if (!buf)
-		return 2;
-	r->files[r->nfiles++] = buf;
-	rc = sqk_http_header_lines(buf, r->hdr, SQK_CMD_MAX_HEADERS, &r->o.nheaders);
+	rc = sqk_http_header_file(path, &text, r->hdr, SQK_CMD_MAX_HEADERS, &r->o.nheaders);
+	r->files[r->nfiles++] = text;
 	r->o.headers = r->hdr;
-	if (rc) /* the line may hold a secret: none of it is shown */
+	if (rc == SQK_EIO)
+		sqk_cmd_usage_err(cmd, "cannot read header file '%s': %s", path, strerror(errno));
+	else if (rc) /* the line may hold a secret: none of it is shown */
 		sqk_cmd_usage_err(cmd, "header file '%s': %s (need 'Name: value' lines)", path,
 				  rc == SQK_ETOOBIG ? "too many headers" : "a bad line");
 	return rc ? 2 : 0;
