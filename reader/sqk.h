@@ -102,6 +102,23 @@ struct sqk_stats {
 	uint64_t readahead_batches;
 };
 
+/* What a walk of every inode reachable from the root finds (sqk_image_info). Plain data. The
+ * superblock fields are in sqk_image_super, the compressor options in sqk_image_comp, the
+ * integrity trailer in sqk_image_integrity. */
+struct sqk_image_info {
+	uint64_t inodes_found;      /* distinct inode numbers reached from the root (root included) */
+	uint64_t kinds[8];          /* of those, by basic type 1..7 (SQK_T_DIR..SQK_T_SOCKET) */
+	uint64_t file_bytes;        /* sum of the sizes of the distinct regular files */
+	uint64_t sparse_bytes;      /* sum of their sparse byte counts (extended file inodes) */
+	/* Stored (non-sparse) data blocks of the distinct files; a block list that several files
+	 * share (duplicates) counts once. */
+	uint64_t data_blocks;
+	uint64_t inode_table_bytes;     /* inode_table_start to directory_table_start */
+	uint64_t directory_table_bytes; /* directory_table_start to the first lookup table */
+	uint64_t inode_metadata_blocks;
+	uint64_t directory_metadata_blocks;
+};
+
 /* Opens the image at path, or at an http:// or https:// URL (opts may be NULL). Caller owns *out
  * (sqk_image_close). */
 SQK_API int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out);
@@ -216,5 +233,10 @@ SQK_API int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer 
 
 /* Copies the counters. */
 SQK_API void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);
+
+/* Walks every inode reachable from the root once, and the metadata block headers of the inode
+ * and directory tables, filling the caller's *out (borrows img). A failure is logged naming the
+ * path or the offset; *out is then partial. */
+SQK_API int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out);
 
 #endif

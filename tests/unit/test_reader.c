@@ -115,22 +115,43 @@ static void remove_tree(void)
 
 static char *parse_argv[8];
 
-static void build_image(void)
+/* Builds src (4K blocks; extra: one more mkimage option or NULL) into a new memory image; *root
+ * (when not NULL) gets the root digest of its integrity data. Caller owns the result. */
+static struct sqk_io *build_from(const char *src, const char *extra, uint8_t *root)
 {
 	struct mk_options o;
 	struct mk_ctx c;
 	struct sqk_super sb;
-	char *argv[] = { "mkimage", "-q", "-b", "4K", tree, "/nonexistent/x.sqsh", NULL };
+	struct sqk_io *out;
+	char *argv[] = { "mkimage", "-q", "-b", "4K", (char *)src, "/nonexistent/x.sqsh", NULL,
+			 NULL };
+	int argc = 6;
+	if (extra) {
+		argv[6] = argv[5];
+		argv[5] = argv[4];
+		argv[4] = (char *)extra;
+		argc = 7;
+	}
 	memcpy(parse_argv, argv, sizeof(argv));
-	ck_assert_int_eq(mk_options_parse(6, parse_argv, &o), 0);
+	ck_assert_int_eq(mk_options_parse(argc, parse_argv, &o), 0);
 	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
-	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
-	c.out = mem;
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
+	c.out = out;
 	int err = mk_build(&c, &sb);
 	ck_assert_msg(err == 0, "build: %d %s", err, c.errmsg);
+	if (root) {
+		ck_assert(c.have_root);
+		memcpy(root, c.root_hash, SQK_INTEG_DIGEST_SIZE);
+	}
 	c.out = NULL;
 	mk_ctx_free(&c);
 	mk_options_free(&o);
+	return out;
+}
+
+static void build_image(void)
+{
+	mem = build_from(tree, NULL, NULL);
 }
 
 static void setup_tree(void)
@@ -324,6 +345,93 @@ START_TEST(test_round_trip)
 	ck_assert_int_eq(sqk_lookup(img, &d, "a", 1, &b), SQK_ENOENT);
 	ck_assert_int_eq(sqk_lookup(img, &d, "zzz", 3, &b), SQK_ENOENT);
 	sqk_image_close(img);
+}
+END_TEST
+
+/* Metadata blocks of [start, end) of image d, counted by their headers. */
+static uint64_t count_meta_blocks(const uint8_t *d, uint64_t start, uint64_t end)
+{
+	uint64_t n = 0;
+	while (start < end) {
+		start += 2 + (sqk_get_le16(d + start) & (SQK_META_RAW - 1));
+		n++;
+	}
+	ck_assert_uint_eq(start, end);
+	return n;
+}
+
+/* sqk_image_info on the tree: every inode reached once (the hard link "hard" is "one") and
+ * counted by kind; the bytes of the distinct files; their stored blocks (full blocks only: tails
+ * and small files are in fragments, holes are sparse); the two metadata tables measured from the
+ * image's own bytes (the directory table ends where the fragment table's first block starts). */
+START_TEST(test_info)
+{
+	struct sqk_image *img = open_mem(mem, 0, 1);
+	const struct sqk_super *sb = sqk_image_super(img);
+	struct sqk_image_info inf;
+	struct sqk_inode sp;
+	size_t len;
+	const uint8_t *d = sqk_io_mem_data(mem, &len);
+	uint64_t bytes = 0 + 1 + (BS - 1) + BS + (BS + 1) + MULTI_BLOCKS * BS + (5 * BS + 77) +
+			 LARGE_SIZE + (10 * BS + 100);
+	for (int i = 0; i < BIGDIR; i += 100) {
+		char p[256];
+		bytes += (uint64_t)snprintf(p, sizeof(p), "%s/dir/entry_with_long_name_%05d", tree,
+					    i * 3);
+	}
+	ck_assert_int_eq(sqk_image_info(img, &inf), 0);
+	ck_assert_uint_eq(inf.inodes_found, 2 + 9 + BIGDIR + 4);
+	ck_assert_uint_eq(inf.inodes_found, sb->inode_count);
+	ck_assert_uint_eq(inf.kinds[0], 0);
+	ck_assert_uint_eq(inf.kinds[SQK_T_DIR], 2);
+	ck_assert_uint_eq(inf.kinds[SQK_T_FILE], 9 + BIGDIR);
+	ck_assert_uint_eq(inf.kinds[SQK_T_SYMLINK], 1);
+	ck_assert_uint_eq(inf.kinds[SQK_T_BLKDEV], 1);
+	ck_assert_uint_eq(inf.kinds[SQK_T_CHRDEV], 1);
+	ck_assert_uint_eq(inf.kinds[SQK_T_FIFO], 1);
+	ck_assert_uint_eq(inf.kinds[SQK_T_SOCKET], 0);
+	ck_assert_uint_eq(inf.file_bytes, bytes);
+	/* b, bp1, several, multi, large.bin: their full blocks; sparse: its one block of data */
+	ck_assert_uint_eq(inf.data_blocks, 1 + 1 + 5 + MULTI_BLOCKS + LARGE_SIZE / BS + 1);
+	/* sparse is the only file with holes: 9 of its 10 blocks */
+	ck_assert_int_eq(sqk_lookup_path(img, "sparse", &sp), 0);
+	ck_assert_uint_eq(sp.sparse, 9 * BS);
+	ck_assert_uint_eq(inf.sparse_bytes, 9 * BS);
+	ck_assert_uint_eq(inf.inode_table_bytes, sb->directory_table_start - sb->inode_table_start);
+	ck_assert_uint_eq(inf.inode_metadata_blocks,
+			  count_meta_blocks(d, sb->inode_table_start, sb->directory_table_start));
+	ck_assert_uint_ne(sb->fragment_count, 0);
+	uint64_t dir_end = sqk_get_le64(d + sb->fragment_table_start);
+	ck_assert_uint_eq(inf.directory_table_bytes, dir_end - sb->directory_table_start);
+	ck_assert_uint_eq(inf.directory_metadata_blocks,
+			  count_meta_blocks(d, sb->directory_table_start, dir_end));
+	ck_assert_uint_ge(inf.directory_metadata_blocks, 2); /* 3000 long names: several blocks */
+	sqk_image_close(img);
+}
+END_TEST
+
+/* An image of an empty directory has an empty directory table: no metadata block counted in it
+ * (the export table's block right after it is not one of its blocks). */
+START_TEST(test_info_empty)
+{
+	char dir[] = "/tmp/sqk-reader-empty-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	struct sqk_io *io = build_from(dir, NULL, NULL);
+	ck_assert_int_eq(rmdir(dir), 0);
+	struct sqk_image *img = open_mem(io, 0, 1);
+	const struct sqk_super *sb = sqk_image_super(img);
+	struct sqk_image_info inf;
+	ck_assert_uint_ne(sb->export_table_start, SQK_NONE64);
+	ck_assert_int_eq(sqk_image_info(img, &inf), 0);
+	ck_assert_uint_eq(inf.inodes_found, 1);
+	ck_assert_uint_eq(inf.kinds[SQK_T_DIR], 1);
+	ck_assert_uint_eq(inf.file_bytes, 0);
+	ck_assert_uint_eq(inf.data_blocks, 0);
+	ck_assert_uint_eq(inf.inode_metadata_blocks, 1);
+	ck_assert_uint_eq(inf.directory_table_bytes, 0);
+	ck_assert_uint_eq(inf.directory_metadata_blocks, 0);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
 }
 END_TEST
 
@@ -927,6 +1035,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_read_stream);
 	tcase_add_test(tc, test_concurrent);
 	tcase_add_test(tc, test_open_offset);
+	tcase_add_test(tc, test_info);
 	suite_add_tcase(s, tc);
 	TCase *tk = tcase_create("crafted");
 	tcase_set_timeout(tk, 120);
@@ -934,6 +1043,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tk, test_crafted_corrupt);
 	tcase_add_test(tk, test_bad_super);
 	tcase_add_test(tk, test_byte_flips);
+	tcase_add_test(tk, test_info_empty);
 	suite_add_tcase(s, tk);
 	return s;
 }
