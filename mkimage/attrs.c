@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/xattr.h>
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
@@ -11,6 +10,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "mk.h"
+#include "source.h"
 
 /* ---- id table ---- */
 
@@ -260,81 +260,51 @@ static int prefix_of(const char *name, size_t *plen)
 	return -1;
 }
 
-/* Reads one attribute value into p. */
-static int read_value(struct mk_ctx *c, const char *path, const char *name, struct xpair *p)
+static int add_pair(struct mk_ctx *c, const char *origin, struct xset *s,
+		    const struct mk_xattr_kv *kv)
 {
-	ssize_t len = lgetxattr(path, name, NULL, 0);
-	if (len < 0 || len > 65536)
-		return mk_fail(c, len < 0 ? sqk_from_errno(errno) : SQK_ETOOBIG,
-			       "cannot read xattr %s of '%s': %s", name, path,
-			       len < 0 ? strerror(errno) : "too large");
-	p->value = malloc((size_t)len + 1);
-	if (!p->value)
+	size_t plen;
+	int pfx = prefix_of(kv->name, &plen);
+	if (pfx < 0 || strlen(kv->name + plen) > 0xFFFF)
+		return 0; /* other namespaces cannot be stored in SquashFS */
+	if (kv->size > 65536)
+		return mk_fail(c, SQK_ETOOBIG, "xattr %s of '%s' is too large (%zu bytes)", kv->name,
+			       origin, kv->size);
+	struct xpair *np = realloc(s->pairs, (s->n + 1) * sizeof(*np));
+	if (!np)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	ssize_t got = len ? lgetxattr(path, name, p->value, (size_t)len) : 0;
-	if (got != len)
-		return mk_fail(c, SQK_ECHANGED, "xattr %s of '%s' changed while being read", name,
-			       path);
-	p->value_len = (uint32_t)len;
+	s->pairs = np;
+	struct xpair *p = &s->pairs[s->n++];
+	memset(p, 0, sizeof(*p));
+	p->prefix = (uint16_t)pfx;
+	p->name_len = (uint16_t)strlen(kv->name + plen);
+	p->name = strdup(kv->name + plen);
+	p->value = malloc(kv->size + 1);
+	if (!p->name || !p->value)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	if (kv->size)
+		memcpy(p->value, kv->value, kv->size);
+	p->value_len = (uint32_t)kv->size;
 	return 0;
 }
 
-static int list_names(struct mk_ctx *c, const char *path, char **out, ssize_t *len)
+int mk_xattrs_intern(struct mk_ctx *c, const char *origin, const struct mk_xattr_kv *kv,
+		     size_t n, uint32_t *idx)
 {
-	*out = NULL;
-	*len = llistxattr(path, NULL, 0);
-	if (*len < 0 && (errno == ENOTSUP || errno == ENOSYS)) {
-		*len = 0;
-		return 0;
-	}
-	if (*len < 0)
-		return mk_fail(c, sqk_from_errno(errno), "cannot list xattrs of '%s': %s", path,
-			       strerror(errno));
-	if (*len == 0)
-		return 0;
-	*out = malloc((size_t)*len);
-	if (!*out)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	ssize_t got = llistxattr(path, *out, (size_t)*len);
-	if (got != *len)
-		return mk_fail(c, SQK_ECHANGED, "xattrs of '%s' changed while being read", path);
-	return 0;
-}
-
-int mk_xattrs_read(struct mk_ctx *c, const char *path, uint32_t *idx)
-{
-	char *names;
-	ssize_t len;
 	struct xset s = { 0 };
-	int err = list_names(c, path, &names, &len);
+	int err = 0;
 	*idx = SQK_NONE32;
-	if (err || len == 0)
-		return err;
-	for (ssize_t off = 0; off < len && !err; off += (ssize_t)strlen(names + off) + 1) {
-		const char *nm = names + off;
-		size_t plen;
-		int pfx = prefix_of(nm, &plen);
-		if (pfx < 0 || strlen(nm + plen) > 0xFFFF)
-			continue; /* other namespaces cannot be stored in SquashFS */
-		struct xpair *np = realloc(s.pairs, (s.n + 1) * sizeof(*np));
-		if (!np) {
-			err = mk_fail(c, SQK_ENOMEM, "out of memory");
-			break;
-		}
-		s.pairs = np;
-		struct xpair *p = &s.pairs[s.n++];
-		memset(p, 0, sizeof(*p));
-		p->prefix = (uint16_t)pfx;
-		p->name_len = (uint16_t)strlen(nm + plen);
-		p->name = strdup(nm + plen);
-		if (!p->name)
-			err = mk_fail(c, SQK_ENOMEM, "out of memory");
-		else
-			err = read_value(c, path, nm, p);
-	}
-	free(names);
+	for (size_t i = 0; i < n && !err; i++)
+		err = add_pair(c, origin, &s, &kv[i]);
 	if (!err && s.n) {
 		qsort(s.pairs, s.n, sizeof(*s.pairs), pair_cmp);
+		for (uint32_t i = 1; i < s.n; i++)
+			if (!pair_cmp(&s.pairs[i - 1], &s.pairs[i])) {
+				err = mk_fail(c, SQK_EINVAL, "'%s': xattr %s%s listed twice", origin,
+					      sqk_xattr_prefix(s.pairs[i].prefix), s.pairs[i].name);
+				set_free(&s);
+				return err;
+			}
 		err = intern_set(c->xattrs, &s, idx);
 		if (err)
 			return mk_fail(c, err, "out of memory");

@@ -1,72 +1,57 @@
-/* File data: large files block by block (holes skipped without reading), then small files and
- * tails packed into fragment blocks ordered by file type, then duplicates pointed at their
- * originals. Reading happens here on the main thread; compression and writing in pipeline.c. */
+/* File data, in the one pass over the source: each file's full blocks go to the pipeline as they
+ * are read (holes skipped without reading), its tail is kept (tails.c) for a fragment block, and
+ * its SHA-256 finds an earlier file of the same content (dedup.c). A file whose size an earlier
+ * file has is held back by the writer until its hash says whether it is new (then written) or
+ * a duplicate (then dropped: it shares the original's blocks). At the end the tails are packed
+ * into fragment blocks ordered by file type. Compression and writing happen in pipeline.c. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
+#include <openssl/evp.h>
 
 #include "common/error.h"
 #include "common/format.h"
+#include "common/integrity.h"
 #include "mk.h"
 #include "pipeline.h"
+#include "source.h"
 
-int mk_open_source(struct mk_ctx *c, const struct mk_node *n, int *fd)
-{
-	*fd = open(n->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (*fd < 0)
-		return mk_fail(c, sqk_from_errno(errno), "cannot open '%s': %s", n->path,
-			       strerror(errno));
-	return 0;
-}
+/* Raw bytes of one file the writer may hold back before its hash is known. A larger file whose
+ * size an earlier file shares is hashed first when the source can be read twice, or else
+ * written without dedup. */
+#define MK_HOLD_MAX (256u << 20)
 
-int mk_pread(struct mk_ctx *c, const struct mk_node *n, int fd, uint64_t off, void *buf,
-	     size_t len)
-{
-	uint8_t *p = buf;
-	while (len) {
-		ssize_t r = pread(fd, p, len, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return mk_fail(c, sqk_from_errno(errno), "cannot read '%s' at offset %llu: %s",
-				       n->path, (unsigned long long)off, strerror(errno));
-		if (r == 0)
-			return mk_fail(c, SQK_ECHANGED,
-				       "'%s' changed size while being read (ends at %llu, expected "
-				       "%llu bytes)", n->path, (unsigned long long)off,
-				       (unsigned long long)n->size);
-		p += r;
-		off += (uint64_t)r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
-/* Checks, after reading, that the file still has the size it had when walked. */
-static int check_unchanged(struct mk_ctx *c, const struct mk_node *n, int fd)
-{
-	struct stat st;
-	if (fstat(fd, &st))
-		return mk_fail(c, sqk_from_errno(errno), "cannot stat '%s': %s", n->path,
-			       strerror(errno));
-	if ((uint64_t)st.st_size != n->size)
-		return mk_fail(c, SQK_ECHANGED,
-			       "'%s' changed size while being read (%llu bytes, then %llu)", n->path,
-			       (unsigned long long)n->size, (unsigned long long)st.st_size);
-	return 0;
-}
-
-/* ---- progress ---- */
+struct piece {
+	struct mk_node *n;
+	uint64_t ref;               /* where the tail is in the tail store */
+	uint32_t len;
+	/* Similarity key: type class, logical directory, stem. */
+	const char *cls;
+	size_t cls_len;
+	const struct mk_node *ldir;
+	size_t stem_len;            /* name bytes before the first '.' */
+};
 
 struct progress {
 	struct timespec start, last;
-	uint64_t files_total, files_done, bytes_total;
+	uint64_t files_done;
 };
+
+struct mk_data {
+	struct mk_pipeline *p;
+	struct mk_tails *tails;
+	struct mk_dedup *dd;
+	struct piece *pieces;
+	size_t npieces, pieces_cap;
+	struct progress pr;
+	uint8_t *buf;               /* one block: a tail being read */
+	EVP_MD_CTX *sha;
+};
+
+/* ---- progress ---- */
 
 static double since(const struct timespec *a, const struct timespec *b)
 {
@@ -83,103 +68,15 @@ static void progress_show(struct mk_ctx *c, struct progress *pr, struct mk_pipel
 		return;
 	pr->last = now;
 	double el = since(&pr->start, &now);
-	double frac = pr->bytes_total ? (double)c->st.bytes_in / (double)pr->bytes_total : 1.0;
-	double out = (double)mk_pipeline_written(p);
-	double eta = frac > 0.01 ? el / frac - el : 0;
-	int bar = (int)(frac * 30);
-	fprintf(stderr, "\r[%-30.*s] %3.0f%% %llu/%llu files %.1f MiB in %.1f MiB out (%.1f%%) "
-			"ETA %.0fs ",
-		bar, "##############################", frac * 100,
-		(unsigned long long)pr->files_done, (unsigned long long)pr->files_total,
-		(double)c->st.bytes_in / 1048576.0, out / 1048576.0,
-		c->st.bytes_in ? 100.0 * out / (double)c->st.bytes_in : 100.0, eta < 0 ? 0 : eta);
+	double in = (double)c->st.bytes_in, out = (double)mk_pipeline_written(p);
+	fprintf(stderr, "\r%llu files, %.1f MiB in, %.1f MiB out (%.1f%%), %.1f MiB/s ",
+		(unsigned long long)pr->files_done, in / 1048576.0, out / 1048576.0,
+		in > 0 ? 100.0 * out / in : 100.0, el > 0 ? in / 1048576.0 / el : 0.0);
 	if (last)
 		fputc('\n', stderr);
 }
 
-/* ---- large files ---- */
-
-struct reader {
-	struct mk_ctx *c;
-	struct mk_pipeline *p;
-	struct progress pr;
-	bool use_frags;
-};
-
-/* Whether [off, off+len) lies entirely in a hole, using SEEK_DATA (caches the next data start). */
-static bool in_hole(int fd, uint64_t off, uint64_t len, uint64_t *data_at)
-{
-	if (*data_at == UINT64_MAX || *data_at < off) {
-		off_t d = lseek(fd, (off_t)off, SEEK_DATA);
-		if (d < 0)
-			*data_at = errno == ENXIO ? UINT64_MAX - 1 : off;
-		else
-			*data_at = (uint64_t)d;
-	}
-	return *data_at >= off + len;
-}
-
-static int submit_block(struct reader *r, struct mk_node *n, int fd, uint32_t k, uint64_t off,
-			size_t len)
-{
-	struct mk_job *j = mk_pipeline_acquire(r->p);
-	if (!j)
-		return SQK_EIO;
-	int err = mk_pread(r->c, n, fd, off, j->in, len);
-	if (err)
-		return err; /* the build stops; the slot is never handed to the workers */
-	j->in_len = len;
-	j->kind = MK_JOB_DATA;
-	j->file = n->file;
-	j->block = k;
-	mk_pipeline_submit(r->p);
-	return 0;
-}
-
-static int write_blocks(struct reader *r, struct mk_node *n)
-{
-	struct mk_ctx *c = r->c;
-	struct mk_file *f = n->file;
-	uint32_t bs = c->opt->block_size;
-	uint64_t data_at = UINT64_MAX;
-	int fd, err = mk_open_source(c, n, &fd);
-	if (err)
-		return err;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	for (uint32_t k = 0; k < f->nblocks && !err; k++) {
-		uint64_t off = (uint64_t)k * bs;
-		size_t len = f->size - off < bs ? (size_t)(f->size - off) : bs;
-		if (mk_cancelled(c)) {
-			err = mk_fail(c, SQK_EINTR, "interrupted");
-		} else if (f->maybe_sparse && in_hole(fd, off, len, &data_at)) {
-			f->words[k] = 0;
-			f->sparse += len;
-			atomic_fetch_add(&c->st.sparse_blocks, 1);
-		} else {
-			err = submit_block(r, n, fd, k, off, len);
-			c->st.bytes_in += len;
-		}
-		progress_show(c, &r->pr, r->p, false);
-	}
-	if (!err)
-		err = check_unchanged(c, n, fd);
-	close(fd);
-	return err;
-}
-
-static int alloc_words(struct mk_ctx *c, struct mk_node *n, bool use_frags)
-{
-	struct mk_file *f = n->file;
-	uint32_t bs = c->opt->block_size;
-	uint64_t nb = use_frags ? f->size / bs : (f->size + bs - 1) / bs;
-	if (nb > UINT32_MAX / 2)
-		return mk_fail(c, SQK_ETOOBIG, "'%s' is too large", n->path);
-	f->nblocks = (uint32_t)nb;
-	if (!nb)
-		return 0;
-	f->words = calloc(nb, sizeof(*f->words));
-	return f->words ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
-}
+/* ---- one file ---- */
 
 /* Whether a file's tail (or whole content) goes into a fragment. */
 static bool wants_fragment(const struct mk_ctx *c, const struct mk_file *f)
@@ -190,37 +87,218 @@ static bool wants_fragment(const struct mk_ctx *c, const struct mk_file *f)
 	return f->size < bs || !c->opt->no_tailends;
 }
 
-static int write_large_files(struct reader *r)
+static int alloc_words(struct mk_ctx *c, struct mk_file *f, bool use_frags, const char *origin)
 {
-	struct mk_ctx *c = r->c;
-	int err = 0;
-	for (size_t i = 0; i < c->nnodes && !err; i++) {
-		struct mk_node *n = c->nodes[i];
-		if (!n->file || n->file->dup_of)
-			continue;
-		bool frag = wants_fragment(c, n->file);
-		err = alloc_words(c, n, frag);
-		if (!err && n->file->nblocks)
-			err = write_blocks(r, n);
-		if (!frag)
-			r->pr.files_done++; /* else counted when its fragment piece is read */
+	uint32_t bs = c->opt->block_size;
+	uint64_t nb = use_frags ? f->size / bs : (f->size + bs - 1) / bs;
+	if (nb > UINT32_MAX / 2)
+		return mk_fail(c, SQK_ETOOBIG, "'%s' is too large", origin);
+	f->nblocks = (uint32_t)nb;
+	if (!nb)
+		return 0;
+	f->words = calloc(nb, sizeof(*f->words));
+	return f->words ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
+}
+
+/* Per file: what is read and how its blocks go. */
+struct file_pass {
+	struct mk_node *n;
+	const struct mk_entry *e;
+	struct mk_source *src;
+	bool hash;                  /* SHA-256 of the content for dedup */
+	bool hold;                  /* blocks held by the writer until the verdict */
+	uint64_t held;              /* raw bytes held so far */
+};
+
+static int sha_update(struct mk_ctx *c, struct mk_data *d, const void *p, size_t len)
+{
+	if (!EVP_DigestUpdate(d->sha, p, len))
+		return mk_fail(c, SQK_ENOMEM, "SHA-256 failed");
+	return 0;
+}
+
+static int submit_verdict(struct mk_ctx *c, struct mk_data *d, struct mk_file *f, bool keep)
+{
+	struct mk_job *j = mk_pipeline_acquire(d->p);
+	if (!j)
+		return SQK_EIO;
+	j->kind = MK_JOB_VERDICT;
+	j->file = f;
+	j->keep = keep;
+	j->in_len = 0;
+	mk_pipeline_submit(d->p);
+	return 0;
+}
+
+static int submit_block(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, uint32_t k,
+			uint64_t off, size_t len)
+{
+	struct mk_job *j = mk_pipeline_acquire(d->p);
+	if (!j)
+		return SQK_EIO;
+	int err = fp->src->ops->read(fp->src, c, off, j->in, len);
+	if (!err && fp->hash)
+		err = sha_update(c, d, j->in, len);
+	if (err)
+		return err; /* the build stops; the slot is never handed to the workers */
+	j->in_len = len;
+	j->kind = MK_JOB_DATA;
+	j->file = fp->n->file;
+	j->block = k;
+	j->hold = fp->hold;
+	mk_pipeline_submit(d->p);
+	c->st.bytes_in += len;
+	if (fp->hold && (fp->held += len) > MK_HOLD_MAX) {
+		/* Too much to hold: written now, and not deduplicated. */
+		fp->hold = false;
+		fp->hash = false;
+		err = submit_verdict(c, d, fp->n->file, true);
 	}
 	return err;
 }
 
+static int read_blocks(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp)
+{
+	struct mk_file *f = fp->n->file;
+	uint32_t bs = c->opt->block_size;
+	uint64_t data_at = 0;
+	int err = 0;
+	bool holes = f->maybe_sparse && fp->src->ops->data_at;
+	for (uint32_t k = 0; k < f->nblocks && !err; k++) {
+		uint64_t off = (uint64_t)k * bs;
+		size_t len = f->size - off < bs ? (size_t)(f->size - off) : bs;
+		if (mk_cancelled(c))
+			return mk_fail(c, SQK_EINTR, "interrupted");
+		if (holes && data_at < off + len && data_at != UINT64_MAX &&
+		    (err = fp->src->ops->data_at(fp->src, c, off, &data_at)))
+			return err;
+		if (holes && data_at >= off + len) {
+			f->words[k] = 0;
+			f->sparse += len;
+			atomic_fetch_add(&c->st.sparse_blocks, 1);
+		} else {
+			err = submit_block(c, d, fp, k, off, len);
+		}
+		progress_show(c, &d->pr, d->p, false);
+	}
+	return err;
+}
+
+/* A large file whose size an earlier file has, from a source that can be read twice: hashed
+ * first, so a duplicate is never compressed and a new file is read again to be stored. */
+static int prehash(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, uint8_t *digest)
+{
+	uint32_t bs = c->opt->block_size;
+	uint64_t size = fp->n->file->size;
+	int err = EVP_DigestInit_ex(d->sha, EVP_sha256(), NULL) ? 0 :
+		  mk_fail(c, SQK_ENOMEM, "SHA-256 failed");
+	for (uint64_t off = 0; off < size && !err; off += bs) {
+		size_t len = size - off < bs ? (size_t)(size - off) : bs;
+		err = fp->src->ops->read(fp->src, c, off, d->buf, len);
+		if (!err)
+			err = sha_update(c, d, d->buf, len);
+		if (!err && mk_cancelled(c))
+			err = mk_fail(c, SQK_EINTR, "interrupted");
+	}
+	if (!err && !EVP_DigestFinal_ex(d->sha, digest, NULL))
+		err = mk_fail(c, SQK_ENOMEM, "SHA-256 failed");
+	return err;
+}
+
+static int add_piece(struct mk_ctx *c, struct mk_data *d, struct mk_node *n, uint32_t len)
+{
+	if (d->npieces == d->pieces_cap) {
+		size_t ncap = d->pieces_cap ? d->pieces_cap * 2 : 1024;
+		struct piece *np = realloc(d->pieces, ncap * sizeof(*np));
+		if (!np)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		d->pieces = np;
+		d->pieces_cap = ncap;
+	}
+	struct piece *pc = &d->pieces[d->npieces];
+	memset(pc, 0, sizeof(*pc));
+	pc->n = n;
+	pc->len = len;
+	int err = mk_tails_put(c, d->tails, d->buf, len, &pc->ref);
+	if (!err)
+		d->npieces++;
+	return err;
+}
+
+/* The file's verdict once all of it was read: a duplicate shares an earlier file's data. */
+static int conclude(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, bool frag,
+		    uint32_t tail, const uint8_t *digest)
+{
+	struct mk_file *f = fp->n->file;
+	struct mk_node *orig = NULL;
+	int err = 0;
+	if (digest && (err = mk_dedup_find_or_add(c, d->dd, fp->n, digest, &orig)))
+		return err;
+	if (orig) {
+		f->dup_of = orig;
+		c->st.dup_files++;
+		c->st.dup_bytes += f->size;
+	}
+	if (fp->hold)
+		err = submit_verdict(c, d, f, !orig);
+	if (!err && frag && !orig)
+		err = add_piece(c, d, fp->n, tail);
+	d->pr.files_done++;
+	return err;
+}
+
+int mk_data_file(struct mk_ctx *c, struct mk_node *n, struct mk_source *src,
+		 const struct mk_entry *e)
+{
+	struct mk_data *d = c->data;
+	struct mk_file *f = n->file;
+	uint32_t bs = c->opt->block_size;
+	bool frag = wants_fragment(c, f);
+	uint8_t digest[SQK_INTEG_DIGEST_SIZE];
+	struct file_pass fp = { .n = n, .e = e, .src = src };
+	int err = alloc_words(c, f, frag, e->origin);
+	if (err)
+		return err;
+	fp.hash = !c->opt->no_dedup && f->size > 0 && !f->maybe_sparse;
+	bool seen = fp.hash && mk_dedup_size_seen(d->dd, f->size);
+	if (seen && f->nblocks && f->size > MK_HOLD_MAX && src->ops->rereadable) {
+		struct mk_node *orig;
+		err = prehash(c, d, &fp, digest);
+		if (!err)
+			err = mk_dedup_find(d->dd, f->size, digest, &orig);
+		if (!err && orig) {
+			fp.hash = false;
+			err = src->ops->end_file ? src->ops->end_file(src, c) : 0;
+			return err ? err : conclude(c, d, &fp, false, 0, digest);
+		}
+		fp.hash = false; /* known new: added below with this digest */
+	} else {
+		fp.hold = seen && f->nblocks;
+		seen = false;
+	}
+	if (fp.hash && !EVP_DigestInit_ex(d->sha, EVP_sha256(), NULL))
+		return mk_fail(c, SQK_ENOMEM, "SHA-256 failed");
+	if (!err)
+		err = read_blocks(c, d, &fp);
+	uint32_t tail = frag ? (uint32_t)(f->size % bs) : 0;
+	if (!err && tail)
+		err = src->ops->read(src, c, f->size - tail, d->buf, tail);
+	if (!err && tail) {
+		c->st.bytes_in += tail;
+		if (fp.hash)
+			err = sha_update(c, d, d->buf, tail);
+	}
+	if (!err && src->ops->end_file)
+		err = src->ops->end_file(src, c);
+	if (!err && fp.hash && !EVP_DigestFinal_ex(d->sha, digest, NULL))
+		err = mk_fail(c, SQK_ENOMEM, "SHA-256 failed");
+	if (!err)
+		err = conclude(c, d, &fp, frag, tail, fp.hash || seen ? digest : NULL);
+	progress_show(c, &d->pr, d->p, false);
+	return err;
+}
+
 /* ---- fragments ---- */
-
-struct piece {
-	struct mk_node *n;
-	uint64_t off;               /* offset of the piece in the file */
-	uint32_t len;
-	/* Similarity key: type class, logical directory, stem. */
-	const char *cls;
-	size_t cls_len;
-	const struct mk_node *ldir;
-	size_t stem_len;            /* name bytes before the first '.' */
-};
-
 
 /* Fills the key: the extension is the type class (Python bytecode joins its source's class),
  * and a __pycache__ directory counts as its parent so foo.py and its .pyc files meet. */
@@ -256,29 +334,6 @@ static int piece_cmp(const void *a, const void *b)
 	return r ? r : (x->n->order > y->n->order) - (x->n->order < y->n->order);
 }
 
-static int collect_pieces(struct mk_ctx *c, struct piece **out, size_t *count)
-{
-	uint32_t bs = c->opt->block_size;
-	size_t n = 0;
-	struct piece *v = calloc(c->nnodes ? c->nnodes : 1, sizeof(*v));
-	if (!v)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	for (size_t i = 0; i < c->nnodes; i++) {
-		struct mk_node *nd = c->nodes[i];
-		if (!nd->file || nd->file->dup_of || !wants_fragment(c, nd->file))
-			continue;
-		v[n].n = nd;
-		v[n].len = (uint32_t)(nd->size % bs);
-		v[n].off = nd->size - v[n].len;
-		piece_key(&v[n]);
-		n++;
-	}
-	qsort(v, n, sizeof(*v), piece_cmp);
-	*out = v;
-	*count = n;
-	return 0;
-}
-
 /* Bytes of the run of pieces from i with the same group key. */
 static uint64_t group_bytes(const struct piece *v, size_t n, size_t i)
 {
@@ -309,47 +364,32 @@ static int plan_fragments(struct mk_ctx *c, struct piece *v, size_t n)
 	return c->frags ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
 }
 
-static int read_piece(struct mk_ctx *c, const struct piece *pc, uint8_t *dst)
+static int write_fragments(struct mk_ctx *c, struct mk_data *d)
 {
-	int fd, err = mk_open_source(c, pc->n, &fd);
-	if (err)
-		return err;
-	err = mk_pread(c, pc->n, fd, pc->off, dst, pc->len);
-	if (!err)
-		err = check_unchanged(c, pc->n, fd);
-	close(fd);
-	return err;
-}
-
-static int write_fragments(struct reader *r, struct piece *v, size_t n)
-{
-	struct mk_ctx *c = r->c;
 	struct mk_job *j = NULL;
 	int err = 0;
-	for (size_t i = 0; i < n && !err; i++) {
-		struct mk_file *f = v[i].n->file;
+	for (size_t i = 0; i < d->npieces && !err; i++) {
+		struct piece *pc = &d->pieces[i];
+		struct mk_file *f = pc->n->file;
 		if (!j || f->frag_index != j->frag_idx) {
 			if (j)
-				mk_pipeline_submit(r->p);
-			j = mk_pipeline_acquire(r->p);
+				mk_pipeline_submit(d->p);
+			j = mk_pipeline_acquire(d->p);
 			if (!j)
 				return SQK_EIO;
 			j->kind = MK_JOB_FRAG;
 			j->frag_idx = f->frag_index;
 			j->in_len = 0;
 		}
-		err = read_piece(c, &v[i], j->in + f->frag_offset);
+		err = mk_tails_get(c, d->tails, pc->ref, j->in + f->frag_offset, pc->len);
 		if (err)
 			return err;
-		j->in_len = f->frag_offset + v[i].len;
-		c->st.bytes_in += v[i].len;
-		r->pr.files_done++;
-		if (!err && mk_cancelled(c))
+		j->in_len = f->frag_offset + pc->len;
+		if (mk_cancelled(c))
 			err = mk_fail(c, SQK_EINTR, "interrupted");
-		progress_show(c, &r->pr, r->p, false);
 	}
 	if (j)
-		mk_pipeline_submit(r->p);
+		mk_pipeline_submit(d->p);
 	return err;
 }
 
@@ -366,6 +406,9 @@ static int resolve_duplicates(struct mk_ctx *c)
 		f->frag_index = o->frag_index;
 		f->frag_offset = o->frag_offset;
 		f->sparse = o->sparse;
+		f->zero_bytes = o->zero_bytes;
+		free(f->words);
+		f->words = NULL;
 		if (o->nblocks) {
 			f->words = malloc((size_t)o->nblocks * sizeof(*f->words));
 			if (!f->words)
@@ -376,43 +419,64 @@ static int resolve_duplicates(struct mk_ctx *c)
 	return 0;
 }
 
-static void progress_init(struct mk_ctx *c, struct progress *pr)
+static void data_free(struct mk_ctx *c)
 {
-	memset(pr, 0, sizeof(*pr));
-	clock_gettime(CLOCK_MONOTONIC, &pr->start);
-	for (size_t i = 0; i < c->nnodes; i++) {
-		struct mk_node *n = c->nodes[i];
-		if (n->file && !n->file->dup_of) {
-			pr->files_total++;
-			pr->bytes_total += n->size;
-		}
-	}
+	struct mk_data *d = c->data;
+	if (!d)
+		return;
+	mk_tails_destroy(d->tails);
+	mk_dedup_destroy(d->dd);
+	free(d->pieces);
+	free(d->buf);
+	EVP_MD_CTX_free(d->sha);
+	free(d);
+	c->data = NULL;
 }
 
-int mk_data_write(struct mk_ctx *c)
+int mk_data_start(struct mk_ctx *c)
 {
-	struct reader r = { .c = c };
-	struct piece *pieces = NULL;
-	size_t npieces = 0;
-	progress_init(c, &r.pr);
-	int err = collect_pieces(c, &pieces, &npieces);
+	struct mk_data *d = calloc(1, sizeof(*d));
+	if (!d)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	c->data = d;
+	clock_gettime(CLOCK_MONOTONIC, &d->pr.start);
+	d->buf = malloc(c->opt->block_size);
+	d->sha = EVP_MD_CTX_new();
+	if (!d->buf || !d->sha)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	int err = mk_tails_create(c, &d->tails);
 	if (!err)
-		err = plan_fragments(c, pieces, npieces);
+		err = mk_dedup_create(c, &d->dd);
 	if (!err)
-		err = mk_pipeline_start(c, &r.p);
-	if (!err) {
-		err = write_large_files(&r);
-		if (!err)
-			err = write_fragments(&r, pieces, npieces);
-		if (!err)
-			progress_show(c, &r.pr, r.p, true);
-		/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading side
-		 * saw afterwards, so it is the error reported. */
-		int perr = mk_pipeline_finish(r.p);
-		if (perr)
-			err = perr;
-	}
-	free(pieces);
+		err = mk_pipeline_start(c, &d->p);
+	return err;
+}
+
+void mk_data_abort(struct mk_ctx *c)
+{
+	if (c->data && c->data->p)
+		mk_pipeline_finish(c->data->p);
+	data_free(c);
+}
+
+int mk_data_finish(struct mk_ctx *c)
+{
+	struct mk_data *d = c->data;
+	for (size_t i = 0; i < d->npieces; i++)
+		piece_key(&d->pieces[i]);
+	qsort(d->pieces, d->npieces, sizeof(*d->pieces), piece_cmp);
+	int err = plan_fragments(c, d->pieces, d->npieces);
+	if (!err)
+		err = write_fragments(c, d);
+	if (!err)
+		progress_show(c, &d->pr, d->p, true);
+	/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading side saw
+	 * afterwards, so it is the error reported. */
+	int perr = mk_pipeline_finish(d->p);
+	d->p = NULL;
+	if (perr)
+		err = perr;
+	data_free(c);
 	if (!err)
 		err = resolve_duplicates(c);
 	return err;

@@ -1,136 +1,145 @@
-/* Whole-file duplicate detection before anything is compressed: files are grouped by size, only
- * sizes shared by several files are hashed (XXH3-128), and equal hashes are confirmed byte by
- * byte. A duplicate later points at the first copy's blocks and fragment. */
+/* Duplicate files, found in the one read pass: an index from (size, SHA-256 of the content) to the
+ * first file that had it, and the set of sizes seen so far (a file whose size no earlier file
+ * has cannot be a duplicate, so the writer need not hold it back). */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
 
+#include "common/endian.h"
 #include "common/error.h"
+#include "common/integrity.h"
 #include "mk.h"
 
-#define DEDUP_CHUNK (1u << 20)
-
-struct cand {
-	struct mk_node *n;
-	XXH128_hash_t h;
+struct dd_slot {
+	uint64_t size;
+	uint8_t digest[SQK_INTEG_DIGEST_SIZE];
+	struct mk_node *n;          /* NULL: empty */
 };
 
-static int by_size(const void *a, const void *b)
+struct mk_dedup {
+	struct dd_slot *slots;
+	size_t cap, used;
+	uint64_t *sizes;            /* open addressing; 0 = empty (empty files are never indexed) */
+	size_t sizes_cap, sizes_used;
+};
+
+static size_t size_hash(uint64_t s)
 {
-	const struct cand *x = a, *y = b;
-	if (x->n->size != y->n->size)
-		return x->n->size < y->n->size ? -1 : 1;
-	return (x->n->order > y->n->order) - (x->n->order < y->n->order);
+	uint64_t h = s * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h ^ (h >> 31));
 }
 
-static int by_hash(const void *a, const void *b)
+int mk_dedup_create(struct mk_ctx *c, struct mk_dedup **out)
 {
-	const struct cand *x = a, *y = b;
-	int r = XXH128_cmp(&x->h, &y->h);
-	if (r)
-		return r;
-	return (x->n->order > y->n->order) - (x->n->order < y->n->order);
-}
-
-static int hash_file(struct mk_ctx *c, struct cand *k, uint8_t *buf)
-{
-	int fd, err = mk_open_source(c, k->n, &fd);
-	if (err)
-		return err;
-	XXH3_state_t st;
-	XXH3_128bits_reset(&st);
-	for (uint64_t off = 0; off < k->n->size && !err; off += DEDUP_CHUNK) {
-		size_t len = k->n->size - off < DEDUP_CHUNK ? (size_t)(k->n->size - off) : DEDUP_CHUNK;
-		err = mk_pread(c, k->n, fd, off, buf, len);
-		if (!err)
-			XXH3_128bits_update(&st, buf, len);
-		if (!err && mk_cancelled(c))
-			err = mk_fail(c, SQK_EINTR, "interrupted");
+	struct mk_dedup *d = calloc(1, sizeof(*d));
+	if (d) {
+		d->cap = 1024;
+		d->sizes_cap = 1024;
+		d->slots = calloc(d->cap, sizeof(*d->slots));
+		d->sizes = calloc(d->sizes_cap, sizeof(*d->sizes));
 	}
-	close(fd);
-	k->h = XXH3_128bits_digest(&st);
-	return err;
+	if (!d || !d->slots || !d->sizes) {
+		mk_dedup_destroy(d);
+		*out = NULL;
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	}
+	*out = d;
+	return 0;
 }
 
-/* Byte comparison of two files of equal size. */
-static int same_content(struct mk_ctx *c, struct mk_node *a, struct mk_node *b, uint8_t *ba,
-			uint8_t *bb, bool *same)
+void mk_dedup_destroy(struct mk_dedup *d)
 {
-	int fa, fb, err = mk_open_source(c, a, &fa);
-	if (err)
-		return err;
-	err = mk_open_source(c, b, &fb);
-	if (err) {
-		close(fa);
-		return err;
-	}
-	*same = true;
-	for (uint64_t off = 0; off < a->size && !err && *same; off += DEDUP_CHUNK) {
-		size_t len = a->size - off < DEDUP_CHUNK ? (size_t)(a->size - off) : DEDUP_CHUNK;
-		err = mk_pread(c, a, fa, off, ba, len);
-		if (!err)
-			err = mk_pread(c, b, fb, off, bb, len);
-		if (!err && memcmp(ba, bb, len))
-			*same = false;
-	}
-	close(fa);
-	close(fb);
-	return err;
+	if (!d)
+		return;
+	free(d->slots);
+	free(d->sizes);
+	free(d);
 }
 
-/* Within one size group: hash, sort by hash, confirm each against the first of its hash run. */
-static int dedup_group(struct mk_ctx *c, struct cand *g, size_t n, uint8_t *ba, uint8_t *bb)
+static size_t sizes_slot(const struct mk_dedup *d, uint64_t size)
 {
+	size_t j = size_hash(size) & (d->sizes_cap - 1);
+	while (d->sizes[j] && d->sizes[j] != size)
+		j = (j + 1) & (d->sizes_cap - 1);
+	return j;
+}
+
+bool mk_dedup_size_seen(const struct mk_dedup *d, uint64_t size)
+{
+	return size && d->sizes[sizes_slot(d, size)] == size;
+}
+
+static int sizes_add(struct mk_dedup *d, uint64_t size)
+{
+	if ((d->sizes_used + 1) * 2 > d->sizes_cap) {
+		size_t ncap = d->sizes_cap * 2;
+		uint64_t *ns = calloc(ncap, sizeof(*ns)), *old = d->sizes;
+		if (!ns)
+			return SQK_ENOMEM;
+		size_t ocap = d->sizes_cap;
+		d->sizes = ns;
+		d->sizes_cap = ncap;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i])
+				ns[sizes_slot(d, old[i])] = old[i];
+		free(old);
+	}
+	size_t j = sizes_slot(d, size);
+	if (!d->sizes[j]) {
+		d->sizes[j] = size;
+		d->sizes_used++;
+	}
+	return 0;
+}
+
+static size_t slot_of(const struct mk_dedup *d, uint64_t size, const uint8_t *digest)
+{
+	size_t j = (size_t)(sqk_get_le64(digest) ^ size_hash(size)) & (d->cap - 1);
+	while (d->slots[j].n && (d->slots[j].size != size ||
+				 memcmp(d->slots[j].digest, digest, SQK_INTEG_DIGEST_SIZE)))
+		j = (j + 1) & (d->cap - 1);
+	return j;
+}
+
+static int grow(struct mk_dedup *d)
+{
+	size_t ocap = d->cap;
+	struct dd_slot *old = d->slots, *ns = calloc(ocap * 2, sizeof(*ns));
+	if (!ns)
+		return SQK_ENOMEM;
+	d->slots = ns;
+	d->cap = ocap * 2;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].n)
+			d->slots[slot_of(d, old[i].size, old[i].digest)] = old[i];
+	free(old);
+	return 0;
+}
+
+int mk_dedup_find(const struct mk_dedup *d, uint64_t size, const uint8_t *digest,
+		  struct mk_node **orig)
+{
+	*orig = d->slots[slot_of(d, size, digest)].n;
+	return 0;
+}
+
+int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, struct mk_node *n,
+			 const uint8_t *digest, struct mk_node **orig)
+{
+	uint64_t size = n->file->size;
 	int err = 0;
-	for (size_t i = 0; i < n && !err; i++)
-		err = hash_file(c, &g[i], ba);
-	if (err)
-		return err;
-	qsort(g, n, sizeof(*g), by_hash);
-	for (size_t i = 0, first = 0; i < n && !err; i++) {
-		if (i == first || XXH128_cmp(&g[i].h, &g[first].h)) {
-			first = i;
-			continue;
-		}
-		bool same;
-		err = same_content(c, g[first].n, g[i].n, ba, bb, &same);
-		if (!err && same) {
-			g[i].n->file->dup_of = g[first].n;
-			c->st.dup_files++;
-			c->st.dup_bytes += g[i].n->size;
-		}
-	}
-	return err;
-}
-
-int mk_dedup(struct mk_ctx *c)
-{
-	struct cand *v = calloc(c->nnodes ? c->nnodes : 1, sizeof(*v));
-	uint8_t *ba = malloc(DEDUP_CHUNK), *bb = malloc(DEDUP_CHUNK);
-	size_t n = 0;
-	int err = 0;
-	if (!v || !ba || !bb)
-		err = mk_fail(c, SQK_ENOMEM, "out of memory");
-	for (size_t i = 0; i < c->nnodes && !err; i++) {
-		struct mk_node *nd = c->nodes[i];
-		/* Sparse files are left alone: hashing them would read every hole. */
-		if (nd->file && nd->size > 0 && !nd->file->maybe_sparse)
-			v[n++].n = nd;
-	}
+	if ((d->used + 1) * 2 > d->cap)
+		err = grow(d);
 	if (!err)
-		qsort(v, n, sizeof(*v), by_size);
-	for (size_t i = 0; i < n && !err;) {
-		size_t j = i + 1;
-		while (j < n && v[j].n->size == v[i].n->size)
-			j++;
-		if (j - i > 1)
-			err = dedup_group(c, v + i, j - i, ba, bb);
-		i = j;
+		err = sizes_add(d, size);
+	if (err)
+		return mk_fail(c, err, "out of memory");
+	size_t j = slot_of(d, size, digest);
+	*orig = d->slots[j].n;
+	if (!*orig) {
+		d->slots[j].size = size;
+		memcpy(d->slots[j].digest, digest, SQK_INTEG_DIGEST_SIZE);
+		d->slots[j].n = n;
+		d->used++;
 	}
-	free(v);
-	free(ba);
-	free(bb);
-	return err;
+	return 0;
 }

@@ -1,6 +1,8 @@
 /* Internal state of the image builder, shared by its stages:
- * walk (tree.c) → xattrs/ids (attrs.c) → dedup (dedup.c) → data (data.c, workers in pipeline.c)
- * → tables (tables.c) → image file (image.c). */
+ * a source (source.h: source_dir.c, source_tar.c) yields entries → tree (tree.c), xattrs and ids
+ * (attrs.c) → each file's content read once (data.c: dedup in dedup.c, tails in tails.c, blocks
+ * compressed and written by pipeline.c) → tables (tables.c) → build.c puts the image together;
+ * main.c is `sqk mkimage` (options.c) with the image file. */
 #ifndef SQK_MK_H
 #define SQK_MK_H
 
@@ -26,21 +28,21 @@ struct mk_file {
 	uint32_t nblocks;
 	uint32_t frag_index;   /* SQK_NONE32 = no fragment */
 	uint32_t frag_offset;
-	uint64_t sparse;       /* bytes in sparse blocks */
+	uint64_t sparse;       /* bytes in holes the reader skipped (main thread) */
+	uint64_t zero_bytes;   /* bytes in all-zero blocks stored sparse (writer thread) */
 	struct mk_node *dup_of; /* canonical node with identical content, or NULL */
 	bool started;          /* blocks_start set by the writer */
 	bool maybe_sparse;     /* st_blocks says the file has holes */
 };
 
-/* One entry of the source tree. Hard links: every name has its own node; `link` points at the
+/* One entry of the image tree. Hard links: every name has its own node; `link` points at the
  * canonical node (the first name met) which carries the inode. */
 struct mk_node {
 	char *name;            /* owned; "" for the root */
 	size_t name_len;
-	char *path;            /* owned source path (NULL for a synthetic root) */
 	struct mk_node *parent;
-	struct mk_node **children; /* owned array, sorted by name (memcmp) */
-	size_t nchildren;
+	struct mk_node **children; /* owned array; sorted by name (memcmp) once the tree is done */
+	size_t nchildren, children_cap;
 	struct mk_node *link;  /* canonical node of a hard-link group, NULL if self */
 	mode_t mode;
 	uint32_t uid, gid;
@@ -49,8 +51,6 @@ struct mk_node {
 	uint64_t size;         /* regular files */
 	char *target;          /* symlink target (owned) */
 	size_t target_len;
-	dev_t st_dev;
-	ino_t st_ino;
 	uint32_t nlink;        /* names in the image (canonical nodes) */
 	uint32_t ino;          /* inode number, 1..inode_count */
 	uint32_t xattr_idx;    /* SQK_NONE32 = none */
@@ -58,6 +58,9 @@ struct mk_node {
 	uint32_t nsubdirs;
 	uint64_t inode_ref;
 	bool emitted;
+	bool implied;          /* a directory no entry listed (yet): default attributes */
+	bool newest_mtime;     /* takes the newest mtime of the tree (a synthetic root) */
+	bool dead;             /* replaced by a later entry of the same path: not in the image */
 	uint32_t order;        /* position in tree order (for stable sorting) */
 	struct mk_file *file;  /* regular files (owned) */
 };
@@ -74,10 +77,17 @@ struct mk_stats {
 struct mk_xattrs;
 struct mk_ids;
 struct mk_pipeline;
+struct mk_tree;
+struct mk_data;
+struct mk_source;
+struct mk_entry;
+struct mk_xattr_kv;
 
 struct mk_ctx {
 	const struct mk_options *opt;
 	struct mk_node *root;
+	struct mk_tree *tree;       /* lookups while the tree is built (tree.c) */
+	struct mk_data *data;       /* the data stage while files are read (data.c) */
 	struct mk_node **nodes;     /* canonical nodes in tree (walk) order; owned array */
 	size_t nnodes, nodes_cap;
 	uint32_t inode_count;
@@ -102,23 +112,32 @@ struct mk_ctx {
 	char errmsg[1024];           /* first error, with the path */
 };
 
-/* Sets up c for options o (borrowed, must outlive c); cancel may be NULL. */
+/* Sets up c for options o (borrowed, must outlive c); cancel may be NULL. On error the message
+ * is in c->errmsg and c must still be freed with mk_ctx_free. */
 int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel);
 
 /* Frees what c owns, including c->out. */
 void mk_ctx_free(struct mk_ctx *c);
 
-/* Builds the image of c->opt's sources into c->out (set by the caller; positions from 0) and
- * fills sb. Does not create, sync-and-rename or remove any file. */
-int mk_build(struct mk_ctx *c, struct sqk_super *sb);
+/* The builder: reads every entry of src (borrowed) once, in order, and writes the image into
+ * c->out (set by the caller; positions from 0), superblock last, then the integrity data, then
+ * one sync; fills sb. Creates, renames and removes no file. On error the first message is in
+ * c->errmsg. */
+int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb);
 
-/* Records the first error message (printf-style) and returns err. */
+/* Records the first error message (printf-style) and returns err. Thread-safe. */
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* tree.c: walks the sources into c->root and c->nodes; numbers inodes. */
-int mk_tree_build(struct mk_ctx *c);
+/* tree.c: the image tree, grown entry by entry. mk_tree_add places e (borrowed) and sets *data
+ * to the node whose content must be read now (regular files that are not links), else NULL. */
+int mk_tree_start(struct mk_ctx *c);
+int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **data);
+/* Sorts directories, sets the synthetic root's time, numbers inodes. */
+int mk_tree_finish(struct mk_ctx *c);
 void mk_tree_free(struct mk_ctx *c);
+/* Writes n's path in the image ("/a/b") into buf, shortened when it does not fit. */
+void mk_node_path(const struct mk_node *n, char *buf, size_t cap);
 
 /* attrs.c: id table and xattr sets. */
 int mk_ids_create(struct mk_ids **out);
@@ -129,22 +148,50 @@ const uint32_t *mk_ids_values(const struct mk_ids *ids);
 
 int mk_xattrs_create(struct mk_xattrs **out);
 void mk_xattrs_destroy(struct mk_xattrs *x);
-/* Reads the xattrs of path and interns the set; *idx = SQK_NONE32 when there are none. */
-int mk_xattrs_read(struct mk_ctx *c, const char *path, uint32_t *idx);
+/* Interns the set kv[0..n) (borrowed; names with their namespace, those SquashFS cannot store are
+ * left out); *idx = SQK_NONE32 when nothing is left. origin names the file in messages. */
+int mk_xattrs_intern(struct mk_ctx *c, const char *origin, const struct mk_xattr_kv *kv,
+		     size_t n, uint32_t *idx);
 uint32_t mk_xattrs_count(const struct mk_xattrs *x);
 /* Encodes the kv stream and the xattr id entries (refs relative to kv start). */
 int mk_xattrs_encode(struct mk_ctx *c, struct sqk_meta_writer *kv, struct sqk_meta_writer *ids);
 
-/* dedup.c: marks files whose content equals an earlier file (f->dup_of). */
-int mk_dedup(struct mk_ctx *c);
+/* data.c: file content. mk_data_start before the first file; mk_data_file reads n's content
+ * from src now (blocks go to the pipeline, the tail is kept for a fragment, a duplicate of an
+ * earlier file is found by size and SHA-256 and shares its data); mk_data_finish writes the
+ * fragment blocks, waits for the pipeline and points duplicates at their originals. */
+int mk_data_start(struct mk_ctx *c);
+int mk_data_file(struct mk_ctx *c, struct mk_node *n, struct mk_source *src,
+		 const struct mk_entry *e);
+int mk_data_finish(struct mk_ctx *c);
+/* Frees the data stage after an error (mk_data_finish frees it otherwise). */
+void mk_data_abort(struct mk_ctx *c);
 
-/* data.c: writes every file's blocks and the fragment blocks. */
-int mk_data_write(struct mk_ctx *c);
+/* dedup.c: the index of file contents by (size, SHA-256); *orig is the earlier file with the
+ * same content, or NULL after n was added. */
+struct mk_dedup;
+int mk_dedup_create(struct mk_ctx *c, struct mk_dedup **out);
+void mk_dedup_destroy(struct mk_dedup *d);
+bool mk_dedup_size_seen(const struct mk_dedup *d, uint64_t size);
+int mk_dedup_find(const struct mk_dedup *d, uint64_t size, const uint8_t *digest,
+		  struct mk_node **orig);
+int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, struct mk_node *n,
+			 const uint8_t *digest, struct mk_node **orig);
+
+/* tails.c: tails kept for the fragment blocks, in memory up to opt->tail_mem bytes, then in
+ * an unnamed temporary file. put copies data and gives its ref; get copies it back. */
+struct mk_tails;
+int mk_tails_create(struct mk_ctx *c, struct mk_tails **out);
+void mk_tails_destroy(struct mk_tails *t);
+int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len,
+		 uint64_t *ref);
+int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, size_t len);
 
 /* tables.c: inode, directory, fragment, export, id and xattr tables, then the superblock. */
 int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb);
 
-/* Writes len bytes at c->pos and advances it. */
+/* Writes len bytes at c->pos and advances it (the writer thread, or the main thread outside
+ * the data stage). */
 int mk_write(struct mk_ctx *c, const void *buf, size_t len);
 
 static inline bool mk_cancelled(const struct mk_ctx *c)
@@ -152,11 +199,4 @@ static inline bool mk_cancelled(const struct mk_ctx *c)
 	return c->cancel && atomic_load(c->cancel) != 0;
 }
 
-
-
-/* data.c helpers shared with dedup.c: open a source file for reading (error names the path)
- * and read exactly len bytes at off (a short read means the file changed: SQK_ECHANGED). */
-int mk_open_source(struct mk_ctx *c, const struct mk_node *n, int *fd);
-int mk_pread(struct mk_ctx *c, const struct mk_node *n, int fd, uint64_t off, void *buf,
-	     size_t len);
 #endif

@@ -37,6 +37,14 @@ static void usage(FILE *f)
 		"      --force-uid N       make every file owned by uid N\n"
 		"      --force-gid N       make every file owned by gid N\n"
 		"      --mtime T           set every mtime and the image time to T (seconds since 1970)\n"
+		"      --tar               read a tar stream (plain, gzip, xz, zstd, bzip2...) instead of\n"
+		"                          directories: sqk mkimage --tar [FILE|-] IMAGE (default stdin)\n"
+		"      --default-mode OCT  mode of directories the tar implies but never lists (0755)\n"
+		"      --default-uid N     their owner (default 0)\n"
+		"      --default-gid N     their group (default 0)\n"
+		"      --default-mtime T   their mtime (default 0, or --mtime / SOURCE_DATE_EPOCH)\n"
+		"      --mem SIZE          memory for data waiting until the end (default 32M); the rest\n"
+		"                          waits in an unnamed temporary file in $TMPDIR\n"
 		"  -q, --quiet             no progress bar, no summary\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -51,6 +59,20 @@ static int parse_block_size(const char *s, uint32_t *out)
 	uint64_t v;
 
 	if (sqk_parse_size(s, 1048576, &v) || v < 4096 || (v & (v - 1)))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* An octal permission mode, 0..07777. */
+static int parse_mode(const char *s, uint32_t *out)
+{
+	char *end;
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 8);
+	if (errno || *end || v > 07777)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
@@ -85,10 +107,14 @@ static void set_defaults(struct mk_options *o)
 	o->force_gid = -1;
 	o->set_mtime = -1;
 	o->clamp_time = -1;
+	o->default_mode = 0755;
+	o->default_mtime = 0;
+	o->mem = 32u << 20;
 }
 
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
-       OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK };
+       OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK,
+       OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -108,6 +134,12 @@ static const struct option long_opts[] = {
 	{ "force-uid", required_argument, NULL, OPT_FUID },
 	{ "force-gid", required_argument, NULL, OPT_FGID },
 	{ "mtime", required_argument, NULL, OPT_MTIME },
+	{ "tar", no_argument, NULL, OPT_TAR },
+	{ "default-mode", required_argument, NULL, OPT_DMODE },
+	{ "default-uid", required_argument, NULL, OPT_DUID },
+	{ "default-gid", required_argument, NULL, OPT_DGID },
+	{ "default-mtime", required_argument, NULL, OPT_DMTIME },
+	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -191,6 +223,31 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 			return opt_error("--mtime", optarg, "need seconds 0..4294967295");
 		o->set_mtime = (int64_t)v;
 		return 0;
+	case OPT_TAR: o->tar = true; return 0;
+	case OPT_DMODE:
+		if (parse_mode(optarg, &o->default_mode))
+			return opt_error("--default-mode", optarg, "need an octal mode 0..07777");
+		return 0;
+	case OPT_DUID:
+		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
+			return opt_error("--default-uid", optarg, "need 0..4294967295");
+		o->default_uid = (uint32_t)v;
+		return 0;
+	case OPT_DGID:
+		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
+			return opt_error("--default-gid", optarg, "need 0..4294967295");
+		o->default_gid = (uint32_t)v;
+		return 0;
+	case OPT_DMTIME:
+		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
+			return opt_error("--default-mtime", optarg, "need seconds 0..4294967295");
+		o->default_mtime = (int64_t)v;
+		return 0;
+	case OPT_MEM:
+		if (sqk_parse_size(optarg, UINT64_MAX / 2, &v) || v < (1u << 20))
+			return opt_error("--mem", optarg, "need a size of at least 1M");
+		o->mem = v;
+		return 0;
 	case 'q': o->quiet = true; return 0;
 	default: return -1;
 	}
@@ -239,13 +296,25 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");
 		return -1;
 	}
-	if (argc - optind < 2) {
+	if (o->tar && (argc - optind < 1 || argc - optind > 2)) {
+		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
+		usage(stderr);
+		return -1;
+	}
+	if (!o->tar && argc - optind < 2) {
 		fprintf(stderr, "sqk mkimage: need at least one SOURCE and the IMAGE path\n");
 		usage(stderr);
 		return -1;
 	}
-	o->sources = argv + optind;
-	o->nsources = argc - optind - 1;
+	o->tail_mem = (size_t)(o->mem / 4);
+	if (o->set_mtime >= 0)
+		o->default_mtime = o->set_mtime;
+	else if (o->clamp_time >= 0 && o->default_mtime > o->clamp_time)
+		o->default_mtime = o->clamp_time;
+	if (o->tar)
+		o->tar_path = argc - optind == 2 ? argv[optind] : NULL;
+	o->sources = o->tar ? NULL : argv + optind;
+	o->nsources = o->tar ? 0 : argc - optind - 1;
 	o->image = argv[argc - 1];
 	o->comp.block_size = o->block_size;
 	if (o->comp.id == SQK_COMP_LZ4 && o->comp.level > 0)

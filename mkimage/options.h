@@ -30,6 +30,13 @@ struct mk_options {
 	int64_t force_gid;
 	int64_t set_mtime;   /* -1 = keep (--mtime) */
 	int64_t clamp_time;  /* -1 = none (SOURCE_DATE_EPOCH) */
+	bool tar;            /* --tar: the source is a tar stream */
+	const char *tar_path; /* --tar FILE; NULL or "-" = standard input */
+	uint32_t default_mode; /* directories a source implies but never lists */
+	uint32_t default_uid, default_gid;
+	int64_t default_mtime;
+	uint64_t mem;        /* --mem: memory budget for what waits until the end */
+	size_t tail_mem;     /* of which file tails (the rest waits in a temporary file) */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o. Returns 0, 1 when help was printed, or -1 after

@@ -11,6 +11,19 @@
 
 enum { JOB_FREE, JOB_FILLING, JOB_READY, JOB_DONE };
 
+/* Compressed blocks of one file kept back by the writer until the file's verdict. */
+struct held_block {
+	uint32_t block, word, len;
+	size_t at;            /* offset in bytes */
+};
+
+struct held {
+	struct held_block *v;
+	size_t n, cap;
+	uint8_t *bytes;
+	size_t len, bytes_cap;
+};
+
 struct mk_pipeline {
 	struct mk_ctx *c;
 	struct mk_job *jobs;
@@ -25,6 +38,7 @@ struct mk_pipeline {
 	int nworkers;
 	pthread_t writer;
 	bool writer_started;
+	struct held held;     /* the writer's: blocks of the file awaiting its verdict */
 };
 
 struct worker_arg {
@@ -64,6 +78,8 @@ static bool all_zero(const uint8_t *b, size_t len)
 /* Compresses one job; data blocks of zeros become sparse, blocks that don't shrink stay raw. */
 static int compress_job(struct mk_pipeline *p, struct sqk_compressor *comp, struct mk_job *j)
 {
+	if (j->kind == MK_JOB_VERDICT)
+		return 0;
 	if (j->kind == MK_JOB_DATA && all_zero(j->in, j->in_len)) {
 		j->word = 0;
 		return 0;
@@ -100,36 +116,105 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* Records where a file's block went (at: its position; stored: its bytes in the image). */
+static void place_block(struct mk_ctx *c, struct mk_file *f, uint32_t block, uint32_t word,
+			uint32_t len, uint64_t at)
+{
+	uint32_t stored = word & SQK_BLOCK_SIZE_MASK;
+	f->words[block] = word;
+	if (stored && !f->started) {
+		f->blocks_start = at;
+		f->started = true;
+	}
+	if (!stored) {
+		f->zero_bytes += len;
+		atomic_fetch_add(&c->st.sparse_blocks, 1);
+		return;
+	}
+	c->st.data_blocks++;
+	if (word & SQK_BLOCK_RAW)
+		c->st.raw_blocks++;
+}
+
+static int write_bytes(struct mk_pipeline *p, const uint8_t *src, size_t len)
+{
+	int err = len ? mk_write(p->c, src, len) : 0;
+	p->written = p->c->pos;
+	return err;
+}
+
+/* Keeps a finished block of a held file (its position is not known until the verdict). */
+static int hold_block(struct mk_pipeline *p, const struct mk_job *j, const uint8_t *src,
+		      uint32_t stored)
+{
+	struct held *h = &p->held;
+	if (h->n == h->cap) {
+		size_t ncap = h->cap ? h->cap * 2 : 64;
+		struct held_block *nv = realloc(h->v, ncap * sizeof(*nv));
+		if (!nv)
+			return mk_fail(p->c, SQK_ENOMEM, "out of memory");
+		h->v = nv;
+		h->cap = ncap;
+	}
+	if (h->len + stored > h->bytes_cap) {
+		size_t ncap = h->bytes_cap ? h->bytes_cap : 1u << 20;
+		while (ncap < h->len + stored)
+			ncap *= 2;
+		uint8_t *nb = realloc(h->bytes, ncap);
+		if (!nb)
+			return mk_fail(p->c, SQK_ENOMEM, "out of memory");
+		h->bytes = nb;
+		h->bytes_cap = ncap;
+	}
+	memcpy(h->bytes + h->len, src, stored);
+	h->v[h->n++] = (struct held_block){ .block = j->block, .word = j->word,
+					    .len = (uint32_t)j->in_len, .at = h->len };
+	h->len += stored;
+	return 0;
+}
+
+/* The verdict on the held file: its blocks are written in order, or dropped (a duplicate). */
+static int release(struct mk_pipeline *p, const struct mk_job *j)
+{
+	struct held *h = &p->held;
+	int err = 0;
+	for (size_t i = 0; i < h->n && j->keep && !err; i++) {
+		uint32_t stored = h->v[i].word & SQK_BLOCK_SIZE_MASK;
+		uint64_t at = p->c->pos;
+		err = write_bytes(p, h->bytes + h->v[i].at, stored);
+		if (!err)
+			place_block(p->c, j->file, h->v[i].block, h->v[i].word, h->v[i].len, at);
+	}
+	h->n = 0;
+	h->len = 0;
+	if (h->bytes_cap > (8u << 20)) { /* a large file was held: give the memory back */
+		free(h->bytes);
+		h->bytes = NULL;
+		h->bytes_cap = 0;
+	}
+	return err;
+}
+
 /* Appends a finished job and records where it went. */
 static int write_job(struct mk_pipeline *p, struct mk_job *j)
 {
 	struct mk_ctx *c = p->c;
+	if (j->kind == MK_JOB_VERDICT)
+		return release(p, j);
 	uint32_t stored = j->word & SQK_BLOCK_SIZE_MASK;
 	const uint8_t *src = (j->word & SQK_BLOCK_RAW) ? j->in : j->out;
+	if (j->kind == MK_JOB_DATA && j->hold)
+		return hold_block(p, j, src, stored);
 	uint64_t at = c->pos;
-	if (stored) {
-		int err = mk_write(c, src, stored);
-		if (err)
-			return err;
-		p->written = c->pos;
-		if ((j->word & SQK_BLOCK_RAW) && j->kind == MK_JOB_DATA)
-			c->st.raw_blocks++;
-	}
+	int err = write_bytes(p, src, stored);
+	if (err)
+		return err;
 	if (j->kind == MK_JOB_FRAG) {
 		c->frags[j->frag_idx] = (struct sqk_frag_entry){ .start = at, .size = j->word };
 		c->st.frag_blocks++;
 		return 0;
 	}
-	struct mk_file *f = j->file;
-	f->words[j->block] = j->word;
-	if (stored && !f->started) {
-		f->blocks_start = at;
-		f->started = true;
-	}
-	if (stored)
-		c->st.data_blocks++;
-	else
-		atomic_fetch_add(&c->st.sparse_blocks, 1);
+	place_block(c, j->file, j->block, j->word, (uint32_t)j->in_len, at);
 	return 0;
 }
 
@@ -181,6 +266,8 @@ static void free_pipeline(struct mk_pipeline *p)
 	}
 	free(p->jobs);
 	free(p->workers);
+	free(p->held.v);
+	free(p->held.bytes);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv_work);
 	pthread_cond_destroy(&p->cv_done);

@@ -9,7 +9,9 @@
 
 #include "mk.h"
 
-enum mk_job_kind { MK_JOB_DATA, MK_JOB_FRAG };
+/* DATA: one block of a file; FRAG: one fragment block; VERDICT: the writer writes (keep) or drops
+ * the blocks of `file` it held back. */
+enum mk_job_kind { MK_JOB_DATA, MK_JOB_FRAG, MK_JOB_VERDICT };
 
 struct mk_job {
 	uint8_t *in;          /* block_size bytes, filled by the main thread */
@@ -20,6 +22,8 @@ struct mk_job {
 	struct mk_file *file; /* MK_JOB_DATA */
 	uint32_t block;       /* MK_JOB_DATA: block index in the file */
 	uint32_t frag_idx;    /* MK_JOB_FRAG */
+	bool hold;            /* MK_JOB_DATA: kept by the writer until the file's verdict */
+	bool keep;            /* MK_JOB_VERDICT */
 	int state;
 };
 

@@ -61,9 +61,9 @@ static int emit_file(struct tables *t, struct mk_node *n)
 	uint8_t b[56];
 	uint8_t words[4096];
 	bool ext = f->blocks_start > UINT32_MAX || f->size > UINT32_MAX || n->nlink > 1 ||
-		   n->xattr_idx != SQK_NONE32 || f->sparse;
+		   n->xattr_idx != SQK_NONE32 || f->sparse + f->zero_bytes;
 	struct sqk_inode_body body = {
-		.blocks_start = f->blocks_start, .size = f->size, .sparse = f->sparse,
+		.blocks_start = f->blocks_start, .size = f->size, .sparse = f->sparse + f->zero_bytes,
 		.nlink = n->nlink, .frag_index = f->frag_index,
 		.frag_offset = f->frag_index == SQK_NONE32 ? 0 : f->frag_offset,
 		.xattr_idx = n->xattr_idx,
@@ -270,13 +270,17 @@ static int emit_dir(struct tables *t, struct mk_node *d)
 	}
 	if (err)
 		return err;
-	if (d->nchildren > 0xFFFF * 8u)
-		return mk_fail(t->c, SQK_ETOOBIG, "directory '%s' has too many entries",
-			       d->path ? d->path : "/");
+	char where[1024];
+	if (d->nchildren > 0xFFFF * 8u) {
+		mk_node_path(d, where, sizeof(where));
+		return mk_fail(t->c, SQK_ETOOBIG, "directory '%s' has too many entries", where);
+	}
 	struct listing l = { 0 };
 	err = write_listing(t, d, &l);
-	if (!err && l.bytes > UINT32_MAX - 3)
-		err = mk_fail(t->c, SQK_ETOOBIG, "directory '%s' is too large", d->path);
+	if (!err && l.bytes > UINT32_MAX - 3) {
+		mk_node_path(d, where, sizeof(where));
+		err = mk_fail(t->c, SQK_ETOOBIG, "directory '%s' is too large", where);
+	}
 	if (!err)
 		err = emit_dir_inode(t, d, &l);
 	free(l.idx);

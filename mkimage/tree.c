@@ -1,34 +1,56 @@
-/* Walks the sources into an in-memory tree: stats every entry once, sorts each directory by
- * name (unsigned bytes), links hard-link groups, reads xattrs, then numbers the inodes. */
-#include <dirent.h>
+/* The image tree, built from a source's entries as they come: each entry is placed under its
+ * parent (directories an archive implies but never lists are made with the default attributes),
+ * hard links join their canonical node, a repeated path replaces the earlier entry. At the end
+ * every directory is sorted by name (unsigned bytes) and the inodes are numbered. */
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
 
 #include "common/error.h"
 #include "common/format.h"
 #include "mk.h"
+#include "source.h"
 
-/* Open-addressing map from (st_dev, st_ino) to the canonical node of a hard-link group. */
-struct link_map {
+/* Open-addressing maps: (parent, name) → node for lookups by path, and (dev, ino) → canonical
+ * node for the hard links of a walked tree. */
+struct name_map {
 	struct mk_node **slots;
 	size_t cap, used;
 };
 
-static size_t link_hash(dev_t d, ino_t i)
+struct id_slot {
+	uint64_t dev, ino;
+	struct mk_node *n;
+};
+
+struct id_map {
+	struct id_slot *slots;
+	size_t cap, used;
+};
+
+struct mk_tree {
+	struct name_map names;
+	struct id_map ids;
+	char *last_dir;            /* path of the parent looked up last, and its node */
+	size_t last_dir_len;
+	struct mk_node *last_node;
+	struct mk_node **dead;     /* replaced nodes, kept for the data that points at them */
+	size_t ndead, dead_cap;
+};
+
+static size_t name_hash(const struct mk_node *parent, const char *name, size_t len)
 {
-	uint64_t h = ((uint64_t)d * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)i * 0xC2B2AE3D27D4EB4Full);
-	return (size_t)(h ^ (h >> 29));
+	return (size_t)XXH3_64bits_withSeed(name, len, (uint64_t)(uintptr_t)parent);
 }
 
-static int link_grow(struct link_map *m)
+static int names_grow(struct name_map *m)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 256;
+	size_t ncap = m->cap ? m->cap * 2 : 1024;
 	struct mk_node **ns = calloc(ncap, sizeof(*ns));
 	if (!ns)
 		return SQK_ENOMEM;
@@ -36,7 +58,7 @@ static int link_grow(struct link_map *m)
 		struct mk_node *n = m->slots[i];
 		if (!n)
 			continue;
-		size_t j = link_hash(n->st_dev, n->st_ino) & (ncap - 1);
+		size_t j = name_hash(n->parent, n->name, n->name_len) & (ncap - 1);
 		while (ns[j])
 			j = (j + 1) & (ncap - 1);
 		ns[j] = n;
@@ -47,33 +69,85 @@ static int link_grow(struct link_map *m)
 	return 0;
 }
 
-/* Returns the canonical node for n's (dev, ino), inserting n if it is the first name. */
-static int link_find(struct link_map *m, struct mk_node *n, struct mk_node **canon)
+/* The slot of (parent, name): holding the node, or empty where it would go. */
+static size_t names_slot(const struct name_map *m, const struct mk_node *parent, const char *name,
+			 size_t len)
+{
+	size_t j = name_hash(parent, name, len) & (m->cap - 1);
+	for (;; j = (j + 1) & (m->cap - 1)) {
+		const struct mk_node *o = m->slots[j];
+		if (!o || (o->parent == parent && o->name_len == len && !memcmp(o->name, name, len)))
+			return j;
+	}
+}
+
+static struct mk_node *names_find(const struct name_map *m, const struct mk_node *parent,
+				  const char *name, size_t len)
+{
+	return m->cap ? m->slots[names_slot(m, parent, name, len)] : NULL;
+}
+
+/* Inserts n, or replaces the node of the same (parent, name). */
+static int names_put(struct name_map *m, struct mk_node *n)
 {
 	if ((m->used + 1) * 2 > m->cap) {
-		int err = link_grow(m);
+		int err = names_grow(m);
 		if (err)
 			return err;
 	}
-	size_t j = link_hash(n->st_dev, n->st_ino) & (m->cap - 1);
-	while (m->slots[j]) {
-		struct mk_node *o = m->slots[j];
-		if (o->st_dev == n->st_dev && o->st_ino == n->st_ino) {
-			*canon = o;
-			return 0;
-		}
-		j = (j + 1) & (m->cap - 1);
-	}
+	size_t j = names_slot(m, n->parent, n->name, n->name_len);
+	if (!m->slots[j])
+		m->used++;
 	m->slots[j] = n;
-	m->used++;
-	*canon = n;
 	return 0;
 }
 
-struct walk {
-	struct mk_ctx *c;
-	struct link_map links;
-};
+static size_t id_hash(uint64_t d, uint64_t i)
+{
+	uint64_t h = d * 0x9E3779B97F4A7C15ull ^ i * 0xC2B2AE3D27D4EB4Full;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static int ids_grow(struct id_map *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 256;
+	struct id_slot *ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return SQK_ENOMEM;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->slots[i].n)
+			continue;
+		size_t j = id_hash(m->slots[i].dev, m->slots[i].ino) & (ncap - 1);
+		while (ns[j].n)
+			j = (j + 1) & (ncap - 1);
+		ns[j] = m->slots[i];
+	}
+	free(m->slots);
+	m->slots = ns;
+	m->cap = ncap;
+	return 0;
+}
+
+/* The canonical node of (dev, ino), or NULL after recording n as it. */
+static int ids_find_or_put(struct id_map *m, uint64_t dev, uint64_t ino, struct mk_node *n,
+			   struct mk_node **canon)
+{
+	if ((m->used + 1) * 2 > m->cap) {
+		int err = ids_grow(m);
+		if (err)
+			return err;
+	}
+	size_t j = id_hash(dev, ino) & (m->cap - 1);
+	for (; m->slots[j].n; j = (j + 1) & (m->cap - 1))
+		if (m->slots[j].dev == dev && m->slots[j].ino == ino) {
+			*canon = m->slots[j].n;
+			return 0;
+		}
+	m->slots[j] = (struct id_slot){ .dev = dev, .ino = ino, .n = n };
+	m->used++;
+	*canon = NULL;
+	return 0;
+}
 
 static int push_node(struct mk_ctx *c, struct mk_node *n)
 {
@@ -92,14 +166,6 @@ static int push_node(struct mk_ctx *c, struct mk_node *n)
 	return 0;
 }
 
-static bool excluded(const struct mk_options *o, const char *rel)
-{
-	for (int i = 0; i < o->nexcludes; i++)
-		if (fnmatch(o->excludes[i], rel, 0) == 0)
-			return true;
-	return false;
-}
-
 static uint32_t clamp_time(const struct mk_options *o, int64_t t)
 {
 	if (o->set_mtime >= 0)
@@ -113,233 +179,271 @@ static uint32_t clamp_time(const struct mk_options *o, int64_t t)
 	return (uint32_t)t;
 }
 
-static int set_owner(struct mk_ctx *c, struct mk_node *n, uid_t uid, gid_t gid)
+static int set_owner(struct mk_ctx *c, struct mk_node *n, uint32_t uid, uint32_t gid)
 {
 	const struct mk_options *o = c->opt;
-	n->uid = o->force_uid >= 0 ? (uint32_t)o->force_uid : (uint32_t)uid;
-	n->gid = o->force_gid >= 0 ? (uint32_t)o->force_gid : (uint32_t)gid;
+	n->uid = o->force_uid >= 0 ? (uint32_t)o->force_uid : uid;
+	n->gid = o->force_gid >= 0 ? (uint32_t)o->force_gid : gid;
 	int err = mk_ids_index(c, n->uid, &n->uid_idx);
 	return err ? err : mk_ids_index(c, n->gid, &n->gid_idx);
 }
 
-static int read_symlink(struct mk_ctx *c, struct mk_node *n, const struct stat *st)
+static struct mk_node *new_node(const char *name, size_t len)
 {
-	size_t cap = (size_t)st->st_size + 1;
-	if (cap > SQK_SYMLINK_MAX + 1)
-		return mk_fail(c, SQK_ETOOBIG, "symlink '%s': target longer than %u bytes", n->path,
-			       SQK_SYMLINK_MAX);
-	n->target = malloc(cap + 1);
-	if (!n->target)
+	struct mk_node *n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->name = malloc(len + 1);
+	if (!n->name) {
+		free(n);
+		return NULL;
+	}
+	memcpy(n->name, name, len);
+	n->name[len] = 0;
+	n->name_len = len;
+	n->xattr_idx = SQK_NONE32;
+	n->nlink = 1;
+	return n;
+}
+
+static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *child)
+{
+	if (dir->nchildren == dir->children_cap) {
+		size_t ncap = dir->children_cap ? dir->children_cap * 2 : 8;
+		struct mk_node **nc = realloc(dir->children, ncap * sizeof(*nc));
+		if (!nc)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		dir->children = nc;
+		dir->children_cap = ncap;
+	}
+	child->parent = dir;
+	dir->children[dir->nchildren++] = child;
+	int err = names_put(&c->tree->names, child);
+	return err ? mk_fail(c, err, "out of memory") : 0;
+}
+
+/* Attributes of a directory no entry has listed: the --default-* options. */
+static int set_implied(struct mk_ctx *c, struct mk_node *n)
+{
+	const struct mk_options *o = c->opt;
+	n->mode = S_IFDIR | (o->default_mode & 07777);
+	n->mtime = clamp_time(o, o->default_mtime);
+	n->implied = true;
+	return set_owner(c, n, o->default_uid, o->default_gid);
+}
+
+/* The directory at path[0..len), made (implied) with its ancestors when missing. */
+static int find_dir(struct mk_ctx *c, const char *path, size_t len, const char *origin,
+		    struct mk_node **out)
+{
+	struct mk_tree *t = c->tree;
+	if (t->last_node && t->last_dir_len == len && !memcmp(t->last_dir, path, len)) {
+		*out = t->last_node;
+		return 0;
+	}
+	struct mk_node *d = c->root;
+	for (size_t i = 0; i < len;) {
+		size_t j = i;
+		while (j < len && path[j] != '/')
+			j++;
+		struct mk_node *ch = names_find(&t->names, d, path + i, j - i);
+		if (!ch) {
+			ch = new_node(path + i, j - i);
+			int err = !ch ? mk_fail(c, SQK_ENOMEM, "out of memory") : add_child(c, d, ch);
+			if (!err)
+				err = set_implied(c, ch);
+			if (!err)
+				err = push_node(c, ch);
+			if (err)
+				return err;
+		} else if (!S_ISDIR(ch->mode)) {
+			return mk_fail(c, SQK_EINVAL, "'%s': '%.*s' is not a directory", origin,
+				       (int)j, path);
+		}
+		d = ch;
+		i = j + 1;
+	}
+	char *nd = realloc(t->last_dir, len + 1);
+	if (!nd)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	ssize_t len = readlink(n->path, n->target, cap);
-	if (len < 0)
-		return mk_fail(c, sqk_from_errno(errno), "cannot read symlink '%s': %s", n->path,
-			       strerror(errno));
-	if ((size_t)len >= cap)
-		return mk_fail(c, SQK_ECHANGED, "symlink '%s' changed while being read", n->path);
-	n->target[len] = 0;
-	n->target_len = (size_t)len;
+	memcpy(nd, path, len);
+	t->last_dir = nd;
+	t->last_dir_len = len;
+	t->last_node = d;
+	*out = d;
 	return 0;
 }
 
-/* Fills n from st: the attributes every canonical node carries. */
-static int fill_node(struct walk *w, struct mk_node *n, const struct stat *st)
+/* The node at a full path, or NULL. */
+static struct mk_node *find_path(struct mk_ctx *c, const char *path)
 {
-	struct mk_ctx *c = w->c;
-	n->mode = st->st_mode;
-	n->st_dev = st->st_dev;
-	n->st_ino = st->st_ino;
-	n->mtime = clamp_time(c->opt, st->st_mtim.tv_sec);
+	struct mk_node *d = c->root;
+	while (d && *path) {
+		size_t j = strcspn(path, "/");
+		d = names_find(&c->tree->names, d, path, j);
+		path += j + (path[j] == '/');
+	}
+	return d;
+}
+
+/* Fills n's attributes from e (the canonical node of its inode). */
+static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry *e)
+{
+	n->mode = e->mode;
+	n->mtime = clamp_time(c->opt, e->mtime);
 	if (n->mtime > c->newest_mtime)
 		c->newest_mtime = n->mtime;
-	n->nlink = 1;
-	n->xattr_idx = SQK_NONE32;
-	int err = set_owner(c, n, st->st_uid, st->st_gid);
+	int err = set_owner(c, n, e->uid, e->gid);
 	if (err)
 		return err;
-	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
-		unsigned maj = major(st->st_rdev), min = minor(st->st_rdev);
-		if (maj > 0xFFF || min > 0xFFFFF)
+	if (S_ISCHR(e->mode) || S_ISBLK(e->mode)) {
+		if (e->dev_major > 0xFFF || e->dev_minor > 0xFFFFF)
 			return mk_fail(c, SQK_ETOOBIG, "device '%s': number %u:%u not storable",
-				       n->path, maj, min);
-		n->rdev = sqk_rdev_encode(maj, min);
-	} else if (S_ISLNK(st->st_mode)) {
-		err = read_symlink(c, n, st);
-	} else if (S_ISREG(st->st_mode)) {
-		n->size = (uint64_t)st->st_size;
+				       e->origin, e->dev_major, e->dev_minor);
+		n->rdev = sqk_rdev_encode(e->dev_major, e->dev_minor);
+	} else if (S_ISLNK(e->mode)) {
+		size_t len = e->target ? strlen(e->target) : 0;
+		if (!len || len > SQK_SYMLINK_MAX)
+			return mk_fail(c, len ? SQK_ETOOBIG : SQK_EINVAL,
+				       "symlink '%s': target %s", e->origin,
+				       len ? "too long" : "empty");
+		n->target = strdup(e->target);
+		if (!n->target)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		n->target_len = len;
+	} else if (S_ISREG(e->mode)) {
+		n->size = e->size;
 		n->file = calloc(1, sizeof(*n->file));
 		if (!n->file)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
 		n->file->size = n->size;
 		n->file->frag_index = SQK_NONE32;
-		n->file->maybe_sparse = (uint64_t)st->st_blocks * 512 < n->size;
-	} else if (!S_ISDIR(st->st_mode) && !S_ISFIFO(st->st_mode) && !S_ISSOCK(st->st_mode)) {
-		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", n->path);
+		n->file->maybe_sparse = e->maybe_sparse;
+	} else if (!S_ISDIR(e->mode) && !S_ISFIFO(e->mode) && !S_ISSOCK(e->mode)) {
+		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", e->origin);
 	}
-	if (!err && !c->opt->no_xattrs)
-		err = mk_xattrs_read(c, n->path, &n->xattr_idx);
+	if (e->nxattrs && !c->opt->no_xattrs)
+		err = mk_xattrs_intern(c, e->origin, e->xattrs, e->nxattrs, &n->xattr_idx);
 	return err;
 }
 
-static int walk_entry(struct walk *w, struct mk_node *n, const char *rel);
-
-static int name_cmp(const void *a, const void *b)
+static int bury(struct mk_ctx *c, struct mk_node *old)
 {
-	const struct mk_node *x = *(struct mk_node *const *)a, *y = *(struct mk_node *const *)b;
-	return sqk_name_cmp(x->name, x->name_len, y->name, y->name_len);
-}
-
-static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *child, size_t *cap)
-{
-	if (dir->nchildren == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct mk_node **nc = realloc(dir->children, ncap * sizeof(*nc));
-		if (!nc)
+	struct mk_tree *t = c->tree;
+	if (t->ndead == t->dead_cap) {
+		size_t ncap = t->dead_cap ? t->dead_cap * 2 : 16;
+		struct mk_node **nd = realloc(t->dead, ncap * sizeof(*nd));
+		if (!nd)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		dir->children = nc;
-		*cap = ncap;
+		t->dead = nd;
+		t->dead_cap = ncap;
 	}
-	child->parent = dir;
-	dir->children[dir->nchildren++] = child;
+	old->dead = true;
+	t->dead[t->ndead++] = old;
 	return 0;
 }
 
-static struct mk_node *new_node(const char *name, const char *path)
+/* A path listed twice: a directory listed after it was implied (or listed) keeps its children
+ * and takes the new attributes; anything else is replaced, as extracting the archive would. */
+static int replace_entry(struct mk_ctx *c, struct mk_node *old, const struct mk_entry *e,
+			 struct mk_node **out)
 {
-	struct mk_node *n = calloc(1, sizeof(*n));
-	if (!n)
-		return NULL;
-	n->name = strdup(name);
-	n->name_len = strlen(name);
-	n->path = path ? strdup(path) : NULL;
-	if (!n->name || (path && !n->path)) {
-		free(n->name);
-		free(n->path);
-		free(n);
-		return NULL;
+	struct mk_node *p = old->parent;
+	if (S_ISDIR(old->mode) && S_ISDIR(e->mode) && !e->link) {
+		old->implied = false;
+		*out = old;
+		return fill_node(c, old, e);
 	}
-	return n;
-}
-
-static char *join(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	char *s = malloc(la + lb + 2);
-	if (!s)
-		return NULL;
-	memcpy(s, a, la);
-	size_t p = la;
-	if (la && a[la - 1] != '/')
-		s[p++] = '/';
-	memcpy(s + p, b, lb + 1);
-	return s;
-}
-
-/* Reads dir's entries (not . and ..), skipping excluded ones, into unsorted children. */
-static int read_dir(struct walk *w, struct mk_node *dir, const char *rel)
-{
-	struct mk_ctx *c = w->c;
-	DIR *d = opendir(dir->path);
-	size_t cap = 0;
-	int err = 0;
-	if (!d)
-		return mk_fail(c, sqk_from_errno(errno), "cannot open directory '%s': %s",
-			       dir->path, strerror(errno));
-	for (;;) {
-		errno = 0;
-		struct dirent *de = readdir(d);
-		if (!de) {
-			if (errno)
-				err = mk_fail(c, sqk_from_errno(errno), "cannot read directory '%s': %s",
-					      dir->path, strerror(errno));
+	if (S_ISDIR(old->mode) && old->nchildren)
+		return mk_fail(c, SQK_EINVAL, "'%s': replaces a directory that has entries",
+			       e->origin);
+	struct mk_node *canon = old->link ? old->link : old;
+	if (canon != old || canon->nlink > 1)
+		return mk_fail(c, SQK_EINVAL, "'%s': replaces a hard-linked file", e->origin);
+	for (size_t i = 0; i < p->nchildren; i++)
+		if (p->children[i] == old) {
+			memmove(p->children + i, p->children + i + 1,
+				(p->nchildren - i - 1) * sizeof(*p->children));
+			p->nchildren--;
 			break;
 		}
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		char *crel = *rel ? join(rel, de->d_name) : strdup(de->d_name);
-		char *cpath = join(dir->path, de->d_name);
-		struct mk_node *ch = NULL;
-		if (crel && cpath && !excluded(c->opt, crel))
-			ch = new_node(de->d_name, cpath);
-		else if (!crel || !cpath)
-			err = mk_fail(c, SQK_ENOMEM, "out of memory");
-		free(crel);
-		free(cpath);
-		if (ch)
-			err = add_child(c, dir, ch, &cap);
-		if (err)
-			break;
-	}
-	closedir(d);
-	return err;
+	c->tree->last_node = NULL;
+	*out = NULL;
+	return bury(c, old);
 }
 
-static void node_free(struct mk_node *n);
-
-/* Walks dir's children in name order; a child that is the image itself is dropped. */
-static int walk_dir(struct walk *w, struct mk_node *dir, const char *rel)
+static int add_link(struct mk_ctx *c, struct mk_node *n, struct mk_node *canon)
 {
-	int err = read_dir(w, dir, rel);
+	if (canon->link)
+		canon = canon->link;
+	n->link = canon;
+	canon->nlink++;
+	c->st.hardlinks++;
+	return 0;
+}
+
+static int add_root(struct mk_ctx *c, const struct mk_entry *e)
+{
+	if (!S_ISDIR(e->mode))
+		return mk_fail(c, SQK_EINVAL, "'%s': the root must be a directory", e->origin);
+	c->root->implied = false;
+	c->root->newest_mtime = e->mtime == MK_MTIME_NEWEST;
+	return fill_node(c, c->root, e);
+}
+
+int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **data)
+{
+	*data = NULL;
+	if (!*e->path)
+		return add_root(c, e);
+	const char *slash = strrchr(e->path, '/');
+	size_t dlen = slash ? (size_t)(slash - e->path) : 0;
+	const char *name = slash ? slash + 1 : e->path;
+	struct mk_node *dir = NULL, *n = NULL;
+	int err = find_dir(c, e->path, dlen, e->origin, &dir);
 	if (err)
 		return err;
-	if (dir->nchildren)
-		qsort(dir->children, dir->nchildren, sizeof(*dir->children), name_cmp);
-	size_t k = 0;
-	for (size_t i = 0; i < dir->nchildren; i++) {
-		struct mk_node *ch = dir->children[i];
-		char *crel = err ? NULL : *rel ? join(rel, ch->name) : strdup(ch->name);
-		if (!err && !crel)
-			err = mk_fail(w->c, SQK_ENOMEM, "out of memory");
-		int r = err ? 0 : walk_entry(w, ch, crel);
-		free(crel);
-		if (r < 0)
-			err = r;
-		if (r == 1) {
-			node_free(ch);
-			continue;
-		}
-		dir->children[k++] = ch;
+	struct mk_node *old = names_find(&c->tree->names, dir, name, strlen(name));
+	if (old && (err = replace_entry(c, old, e, &n)))
+		return err;
+	if (n)
+		return 0; /* a directory again */
+	if (!(n = new_node(name, strlen(name))))
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	if ((err = add_child(c, dir, n)))
+		return err;
+	if (e->link) {
+		struct mk_node *t = find_path(c, e->link);
+		if (!t || t->dead || S_ISDIR(t->mode))
+			return mk_fail(c, SQK_EINVAL, "'%s': hard link to '%s', %s", e->origin, e->link,
+				       !t || t->dead ? "which is not an earlier entry" :
+						       "a directory");
+		return add_link(c, n, t);
 	}
-	dir->nchildren = k;
-	return err;
-}
-
-/* Stats n->path and fills n; for directories, recurses. Sets n->link for extra hard links.
- * Returns 1 when n is the image being written (the caller drops it). */
-static int walk_entry(struct walk *w, struct mk_node *n, const char *rel)
-{
-	struct mk_ctx *c = w->c;
-	struct stat st;
-	if (mk_cancelled(c))
-		return mk_fail(c, SQK_EINTR, "interrupted");
-	if (lstat(n->path, &st))
-		return mk_fail(c, sqk_from_errno(errno), "cannot stat '%s': %s", n->path,
-			       strerror(errno));
-	n->st_dev = st.st_dev;
-	n->st_ino = st.st_ino;
-	for (int i = 0; i < c->nskip; i++)
-		if (S_ISREG(st.st_mode) && st.st_dev == c->skip_dev[i] && st.st_ino == c->skip_ino[i])
-			return 1;
-	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
+	if (e->has_id && !S_ISDIR(e->mode)) {
 		struct mk_node *canon;
-		int err = link_find(&w->links, n, &canon);
-		if (err)
+		if ((err = ids_find_or_put(&c->tree->ids, e->id_dev, e->id_ino, n, &canon)))
 			return mk_fail(c, err, "out of memory");
-		if (canon != n) {
-			n->link = canon;
-			canon->nlink++;
-			c->st.hardlinks++;
-			return 0;
-		}
+		if (canon)
+			return add_link(c, n, canon);
 	}
-	int err = fill_node(w, n, &st);
+	err = fill_node(c, n, e);
 	if (!err)
 		err = push_node(c, n);
-	if (!err && S_ISDIR(st.st_mode))
-		err = walk_dir(w, n, rel);
+	if (!err && n->file)
+		*data = n;
 	return err;
 }
 
+int mk_tree_start(struct mk_ctx *c)
+{
+	c->tree = calloc(1, sizeof(*c->tree));
+	c->root = new_node("", 0);
+	if (!c->tree || !c->root)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	int err = set_implied(c, c->root);
+	return err ? err : push_node(c, c->root);
+}
 
 static void node_free(struct mk_node *n)
 {
@@ -349,7 +453,6 @@ static void node_free(struct mk_node *n)
 		node_free(n->children[i]);
 	free(n->children);
 	free(n->name);
-	free(n->path);
 	free(n->target);
 	if (n->file)
 		free(n->file->words);
@@ -357,80 +460,41 @@ static void node_free(struct mk_node *n)
 	free(n);
 }
 
+static void tree_state_free(struct mk_tree *t)
+{
+	if (!t)
+		return;
+	free(t->names.slots);
+	free(t->ids.slots);
+	free(t->last_dir);
+	t->names.slots = NULL;
+	t->ids.slots = NULL;
+	t->last_dir = NULL;
+}
+
 void mk_tree_free(struct mk_ctx *c)
 {
 	node_free(c->root);
 	c->root = NULL;
+	if (c->tree) {
+		for (size_t i = 0; i < c->tree->ndead; i++) {
+			c->tree->dead[i]->nchildren = 0;
+			node_free(c->tree->dead[i]);
+		}
+		free(c->tree->dead);
+		tree_state_free(c->tree);
+		free(c->tree);
+		c->tree = NULL;
+	}
 	free(c->nodes);
 	c->nodes = NULL;
 	c->nnodes = 0;
 }
 
-static const char *base_name(const char *path, char *buf, size_t cap)
+static int name_cmp(const void *a, const void *b)
 {
-	size_t len = strlen(path);
-	while (len > 1 && path[len - 1] == '/')
-		len--;
-	size_t start = len;
-	while (start > 0 && path[start - 1] != '/')
-		start--;
-	size_t n = len - start;
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(buf, path + start, n);
-	buf[n] = 0;
-	return buf;
-}
-
-/* Several sources (or one non-directory): a synthetic root holding each as an entry. */
-static int build_multi_root(struct walk *w)
-{
-	struct mk_ctx *c = w->c;
-	const struct mk_options *o = c->opt;
-	size_t cap = 0;
-	char nm[4096];
-	struct mk_node *root = new_node("", NULL);
-	if (!root)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	c->root = root;
-	root->mode = S_IFDIR | 0755;
-	root->nlink = 1;
-	root->xattr_idx = SQK_NONE32;
-	int err = set_owner(c, root, getuid(), getgid());
-	if (!err)
-		err = push_node(c, root);
-	for (int i = 0; i < o->nsources && !err; i++) {
-		base_name(o->sources[i], nm, sizeof(nm));
-		if (!*nm || !strcmp(nm, ".") || !strcmp(nm, "..") || !strcmp(nm, "/"))
-			return mk_fail(c, SQK_EINVAL, "source '%s': cannot name a root entry after it",
-				       o->sources[i]);
-		struct mk_node *ch = new_node(nm, o->sources[i]);
-		if (!ch)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		err = add_child(c, root, ch, &cap);
-	}
-	if (err)
-		return err;
-	qsort(root->children, root->nchildren, sizeof(*root->children), name_cmp);
-	for (size_t i = 1; i < root->nchildren; i++)
-		if (!name_cmp(&root->children[i - 1], &root->children[i]))
-			return mk_fail(c, SQK_EINVAL, "sources '%s' and '%s' have the same name",
-				       root->children[i - 1]->path, root->children[i]->path);
-	size_t k = 0;
-	for (size_t i = 0; i < root->nchildren; i++) {
-		struct mk_node *ch = root->children[i];
-		int r = err ? 0 : walk_entry(w, ch, ch->name);
-		if (r < 0)
-			err = r;
-		if (r == 1) {
-			node_free(ch);
-			continue;
-		}
-		root->children[k++] = ch;
-	}
-	root->nchildren = k;
-	root->mtime = o->set_mtime >= 0 ? (uint32_t)o->set_mtime : c->newest_mtime;
-	return err;
+	const struct mk_node *x = *(struct mk_node *const *)a, *y = *(struct mk_node *const *)b;
+	return sqk_name_cmp(x->name, x->name_len, y->name, y->name_len);
 }
 
 /* Numbers inodes: root 1, then each directory's entries consecutively (small run deltas). */
@@ -458,33 +522,45 @@ static int number_inodes(struct mk_ctx *c)
 	return 0;
 }
 
-int mk_tree_build(struct mk_ctx *c)
+/* Drops replaced nodes from the tree order (their data stays referenced by duplicates). */
+static void drop_dead(struct mk_ctx *c)
 {
-	struct walk w = { .c = c };
-	const struct mk_options *o = c->opt;
-	struct stat st;
-	int err;
-	if (o->nsources == 1 && stat(o->sources[0], &st) == 0 && S_ISDIR(st.st_mode)) {
-		/* A symlink to a directory is followed, as its contents are what was asked for. */
-		struct stat lst;
-		bool via_link = lstat(o->sources[0], &lst) == 0 && S_ISLNK(lst.st_mode);
-		char *path = via_link ? join(o->sources[0], ".") : NULL;
-		c->root = new_node("", path ? path : o->sources[0]);
-		free(path);
-		if (!c->root)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		err = walk_entry(&w, c->root, "");
-		if (err == 1)
-			err = mk_fail(c, SQK_EINVAL, "source '%s' is the image", o->sources[0]);
-	} else {
-		for (int i = 0; i < o->nsources; i++)
-			if (lstat(o->sources[i], &st))
-				return mk_fail(c, sqk_from_errno(errno), "cannot stat source '%s': %s",
-					       o->sources[i], strerror(errno));
-		err = build_multi_root(&w);
+	size_t k = 0;
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (!c->nodes[i]->dead)
+			c->nodes[k++] = c->nodes[i];
+	c->nnodes = k;
+}
+
+int mk_tree_finish(struct mk_ctx *c)
+{
+	tree_state_free(c->tree);
+	if (c->tree->ndead)
+		drop_dead(c);
+	for (size_t i = 0; i < c->nnodes; i++) {
+		struct mk_node *d = c->nodes[i];
+		if (S_ISDIR(d->mode) && d->nchildren > 1)
+			qsort(d->children, d->nchildren, sizeof(*d->children), name_cmp);
 	}
-	free(w.links.slots);
-	if (!err)
-		err = number_inodes(c);
-	return err;
+	if (c->root->newest_mtime)
+		c->root->mtime = c->opt->set_mtime >= 0 ? (uint32_t)c->opt->set_mtime :
+							   c->newest_mtime;
+	return number_inodes(c);
+}
+
+void mk_node_path(const struct mk_node *n, char *buf, size_t cap)
+{
+	size_t len = 0;
+	for (const struct mk_node *p = n; p && p->parent; p = p->parent)
+		len += p->name_len + 1;
+	if (!len || len >= cap) {
+		snprintf(buf, cap, len ? ".../%s" : "/", n->name);
+		return;
+	}
+	buf[len] = 0;
+	for (const struct mk_node *p = n; p && p->parent; p = p->parent) {
+		len -= p->name_len;
+		memcpy(buf + len, p->name, p->name_len);
+		buf[--len] = '/';
+	}
 }

@@ -30,6 +30,7 @@
 #include "common/meta.h"
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
+#include "mkimage/source.h"
 #include "reader/sqk.h"
 #include "testutil.h"
 
@@ -162,7 +163,11 @@ static struct sqk_io *build(const char *threads, const char *extra)
 	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
 	c.out = mem;
-	int err = mk_build(&c, &sb);
+	struct mk_source *src = NULL;
+	int err = mk_source_dir_create(&c, &src);
+	if (!err)
+		err = mk_build(&c, src, &sb);
+	mk_source_destroy(src);
 	ck_assert_msg(err == 0, "build -j %s: %s (%s)", threads, sqk_strerror(err), c.errmsg);
 	c.out = NULL; /* the caller owns mem */
 	mk_ctx_free(&c);

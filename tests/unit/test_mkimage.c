@@ -16,6 +16,7 @@
 #include "common/meta.h"
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
+#include "mkimage/source.h"
 #include "testutil.h"
 
 static char tree[64];
@@ -89,7 +90,11 @@ static int build(const char *threads, struct sqk_io **mem, struct sqk_io **fault
 	} else {
 		c.out = *mem;
 	}
-	int err = mk_build(&c, sb);
+	struct mk_source *src = NULL;
+	int err = mk_source_dir_create(&c, &src);
+	if (!err)
+		err = mk_build(&c, src, sb);
+	mk_source_destroy(src);
 	if (msg)
 		snprintf(msg, 1024, "%s", c.errmsg);
 	c.out = NULL; /* the caller owns the I/O objects */

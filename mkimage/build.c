@@ -1,0 +1,219 @@
+/* The builder: one pass over a source (entries into the tree, file content into blocks and
+ * tails as it comes), then the fragment blocks, the tables, the superblock last (so a torn image
+ * has no valid magic), padding and the integrity data. Every byte written is hashed on its way
+ * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (main.c),
+ * memory in the tests. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "mk.h"
+#include "source.h"
+
+int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
+{
+	pthread_mutex_lock(&c->errmu);
+	if (!c->first_err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
+		va_end(ap);
+		c->first_err = err;
+	}
+	pthread_mutex_unlock(&c->errmu);
+	return err;
+}
+
+int mk_write(struct mk_ctx *c, const void *buf, size_t len)
+{
+	int err = sqk_io_write_at(c->out, c->pos, buf, len);
+	if (err)
+		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
+			       (unsigned long long)c->pos,
+			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	if (c->integ && (err = sqk_integ_writer_update(c->integ, c->pos, buf, len)))
+		return mk_fail(c, err, "cannot hash image '%s' at offset %llu: %s", c->opt->image,
+			       (unsigned long long)c->pos, sqk_strerror(err));
+	c->pos += len;
+	return 0;
+}
+
+static uint16_t image_flags(const struct mk_options *o, bool comp_opts, uint32_t nxattr_sets)
+{
+	uint16_t f = 0;
+	if (!o->no_dedup)
+		f |= SQK_FLAG_DUPLICATES;
+	if (!o->no_exports)
+		f |= SQK_FLAG_EXPORTABLE;
+	if (o->no_fragments)
+		f |= SQK_FLAG_NO_FRAGS;
+	else if (!o->no_tailends)
+		f |= SQK_FLAG_ALWAYS_FRAGS;
+	if (o->no_xattrs)
+		f |= SQK_FLAG_NO_XATTRS;
+	if (comp_opts)
+		f |= SQK_FLAG_COMP_OPTS;
+	(void)nxattr_sets;
+	return f;
+}
+
+/* Writes the compressor options block (if any) right after the superblock's space. */
+static int write_head(struct mk_ctx *c, bool *comp_opts)
+{
+	uint8_t opts[16], blk[32];
+	size_t len = 0;
+	int err = sqk_comp_options_write(&c->opt->comp, opts, &len);
+	if (err)
+		return mk_fail(c, err, "compressor options: %s", sqk_strerror(err));
+	c->pos = SQK_SUPER_SIZE;
+	*comp_opts = len > 0;
+	if (!len)
+		return 0;
+	/* Stored raw, as mksquashfs does. */
+	blk[0] = (uint8_t)len;
+	blk[1] = 0x80;
+	memcpy(blk + 2, opts, len);
+	return mk_write(c, blk, len + 2);
+}
+
+/* Writes the superblock at offset 0 (last, so a torn build has no valid magic). */
+static int write_super(struct mk_ctx *c, const struct sqk_super *sb)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	int err;
+
+	sqk_super_encode(sb, raw);
+	err = sqk_io_write_at(c->out, 0, raw, sizeof(raw));
+	if (!err && c->integ)
+		err = sqk_integ_writer_update(c->integ, 0, raw, sizeof(raw));
+	if (err)
+		return mk_fail(c, err, "cannot write the superblock of '%s': %s", c->opt->image,
+			       sqk_strerror(err));
+	return 0;
+}
+
+/* Appends the digests, padding and trailer after the padded image (c->pos). */
+static int write_integrity(struct mk_ctx *c)
+{
+	uint8_t *blob;
+	size_t len;
+	int err = sqk_integ_writer_finish(c->integ, c->pos, &blob, &len, c->root_hash);
+
+	if (err)
+		return mk_fail(c, err, "cannot finish the integrity data of '%s': %s",
+			       c->opt->image, sqk_strerror(err));
+	err = sqk_io_write_at(c->out, c->pos, blob, len);
+	free(blob);
+	if (err)
+		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
+			       (unsigned long long)c->pos,
+			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	c->pos += len;
+	c->have_root = true;
+	return 0;
+}
+
+static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
+{
+	const struct mk_options *o = c->opt;
+	static const uint8_t zeros[SQK_PAD];
+	sb->magic = SQK_MAGIC;
+	sb->mkfs_time = o->clamp_time >= 0 ? (uint32_t)o->clamp_time :
+			o->set_mtime >= 0 ? (uint32_t)o->set_mtime : c->newest_mtime;
+	sb->block_size = o->block_size;
+	sb->compressor = o->comp.id;
+	sb->block_log = (uint16_t)__builtin_ctz(o->block_size);
+	sb->flags = image_flags(o, comp_opts, mk_xattrs_count(c->xattrs));
+	sb->version_major = 4;
+	sb->version_minor = 0;
+	size_t pad = (SQK_PAD - c->pos % SQK_PAD) % SQK_PAD;
+	int err = pad ? mk_write(c, zeros, pad) : 0;
+	if (!err)
+		err = write_super(c, sb);
+	if (!err && c->integ)
+		err = write_integrity(c);
+	if (!err && (err = sqk_io_sync(c->out)))
+		err = mk_fail(c, err, "cannot flush '%s' to disk: %s", o->image, sqk_strerror(err));
+	return err;
+}
+
+/* Reads every entry of src: each into the tree, each file's content right after its entry. */
+static int take_source(struct mk_ctx *c, struct mk_source *src)
+{
+	struct mk_entry e;
+	int err = mk_tree_start(c);
+	if (!err)
+		err = mk_data_start(c);
+	while (!err) {
+		struct mk_node *n;
+		int r = src->ops->next(src, c, &e);
+		if (r == 1)
+			break;
+		err = r ? r : mk_tree_add(c, &e, &n);
+		if (!err && n)
+			err = mk_data_file(c, n, src, &e);
+		if (!err && mk_cancelled(c))
+			err = mk_fail(c, SQK_EINTR, "interrupted");
+	}
+	if (err) {
+		mk_data_abort(c);
+		return err;
+	}
+	err = mk_data_finish(c);
+	return err ? err : mk_tree_finish(c);
+}
+
+int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
+{
+	bool comp_opts = false;
+	int err = 0;
+
+	if (!c->opt->no_checksums && !c->integ) {
+		err = sqk_integ_writer_create(c->opt->checksum_chunk, &c->integ);
+		if (err)
+			return mk_fail(c, err, "cannot set up the integrity writer: %s",
+				       sqk_strerror(err));
+	}
+	err = write_head(c, &comp_opts);
+	if (!err)
+		err = take_source(c, src);
+	if (!err && mk_cancelled(c))
+		err = mk_fail(c, SQK_EINTR, "interrupted");
+	if (!err)
+		err = mk_tables_write(c, sb);
+	if (!err)
+		err = write_tail(c, sb, comp_opts);
+	return err;
+}
+
+int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel)
+{
+	memset(c, 0, sizeof(*c));
+	c->opt = o;
+	c->cancel = cancel;
+	pthread_mutex_init(&c->errmu, NULL);
+	if (mk_ids_create(&c->ids) || mk_xattrs_create(&c->xattrs))
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	int err = sqk_compressor_create(&o->comp, &c->comp);
+	if (err)
+		return mk_fail(c, err, "cannot set up the %s compressor: %s", sqk_comp_name(o->comp.id),
+			       sqk_strerror(err));
+	return 0;
+}
+
+void mk_ctx_free(struct mk_ctx *c)
+{
+	mk_tree_free(c);
+	mk_ids_destroy(c->ids);
+	mk_xattrs_destroy(c->xattrs);
+	sqk_compressor_destroy(c->comp);
+	sqk_io_destroy(c->out);
+	sqk_integ_writer_destroy(c->integ);
+	free(c->frags);
+	pthread_mutex_destroy(&c->errmu);
+}
+

@@ -1,0 +1,83 @@
+/* What the builder reads: a source is an iterator of entries in tree order, each regular file's
+ * content read right after its entry, in order, once. The directory walker (source_dir.c) and
+ * the tar reader (source_tar.c) are sources; tests make synthetic ones. */
+#ifndef SQK_MK_SOURCE_H
+#define SQK_MK_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct mk_ctx;
+
+/* An mtime that means "the newest of the tree" (a synthetic root). */
+#define MK_MTIME_NEWEST INT64_MIN
+
+/* One extended attribute: full name with its namespace ("user.x"); value borrowed. */
+struct mk_xattr_kv {
+	const char *name;
+	const void *value;
+	size_t size;
+};
+
+/* One entry. Every pointer is borrowed from the source until its next call to next(). */
+struct mk_entry {
+	const char *path;      /* relative to the image root, '/'-separated, "" for the root;
+				* no empty, "." or ".." components */
+	const char *origin;    /* what messages name: the source path or the archive member */
+	mode_t mode;           /* type and permission bits */
+	uint32_t uid, gid;
+	int64_t mtime;
+	uint32_t dev_major, dev_minor; /* character and block devices */
+	uint64_t size;         /* regular files: bytes of content */
+	const char *target;    /* symlinks: the target */
+	const char *link;      /* a hard link to the earlier entry at this path (archives), or NULL */
+	bool has_id;           /* id_dev/id_ino identify the file (hard links of a walked tree) */
+	uint64_t id_dev, id_ino;
+	bool maybe_sparse;     /* the content may have holes: ask data_at() */
+	const struct mk_xattr_kv *xattrs;
+	size_t nxattrs;
+};
+
+struct mk_source;
+
+struct mk_source_ops {
+	/* read() may go back to offset 0 of the current file (a file on disk; not a stream). */
+	bool rereadable;
+	/* Fills e with the next entry: 0, 1 at the end, or an SQK_E* error reported through c.
+	 * A parent comes before its children; an entry the source cannot store is skipped by it. */
+	int (*next)(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e);
+	/* Reads exactly len bytes of the current file's content at off (offsets only grow; bytes
+	 * may be skipped). A short file is SQK_ECHANGED; errors name e->origin through c. */
+	int (*read)(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *buf, size_t len);
+	/* Optional: the first data offset at or after off (UINT64_MAX: none) for maybe_sparse
+	 * files; NULL when the source knows no holes. */
+	int (*data_at)(struct mk_source *s, struct mk_ctx *c, uint64_t off, uint64_t *data);
+	/* Optional: called after the content was read, to check the file did not change. */
+	int (*end_file)(struct mk_source *s, struct mk_ctx *c);
+	/* Frees the source and what it owns. */
+	void (*destroy)(struct mk_source *s);
+};
+
+/* A source: ops plus the implementation's state behind it. */
+struct mk_source {
+	const struct mk_source_ops *ops;
+};
+
+/* The directory walker over opt->sources (one directory: its contents are the root; several
+ * paths or a non-directory: a root holding each by its base name). skip_dev/skip_ino name
+ * files never to take in (the image being written). Caller owns *out. */
+int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out);
+
+/* The tar reader (libarchive) over path ("-" or NULL: standard input), compressed or not.
+ * Caller owns *out. */
+int mk_source_tar_create(struct mk_ctx *c, const char *path, struct mk_source **out);
+
+static inline void mk_source_destroy(struct mk_source *s)
+{
+	if (s)
+		s->ops->destroy(s);
+}
+
+#endif

@@ -1,0 +1,546 @@
+/* The directory walker as a source: depth first, each directory's entries in name order (unsigned
+ * bytes), every entry stat'ed once when it is reached, excluded paths and the image being written
+ * left out, xattrs listed with the entry, file content read with pread when the builder asks. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "mk.h"
+#include "source.h"
+
+/* One directory being walked: its sorted entry names and the next one to give. */
+struct frame {
+	char **names;
+	size_t n, next;
+	size_t path_len, rel_len; /* lengths of the walker's path and rel at this directory */
+};
+
+struct dir_source {
+	struct mk_source base;
+	struct frame *stack;
+	size_t depth, cap;
+	char *path, *rel;          /* of the current entry; grown as needed */
+	size_t path_cap, rel_cap;
+	int state;                 /* 0: root next, 1: walking, 2: done */
+	bool synthetic;            /* several sources under a made-up root */
+	int *src_order;            /* synthetic root: frame position -> index in opt->sources */
+	bool descend;
+	/* the current entry's content */
+	int fd;
+	uint64_t size;
+	/* xattrs of the current entry */
+	char *xnames;
+	size_t xnames_cap;
+	struct mk_xattr_kv *kv;
+	uint8_t *xvals;
+	size_t kv_cap, xvals_cap;
+	char target[SQK_SYMLINK_MAX + 2];
+};
+
+static int name_sort(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	return sqk_name_cmp(x, strlen(x), y, strlen(y));
+}
+
+static int set_str(struct mk_ctx *c, char **buf, size_t *cap, size_t at, const char *add,
+		   bool slash)
+{
+	size_t la = strlen(add), need = at + la + 2;
+	if (need > *cap) {
+		size_t ncap = *cap ? *cap : 256;
+		while (ncap < need)
+			ncap *= 2;
+		char *nb = realloc(*buf, ncap);
+		if (!nb)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		*buf = nb;
+		*cap = ncap;
+	}
+	if (slash && at && (*buf)[at - 1] != '/')
+		(*buf)[at++] = '/';
+	memcpy(*buf + at, add, la + 1);
+	return 0;
+}
+
+static bool excluded(const struct mk_options *o, const char *rel)
+{
+	for (int i = 0; i < o->nexcludes; i++)
+		if (fnmatch(o->excludes[i], rel, 0) == 0)
+			return true;
+	return false;
+}
+
+static void frame_free(struct frame *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->names[i]);
+	free(f->names);
+}
+
+static int push_frame(struct mk_ctx *c, struct dir_source *d, struct frame *f)
+{
+	if (d->depth == d->cap) {
+		size_t ncap = d->cap ? d->cap * 2 : 16;
+		struct frame *ns = realloc(d->stack, ncap * sizeof(*ns));
+		if (!ns) {
+			frame_free(f);
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		}
+		d->stack = ns;
+		d->cap = ncap;
+	}
+	d->stack[d->depth++] = *f;
+	return 0;
+}
+
+static int add_name(struct mk_ctx *c, struct frame *f, size_t *cap, const char *name)
+{
+	if (f->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		char **nn = realloc(f->names, ncap * sizeof(*nn));
+		if (!nn)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		f->names = nn;
+		*cap = ncap;
+	}
+	if (!(f->names[f->n] = strdup(name)))
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	f->n++;
+	return 0;
+}
+
+/* Reads the directory at d->path (relative name d->rel) into a new frame, sorted, without the
+ * excluded entries. */
+static int enter_dir(struct mk_ctx *c, struct dir_source *d)
+{
+	struct frame f = { .path_len = strlen(d->path), .rel_len = strlen(d->rel) };
+	size_t cap = 0;
+	int err = 0;
+	DIR *dir = opendir(d->path);
+	if (!dir)
+		return mk_fail(c, sqk_from_errno(errno), "cannot open directory '%s': %s", d->path,
+			       strerror(errno));
+	for (;;) {
+		errno = 0;
+		struct dirent *de = readdir(dir);
+		if (!de) {
+			if (errno)
+				err = mk_fail(c, sqk_from_errno(errno), "cannot read directory '%s': %s",
+					      d->path, strerror(errno));
+			break;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (c->opt->nexcludes) {
+			if ((err = set_str(c, &d->rel, &d->rel_cap, f.rel_len, de->d_name, true)))
+				break;
+			bool ex = excluded(c->opt, d->rel);
+			d->rel[f.rel_len] = 0;
+			if (ex)
+				continue;
+		}
+		if ((err = add_name(c, &f, &cap, de->d_name)))
+			break;
+	}
+	closedir(dir);
+	if (err) {
+		frame_free(&f);
+		return err;
+	}
+	if (f.n > 1)
+		qsort(f.names, f.n, sizeof(*f.names), name_sort);
+	return push_frame(c, d, &f);
+}
+
+static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e)
+{
+	e->nxattrs = 0;
+	if (c->opt->no_xattrs)
+		return 0;
+	ssize_t len = llistxattr(d->path, NULL, 0);
+	if (len < 0 && (errno == ENOTSUP || errno == ENOSYS))
+		return 0;
+	if (len < 0)
+		return mk_fail(c, sqk_from_errno(errno), "cannot list xattrs of '%s': %s", d->path,
+			       strerror(errno));
+	if (len == 0)
+		return 0;
+	if ((size_t)len > d->xnames_cap) {
+		char *nb = realloc(d->xnames, (size_t)len);
+		if (!nb)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		d->xnames = nb;
+		d->xnames_cap = (size_t)len;
+	}
+	if (llistxattr(d->path, d->xnames, (size_t)len) != len)
+		return mk_fail(c, SQK_ECHANGED, "xattrs of '%s' changed while being read", d->path);
+	size_t n = 0, vtotal = 0;
+	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(d->xnames + off) + 1)
+		n++;
+	if (n > d->kv_cap) {
+		struct mk_xattr_kv *nk = realloc(d->kv, n * sizeof(*nk));
+		if (!nk)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		d->kv = nk;
+		d->kv_cap = n;
+	}
+	/* Values go one after another in xvals; pointers are set once it stops moving. */
+	size_t i = 0;
+	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(d->xnames + off) + 1, i++) {
+		const char *nm = d->xnames + off;
+		ssize_t vl = lgetxattr(d->path, nm, NULL, 0);
+		if (vl < 0 || vl > 65536)
+			return mk_fail(c, vl < 0 ? sqk_from_errno(errno) : SQK_ETOOBIG,
+				       "cannot read xattr %s of '%s': %s", nm, d->path,
+				       vl < 0 ? strerror(errno) : "too large");
+		if (vtotal + (size_t)vl + 1 > d->xvals_cap) {
+			size_t ncap = (vtotal + (size_t)vl + 1) * 2;
+			uint8_t *nv = realloc(d->xvals, ncap);
+			if (!nv)
+				return mk_fail(c, SQK_ENOMEM, "out of memory");
+			d->xvals = nv;
+			d->xvals_cap = ncap;
+		}
+		ssize_t got = vl ? lgetxattr(d->path, nm, d->xvals + vtotal, (size_t)vl) : 0;
+		if (got != vl)
+			return mk_fail(c, SQK_ECHANGED, "xattr %s of '%s' changed while being read", nm,
+				       d->path);
+		d->kv[i] = (struct mk_xattr_kv){ .name = nm, .value = (void *)(uintptr_t)vtotal,
+						 .size = (size_t)vl };
+		vtotal += (size_t)vl;
+	}
+	for (size_t k = 0; k < n; k++)
+		d->kv[k].value = d->xvals + (uintptr_t)d->kv[k].value;
+	e->xattrs = d->kv;
+	e->nxattrs = n;
+	return 0;
+}
+
+static int read_target(struct mk_ctx *c, struct dir_source *d, const struct stat *st,
+		       struct mk_entry *e)
+{
+	if ((uint64_t)st->st_size > SQK_SYMLINK_MAX)
+		return mk_fail(c, SQK_ETOOBIG, "symlink '%s': target longer than %u bytes", d->path,
+			       SQK_SYMLINK_MAX);
+	ssize_t len = readlink(d->path, d->target, sizeof(d->target) - 1);
+	if (len < 0)
+		return mk_fail(c, sqk_from_errno(errno), "cannot read symlink '%s': %s", d->path,
+			       strerror(errno));
+	if ((size_t)len > SQK_SYMLINK_MAX || (size_t)len > (size_t)st->st_size)
+		return mk_fail(c, SQK_ECHANGED, "symlink '%s' changed while being read", d->path);
+	d->target[len] = 0;
+	e->target = d->target;
+	return 0;
+}
+
+/* Fills e from an lstat of d->path. Returns 1 for an entry to leave out (the image). */
+static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e, bool root)
+{
+	struct stat st;
+	if (root ? stat(d->path, &st) : lstat(d->path, &st))
+		return mk_fail(c, sqk_from_errno(errno), "cannot stat '%s': %s", d->path,
+			       strerror(errno));
+	for (int i = 0; i < c->nskip; i++)
+		if (S_ISREG(st.st_mode) && st.st_dev == c->skip_dev[i] && st.st_ino == c->skip_ino[i])
+			return 1;
+	memset(e, 0, sizeof(*e));
+	e->path = d->rel;
+	e->origin = d->path;
+	e->mode = st.st_mode;
+	e->uid = st.st_uid;
+	e->gid = st.st_gid;
+	e->mtime = st.st_mtim.tv_sec;
+	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
+		e->has_id = true;
+		e->id_dev = st.st_dev;
+		e->id_ino = st.st_ino;
+	}
+	int err = 0;
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		e->dev_major = major(st.st_rdev);
+		e->dev_minor = minor(st.st_rdev);
+	} else if (S_ISLNK(st.st_mode)) {
+		err = read_target(c, d, &st, e);
+	} else if (S_ISREG(st.st_mode)) {
+		e->size = (uint64_t)st.st_size;
+		e->maybe_sparse = (uint64_t)st.st_blocks * 512 < e->size;
+		d->size = e->size;
+	} else if (!S_ISDIR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) {
+		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", d->path);
+	}
+	if (!err)
+		err = read_xattrs(c, d, e);
+	d->descend = !err && S_ISDIR(st.st_mode);
+	return err;
+}
+
+static void close_file(struct dir_source *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}
+
+/* The root entry: the one directory's own attributes, or a made-up directory. */
+static int root_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e)
+{
+	d->state = 1;
+	d->rel[0] = 0;
+	if (d->synthetic) {
+		memset(e, 0, sizeof(*e));
+		e->path = d->rel;
+		e->origin = "/";
+		e->mode = S_IFDIR | 0755;
+		e->uid = (uint32_t)getuid();
+		e->gid = (uint32_t)getgid();
+		e->mtime = MK_MTIME_NEWEST;
+		return 0;
+	}
+	int r = stat_entry(c, d, e, true);
+	if (r == 1)
+		return mk_fail(c, SQK_EINVAL, "source '%s' is the image", c->opt->sources[0]);
+	return r;
+}
+
+static int dir_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
+{
+	struct dir_source *d = (struct dir_source *)s;
+	close_file(d);
+	if (d->state == 0)
+		return root_entry(c, d, e);
+	for (;;) {
+		if (mk_cancelled(c))
+			return mk_fail(c, SQK_EINTR, "interrupted");
+		int err = d->descend ? enter_dir(c, d) : 0;
+		d->descend = false;
+		if (err)
+			return err;
+		if (!d->depth)
+			return 1;
+		struct frame *f = &d->stack[d->depth - 1];
+		if (f->next == f->n) {
+			frame_free(f);
+			d->depth--;
+			continue;
+		}
+		const char *name = f->names[f->next++];
+		if (d->synthetic && d->depth == 1) {
+			/* a source given on the command line: its path as given, named by its base */
+			const char *src = c->opt->sources[d->src_order[f->next - 1]];
+			err = set_str(c, &d->path, &d->path_cap, 0, src, false);
+		} else {
+			err = set_str(c, &d->path, &d->path_cap, f->path_len, name, true);
+		}
+		if (!err)
+			err = set_str(c, &d->rel, &d->rel_cap, f->rel_len, name, true);
+		if (!err)
+			err = stat_entry(c, d, e, false);
+		if (err == 1)
+			continue;
+		return err;
+	}
+}
+
+static int dir_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *buf, size_t len)
+{
+	struct dir_source *d = (struct dir_source *)s;
+	if (d->fd < 0) {
+		d->fd = open(d->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+		if (d->fd < 0)
+			return mk_fail(c, sqk_from_errno(errno), "cannot open '%s': %s", d->path,
+				       strerror(errno));
+		posix_fadvise(d->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	}
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t r = pread(d->fd, p, len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return mk_fail(c, sqk_from_errno(errno), "cannot read '%s' at offset %llu: %s",
+				       d->path, (unsigned long long)off, strerror(errno));
+		if (r == 0)
+			return mk_fail(c, SQK_ECHANGED,
+				       "'%s' changed size while being read (ends at %llu, expected "
+				       "%llu bytes)", d->path, (unsigned long long)off,
+				       (unsigned long long)d->size);
+		p += r;
+		off += (uint64_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static int dir_data_at(struct mk_source *s, struct mk_ctx *c, uint64_t off, uint64_t *data)
+{
+	struct dir_source *d = (struct dir_source *)s;
+	if (d->fd < 0) {
+		int err = dir_read(s, c, 0, NULL, 0); /* opens it */
+		if (err)
+			return err;
+	}
+	off_t r = lseek(d->fd, (off_t)off, SEEK_DATA);
+	if (r < 0)
+		*data = errno == ENXIO ? UINT64_MAX : off;
+	else
+		*data = (uint64_t)r;
+	return 0;
+}
+
+/* Checks, after reading, that the file still has the size it had when stat'ed. */
+static int dir_end_file(struct mk_source *s, struct mk_ctx *c)
+{
+	struct dir_source *d = (struct dir_source *)s;
+	struct stat st;
+	if (d->fd < 0)
+		return 0;
+	if (fstat(d->fd, &st))
+		return mk_fail(c, sqk_from_errno(errno), "cannot stat '%s': %s", d->path,
+			       strerror(errno));
+	if ((uint64_t)st.st_size != d->size)
+		return mk_fail(c, SQK_ECHANGED,
+			       "'%s' changed size while being read (%llu bytes, then %llu)", d->path,
+			       (unsigned long long)d->size, (unsigned long long)st.st_size);
+	close_file(d);
+	return 0;
+}
+
+static void dir_destroy(struct mk_source *s)
+{
+	struct dir_source *d = (struct dir_source *)s;
+	close_file(d);
+	for (size_t i = 0; i < d->depth; i++)
+		frame_free(&d->stack[i]);
+	free(d->stack);
+	free(d->path);
+	free(d->rel);
+	free(d->src_order);
+	free(d->xnames);
+	free(d->kv);
+	free(d->xvals);
+	free(d);
+}
+
+static const struct mk_source_ops dir_ops = {
+	.rereadable = true,
+	.next = dir_next,
+	.read = dir_read,
+	.data_at = dir_data_at,
+	.end_file = dir_end_file,
+	.destroy = dir_destroy,
+};
+
+static const char *base_name(const char *path, char *buf, size_t cap)
+{
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	size_t start = len;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	size_t n = len - start;
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, path + start, n);
+	buf[n] = 0;
+	return buf;
+}
+
+struct named_source {
+	char name[256];
+	int idx;
+};
+
+static int named_cmp(const void *a, const void *b)
+{
+	const struct named_source *x = a, *y = b;
+	int r = sqk_name_cmp(x->name, strlen(x->name), y->name, strlen(y->name));
+	return r ? r : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Several sources (or one non-directory): the root's frame holds each by its base name, in name
+ * order; d->src_order maps a position of that frame to the source it names. */
+static int multi_frame(struct mk_ctx *c, struct dir_source *d)
+{
+	const struct mk_options *o = c->opt;
+	struct frame f = { 0 };
+	size_t cap = 0;
+	int err = 0;
+	struct named_source *v = calloc((size_t)o->nsources, sizeof(*v));
+	d->src_order = calloc((size_t)o->nsources, sizeof(*d->src_order));
+	if (!v || !d->src_order) {
+		free(v);
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < o->nsources && !err; i++) {
+		const char *nm = base_name(o->sources[i], v[i].name, sizeof(v[i].name));
+		v[i].idx = i;
+		if (!*nm || !strcmp(nm, ".") || !strcmp(nm, "..") || !strcmp(nm, "/"))
+			err = mk_fail(c, SQK_EINVAL, "source '%s': cannot name a root entry after it",
+				      o->sources[i]);
+	}
+	if (!err)
+		qsort(v, (size_t)o->nsources, sizeof(*v), named_cmp);
+	for (int i = 1; i < o->nsources && !err; i++)
+		if (!strcmp(v[i - 1].name, v[i].name))
+			err = mk_fail(c, SQK_EINVAL, "sources '%s' and '%s' have the same name",
+				      o->sources[v[i - 1].idx], o->sources[v[i].idx]);
+	for (int i = 0; i < o->nsources && !err; i++) {
+		d->src_order[i] = v[i].idx;
+		err = add_name(c, &f, &cap, v[i].name);
+	}
+	free(v);
+	if (err) {
+		frame_free(&f);
+		return err;
+	}
+	return push_frame(c, d, &f);
+}
+
+int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out)
+{
+	const struct mk_options *o = c->opt;
+	struct stat st;
+	*out = NULL;
+	struct dir_source *d = calloc(1, sizeof(*d));
+	if (!d)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	d->base.ops = &dir_ops;
+	d->fd = -1;
+	int err = set_str(c, &d->rel, &d->rel_cap, 0, "", false);
+	if (!err && o->nsources == 1 && stat(o->sources[0], &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* A symlink to a directory is followed, as its contents are what was asked for. */
+		struct stat lst;
+		bool via_link = lstat(o->sources[0], &lst) == 0 && S_ISLNK(lst.st_mode);
+		err = set_str(c, &d->path, &d->path_cap, 0, o->sources[0], false);
+		if (!err && via_link)
+			err = set_str(c, &d->path, &d->path_cap, strlen(d->path), ".", true);
+	} else {
+		for (int i = 0; i < o->nsources && !err; i++)
+			if (lstat(o->sources[i], &st))
+				err = mk_fail(c, sqk_from_errno(errno), "cannot stat source '%s': %s",
+					      o->sources[i], strerror(errno));
+		d->synthetic = true;
+		if (!err)
+			err = set_str(c, &d->path, &d->path_cap, 0, "", false);
+		if (!err)
+			err = multi_frame(c, d);
+	}
+	if (err) {
+		dir_destroy(&d->base);
+		return err;
+	}
+	*out = &d->base;
+	return 0;
+}

@@ -1,0 +1,343 @@
+/* A tar stream as a source, read with libarchive: ustar, GNU and pax, every sparse form, SCHILY and
+ * LIBARCHIVE xattrs, hard links, long names, concatenated archives, compressed with any filter
+ * libarchive knows (gzip, xz, zstd, bzip2, lz4...). File content is handed to the builder as it
+ * arrives; nothing is staged. Names are made relative and confined to the image: a leading '/'
+ * and "./" go, ".." is resolved and cannot climb above the root (as an extraction confines it). */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "mk.h"
+#include "source.h"
+
+struct tar_source {
+	struct mk_source base;
+	struct archive *a;
+	const char *name;          /* the archive as messages name it */
+	struct archive_entry *ae;  /* current entry (owned by a) */
+	char *path, *link, *origin;
+	size_t path_cap, link_cap, origin_cap;
+	int64_t header_at;         /* offset of the current entry's header in the stream */
+	struct mk_xattr_kv *kv;
+	size_t kv_cap;
+	/* content of the current file: the data block libarchive gave last */
+	const uint8_t *blk;
+	size_t blk_len;
+	int64_t blk_off;
+	bool eof;
+	bool warned_dotdot;
+};
+
+static int fail_archive(struct mk_ctx *c, struct tar_source *t, const char *what)
+{
+	const char *msg = archive_error_string(t->a);
+	int e = archive_errno(t->a);
+	return mk_fail(c, e == ENOMEM ? SQK_ENOMEM : SQK_ECORRUPT,
+		       "tar '%s': %s%s%s at offset %lld: %s", t->name, what,
+		       t->origin && *t->origin ? " " : "", t->origin ? t->origin : "",
+		       (long long)t->header_at, msg ? msg : "unreadable");
+}
+
+static int grow_str(struct mk_ctx *c, char **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 256;
+	while (ncap < need)
+		ncap *= 2;
+	char *nb = realloc(*buf, ncap);
+	if (!nb)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	*buf = nb;
+	*cap = ncap;
+	return 0;
+}
+
+/* Writes the confined relative form of name into *out: components "" and "." dropped, ".."
+ * removes the previous one and is dropped at the root. */
+static int confine(struct mk_ctx *c, struct tar_source *t, const char *name, char **out,
+		   size_t *cap)
+{
+	size_t len = strlen(name), o = 0;
+	int err = grow_str(c, out, cap, len + 1);
+	if (err)
+		return err;
+	char *p = *out;
+	for (size_t i = 0; i < len;) {
+		size_t j = i;
+		while (j < len && name[j] != '/')
+			j++;
+		size_t n = j - i;
+		if (n == 2 && name[i] == '.' && name[i + 1] == '.') {
+			if (!o && !t->warned_dotdot) {
+				fprintf(stderr, "sqk mkimage: tar '%s': '%s' climbs above the root; "
+						"kept inside it\n", t->name, name);
+				t->warned_dotdot = true;
+			}
+			while (o && p[o - 1] != '/')
+				o--;
+			if (o)
+				o--;
+		} else if (n && !(n == 1 && name[i] == '.')) {
+			if (o)
+				p[o++] = '/';
+			memcpy(p + o, name + i, n);
+			o += n;
+		}
+		i = j + 1;
+	}
+	p[o] = 0;
+	return 0;
+}
+
+static int entry_xattrs(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e)
+{
+	size_t n = (size_t)archive_entry_xattr_reset(t->ae);
+	if (!n)
+		return 0;
+	if (n > t->kv_cap) {
+		struct mk_xattr_kv *nk = realloc(t->kv, n * sizeof(*nk));
+		if (!nk)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		t->kv = nk;
+		t->kv_cap = n;
+	}
+	size_t i = 0;
+	const char *name;
+	const void *value;
+	size_t size;
+	while (i < n && archive_entry_xattr_next(t->ae, &name, &value, &size) == ARCHIVE_OK)
+		t->kv[i++] = (struct mk_xattr_kv){ .name = name, .value = value, .size = size };
+	e->xattrs = t->kv;
+	e->nxattrs = i;
+	return 0;
+}
+
+static int fill_entry(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e)
+{
+	struct archive_entry *ae = t->ae;
+	memset(e, 0, sizeof(*e));
+	e->path = t->path;
+	e->origin = t->origin;
+	e->mode = archive_entry_mode(ae);
+	int64_t uid = archive_entry_uid(ae), gid = archive_entry_gid(ae);
+	if (uid < 0 || uid > UINT32_MAX || gid < 0 || gid > UINT32_MAX)
+		return mk_fail(c, SQK_ETOOBIG, "tar '%s': '%s' at offset %lld: owner %lld:%lld is "
+			       "not storable", t->name, t->origin, (long long)t->header_at,
+			       (long long)uid, (long long)gid);
+	e->uid = (uint32_t)uid;
+	e->gid = (uint32_t)gid;
+	e->mtime = archive_entry_mtime(ae);
+	const char *hl = archive_entry_hardlink(ae);
+	if (hl) {
+		int err = confine(c, t, hl, &t->link, &t->link_cap);
+		if (err)
+			return err;
+		e->link = t->link;
+		return entry_xattrs(c, t, e);
+	}
+	switch (archive_entry_filetype(ae)) {
+	case AE_IFREG:
+		e->size = archive_entry_size(ae) > 0 ? (uint64_t)archive_entry_size(ae) : 0;
+		e->maybe_sparse = archive_entry_sparse_count(ae) > 0;
+		break;
+	case AE_IFLNK:
+		e->target = archive_entry_symlink(ae);
+		if (!e->target)
+			e->target = "";
+		break;
+	case AE_IFCHR:
+	case AE_IFBLK:
+		e->dev_major = (uint32_t)archive_entry_rdevmajor(ae);
+		e->dev_minor = (uint32_t)archive_entry_rdevminor(ae);
+		break;
+	case AE_IFDIR:
+	case AE_IFIFO:
+	case AE_IFSOCK:
+		break;
+	default:
+		return mk_fail(c, SQK_EUNSUPPORTED, "tar '%s': '%s' at offset %lld: unsupported "
+			       "entry type", t->name, t->origin, (long long)t->header_at);
+	}
+	return entry_xattrs(c, t, e);
+}
+
+static int tar_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
+{
+	struct tar_source *t = (struct tar_source *)s;
+	for (;;) {
+		t->header_at = archive_read_header_position(t->a);
+		if (t->origin)
+			t->origin[0] = 0;
+		int r = archive_read_next_header(t->a, &t->ae);
+		if (r == ARCHIVE_EOF)
+			return 1;
+		/* names are taken as bytes, so a failed charset conversion is no loss */
+		if (r == ARCHIVE_WARN && !strstr(archive_error_string(t->a) ?
+						 archive_error_string(t->a) : "", "converted"))
+			fprintf(stderr, "sqk mkimage: tar '%s': %s\n", t->name,
+				archive_error_string(t->a));
+		else if (r != ARCHIVE_OK)
+			return fail_archive(c, t, "entry after");
+		t->header_at = archive_read_header_position(t->a);
+		const char *name = archive_entry_pathname(t->ae);
+		if (!name)
+			return fail_archive(c, t, "entry without a name");
+		int err = grow_str(c, &t->origin, &t->origin_cap, strlen(name) + 1);
+		if (err)
+			return err;
+		strcpy(t->origin, name);
+		if ((err = confine(c, t, name, &t->path, &t->path_cap)))
+			return err;
+		t->blk = NULL;
+		t->blk_len = 0;
+		t->blk_off = 0;
+		t->eof = false;
+		return fill_entry(c, t, e);
+	}
+}
+
+/* The next data block of the current file (holes lie between blocks). */
+static int next_block(struct mk_ctx *c, struct tar_source *t)
+{
+	const void *b;
+	size_t len;
+	la_int64_t off;
+	int r = archive_read_data_block(t->a, &b, &len, &off);
+	if (r == ARCHIVE_EOF) {
+		t->eof = true;
+		t->blk = NULL;
+		t->blk_len = 0;
+		return 0;
+	}
+	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+		return fail_archive(c, t, "file");
+	t->blk = b;
+	t->blk_len = len;
+	t->blk_off = off;
+	return 0;
+}
+
+static int tar_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *buf, size_t len)
+{
+	struct tar_source *t = (struct tar_source *)s;
+	uint8_t *p = buf;
+	while (len) {
+		if (!t->eof && (!t->blk || (uint64_t)t->blk_off + t->blk_len <= off)) {
+			int err = next_block(c, t);
+			if (err)
+				return err;
+			continue;
+		}
+		if (t->eof || (uint64_t)t->blk_off > off) {
+			/* a hole up to the next block (or the end) reads as zeros */
+			uint64_t upto = t->eof ? off + len : (uint64_t)t->blk_off;
+			size_t n = upto - off < len ? (size_t)(upto - off) : len;
+			if (t->eof && archive_entry_size(t->ae) >= 0 &&
+			    off + len > (uint64_t)archive_entry_size(t->ae))
+				return mk_fail(c, SQK_ECORRUPT, "tar '%s': '%s' at offset %lld: data "
+					       "ends early", t->name, t->origin,
+					       (long long)t->header_at);
+			memset(p, 0, n);
+			p += n;
+			off += n;
+			len -= n;
+			continue;
+		}
+		size_t at = (size_t)(off - (uint64_t)t->blk_off);
+		size_t n = t->blk_len - at < len ? t->blk_len - at : len;
+		memcpy(p, t->blk + at, n);
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int tar_data_at(struct mk_source *s, struct mk_ctx *c, uint64_t off, uint64_t *data)
+{
+	struct tar_source *t = (struct tar_source *)s;
+	while (!t->eof && (!t->blk || (uint64_t)t->blk_off + t->blk_len <= off)) {
+		int err = next_block(c, t);
+		if (err)
+			return err;
+	}
+	if (t->eof)
+		*data = UINT64_MAX;
+	else
+		*data = (uint64_t)t->blk_off > off ? (uint64_t)t->blk_off : off;
+	return 0;
+}
+
+/* The whole entry must have been there (a truncated archive fails here, not silently). */
+static int tar_end_file(struct mk_source *s, struct mk_ctx *c)
+{
+	struct tar_source *t = (struct tar_source *)s;
+	while (!t->eof) {
+		int err = next_block(c, t);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void tar_destroy(struct mk_source *s)
+{
+	struct tar_source *t = (struct tar_source *)s;
+	if (t->a)
+		archive_read_free(t->a);
+	free(t->path);
+	free(t->link);
+	free(t->origin);
+	free(t->kv);
+	free(t);
+}
+
+static const struct mk_source_ops tar_ops = {
+	.rereadable = false,
+	.next = tar_next,
+	.read = tar_read,
+	.data_at = tar_data_at,
+	.end_file = tar_end_file,
+	.destroy = tar_destroy,
+};
+
+int mk_source_tar_create(struct mk_ctx *c, const char *path, struct mk_source **out)
+{
+	*out = NULL;
+	struct tar_source *t = calloc(1, sizeof(*t));
+	if (!t)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	t->base.ops = &tar_ops;
+	bool stdin_ = !path || !strcmp(path, "-");
+	t->name = stdin_ ? "(standard input)" : path;
+	/* Pax names are UTF-8: with a UTF-8 locale libarchive gives their bytes unchanged (in the C
+	 * locale it would try to convert them to ASCII). SquashFS names are bytes, so is the image. */
+	const char *ct = setlocale(LC_CTYPE, NULL);
+	if (!ct || !strcmp(ct, "C") || !strcmp(ct, "POSIX"))
+		setlocale(LC_CTYPE, "C.UTF-8");
+	t->a = archive_read_new();
+	if (!t->a) {
+		tar_destroy(&t->base);
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	}
+	archive_read_support_filter_all(t->a);
+	archive_read_support_format_tar(t->a);
+	archive_read_support_format_gnutar(t->a);
+	archive_read_set_format_option(t->a, "tar", "read_concatenated_archives", "1");
+	if (archive_read_open_filename(t->a, stdin_ ? NULL : path, 1u << 16) != ARCHIVE_OK) {
+		int err = mk_fail(c, SQK_EIO, "cannot read tar '%s': %s", t->name,
+				  archive_error_string(t->a));
+		tar_destroy(&t->base);
+		return err;
+	}
+	*out = &t->base;
+	return 0;
+}

@@ -1,0 +1,134 @@
+/* The tail store: file tails (and whole small files) wait here from the read pass until they are
+ * packed into fragment blocks at the end. The first bytes stay in memory; past the budget they
+ * go to an unnamed temporary file (O_TMPFILE in $TMPDIR, else /tmp), so memory stays bounded
+ * whatever the number of files. Nothing is ever read from the source twice. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "mk.h"
+
+struct mk_tails {
+	uint8_t *mem;
+	size_t used, cap, budget;
+	int fd;               /* spill file, -1 until needed */
+	uint64_t spilled;     /* bytes in it */
+	char dir[4096];
+};
+
+int mk_tails_create(struct mk_ctx *c, struct mk_tails **out)
+{
+	struct mk_tails *t = calloc(1, sizeof(*t));
+	if (!t)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	t->fd = -1;
+	t->budget = c->opt->tail_mem;
+	const char *dir = getenv("TMPDIR");
+	snprintf(t->dir, sizeof(t->dir), "%s", dir && *dir ? dir : "/tmp");
+	*out = t;
+	return 0;
+}
+
+void mk_tails_destroy(struct mk_tails *t)
+{
+	if (!t)
+		return;
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->mem);
+	free(t);
+}
+
+static int open_spill(struct mk_ctx *c, struct mk_tails *t)
+{
+	t->fd = open(t->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (t->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		char name[4200];
+		snprintf(name, sizeof(name), "%s/.sqk-tails-XXXXXX", t->dir);
+		t->fd = mkostemp(name, O_CLOEXEC);
+		if (t->fd >= 0)
+			unlink(name);
+	}
+	if (t->fd < 0)
+		return mk_fail(c, sqk_from_errno(errno),
+			       "cannot create a temporary file in '%s' for file tails: %s", t->dir,
+			       strerror(errno));
+	return 0;
+}
+
+static int spill(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len)
+{
+	if (t->fd < 0) {
+		int err = open_spill(c, t);
+		if (err)
+			return err;
+	}
+	const uint8_t *p = data;
+	uint64_t off = t->spilled;
+	while (len) {
+		ssize_t w = pwrite(t->fd, p, len, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return mk_fail(c, w < 0 ? sqk_from_errno(errno) : SQK_EIO,
+				       "cannot write the file tails to a temporary file in '%s': %s",
+				       t->dir, w < 0 ? strerror(errno) : "no space");
+		p += w;
+		off += (uint64_t)w;
+		len -= (size_t)w;
+	}
+	t->spilled = off;
+	return 0;
+}
+
+int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len,
+		 uint64_t *ref)
+{
+	if (t->fd < 0 && t->used + len <= t->budget) {
+		if (t->used + len > t->cap) {
+			size_t ncap = t->cap ? t->cap : 1u << 16;
+			while (ncap < t->used + len)
+				ncap *= 2;
+			if (ncap > t->budget)
+				ncap = t->budget;
+			uint8_t *nm = realloc(t->mem, ncap);
+			if (!nm)
+				return mk_fail(c, SQK_ENOMEM, "out of memory");
+			t->mem = nm;
+			t->cap = ncap;
+		}
+		memcpy(t->mem + t->used, data, len);
+		*ref = t->used;
+		t->used += len;
+		return 0;
+	}
+	*ref = (uint64_t)t->budget + t->spilled;
+	return spill(c, t, data, len);
+}
+
+int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, size_t len)
+{
+	if (ref < t->budget) {
+		memcpy(buf, t->mem + ref, len);
+		return 0;
+	}
+	uint8_t *p = buf;
+	uint64_t off = ref - t->budget;
+	while (len) {
+		ssize_t r = pread(t->fd, p, len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return mk_fail(c, r < 0 ? sqk_from_errno(errno) : SQK_EIO,
+				       "cannot read the file tails back from the temporary file: %s",
+				       r < 0 ? strerror(errno) : "short file");
+		p += r;
+		off += (uint64_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}

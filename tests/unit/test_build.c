@@ -1,0 +1,418 @@
+/* Check suite for the builder as a library: mk_build() over a synthetic source (entries and
+ * content made up in memory, no filesystem tree, no root) into a memory I/O object, read back
+ * through libsqk. Covers implied and re-listed directories, owners and devices without root,
+ * hard links by path, a replaced entry, xattrs, duplicates found in the single read pass (every
+ * byte of every file read exactly once, in order), write and sync faults on the output, and a
+ * source failing mid-file. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "common/io.h"
+#include "mkimage/mk.h"
+#include "mkimage/options.h"
+#include "mkimage/source.h"
+#include "reader/sqk.h"
+#include "testutil.h"
+
+#define BS 4096u
+
+/* One entry of the synthetic source; content byte i of a file is a function of (seed, i). */
+struct spec {
+	const char *path;
+	mode_t mode;
+	uint64_t size;
+	uint32_t seed;
+	const char *target;  /* symlinks */
+	const char *link;    /* hard links */
+	uint32_t uid, gid, maj, min;
+	const char *xname, *xval;
+};
+
+struct synth {
+	struct mk_source base;
+	const struct spec *v;
+	size_t n, next;
+	uint64_t *read_bytes;    /* per entry: bytes handed to the builder */
+	uint64_t *read_end;      /* per entry: end of the last read (offsets must grow) */
+	bool backwards;          /* a read went back */
+	size_t fail_at;          /* entry whose read fails (SIZE_MAX: none) */
+	struct mk_xattr_kv kv;
+};
+
+static uint8_t content_byte(uint32_t seed, uint64_t i)
+{
+	uint64_t x = (i / 64) * 0x9E3779B97F4A7C15ull + seed * 0xC2B2AE3D27D4EB4Full;
+	x ^= x >> 29;
+	/* compressible but not trivially: text-like bytes that change every 64 */
+	return (uint8_t)('a' + (x + i % 7) % 26);
+}
+
+static int synth_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
+{
+	struct synth *y = (struct synth *)s;
+	if (y->next == y->n)
+		return 1;
+	const struct spec *p = &y->v[y->next++];
+	memset(e, 0, sizeof(*e));
+	e->path = p->path;
+	e->origin = p->path;
+	e->mode = p->mode;
+	e->uid = p->uid;
+	e->gid = p->gid;
+	e->mtime = 1000000 + (int64_t)y->next;
+	e->size = p->size;
+	e->target = p->target;
+	e->link = p->link;
+	e->dev_major = p->maj;
+	e->dev_minor = p->min;
+	if (p->xname) {
+		y->kv = (struct mk_xattr_kv){ .name = p->xname, .value = p->xval,
+					      .size = strlen(p->xval) };
+		e->xattrs = &y->kv;
+		e->nxattrs = 1;
+	}
+	return 0;
+}
+
+static int synth_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *buf, size_t len)
+{
+	struct synth *y = (struct synth *)s;
+	size_t k = y->next - 1;
+	const struct spec *p = &y->v[k];
+	if (k == y->fail_at && off > 0)
+		return mk_fail(c, SQK_EIO, "cannot read '%s' at offset %llu: injected", p->path,
+			       (unsigned long long)off);
+	if (off < y->read_end[k])
+		y->backwards = true;
+	ck_assert_uint_le(off + len, p->size);
+	uint8_t *b = buf;
+	for (size_t i = 0; i < len; i++)
+		b[i] = content_byte(p->seed, off + i);
+	y->read_bytes[k] += len;
+	y->read_end[k] = off + len;
+	return 0;
+}
+
+static void synth_destroy(struct mk_source *s)
+{
+	struct synth *y = (struct synth *)s;
+	free(y->read_bytes);
+	free(y->read_end);
+}
+
+static const struct mk_source_ops synth_ops = {
+	.next = synth_next, .read = synth_read, .destroy = synth_destroy,
+};
+
+static void synth_init(struct synth *y, const struct spec *v, size_t n)
+{
+	memset(y, 0, sizeof(*y));
+	y->base.ops = &synth_ops;
+	y->v = v;
+	y->n = n;
+	y->fail_at = SIZE_MAX;
+	y->read_bytes = calloc(n, sizeof(*y->read_bytes));
+	y->read_end = calloc(n, sizeof(*y->read_end));
+}
+
+static char *argv_store[16];
+
+/* Frees what synth_init allocated. */
+static void synth_free(struct synth *y)
+{
+	y->base.ops->destroy(&y->base);
+}
+
+/* Builds y into *mem with extra options (NULL-terminated); returns the error, message in msg. */
+static int build(struct synth *y, const char *const *extra, struct sqk_io **mem,
+		 struct sqk_io *fault_over, struct mk_stats *st, char *msg)
+{
+	struct mk_options o;
+	struct mk_ctx c;
+	int argc = 0;
+	argv_store[argc++] = "mkimage";
+	argv_store[argc++] = "-q";
+	argv_store[argc++] = "-b";
+	argv_store[argc++] = "4K";
+	for (size_t i = 0; extra && extra[i]; i++)
+		argv_store[argc++] = (char *)extra[i];
+	argv_store[argc++] = "src";
+	argv_store[argc++] = "/nonexistent/img";
+	argv_store[argc] = NULL;
+	ck_assert_int_eq(mk_options_parse(argc, argv_store, &o), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	if (!fault_over)
+		ck_assert_int_eq(sqk_io_mem_create(NULL, 0, mem), 0);
+	c.out = fault_over ? fault_over : *mem;
+	struct sqk_super sb = { 0 };
+	int err = mk_build(&c, &y->base, &sb);
+	if (msg)
+		snprintf(msg, 1024, "%s", c.errmsg);
+	if (st) {
+		*st = c.st;
+	}
+	c.out = NULL;
+	mk_ctx_free(&c);
+	mk_options_free(&o);
+	return err;
+}
+
+static struct sqk_image *open_mem(struct sqk_io *mem)
+{
+	struct sqk_image *img;
+	ck_assert_int_eq(sqk_image_open_io(mem, NULL, &img), 0);
+	return img;
+}
+
+static void assert_content(struct sqk_image *img, const char *path, uint64_t size, uint32_t seed)
+{
+	struct sqk_inode ino;
+	ck_assert_msg(sqk_lookup_path(img, path, &ino) == 0, "%s missing", path);
+	ck_assert_uint_eq(ino.size, size);
+	uint8_t *buf = malloc(size + 1);
+	ck_assert_int_eq(sqk_read(img, &ino, buf, size + 1, 0), (ssize_t)size);
+	for (uint64_t i = 0; i < size; i++)
+		if (buf[i] != content_byte(seed, i))
+			ck_abort_msg("%s: byte %llu differs", path, (unsigned long long)i);
+	free(buf);
+}
+
+#define REG (S_IFREG | 0644)
+#define DIR_ (S_IFDIR | 0755)
+
+/* A tree an archive could give: parents implied, a directory listed after its children, owners
+ * that need root to create, devices, a hard link by path, a replaced file, and duplicates. */
+static const struct spec tree_spec[] = {
+	{ .path = "", .mode = S_IFDIR | 0711, .uid = 7, .gid = 8 },
+	{ .path = "a/b/deep.txt", .mode = REG, .size = 100, .seed = 1, .uid = 1234, .gid = 99 },
+	{ .path = "a", .mode = S_IFDIR | 0700, .uid = 5, .gid = 6 },
+	{ .path = "big1", .mode = REG, .size = 3 * BS + 100, .seed = 2 },
+	{ .path = "big2", .mode = REG, .size = 3 * BS + 100, .seed = 2 },        /* dup of big1 */
+	{ .path = "big3", .mode = REG, .size = 3 * BS + 100, .seed = 3 },        /* same size, new */
+	{ .path = "small1", .mode = REG, .size = 50, .seed = 4 },
+	{ .path = "small2", .mode = REG, .size = 50, .seed = 4 },                /* dup of small1 */
+	{ .path = "exact", .mode = REG, .size = 2 * BS, .seed = 5 },
+	{ .path = "empty", .mode = REG, .size = 0 },
+	{ .path = "hard", .mode = REG, .link = "small1" },
+	{ .path = "dev/null", .mode = S_IFCHR | 0666, .maj = 1, .min = 3 },
+	{ .path = "dev/sda", .mode = S_IFBLK | 0660, .maj = 8, .min = 0, .gid = 6 },
+	{ .path = "fifo", .mode = S_IFIFO | 0600 },
+	{ .path = "ln", .mode = S_IFLNK | 0777, .target = "big1" },
+	{ .path = "x", .mode = REG, .size = 10, .seed = 6, .xname = "user.k", .xval = "v1" },
+	{ .path = "replaced", .mode = REG, .size = 5000, .seed = 7 },
+	{ .path = "replaced", .mode = REG, .size = 6000, .seed = 8 },
+};
+#define NSPEC (sizeof(tree_spec) / sizeof(tree_spec[0]))
+
+START_TEST(test_synthetic_tree)
+{
+	struct synth y;
+	struct sqk_io *mem;
+	struct mk_stats st;
+	char msg[1024];
+	synth_init(&y, tree_spec, NSPEC);
+	int err = build(&y, NULL, &mem, NULL, &st, msg);
+	ck_assert_msg(err == 0, "%s", msg);
+	struct sqk_image *img = open_mem(mem);
+	struct sqk_inode ino, ino2;
+
+	ck_assert_int_eq(sqk_image_root(img, &ino), 0);
+	ck_assert_uint_eq(ino.mode, S_IFDIR | 0711);
+	ck_assert_uint_eq(ino.uid, 7);
+	ck_assert_int_eq(sqk_lookup_path(img, "a", &ino), 0);          /* listed after its child */
+	ck_assert_uint_eq(ino.mode, S_IFDIR | 0700);
+	ck_assert_uint_eq(ino.uid, 5);
+	ck_assert_int_eq(sqk_lookup_path(img, "a/b", &ino), 0);        /* never listed */
+	ck_assert_uint_eq(ino.mode, S_IFDIR | 0755);
+	ck_assert_uint_eq(ino.uid, 0);
+	ck_assert_int_eq(ino.mtime, 0);
+	assert_content(img, "a/b/deep.txt", 100, 1);
+	ck_assert_int_eq(sqk_lookup_path(img, "a/b/deep.txt", &ino), 0);
+	ck_assert_uint_eq(ino.uid, 1234);
+	ck_assert_uint_eq(ino.gid, 99);
+	assert_content(img, "big1", 3 * BS + 100, 2);
+	assert_content(img, "big2", 3 * BS + 100, 2);
+	assert_content(img, "big3", 3 * BS + 100, 3);
+	assert_content(img, "small2", 50, 4);
+	assert_content(img, "exact", 2 * BS, 5);
+	assert_content(img, "empty", 0, 0);
+	assert_content(img, "replaced", 6000, 8);
+	ck_assert_int_eq(sqk_lookup_path(img, "big1", &ino), 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "big2", &ino2), 0);
+	ck_assert_uint_eq(ino.blocks_start, ino2.blocks_start);          /* one copy */
+	ck_assert_int_eq(sqk_lookup_path(img, "big3", &ino2), 0);
+	ck_assert_uint_ne(ino.blocks_start, ino2.blocks_start);
+	ck_assert_int_eq(sqk_lookup_path(img, "small1", &ino), 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "small2", &ino2), 0);
+	ck_assert_uint_eq(ino.frag_index, ino2.frag_index);
+	ck_assert_uint_eq(ino.frag_offset, ino2.frag_offset);
+	ck_assert_int_eq(sqk_lookup_path(img, "hard", &ino2), 0);
+	ck_assert_uint_eq(ino.ino, ino2.ino);
+	ck_assert_uint_eq(ino.nlink, 2);
+	ck_assert_int_eq(sqk_lookup_path(img, "dev/null", &ino), 0);
+	ck_assert_uint_eq(ino.mode, S_IFCHR | 0666);
+	ck_assert_uint_eq(ino.rdev, sqk_rdev_encode(1, 3));
+	ck_assert_int_eq(sqk_lookup_path(img, "dev/sda", &ino), 0);
+	ck_assert_uint_eq(ino.mode, S_IFBLK | 0660);
+	ck_assert_int_eq(sqk_lookup_path(img, "fifo", &ino), 0);
+	ck_assert_uint_eq(ino.mode, S_IFIFO | 0600);
+	char tgt[64];
+	size_t tl;
+	ck_assert_int_eq(sqk_lookup_path(img, "ln", &ino), 0);
+	ck_assert_int_eq(sqk_readlink(img, &ino, tgt, sizeof(tgt), &tl), 0);
+	ck_assert_mem_eq(tgt, "big1", 4);
+	ck_assert_int_eq(sqk_lookup_path(img, "x", &ino), 0);
+	char val[16];
+	size_t vl;
+	ck_assert_int_eq(sqk_xattr_get(img, &ino, "user.k", val, sizeof(val), &vl), 0);
+	ck_assert_uint_eq(vl, 2);
+	ck_assert_mem_eq(val, "v1", 2);
+	ck_assert_uint_eq(st.dup_files, 2);
+
+	/* The single pass: every byte of every file read exactly once, offsets only growing. */
+	ck_assert(!y.backwards);
+	for (size_t i = 0; i < NSPEC; i++)
+		if (S_ISREG(tree_spec[i].mode) && !tree_spec[i].link)
+			ck_assert_msg(y.read_bytes[i] == tree_spec[i].size, "%s read %llu of %llu",
+				      tree_spec[i].path, (unsigned long long)y.read_bytes[i],
+				      (unsigned long long)tree_spec[i].size);
+	sqk_image_close(img);
+	sqk_io_destroy(mem);
+	synth_free(&y);
+}
+END_TEST
+
+/* Same content twice, dedup on and off: the duplicate costs nothing with it. */
+START_TEST(test_dedup_saves)
+{
+	static const struct spec v[] = {
+		{ .path = "", .mode = DIR_ },
+		{ .path = "one", .mode = REG, .size = 40 * BS + 7, .seed = 9 },
+		{ .path = "two", .mode = REG, .size = 40 * BS + 7, .seed = 9 },
+	};
+	struct synth y;
+	struct sqk_io *m1, *m2;
+	size_t l1, l2;
+	static const char *const nodedup[] = { "--no-dedup", NULL };
+	synth_init(&y, v, 3);
+	ck_assert_int_eq(build(&y, NULL, &m1, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(y.read_bytes[2], v[2].size); /* read once even though it was held */
+	synth_free(&y);
+	synth_init(&y, v, 3);
+	ck_assert_int_eq(build(&y, nodedup, &m2, NULL, NULL, NULL), 0);
+	synth_free(&y);
+	sqk_io_mem_data(m1, &l1);
+	sqk_io_mem_data(m2, &l2);
+	ck_assert_uint_lt(l1 + 20 * BS / 10, l2); /* the second copy's blocks are not stored */
+	struct sqk_image *img = open_mem(m1);
+	assert_content(img, "two", 40 * BS + 7, 9);
+	sqk_image_close(img);
+	sqk_io_destroy(m1);
+	sqk_io_destroy(m2);
+}
+END_TEST
+
+/* The output fails at each write in turn (and at the sync): always an error naming the offset,
+ * never a crash or a hang. */
+START_TEST(test_output_faults)
+{
+	struct synth y;
+	struct sqk_io *mem, *fault;
+	char msg[1024];
+	unsigned calls;
+	synth_init(&y, tree_spec, NSPEC);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	ck_assert_int_eq(sqk_io_fault_create(mem, &fault), 0);
+	ck_assert_int_eq(build(&y, NULL, &mem, fault, NULL, msg), 0);
+	calls = sqk_io_fault_calls(fault, SQK_FAULT_WRITE);
+	sqk_io_destroy(fault);
+	synth_free(&y);
+	ck_assert_uint_gt(calls, 10);
+	for (unsigned k = 0; k <= calls; k++) {
+		enum sqk_io_fault_op op = k == calls ? SQK_FAULT_SYNC : SQK_FAULT_WRITE;
+		synth_init(&y, tree_spec, NSPEC);
+		ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+		ck_assert_int_eq(sqk_io_fault_create(mem, &fault), 0);
+		sqk_io_fault_arm(fault, op, k == calls ? 0 : k, SQK_ENOSPC);
+		int err = build(&y, NULL, &mem, fault, NULL, msg);
+		ck_assert_msg(err != 0, "write %u: no error", k);
+		if (op == SQK_FAULT_WRITE)
+			ck_assert_msg(strstr(msg, "offset") || strstr(msg, "superblock"),
+				      "write %u: '%s'", k, msg);
+		sqk_io_destroy(fault);
+		synth_free(&y);
+	}
+}
+END_TEST
+
+/* A source that fails in the middle of a file: the build stops with its message. */
+START_TEST(test_source_failure)
+{
+	struct synth y;
+	struct sqk_io *mem;
+	char msg[1024];
+	synth_init(&y, tree_spec, NSPEC);
+	y.fail_at = 5; /* big3, after its first block */
+	ck_assert_int_ne(build(&y, NULL, &mem, NULL, NULL, msg), 0);
+	ck_assert_msg(strstr(msg, "big3") && strstr(msg, "injected"), "%s", msg);
+	sqk_io_destroy(mem);
+	synth_free(&y);
+}
+END_TEST
+
+/* Bad entries are refused with the entry named. */
+START_TEST(test_bad_entries)
+{
+	static const struct spec under_file[] = {
+		{ .path = "f", .mode = REG, .size = 1, .seed = 1 },
+		{ .path = "f/g", .mode = REG, .size = 1, .seed = 1 },
+	};
+	static const struct spec bad_link[] = {
+		{ .path = "h", .mode = REG, .link = "nosuch" },
+	};
+	static const struct spec big_dev[] = {
+		{ .path = "d", .mode = S_IFCHR | 0600, .maj = 5000, .min = 1 },
+	};
+	const struct { const struct spec *v; size_t n; const char *want; } cases[] = {
+		{ under_file, 2, "not a directory" },
+		{ bad_link, 1, "nosuch" },
+		{ big_dev, 1, "not storable" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth y;
+		struct sqk_io *mem;
+		char msg[1024];
+		synth_init(&y, cases[i].v, cases[i].n);
+		ck_assert_int_ne(build(&y, NULL, &mem, NULL, NULL, msg), 0);
+		ck_assert_msg(strstr(msg, cases[i].want), "case %zu: '%s'", i, msg);
+		sqk_io_destroy(mem);
+		synth_free(&y);
+	}
+}
+END_TEST
+
+static Suite *build_suite(void)
+{
+	Suite *s = suite_create("build");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_synthetic_tree);
+	tcase_add_test(tc, test_dedup_saves);
+	tcase_add_test(tc, test_output_faults);
+	tcase_add_test(tc, test_source_failure);
+	tcase_add_test(tc, test_bad_entries);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(build_suite());
+}
