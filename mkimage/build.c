@@ -142,7 +142,7 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 }
 
 /* Reads every entry of src: each into the tree, each file's content right after its entry. */
-static int take_source(struct mk_ctx *c, struct mk_source *src)
+static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_pseudo *ps)
 {
 	struct mk_entry e;
 	int err = mk_tree_start(c);
@@ -159,6 +159,8 @@ static int take_source(struct mk_ctx *c, struct mk_source *src)
 		if (!err && mk_cancelled(c))
 			err = mk_fail(c, SQK_EINTR, "interrupted");
 	}
+	if (!err)
+		err = mk_pseudo_apply(c, ps);
 	if (err) {
 		mk_data_abort(c);
 		return err;
@@ -178,9 +180,13 @@ int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
 			return mk_fail(c, err, "cannot set up the integrity writer: %s",
 				       sqk_strerror(err));
 	}
-	err = write_head(c, &comp_opts);
+	struct mk_pseudo *ps = NULL;
+	err = mk_pseudo_load(c, &ps);
 	if (!err)
-		err = take_source(c, src);
+		err = write_head(c, &comp_opts);
+	if (!err)
+		err = take_source(c, src, ps);
+	mk_pseudo_free(ps);
 	if (!err && mk_cancelled(c))
 		err = mk_fail(c, SQK_EINTR, "interrupted");
 	if (!err)

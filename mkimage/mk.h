@@ -136,6 +136,19 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **dat
 /* Sorts directories, sets the synthetic root's time, numbers inodes. */
 int mk_tree_finish(struct mk_ctx *c);
 void mk_tree_free(struct mk_ctx *c);
+/* The node at path (relative, "" = root; the canonical node of a hard link), or NULL. */
+struct mk_node *mk_tree_find(struct mk_ctx *c, const char *path);
+/* Sets permission bits, owner and (mtime >= 0) mtime of n, as --pseudo's m does. */
+int mk_tree_set_attrs(struct mk_ctx *c, struct mk_node *n, uint32_t perm, uint32_t uid,
+		      uint32_t gid, int64_t mtime);
+
+/* pseudo.c: --pseudo / --pseudo-def definitions, parsed before the source is read (errors name
+ * FILE:LINE) and applied after it. */
+struct mk_pseudo;
+int mk_pseudo_load(struct mk_ctx *c, struct mk_pseudo **out);
+int mk_pseudo_apply(struct mk_ctx *c, const struct mk_pseudo *p);
+void mk_pseudo_free(struct mk_pseudo *p);
+
 /* Writes n's path in the image ("/a/b") into buf, shortened when it does not fit. */
 void mk_node_path(const struct mk_node *n, char *buf, size_t cap);
 

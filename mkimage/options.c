@@ -43,6 +43,10 @@ static void usage(FILE *f)
 		"      --default-uid N     their owner (default 0)\n"
 		"      --default-gid N     their group (default 0)\n"
 		"      --default-mtime T   their mtime (default 0, or --mtime / SOURCE_DATE_EPOCH)\n"
+		"      --pseudo FILE       pseudo definitions (mksquashfs style) applied after the source:\n"
+		"                          PATH d|m MODE UID GID, PATH c|b MODE UID GID MAJ MIN,\n"
+		"                          PATH s MODE UID GID TARGET, PATH i MODE UID GID f|s, PATH l TO\n"
+		"      --pseudo-def DEF    one definition; both repeatable, applied in order\n"
 		"      --mem SIZE          memory for data waiting until the end (default 32M); the rest\n"
 		"                          waits in an unnamed temporary file in $TMPDIR\n"
 		"  -q, --quiet             no progress bar, no summary\n"
@@ -61,6 +65,18 @@ static int parse_block_size(const char *s, uint32_t *out)
 	if (sqk_parse_size(s, 1048576, &v) || v < 4096 || (v & (v - 1)))
 		return -1;
 	*out = (uint32_t)v;
+	return 0;
+}
+
+static int add_pseudo(struct mk_options *o, bool file, const char *arg)
+{
+	struct mk_pseudo_arg *n = realloc(o->pseudo, sizeof(*n) * (size_t)(o->npseudo + 1));
+	if (!n) {
+		fprintf(stderr, "sqk mkimage: out of memory\n");
+		return -1;
+	}
+	o->pseudo = n;
+	o->pseudo[o->npseudo++] = (struct mk_pseudo_arg){ .file = file, .arg = arg };
 	return 0;
 }
 
@@ -114,7 +130,8 @@ static void set_defaults(struct mk_options *o)
 
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
        OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK,
-       OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM };
+       OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
+       OPT_PSEUDO, OPT_PSEUDODEF };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -140,6 +157,8 @@ static const struct option long_opts[] = {
 	{ "default-gid", required_argument, NULL, OPT_DGID },
 	{ "default-mtime", required_argument, NULL, OPT_DMTIME },
 	{ "mem", required_argument, NULL, OPT_MEM },
+	{ "pseudo", required_argument, NULL, OPT_PSEUDO },
+	{ "pseudo-def", required_argument, NULL, OPT_PSEUDODEF },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -224,6 +243,9 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 		o->set_mtime = (int64_t)v;
 		return 0;
 	case OPT_TAR: o->tar = true; return 0;
+	case OPT_PSEUDO:
+	case OPT_PSEUDODEF:
+		return add_pseudo(o, c == OPT_PSEUDO, optarg);
 	case OPT_DMODE:
 		if (parse_mode(optarg, &o->default_mode))
 			return opt_error("--default-mode", optarg, "need an octal mode 0..07777");
@@ -327,4 +349,7 @@ void mk_options_free(struct mk_options *o)
 {
 	free(o->excludes);
 	o->excludes = NULL;
+	free(o->pseudo);
+	o->pseudo = NULL;
+	o->npseudo = 0;
 }

@@ -7,6 +7,12 @@
 
 #include "common/compressor.h"
 
+/* One --pseudo FILE or --pseudo-def DEF, in command-line order. */
+struct mk_pseudo_arg {
+	bool file;
+	const char *arg;     /* borrowed from argv */
+};
+
 struct mk_options {
 	char **sources;      /* borrowed from argv */
 	int nsources;
@@ -36,7 +42,9 @@ struct mk_options {
 	uint32_t default_uid, default_gid;
 	int64_t default_mtime;
 	uint64_t mem;        /* --mem: memory budget for what waits until the end */
-	size_t tail_mem;     /* of which file tails (the rest waits in a temporary file) */
+	size_t tail_mem;
+	struct mk_pseudo_arg *pseudo; /* owned array */
+	int npseudo;     /* of which file tails (the rest waits in a temporary file) */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o. Returns 0, 1 when help was printed, or -1 after

@@ -286,6 +286,22 @@ static struct mk_node *find_path(struct mk_ctx *c, const char *path)
 	return d;
 }
 
+struct mk_node *mk_tree_find(struct mk_ctx *c, const char *path)
+{
+	struct mk_node *n = find_path(c, path);
+	return n && n->link ? n->link : n;
+}
+
+int mk_tree_set_attrs(struct mk_ctx *c, struct mk_node *n, uint32_t perm, uint32_t uid,
+		      uint32_t gid, int64_t mtime)
+{
+	n->mode = (n->mode & S_IFMT) | (perm & 07777);
+	n->implied = false;
+	if (mtime >= 0)
+		n->mtime = clamp_time(c->opt, mtime);
+	return set_owner(c, n, uid, gid);
+}
+
 /* Fills n's attributes from e (the canonical node of its inode). */
 static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry *e)
 {
