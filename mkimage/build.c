@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "mk.h"
+#include "reuse.h"
 #include "source.h"
 
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
@@ -182,6 +183,8 @@ int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
 	}
 	struct mk_pseudo *ps = NULL;
 	err = mk_pseudo_load(c, &ps);
+	if (!err && c->opt->reuse && !c->reuse)
+		err = mk_reuse_open(c, c->opt->reuse, &c->reuse);
 	if (!err)
 		err = write_head(c, &comp_opts);
 	if (!err)
@@ -219,6 +222,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	sqk_compressor_destroy(c->comp);
 	sqk_io_destroy(c->out);
 	sqk_integ_writer_destroy(c->integ);
+	mk_reuse_close(c->reuse);
 	free(c->frags);
 	pthread_mutex_destroy(&c->errmu);
 }

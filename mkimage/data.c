@@ -17,6 +17,7 @@
 #include "common/integrity.h"
 #include "mk.h"
 #include "pipeline.h"
+#include "reuse.h"
 #include "source.h"
 
 /* Raw bytes of one file the writer may hold back before its hash is known. A larger file whose
@@ -28,6 +29,7 @@ struct piece {
 	struct mk_node *n;
 	uint64_t ref;               /* where the tail is in the tail store */
 	uint32_t len;
+	uint32_t old_idx, old_off;  /* --reuse: the same bytes in an old fragment block, or NONE */
 	/* Similarity key: type class, logical directory, stem. */
 	const char *cls;
 	size_t cls_len;
@@ -146,6 +148,12 @@ static int submit_block(struct mk_ctx *c, struct mk_data *d, struct file_pass *f
 	j->file = fp->n->file;
 	j->block = k;
 	j->hold = fp->hold;
+	j->reuse_word = 0;
+	uint64_t opos;
+	uint32_t ow;
+	if (c->reuse && mk_reuse_block(c, c->reuse, k, len, &opos, &ow) &&
+	    !sqk_image_read_raw(c->reuse->img, opos, j->old, ow & SQK_BLOCK_SIZE_MASK))
+		j->reuse_word = ow;
 	mk_pipeline_submit(d->p);
 	c->st.bytes_in += len;
 	if (fp->hold && (fp->held += len) > MK_HOLD_MAX) {
@@ -219,6 +227,10 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, struct mk_node *n, uin
 	memset(pc, 0, sizeof(*pc));
 	pc->n = n;
 	pc->len = len;
+	pc->old_idx = SQK_NONE32;
+	if (c->reuse && !mk_reuse_tail(c, c->reuse, d->buf, len, n->file->size, &pc->old_idx,
+				       &pc->old_off))
+		pc->old_idx = SQK_NONE32;
 	int err = mk_tails_put(c, d->tails, d->buf, len, &pc->ref);
 	if (!err)
 		d->npieces++;
@@ -257,6 +269,8 @@ int mk_data_file(struct mk_ctx *c, struct mk_node *n, struct mk_source *src,
 	uint8_t digest[SQK_INTEG_DIGEST_SIZE];
 	struct file_pass fp = { .n = n, .e = e, .src = src };
 	int err = alloc_words(c, f, frag, e->origin);
+	if (!err && c->reuse)
+		err = mk_reuse_lookup(c, c->reuse, e->path);
 	if (err)
 		return err;
 	fp.hash = !c->opt->no_dedup && f->size > 0 && !f->maybe_sparse;
@@ -345,9 +359,9 @@ static uint64_t group_bytes(const struct piece *v, size_t n, size_t i)
 
 /* Assigns each piece its fragment block and offset. A group of near-identical files (foo.py and
  * its .pyc variants) that fits one block is not split across two: apart, each compresses alone. */
-static int plan_fragments(struct mk_ctx *c, struct piece *v, size_t n)
+static int plan_fragments(struct mk_ctx *c, struct piece *v, size_t n, uint32_t base)
 {
-	uint32_t bs = c->opt->block_size, fill = 0, idx = 0;
+	uint32_t bs = c->opt->block_size, fill = 0, idx = base;
 	for (size_t i = 0; i < n; i++) {
 		bool group_start = i == 0 || piece_group_cmp(&v[i - 1], &v[i]);
 		uint64_t need = group_start ? group_bytes(v, n, i) : v[i].len;
@@ -359,16 +373,16 @@ static int plan_fragments(struct mk_ctx *c, struct piece *v, size_t n)
 		v[i].n->file->frag_offset = fill;
 		fill += v[i].len;
 	}
-	c->nfrags = n ? idx + 1 : 0;
+	c->nfrags = n ? idx + 1 : base;
 	c->frags = calloc(c->nfrags ? c->nfrags : 1, sizeof(*c->frags));
 	return c->frags ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
 }
 
-static int write_fragments(struct mk_ctx *c, struct mk_data *d)
+static int write_fragments(struct mk_ctx *c, struct mk_data *d, size_t from)
 {
 	struct mk_job *j = NULL;
 	int err = 0;
-	for (size_t i = 0; i < d->npieces && !err; i++) {
+	for (size_t i = from; i < d->npieces && !err; i++) {
 		struct piece *pc = &d->pieces[i];
 		struct mk_file *f = pc->n->file;
 		if (!j || f->frag_index != j->frag_idx) {
@@ -459,15 +473,78 @@ void mk_data_abort(struct mk_ctx *c)
 	data_free(c);
 }
 
+/* --reuse: old fragment blocks that most of whose bytes live on are copied whole (numbered from
+ * 0 in the order their first piece came); their pieces point into them and leave the packing.
+ * Returns how many pieces (moved to the front of d->pieces) are placed that way. */
+static size_t keep_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t *kept)
+{
+	struct mk_reuse *r = c->reuse;
+	size_t k = 0;
+	*kept = 0;
+	if (!r)
+		return 0;
+	for (size_t i = 0; i < d->npieces; i++) {
+		struct piece *pc = &d->pieces[i];
+		if (pc->old_idx == SQK_NONE32)
+			continue;
+		struct mk_reuse_frag *fr = &r->frags[pc->old_idx];
+		if (fr->live * 2 < fr->end)
+			continue;
+		if (fr->new_idx == SQK_NONE32)
+			fr->new_idx = (*kept)++;
+		pc->n->file->frag_index = fr->new_idx;
+		pc->n->file->frag_offset = pc->old_off;
+		struct piece t = d->pieces[k];
+		d->pieces[k++] = *pc;
+		*pc = t;
+	}
+	return k;
+}
+
+/* Writes the old fragment blocks kept by keep_old_fragments, as they are. */
+static int copy_old_fragments(struct mk_ctx *c, struct mk_data *d)
+{
+	struct mk_reuse *r = c->reuse;
+	for (uint32_t i = 0; r && i < r->nfrags; i++) {
+		if (r->frags[i].new_idx == SQK_NONE32)
+			continue;
+		uint64_t start;
+		uint32_t word;
+		int err = sqk_fragment_entry(r->img, i, &start, &word);
+		struct mk_job *j = err ? NULL : mk_pipeline_acquire(d->p);
+		if (!err && !j)
+			return SQK_EIO;
+		uint32_t stored = word & SQK_BLOCK_SIZE_MASK;
+		if (!err && (stored == 0 || stored > c->opt->block_size))
+			err = SQK_ECORRUPT;
+		if (!err)
+			err = sqk_image_read_raw(r->img, start, j->in, stored);
+		if (err)
+			return mk_fail(c, err, "--reuse: cannot read fragment block %u of the old image: "
+				       "%s", i, sqk_strerror(err));
+		j->kind = MK_JOB_COPY;
+		j->frag_idx = r->frags[i].new_idx;
+		j->word = word;
+		j->in_len = stored;
+		mk_pipeline_submit(d->p);
+		r->frag_blocks++;
+	}
+	return 0;
+}
+
 int mk_data_finish(struct mk_ctx *c)
 {
 	struct mk_data *d = c->data;
-	for (size_t i = 0; i < d->npieces; i++)
+	uint32_t kept = 0;
+	size_t from = keep_old_fragments(c, d, &kept);
+	for (size_t i = from; i < d->npieces; i++)
 		piece_key(&d->pieces[i]);
-	qsort(d->pieces, d->npieces, sizeof(*d->pieces), piece_cmp);
-	int err = plan_fragments(c, d->pieces, d->npieces);
+	qsort(d->pieces + from, d->npieces - from, sizeof(*d->pieces), piece_cmp);
+	int err = plan_fragments(c, d->pieces + from, d->npieces - from, kept);
 	if (!err)
-		err = write_fragments(c, d);
+		err = copy_old_fragments(c, d);
+	if (!err)
+		err = write_fragments(c, d, from);
 	if (!err)
 		progress_show(c, &d->pr, d->p, true);
 	/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading side saw

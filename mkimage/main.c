@@ -17,6 +17,7 @@
 #include "common/sigwatch.h"
 #include "mk.h"
 #include "mkimage.h"
+#include "reuse.h"
 #include "source.h"
 
 /* Output file state: an O_TMPFILE fd, or a named temporary where O_TMPFILE is unsupported. */
@@ -143,6 +144,11 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 	printf("duplicates %llu files, %llu bytes\n", (unsigned long long)s->dup_files,
 	       (unsigned long long)s->dup_bytes);
 	printf("ids        %u; xattr sets %u\n", sb->id_count, mk_xattrs_count(c->xattrs));
+	if (c->opt->reuse)
+		printf("reused     %llu blocks (%.2f MiB) and %llu fragment blocks of %s\n",
+		       (unsigned long long)(c->reuse ? c->reuse->blocks : 0),
+		       c->reuse ? (double)c->reuse->bytes / 1048576.0 : 0.0,
+		       (unsigned long long)(c->reuse ? c->reuse->frag_blocks : 0), c->opt->reuse);
 	if (c->have_root) {
 		char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
 		sqk_integ_hex(c->root_hash, hex);

@@ -78,6 +78,7 @@ struct mk_xattrs;
 struct mk_ids;
 struct mk_pipeline;
 struct mk_tree;
+struct mk_reuse;
 struct mk_data;
 struct mk_source;
 struct mk_entry;
@@ -88,6 +89,7 @@ struct mk_ctx {
 	struct mk_node *root;
 	struct mk_tree *tree;       /* lookups while the tree is built (tree.c) */
 	struct mk_data *data;       /* the data stage while files are read (data.c) */
+	struct mk_reuse *reuse;     /* --reuse: the old image, or NULL (reuse.c) */
 	struct mk_node **nodes;     /* canonical nodes in tree (walk) order; owned array */
 	size_t nnodes, nodes_cap;
 	uint32_t inode_count;

@@ -47,6 +47,9 @@ static void usage(FILE *f)
 		"                          PATH d|m MODE UID GID, PATH c|b MODE UID GID MAJ MIN,\n"
 		"                          PATH s MODE UID GID TARGET, PATH i MODE UID GID f|s, PATH l TO\n"
 		"      --pseudo-def DEF    one definition; both repeatable, applied in order\n"
+		"      --reuse OLD         copy compressed blocks and fragment blocks of the image OLD\n"
+		"                          (same compressor and block size) where their content is the\n"
+		"                          same, instead of compressing again; each is compared first\n"
 		"      --mem SIZE          memory for data waiting until the end (default 32M); the rest\n"
 		"                          waits in an unnamed temporary file in $TMPDIR\n"
 		"  -q, --quiet             no progress bar, no summary\n"
@@ -131,7 +134,7 @@ static void set_defaults(struct mk_options *o)
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
        OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK,
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
-       OPT_PSEUDO, OPT_PSEUDODEF };
+       OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -159,6 +162,7 @@ static const struct option long_opts[] = {
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "pseudo", required_argument, NULL, OPT_PSEUDO },
 	{ "pseudo-def", required_argument, NULL, OPT_PSEUDODEF },
+	{ "reuse", required_argument, NULL, OPT_REUSE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -243,6 +247,7 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 		o->set_mtime = (int64_t)v;
 		return 0;
 	case OPT_TAR: o->tar = true; return 0;
+	case OPT_REUSE: o->reuse = optarg; return 0;
 	case OPT_PSEUDO:
 	case OPT_PSEUDODEF:
 		return add_pseudo(o, c == OPT_PSEUDO, optarg);

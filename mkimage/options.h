@@ -43,6 +43,7 @@ struct mk_options {
 	int64_t default_mtime;
 	uint64_t mem;        /* --mem: memory budget for what waits until the end */
 	size_t tail_mem;
+	const char *reuse;   /* --reuse OLD: an earlier image whose blocks may be copied */
 	struct mk_pseudo_arg *pseudo; /* owned array */
 	int npseudo;     /* of which file tails (the rest waits in a temporary file) */
 };

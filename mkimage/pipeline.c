@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/format.h"
+#include "reuse.h"
 
 enum { JOB_FREE, JOB_FILLING, JOB_READY, JOB_DONE };
 
@@ -75,13 +76,33 @@ static bool all_zero(const uint8_t *b, size_t len)
 	return memcmp(b, zero, len) == 0;
 }
 
+/* --reuse: whether the old stored block holds exactly this block's bytes (decompressed and
+ * compared); then out holds the old stored bytes. */
+static bool same_as_old(struct mk_pipeline *p, struct sqk_compressor *comp, struct mk_job *j)
+{
+	uint32_t stored = j->reuse_word & SQK_BLOCK_SIZE_MASK;
+	if (j->reuse_word & SQK_BLOCK_RAW)
+		return stored == j->in_len && !memcmp(j->old, j->in, j->in_len);
+	ssize_t r = sqk_decompress(comp, j->old, stored, j->out, p->c->opt->block_size);
+	if (r != (ssize_t)j->in_len || memcmp(j->out, j->in, j->in_len))
+		return false;
+	memcpy(j->out, j->old, stored);
+	return true;
+}
+
 /* Compresses one job; data blocks of zeros become sparse, blocks that don't shrink stay raw. */
 static int compress_job(struct mk_pipeline *p, struct sqk_compressor *comp, struct mk_job *j)
 {
-	if (j->kind == MK_JOB_VERDICT)
+	j->reused = false;
+	if (j->kind == MK_JOB_VERDICT || j->kind == MK_JOB_COPY)
 		return 0;
 	if (j->kind == MK_JOB_DATA && all_zero(j->in, j->in_len)) {
 		j->word = 0;
+		return 0;
+	}
+	if (j->kind == MK_JOB_DATA && j->reuse_word && same_as_old(p, comp, j)) {
+		j->word = j->reuse_word;
+		j->reused = true;
 		return 0;
 	}
 	ssize_t r = sqk_compress(comp, j->in, j->in_len, j->out, p->c->opt->block_size);
@@ -202,14 +223,18 @@ static int write_job(struct mk_pipeline *p, struct mk_job *j)
 	if (j->kind == MK_JOB_VERDICT)
 		return release(p, j);
 	uint32_t stored = j->word & SQK_BLOCK_SIZE_MASK;
-	const uint8_t *src = (j->word & SQK_BLOCK_RAW) ? j->in : j->out;
+	const uint8_t *src = (j->word & SQK_BLOCK_RAW) || j->kind == MK_JOB_COPY ? j->in : j->out;
+	if (j->reused) {
+		c->reuse->blocks++;
+		c->reuse->bytes += stored;
+	}
 	if (j->kind == MK_JOB_DATA && j->hold)
 		return hold_block(p, j, src, stored);
 	uint64_t at = c->pos;
 	int err = write_bytes(p, src, stored);
 	if (err)
 		return err;
-	if (j->kind == MK_JOB_FRAG) {
+	if (j->kind == MK_JOB_FRAG || j->kind == MK_JOB_COPY) {
 		c->frags[j->frag_idx] = (struct sqk_frag_entry){ .start = at, .size = j->word };
 		c->st.frag_blocks++;
 		return 0;
@@ -252,7 +277,8 @@ static int alloc_jobs(struct mk_pipeline *p, uint32_t bs)
 	for (unsigned i = 0; i < p->njobs; i++) {
 		p->jobs[i].in = malloc(bs);
 		p->jobs[i].out = malloc(bs);
-		if (!p->jobs[i].in || !p->jobs[i].out)
+		p->jobs[i].old = p->c->reuse ? malloc(bs) : NULL;
+		if (!p->jobs[i].in || !p->jobs[i].out || (p->c->reuse && !p->jobs[i].old))
 			return SQK_ENOMEM;
 	}
 	return 0;
@@ -263,6 +289,7 @@ static void free_pipeline(struct mk_pipeline *p)
 	for (unsigned i = 0; p->jobs && i < p->njobs; i++) {
 		free(p->jobs[i].in);
 		free(p->jobs[i].out);
+		free(p->jobs[i].old);
 	}
 	free(p->jobs);
 	free(p->workers);

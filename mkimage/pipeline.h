@@ -11,7 +11,8 @@
 
 /* DATA: one block of a file; FRAG: one fragment block; VERDICT: the writer writes (keep) or drops
  * the blocks of `file` it held back. */
-enum mk_job_kind { MK_JOB_DATA, MK_JOB_FRAG, MK_JOB_VERDICT };
+/* COPY: an old fragment block (--reuse) written as it is from in. */
+enum mk_job_kind { MK_JOB_DATA, MK_JOB_FRAG, MK_JOB_VERDICT, MK_JOB_COPY };
 
 struct mk_job {
 	uint8_t *in;          /* block_size bytes, filled by the main thread */
@@ -24,6 +25,9 @@ struct mk_job {
 	uint32_t frag_idx;    /* MK_JOB_FRAG */
 	bool hold;            /* MK_JOB_DATA: kept by the writer until the file's verdict */
 	bool keep;            /* MK_JOB_VERDICT */
+	uint8_t *old;         /* --reuse: the old stored block (block_size bytes; NULL without) */
+	uint32_t reuse_word;  /* MK_JOB_DATA: its size word; 0 = no old block to compare with */
+	bool reused;          /* set by the worker: the old block is this block, copied */
 	int state;
 };
 

@@ -234,6 +234,20 @@ SQK_API int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer 
 /* Copies the counters. */
 SQK_API void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);
 
+/* The stored form of data, for copying compressed blocks verbatim (sqk mkimage --reuse).
+ * sqk_file_blocks: the size words of file's blocks (without a tail kept in a fragment) into
+ * words[0..cap) (caller's), their number in *count (SQK_ETOOBIG when cap is too small; *count
+ * still set). The first block is at file->blocks_start, each next one after the previous one's
+ * stored bytes (word & SQK_BLOCK_SIZE_MASK; 0 = sparse, nothing stored). */
+SQK_API int sqk_file_blocks(struct sqk_image *img, const struct sqk_inode *file, uint32_t *words,
+			    uint32_t cap, uint32_t *count);
+/* Fragment table entry idx: block position and size word (SQK_EBOUNDS past the table). */
+SQK_API int sqk_fragment_entry(struct sqk_image *img, uint32_t idx, uint64_t *start,
+			       uint32_t *word);
+/* Reads len stored bytes at image position pos into buf (caller's): bounds-checked, verified
+ * when reads of img are verified. */
+SQK_API int sqk_image_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
+
 /* Walks every inode reachable from the root once, and the metadata block headers of the inode
  * and directory tables, filling the caller's *out (borrows img). A failure is logged naming the
  * path or the offset; *out is then partial. */

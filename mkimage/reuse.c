@@ -1,0 +1,133 @@
+/* --reuse OLD: compressed blocks of an earlier image copied verbatim instead of compressed again.
+ * A new file is matched with the old file at the same path; each of its full blocks is compared,
+ * by a worker, with the old block decompressed (a reused block is never trusted from sizes or
+ * times, only from the old image's data), and a tail with the old file's tail. Old fragment
+ * blocks whose pieces mostly live on are copied whole; the other tails are packed anew. The old
+ * image must use the same compressor and block size; otherwise nothing is reused (with a note). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "mk.h"
+#include "reader/sqk.h"
+#include "reuse.h"
+
+int mk_reuse_open(struct mk_ctx *c, const char *path, struct mk_reuse **out)
+{
+	*out = NULL;
+	struct mk_reuse *r = calloc(1, sizeof(*r));
+	if (!r)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	struct sqk_open_opts oo = { .verify = true };
+	int err = sqk_image_open(path, &oo, &r->img);
+	if (err) {
+		free(r);
+		return mk_fail(c, err, "--reuse: cannot open '%s': %s", path, sqk_strerror(err));
+	}
+	const struct sqk_super *sb = sqk_image_super(r->img);
+	const struct sqk_comp_config *oc = sqk_image_comp(r->img);
+	if (sb->block_size != c->opt->block_size || sb->compressor != c->opt->comp.id) {
+		if (!c->opt->quiet)
+			fprintf(stderr, "sqk mkimage: --reuse: '%s' has %s with %u KiB blocks, this build "
+					"%s with %u KiB: nothing reused\n", path,
+				sqk_comp_name(sb->compressor), sb->block_size / 1024,
+				sqk_comp_name(c->opt->comp.id), c->opt->block_size / 1024);
+		sqk_image_close(r->img);
+		free(r);
+		return 0;
+	}
+	(void)oc;
+	r->nfrags = sb->fragment_count;
+	r->frags = calloc(r->nfrags ? r->nfrags : 1, sizeof(*r->frags));
+	r->tail = malloc(c->opt->block_size);
+	if (!r->frags || !r->tail) {
+		mk_reuse_close(r);
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < r->nfrags; i++)
+		r->frags[i].new_idx = SQK_NONE32;
+	*out = r;
+	return 0;
+}
+
+void mk_reuse_close(struct mk_reuse *r)
+{
+	if (!r)
+		return;
+	if (r->img)
+		sqk_image_close(r->img);
+	free(r->frags);
+	free(r->tail);
+	free(r->file.words);
+	free(r);
+}
+
+int mk_reuse_lookup(struct mk_ctx *c, struct mk_reuse *r, const char *path)
+{
+	struct mk_reuse_file *f = &r->file;
+	struct sqk_inode ino;
+	f->have = false;
+	if (sqk_lookup_path(r->img, path, &ino) || !S_ISREG(ino.mode))
+		return 0;
+	uint32_t n = 0;
+	int err = sqk_file_blocks(r->img, &ino, f->words, f->cap, &n);
+	if (err == SQK_ETOOBIG) {
+		uint32_t *nw = realloc(f->words, (size_t)n * sizeof(*nw));
+		if (!nw)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		f->words = nw;
+		f->cap = n;
+		err = sqk_file_blocks(r->img, &ino, f->words, f->cap, &n);
+	}
+	if (err)
+		return 0; /* an old file we cannot read is simply not reused */
+	f->have = true;
+	f->ino = ino;
+	f->nblocks = n;
+	f->next_k = 0;
+	f->next_pos = ino.blocks_start;
+	return 0;
+}
+
+bool mk_reuse_block(struct mk_ctx *c, struct mk_reuse *r, uint32_t k, size_t len,
+		    uint64_t *pos, uint32_t *word)
+{
+	struct mk_reuse_file *f = &r->file;
+	uint32_t bs = c->opt->block_size;
+	if (!f->have || k >= f->nblocks)
+		return false;
+	while (f->next_k < k)
+		f->next_pos += f->words[f->next_k++] & SQK_BLOCK_SIZE_MASK;
+	uint64_t off = (uint64_t)k * bs;
+	size_t olen = f->ino.size - off < bs ? (size_t)(f->ino.size - off) : bs;
+	uint32_t w = f->words[k];
+	if (olen != len || !(w & SQK_BLOCK_SIZE_MASK))
+		return false;
+	*pos = f->next_pos;
+	*word = w;
+	return true;
+}
+
+bool mk_reuse_tail(struct mk_ctx *c, struct mk_reuse *r, const uint8_t *tail, uint32_t len,
+		   uint64_t size, uint32_t *old_idx, uint32_t *old_off)
+{
+	struct mk_reuse_file *f = &r->file;
+	if (!f->have || f->ino.frag_index == SQK_NONE32 || f->ino.size % c->opt->block_size != len ||
+	    f->ino.frag_index >= r->nfrags)
+		return false;
+	uint64_t off = f->ino.size - len;
+	if (sqk_read(r->img, &f->ino, r->tail, len, off) != (ssize_t)len ||
+	    memcmp(r->tail, tail, len))
+		return false;
+	(void)size;
+	*old_idx = f->ino.frag_index;
+	*old_off = f->ino.frag_offset;
+	struct mk_reuse_frag *fr = &r->frags[*old_idx];
+	fr->live += len;
+	if (*old_off + len > fr->end)
+		fr->end = *old_off + len;
+	return true;
+}
