@@ -7,6 +7,7 @@
 #endif
 #include "mkimage/mkimage.h"
 #include "reader/cmd/cmd.h"
+#include "reader/cmd/tar.h"
 
 #define SQK_VERSION "0.1.0"
 
@@ -20,6 +21,7 @@ static void usage(FILE *f)
 		   "  cat IMAGE PATH...                   write files of an image to stdout\n"
 		   "  extract [-j N] [--force] IMAGE DEST [PATH...]\n"
 		   "                                      extract an image (or subtrees) into DEST\n"
+		   "  tar [-o FILE] IMAGE [PATH]          write the image (or PATH) as a pax tar archive\n"
 		   "  info [--json] IMAGE                 superblock fields and statistics\n"
 		   "  verify [-j N] [--json] [--root-hash HEX] IMAGE\n"
 		   "                                      check integrity data and structure\n"
@@ -28,7 +30,7 @@ static void usage(FILE *f)
 		   "  help                                this text\n"
 		   "  version                             print the version\n"
 		   "\n"
-		   "Each command takes --help. The reading commands (ls, cat, extract, info,\n"
+		   "Each command takes --help. The reading commands (ls, cat, extract, tar, info,\n"
 		   "verify) take --offset N for an image starting N bytes into the file.\n"
 		   "Exit status: 0 ok, 1 error, 2 usage.\n");
 }
@@ -58,6 +60,8 @@ int main(int argc, char **argv)
 		return sqk_cat_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "extract") == 0)
 		return sqk_extract_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "tar") == 0)
+		return sqk_tar_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "info") == 0)
 		return sqk_info_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "verify") == 0)

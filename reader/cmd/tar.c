@@ -1,0 +1,402 @@
+/* sqk tar: writes an image, or the subtree at PATH, as a pax archive through libarchive, to
+ * standard output or to a file (a temporary renamed into place once complete). Options and
+ * output here; the walk and the entries in tar_walk.c. */
+#include "tar.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/sigwatch.h"
+
+enum { TAR_OPT_OFFSET = 0x2000, TAR_OPT_ZSTD, TAR_OPT_NO_SPARSE, TAR_OPT_VERIFY };
+
+struct tar_opts {
+	const char *out;      /* -o FILE; NULL = stdout */
+	int filter;           /* 0, 'z' gzip, 'J' xz, TAR_OPT_ZSTD */
+	const char *path;     /* PATH in the image ("" = root) */
+};
+
+/* The output file: an O_TMPFILE fd, or a named temporary where O_TMPFILE is unsupported;
+ * linked under its name only once the archive is complete. */
+struct tar_out {
+	int fd;
+	char *dir;
+	char *tmpname;
+};
+
+static void tar_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sqk tar [-o FILE] [-z|-J|--zstd] [--no-sparse] [--verify]\n"
+		"               [--offset N] [OPTIONS] IMAGE|URL [PATH]\n"
+		"\n"
+		"Writes the image, or the subtree at PATH, as a POSIX pax tar archive to\n"
+		"standard output (not a terminal) or to FILE. Entries come in image order:\n"
+		"a directory, then its entries sorted as stored, depth first, named\n"
+		"relative to PATH without a leading './'. The top directory is the entry\n"
+		"'./' (its mode, owner, mtime and xattrs go to the directory extracted\n"
+		"into, as with `tar -C DIR -cf - .`). A PATH that is not a directory gives\n"
+		"one entry, named after its last component.\n"
+		"\n"
+		"Stored: permission bits (with setuid, setgid, sticky), numeric owners (no\n"
+		"user or group names), mtimes, symlinks, hard links (the first name in\n"
+		"image order carries the data and xattrs, later names are links to it),\n"
+		"character and block devices, fifos, xattrs of every namespace\n"
+		"(SCHILY.xattr records: GNU tar --xattrs --xattrs-include='*', or bsdtar),\n"
+		"all-zero blocks as holes (GNU sparse format 1.0), names as stored\n"
+		"(bytes, hdrcharset=BINARY when not ASCII). Sockets cannot be in a tar\n"
+		"archive: each is skipped with a warning.\n"
+		"\n"
+		"  -o, --output FILE  write FILE: a temporary file in its directory, renamed\n"
+		"                     over FILE when complete, removed on failure ('-' =\n"
+		"                     standard output)\n"
+		"  -z, --gzip         compress the archive with gzip\n"
+		"  -J, --xz           compress the archive with xz\n"
+		"      --zstd         compress the archive with zstd\n"
+		"      --no-sparse    store all-zero blocks as data: files over 1 MiB are\n"
+		"                     read once instead of twice (holes must be known\n"
+		"                     before a file's header)\n"
+		"      --offset N     the image starts N bytes into the file\n"
+		"      --verify       check every byte read against the image's integrity\n"
+		"                     data\n"
+		SQK_CMD_REMOTE_HELP
+		"  -h, --help         this text\n"
+		"\n"
+		"An error (a corrupt block, a failed write, a closed pipe) ends the output\n"
+		"without the end-of-archive blocks, so that readers of it fail too.\n"
+		"Exit status: 0 ok (also when sockets were skipped), 1 error, 2 usage,\n"
+		"128+N when interrupted by signal N while writing FILE.\n");
+}
+
+static int tar_option(struct sqk_tar *t, struct tar_opts *o, int ch)
+{
+	switch (ch) {
+	case 'o': o->out = strcmp(optarg, "-") ? optarg : NULL; return -1;
+	case 'z': case 'J': case TAR_OPT_ZSTD: o->filter = ch; return -1;
+	case TAR_OPT_NO_SPARSE: t->sparse = false; return -1;
+	case TAR_OPT_VERIFY: t->c.verify = 1; return -1;
+	case 'h': tar_usage(stdout); return 0;
+	case TAR_OPT_OFFSET:
+		if (!sqk_parse_u64(optarg, UINT64_MAX, &t->c.offset))
+			return -1;
+		sqk_cmd_usage_err("tar", "bad --offset '%s'", optarg);
+		return 2;
+	default:
+		ch = sqk_cmd_remote_opt("tar", &t->c.remote, ch, optarg);
+		if (ch == 0)
+			return -1;
+		if (ch == 1)
+			tar_usage(stderr);
+		return 2;
+	}
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int tar_parse(struct sqk_tar *t, struct tar_opts *o, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "gzip", no_argument, NULL, 'z' },
+		{ "xz", no_argument, NULL, 'J' },
+		{ "zstd", no_argument, NULL, TAR_OPT_ZSTD },
+		{ "no-sparse", no_argument, NULL, TAR_OPT_NO_SPARSE },
+		{ "offset", required_argument, NULL, TAR_OPT_OFFSET },
+		{ "verify", no_argument, NULL, TAR_OPT_VERIFY },
+		{ "help", no_argument, NULL, 'h' },
+		SQK_CMD_REMOTE_LONGOPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch, r;
+
+	while ((ch = getopt_long(argc, argv, "o:zJh", opts, NULL)) != -1)
+		if ((r = tar_option(t, o, ch)) >= 0)
+			return r;
+	if (optind >= argc || argc - optind > 2) {
+		sqk_cmd_usage_err("tar", "expected IMAGE [PATH]");
+		return 2;
+	}
+	t->c.image = argv[optind];
+	o->path = optind + 1 < argc ? argv[optind + 1] : "";
+	if (!o->out && isatty(STDOUT_FILENO)) {
+		sqk_cmd_usage_err("tar", "refusing to write a tar archive to a terminal (redirect "
+				  "standard output or use -o FILE)");
+		return 2;
+	}
+	return -1;
+}
+
+/* Sets the image path of the top entry (PATH without extra slashes) and its archive name. */
+static int tar_top(struct sqk_tar *t, const char *path, const struct sqk_inode *top)
+{
+	size_t len;
+	const char *slash;
+
+	while (*path == '/')
+		path++;
+	len = strlen(path);
+	while (len && path[len - 1] == '/')
+		len--;
+	t->pcap = len + 64;
+	t->path = malloc(t->pcap);
+	if (!t->path)
+		return SQK_ENOMEM;
+	memcpy(t->path, path, len);
+	t->path[len] = '\0';
+	t->plen = len;
+	t->rel = len ? len + 1 : 0;
+	if (sqk_cmd_is(top, SQK_T_DIR)) {
+		t->top_name = ".";
+		return 0;
+	}
+	slash = strrchr(t->path, '/');
+	t->top_name = slash ? slash + 1 : t->path;
+	if (!strcmp(t->top_name, ".") || !strcmp(t->top_name, "..")) {
+		sqk_cmd_err(&t->c, t->path, 0, "PATH must end with the entry's name");
+		return SQK_EINVAL;
+	}
+	return 0;
+}
+
+static int tar_out_open(struct tar_out *o, const char *file)
+{
+	char *copy = strdup(file);
+	mode_t um;
+
+	o->dir = copy ? strdup(dirname(copy)) : NULL;
+	free(copy);
+	if (!o->dir)
+		return -1;
+	o->fd = open(o->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+	if (o->fd >= 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return -1;
+	o->tmpname = malloc(strlen(o->dir) + 32);
+	if (!o->tmpname)
+		return -1;
+	sprintf(o->tmpname, "%s/.sqk-tar-XXXXXX", o->dir);
+	o->fd = mkostemp(o->tmpname, O_CLOEXEC);
+	if (o->fd < 0) {
+		free(o->tmpname);
+		o->tmpname = NULL;
+		return -1;
+	}
+	um = umask(0);
+	umask(um);
+	return fchmod(o->fd, 0666 & ~um);
+}
+
+static void tar_out_abort(struct tar_out *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->tmpname)
+		unlink(o->tmpname);
+	free(o->tmpname);
+	free(o->dir);
+	o->fd = -1;
+	o->tmpname = NULL;
+	o->dir = NULL;
+}
+
+/* Gives the complete archive its name, atomically replacing an older file. errno on failure. */
+static int tar_out_commit(struct tar_out *o, const char *file)
+{
+	char proc[64];
+	size_t len = strlen(o->dir) + 48;
+	unsigned i;
+
+	if (fsync(o->fd))
+		return -1;
+	if (!o->tmpname) {
+		o->tmpname = malloc(len);
+		if (!o->tmpname)
+			return -1;
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+		for (i = 0;; i++) {
+			snprintf(o->tmpname, len, "%s/.sqk-tar-%d-%u.tmp", o->dir, (int)getpid(),
+				 i);
+			if (!linkat(AT_FDCWD, proc, AT_FDCWD, o->tmpname, AT_SYMLINK_FOLLOW))
+				break;
+			if (errno != EEXIST || i > 100) {
+				free(o->tmpname);
+				o->tmpname = NULL;
+				return -1;
+			}
+		}
+	}
+	if (rename(o->tmpname, file))
+		return -1;
+	free(o->tmpname);
+	o->tmpname = NULL;
+	return 0;
+}
+
+/* libarchive's output callback: everything it produces goes to t->fd, whole. */
+static la_ssize_t tar_write_cb(struct archive *a, void *ctx, const void *buf, size_t len)
+{
+	struct sqk_tar *t = ctx;
+
+	if (t->discard) { /* the archive failed: nothing more of it is written */
+		archive_set_error(a, ECANCELED, "archive abandoned");
+		return -1;
+	}
+	if (sqk_cmd_write_all(t->fd, buf, len)) {
+		t->out_errno = errno;
+		archive_set_error(a, errno, "write failed");
+		return -1;
+	}
+	return (la_ssize_t)len;
+}
+
+static int tar_archive_open(struct sqk_tar *t, int filter)
+{
+	int r;
+
+	t->a = archive_write_new();
+	if (!t->a) {
+		sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "cannot start the archive");
+		return -1;
+	}
+	r = archive_write_set_format_pax(t->a);
+	/* only SCHILY.xattr records: without this option (unknown to old libarchive versions,
+	 * which then write both) a LIBARCHIVE.xattr copy of each xattr follows, which GNU tar
+	 * warns about, one line per xattr */
+	if (r == ARCHIVE_OK)
+		archive_write_set_format_option(t->a, "pax", "xattrheader", "SCHILY");
+	if (r == ARCHIVE_OK && filter)
+		r = filter == 'z' ? archive_write_add_filter_gzip(t->a)
+		    : filter == 'J' ? archive_write_add_filter_xz(t->a)
+				    : archive_write_add_filter_zstd(t->a);
+	/* a compressed stream ends with its last byte: zero padding after it upsets zstd and xz */
+	if (r == ARCHIVE_OK && filter)
+		r = archive_write_set_bytes_in_last_block(t->a, 1);
+	if (r == ARCHIVE_OK)
+		r = archive_write_open2(t->a, t, NULL, tar_write_cb, NULL, NULL);
+	if (r != ARCHIVE_OK) {
+		sqk_tar_archive_err(t, "cannot start the archive");
+		return -1;
+	}
+	return 0;
+}
+
+/* Ends the archive: its last blocks written and flushed on success; on failure nothing more
+ * (what libarchive still holds is dropped), so that readers of the truncated archive fail too.
+ * archive_write_close runs either way: it is what frees libarchive's output buffers. */
+static int tar_archive_end(struct sqk_tar *t, int ok)
+{
+	int r = 0;
+
+	if (!t->a)
+		return ok ? 0 : -1;
+	t->discard = !ok;
+	if (archive_write_close(t->a) != ARCHIVE_OK && ok) {
+		sqk_tar_archive_err(t, "cannot finish the archive");
+		r = -1;
+	}
+	archive_write_free(t->a);
+	t->a = NULL;
+	return ok ? r : -1;
+}
+
+static void tar_on_signal(void *ctx, int sig)
+{
+	struct sqk_tar *t = ctx;
+	struct sqk_image *img = atomic_load(&t->cancel_img);
+
+	atomic_store(&t->sig, sig);
+	if (img) /* remote reads that hang fail at once */
+		sqk_image_cancel(img);
+}
+
+static void tar_free(struct sqk_tar *t)
+{
+	archive_entry_free(t->ent);
+	free(t->path);
+	free(t->dir_seen);
+	free(t->links);
+	free(t->names);
+	free(t->map);
+	free(t->xnames);
+	free(t->xval);
+	free(t->buf);
+}
+
+/* Opens the image and the output, writes the archive. Returns 0 or -1 (message printed). */
+static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct tar_out *out)
+{
+	struct sqk_inode top;
+	int ok;
+
+	if (sqk_cmd_open(&t->c))
+		return -1;
+	atomic_store(&t->cancel_img, t->c.img);
+	if (sqk_cmd_lookup(&t->c, o->path, &top))
+		return -1;
+	if (tar_top(t, o->path, &top)) {
+		if (!t->path)
+			sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");
+		return -1;
+	}
+	if (o->out && tar_out_open(out, o->out)) {
+		sqk_cmd_err(&t->c, NULL, 0, "cannot create '%s': %s", o->out, strerror(errno));
+		return -1;
+	}
+	t->fd = o->out ? out->fd : STDOUT_FILENO;
+	if (tar_archive_open(t, o->filter))
+		return tar_archive_end(t, 0);
+	ok = sqk_tar_walk(t, &top) == 0;
+	if (tar_archive_end(t, ok))
+		return -1;
+	if (atomic_load(&t->sig)) { /* arrived after the last entry: FILE is still not made */
+		sqk_cmd_err(&t->c, NULL, 0, "interrupted by signal %d", atomic_load(&t->sig));
+		return -1;
+	}
+	if (o->out && tar_out_commit(out, o->out)) {
+		sqk_cmd_err(&t->c, NULL, 0, "cannot write '%s': %s", o->out, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int sqk_tar_main(int argc, char **argv)
+{
+	struct sqk_tar t;
+	struct tar_opts o = { 0 };
+	struct tar_out out = { .fd = -1 };
+	struct sqk_sigwatch sw;
+	bool watching = false;
+	int r, sig;
+
+	memset(&t, 0, sizeof(t));
+	t.c.name = "tar";
+	t.sparse = true;
+	r = tar_parse(&t, &o, argc, argv);
+	if (r >= 0) {
+		sqk_cmd_remote_free(&t.c.remote);
+		return r;
+	}
+	t.out_name = o.out ? o.out : "stdout";
+	/* a closed pipe is an error to report (EPIPE), not a signal to die of */
+	signal(SIGPIPE, SIG_IGN);
+	/* with -o, a signal stops the walk so that the temporary file goes */
+	if (o.out && sqk_sigwatch_start(&sw, tar_on_signal, &t) == 0)
+		watching = true;
+	r = tar_run(&t, &o, &out);
+	tar_out_abort(&out);
+	if (watching)
+		sqk_sigwatch_stop(&sw);
+	sig = atomic_load(&t.sig);
+	sqk_cmd_close(&t.c);
+	tar_free(&t);
+	return sig ? 128 + sig : r ? 1 : 0;
+}

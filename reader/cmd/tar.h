@@ -1,0 +1,69 @@
+/* Internals of sqk tar shared by tar.c (options, output file, libarchive setup) and tar_walk.c
+ * (the walk in image order and one archive entry per name: metadata, xattrs, hard links, sparse
+ * file data). */
+#ifndef SQK_TAR_H
+#define SQK_TAR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "cmd.h"
+
+struct archive;
+struct archive_entry;
+
+/* Reads of file data, and of the sparse scan: a multiple of every block size. */
+#define SQK_TAR_CHUNK (1u << 20)
+
+/* A data region of a file being written: [off, off + len) holds a block that is not all zero. */
+struct sqk_tar_region {
+	uint64_t off, len;
+};
+
+/* First name of an inode with several names: later names become hard-link entries to it. */
+struct sqk_tar_link {
+	uint32_t ino;         /* 0 = free slot */
+	uint64_t name;        /* offset of the archive name in names */
+};
+
+struct sqk_tar {
+	struct sqk_cmd c;
+	struct archive *a;
+	struct archive_entry *ent;
+	int fd;               /* where the archive goes */
+	struct sqk_image *_Atomic cancel_img; /* the image, for the signal watcher's cancel */
+	bool sparse;          /* store all-zero blocks as holes (default; --no-sparse clears) */
+	uint32_t block_size;
+	atomic_int sig;       /* signal that interrupts the walk (-o FILE only); 0 = none */
+	int out_errno;        /* errno of the failed write of the archive, 0 = none */
+	bool discard;         /* the archive failed: its output callback writes nothing more */
+	const char *out_name; /* "stdout" or FILE, for messages */
+	/* Image path of the current entry (no leading '/'); its archive name starts at rel. */
+	char *path;
+	size_t plen, pcap, rel;
+	const char *top_name; /* archive name of the top entry ("." for a directory) */
+	uint8_t *dir_seen;    /* bitmap by inode number: directories already walked */
+	struct sqk_tar_link *links;
+	size_t nlinks, caplinks;
+	char *names;          /* archive names of first names, NUL-terminated */
+	size_t nnames, capnames;
+	struct sqk_tar_region *map;
+	size_t nmap, capmap;
+	char *xnames, *xval;  /* xattr buffers, reused */
+	size_t capxnames, capxval;
+	unsigned char *buf;   /* SQK_TAR_CHUNK bytes */
+	uint64_t sockets;     /* sockets skipped */
+};
+
+/* Entry point of `sqk tar`; argv[0] is the command name. Returns the process exit status. */
+int sqk_tar_main(int argc, char **argv);
+
+/* Writes the entry at t->path (top entry: the inode top) and everything below it. Returns 0
+ * or -1 after printing an error (the archive is then unusable). */
+int sqk_tar_walk(struct sqk_tar *t, const struct sqk_inode *top);
+
+/* Prints the error of a failed libarchive call about the current entry (the write error when
+ * the output failed). */
+void sqk_tar_archive_err(struct sqk_tar *t, const char *what);
+
+#endif
