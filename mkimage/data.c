@@ -539,7 +539,8 @@ int mk_data_finish(struct mk_ctx *c)
 	size_t from = keep_old_fragments(c, d, &kept);
 	for (size_t i = from; i < d->npieces; i++)
 		piece_key(&d->pieces[i]);
-	qsort(d->pieces + from, d->npieces - from, sizeof(*d->pieces), piece_cmp);
+	if (d->npieces - from > 1)
+		qsort(d->pieces + from, d->npieces - from, sizeof(*d->pieces), piece_cmp);
 	int err = plan_fragments(c, d->pieces + from, d->npieces - from, kept);
 	if (!err)
 		err = copy_old_fragments(c, d);

@@ -17,8 +17,10 @@ int sqk_file_blocks(struct sqk_image *img, const struct sqk_inode *file, uint32_
 	if (rc)
 		return rc;
 	*count = fi->nblocks;
-	if (fi->nblocks <= cap)
-		memcpy(words, fi->words, (size_t)fi->nblocks * sizeof(*words));
+	if (fi->nblocks <= cap) {
+		if (fi->nblocks)
+			memcpy(words, fi->words, (size_t)fi->nblocks * sizeof(*words));
+	}
 	else
 		rc = SQK_ETOOBIG;
 	sqk_findex_put(img, fi);

@@ -270,5 +270,54 @@ for t in sqk mks; do
 done
 [ "$ONLY_SQK" = 0 ] && printf '%-12s %9s %-24s %8s %10s %13s\n' 'sqk/mksq' "$(x "$t_ratio")" '' "$(x "$(ratio "$sqk_cpu" "$mks_cpu" 2)")" '' "$(x "$s_ratio")"
 
+# ------------------------------------------------------- incremental rebuild ----
+# The corpus with 1% of its files changed (a line appended; chosen with a fixed seed), built
+# in full and with --reuse of the last round's image: time and size against the full build.
+# BENCH_REUSE=0 skips it. A user's BENCH_CORPUS is copied first, never changed.
+if [ "${BENCH_REUSE:-1}" != 0 ] && [ -f "$sqk_img" ]; then
+	echo
+	echo "== incremental rebuild: 1% of the files changed, sqk mkimage --reuse OLD =="
+	rc_corpus=$corpus
+	if [ -n "${BENCH_CORPUS:-}" ]; then
+		rc_corpus=$scratch/corpus-copy
+		cp -a "$corpus" "$rc_corpus" || die "cannot copy the corpus"
+	fi
+	cp "$sqk_img" "$imgdir/old.sqsh"
+	nchanged=$(python3 - "$rc_corpus" <<'PY'
+import os, random, sys
+files = []
+for r, d, f in os.walk(sys.argv[1]):
+    d.sort()
+    for x in sorted(f):
+        p = os.path.join(r, x)
+        if os.path.isfile(p) and not os.path.islink(p):
+            files.append(p)
+rnd = random.Random(11)
+pick = rnd.sample(files, max(1, len(files) // 100))
+for p in pick:
+    with open(p, 'ab') as fh:
+        fh.write(b'\nchanged by the squashkit bench\n')
+print(len(pick))
+PY
+)
+	rm -f "$imgdir/full.sqsh" "$imgdir/re.sqsh"
+	timed rc.full "$SQK" mkimage -q -j "$JOBS" "$rc_corpus" "$imgdir/full.sqsh" || failed=1
+	timed rc.reuse "$SQK" mkimage -j "$JOBS" --reuse "$imgdir/old.sqsh" "$rc_corpus" "$imgdir/re.sqsh" || failed=1
+	if [ -f "$imgdir/full.sqsh" ] && [ -f "$imgdir/re.sqsh" ]; then
+		ft=$(cut -d' ' -f1 "$scratch/logs/rc.full.t"); rt=$(cut -d' ' -f1 "$scratch/logs/rc.reuse.t")
+		fs=$(stat -c %s "$imgdir/full.sqsh"); rs=$(stat -c %s "$imgdir/re.sqsh")
+		tr_=$(ratio "$rt" "$ft" 3); sr_=$(ratio "$rs" "$fs" 4)
+		echo "changed files $nchanged"
+		echo "full build    $ft s, $fs bytes"
+		echo "--reuse build $rt s, $rs bytes; $(grep '^reused' "$scratch/logs/rc.reuse.log" | sed 's/^reused *//; s/ of .*//') reused"
+		echo "time ratio $(x "$tr_") (goal <= 0.15x): $(goal "$tr_" 0.15)"
+		echo "size ratio $(x "$sr_") (goal <= 1.01x): $(goal "$sr_" 1.01)"
+		unsquashfs -lls "$imgdir/full.sqsh" 2>/dev/null | sed 1,3d | sort >"$scratch/rc.full.lst"
+		unsquashfs -lls "$imgdir/re.sqsh" 2>/dev/null | sed 1,3d | sort >"$scratch/rc.re.lst"
+		cmp -s "$scratch/rc.full.lst" "$scratch/rc.re.lst" && echo "listings     same tree" ||
+			{ echo "WARNING: the rebuilt image lists another tree"; failed=1; }
+	fi
+fi
+
 [ "$failed" = 0 ] || { log "at least one run failed"; exit 1; }
 exit 0

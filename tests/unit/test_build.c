@@ -333,6 +333,7 @@ START_TEST(test_output_faults)
 	ck_assert_int_eq(build(&y, NULL, &mem, fault, NULL, msg), 0);
 	calls = sqk_io_fault_calls(fault, SQK_FAULT_WRITE);
 	sqk_io_destroy(fault);
+	sqk_io_destroy(mem); /* the fault double borrows it */
 	synth_free(&y);
 	ck_assert_uint_gt(calls, 10);
 	for (unsigned k = 0; k <= calls; k++) {
@@ -347,6 +348,7 @@ START_TEST(test_output_faults)
 			ck_assert_msg(strstr(msg, "offset") || strstr(msg, "superblock"),
 				      "write %u: '%s'", k, msg);
 		sqk_io_destroy(fault);
+		sqk_io_destroy(mem);
 		synth_free(&y);
 	}
 }
