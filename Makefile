@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD ?= build
 CC ?= cc
-PKGS := libzstd liblzma zlib liblz4 libxxhash libcrypto libcurl libarchive
+PKGS := libzstd liblzma zlib liblz4 lzo2 libxxhash libcrypto libcurl libarchive
 TEST_PKGS := check
 
 # Install missing Debian packages first (as root), or print the apt-get line.

@@ -22,6 +22,8 @@
 #define SQK_LZ4_VERSION 1u
 #define SQK_LZ4_FLAG_HC 0x1u
 #define SQK_LZ4_MAX_LEVEL 12
+#define SQK_LZO_DEFAULT_LEVEL 8 /* lzo1x_999's level when none is given */
+#define SQK_LZO_MAX_LEVEL 9
 
 /* Candidate output of codecs that try several variants (gzip strategies, xz BCJ filters) and
  * keep the smallest: grows on demand, owned by the codec instance. */
@@ -47,9 +49,10 @@ int sqk_gzip_create(const struct sqk_comp_config *cfg, struct sqk_compressor **o
 int sqk_xz_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
 int sqk_lz4_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
 int sqk_zstd_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+int sqk_lzo_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
 
 /* Rejects (SQK_EINVAL) a configuration the codec, the options block or the kernel cannot
- * represent; SQK_EUNSUPPORTED for lzma, lzo and unknown ids. Borrows cfg. */
+ * represent; SQK_EUNSUPPORTED for lzma and unknown ids. Borrows cfg. */
 int sqk_comp_config_check(const struct sqk_comp_config *cfg);
 
 /* The dictionary size form the kernel accepts in an xz options block: 2^n or 2^n + 2^(n+1). */
@@ -94,6 +97,19 @@ static inline uint32_t sqk_xz_dict(const struct sqk_comp_config *cfg)
 static inline bool sqk_lz4_is_hc(const struct sqk_comp_config *cfg)
 {
 	return cfg->lz4_hc || cfg->level > 0;
+}
+
+static inline int sqk_lzo_algorithm(const struct sqk_comp_config *cfg)
+{
+	return cfg->lzo_algorithm ? cfg->lzo_algorithm : SQK_LZO1X_999;
+}
+
+/* lzo1x_999's level (as configured, else 8); 0 for the algorithms that take none. */
+static inline int sqk_lzo_level(const struct sqk_comp_config *cfg)
+{
+	if (sqk_lzo_algorithm(cfg) != SQK_LZO1X_999)
+		return 0;
+	return cfg->level ? cfg->level : SQK_LZO_DEFAULT_LEVEL;
 }
 
 /* Output budget of one compression attempt: the result must be strictly smaller than the input

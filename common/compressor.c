@@ -1,8 +1,9 @@
 /* The compressor factory (a table indexed by SquashFS compressor id, one file per codec), the
- * names of compressors and BCJ filters, and the compressor options block written after the
- * superblock: serialised as mksquashfs does, parsed and validated as the kernel does. */
+ * names of compressors, BCJ filters and LZO algorithms, and the compressor options block written
+ * after the superblock: serialised as mksquashfs does, parsed and validated as the kernel does. */
 #include "compressor.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ struct comp_entry {
 static const struct comp_entry comp_table[] = {
 	[SQK_COMP_GZIP] = { "gzip", sqk_gzip_create },
 	[SQK_COMP_LZMA] = { "lzma", NULL },
-	[SQK_COMP_LZO] = { "lzo", NULL },
+	[SQK_COMP_LZO] = { "lzo", sqk_lzo_create },
 	[SQK_COMP_XZ] = { "xz", sqk_xz_create },
 	[SQK_COMP_LZ4] = { "lz4", sqk_lz4_create },
 	[SQK_COMP_ZSTD] = { "zstd", sqk_zstd_create },
@@ -34,6 +35,17 @@ static const struct {
 	{ "x86", SQK_BCJ_X86 },	    { "powerpc", SQK_BCJ_POWERPC },   { "ia64", SQK_BCJ_IA64 },
 	{ "arm", SQK_BCJ_ARM },	    { "armthumb", SQK_BCJ_ARMTHUMB }, { "sparc", SQK_BCJ_SPARC },
 };
+
+/* Indexed by enum sqk_lzo_algorithm; the options block stores the index minus one. */
+static const char *const lzo_names[] = {
+	[SQK_LZO1X_1] = "lzo1x_1",
+	[SQK_LZO1X_1_11] = "lzo1x_1_11",
+	[SQK_LZO1X_1_12] = "lzo1x_1_12",
+	[SQK_LZO1X_1_15] = "lzo1x_1_15",
+	[SQK_LZO1X_999] = "lzo1x_999",
+};
+
+#define LZO_NAMES_LEN ((int)(sizeof(lzo_names) / sizeof(lzo_names[0])))
 
 static const struct comp_entry *comp_entry(uint16_t id)
 {
@@ -62,6 +74,45 @@ uint16_t sqk_comp_id(const char *name)
 			return id;
 	}
 	return 0;
+}
+
+/* Borrows buf (cap bytes, may be 0). */
+int sqk_comp_supported(uint16_t id, char *buf, size_t cap)
+{
+	const struct comp_entry *e = comp_entry(id);
+
+	if (e && e->create) {
+		if (cap)
+			buf[0] = '\0';
+		return 0;
+	}
+	if (cap && id == SQK_COMP_LZMA)
+		snprintf(buf, cap, "compressor lzma (legacy, id %u) is not supported", id);
+	else if (cap && e)
+		snprintf(buf, cap, "compressor %s (id %u) is not supported", e->name, id);
+	else if (cap)
+		snprintf(buf, cap, "unknown compressor id %u", id);
+	return SQK_EUNSUPPORTED;
+}
+
+/* Borrows name; SQK_LZO_DEFAULT when unknown. */
+int sqk_lzo_algorithm_from_name(const char *name)
+{
+	int a;
+
+	for (a = SQK_LZO1X_1; name && a < LZO_NAMES_LEN; a++) {
+		if (strcmp(lzo_names[a], name) == 0)
+			return a;
+	}
+	return SQK_LZO_DEFAULT;
+}
+
+/* Static name (not owned by the caller); NULL when out of range. */
+const char *sqk_lzo_algorithm_name(int algorithm)
+{
+	if (algorithm == SQK_LZO_DEFAULT)
+		algorithm = SQK_LZO1X_999;
+	return algorithm > 0 && algorithm < LZO_NAMES_LEN ? lzo_names[algorithm] : NULL;
 }
 
 /* Borrows name; 0 when unknown. */
@@ -96,6 +147,16 @@ static int xz_check(const struct sqk_comp_config *cfg)
 	return sqk_xz_dict_form_ok(dict) && dict >= SQK_XZ_DICT_MIN ? 0 : SQK_EINVAL;
 }
 
+/* A level only for lzo1x_999 (1..9), as mksquashfs -Xcompression-level. */
+static int lzo_check(const struct sqk_comp_config *cfg)
+{
+	if (cfg->lzo_algorithm < 0 || cfg->lzo_algorithm >= LZO_NAMES_LEN)
+		return SQK_EINVAL;
+	if (sqk_lzo_algorithm(cfg) != SQK_LZO1X_999)
+		return cfg->level == 0 ? 0 : SQK_EINVAL;
+	return cfg->level >= 0 && cfg->level <= SQK_LZO_MAX_LEVEL ? 0 : SQK_EINVAL;
+}
+
 /* Borrows cfg. */
 int sqk_comp_config_check(const struct sqk_comp_config *cfg)
 {
@@ -112,6 +173,8 @@ int sqk_comp_config_check(const struct sqk_comp_config *cfg)
 		return cfg->level >= 0 && cfg->level <= SQK_ZSTD_MAX_LEVEL ? 0 : SQK_EINVAL;
 	case SQK_COMP_LZ4:
 		return cfg->level >= 0 && cfg->level <= SQK_LZ4_MAX_LEVEL ? 0 : SQK_EINVAL;
+	case SQK_COMP_LZO:
+		return lzo_check(cfg);
 	default:
 		return SQK_EUNSUPPORTED;
 	}
@@ -179,6 +242,18 @@ static size_t lz4_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
 	return 8;
 }
 
+/* No block for lzo1x_999 at level 8, the legacy LZO images (mksquashfs does the same). */
+static size_t lzo_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
+{
+	int algorithm = sqk_lzo_algorithm(cfg), level = sqk_lzo_level(cfg);
+
+	if (algorithm == SQK_LZO1X_999 && level == SQK_LZO_DEFAULT_LEVEL)
+		return 0;
+	sqk_put_le32(buf, (uint32_t)(algorithm - 1));
+	sqk_put_le32(buf + 4, (uint32_t)level);
+	return 8;
+}
+
 /* Borrows cfg; writes at most 8 bytes to buf. */
 int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len)
 {
@@ -202,6 +277,9 @@ int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size
 		break;
 	case SQK_COMP_LZ4:
 		*len = lz4_opts_write(cfg, buf);
+		break;
+	case SQK_COMP_LZO:
+		*len = lzo_opts_write(cfg, buf);
 		break;
 	default:
 		return SQK_EUNSUPPORTED;
@@ -277,6 +355,29 @@ static int lz4_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config
 	return 0;
 }
 
+/* The kernel ignores the lzo block (decoding needs none); it is checked as unsquashfs does:
+ * a known algorithm, level 1..9 for lzo1x_999 and 0 for the others. */
+static int lzo_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config *cfg)
+{
+	uint32_t algorithm, level;
+
+	cfg->lzo_algorithm = SQK_LZO1X_999;
+	cfg->level = SQK_LZO_DEFAULT_LEVEL;
+	if (len == 0)
+		return 0;
+	if (len < 8)
+		return SQK_ECORRUPT;
+	algorithm = sqk_get_le32(opts) + 1u; /* enum sqk_lzo_algorithm */
+	level = sqk_get_le32(opts + 4);
+	if (algorithm == 0 || algorithm >= (uint32_t)LZO_NAMES_LEN)
+		return SQK_ECORRUPT;
+	if (algorithm == SQK_LZO1X_999 ? level < 1 || level > SQK_LZO_MAX_LEVEL : level != 0)
+		return SQK_ECORRUPT;
+	cfg->lzo_algorithm = (int)algorithm;
+	cfg->level = (int)level;
+	return 0;
+}
+
 /* Borrows opts; fills *cfg (reset first). */
 int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
 			  struct sqk_comp_config *cfg)
@@ -295,6 +396,8 @@ int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts,
 		return zstd_opts_read(opts, len, cfg);
 	case SQK_COMP_LZ4:
 		return lz4_opts_read(opts, len, cfg);
+	case SQK_COMP_LZO:
+		return lzo_opts_read(opts, len, cfg);
 	default:
 		return SQK_EUNSUPPORTED;
 	}

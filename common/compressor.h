@@ -1,4 +1,4 @@
-/* The compressor vtable: one implementation file per codec (zstd, xz, gzip, lz4), a factory
+/* The compressor vtable: one implementation file per codec (zstd, xz, gzip, lz4, lzo), a factory
  * indexed by SquashFS compressor id, and the options block both directions. An instance holds
  * reusable contexts; it is not thread-safe, so each thread creates its own. */
 #ifndef SQK_COMPRESSOR_H
@@ -30,15 +30,28 @@ enum sqk_xz_bcj {
 	SQK_BCJ_SPARC = 0x20,
 };
 
+/* LZO algorithms (mksquashfs -Xalgorithm). The options block stores the value minus one
+ * (0 lzo1x_1 .. 4 lzo1x_999); 0 here is the default, lzo1x_999. */
+enum sqk_lzo_algorithm {
+	SQK_LZO_DEFAULT = 0,
+	SQK_LZO1X_1 = 1,
+	SQK_LZO1X_1_11 = 2,
+	SQK_LZO1X_1_12 = 3,
+	SQK_LZO1X_1_15 = 4,
+	SQK_LZO1X_999 = 5,
+};
+
 struct sqk_comp_config {
 	uint16_t id;         /* enum sqk_comp_id */
-	int level;           /* 0 = the codec's SquashFS default (zstd 15, xz 6, gzip 9, lz4 normal) */
+	int level;           /* 0 = the codec's SquashFS default (zstd 15, xz 6, gzip 9, lz4 normal,
+			      * lzo1x_999 8; the other lzo algorithms take no level) */
 	uint32_t block_size; /* data block size of the image (xz dictionary default) */
 	uint32_t xz_bcj;     /* OR of enum sqk_xz_bcj; xz tries each and keeps the smallest */
 	uint32_t xz_dict;    /* 0 = block_size */
 	int gzip_window;     /* 0 = 15 */
 	uint16_t gzip_strategies;
 	bool lz4_hc;         /* lz4 high-compression mode (also set by level > 0) */
+	int lzo_algorithm;   /* enum sqk_lzo_algorithm */
 };
 
 struct sqk_compressor;
@@ -60,7 +73,8 @@ struct sqk_compressor {
 	struct sqk_comp_config cfg;
 };
 
-/* Creates an instance for cfg (copied). Caller owns *out. SQK_EUNSUPPORTED for lzma/lzo. */
+/* Creates an instance for cfg (copied). Caller owns *out. SQK_EUNSUPPORTED for lzma and
+ * unknown ids. */
 SQK_API int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
 
 /* Destroys c; NULL-safe. */
@@ -92,6 +106,18 @@ SQK_API const char *sqk_comp_name(uint16_t id);
 
 /* Id for a name above, or 0 if unknown. */
 SQK_API uint16_t sqk_comp_id(const char *name);
+
+/* Whether images with compressor id can be read and written: 0, or SQK_EUNSUPPORTED with a
+ * message naming the compressor in buf ("compressor lzma (legacy, id 2) is not supported",
+ * "unknown compressor id 9"); buf (cap bytes; may be NULL when cap is 0) is NUL-terminated. */
+SQK_API int sqk_comp_supported(uint16_t id, char *buf, size_t cap);
+
+/* LZO algorithm for a name ("lzo1x_1", "lzo1x_1_11", "lzo1x_1_12", "lzo1x_1_15",
+ * "lzo1x_999"), or SQK_LZO_DEFAULT if unknown. */
+SQK_API int sqk_lzo_algorithm_from_name(const char *name);
+
+/* Name of an LZO algorithm (SQK_LZO_DEFAULT is "lzo1x_999"); NULL when out of range. */
+SQK_API const char *sqk_lzo_algorithm_name(int algorithm);
 
 /* Parses a BCJ filter name ("x86", "powerpc", "ia64", "arm", "armthumb", "sparc"); 0 if unknown. */
 SQK_API uint32_t sqk_xz_bcj_from_name(const char *name);

@@ -1,7 +1,9 @@
-/* Unit tests for common/compressor.c and the codecs: round trips of every codec at 4 KiB,
- * 128 KiB and 1 MiB blocks, the raw-store rule, hostile input to the decompressors (which must
- * fail without writing past out_cap), the factory, names, and the options block both ways. */
+/* Unit tests for common/compressor.c and the codecs: round trips of every codec (every LZO
+ * algorithm too) at 4 KiB, 128 KiB and 1 MiB blocks, the raw-store rule, hostile input to the
+ * decompressors (which must fail without writing past out_cap), the factory, names, and the
+ * options block both ways. */
 #include <check.h>
+#include <lzo/lzo1x.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,12 @@ static const struct codec_case codecs[] = {
 	{ "lz4", { .id = SQK_COMP_LZ4 } },
 	{ "lz4-hc", { .id = SQK_COMP_LZ4, .lz4_hc = true } },
 	{ "zstd", { .id = SQK_COMP_ZSTD } },
+	{ "lzo", { .id = SQK_COMP_LZO } }, /* lzo1x_999, level 8 */
+	{ "lzo1x_999-l1", { .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_999, .level = 1 } },
+	{ "lzo1x_1", { .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1 } },
+	{ "lzo1x_1_11", { .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1_11 } },
+	{ "lzo1x_1_12", { .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1_12 } },
+	{ "lzo1x_1_15", { .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1_15 } },
 };
 #define NCODECS ((int)(sizeof(codecs) / sizeof(codecs[0])))
 
@@ -428,7 +436,9 @@ START_TEST(test_factory)
 		int level;
 		int rc;
 	} cases[] = {
-		{ SQK_COMP_LZMA, 0, SQK_EUNSUPPORTED }, { SQK_COMP_LZO, 0, SQK_EUNSUPPORTED },
+		{ SQK_COMP_LZMA, 0, SQK_EUNSUPPORTED }, { SQK_COMP_LZO, 10, SQK_EINVAL },
+		{ SQK_COMP_LZO, -1, SQK_EINVAL },	{ SQK_COMP_LZO, 0, 0 },
+		{ SQK_COMP_LZO, 1, 0 },			{ SQK_COMP_LZO, 9, 0 },
 		{ 0, 0, SQK_EUNSUPPORTED },		{ 7, 0, SQK_EUNSUPPORTED },
 		{ 0xFFFF, 0, SQK_EUNSUPPORTED },	{ SQK_COMP_ZSTD, 23, SQK_EINVAL },
 		{ SQK_COMP_ZSTD, -1, SQK_EINVAL },	{ SQK_COMP_GZIP, 10, SQK_EINVAL },
@@ -465,6 +475,19 @@ START_TEST(test_factory)
 	cfg.gzip_window = 8;
 	cfg.gzip_strategies = 0x20;
 	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	/* lzo: a level only with lzo1x_999, algorithms 1..5 */
+	cfg = (struct sqk_comp_config){ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1 };
+	cfg.level = 1;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	cfg.level = 0;
+	cfg.lzo_algorithm = SQK_LZO1X_999 + 1;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	cfg.lzo_algorithm = -1;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	cfg.lzo_algorithm = SQK_LZO1X_1_12;
+	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), 0);
+	ck_assert_int_eq(c->cfg.lzo_algorithm, SQK_LZO1X_1_12);
+	sqk_compressor_destroy(c);
 	sqk_compressor_destroy(NULL);
 }
 END_TEST
@@ -513,6 +536,56 @@ START_TEST(test_names)
 	ck_assert_uint_eq(sqk_xz_bcj_from_name("sparc"), SQK_BCJ_SPARC);
 	ck_assert_uint_eq(sqk_xz_bcj_from_name("arm64"), 0);
 	ck_assert_uint_eq(sqk_xz_bcj_from_name(NULL), 0);
+}
+END_TEST
+
+/* mksquashfs's -Xalgorithm names, both ways; SQK_LZO_DEFAULT names lzo1x_999. */
+START_TEST(test_lzo_names)
+{
+	static const char *names[] = { NULL, "lzo1x_1", "lzo1x_1_11", "lzo1x_1_12", "lzo1x_1_15",
+				       "lzo1x_999" };
+	int a;
+
+	for (a = SQK_LZO1X_1; a <= SQK_LZO1X_999; a++) {
+		ck_assert_str_eq(sqk_lzo_algorithm_name(a), names[a]);
+		ck_assert_int_eq(sqk_lzo_algorithm_from_name(names[a]), a);
+	}
+	ck_assert_str_eq(sqk_lzo_algorithm_name(SQK_LZO_DEFAULT), "lzo1x_999");
+	ck_assert_ptr_null(sqk_lzo_algorithm_name(SQK_LZO1X_999 + 1));
+	ck_assert_ptr_null(sqk_lzo_algorithm_name(-1));
+	ck_assert_int_eq(sqk_lzo_algorithm_from_name("lzo1x_2"), SQK_LZO_DEFAULT);
+	ck_assert_int_eq(sqk_lzo_algorithm_from_name("LZO1X_1"), SQK_LZO_DEFAULT);
+	ck_assert_int_eq(sqk_lzo_algorithm_from_name(""), SQK_LZO_DEFAULT);
+	ck_assert_int_eq(sqk_lzo_algorithm_from_name(NULL), SQK_LZO_DEFAULT);
+}
+END_TEST
+
+/* The message an open of an image with an unreadable compressor reports names it. */
+START_TEST(test_comp_supported)
+{
+	char buf[80], tiny[12];
+	uint16_t id;
+
+	for (id = 1; id <= 6; id++) {
+		memset(buf, 'x', sizeof(buf));
+		ck_assert_int_eq(sqk_comp_supported(id, buf, sizeof(buf)),
+				 id == SQK_COMP_LZMA ? SQK_EUNSUPPORTED : 0);
+		if (id != SQK_COMP_LZMA)
+			ck_assert_str_eq(buf, "");
+	}
+	ck_assert_int_eq(sqk_comp_supported(SQK_COMP_LZMA, buf, sizeof(buf)), SQK_EUNSUPPORTED);
+	ck_assert_str_eq(buf, "compressor lzma (legacy, id 2) is not supported");
+	ck_assert_int_eq(sqk_comp_supported(7, buf, sizeof(buf)), SQK_EUNSUPPORTED);
+	ck_assert_str_eq(buf, "unknown compressor id 7");
+	ck_assert_int_eq(sqk_comp_supported(0, buf, sizeof(buf)), SQK_EUNSUPPORTED);
+	ck_assert_str_eq(buf, "unknown compressor id 0");
+	ck_assert_int_eq(sqk_comp_supported(0xFFFF, buf, sizeof(buf)), SQK_EUNSUPPORTED);
+	ck_assert_str_eq(buf, "unknown compressor id 65535");
+	/* cut to the buffer, always terminated; no buffer at all */
+	ck_assert_int_eq(sqk_comp_supported(SQK_COMP_LZMA, tiny, sizeof(tiny)), SQK_EUNSUPPORTED);
+	ck_assert_str_eq(tiny, "compressor ");
+	ck_assert_int_eq(sqk_comp_supported(SQK_COMP_LZMA, NULL, 0), SQK_EUNSUPPORTED);
+	ck_assert_int_eq(sqk_comp_supported(SQK_COMP_LZO, NULL, 0), 0);
 }
 END_TEST
 
@@ -575,6 +648,20 @@ START_TEST(test_options_write)
 	c.xz_bcj = 0;
 	c.xz_dict = 98304; /* -Xdict-size 75% of 128K */
 	expect_options(&c, "\x00\x80\x01\x00\x00\x00\x00\x00", 8);
+
+	/* lzo: no block for lzo1x_999 at level 8 (the legacy LZO images), as mksquashfs */
+	c = (struct sqk_comp_config){ .id = SQK_COMP_LZO, .block_size = 131072 };
+	expect_options(&c, NULL, 0);
+	c.level = 8;
+	c.lzo_algorithm = SQK_LZO1X_999;
+	expect_options(&c, NULL, 0);
+	c.level = 3; /* -Xcompression-level 3 */
+	expect_options(&c, "\x04\x00\x00\x00\x03\x00\x00\x00", 8);
+	c.level = 0;
+	c.lzo_algorithm = SQK_LZO1X_1; /* -Xalgorithm lzo1x_1: algorithm 0, level 0 */
+	expect_options(&c, "\x00\x00\x00\x00\x00\x00\x00\x00", 8);
+	c.lzo_algorithm = SQK_LZO1X_1_15;
+	expect_options(&c, "\x03\x00\x00\x00\x00\x00\x00\x00", 8);
 }
 END_TEST
 
@@ -589,6 +676,9 @@ START_TEST(test_options_write_invalid)
 		{ .id = SQK_COMP_XZ, .block_size = 131072, .xz_bcj = 0x80 },
 		{ .id = SQK_COMP_XZ }, /* default dictionary without a block size */
 		{ .id = SQK_COMP_LZ4, .level = 13 },
+		{ .id = SQK_COMP_LZO, .level = 10 },
+		{ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1_11, .level = 1 },
+		{ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_999 + 1 },
 	};
 	uint8_t buf[8];
 	size_t i, len;
@@ -598,7 +688,7 @@ START_TEST(test_options_write_invalid)
 			      i);
 	for (i = 0; i < 3; i++) {
 		struct sqk_comp_config c = { .id = (uint16_t)(i == 0 ? SQK_COMP_LZMA :
-							      i == 1 ? SQK_COMP_LZO : 9) };
+							      i == 1 ? 0 : 9) };
 
 		ck_assert_int_eq(sqk_comp_options_write(&c, buf, &len), SQK_EUNSUPPORTED);
 		ck_assert_uint_eq(len, 0);
@@ -654,6 +744,21 @@ START_TEST(test_options_read)
 	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_ZSTD, 131072,
 					       (const uint8_t *)"\x16\x00\x00\x00", 4, &cfg), 0);
 	ck_assert_int_eq(cfg.level, 22);
+
+	/* lzo: no block is lzo1x_999 at level 8 */
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZO, 131072, NULL, 0, &cfg), 0);
+	ck_assert_int_eq(cfg.lzo_algorithm, SQK_LZO1X_999);
+	ck_assert_int_eq(cfg.level, 8);
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZO, 131072,
+					       (const uint8_t *)"\x04\x00\x00\x00\x09\x00\x00\x00",
+					       8, &cfg), 0);
+	ck_assert_int_eq(cfg.lzo_algorithm, SQK_LZO1X_999);
+	ck_assert_int_eq(cfg.level, 9);
+	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZO, 131072,
+					       (const uint8_t *)"\x02\x00\x00\x00\x00\x00\x00\x00",
+					       8, &cfg), 0);
+	ck_assert_int_eq(cfg.lzo_algorithm, SQK_LZO1X_1_12);
+	ck_assert_int_eq(cfg.level, 0);
 }
 END_TEST
 
@@ -680,9 +785,15 @@ START_TEST(test_options_read_invalid)
 	expect_read(SQK_COMP_ZSTD, "\x00\x00\x00\x00", 4, SQK_ECORRUPT);
 	expect_read(SQK_COMP_ZSTD, "\x17\x00\x00\x00", 4, SQK_ECORRUPT);
 	expect_read(SQK_COMP_ZSTD, "\x03\x00", 2, SQK_ECORRUPT);
+	/* lzo: algorithm 0..4, level 1..9 for lzo1x_999 (4) and 0 for the others */
+	expect_read(SQK_COMP_LZO, "\x05\x00\x00\x00\x00\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_LZO, "\xff\xff\xff\xff\x00\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_LZO, "\x00\x00\x00\x00\x01\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_LZO, "\x04\x00\x00\x00\x00\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_LZO, "\x04\x00\x00\x00\x0a\x00\x00\x00", 8, SQK_ECORRUPT);
+	expect_read(SQK_COMP_LZO, "\x04\x00\x00\x00", 4, SQK_ECORRUPT);
 	/* compressors squashkit cannot handle */
 	expect_read(SQK_COMP_LZMA, NULL, 0, SQK_EUNSUPPORTED);
-	expect_read(SQK_COMP_LZO, "\x04\x00\x00\x00\x08\x00\x00\x00", 8, SQK_EUNSUPPORTED);
 	expect_read(0, NULL, 0, SQK_EUNSUPPORTED);
 	expect_read(7, NULL, 0, SQK_EUNSUPPORTED);
 	expect_read(SQK_COMP_ZSTD, NULL, 4, SQK_EINVAL);
@@ -703,6 +814,12 @@ START_TEST(test_options_round_trip)
 		{ .id = SQK_COMP_ZSTD, .level = 22 },
 		{ .id = SQK_COMP_LZ4 },
 		{ .id = SQK_COMP_LZ4, .lz4_hc = true },
+		{ .id = SQK_COMP_LZO, .level = 1 },
+		{ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_999, .level = 9 },
+		{ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1 },
+		{ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1_11 },
+		{ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1_12 },
+		{ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1_15 },
 	};
 	size_t i;
 
@@ -748,6 +865,123 @@ START_TEST(test_options_mksquashfs_block)
 }
 END_TEST
 
+/* Every algorithm writes the one LZO1X format: any instance decodes any other's blocks, and
+ * lzo1x_999 (more so at level 9) gives smaller blocks than the fast lzo1x_1. */
+START_TEST(test_lzo_algorithms)
+{
+	enum { LEN = 131072 };
+	uint8_t *in = malloc(LEN), *z = malloc(LEN), *back = guarded(LEN);
+	struct sqk_compressor *c[SQK_LZO1X_999 + 1], *l9, *l1;
+	size_t size[SQK_LZO1X_999 + 1];
+	int a, b;
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(z);
+	fill_text(in, LEN, 42);
+	for (a = SQK_LZO1X_1; a <= SQK_LZO1X_999; a++) {
+		struct sqk_comp_config cfg = { .id = SQK_COMP_LZO, .lzo_algorithm = a };
+
+		c[a] = make(&cfg, LEN);
+		size[a] = round_trip(c[a], in, LEN);
+	}
+	for (a = SQK_LZO1X_1; a <= SQK_LZO1X_999; a++) {
+		ssize_t n = sqk_compress(c[a], in, LEN, z, LEN);
+
+		ck_assert_int_eq(n, (ssize_t)size[a]); /* the same bytes again */
+		for (b = SQK_LZO1X_1; b <= SQK_LZO1X_999; b++) {
+			memset(back, 0, LEN);
+			ck_assert_int_eq(sqk_decompress(c[b], z, (size_t)n, back, LEN), LEN);
+			ck_assert_mem_eq(back, in, LEN);
+			assert_guard(back, LEN);
+		}
+	}
+	ck_assert_uint_lt(size[SQK_LZO1X_999], size[SQK_LZO1X_1] * 3 / 4);
+	l9 = make(&(struct sqk_comp_config){ .id = SQK_COMP_LZO, .level = 9 }, LEN);
+	l1 = make(&(struct sqk_comp_config){ .id = SQK_COMP_LZO, .level = 1 }, LEN);
+	ck_assert_uint_le(round_trip(l9, in, LEN), size[SQK_LZO1X_999]);
+	ck_assert_uint_ge(round_trip(l1, in, LEN), size[SQK_LZO1X_999]);
+	for (a = SQK_LZO1X_1; a <= SQK_LZO1X_999; a++)
+		sqk_compressor_destroy(c[a]);
+	sqk_compressor_destroy(l9);
+	sqk_compressor_destroy(l1);
+	free(in);
+	free(z);
+	free(back);
+}
+END_TEST
+
+/* lzo compresses into its own worst-case buffer: a result is copied out only when it is
+ * strictly smaller than the input and fits out_cap, and nothing is written otherwise. */
+START_TEST(test_lzo_budget)
+{
+	enum { LEN = 65536 };
+	struct sqk_comp_config cfg = { .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1 };
+	struct sqk_compressor *c = make(&cfg, LEN);
+	uint8_t *in = malloc(LEN), *out = guarded(LEN), *z = malloc(LEN);
+	ssize_t n;
+	size_t i;
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(z);
+	fill_text(in, LEN, 9);
+	n = sqk_compress(c, in, LEN, z, LEN);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(sqk_compress(c, in, LEN, out, (size_t)n - 1), 0);
+	for (i = 0; i < LEN + GUARD; i++)
+		ck_assert_uint_eq(out[i], GUARD_BYTE); /* "store raw" wrote nothing */
+	ck_assert_int_eq(sqk_compress(c, in, LEN, out, (size_t)n), n);
+	ck_assert_mem_eq(out, z, (size_t)n);
+	assert_guard(out, (size_t)n);
+	/* incompressible: LZO would expand it (up to len + len/16 + 67), reported as 0 */
+	test_fill_random(in, LEN, 5);
+	memset(out, GUARD_BYTE, LEN + GUARD);
+	ck_assert_int_eq(sqk_compress(c, in, LEN, out, LEN), 0);
+	for (i = 0; i < LEN + GUARD; i++)
+		ck_assert_uint_eq(out[i], GUARD_BYTE);
+	free(in);
+	free(out);
+	free(z);
+	sqk_compressor_destroy(c);
+}
+END_TEST
+
+/* Blocks made by liblzo2 itself (as mksquashfs does) decode; the stream must end exactly where
+ * the block ends (the kernel's rule), and bytes after the end marker are an error. */
+START_TEST(test_lzo_foreign_and_exact)
+{
+	enum { LEN = 32768 };
+	uint8_t *in = malloc(LEN), *z = malloc(LEN + LEN / 16 + 64 + 3 + 1), *back = guarded(LEN);
+	void *wrk = malloc(LZO1X_1_MEM_COMPRESS);
+	struct sqk_comp_config cfg = { .id = SQK_COMP_LZO };
+	struct sqk_compressor *c = make(&cfg, LEN);
+	lzo_uint zlen = 0;
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(z);
+	ck_assert_ptr_nonnull(wrk);
+	ck_assert_int_eq(lzo_init(), LZO_E_OK);
+	fill_text(in, LEN, 17);
+	ck_assert_int_eq(lzo1x_1_compress(in, LEN, z, &zlen, wrk), LZO_E_OK);
+	ck_assert_uint_lt(zlen, LEN);
+	ck_assert_int_eq(sqk_decompress(c, z, zlen, back, LEN), LEN);
+	ck_assert_mem_eq(back, in, LEN);
+	/* a shorter expected size: the block holds more than the reader expects */
+	ck_assert_int_eq(sqk_decompress(c, z, zlen, back, LEN - 1), SQK_EDECOMPRESS);
+	assert_guard(back, LEN);
+	/* a trailing byte after the end marker */
+	z[zlen] = 0x11;
+	ck_assert_int_eq(sqk_decompress(c, z, zlen + 1, back, LEN), SQK_EDECOMPRESS);
+	/* the end marker cut off */
+	ck_assert_int_eq(sqk_decompress(c, z, zlen - 3, back, LEN), SQK_EDECOMPRESS);
+	assert_guard(back, LEN);
+	free(in);
+	free(z);
+	free(back);
+	free(wrk);
+	sqk_compressor_destroy(c);
+}
+END_TEST
+
 static Suite *compressors_suite(void)
 {
 	Suite *s = suite_create("compressors");
@@ -765,9 +999,14 @@ static Suite *compressors_suite(void)
 	tcase_add_test(codec, test_xz_dict_and_levels);
 	tcase_add_test(codec, test_codec_stream_magic);
 	tcase_add_test(codec, test_gzip_strategies);
+	tcase_add_test(codec, test_lzo_algorithms);
+	tcase_add_test(codec, test_lzo_budget);
+	tcase_add_test(codec, test_lzo_foreign_and_exact);
 	tcase_add_test(opts, test_factory);
 	tcase_add_test(opts, test_internal_helpers);
 	tcase_add_test(opts, test_names);
+	tcase_add_test(opts, test_lzo_names);
+	tcase_add_test(opts, test_comp_supported);
 	tcase_add_test(opts, test_options_write);
 	tcase_add_test(opts, test_options_write_invalid);
 	tcase_add_test(opts, test_options_read);
