@@ -31,7 +31,9 @@ struct sqk_http_opts {
 	unsigned timeout_s;      /* a request without progress for this long fails; 0 = default */
 	const char *const *headers; /* "Name: value" lines sent with every request (borrowed) */
 	size_t nheaders;
-	const uint8_t *root_hash;   /* 32 bytes: the image's root digest must equal it; NULL = any */
+	/* 32 bytes: the image's root digest must equal it; NULL = any. For sqk_io_http_create:
+	 * sqk_image_open* refuse it here and pin with sqk_open_opts.root_hash. */
+	const uint8_t *root_hash;
 	const char *ca_file;        /* PEM bundle of CAs trusted for https (copied); NULL = system */
 	/* Fetch raw bytes: no chunk verification and no disk cache (for `sqk verify`, which checks
 	 * every chunk itself and reports what is wrong). */

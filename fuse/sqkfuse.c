@@ -722,7 +722,6 @@ static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *pro
 		fprintf(stderr, "%s: invalid root_hash (64 hex digits)\n", prog);
 		return -1;
 	}
-	ho->root_hash = o->root_hash ? o->root : NULL;
 	ho->headers = o->hdrs;
 	if (o->header) {
 		if (sqk_http_header_check(o->header)) {
@@ -732,21 +731,6 @@ static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *pro
 		o->hdrs[ho->nheaders++] = o->header;
 	}
 	return o->header_file ? read_headers(o, ho, prog) : 0;
-}
-
-/* A local image pinned with root_hash: its integrity trailer must carry that digest. */
-static int local_root(struct fs *fs, const struct opts *o)
-{
-	struct sqk_integ_trailer t;
-	int err = sqk_image_integrity(fs->img, &t);
-
-	if (err)
-		return err;
-	if (memcmp(t.root, o->root, sizeof(t.root))) {
-		logmsg(fs, "%s: root digest does not match root_hash", o->image);
-		return SQK_ECORRUPT;
-	}
-	return 0;
 }
 
 /* Opens the image and the mounted root; errors are printed (we have not detached yet). */
@@ -763,9 +747,8 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 	if (remote_opts(o, &ho, prog))
 		return 2;
 	so.http = &ho;
+	so.root_hash = o->root_hash ? o->root : NULL; /* parsed by remote_opts */
 	int err = sqk_image_open(o->image, &so, &fs->img);
-	if (!err && o->root_hash && !sqk_image_verified(fs->img))
-		err = local_root(fs, o);
 	if (!err)
 		err = o->subdir ? sqk_lookup_path(fs->img, o->subdir, &fs->root)
 				: sqk_image_root(fs->img, &fs->root);

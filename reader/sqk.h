@@ -35,10 +35,14 @@ struct sqk_open_opts {
 	/* Verify every byte read against the image's integrity data (when it has some, and the
 	 * image starts at offset 0): a mismatch fails that read with SQK_ECORRUPT. */
 	bool verify;
-	/* Remote images (http:// and https:// paths): fetching, cache, headers, root digest pin
-	 * (borrowed for the open only; NULL = defaults). Their reads are always verified when the
-	 * image has integrity data. */
+	/* Remote images (http:// and https:// paths): fetching, cache, headers (borrowed for the
+	 * open only; NULL = defaults). Their reads are always verified when the image has integrity
+	 * data. Its root_hash must be NULL (SQK_EINVAL): the pin is root_hash below. */
 	const struct sqk_http_opts *http;
+	/* 32 bytes (borrowed for the open only), NULL = any: the root digest of the image's
+	 * integrity data must equal it, local or remote, else the open fails with SQK_ECORRUPT and
+	 * a log line (the two digests, or that the image has no integrity data). */
+	const uint8_t *root_hash;
 };
 
 /* An inode as decoded from the image. Plain data: the caller owns it, copies are fine. */

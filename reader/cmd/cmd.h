@@ -49,6 +49,7 @@ struct sqk_remote {
 	const char *hdr[SQK_CMD_MAX_HEADERS];
 	char *files[SQK_CMD_MAX_HEADERS]; /* header-file contents (owned) */
 	unsigned nfiles;
+	bool has_root;                    /* --root-hash given: root holds it */
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
 };
 

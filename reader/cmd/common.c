@@ -70,7 +70,7 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 	case SQK_OPT_ROOT_HASH:
 		if (sqk_integ_parse_hex(arg, r->root))
 			break;
-		r->o.root_hash = r->root;
+		r->has_root = true;
 		return 0;
 	case SQK_OPT_RETRIES:
 		if (sqk_parse_u64(arg, 100, &v))
@@ -110,26 +110,6 @@ void sqk_cmd_remote_free(struct sqk_remote *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* A local image pinned with --root-hash: its integrity trailer must carry that digest. */
-static int check_local_root(struct sqk_cmd *c)
-{
-	struct sqk_integ_trailer t;
-	int err;
-
-	if (!c->remote.o.root_hash || sqk_io_is_http(sqk_image_io(c->img)))
-		return 0;
-	err = sqk_image_integrity(c->img, &t);
-	if (err) {
-		sqk_cmd_err(c, NULL, err, "cannot check --root-hash: no valid integrity data");
-		return err;
-	}
-	if (memcmp(t.root, c->remote.root, sizeof(t.root))) {
-		sqk_cmd_err(c, NULL, SQK_ECORRUPT, "root digest does not match --root-hash");
-		return SQK_ECORRUPT;
-	}
-	return 0;
-}
-
 int sqk_cmd_open(struct sqk_cmd *c)
 {
 	struct sqk_open_opts o;
@@ -141,18 +121,11 @@ int sqk_cmd_open(struct sqk_cmd *c)
 	o.log_ctx = c;
 	o.verify = c->verify != 0;
 	o.http = &c->remote.o;
+	o.root_hash = c->remote.has_root ? c->remote.root : NULL;
 	c->img = NULL;
 	if (sqk_is_url(c->image) && !c->shown)
 		c->shown = sqk_url_display(c->image);
 	err = sqk_image_open(c->image, &o, &c->img);
-	if (!err) {
-		err = check_local_root(c);
-		if (err) {
-			sqk_image_close(c->img);
-			c->img = NULL;
-			return err;
-		}
-	}
 	if (err) {
 		if (c->offset)
 			sqk_cmd_err(c, NULL, err, "cannot open image (offset %llu)",

@@ -62,7 +62,7 @@ static int read_options(struct sqk_image *img)
 				     &img->comp);
 }
 
-static int read_super(struct sqk_image *img)
+static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
 	int rc = sqk_io_get_size(img->io, &img->file_size);
@@ -75,6 +75,8 @@ static int read_super(struct sqk_image *img)
 		img->file_size -= img->base;
 	}
 	rc = sqk_verify_init(img);
+	if (rc == 0)
+		rc = sqk_verify_pin(img, root_hash);
 	if (rc)
 		return rc;
 	rc = sqk_img_read(img, 0, raw, sizeof(raw));
@@ -106,7 +108,7 @@ static int setup(struct sqk_image *img, const struct sqk_open_opts *o)
 	if (rc == 0)
 		rc = sqk_findex_cache_create(&img->findex);
 	if (rc == 0)
-		rc = read_super(img);
+		rc = read_super(img, o ? o->root_hash : NULL);
 	if (rc == 0)
 		sqk_cache_set_block_size(img->cache, img->sb.block_size);
 	if (rc == 0)
@@ -124,9 +126,10 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	int rc;
 
 	*out = NULL;
-	if (!img) {
+	if (!img || (o && o->http && o->http->root_hash)) { /* the pin is o->root_hash */
+		free(img);
 		sqk_io_destroy(owned);
-		return SQK_ENOMEM;
+		return img ? SQK_EINVAL : SQK_ENOMEM;
 	}
 	pthread_mutex_init(&img->pool.mu, NULL);
 	pthread_mutex_init(&img->workers_mu, NULL);
@@ -205,18 +208,20 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 		if (opts->http)
 			ho = *opts->http;
 	}
-	if (o.offset)
+	if (o.offset || ho.root_hash) /* the pin is o.root_hash */
 		return SQK_EINVAL;
 	if (!ho.log) {
 		ho.log = o.log;
 		ho.log_ctx = o.log_ctx;
 	}
+	ho.root_hash = o.root_hash; /* checked by the backend before anything else is fetched */
 	rc = sqk_io_http_create(url, &ho, &io);
 	if (rc)
 		return rc;
 	prefetch_tables(io);
 	o.verify = false; /* the backend checks every chunk it fetches */
 	o.http = NULL;
+	o.root_hash = NULL;
 	rc = open_common(io, io, &o, sqk_io_http_name(io), out);
 	if (!rc) {
 		(*out)->remote_verified = sqk_io_http_verified(io);

@@ -118,6 +118,7 @@ int sqk_img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
 /* verified_reads.c: integrity data and verified reads. */
 int sqk_verify_init(struct sqk_image *img);
 int sqk_verify_covers(struct sqk_image *img);
+int sqk_verify_pin(struct sqk_image *img, const uint8_t *root_hash);
 int sqk_verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_t len,
 		     uint32_t ino);
 int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bpos,

@@ -78,6 +78,33 @@ int sqk_verify_covers(struct sqk_image *img)
 	return SQK_ECORRUPT;
 }
 
+/* opts.root_hash: the authenticated integrity trailer must carry that root digest. Remote
+ * images are pinned by their backend (io_http.c) with the same messages. */
+int sqk_verify_pin(struct sqk_image *img, const uint8_t *root_hash)
+{
+	char got[2 * SQK_INTEG_DIGEST_SIZE + 1], want[2 * SQK_INTEG_DIGEST_SIZE + 1];
+	struct sqk_integ_trailer t;
+	int rc;
+
+	if (!root_hash)
+		return 0;
+	rc = sqk_image_integrity(img, &t);
+	if (rc == SQK_ENOENT) {
+		sqk_logf(img, "the image has no integrity data: its root digest cannot be checked");
+		return SQK_ECORRUPT;
+	}
+	if (rc) {
+		sqk_logf(img, "the integrity data at the end of the image is not valid");
+		return rc == SQK_EIO || rc == SQK_ENOMEM ? rc : SQK_ECORRUPT;
+	}
+	if (memcmp(root_hash, t.root, SQK_INTEG_DIGEST_SIZE) == 0)
+		return 0;
+	sqk_integ_hex(t.root, got);
+	sqk_integ_hex(root_hash, want);
+	sqk_logf(img, "root digest %s does not match the pinned %s", got, want);
+	return SQK_ECORRUPT;
+}
+
 /* Frees the integrity state of img. */
 void sqk_verify_free(struct sqk_image *img)
 {

@@ -17,6 +17,7 @@
 #include "common/meta.h"
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
+#include "mkimage/source.h"
 #include "reader/sqk.h"
 #include "testutil.h"
 
@@ -27,6 +28,7 @@
 
 static char tree[64];
 static struct sqk_io *mem;
+static uint8_t mem_root[SQK_INTEG_DIGEST_SIZE]; /* root digest of mem's integrity data */
 static uint8_t *large; /* content of large.bin */
 
 static void write_file(const char *rel, const void *data, size_t len)
@@ -137,7 +139,11 @@ static struct sqk_io *build_from(const char *src, const char *extra, uint8_t *ro
 	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
 	c.out = out;
-	int err = mk_build(&c, &sb);
+	struct mk_source *source = NULL;
+	int err = mk_source_dir_create(&c, &source);
+	if (!err)
+		err = mk_build(&c, source, &sb);
+	mk_source_destroy(source);
 	ck_assert_msg(err == 0, "build: %d %s", err, c.errmsg);
 	if (root) {
 		ck_assert(c.have_root);
@@ -151,7 +157,7 @@ static struct sqk_io *build_from(const char *src, const char *extra, uint8_t *ro
 
 static void build_image(void)
 {
-	mem = build_from(tree, NULL, NULL);
+	mem = build_from(tree, NULL, mem_root);
 }
 
 static void setup_tree(void)
@@ -432,6 +438,81 @@ START_TEST(test_info_empty)
 	ck_assert_uint_eq(inf.directory_metadata_blocks, 0);
 	sqk_image_close(img);
 	sqk_io_destroy(io);
+}
+END_TEST
+
+/* Opens io with reads verified or not and root digest pin (may be NULL); *img is NULL on error. */
+static int open_pinned(struct sqk_io *io, uint64_t offset, bool verify, const uint8_t *pin,
+		       struct sqk_image **img)
+{
+	struct sqk_open_opts o = { .offset = offset, .log = log_cb, .name = "test.sqsh",
+				   .verify = verify, .root_hash = pin };
+	logbuf[0] = 0;
+	return sqk_image_open_io(io, &o, img);
+}
+
+/* opts.root_hash is checked at open: the image's digest opens it, with reads verified or not; a
+ * wrong one fails with SQK_ECORRUPT and a log line giving both digests, also with reads verified
+ * (the sqkfuse -o verify path once skipped it); an image without integrity data, or one that
+ * does not start at offset 0 of its file, cannot be pinned; a pin in opts.http is refused. */
+START_TEST(test_root_hash)
+{
+	uint8_t bad[SQK_INTEG_DIGEST_SIZE];
+	char want[2 * SQK_INTEG_DIGEST_SIZE + 1], got[2 * SQK_INTEG_DIGEST_SIZE + 1], msg[300];
+	struct sqk_image *img;
+	memcpy(bad, mem_root, sizeof(bad));
+	bad[31] ^= 1;
+	sqk_integ_hex(mem_root, got);
+	sqk_integ_hex(bad, want);
+	snprintf(msg, sizeof(msg), "test.sqsh: root digest %s does not match the pinned %s", got,
+		 want);
+	for (int verify = 0; verify < 2; verify++) {
+		ck_assert_int_eq(open_pinned(mem, 0, verify, mem_root, &img), 0);
+		ck_assert(sqk_image_verified(img) == verify);
+		sqk_image_close(img);
+		ck_assert_int_eq(open_pinned(mem, 0, verify, bad, &img), SQK_ECORRUPT);
+		ck_assert_ptr_null(img);
+		ck_assert_str_eq(logbuf, msg);
+	}
+
+	/* the same image 4096 bytes into its file: its integrity data does not describe it */
+	size_t len;
+	const uint8_t *data = sqk_io_mem_data(mem, &len);
+	uint8_t *shifted = calloc(1, len + 4096);
+	struct sqk_io *io;
+	memcpy(shifted + 4096, data, len);
+	ck_assert_int_eq(sqk_io_mem_create(shifted, len + 4096, &io), 0);
+	ck_assert_int_eq(open_pinned(io, 4096, false, NULL, &img), 0);
+	sqk_image_close(img);
+	ck_assert_int_eq(open_pinned(io, 4096, false, mem_root, &img), SQK_ECORRUPT);
+	ck_assert_ptr_null(img);
+	ck_assert_str_eq(logbuf, "test.sqsh: the image has no integrity data: its root digest "
+				 "cannot be checked");
+	sqk_io_destroy(io);
+	free(shifted);
+
+	/* --no-checksums */
+	char dir[] = "/tmp/sqk-reader-plain-XXXXXX", f[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(f, sizeof(f), "%s/x", dir);
+	FILE *fp = fopen(f, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs("x", fp);
+	fclose(fp);
+	io = build_from(dir, "--no-checksums", NULL);
+	ck_assert_int_eq(unlink(f), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+	ck_assert_int_eq(open_pinned(io, 0, false, mem_root, &img), SQK_ECORRUPT);
+	ck_assert_ptr_null(img);
+	ck_assert_str_eq(logbuf, "test.sqsh: the image has no integrity data: its root digest "
+				 "cannot be checked");
+	sqk_io_destroy(io);
+
+	/* one pin field: opts.http carrying one is refused, not ignored */
+	struct sqk_http_opts ho = { .root_hash = mem_root };
+	struct sqk_open_opts o = { .http = &ho };
+	ck_assert_int_eq(sqk_image_open_io(mem, &o, &img), SQK_EINVAL);
+	ck_assert_ptr_null(img);
 }
 END_TEST
 
@@ -1036,6 +1117,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_concurrent);
 	tcase_add_test(tc, test_open_offset);
 	tcase_add_test(tc, test_info);
+	tcase_add_test(tc, test_root_hash);
 	suite_add_tcase(s, tc);
 	TCase *tk = tcase_create("crafted");
 	tcase_set_timeout(tk, 120);
