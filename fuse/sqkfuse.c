@@ -44,6 +44,8 @@ struct fs {
 	const char *image;
 	bool foreground;
 	bool no_open;          /* the kernel takes ENOSYS from open as "no open needed" */
+	pthread_t opener;      /* the thread that opens the image; only it writes open_msg */
+	char open_msg[512];    /* the library's last message on that thread (why an open failed) */
 	pthread_key_t buf_key; /* per-thread read buffer */
 };
 
@@ -71,7 +73,11 @@ static void logmsg(const struct fs *fs, const char *fmt, ...)
 
 static void lib_log(void *ctx, const char *msg)
 {
-	logmsg(ctx, "%s", msg);
+	struct fs *fs = ctx;
+
+	if (pthread_equal(pthread_self(), fs->opener))
+		snprintf(fs->open_msg, sizeof(fs->open_msg), "%s", msg);
+	logmsg(fs, "%s", msg);
 }
 
 static fuse_ino_t to_id(const struct fs *fs, const struct sqk_inode *i)
@@ -748,13 +754,18 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 		return 2;
 	so.http = &ho;
 	so.root_hash = o->root_hash ? o->root : NULL; /* parsed by remote_opts */
+	fs->opener = pthread_self();
 	int err = sqk_image_open(o->image, &so, &fs->img);
+	bool open_failed = err != 0;
 	if (!err)
 		err = o->subdir ? sqk_lookup_path(fs->img, o->subdir, &fs->root)
 				: sqk_image_root(fs->img, &fs->root);
 	if (!err && !S_ISDIR(fs->root.mode))
 		err = SQK_EINVAL;
 	if (err) {
+		/* in the background the library's reason went to syslog only */
+		if (open_failed && !fs->foreground && fs->open_msg[0])
+			fprintf(stderr, "%s: %s\n", prog, fs->open_msg);
 		fprintf(stderr, "%s: %s%s%s: %s\n", prog, o->shown ? o->shown : o->image,
 			o->subdir ? ": " : "",
 			o->subdir ? o->subdir : "", sqk_strerror(err));

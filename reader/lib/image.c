@@ -27,10 +27,6 @@ static int check_super(struct sqk_image *img)
 		return SQK_ECORRUPT;
 	if (sb->flags & SQK_FLAG_CHECK)
 		return SQK_EUNSUPPORTED;
-	if (sb->compressor == 0 || sb->compressor > SQK_COMP_ZSTD)
-		return SQK_ECORRUPT;
-	if (sb->compressor == SQK_COMP_LZMA || sb->compressor == SQK_COMP_LZO)
-		return SQK_EUNSUPPORTED;
 	if (sb->bytes_used > img->file_size || sb->bytes_used < SQK_SUPER_SIZE)
 		return SQK_ECORRUPT;
 	if ((sb->root_inode & 0xFFFF) > SQK_META_SIZE || sb->inode_count == 0)
@@ -65,6 +61,7 @@ static int read_options(struct sqk_image *img)
 static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
+	char why[80];
 	int rc = sqk_io_get_size(img->io, &img->file_size);
 
 	if (rc)
@@ -86,6 +83,11 @@ static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 	rc = check_super(img);
 	if (rc) {
 		sqk_logf(img, "bad superblock: %s", sqk_strerror(rc));
+		return rc;
+	}
+	rc = sqk_comp_supported(img->sb.compressor, why, sizeof(why));
+	if (rc) {
+		sqk_logf(img, "%s", why);
 		return rc;
 	}
 	rc = sqk_verify_covers(img);

@@ -1033,8 +1033,8 @@ START_TEST(test_bad_super)
 	} cases[] = {
 		{ 0, 4, 0x12345678, SQK_ECORRUPT },   { 28, 2, 3, SQK_EUNSUPPORTED },
 		{ 12, 4, 8192, SQK_ECORRUPT },        { 12, 4, 2048, SQK_ECORRUPT },
-		{ 20, 2, 2, SQK_EUNSUPPORTED },       { 20, 2, 3, SQK_EUNSUPPORTED },
-		{ 20, 2, 9, SQK_ECORRUPT },           { 24, 2, 4, SQK_EUNSUPPORTED },
+		{ 20, 2, 2, SQK_EUNSUPPORTED },       { 20, 2, 0, SQK_EUNSUPPORTED },
+		{ 20, 2, 9, SQK_EUNSUPPORTED },       { 24, 2, 4, SQK_EUNSUPPORTED },
 		{ 40, 8, 1u << 20, SQK_ECORRUPT },    { 48, 8, 1u << 30, SQK_ECORRUPT },
 		{ 64, 8, 1u << 30, SQK_ECORRUPT },    { 20, 2, 5, SQK_ECORRUPT },
 	};
