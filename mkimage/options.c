@@ -19,10 +19,13 @@ static void usage(FILE *f)
 		"several sources each become an entry of the root.\n"
 		"\n"
 		"  -b, --block-size SIZE   data block size, 4K..1M, power of two (default 128K)\n"
-		"  -c, --compressor NAME   zstd (default), xz, gzip or lz4\n"
-		"  -l, --level N           compression level (zstd 1-22, xz 1-9, gzip 1-9, lz4 hc 1-12)\n"
+		"  -c, --compressor NAME   zstd (default), xz, gzip, lz4 or lzo\n"
+		"  -l, --level N           compression level (zstd 1-22, xz 1-9, gzip 1-9, lz4 hc 1-12,\n"
+		"                          lzo 1-9 with lzo1x_999 only)\n"
 		"      --bcj FILTER        xz branch filter: x86, powerpc, ia64, arm, armthumb, sparc\n"
 		"                          (repeatable; the smallest result per block is kept)\n"
+		"      --lzo-algorithm A   lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 or lzo1x_999\n"
+		"                          (default, level 8)\n"
 		"  -j, --threads N         compression threads (default: online CPUs)\n"
 		"      --no-fragments      store tails and small files in their own blocks\n"
 		"      --no-tailends       pack only small files into fragments, not tails of large files\n"
@@ -55,6 +58,7 @@ static void usage(FILE *f)
 		"  -q, --quiet             no progress bar, no summary\n"
 		"  -h, --help              this text\n"
 		"\n"
+		"mksquashfs spellings: -comp NAME, -Xcompression-level N, -Xalgorithm A.\n"
 		"SOURCE_DATE_EPOCH (environment) sets the image time and clamps newer mtimes.\n"
 		"Without it, the image time is the newest mtime stored, so the same input always gives\n"
 		"the same image, whatever --threads is.\n"
@@ -132,7 +136,7 @@ static void set_defaults(struct mk_options *o)
 }
 
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
-       OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK,
+       OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK, OPT_LZOALG,
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE };
 
@@ -141,6 +145,7 @@ static const struct option long_opts[] = {
 	{ "compressor", required_argument, NULL, 'c' },
 	{ "level", required_argument, NULL, 'l' },
 	{ "bcj", required_argument, NULL, OPT_BCJ },
+	{ "lzo-algorithm", required_argument, NULL, OPT_LZOALG },
 	{ "threads", required_argument, NULL, 'j' },
 	{ "no-fragments", no_argument, NULL, OPT_NOFRAG },
 	{ "no-tailends", no_argument, NULL, OPT_NOTAIL },
@@ -168,6 +173,31 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The mksquashfs spellings of options squashkit also has: the option they stand for, or 0. */
+static int mksquashfs_alias(const char *word)
+{
+	if (strcmp(word, "-comp") == 0)
+		return 'c';
+	if (strcmp(word, "-Xcompression-level") == 0)
+		return 'l';
+	if (strcmp(word, "-Xalgorithm") == 0)
+		return OPT_LZOALG;
+	return 0;
+}
+
+/* As mksquashfs: a level is for lzo1x_999 only, whichever option came first. */
+static int check_lzo(const struct mk_options *o, const char *level_arg)
+{
+	if (o->comp.lzo_algorithm && o->comp.id != SQK_COMP_LZO) {
+		fprintf(stderr, "sqk mkimage: --lzo-algorithm needs --compressor lzo\n");
+		return -1;
+	}
+	if (o->comp.id == SQK_COMP_LZO && level_arg && o->comp.lzo_algorithm &&
+	    o->comp.lzo_algorithm != SQK_LZO1X_999)
+		return opt_error("--level", level_arg, "only lzo1x_999 takes a level");
+	return 0;
+}
+
 static int check_level(const struct mk_options *o, const char *arg)
 {
 	int lv = o->comp.level, lo = 1, hi = 22;
@@ -175,6 +205,7 @@ static int check_level(const struct mk_options *o, const char *arg)
 	case SQK_COMP_XZ: hi = 9; break;
 	case SQK_COMP_GZIP: hi = 9; break;
 	case SQK_COMP_LZ4: hi = 12; break;
+	case SQK_COMP_LZO: hi = 9; break;
 	default: break;
 	}
 	if (arg && (lv < lo || lv > hi)) {
@@ -196,9 +227,8 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 		return 0;
 	case 'c':
 		o->comp.id = sqk_comp_id(optarg);
-		if (o->comp.id != SQK_COMP_ZSTD && o->comp.id != SQK_COMP_XZ &&
-		    o->comp.id != SQK_COMP_GZIP && o->comp.id != SQK_COMP_LZ4)
-			return opt_error("--compressor", optarg, "choose zstd, xz, gzip or lz4");
+		if (sqk_comp_supported(o->comp.id, NULL, 0))
+			return opt_error("--compressor", optarg, "choose zstd, xz, gzip, lz4 or lzo");
 		return 0;
 	case 'l':
 		if (sqk_parse_u64(optarg, 22, &v))
@@ -214,6 +244,13 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 		o->comp.xz_bcj |= f;
 		return 0;
 	}
+	case OPT_LZOALG:
+		o->comp.lzo_algorithm = sqk_lzo_algorithm_from_name(optarg);
+		if (!o->comp.lzo_algorithm)
+			return opt_error("--lzo-algorithm", optarg,
+					 "choose lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 or "
+					 "lzo1x_999");
+		return 0;
 	case 'j':
 		if (sqk_parse_u64(optarg, 1024, &v) || v == 0)
 			return opt_error("--threads", optarg, "need 1..1024");
@@ -302,7 +339,20 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 	set_defaults(o);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+b:c:l:j:e:qh", long_opts, NULL)) != -1) {
+	for (;;) {
+		/* checked before getopt sees the word (it would read -comp as -c omp) */
+		c = optind < argc ? mksquashfs_alias(argv[optind]) : 0;
+		if (c && optind + 1 >= argc) {
+			fprintf(stderr, "sqk mkimage: missing argument for option '%s'\n",
+				argv[optind]);
+			return -1;
+		}
+		if (c) {
+			optarg = argv[optind + 1];
+			optind += 2;
+		} else if ((c = getopt_long(argc, argv, "+b:c:l:j:e:qh", long_opts, NULL)) == -1) {
+			break;
+		}
 		if (c == 'h') {
 			usage(stdout);
 			return 1;
@@ -317,7 +367,7 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 		if (handle_opt(o, c, &level_arg))
 			return -1;
 	}
-	if (check_level(o, level_arg) || parse_env(o))
+	if (check_level(o, level_arg) || check_lzo(o, level_arg) || parse_env(o))
 		return -1;
 	if (o->comp.xz_bcj && o->comp.id != SQK_COMP_XZ) {
 		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");

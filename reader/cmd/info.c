@@ -105,6 +105,10 @@ static void info_comp_opts(const struct sqk_comp_config *cc, int json)
 		printf("%s", sep);
 		printf(fmt, "hc", (unsigned long long)cc->lz4_hc);
 		break;
+	case SQK_COMP_LZO: /* level is lzo1x_999's, 0 for the other algorithms */
+		printf(json ? "%s\"algorithm\": \"%s\"" : "%salgorithm=%s", sep,
+		       sqk_lzo_algorithm_name(cc->lzo_algorithm));
+		break;
 	default:
 		break;
 	}

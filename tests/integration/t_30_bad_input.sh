@@ -339,7 +339,7 @@ expect_fail "g: -b 4097" "$D" 2 '(-b|block)' "$SQK" mkimage --block-size 4097 "$
 expect_fail "g: -b 128Q" "$D" 2 '(-b|block)' "$SQK" mkimage -b 128Q "$S" "$NEW"
 expect_fail "g: -b 4294967296K" "$D" 2 '(-b|block)' "$SQK" mkimage -b 4294967296K "$S" "$NEW"
 expect_fail "g: -c nosuch" "$D" 2 'nosuch' "$SQK" mkimage -c nosuch "$S" "$OLD"
-expect_fail "g: --compressor lzo" "$D" 2 'lzo' "$SQK" mkimage --compressor lzo "$S" "$NEW"
+expect_fail "g: --compressor lzma" "$D" 2 'lzma' "$SQK" mkimage --compressor lzma "$S" "$NEW"
 expect_fail "g: -l 99" "$D" 2 '(-l|level)' "$SQK" mkimage -l 99 "$S" "$NEW"
 expect_fail "g: -c gzip -l 0" "$D" 2 '(-l|level)' "$SQK" mkimage -c gzip -l 0 "$S" "$NEW"
 expect_fail "g: -c xz -l 10" "$D" 2 '(-l|level)' "$SQK" mkimage -c xz -l 10 "$S" "$NEW"
