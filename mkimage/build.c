@@ -146,7 +146,7 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_pseudo *ps)
 {
 	struct mk_entry e;
-	int err = mk_tree_start(c);
+	int err = mk_tree_start(c, src->ops->ordered);
 	if (!err)
 		err = mk_data_start(c);
 	while (!err) {
@@ -160,6 +160,8 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 		if (!err && mk_cancelled(c))
 			err = mk_fail(c, SQK_EINTR, "interrupted");
 	}
+	if (!err && ps)
+		err = mk_tree_unorder(c);
 	if (!err)
 		err = mk_pseudo_apply(c, ps);
 	if (err) {

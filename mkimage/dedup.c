@@ -1,6 +1,7 @@
 /* Duplicate files, found in the one read pass: an index from (size, SHA-256 of the content) to the
  * first file that had it, and the set of sizes seen so far (a file whose size no earlier file
- * has cannot be a duplicate, so the writer need not hold it back). */
+ * has cannot be a duplicate, so the writer need not hold it back). Entries are dense (digest and
+ * node); the hash tables hold 32-bit entry numbers, so a file costs about 60 bytes here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,32 +10,33 @@
 #include "common/integrity.h"
 #include "mk.h"
 
-struct dd_slot {
-	uint64_t size;
+struct dd_entry {
 	uint8_t digest[SQK_INTEG_DIGEST_SIZE];
-	struct mk_node *n;          /* NULL: empty */
+	struct mk_node *n;
 };
 
 struct mk_dedup {
-	struct dd_slot *slots;
-	size_t cap, used;
+	struct dd_entry *v;         /* entries in the order files came */
+	uint32_t n, cap;
+	uint32_t *slots;            /* entry number + 1; 0 = empty */
+	uint32_t nslots;
 	uint64_t *sizes;            /* open addressing; 0 = empty (empty files are never indexed) */
-	size_t sizes_cap, sizes_used;
+	uint32_t sizes_cap, sizes_used;
 };
 
-static size_t size_hash(uint64_t s)
+static uint32_t size_hash(uint64_t s)
 {
 	uint64_t h = s * 0x9E3779B97F4A7C15ull;
-	return (size_t)(h ^ (h >> 31));
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 int mk_dedup_create(struct mk_ctx *c, struct mk_dedup **out)
 {
 	struct mk_dedup *d = calloc(1, sizeof(*d));
 	if (d) {
-		d->cap = 1024;
+		d->nslots = 1024;
 		d->sizes_cap = 1024;
-		d->slots = calloc(d->cap, sizeof(*d->slots));
+		d->slots = calloc(d->nslots, sizeof(*d->slots));
 		d->sizes = calloc(d->sizes_cap, sizeof(*d->sizes));
 	}
 	if (!d || !d->slots || !d->sizes) {
@@ -50,14 +52,15 @@ void mk_dedup_destroy(struct mk_dedup *d)
 {
 	if (!d)
 		return;
+	free(d->v);
 	free(d->slots);
 	free(d->sizes);
 	free(d);
 }
 
-static size_t sizes_slot(const struct mk_dedup *d, uint64_t size)
+static uint32_t sizes_slot(const struct mk_dedup *d, uint64_t size)
 {
-	size_t j = size_hash(size) & (d->sizes_cap - 1);
+	uint32_t j = size_hash(size) & (d->sizes_cap - 1);
 	while (d->sizes[j] && d->sizes[j] != size)
 		j = (j + 1) & (d->sizes_cap - 1);
 	return j;
@@ -71,19 +74,18 @@ bool mk_dedup_size_seen(const struct mk_dedup *d, uint64_t size)
 static int sizes_add(struct mk_dedup *d, uint64_t size)
 {
 	if ((d->sizes_used + 1) * 2 > d->sizes_cap) {
-		size_t ncap = d->sizes_cap * 2;
-		uint64_t *ns = calloc(ncap, sizeof(*ns)), *old = d->sizes;
+		uint32_t ocap = d->sizes_cap;
+		uint64_t *ns = calloc((size_t)ocap * 2, sizeof(*ns)), *old = d->sizes;
 		if (!ns)
 			return SQK_ENOMEM;
-		size_t ocap = d->sizes_cap;
 		d->sizes = ns;
-		d->sizes_cap = ncap;
-		for (size_t i = 0; i < ocap; i++)
+		d->sizes_cap = ocap * 2;
+		for (uint32_t i = 0; i < ocap; i++)
 			if (old[i])
 				ns[sizes_slot(d, old[i])] = old[i];
 		free(old);
 	}
-	size_t j = sizes_slot(d, size);
+	uint32_t j = sizes_slot(d, size);
 	if (!d->sizes[j]) {
 		d->sizes[j] = size;
 		d->sizes_used++;
@@ -91,34 +93,43 @@ static int sizes_add(struct mk_dedup *d, uint64_t size)
 	return 0;
 }
 
-static size_t slot_of(const struct mk_dedup *d, uint64_t size, const uint8_t *digest)
+static uint32_t key_hash(uint64_t size, const uint8_t *digest)
 {
-	size_t j = (size_t)(sqk_get_le64(digest) ^ size_hash(size)) & (d->cap - 1);
-	while (d->slots[j].n && (d->slots[j].size != size ||
-				 memcmp(d->slots[j].digest, digest, SQK_INTEG_DIGEST_SIZE)))
-		j = (j + 1) & (d->cap - 1);
-	return j;
+	return (uint32_t)(sqk_get_le64(digest) ^ size_hash(size));
+}
+
+/* The slot holding (size, digest), or the empty slot where it would go. */
+static uint32_t slot_of(const struct mk_dedup *d, uint64_t size, const uint8_t *digest)
+{
+	uint32_t j = key_hash(size, digest) & (d->nslots - 1);
+	for (;; j = (j + 1) & (d->nslots - 1)) {
+		uint32_t e = d->slots[j];
+		if (!e)
+			return j;
+		const struct dd_entry *x = &d->v[e - 1];
+		if (x->n->file->size == size && !memcmp(x->digest, digest, SQK_INTEG_DIGEST_SIZE))
+			return j;
+	}
 }
 
 static int grow(struct mk_dedup *d)
 {
-	size_t ocap = d->cap;
-	struct dd_slot *old = d->slots, *ns = calloc(ocap * 2, sizeof(*ns));
+	uint32_t *ns = calloc((size_t)d->nslots * 2, sizeof(*ns));
 	if (!ns)
 		return SQK_ENOMEM;
+	free(d->slots);
 	d->slots = ns;
-	d->cap = ocap * 2;
-	for (size_t i = 0; i < ocap; i++)
-		if (old[i].n)
-			d->slots[slot_of(d, old[i].size, old[i].digest)] = old[i];
-	free(old);
+	d->nslots *= 2;
+	for (uint32_t i = 0; i < d->n; i++)
+		d->slots[slot_of(d, d->v[i].n->file->size, d->v[i].digest)] = i + 1;
 	return 0;
 }
 
 int mk_dedup_find(const struct mk_dedup *d, uint64_t size, const uint8_t *digest,
 		  struct mk_node **orig)
 {
-	*orig = d->slots[slot_of(d, size, digest)].n;
+	uint32_t e = d->slots[slot_of(d, size, digest)];
+	*orig = e ? d->v[e - 1].n : NULL;
 	return 0;
 }
 
@@ -127,19 +138,32 @@ int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, struct mk_node *n
 {
 	uint64_t size = n->file->size;
 	int err = 0;
-	if ((d->used + 1) * 2 > d->cap)
+	if ((d->n + 1) * 2 > d->nslots)
 		err = grow(d);
+	if (!err && d->n == d->cap) {
+		uint32_t ncap = d->cap ? d->cap + d->cap / 2 : 1024;
+		struct dd_entry *nv = realloc(d->v, (size_t)ncap * sizeof(*nv));
+		if (!nv)
+			err = SQK_ENOMEM;
+		else {
+			d->v = nv;
+			d->cap = ncap;
+		}
+	}
 	if (!err)
 		err = sizes_add(d, size);
+	if (!err && d->n == UINT32_MAX - 1)
+		err = SQK_ETOOBIG;
 	if (err)
 		return mk_fail(c, err, "out of memory");
-	size_t j = slot_of(d, size, digest);
-	*orig = d->slots[j].n;
-	if (!*orig) {
-		d->slots[j].size = size;
-		memcpy(d->slots[j].digest, digest, SQK_INTEG_DIGEST_SIZE);
-		d->slots[j].n = n;
-		d->used++;
+	uint32_t j = slot_of(d, size, digest);
+	if (d->slots[j]) {
+		*orig = d->v[d->slots[j] - 1].n;
+		return 0;
 	}
+	*orig = NULL;
+	memcpy(d->v[d->n].digest, digest, SQK_INTEG_DIGEST_SIZE);
+	d->v[d->n].n = n;
+	d->slots[j] = ++d->n;
 	return 0;
 }

@@ -126,7 +126,7 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 	uint64_t total = 0, fsize = c->pos; /* the file, integrity data included */
 	for (size_t i = 0; i < c->nnodes; i++)
 		if (c->nodes[i]->file)
-			total += c->nodes[i]->size;
+			total += c->nodes[i]->file->size;
 	printf("image      %s\n", c->opt->image);
 	printf("format     SquashFS 4.0, %s, %u KiB blocks%s\n", sqk_comp_name(sb->compressor),
 	       sb->block_size / 1024, c->opt->no_fragments ? ", no fragments" : "");

@@ -39,30 +39,28 @@ struct mk_file {
  * canonical node (the first name met) which carries the inode. */
 struct mk_node {
 	char *name;            /* owned; "" for the root */
-	size_t name_len;
 	struct mk_node *parent;
 	struct mk_node **children; /* owned array; sorted by name (memcmp) once the tree is done */
-	size_t nchildren, children_cap;
 	struct mk_node *link;  /* canonical node of a hard-link group, NULL if self */
+	char *target;          /* symlink target (owned) */
+	struct mk_file *file;  /* regular files (owned) */
+	uint64_t inode_ref;
+	uint32_t nchildren;    /* the array grows by doubling from 8 */
+	uint32_t name_len;
+	uint32_t target_len;
 	mode_t mode;
-	uint32_t uid, gid;
 	uint32_t mtime;
 	uint32_t rdev;         /* SquashFS encoding */
-	uint64_t size;         /* regular files */
-	char *target;          /* symlink target (owned) */
-	size_t target_len;
 	uint32_t nlink;        /* names in the image (canonical nodes) */
 	uint32_t ino;          /* inode number, 1..inode_count */
 	uint32_t xattr_idx;    /* SQK_NONE32 = none */
-	uint16_t uid_idx, gid_idx;
 	uint32_t nsubdirs;
-	uint64_t inode_ref;
+	uint32_t order;        /* position in tree order (for stable sorting) */
+	uint16_t uid_idx, gid_idx;
 	bool emitted;
 	bool implied;          /* a directory no entry listed (yet): default attributes */
 	bool newest_mtime;     /* takes the newest mtime of the tree (a synthetic root) */
 	bool dead;             /* replaced by a later entry of the same path: not in the image */
-	uint32_t order;        /* position in tree order (for stable sorting) */
-	struct mk_file *file;  /* regular files (owned) */
 };
 
 struct mk_stats {
@@ -131,9 +129,12 @@ int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb);
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* tree.c: the image tree, grown entry by entry. mk_tree_add places e (borrowed) and sets *data
+/* tree.c: the image tree, grown entry by entry (ordered: the source gives each directory's
+ * entries sorted and once, parents first, so no name index is kept). mk_tree_add places e (borrowed) and sets *data
  * to the node whose content must be read now (regular files that are not links), else NULL. */
-int mk_tree_start(struct mk_ctx *c);
+int mk_tree_start(struct mk_ctx *c, bool ordered);
+/* Entries may come in any order from now on (pseudo definitions after an ordered source). */
+int mk_tree_unorder(struct mk_ctx *c);
 int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **data);
 /* Sorts directories, sets the synthetic root's time, numbers inodes. */
 int mk_tree_finish(struct mk_ctx *c);

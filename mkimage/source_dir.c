@@ -434,6 +434,7 @@ static void dir_destroy(struct mk_source *s)
 
 static const struct mk_source_ops dir_ops = {
 	.rereadable = true,
+	.ordered = true,
 	.next = dir_next,
 	.read = dir_read,
 	.data_at = dir_data_at,

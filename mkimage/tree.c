@@ -34,6 +34,7 @@ struct id_map {
 };
 
 struct mk_tree {
+	bool ordered;              /* the source gives sorted, unique entries: no name map needed */
 	struct name_map names;
 	struct id_map ids;
 	char *last_dir;            /* path of the parent looked up last, and its node */
@@ -182,10 +183,10 @@ static uint32_t clamp_time(const struct mk_options *o, int64_t t)
 static int set_owner(struct mk_ctx *c, struct mk_node *n, uint32_t uid, uint32_t gid)
 {
 	const struct mk_options *o = c->opt;
-	n->uid = o->force_uid >= 0 ? (uint32_t)o->force_uid : uid;
-	n->gid = o->force_gid >= 0 ? (uint32_t)o->force_gid : gid;
-	int err = mk_ids_index(c, n->uid, &n->uid_idx);
-	return err ? err : mk_ids_index(c, n->gid, &n->gid_idx);
+	uid = o->force_uid >= 0 ? (uint32_t)o->force_uid : uid;
+	gid = o->force_gid >= 0 ? (uint32_t)o->force_gid : gid;
+	int err = mk_ids_index(c, uid, &n->uid_idx);
+	return err ? err : mk_ids_index(c, gid, &n->gid_idx);
 }
 
 static struct mk_node *new_node(const char *name, size_t len)
@@ -200,25 +201,49 @@ static struct mk_node *new_node(const char *name, size_t len)
 	}
 	memcpy(n->name, name, len);
 	n->name[len] = 0;
-	n->name_len = len;
+	n->name_len = (uint32_t)len;
 	n->xattr_idx = SQK_NONE32;
 	n->nlink = 1;
 	return n;
 }
 
+/* The child of dir called name: binary search while the source is ordered (children sorted as
+ * they came), else the name map. */
+static struct mk_node *child_find(const struct mk_tree *t, const struct mk_node *dir,
+				  const char *name, size_t len)
+{
+	if (!t->ordered)
+		return names_find(&t->names, dir, name, len);
+	size_t lo = 0, hi = dir->nchildren;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct mk_node *ch = dir->children[mid];
+		int r = sqk_name_cmp(ch->name, ch->name_len, name, len);
+		if (!r)
+			return dir->children[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *child)
 {
-	if (dir->nchildren == dir->children_cap) {
-		size_t ncap = dir->children_cap ? dir->children_cap * 2 : 8;
+	uint32_t n = dir->nchildren;
+	if (n == UINT32_MAX)
+		return mk_fail(c, SQK_ETOOBIG, "too many entries in one directory");
+	if (n == 0 || (n >= 8 && !(n & (n - 1)))) { /* full: 0, 8, 16, 32... */
+		size_t ncap = n ? (size_t)n * 2 : 8;
 		struct mk_node **nc = realloc(dir->children, ncap * sizeof(*nc));
 		if (!nc)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
 		dir->children = nc;
-		dir->children_cap = ncap;
 	}
 	child->parent = dir;
 	dir->children[dir->nchildren++] = child;
-	int err = names_put(&c->tree->names, child);
+	int err = c->tree->ordered ? 0 : names_put(&c->tree->names, child);
 	return err ? mk_fail(c, err, "out of memory") : 0;
 }
 
@@ -246,7 +271,7 @@ static int find_dir(struct mk_ctx *c, const char *path, size_t len, const char *
 		size_t j = i;
 		while (j < len && path[j] != '/')
 			j++;
-		struct mk_node *ch = names_find(&t->names, d, path + i, j - i);
+		struct mk_node *ch = child_find(t, d, path + i, j - i);
 		if (!ch) {
 			ch = new_node(path + i, j - i);
 			int err = !ch ? mk_fail(c, SQK_ENOMEM, "out of memory") : add_child(c, d, ch);
@@ -280,10 +305,27 @@ static struct mk_node *find_path(struct mk_ctx *c, const char *path)
 	struct mk_node *d = c->root;
 	while (d && *path) {
 		size_t j = strcspn(path, "/");
-		d = names_find(&c->tree->names, d, path, j);
+		d = child_find(c->tree, d, path, j);
 		path += j + (path[j] == '/');
 	}
 	return d;
+}
+
+int mk_tree_unorder(struct mk_ctx *c)
+{
+	struct mk_tree *t = c->tree;
+	if (!t->ordered)
+		return 0;
+	t->ordered = false;
+	for (size_t i = 0; i < c->nnodes; i++) {
+		struct mk_node *d = c->nodes[i];
+		for (size_t k = 0; S_ISDIR(d->mode) && k < d->nchildren; k++) {
+			int err = names_put(&t->names, d->children[k]);
+			if (err)
+				return mk_fail(c, err, "out of memory");
+		}
+	}
+	return 0;
 }
 
 struct mk_node *mk_tree_find(struct mk_ctx *c, const char *path)
@@ -326,13 +368,12 @@ static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry 
 		n->target = strdup(e->target);
 		if (!n->target)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		n->target_len = len;
+		n->target_len = (uint32_t)len;
 	} else if (S_ISREG(e->mode)) {
-		n->size = e->size;
 		n->file = calloc(1, sizeof(*n->file));
 		if (!n->file)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		n->file->size = n->size;
+		n->file->size = e->size;
 		n->file->frag_index = SQK_NONE32;
 		n->file->maybe_sparse = e->maybe_sparse;
 	} else if (!S_ISDIR(e->mode) && !S_ISFIFO(e->mode) && !S_ISSOCK(e->mode)) {
@@ -419,7 +460,7 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **dat
 	int err = find_dir(c, e->path, dlen, e->origin, &dir);
 	if (err)
 		return err;
-	struct mk_node *old = names_find(&c->tree->names, dir, name, strlen(name));
+	struct mk_node *old = c->tree->ordered ? NULL : child_find(c->tree, dir, name, strlen(name));
 	if (old && (err = replace_entry(c, old, e, &n)))
 		return err;
 	if (n)
@@ -451,12 +492,13 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **dat
 	return err;
 }
 
-int mk_tree_start(struct mk_ctx *c)
+int mk_tree_start(struct mk_ctx *c, bool ordered)
 {
 	c->tree = calloc(1, sizeof(*c->tree));
 	c->root = new_node("", 0);
 	if (!c->tree || !c->root)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	c->tree->ordered = ordered;
 	int err = set_implied(c, c->root);
 	return err ? err : push_node(c, c->root);
 }
