@@ -165,8 +165,10 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 	if (!err)
 		err = mk_pseudo_apply(c, ps);
 	if (err) {
-		mk_data_abort(c);
-		return err;
+		/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading side
+		 * saw afterwards, so it is the error reported. */
+		int perr = mk_data_abort(c);
+		return perr ? perr : err;
 	}
 	err = mk_data_finish(c);
 	return err ? err : mk_tree_finish(c);

@@ -466,11 +466,11 @@ int mk_data_start(struct mk_ctx *c)
 	return err;
 }
 
-void mk_data_abort(struct mk_ctx *c)
+int mk_data_abort(struct mk_ctx *c)
 {
-	if (c->data && c->data->p)
-		mk_pipeline_finish(c->data->p);
+	int err = c->data && c->data->p ? mk_pipeline_finish(c->data->p) : 0;
 	data_free(c);
+	return err;
 }
 
 /* --reuse: old fragment blocks that most of whose bytes live on are copied whole (numbered from

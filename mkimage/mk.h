@@ -180,8 +180,9 @@ int mk_data_start(struct mk_ctx *c);
 int mk_data_file(struct mk_ctx *c, struct mk_node *n, struct mk_source *src,
 		 const struct mk_entry *e);
 int mk_data_finish(struct mk_ctx *c);
-/* Frees the data stage after an error (mk_data_finish frees it otherwise). */
-void mk_data_abort(struct mk_ctx *c);
+/* Frees the data stage after an error (mk_data_finish frees it otherwise); returns the
+ * pipeline's own error (a failed write), which is then the cause to report. */
+int mk_data_abort(struct mk_ctx *c);
 
 /* dedup.c: the index of file contents by (size, SHA-256); *orig is the earlier file with the
  * same content, or NULL after n was added. */

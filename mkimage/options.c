@@ -53,7 +53,7 @@ static void usage(FILE *f)
 		"      --reuse OLD         copy compressed blocks and fragment blocks of the image OLD\n"
 		"                          (same compressor and block size) where their content is the\n"
 		"                          same, instead of compressing again; each is compared first\n"
-		"      --mem SIZE          memory for data waiting until the end (default 32M); the rest\n"
+		"      --mem SIZE          memory for data waiting until the end (default 4M); the rest\n"
 		"                          waits in an unnamed temporary file in $TMPDIR\n"
 		"  -q, --quiet             no progress bar, no summary\n"
 		"  -h, --help              this text\n"
@@ -132,7 +132,7 @@ static void set_defaults(struct mk_options *o)
 	o->clamp_time = -1;
 	o->default_mode = 0755;
 	o->default_mtime = 0;
-	o->mem = 32u << 20;
+	o->mem = 4u << 20;
 }
 
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,

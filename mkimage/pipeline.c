@@ -178,7 +178,7 @@ static int hold_block(struct mk_pipeline *p, const struct mk_job *j, const uint8
 		h->cap = ncap;
 	}
 	if (h->len + stored > h->bytes_cap) {
-		size_t ncap = h->bytes_cap ? h->bytes_cap : 1u << 20;
+		size_t ncap = h->bytes_cap ? h->bytes_cap : 1u << 17;
 		while (ncap < h->len + stored)
 			ncap *= 2;
 		uint8_t *nb = realloc(h->bytes, ncap);

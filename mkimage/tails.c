@@ -12,11 +12,15 @@
 #include "common/error.h"
 #include "mk.h"
 
+#define SPILL_BUF (128u << 10)
+
 struct mk_tails {
 	uint8_t *mem;
 	size_t used, cap, budget;
 	int fd;               /* spill file, -1 until needed */
-	uint64_t spilled;     /* bytes in it */
+	uint64_t spilled;     /* bytes in it, the buffered ones included */
+	uint8_t *wbuf;        /* spill bytes not written yet: the last wlen of them */
+	size_t wlen;
 	char dir[4096];
 };
 
@@ -40,6 +44,7 @@ void mk_tails_destroy(struct mk_tails *t)
 	if (t->fd >= 0)
 		close(t->fd);
 	free(t->mem);
+	free(t->wbuf);
 	free(t);
 }
 
@@ -60,15 +65,9 @@ static int open_spill(struct mk_ctx *c, struct mk_tails *t)
 	return 0;
 }
 
-static int spill(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len)
+static int write_all(struct mk_ctx *c, struct mk_tails *t, const uint8_t *p, size_t len,
+		     uint64_t off)
 {
-	if (t->fd < 0) {
-		int err = open_spill(c, t);
-		if (err)
-			return err;
-	}
-	const uint8_t *p = data;
-	uint64_t off = t->spilled;
 	while (len) {
 		ssize_t w = pwrite(t->fd, p, len, (off_t)off);
 		if (w < 0 && errno == EINTR)
@@ -81,7 +80,36 @@ static int spill(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t 
 		off += (uint64_t)w;
 		len -= (size_t)w;
 	}
-	t->spilled = off;
+	return 0;
+}
+
+static int flush(struct mk_ctx *c, struct mk_tails *t)
+{
+	int err = t->wlen ? write_all(c, t, t->wbuf, t->wlen, t->spilled - t->wlen) : 0;
+	t->wlen = 0;
+	return err;
+}
+
+/* Appends to the spill file through a buffer (tails are small: one write per 128 KiB). */
+static int spill(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len)
+{
+	if (t->fd < 0) {
+		int err = open_spill(c, t);
+		if (!err && !(t->wbuf = malloc(SPILL_BUF)))
+			err = mk_fail(c, SQK_ENOMEM, "out of memory");
+		if (err)
+			return err;
+	}
+	if (t->wlen + len > SPILL_BUF) {
+		int err = flush(c, t);
+		if (err)
+			return err;
+	}
+	t->spilled += len;
+	if (len > SPILL_BUF)
+		return write_all(c, t, data, len, t->spilled - len);
+	memcpy(t->wbuf + t->wlen, data, len);
+	t->wlen += len;
 	return 0;
 }
 
@@ -118,6 +146,10 @@ int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, 
 	}
 	uint8_t *p = buf;
 	uint64_t off = ref - t->budget;
+	if (off >= t->spilled - t->wlen) { /* still in the write buffer */
+		memcpy(buf, t->wbuf + (off - (t->spilled - t->wlen)), len);
+		return 0;
+	}
 	while (len) {
 		ssize_t r = pread(t->fd, p, len, (off_t)off);
 		if (r < 0 && errno == EINTR)

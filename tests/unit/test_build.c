@@ -343,7 +343,7 @@ START_TEST(test_output_faults)
 		ck_assert_int_eq(sqk_io_fault_create(mem, &fault), 0);
 		sqk_io_fault_arm(fault, op, k == calls ? 0 : k, SQK_ENOSPC);
 		int err = build(&y, NULL, &mem, fault, NULL, msg);
-		ck_assert_msg(err != 0, "write %u: no error", k);
+		ck_assert_msg(err == SQK_ENOSPC, "write %u: got %d (%s)", k, err, msg);
 		if (op == SQK_FAULT_WRITE)
 			ck_assert_msg(strstr(msg, "offset") || strstr(msg, "superblock"),
 				      "write %u: '%s'", k, msg);

@@ -15,6 +15,7 @@
 #include "common/io.h"
 #include "mkimage/mk.h"
 #include "mkimage/options.h"
+#include "mkimage/source.h"
 #include "reader/sqk.h"
 #include "testutil.h"
 
@@ -312,7 +313,10 @@ static struct sqk_io *build_image(uint8_t **a, uint8_t **b, const char *extra)
 	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
 	c.out = mem;
-	ck_assert_msg(mk_build(&c, &sb) == 0, "build: %s", c.errmsg);
+	struct mk_source *src = NULL;
+	ck_assert_int_eq(mk_source_dir_create(&c, &src), 0);
+	ck_assert_msg(mk_build(&c, src, &sb) == 0, "build: %s", c.errmsg);
+	mk_source_destroy(src);
 	c.out = NULL;
 	mk_ctx_free(&c);
 	mk_options_free(&o);
