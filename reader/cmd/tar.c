@@ -52,9 +52,10 @@ static void tar_usage(FILE *f)
 		"image order carries the data and xattrs, later names are links to it),\n"
 		"character and block devices, fifos, xattrs of every namespace\n"
 		"(SCHILY.xattr records: GNU tar --xattrs --xattrs-include='*', or bsdtar),\n"
-		"all-zero blocks as holes (GNU sparse format 1.0), names as stored\n"
-		"(bytes, hdrcharset=BINARY when not ASCII). Sockets cannot be in a tar\n"
-		"archive: each is skipped with a warning.\n"
+		"the image's sparse blocks (all-zero blocks, for sqk mkimage and\n"
+		"mksquashfs) as holes (GNU sparse format 1.0), names as stored (bytes,\n"
+		"hdrcharset=BINARY when not ASCII). Sockets cannot be in a tar archive:\n"
+		"each is skipped with a warning.\n"
 		"\n"
 		"  -o, --output FILE  write FILE: a temporary file in its directory, renamed\n"
 		"                     over FILE when complete, removed on failure ('-' =\n"
@@ -62,9 +63,8 @@ static void tar_usage(FILE *f)
 		"  -z, --gzip         compress the archive with gzip\n"
 		"  -J, --xz           compress the archive with xz\n"
 		"      --zstd         compress the archive with zstd\n"
-		"      --no-sparse    store all-zero blocks as data: files over 1 MiB are\n"
-		"                     read once instead of twice (holes must be known\n"
-		"                     before a file's header)\n"
+		"      --no-sparse    store holes as zeros, for readers without GNU sparse\n"
+		"                     support (such as busybox tar)\n"
 		"      --offset N     the image starts N bytes into the file\n"
 		"      --verify       check every byte read against the image's integrity\n"
 		"                     data\n"
@@ -326,6 +326,7 @@ static void tar_free(struct sqk_tar *t)
 	free(t->links);
 	free(t->names);
 	free(t->map);
+	free(t->words);
 	free(t->xnames);
 	free(t->xval);
 	free(t->buf);

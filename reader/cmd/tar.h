@@ -12,7 +12,7 @@
 struct archive;
 struct archive_entry;
 
-/* Reads of file data, and of the sparse scan: a multiple of every block size. */
+/* Reads of file data: a multiple of every block size. */
 #define SQK_TAR_CHUNK (1u << 20)
 
 /* A data region of a file being written: [off, off + len) holds a block that is not all zero. */
@@ -32,7 +32,7 @@ struct sqk_tar {
 	struct archive_entry *ent;
 	int fd;               /* where the archive goes */
 	struct sqk_image *_Atomic cancel_img; /* the image, for the signal watcher's cancel */
-	bool sparse;          /* store all-zero blocks as holes (default; --no-sparse clears) */
+	bool sparse;          /* store sparse blocks as holes (default; --no-sparse clears) */
 	uint32_t block_size;
 	atomic_int sig;       /* signal that interrupts the walk (-o FILE only); 0 = none */
 	int out_errno;        /* errno of the failed write of the archive, 0 = none */
@@ -49,10 +49,11 @@ struct sqk_tar {
 	size_t nnames, capnames;
 	struct sqk_tar_region *map;
 	size_t nmap, capmap;
+	uint32_t *words;      /* block list of the current file */
+	size_t capwords;
 	char *xnames, *xval;  /* xattr buffers, reused */
 	size_t capxnames, capxval;
 	unsigned char *buf;   /* SQK_TAR_CHUNK bytes */
-	uint64_t sockets;     /* sockets skipped */
 };
 
 /* Entry point of `sqk tar`; argv[0] is the command name. Returns the process exit status. */

@@ -1,7 +1,7 @@
 /* sqk tar, walk side: visits the image in its own order (a directory, then its entries sorted as
  * stored, depth first) and writes one archive entry per name through libarchive: metadata,
  * xattrs, symlink targets, device numbers, hard links as link entries to the first name, and
- * regular files block by block, with all-zero blocks as pax sparse holes. */
+ * regular files 1 MiB at a time, with the image's sparse blocks as pax sparse holes. */
 #include "tar.h"
 
 #include <archive.h>
@@ -189,55 +189,43 @@ static int tar_read(struct sqk_tar *t, const struct sqk_inode *ino, uint64_t off
 	return 0;
 }
 
-static bool tar_all_zero(const unsigned char *p, size_t len)
+/* The data regions of a file from its block list: a block stored with no bytes is a hole
+ * (zeros; sqk mkimage and mksquashfs store every all-zero block so); a tail kept in a fragment
+ * never is. The library holds the whole list already: copying it costs no more. */
+static int tar_map_blocks(struct sqk_tar *t, const struct sqk_inode *ino)
 {
-	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
-}
+	uint32_t count = 0, k, *w;
+	uint64_t off, len, end;
+	struct sqk_tar_region *m;
+	int r = sqk_file_blocks(t->c.img, ino, t->words, (uint32_t)t->capwords, &count);
 
-/* Records the blocks of one chunk (at file offset off) that are not all zero in t->map. */
-static int tar_map_chunk(struct sqk_tar *t, uint64_t off, size_t n)
-{
-	struct sqk_tar_region *last;
-	size_t i, len;
-
-	for (i = 0; i < n; i += len) {
-		len = n - i < t->block_size ? n - i : t->block_size;
-		if (tar_all_zero(t->buf + i, len))
+	if (r == SQK_ETOOBIG) {
+		w = tar_grow(t->words, &t->capwords, count, sizeof(*w));
+		r = w ? sqk_file_blocks(t->c.img, ino, w, count, &count) : SQK_ENOMEM;
+		t->words = w ? w : t->words;
+	}
+	if (r) {
+		sqk_cmd_err(&t->c, t->path, r, "cannot read the file's block list");
+		return -1;
+	}
+	t->nmap = 0;
+	for (k = 0, off = 0; off < ino->size; k++, off = end) {
+		end = k < count && ino->size - off > t->block_size ? off + t->block_size
+								   : ino->size;
+		len = end - off;
+		if (k < count && !(t->words[k] & SQK_BLOCK_SIZE_MASK))
 			continue;
-		last = t->nmap ? &t->map[t->nmap - 1] : NULL;
-		if (last && last->off + last->len == off + i) {
-			last->len += len;
+		if (t->nmap && t->map[t->nmap - 1].off + t->map[t->nmap - 1].len == off) {
+			t->map[t->nmap - 1].len += len;
 			continue;
 		}
-		last = tar_grow(t->map, &t->capmap, t->nmap + 1, sizeof(*t->map));
-		if (!last)
-			return -1;
-		t->map = last;
-		t->map[t->nmap++] = (struct sqk_tar_region){ off + i, len };
-	}
-	return 0;
-}
-
-/* Before the header: reads the file once to find its data regions (when holes are wanted) and,
- * for a file that fits in one chunk, keeps its bytes in t->buf (*in_buf). A corrupt block fails
- * here, before anything of the entry is written. */
-static int tar_scan(struct sqk_tar *t, const struct sqk_inode *ino, bool want_map, bool *in_buf)
-{
-	uint64_t off;
-	size_t n;
-
-	t->nmap = 0;
-	*in_buf = ino->size <= SQK_TAR_CHUNK;
-	if (!want_map && !*in_buf)
-		return 0;
-	for (off = 0; off < ino->size; off += n) {
-		n = ino->size - off < SQK_TAR_CHUNK ? (size_t)(ino->size - off) : SQK_TAR_CHUNK;
-		if (tar_read(t, ino, off, n))
-			return -1;
-		if (want_map && tar_map_chunk(t, off, n)) {
+		m = tar_grow(t->map, &t->capmap, t->nmap + 1, sizeof(*m));
+		if (!m) {
 			sqk_cmd_err(&t->c, t->path, SQK_ENOMEM, "cannot record the sparse map");
 			return -1;
 		}
+		t->map = m;
+		t->map[t->nmap++] = (struct sqk_tar_region){ off, len };
 	}
 	return 0;
 }
@@ -283,13 +271,17 @@ static int tar_file_data(struct sqk_tar *t, const struct sqk_inode *ino, bool in
 	return 0;
 }
 
-/* Regular file: size, sparse map (when some block is all zero), header, data. */
+/* Regular file: size, sparse map (when the image stores some block as a hole), header, data.
+ * A file that fits in one chunk is read before its header: its corrupt block fails the
+ * archive before the entry starts. */
 static int tar_file(struct sqk_tar *t, const struct sqk_inode *ino)
 {
-	bool want_map = t->sparse && ino->size > t->block_size, in_buf, holes;
+	bool want_map = t->sparse && ino->size > t->block_size, holes;
+	bool in_buf = ino->size <= SQK_TAR_CHUNK;
 	size_t i;
 
-	if (tar_scan(t, ino, want_map, &in_buf))
+	if ((in_buf && tar_read(t, ino, 0, (size_t)ino->size)) ||
+	    (want_map && tar_map_blocks(t, ino)))
 		return -1;
 	holes = want_map && !(t->nmap == 1 && t->map[0].off == 0 && t->map[0].len == ino->size);
 	archive_entry_set_size(t->ent, (la_int64_t)ino->size);
@@ -341,7 +333,6 @@ static int tar_entry(struct sqk_tar *t, const struct sqk_inode *ino, const char 
 	if (sqk_cmd_is(ino, SQK_T_SOCKET)) {
 		sqk_cmd_err(&t->c, t->path, 0, "warning: socket skipped (a tar archive cannot "
 			    "hold sockets)");
-		t->sockets++;
 		return 0;
 	}
 	if (!sqk_cmd_is(ino, SQK_T_DIR) && ino->nlink > 1 &&
@@ -426,7 +417,8 @@ int sqk_tar_walk(struct sqk_tar *t, const struct sqk_inode *top)
 	t->dir_seen = calloc((size_t)count / 8 + 1, 1);
 	t->ent = archive_entry_new();
 	t->buf = malloc(SQK_TAR_CHUNK);
-	if (!t->dir_seen || !t->ent || !t->buf) {
+	t->words = tar_grow(NULL, &t->capwords, 1024, sizeof(*t->words));
+	if (!t->dir_seen || !t->ent || !t->buf || !t->words) {
 		sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "cannot allocate the walk's tables");
 		return -1;
 	}
