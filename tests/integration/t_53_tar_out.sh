@@ -8,7 +8,8 @@
 #   directory before its entries, names sorted as stored), later names of an inode as hard-link
 #   entries to the first, sparse maps on the sparse files, xattrs in SCHILY.xattr records;
 # - sqk mkimage --tar of it builds an image whose archive is the same, byte for byte;
-# - it stays sparse (6 GiB of holes, a few MiB of archive); --no-sparse stores zeros;
+# - it stays sparse (6 GiB of holes, a few MiB of archive; mksquashfs images too); --no-sparse
+#   stores zeros;
 # - PATH: a subtree named relative to it, a single file; tar -tvf lines;
 # - -o FILE (same bytes as stdout, replaces a file atomically), -z/-J/--zstd;
 # - a corrupt data block: exit 1, the message names the file, no usable archive (stdout) and
@@ -78,13 +79,14 @@ def image_order(d, rel):
     return out
 
 def zero_block(p, st, bs=128 << 10):
-    """Whether the image (block size bs) stores a block of p as a hole: an all-zero block."""
+    """Whether sqk mkimage (block size bs) stores a block of p as a hole: a full block of
+    zeros (the tail of a file goes to a fragment)."""
     if st.st_size <= bs:
         return False
     if st.st_blocks * 512 < st.st_size:
         return True
     with open(p, 'rb') as f:
-        return any(not any(c) for c in iter(lambda: f.read(bs), b''))
+        return any(not any(c) for c in iter(lambda: f.read(bs), b'') if len(c) == bs)
 
 want = [b'.'] + image_order(src, b'')
 with tarfile.open(path, encoding='utf-8', errors='surrogateescape') as tf:
@@ -142,6 +144,23 @@ dense=$("$SQK" tar --no-sparse "$IMG" files/zeros_dense | wc -c)
 sparse=$("$SQK" tar "$IMG" files/zeros_dense | wc -c)
 [ "$dense" -gt $((4 << 20)) ] && [ "$sparse" -lt $((1 << 20)) ] ||
 	fail "zeros_dense: --no-sparse gave $dense bytes, the default $sparse"
+
+# mksquashfs stores all-zero blocks as holes too: its images give sparse archives as well
+if command -v mksquashfs >/dev/null 2>&1; then
+	M=$W/msq
+	mkdir -p "$M/src" "$M/x"
+	truncate -s 100M "$M/src/sp" && printf hello | dd of="$M/src/sp" bs=1 seek=50000000 \
+		conv=notrunc 2>/dev/null
+	head -c 3000000 /dev/zero >"$M/src/z"
+	mksquashfs "$M/src" "$M/m.sqsh" -noappend -quiet -no-progress >/dev/null ||
+		fail "mksquashfs failed"
+	"$SQK" tar "$M/m.sqsh" >"$M/m.tar" || fail "sqk tar of the mksquashfs image failed"
+	[ "$(stat -c %s "$M/m.tar")" -lt $((1 << 20)) ] ||
+		fail "mksquashfs image: archive of $(stat -c %s "$M/m.tar") bytes, holes stored"
+	tar -xf "$M/m.tar" -C "$M/x" && cmp "$M/src/sp" "$M/x/sp" && cmp "$M/src/z" "$M/x/z" ||
+		fail "mksquashfs image: extracted files differ"
+	rm -rf "$M"
+fi
 
 # --- bsdtar extraction --------------------------------------------------------------------
 if command -v bsdtar >/dev/null 2>&1; then
