@@ -64,7 +64,7 @@ static void tar_usage(FILE *f)
 		"  -J, --xz           compress the archive with xz\n"
 		"      --zstd         compress the archive with zstd\n"
 		"      --no-sparse    store holes as zeros, for readers without GNU sparse\n"
-		"                     support (such as busybox tar)\n"
+		"                     1.0 support\n"
 		"      --offset N     the image starts N bytes into the file\n"
 		"      --verify       check every byte read against the image's integrity\n"
 		"                     data\n"
