@@ -2,7 +2,8 @@
  * LIBARCHIVE xattrs, hard links, long names, concatenated archives, compressed with any filter
  * libarchive knows (gzip, xz, zstd, bzip2, lz4...). File content is handed to the builder as it
  * arrives; nothing is staged. Names are made relative and confined to the image: a leading '/'
- * and "./" go, ".." is resolved and cannot climb above the root (as an extraction confines it). */
+ * and "./" go, ".." is resolved and cannot climb above the root (as an extraction confines it).
+ * Names are bytes, whatever the charset; owners are the numeric ids (not the user names). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -35,14 +36,34 @@ struct tar_source {
 	bool warned_dotdot;
 };
 
+static int archive_err(struct tar_source *t)
+{
+	return archive_errno(t->a) == ENOMEM ? SQK_ENOMEM : SQK_ECORRUPT;
+}
+
+/* An error while the current entry's content was read: names the entry, its header's offset
+ * and how far the stream got (offsets are in the tar stream, after decompression). */
 static int fail_archive(struct mk_ctx *c, struct tar_source *t, const char *what)
 {
 	const char *msg = archive_error_string(t->a);
-	int e = archive_errno(t->a);
-	return mk_fail(c, e == ENOMEM ? SQK_ENOMEM : SQK_ECORRUPT,
-		       "tar '%s': %s%s%s at offset %lld: %s", t->name, what,
-		       t->origin && *t->origin ? " " : "", t->origin ? t->origin : "",
-		       (long long)t->header_at, msg ? msg : "unreadable");
+	return mk_fail(c, archive_err(t), "tar '%s': '%s' (header at offset %lld): %s at offset "
+		       "%lld: %s", t->name, t->origin ? t->origin : "", (long long)t->header_at,
+		       what, (long long)archive_filter_bytes(t->a, 0), msg ? msg : "unreadable");
+}
+
+/* A header libarchive could not read: named by its offset and the entry before it (a damaged
+ * header has no name to trust). After a fatal error libarchive no longer tells the header's
+ * position; the stream then stopped at it (a header is read whole or not at all). */
+static int fail_header(struct mk_ctx *c, struct tar_source *t)
+{
+	const char *msg = archive_error_string(t->a);
+	int64_t at = archive_read_header_position(t->a);
+	if (at < 0 || at < t->header_at)
+		at = archive_filter_bytes(t->a, 0);
+	bool prev = t->origin && *t->origin;
+	return mk_fail(c, archive_err(t), "tar '%s': bad entry header at offset %lld (%s%s%s): %s",
+		       t->name, (long long)at, prev ? "after '" : "the first entry",
+		       prev ? t->origin : "", prev ? "'" : "", msg ? msg : "unreadable");
 }
 
 static int grow_str(struct mk_ctx *c, char **buf, size_t *cap, size_t need)
@@ -172,36 +193,32 @@ static int fill_entry(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e
 static int tar_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 {
 	struct tar_source *t = (struct tar_source *)s;
-	for (;;) {
-		t->header_at = archive_read_header_position(t->a);
-		if (t->origin)
-			t->origin[0] = 0;
-		int r = archive_read_next_header(t->a, &t->ae);
-		if (r == ARCHIVE_EOF)
-			return 1;
-		/* names are taken as bytes, so a failed charset conversion is no loss */
-		if (r == ARCHIVE_WARN && !strstr(archive_error_string(t->a) ?
-						 archive_error_string(t->a) : "", "converted"))
-			fprintf(stderr, "sqk mkimage: tar '%s': %s\n", t->name,
-				archive_error_string(t->a));
-		else if (r != ARCHIVE_OK)
-			return fail_archive(c, t, "entry after");
-		t->header_at = archive_read_header_position(t->a);
-		const char *name = archive_entry_pathname(t->ae);
-		if (!name)
-			return fail_archive(c, t, "entry without a name");
-		int err = grow_str(c, &t->origin, &t->origin_cap, strlen(name) + 1);
-		if (err)
-			return err;
-		strcpy(t->origin, name);
-		if ((err = confine(c, t, name, &t->path, &t->path_cap)))
-			return err;
-		t->blk = NULL;
-		t->blk_len = 0;
-		t->blk_off = 0;
-		t->eof = false;
-		return fill_entry(c, t, e);
-	}
+	int r = archive_read_next_header(t->a, &t->ae);
+	if (r == ARCHIVE_EOF)
+		return 1;
+	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+		return fail_header(c, t);
+	t->header_at = archive_read_header_position(t->a);
+	const char *name = archive_entry_pathname(t->ae);
+	if (!name)
+		return fail_header(c, t);
+	/* names are taken as bytes (libarchive keeps them as they are when a pax UTF-8 name does
+	 * not convert to the locale's charset), so a failed conversion is no loss */
+	const char *w = archive_error_string(t->a);
+	if (r == ARCHIVE_WARN && !strstr(w ? w : "", "converted"))
+		fprintf(stderr, "sqk mkimage: tar '%s': '%s' at offset %lld: %s\n", t->name, name,
+			(long long)t->header_at, w ? w : "warning");
+	int err = grow_str(c, &t->origin, &t->origin_cap, strlen(name) + 1);
+	if (err)
+		return err;
+	strcpy(t->origin, name);
+	if ((err = confine(c, t, name, &t->path, &t->path_cap)))
+		return err;
+	t->blk = NULL;
+	t->blk_len = 0;
+	t->blk_off = 0;
+	t->eof = false;
+	return fill_entry(c, t, e);
 }
 
 /* The next data block of the current file (holes lie between blocks). */
@@ -218,7 +235,7 @@ static int next_block(struct mk_ctx *c, struct tar_source *t)
 		return 0;
 	}
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-		return fail_archive(c, t, "file");
+		return fail_archive(c, t, "content");
 	t->blk = b;
 	t->blk_len = len;
 	t->blk_off = off;
