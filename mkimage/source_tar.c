@@ -18,6 +18,8 @@
 #include "mk.h"
 #include "source.h"
 
+struct tar_xattr;
+
 struct tar_source {
 	struct mk_source base;
 	struct archive *a;
@@ -26,7 +28,8 @@ struct tar_source {
 	char *path, *link, *origin;
 	size_t path_cap, link_cap, origin_cap;
 	int64_t header_at;         /* offset of the current entry's header in the stream */
-	struct mk_xattr_kv *kv;
+	struct mk_xattr_kv *kv;    /* the current entry's xattrs, */
+	struct tar_xattr *xa;      /* as read (kv_cap of each) */
 	size_t kv_cap;
 	/* content of the current file: the data block libarchive gave last */
 	const uint8_t *blk;
@@ -118,6 +121,21 @@ static int confine(struct mk_ctx *c, struct tar_source *t, const char *name, cha
 	return 0;
 }
 
+/* One xattr as read, with its place in the header (a later one of the same name wins). */
+struct tar_xattr {
+	struct mk_xattr_kv kv;
+	size_t at;
+};
+
+static int xattr_cmp(const void *a, const void *b)
+{
+	const struct tar_xattr *x = a, *y = b;
+	int r = strcmp(x->kv.name, y->kv.name);
+	return r ? r : x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* The entry's xattrs, each name once: bsdtar's pax headers carry every xattr twice (as
+ * LIBARCHIVE.xattr.* and SCHILY.xattr.*), and libarchive gives both. */
 static int entry_xattrs(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e)
 {
 	size_t n = (size_t)archive_entry_xattr_reset(t->ae);
@@ -125,19 +143,29 @@ static int entry_xattrs(struct mk_ctx *c, struct tar_source *t, struct mk_entry 
 		return 0;
 	if (n > t->kv_cap) {
 		struct mk_xattr_kv *nk = realloc(t->kv, n * sizeof(*nk));
-		if (!nk)
+		struct tar_xattr *nx = realloc(t->xa, n * sizeof(*nx));
+		if (nk)
+			t->kv = nk;
+		if (nx)
+			t->xa = nx;
+		if (!nk || !nx)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		t->kv = nk;
 		t->kv_cap = n;
 	}
-	size_t i = 0;
+	size_t got = 0, k = 0;
 	const char *name;
 	const void *value;
 	size_t size;
-	while (i < n && archive_entry_xattr_next(t->ae, &name, &value, &size) == ARCHIVE_OK)
-		t->kv[i++] = (struct mk_xattr_kv){ .name = name, .value = value, .size = size };
+	while (got < n && archive_entry_xattr_next(t->ae, &name, &value, &size) == ARCHIVE_OK) {
+		t->xa[got] = (struct tar_xattr){ { .name = name, .value = value, .size = size }, got };
+		got++;
+	}
+	qsort(t->xa, got, sizeof(*t->xa), xattr_cmp);
+	for (size_t i = 0; i < got; i++)
+		if (i + 1 == got || strcmp(t->xa[i].kv.name, t->xa[i + 1].kv.name))
+			t->kv[k++] = t->xa[i].kv;
 	e->xattrs = t->kv;
-	e->nxattrs = i;
+	e->nxattrs = k;
 	return 0;
 }
 
@@ -314,6 +342,7 @@ static void tar_destroy(struct mk_source *s)
 	free(t->link);
 	free(t->origin);
 	free(t->kv);
+	free(t->xa);
 	free(t);
 }
 
