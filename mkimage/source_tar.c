@@ -3,7 +3,8 @@
  * libarchive knows (gzip, xz, zstd, bzip2, lz4...). File content is handed to the builder as it
  * arrives; nothing is staged. Names are made relative and confined to the image: a leading '/'
  * and "./" go, ".." is resolved and cannot climb above the root (as an extraction confines it).
- * Names are bytes, whatever the charset; owners are the numeric ids (not the user names). */
+ * Names are bytes, whatever the charset; owners are the numeric ids (not the user names). Zero
+ * bytes of input are an error (a producer that failed), an archive of zero blocks a root. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -189,6 +190,11 @@ static int fill_entry(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e
 		int err = confine(c, t, hl, &t->link, &t->link_cap);
 		if (err)
 			return err;
+		/* the tree would find the entry's own node as the target (and extracting it
+		 * fails too) */
+		if (!strcmp(t->link, t->path))
+			return mk_fail(c, SQK_EINVAL, "tar '%s': '%s' at offset %lld: hard link to "
+				       "itself", t->name, t->origin, (long long)t->header_at);
 		e->link = t->link;
 		return entry_xattrs(c, t, e);
 	}
@@ -222,6 +228,11 @@ static int tar_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 {
 	struct tar_source *t = (struct tar_source *)s;
 	int r = archive_read_next_header(t->a, &t->ae);
+	/* no byte at all is a failed producer more likely than an archive (an empty tar is 10 KiB
+	 * of zeros): an error, not an empty image */
+	if (r == ARCHIVE_EOF && archive_format(t->a) == ARCHIVE_FORMAT_EMPTY)
+		return mk_fail(c, SQK_ECORRUPT, "tar '%s': empty input (0 bytes): not a tar archive",
+			       t->name);
 	if (r == ARCHIVE_EOF)
 		return 1;
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
@@ -377,10 +388,16 @@ int mk_source_tar_create(struct mk_ctx *c, const char *path, struct mk_source **
 	archive_read_support_filter_all(t->a);
 	archive_read_support_format_tar(t->a);
 	archive_read_support_format_gnutar(t->a);
+	archive_read_support_format_empty(t->a);
 	archive_read_set_format_option(t->a, "tar", "read_concatenated_archives", "1");
 	if (archive_read_open_filename(t->a, stdin_ ? NULL : path, 1u << 16) != ARCHIVE_OK) {
-		int err = mk_fail(c, SQK_EIO, "cannot read tar '%s': %s", t->name,
-				  archive_error_string(t->a));
+		/* EILSEQ is libarchive's "file format" errno where there is no EFTYPE (Linux) */
+		int e = archive_errno(t->a);
+		bool fmt = e == EILSEQ;
+		int err = mk_fail(c, fmt ? SQK_ECORRUPT : SQK_EIO, "cannot read tar '%s': %s%s%s%s",
+				  t->name, fmt ? "not a tar archive (" : "",
+				  archive_error_string(t->a), fmt ? ")" : e > 0 ? ": " : "",
+				  fmt || e <= 0 ? "" : strerror(e));
 		tar_destroy(&t->base);
 		return err;
 	}
