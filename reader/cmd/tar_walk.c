@@ -271,6 +271,16 @@ static int tar_file_data(struct sqk_tar *t, const struct sqk_inode *ino, bool in
 	return 0;
 }
 
+/* Writes the entry's header. ARCHIVE_WARN is fine: a name that is not text in the locale's
+ * charset is stored as bytes (hdrcharset=BINARY). */
+static int tar_header(struct sqk_tar *t)
+{
+	if (archive_write_header(t->a, t->ent) >= ARCHIVE_WARN)
+		return 0;
+	sqk_tar_archive_err(t, "cannot write the entry header");
+	return -1;
+}
+
 /* Regular file: size, sparse map (when the image stores some block as a hole), header, data.
  * A file that fits in one chunk is read before its header: its corrupt block fails the
  * archive before the entry starts. */
@@ -290,11 +300,7 @@ static int tar_file(struct sqk_tar *t, const struct sqk_inode *ino)
 					       (la_int64_t)t->map[i].len);
 	if (holes && t->nmap == 0) /* all holes: one empty region at the end */
 		archive_entry_sparse_add_entry(t->ent, (la_int64_t)ino->size, 0);
-	if (archive_write_header(t->a, t->ent) < ARCHIVE_WARN) {
-		sqk_tar_archive_err(t, "cannot write the entry header");
-		return -1;
-	}
-	return tar_file_data(t, ino, in_buf, holes);
+	return tar_header(t) || tar_file_data(t, ino, in_buf, holes) ? -1 : 0;
 }
 
 /* The type-specific part of a non-file entry, then its header. */
@@ -317,12 +323,7 @@ static int tar_special(struct sqk_tar *t, const struct sqk_inode *ino)
 		archive_entry_set_rdevmajor(t->ent, sqk_rdev_major(ino->rdev));
 		archive_entry_set_rdevminor(t->ent, sqk_rdev_minor(ino->rdev));
 	}
-	/* ARCHIVE_WARN: a name that is not text in the locale's charset, stored as bytes */
-	if (archive_write_header(t->a, t->ent) < ARCHIVE_WARN) {
-		sqk_tar_archive_err(t, "cannot write the entry header");
-		return -1;
-	}
-	return 0;
+	return tar_header(t);
 }
 
 /* Writes the entry of ino under the archive name name. */
@@ -346,9 +347,9 @@ static int tar_entry(struct sqk_tar *t, const struct sqk_inode *ino, const char 
 	archive_entry_set_uid(t->ent, ino->uid);
 	archive_entry_set_gid(t->ent, ino->gid);
 	archive_entry_set_mtime(t->ent, (time_t)ino->mtime, 0);
-	if (first) { /* the inode's data and xattrs went with its first name */
+	if (first) { /* the inode's data, target and xattrs went with its first name */
 		archive_entry_copy_hardlink(t->ent, first);
-		return tar_special(t, ino);
+		return tar_header(t);
 	}
 	if (tar_xattrs(t, ino))
 		return -1;
