@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""tar_make.py KIND OUT: writes the crafted tar archive KIND to OUT for t_22_tar_in.sh, with
+Python's tarfile (which needs no root for owners or device nodes).
+
+  implied    only a/b/c.txt and x/y/z.txt, then the directory x listed after its contents
+  devices    appends to the existing archive OUT a char device 300:70000 owned 1234:99 and a
+             block device 8:17 owned 4000000000:3000000000
+  hostile    ../../etc/evil, /abs/path, ./a/../../b, ok/../../../ok2, a symlink to
+             ../../../etc/passwd (targets are kept as they are) and a hard link named
+             ../../etc/hl to ../../etc/evil
+  xattrs     pax SCHILY.xattr user./trusted./security. (and a system. ACL, not storable),
+             LIBARCHIVE.xattr (base64, binary value), and the same name twice, as bsdtar writes
+  threefiles first.bin (3000 bytes), second.bin (300000), third.txt (100), GNU format: headers
+             at 0, 3584 and 304128
+  crosslink  y/link_to_a, a hard link to x/fa (an entry of another archive, concatenated before)
+  selflink   a file 'a', then a hard link 'a' to 'a'
+"""
+import base64
+import io
+import random
+import sys
+import tarfile
+
+
+def add(t, name, data=None, **kw):
+    ti = tarfile.TarInfo(name)
+    ti.mtime = kw.pop('mtime', 1000000)
+    for k, v in kw.items():
+        setattr(ti, k, v)
+    if data is None:
+        t.addfile(ti)
+    else:
+        ti.size = len(data)
+        t.addfile(ti, io.BytesIO(data))
+
+
+def implied(out):
+    with tarfile.open(out, 'w', format=tarfile.PAX_FORMAT) as t:
+        add(t, 'a/b/c.txt', b'hello\n', mode=0o640, uid=7, gid=8, mtime=1000000)
+        add(t, 'x/y/z.txt', b'zz\n', mode=0o644, mtime=2000000)
+        add(t, 'x', type=tarfile.DIRTYPE, mode=0o700, uid=5, gid=6, mtime=999999)
+
+
+def devices(out):
+    with tarfile.open(out, 'a') as t:
+        add(t, 'd/dev_c', type=tarfile.CHRTYPE, devmajor=300, devminor=70000, mode=0o620,
+            uid=1234, gid=99, mtime=5)
+        add(t, 'd/dev_b', type=tarfile.BLKTYPE, devmajor=8, devminor=17, mode=0o660,
+            uid=4000000000, gid=3000000000, mtime=5)
+
+
+def hostile(out):
+    with tarfile.open(out, 'w', format=tarfile.PAX_FORMAT) as t:
+        add(t, '../../etc/evil', b'evil\n')
+        add(t, '/abs/path', b'abs\n')
+        add(t, './a/../../b', b'b\n')
+        add(t, 'ok/../../../ok2', b'ok2\n')
+        add(t, 'lnk', type=tarfile.SYMTYPE, linkname='../../../etc/passwd', mode=0o777)
+        add(t, '../../etc/hl', type=tarfile.LNKTYPE, linkname='../../etc/evil')
+
+
+def xattrs(out):
+    with tarfile.open(out, 'w', format=tarfile.PAX_FORMAT) as t:
+        ti = tarfile.TarInfo('f')
+        ti.pax_headers = {'SCHILY.xattr.user.a': 'va', 'SCHILY.xattr.trusted.b': 'vb',
+                          'SCHILY.xattr.security.c': 'vc',
+                          'SCHILY.xattr.system.posix_acl_access': 'x'}
+        ti.size = 3
+        t.addfile(ti, io.BytesIO(b'abc'))
+        ti = tarfile.TarInfo('g')
+        b64 = base64.b64encode(b'\x00\x01\xff').decode().rstrip('=')
+        ti.pax_headers = {'LIBARCHIVE.xattr.user.bin': b64, 'SCHILY.xattr.user.twice': 'same',
+                          'LIBARCHIVE.xattr.user.twice': base64.b64encode(b'same').decode()}
+        t.addfile(ti)
+
+
+def threefiles(out):
+    r = random.Random(1)
+    with tarfile.open(out, 'w', format=tarfile.GNU_FORMAT) as t:
+        for name, n in (('first.bin', 3000), ('second.bin', 300000), ('third.txt', 100)):
+            add(t, name, r.randbytes(n))
+
+
+def crosslink(out):
+    with tarfile.open(out, 'w') as t:
+        add(t, 'y/link_to_a', type=tarfile.LNKTYPE, linkname='x/fa')
+
+
+def selflink(out):
+    with tarfile.open(out, 'w', format=tarfile.GNU_FORMAT) as t:
+        add(t, 'a', b'abc')
+        add(t, 'a', type=tarfile.LNKTYPE, linkname='a')
+
+
+KINDS = {f.__name__: f for f in (implied, devices, hostile, xattrs, threefiles, crosslink,
+                                 selflink)}
+if len(sys.argv) != 3 or sys.argv[1] not in KINDS:
+    sys.exit('usage: tar_make.py %s OUT' % '|'.join(KINDS))
+KINDS[sys.argv[1]](sys.argv[2])
