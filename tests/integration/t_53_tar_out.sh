@@ -10,7 +10,8 @@
 # - sqk mkimage --tar of it builds an image whose archive is the same, byte for byte;
 # - it stays sparse (6 GiB of holes, a few MiB of archive; mksquashfs images too); --no-sparse
 #   stores zeros;
-# - PATH: a subtree named relative to it, a single file; tar -tvf lines;
+# - PATH: a subtree named relative to it, a single file; tar -tvf lines; hard links to a
+#   symlink, a device and a fifo;
 # - -o FILE (same bytes as stdout, replaces a file atomically), -z/-J/--zstd;
 # - a corrupt data block: exit 1, the message names the file, no usable archive (stdout) and
 #   no file at all (-o; an older FILE stays as it was); a pipe closed early: exit 1, no crash;
@@ -199,6 +200,17 @@ grep -q '^crw------- 0/0 *4095,1048575 .* dev/char_4095_1048575$' "$W/all.lst" |
 grep -q '^lrwxrwxrwx 0/0 .* links/rel -> \.\./files/size_1$' "$W/all.lst" || fail "tar -tv: rel"
 grep -q '^-rw-r--r-- 0/0 *5368709120 .* sparse/big5g$' "$W/all.lst" || fail "tar -tv: big5g"
 info "tar -tvf: $(grep -c '' "$W/all.lst") lines, hard links, devices, symlinks as expected"
+
+# hard links to a symlink, a device and a fifo: link entries, restored as links
+L=$W/links
+mkdir -p "$L/src" "$L/x"
+ln -s target "$L/src/sl" && ln "$L/src/sl" "$L/src/sl2"
+mknod "$L/src/c1" c 5 7 && ln "$L/src/c1" "$L/src/c2"
+mkfifo "$L/src/f1" && ln "$L/src/f1" "$L/src/f2"
+sqk_build "$L/src" "$L/img.sqsh"
+"$SQK" tar "$L/img.sqsh" | tar -xpf - -C "$L/x" || fail "extracting hard-linked specials failed"
+tree_equal "hard-linked symlink, device, fifo" "$L/src" "$L/x"
+rm -rf "$L"
 
 # --- -o FILE and compression ----------------------------------------------------------------
 echo old >"$W/out.tar"
