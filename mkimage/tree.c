@@ -471,6 +471,8 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **dat
 		return err;
 	if (e->link) {
 		struct mk_node *t = find_path(c, e->link);
+		if (t == n)
+			t = NULL; /* a link to itself names no earlier entry */
 		if (!t || t->dead || S_ISDIR(t->mode))
 			return mk_fail(c, SQK_EINVAL, "'%s': hard link to '%s', %s", e->origin, e->link,
 				       !t || t->dead ? "which is not an earlier entry" :

@@ -2,7 +2,7 @@
 # Installs the Debian packages squashkit needs to build and test, when missing.
 # As root: installs them with apt-get. Otherwise: prints the exact command to run.
 PKGS="build-essential make gcc pkg-config libzstd-dev liblzma-dev zlib1g-dev liblz4-dev liblzo2-dev libfuse3-dev fuse3
-check libssl-dev libxxhash-dev libcurl4-openssl-dev libarchive-dev libarchive-tools squashfs-tools squashfuse attr python3 util-linux kmod time
+check libssl-dev libxxhash-dev libcurl4-openssl-dev libarchive-dev libarchive-tools squashfs-tools squashfs-tools-ng squashfuse attr python3 util-linux kmod time
 nginx-light iproute2 curl iptables"
 missing=""
 for p in $PKGS; do
