@@ -379,6 +379,9 @@ START_TEST(test_bad_entries)
 	static const struct spec bad_link[] = {
 		{ .path = "h", .mode = REG, .link = "nosuch" },
 	};
+	static const struct spec self_link[] = {
+		{ .path = "h", .mode = REG, .link = "h" },
+	};
 	static const struct spec big_dev[] = {
 		{ .path = "d", .mode = S_IFCHR | 0600, .maj = 5000, .min = 1 },
 	};
@@ -386,6 +389,7 @@ START_TEST(test_bad_entries)
 		{ under_file, 2, "not a directory" },
 		{ bad_link, 1, "nosuch" },
 		{ big_dev, 1, "not storable" },
+		{ self_link, 1, "not an earlier entry" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct synth y;
