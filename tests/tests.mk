@@ -29,6 +29,7 @@ bench: all
 	SQK=$(abspath $(BUILD)/bin/sqk) sh tests/bench/bench.sh
 	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_read.sh
 	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_remote.sh
+	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_many.sh
 
 .PHONY: unit
 
