@@ -30,11 +30,11 @@ struct piece {
 	uint64_t ref;               /* where the tail is in the tail store */
 	uint32_t len;
 	uint32_t old_idx, old_off;  /* --reuse: the same bytes in an old fragment block, or NONE */
-	/* Similarity key: type class, logical directory, stem. */
+	/* Similarity key (set at the end): type class, logical directory, stem. */
 	const char *cls;
-	size_t cls_len;
 	const struct mk_node *ldir;
-	size_t stem_len;            /* name bytes before the first '.' */
+	uint16_t cls_len;
+	uint16_t stem_len;          /* name bytes before the first '.' */
 };
 
 struct progress {
@@ -216,7 +216,7 @@ static int prehash(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, ui
 static int add_piece(struct mk_ctx *c, struct mk_data *d, struct mk_node *n, uint32_t len)
 {
 	if (d->npieces == d->pieces_cap) {
-		size_t ncap = d->pieces_cap ? d->pieces_cap * 2 : 1024;
+		size_t ncap = d->pieces_cap ? d->pieces_cap + d->pieces_cap / 2 : 1024;
 		struct piece *np = realloc(d->pieces, ncap * sizeof(*np));
 		if (!np)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
@@ -321,13 +321,13 @@ static void piece_key(struct piece *p)
 	const struct mk_node *n = p->n;
 	const char *dot = strrchr(n->name, '.');
 	p->cls = dot && dot != n->name ? dot + 1 : "";
-	p->cls_len = strlen(p->cls);
+	p->cls_len = (uint16_t)strlen(p->cls);
 	if (p->cls_len == 3 && !memcmp(p->cls, "pyc", 3))
 		p->cls_len = 2;
 	p->ldir = n->parent;
 	if (p->ldir && p->ldir->parent && !strcmp(p->ldir->name, "__pycache__"))
 		p->ldir = p->ldir->parent;
-	p->stem_len = strcspn(n->name, ".");
+	p->stem_len = (uint16_t)strcspn(n->name, ".");
 }
 
 static int piece_group_cmp(const struct piece *x, const struct piece *y)

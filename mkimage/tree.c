@@ -33,7 +33,18 @@ struct id_map {
 	size_t cap, used;
 };
 
+/* Nodes, names, file records and symlink targets live as long as the tree: they come from
+ * chunks of this arena (no per-allocation header, no free list), freed together. */
+#define ARENA_CHUNK (1u << 20)
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
 struct mk_tree {
+	struct arena_chunk *arena;
 	bool ordered;              /* the source gives sorted, unique entries: no name map needed */
 	struct name_map names;
 	struct id_map ids;
@@ -189,16 +200,35 @@ static int set_owner(struct mk_ctx *c, struct mk_node *n, uint32_t uid, uint32_t
 	return err ? err : mk_ids_index(c, gid, &n->gid_idx);
 }
 
-static struct mk_node *new_node(const char *name, size_t len)
+/* len zeroed bytes from the tree's arena (aligned for any type when align), or NULL. */
+static void *arena_alloc(struct mk_tree *t, size_t len, bool align)
 {
-	struct mk_node *n = calloc(1, sizeof(*n));
+	struct arena_chunk *ch = t->arena;
+	size_t at = ch ? ch->used : 0;
+	if (align)
+		at = (at + _Alignof(max_align_t) - 1) & ~(size_t)(_Alignof(max_align_t) - 1);
+	if (!ch || at + len > ch->cap) {
+		size_t cap = len > ARENA_CHUNK / 4 ? len : ARENA_CHUNK;
+		ch = calloc(1, sizeof(*ch) + cap);
+		if (!ch)
+			return NULL;
+		ch->cap = cap;
+		ch->next = t->arena;
+		t->arena = ch;
+		at = 0;
+	}
+	ch->used = at + len;
+	return (uint8_t *)ch->data + at;
+}
+
+static struct mk_node *new_node(struct mk_tree *t, const char *name, size_t len)
+{
+	struct mk_node *n = arena_alloc(t, sizeof(*n), true);
 	if (!n)
 		return NULL;
-	n->name = malloc(len + 1);
-	if (!n->name) {
-		free(n);
+	n->name = arena_alloc(t, len + 1, false);
+	if (!n->name)
 		return NULL;
-	}
 	memcpy(n->name, name, len);
 	n->name[len] = 0;
 	n->name_len = (uint32_t)len;
@@ -273,7 +303,7 @@ static int find_dir(struct mk_ctx *c, const char *path, size_t len, const char *
 			j++;
 		struct mk_node *ch = child_find(t, d, path + i, j - i);
 		if (!ch) {
-			ch = new_node(path + i, j - i);
+			ch = new_node(t, path + i, j - i);
 			int err = !ch ? mk_fail(c, SQK_ENOMEM, "out of memory") : add_child(c, d, ch);
 			if (!err)
 				err = set_implied(c, ch);
@@ -365,12 +395,14 @@ static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry 
 			return mk_fail(c, len ? SQK_ETOOBIG : SQK_EINVAL,
 				       "symlink '%s': target %s", e->origin,
 				       len ? "too long" : "empty");
-		n->target = strdup(e->target);
+		n->target = arena_alloc(c->tree, len + 1, false);
+		if (n->target)
+			memcpy(n->target, e->target, len + 1);
 		if (!n->target)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
 		n->target_len = (uint32_t)len;
 	} else if (S_ISREG(e->mode)) {
-		n->file = calloc(1, sizeof(*n->file));
+		n->file = arena_alloc(c->tree, sizeof(*n->file), true);
 		if (!n->file)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
 		n->file->size = e->size;
@@ -465,7 +497,7 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **dat
 		return err;
 	if (n)
 		return 0; /* a directory again */
-	if (!(n = new_node(name, strlen(name))))
+	if (!(n = new_node(c->tree, name, strlen(name))))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	if ((err = add_child(c, dir, n)))
 		return err;
@@ -497,8 +529,8 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **dat
 int mk_tree_start(struct mk_ctx *c, bool ordered)
 {
 	c->tree = calloc(1, sizeof(*c->tree));
-	c->root = new_node("", 0);
-	if (!c->tree || !c->root)
+	c->root = c->tree ? new_node(c->tree, "", 0) : NULL;
+	if (!c->root)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	c->tree->ordered = ordered;
 	int err = set_implied(c, c->root);
@@ -512,12 +544,8 @@ static void node_free(struct mk_node *n)
 	for (size_t i = 0; i < n->nchildren; i++)
 		node_free(n->children[i]);
 	free(n->children);
-	free(n->name);
-	free(n->target);
 	if (n->file)
 		free(n->file->words);
-	free(n->file);
-	free(n);
 }
 
 static void tree_state_free(struct mk_tree *t)
@@ -543,6 +571,10 @@ void mk_tree_free(struct mk_ctx *c)
 		}
 		free(c->tree->dead);
 		tree_state_free(c->tree);
+		for (struct arena_chunk *ch = c->tree->arena, *nx; ch; ch = nx) {
+			nx = ch->next;
+			free(ch);
+		}
 		free(c->tree);
 		c->tree = NULL;
 	}
