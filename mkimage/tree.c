@@ -302,6 +302,9 @@ static int find_dir(struct mk_ctx *c, const char *path, size_t len, const char *
 		while (j < len && path[j] != '/')
 			j++;
 		struct mk_node *ch = child_find(t, d, path + i, j - i);
+		if (!ch && j - i > SQK_NAME_MAX)
+			return mk_fail(c, SQK_ETOOBIG, "'%s': name '%.*s...' is longer than %u bytes",
+				       origin, 32, path + i, SQK_NAME_MAX);
 		if (!ch) {
 			ch = new_node(t, path + i, j - i);
 			int err = !ch ? mk_fail(c, SQK_ENOMEM, "out of memory") : add_child(c, d, ch);
@@ -489,6 +492,9 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **dat
 	size_t dlen = slash ? (size_t)(slash - e->path) : 0;
 	const char *name = slash ? slash + 1 : e->path;
 	struct mk_node *dir = NULL, *n = NULL;
+	if (strlen(name) > SQK_NAME_MAX)
+		return mk_fail(c, SQK_ETOOBIG, "'%s': name '%.32s...' is longer than %u bytes",
+			       e->origin, name, SQK_NAME_MAX);
 	int err = find_dir(c, e->path, dlen, e->origin, &dir);
 	if (err)
 		return err;

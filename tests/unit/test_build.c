@@ -382,6 +382,14 @@ START_TEST(test_bad_entries)
 	static const struct spec self_link[] = {
 		{ .path = "h", .mode = REG, .link = "h" },
 	};
+	static const struct spec long_name[] = {
+		{ .path = "d/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		  .mode = REG, .size = 1, .seed = 1 },
+	};
+	static const struct spec long_dir[] = {
+		{ .path = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/f",
+		  .mode = REG, .size = 1, .seed = 1 },
+	};
 	static const struct spec big_dev[] = {
 		{ .path = "d", .mode = S_IFCHR | 0600, .maj = 5000, .min = 1 },
 	};
@@ -390,6 +398,8 @@ START_TEST(test_bad_entries)
 		{ bad_link, 1, "nosuch" },
 		{ big_dev, 1, "not storable" },
 		{ self_link, 1, "not an earlier entry" },
+		{ long_name, 1, "longer than 256" },
+		{ long_dir, 1, "longer than 256" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct synth y;
