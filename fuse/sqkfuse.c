@@ -111,12 +111,24 @@ static void fill_stat(const struct fs *fs, const struct sqk_inode *i, struct sta
 	st->st_ctim = st->st_mtim;
 }
 
+/* Names a node the node table does not hold (it was evicted, or -o names=0): by its inode
+ * number, or by its inode reference when even the inode does not decode. */
+static void name_unrecorded(struct fs *fs, fuse_ino_t id, char *buf, size_t cap)
+{
+	struct sqk_inode i;
+	if (!from_id(fs, id, &i))
+		snprintf(buf, cap, "inode %llu", (unsigned long long)i.ino);
+	else
+		snprintf(buf, cap, "inode reference %llu", (unsigned long long)id - 2);
+}
+
 /* Replies with an error after logging what failed where (corruption stays local to one file). */
 static void reply_fail(fuse_req_t req, struct fs *fs, fuse_ino_t id, const char *what, int err)
 {
 	char path[1024];
 	if (err != SQK_ENOENT) {
-		sqk_nodes_path(fs->nodes, id, path, sizeof(path));
+		if (sqk_nodes_path(fs->nodes, id, path, sizeof(path)) < 0)
+			name_unrecorded(fs, id, path, sizeof(path));
 		logmsg(fs, "%s: %s: %s: %s", fs->image, path, what, sqk_strerror(err));
 	}
 	fuse_reply_err(req, err == SQK_ENOENT ? ENOENT : err == SQK_ETOOBIG ? ERANGE :
@@ -531,8 +543,8 @@ struct opts {
 	int verify;
 	int nonopts;
 	/* numbers as given, parsed by num_opts() with the project's one number rule */
-	char *offset_s, *readahead_s, *threads_s, *fill_s, *retries_s, *timeout_s;
-	uint64_t offset, readahead, threads, fill, retries, timeout;
+	char *offset_s, *readahead_s, *threads_s, *fill_s, *retries_s, *timeout_s, *names_s;
+	uint64_t offset, readahead, threads, fill, retries, timeout, names;
 	/* remote images */
 	char *cache_dir, *cache_size, *root_hash, *header_file, *header, *cacert;
 	char *shown;      /* the URL without query or credentials, for messages */
@@ -549,6 +561,7 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("readahead=%s", readahead_s),
 	OPT("threads=%s", threads_s),
 	OPT("fill=%s", fill_s),
+	OPT("names=%s", names_s),
 	OPT("stats=%s", stats),
 	OPT("verify", verify),
 	OPT("cache_dir=%s", cache_dir),
@@ -589,6 +602,9 @@ static void usage(const char *prog)
 	       "  -o fill=N           after a read smaller than a block, put the rest of the\n"
 	       "                      aligned group of N blocks around it into the page cache\n"
 	       "                      (default 1, as the kernel does; 0 = off)\n"
+	       "  -o names=N          remember the names of at most N nodes, for the paths in\n"
+	       "                      log lines (default 65536, a few MiB; 0 = none): a node\n"
+	       "                      forgotten is logged as '.../known/part' or 'inode N'\n"
 	       "  -o stats=FILE       write block/cache counters as JSON to FILE at unmount\n"
 	       "  -o verify           check every byte read against the image's integrity data\n"
 	       "                      (a mismatch gives EIO and a log line; an image without\n"
@@ -624,6 +640,7 @@ static int num_opts(struct opts *o, const char *prog)
 		{ "readahead", o->readahead_s, &o->readahead, 0, 0, 4096 },
 		{ "threads", o->threads_s, &o->threads, 0, 0, 256 },
 		{ "fill", o->fill_s, &o->fill, 1, 0, 64 },
+		{ "names", o->names_s, &o->names, SQK_NODES_DEFAULT_MAX, 0, UINT32_MAX },
 		{ "retries", o->retries_s, &o->retries, SQK_HTTP_RETRIES_DEFAULT, 0, 100 },
 		{ "timeout", o->timeout_s, &o->timeout, SQK_HTTP_TIMEOUT_DEFAULT, 1, 3600 },
 	};
@@ -676,13 +693,14 @@ static int write_stats(struct fs *fs, const char *path)
 		   "\"metadata_blocks_decompressed\": %llu, \"cache_hits\": %llu, "
 		   "\"cache_misses\": %llu, \"bytes_read_from_image\": %llu, "
 		   "\"readahead_batches\": %llu, \"read_requests\": %llu, "
-		   "\"page_cache_fills\": %llu",
+		   "\"page_cache_fills\": %llu, \"node_names\": %llu",
 		(unsigned long long)s.data_blocks_decompressed,
 		(unsigned long long)s.fragment_blocks_decompressed,
 		(unsigned long long)s.metadata_blocks_decompressed,
 		(unsigned long long)s.cache_hits, (unsigned long long)s.cache_misses,
 		(unsigned long long)s.bytes_read, (unsigned long long)s.readahead_batches,
-		(unsigned long long)atomic_load(&fs->reads), (unsigned long long)fs->fills);
+		(unsigned long long)atomic_load(&fs->reads), (unsigned long long)fs->fills,
+		(unsigned long long)sqk_nodes_count(fs->nodes));
 	write_http_stats(fs, f);
 	return fclose(f) ? -1 : 0;
 }
@@ -945,7 +963,7 @@ int sqk_fuse_main(int argc, char **argv)
 	fs.foreground = cmd.foreground; /* messages at open (e.g. no integrity data) */
 	if (!ret)
 		ret = open_image(&fs, &o, prog);
-	if (!ret && (sqk_nodes_create(&fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
+	if (!ret && (sqk_nodes_create((size_t)o.names, &fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
 		ret = 1;
 	fs.image = o.shown ? o.shown : o.image;
 	/* Read-only always; permissions checked by the kernel against the image's modes. */
@@ -974,6 +992,7 @@ out:
 	free(o.readahead_s);
 	free(o.threads_s);
 	free(o.fill_s);
+	free(o.names_s);
 	free(o.retries_s);
 	free(o.timeout_s);
 	free(o.shown);
