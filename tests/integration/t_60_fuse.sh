@@ -189,7 +189,8 @@ rc=0; "$SQKFUSE" "$W/peer.sqsh" "$C/mnt" -o no_such_option 2>"$TMP/bad.err" || r
 [ $rc != 0 ] || fail "unknown option accepted"
 mountpoint -q "$C/mnt" && fail "mounted despite a bad option"
 # numbers follow one rule: decimal digits within the option's range, nothing else
-for bad in cache=-1 cache=1T fill=-1 fill=65 threads=0x4 readahead=-2 offset=1e3 retries=101 timeout=0; do
+for bad in cache=-1 cache=1T fill=-1 fill=65 threads=0x4 readahead=-2 offset=1e3 retries=101 timeout=0 \
+	names=-1 names=4294967296; do
 	rc=0; "$SQKFUSE" "$W/peer.sqsh" "$C/mnt" -o "$bad" 2>"$TMP/bad.err" || rc=$?
 	[ $rc = 2 ] || fail "-o $bad: exit $rc, expected 2 (usage): $(cat "$TMP/bad.err")"
 	grep -q "${bad%%=*}" "$TMP/bad.err" || fail "-o $bad: the message does not name the option"
