@@ -2,7 +2,9 @@
  * base prefix, leading space or locale slips through. */
 #include "parse.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "error.h"
 
@@ -55,5 +57,18 @@ int sqk_parse_size(const char *s, uint64_t max, uint64_t *out)
 	if (*end || v > (max >> shift))
 		return SQK_EINVAL;
 	*out = v << shift;
+	return 0;
+}
+
+int sqk_parse_mode(const char *s, uint32_t *out)
+{
+	char *end;
+	if (!*s || *s == '-' || *s == '+')
+		return SQK_EINVAL;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 8);
+	if (errno || *end || v > 07777)
+		return SQK_EINVAL;
+	*out = (uint32_t)v;
 	return 0;
 }

@@ -13,4 +13,7 @@ int sqk_parse_u64(const char *s, uint64_t max, uint64_t *out);
  * SQK_EINVAL. */
 int sqk_parse_size(const char *s, uint64_t max, uint64_t *out);
 
+/* Parses s (borrowed) as an octal permission mode, 0..07777 (no sign). 0 or SQK_EINVAL. */
+int sqk_parse_mode(const char *s, uint32_t *out);
+
 #endif

@@ -87,20 +87,6 @@ static int add_pseudo(struct mk_options *o, bool file, const char *arg)
 	return 0;
 }
 
-/* An octal permission mode, 0..07777. */
-static int parse_mode(const char *s, uint32_t *out)
-{
-	char *end;
-	if (!*s || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 8);
-	if (errno || *end || v > 07777)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
 static int opt_error(const char *opt, const char *arg, const char *why)
 {
 	fprintf(stderr, "sqk mkimage: invalid %s '%s': %s\n", opt, arg, why);
@@ -289,7 +275,7 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 	case OPT_PSEUDODEF:
 		return add_pseudo(o, c == OPT_PSEUDO, optarg);
 	case OPT_DMODE:
-		if (parse_mode(optarg, &o->default_mode))
+		if (sqk_parse_mode(optarg, &o->default_mode))
 			return opt_error("--default-mode", optarg, "need an octal mode 0..07777");
 		return 0;
 	case OPT_DUID:

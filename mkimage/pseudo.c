@@ -119,19 +119,6 @@ static int parse_id(const char *s, bool user, uint32_t *out)
 	return 0;
 }
 
-static int parse_octal(const char *s, uint32_t *out)
-{
-	char *end;
-	if (!*s || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 8);
-	if (errno || *end || v > 07777)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
 /* Takes the words after PATH and the type. */
 static int parse_fields(struct mk_ctx *c, struct pdef *d, const char **s, bool timed)
 {
@@ -157,7 +144,7 @@ static int parse_fields(struct mk_ctx *c, struct pdef *d, const char **s, bool t
 		w[i] = next_word(s, &bad);
 	if (!w[2])
 		err = perr(c, d, "need MODE UID GID", NULL);
-	else if (parse_octal(w[0], &d->mode))
+	else if (sqk_parse_mode(w[0], &d->mode))
 		err = perr(c, d, "bad mode '%s' (octal, up to 07777)", w[0]);
 	else if (parse_id(w[1], true, &d->uid))
 		err = perr(c, d, "unknown user '%s'", w[1]);
