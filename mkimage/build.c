@@ -150,13 +150,13 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 	if (!err)
 		err = mk_data_start(c);
 	while (!err) {
-		struct mk_node *n;
+		struct mk_file_ref fr;
 		int r = src->ops->next(src, c, &e);
 		if (r == 1)
 			break;
-		err = r ? r : mk_tree_add(c, &e, &n);
-		if (!err && n)
-			err = mk_data_file(c, n, src, &e);
+		err = r ? r : mk_tree_add(c, &e, &fr);
+		if (!err && fr.file)
+			err = mk_data_file(c, &fr, src, &e);
 		if (!err && mk_cancelled(c))
 			err = mk_fail(c, SQK_EINTR, "interrupted");
 	}

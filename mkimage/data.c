@@ -2,8 +2,10 @@
  * are read (holes skipped without reading), its tail is kept (tails.c) for a fragment block, and
  * its SHA-256 finds an earlier file of the same content (dedup.c). A file whose size an earlier
  * file has is held back by the writer until its hash says whether it is new (then written) or
- * a duplicate (then dropped: it shares the original's blocks). At the end the tails are packed
- * into fragment blocks ordered by file type. Compression and writing happen in pipeline.c. */
+ * a duplicate (then dropped: it shares the original's blocks). The tails are packed into fragment
+ * blocks ordered by file type, all at the end, or a batch at a time once MK_PIECE_BATCH of them
+ * wait (memory stays bounded whatever the number of files). Compression and writing happen in
+ * pipeline.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,14 +27,17 @@
  * written without dedup. */
 #define MK_HOLD_MAX (256u << 20)
 
+/* Tails packed together into fragment blocks: up to this many wait for one sort. */
+#define MK_PIECE_BATCH (1u << 20)
+
 struct piece {
-	struct mk_node *n;
+	struct mk_file *f;
 	uint64_t ref;               /* where the tail is in the tail store */
 	uint32_t len;
 	uint32_t old_idx, old_off;  /* --reuse: the same bytes in an old fragment block, or NONE */
-	/* Similarity key (set at the end): type class, logical directory, stem. */
-	const char *cls;
-	const struct mk_node *ldir;
+	/* Similarity key: type class, logical directory, stem (tie: the file's walk order). */
+	uint32_t ldir, order;
+	uint32_t key;               /* the class's bytes then the stem's, at keys + key */
 	uint16_t cls_len;
 	uint16_t stem_len;          /* name bytes before the first '.' */
 };
@@ -48,6 +53,8 @@ struct mk_data {
 	struct mk_dedup *dd;
 	struct piece *pieces;
 	size_t npieces, pieces_cap;
+	char *keys;                 /* the pieces' key bytes */
+	size_t keys_len, keys_cap;
 	struct progress pr;
 	uint8_t *buf;               /* one block: a tail being read */
 	EVP_MD_CTX *sha;
@@ -95,16 +102,19 @@ static int alloc_words(struct mk_ctx *c, struct mk_file *f, bool use_frags, cons
 	uint64_t nb = use_frags ? f->size / bs : (f->size + bs - 1) / bs;
 	if (nb > UINT32_MAX / 2)
 		return mk_fail(c, SQK_ETOOBIG, "'%s' is too large", origin);
-	f->nblocks = (uint32_t)nb;
 	if (!nb)
 		return 0;
-	f->words = calloc(nb, sizeof(*f->words));
-	return f->words ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
+	f->blk = calloc(1, sizeof(*f->blk) + nb * sizeof(uint32_t));
+	if (!f->blk)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	f->blk->n = (uint32_t)nb;
+	return 0;
 }
 
 /* Per file: what is read and how its blocks go. */
 struct file_pass {
-	struct mk_node *n;
+	struct mk_file *f;
+	const struct mk_file_ref *fr;
 	const struct mk_entry *e;
 	struct mk_source *src;
 	bool hash;                  /* SHA-256 of the content for dedup */
@@ -145,7 +155,7 @@ static int submit_block(struct mk_ctx *c, struct mk_data *d, struct file_pass *f
 		return err; /* the build stops; the slot is never handed to the workers */
 	j->in_len = len;
 	j->kind = MK_JOB_DATA;
-	j->file = fp->n->file;
+	j->file = fp->f;
 	j->block = k;
 	j->hold = fp->hold;
 	j->reuse_word = 0;
@@ -160,19 +170,19 @@ static int submit_block(struct mk_ctx *c, struct mk_data *d, struct file_pass *f
 		/* Too much to hold: written now, and not deduplicated. */
 		fp->hold = false;
 		fp->hash = false;
-		err = submit_verdict(c, d, fp->n->file, true);
+		err = submit_verdict(c, d, fp->f, true);
 	}
 	return err;
 }
 
 static int read_blocks(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp)
 {
-	struct mk_file *f = fp->n->file;
+	struct mk_file *f = fp->f;
 	uint32_t bs = c->opt->block_size;
 	uint64_t data_at = 0;
 	int err = 0;
-	bool holes = f->maybe_sparse && fp->src->ops->data_at;
-	for (uint32_t k = 0; k < f->nblocks && !err; k++) {
+	bool holes = fp->e->maybe_sparse && fp->src->ops->data_at;
+	for (uint32_t k = 0; f->blk && k < f->blk->n && !err; k++) {
 		uint64_t off = (uint64_t)k * bs;
 		size_t len = f->size - off < bs ? (size_t)(f->size - off) : bs;
 		if (mk_cancelled(c))
@@ -181,8 +191,8 @@ static int read_blocks(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp
 		    (err = fp->src->ops->data_at(fp->src, c, off, &data_at)))
 			return err;
 		if (holes && data_at >= off + len) {
-			f->words[k] = 0;
-			f->sparse += len;
+			f->blk->words[k] = 0;
+			f->blk->sparse += len;
 			atomic_fetch_add(&c->st.sparse_blocks, 1);
 		} else {
 			err = submit_block(c, d, fp, k, off, len);
@@ -197,7 +207,7 @@ static int read_blocks(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp
 static int prehash(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, uint8_t *digest)
 {
 	uint32_t bs = c->opt->block_size;
-	uint64_t size = fp->n->file->size;
+	uint64_t size = fp->f->size;
 	int err = EVP_DigestInit_ex(d->sha, EVP_sha256(), NULL) ? 0 :
 		  mk_fail(c, SQK_ENOMEM, "SHA-256 failed");
 	for (uint64_t off = 0; off < size && !err; off += bs) {
@@ -213,8 +223,44 @@ static int prehash(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, ui
 	return err;
 }
 
-static int add_piece(struct mk_ctx *c, struct mk_data *d, struct mk_node *n, uint32_t len)
+/* Copies the similarity key of the file at path into the keys: the extension is the type
+ * class (Python bytecode joins its source's class), the stem is the name before its first '.'. */
+static int put_key(struct mk_ctx *c, struct mk_data *d, struct piece *pc, const char *path)
 {
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	const char *dot = strrchr(name, '.');
+	const char *cls = dot && dot != name ? dot + 1 : "";
+	size_t cls_len = strlen(cls), stem_len = strcspn(name, ".");
+	if (cls_len == 3 && !memcmp(cls, "pyc", 3))
+		cls_len = 2;
+	if (d->keys_len + cls_len + stem_len > d->keys_cap) {
+		size_t ncap = d->keys_cap ? d->keys_cap * 2 : 1u << 16;
+		while (ncap < d->keys_len + cls_len + stem_len)
+			ncap *= 2;
+		char *nk = realloc(d->keys, ncap);
+		if (!nk)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		d->keys = nk;
+		d->keys_cap = ncap;
+	}
+	pc->key = (uint32_t)d->keys_len;
+	pc->cls_len = (uint16_t)cls_len;
+	pc->stem_len = (uint16_t)stem_len;
+	memcpy(d->keys + d->keys_len, cls, cls_len);
+	memcpy(d->keys + d->keys_len + cls_len, name, stem_len);
+	d->keys_len += cls_len + stem_len;
+	return 0;
+}
+
+static int flush_pieces(struct mk_ctx *c, struct mk_data *d);
+
+static int add_piece(struct mk_ctx *c, struct mk_data *d, const struct file_pass *fp,
+		     uint32_t len)
+{
+	uint32_t batch = c->opt->piece_batch ? c->opt->piece_batch : MK_PIECE_BATCH;
+	int err = d->npieces >= batch ? flush_pieces(c, d) : 0;
+	if (err)
+		return err;
 	if (d->npieces == d->pieces_cap) {
 		size_t ncap = d->pieces_cap ? d->pieces_cap + d->pieces_cap / 2 : 1024;
 		struct piece *np = realloc(d->pieces, ncap * sizeof(*np));
@@ -225,13 +271,17 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, struct mk_node *n, uin
 	}
 	struct piece *pc = &d->pieces[d->npieces];
 	memset(pc, 0, sizeof(*pc));
-	pc->n = n;
+	pc->f = fp->f;
 	pc->len = len;
+	pc->ldir = fp->fr->ldir;
+	pc->order = fp->fr->order;
 	pc->old_idx = SQK_NONE32;
-	if (c->reuse && !mk_reuse_tail(c, c->reuse, d->buf, len, n->file->size, &pc->old_idx,
+	if (c->reuse && !mk_reuse_tail(c, c->reuse, d->buf, len, fp->f->size, &pc->old_idx,
 				       &pc->old_off))
 		pc->old_idx = SQK_NONE32;
-	int err = mk_tails_put(c, d->tails, d->buf, len, &pc->ref);
+	err = put_key(c, d, pc, fp->e->path);
+	if (!err)
+		err = mk_tails_put(c, d->tails, d->buf, len, &pc->ref);
 	if (!err)
 		d->npieces++;
 	return err;
@@ -241,45 +291,48 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, struct mk_node *n, uin
 static int conclude(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, bool frag,
 		    uint32_t tail, const uint8_t *digest)
 {
-	struct mk_file *f = fp->n->file;
-	struct mk_node *orig = NULL;
+	struct mk_file *f = fp->f;
+	const struct mk_file *orig = NULL;
 	int err = 0;
-	if (digest && (err = mk_dedup_find_or_add(c, d->dd, fp->n, digest, &orig)))
+	if (digest && (err = mk_dedup_find_or_add(c, d->dd, f, digest, &orig)))
 		return err;
+	if (fp->hold)
+		err = submit_verdict(c, d, f, !orig);
 	if (orig) {
+		/* The writer never places a block of a duplicate (its held blocks are dropped). */
+		free(f->blk);
 		f->dup_of = orig;
+		f->frag_index = MK_FRAG_DUP;
 		c->st.dup_files++;
 		c->st.dup_bytes += f->size;
 	}
-	if (fp->hold)
-		err = submit_verdict(c, d, f, !orig);
 	if (!err && frag && !orig)
-		err = add_piece(c, d, fp->n, tail);
+		err = add_piece(c, d, fp, tail);
 	d->pr.files_done++;
 	return err;
 }
 
-int mk_data_file(struct mk_ctx *c, struct mk_node *n, struct mk_source *src,
+int mk_data_file(struct mk_ctx *c, const struct mk_file_ref *fr, struct mk_source *src,
 		 const struct mk_entry *e)
 {
 	struct mk_data *d = c->data;
-	struct mk_file *f = n->file;
+	struct mk_file *f = fr->file;
 	uint32_t bs = c->opt->block_size;
 	bool frag = wants_fragment(c, f);
 	uint8_t digest[SQK_INTEG_DIGEST_SIZE];
-	struct file_pass fp = { .n = n, .e = e, .src = src };
+	struct file_pass fp = { .f = f, .fr = fr, .e = e, .src = src };
 	int err = alloc_words(c, f, frag, e->origin);
 	if (!err && c->reuse)
 		err = mk_reuse_lookup(c, c->reuse, e->path);
 	if (err)
 		return err;
-	fp.hash = !c->opt->no_dedup && f->size > 0 && !f->maybe_sparse;
+	fp.hash = !c->opt->no_dedup && f->size > 0 && !e->maybe_sparse;
 	bool seen = fp.hash && mk_dedup_size_seen(d->dd, f->size);
-	if (seen && f->nblocks && f->size > MK_HOLD_MAX && src->ops->rereadable) {
-		struct mk_node *orig;
+	if (seen && f->blk && f->size > MK_HOLD_MAX && src->ops->rereadable) {
+		const struct mk_file *orig;
 		err = prehash(c, d, &fp, digest);
 		if (!err)
-			err = mk_dedup_find(d->dd, f->size, digest, &orig);
+			err = mk_dedup_find(c, d->dd, f->size, digest, &orig);
 		if (!err && orig) {
 			fp.hash = false;
 			err = src->ops->end_file ? src->ops->end_file(src, c) : 0;
@@ -287,7 +340,7 @@ int mk_data_file(struct mk_ctx *c, struct mk_node *n, struct mk_source *src,
 		}
 		fp.hash = false; /* known new: added below with this digest */
 	} else {
-		fp.hold = seen && f->nblocks;
+		fp.hold = seen && f->blk;
 		seen = false;
 	}
 	if (fp.hash && !EVP_DigestInit_ex(d->sha, EVP_sha256(), NULL))
@@ -314,68 +367,53 @@ int mk_data_file(struct mk_ctx *c, struct mk_node *n, struct mk_source *src,
 
 /* ---- fragments ---- */
 
-/* Fills the key: the extension is the type class (Python bytecode joins its source's class),
- * and a __pycache__ directory counts as its parent so foo.py and its .pyc files meet. */
-static void piece_key(struct piece *p)
+static int piece_group_cmp(const struct mk_data *d, const struct piece *x, const struct piece *y)
 {
-	const struct mk_node *n = p->n;
-	const char *dot = strrchr(n->name, '.');
-	p->cls = dot && dot != n->name ? dot + 1 : "";
-	p->cls_len = (uint16_t)strlen(p->cls);
-	if (p->cls_len == 3 && !memcmp(p->cls, "pyc", 3))
-		p->cls_len = 2;
-	p->ldir = n->parent;
-	if (p->ldir && p->ldir->parent && !strcmp(p->ldir->name, "__pycache__"))
-		p->ldir = p->ldir->parent;
-	p->stem_len = (uint16_t)strcspn(n->name, ".");
-}
-
-static int piece_group_cmp(const struct piece *x, const struct piece *y)
-{
-	int r = sqk_name_cmp(x->cls, x->cls_len, y->cls, y->cls_len);
+	int r = sqk_name_cmp(d->keys + x->key, x->cls_len, d->keys + y->key, y->cls_len);
 	if (!r && x->ldir != y->ldir)
-		r = x->ldir->order < y->ldir->order ? -1 : 1;
+		r = x->ldir < y->ldir ? -1 : 1;
 	if (!r)
-		r = sqk_name_cmp(x->n->name, x->stem_len, y->n->name, y->stem_len);
+		r = sqk_name_cmp(d->keys + x->key + x->cls_len, x->stem_len,
+				 d->keys + y->key + y->cls_len, y->stem_len);
 	return r;
 }
 
 /* Fragment order: similar files next to each other compress better than directory order. */
-static int piece_cmp(const void *a, const void *b)
+static int piece_cmp(const void *a, const void *b, void *arg)
 {
 	const struct piece *x = a, *y = b;
-	int r = piece_group_cmp(x, y);
-	return r ? r : (x->n->order > y->n->order) - (x->n->order < y->n->order);
+	int r = piece_group_cmp(arg, x, y);
+	return r ? r : (x->order > y->order) - (x->order < y->order);
 }
 
 /* Bytes of the run of pieces from i with the same group key. */
-static uint64_t group_bytes(const struct piece *v, size_t n, size_t i)
+static uint64_t group_bytes(const struct mk_data *d, const struct piece *v, size_t n, size_t i)
 {
 	uint64_t sum = v[i].len;
-	for (size_t j = i + 1; j < n && !piece_group_cmp(&v[i], &v[j]); j++)
+	for (size_t j = i + 1; j < n && !piece_group_cmp(d, &v[i], &v[j]); j++)
 		sum += v[j].len;
 	return sum;
 }
 
-/* Assigns each piece its fragment block and offset. A group of near-identical files (foo.py and
- * its .pyc variants) that fits one block is not split across two: apart, each compresses alone. */
-static int plan_fragments(struct mk_ctx *c, struct piece *v, size_t n, uint32_t base)
+/* Assigns each piece its fragment block and offset, numbered from c->nfrags. A group of
+ * near-identical files (foo.py and its .pyc variants) that fits one block is not split across
+ * two: apart, each compresses alone. */
+static void plan_fragments(struct mk_ctx *c, const struct mk_data *d, struct piece *v, size_t n)
 {
-	uint32_t bs = c->opt->block_size, fill = 0, idx = base;
+	uint32_t bs = c->opt->block_size, fill = 0, idx = c->nfrags;
 	for (size_t i = 0; i < n; i++) {
-		bool group_start = i == 0 || piece_group_cmp(&v[i - 1], &v[i]);
-		uint64_t need = group_start ? group_bytes(v, n, i) : v[i].len;
+		bool group_start = i == 0 || piece_group_cmp(d, &v[i - 1], &v[i]);
+		uint64_t need = group_start ? group_bytes(d, v, n, i) : v[i].len;
 		if (fill && (fill + v[i].len > bs || (need <= bs && fill + need > bs))) {
 			idx++;
 			fill = 0;
 		}
-		v[i].n->file->frag_index = idx;
-		v[i].n->file->frag_offset = fill;
+		v[i].f->frag_index = idx;
+		v[i].f->frag_offset = fill;
 		fill += v[i].len;
 	}
-	c->nfrags = n ? idx + 1 : base;
-	c->frags = calloc(c->nfrags ? c->nfrags : 1, sizeof(*c->frags));
-	return c->frags ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
+	if (n)
+		c->nfrags = idx + 1;
 }
 
 static int write_fragments(struct mk_ctx *c, struct mk_data *d, size_t from)
@@ -384,7 +422,7 @@ static int write_fragments(struct mk_ctx *c, struct mk_data *d, size_t from)
 	int err = 0;
 	for (size_t i = from; i < d->npieces && !err; i++) {
 		struct piece *pc = &d->pieces[i];
-		struct mk_file *f = pc->n->file;
+		struct mk_file *f = pc->f;
 		if (!j || f->frag_index != j->frag_idx) {
 			if (j)
 				mk_pipeline_submit(d->p);
@@ -407,32 +445,6 @@ static int write_fragments(struct mk_ctx *c, struct mk_data *d, size_t from)
 	return err;
 }
 
-/* Duplicates share the original's blocks and fragment (copied after both are placed). */
-static int resolve_duplicates(struct mk_ctx *c)
-{
-	for (size_t i = 0; i < c->nnodes; i++) {
-		struct mk_node *n = c->nodes[i];
-		if (!n->file || !n->file->dup_of)
-			continue;
-		struct mk_file *f = n->file, *o = n->file->dup_of->file;
-		f->blocks_start = o->blocks_start;
-		f->nblocks = o->nblocks;
-		f->frag_index = o->frag_index;
-		f->frag_offset = o->frag_offset;
-		f->sparse = o->sparse;
-		f->zero_bytes = o->zero_bytes;
-		free(f->words);
-		f->words = NULL;
-		if (o->nblocks) {
-			f->words = malloc((size_t)o->nblocks * sizeof(*f->words));
-			if (!f->words)
-				return mk_fail(c, SQK_ENOMEM, "out of memory");
-			memcpy(f->words, o->words, (size_t)o->nblocks * sizeof(*f->words));
-		}
-	}
-	return 0;
-}
-
 static void data_free(struct mk_ctx *c)
 {
 	struct mk_data *d = c->data;
@@ -441,6 +453,7 @@ static void data_free(struct mk_ctx *c)
 	mk_tails_destroy(d->tails);
 	mk_dedup_destroy(d->dd);
 	free(d->pieces);
+	free(d->keys);
 	free(d->buf);
 	EVP_MD_CTX_free(d->sha);
 	free(d);
@@ -458,7 +471,7 @@ int mk_data_start(struct mk_ctx *c)
 	d->sha = EVP_MD_CTX_new();
 	if (!d->buf || !d->sha)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	int err = mk_tails_create(c, &d->tails);
+	int err = mk_tails_create(c, "file tails", c->opt->tail_mem, &d->tails);
 	if (!err)
 		err = mk_dedup_create(c, &d->dd);
 	if (!err)
@@ -473,14 +486,13 @@ int mk_data_abort(struct mk_ctx *c)
 	return err;
 }
 
-/* --reuse: old fragment blocks that most of whose bytes live on are copied whole (numbered from
- * 0 in the order their first piece came); their pieces point into them and leave the packing.
- * Returns how many pieces (moved to the front of d->pieces) are placed that way. */
-static size_t keep_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t *kept)
+/* --reuse: old fragment blocks most of whose bytes live on are copied whole (numbered from
+ * c->nfrags in the order their first piece came); their pieces point into them and leave the
+ * packing. Returns how many pieces (moved to the front of d->pieces) are placed that way. */
+static size_t keep_old_fragments(struct mk_ctx *c, struct mk_data *d)
 {
 	struct mk_reuse *r = c->reuse;
 	size_t k = 0;
-	*kept = 0;
 	if (!r)
 		return 0;
 	for (size_t i = 0; i < d->npieces; i++) {
@@ -491,9 +503,9 @@ static size_t keep_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t *
 		if (fr->live * 2 < fr->end)
 			continue;
 		if (fr->new_idx == SQK_NONE32)
-			fr->new_idx = (*kept)++;
-		pc->n->file->frag_index = fr->new_idx;
-		pc->n->file->frag_offset = pc->old_off;
+			fr->new_idx = c->nfrags++;
+		pc->f->frag_index = fr->new_idx;
+		pc->f->frag_offset = pc->old_off;
 		struct piece t = d->pieces[k];
 		d->pieces[k++] = *pc;
 		*pc = t;
@@ -501,12 +513,13 @@ static size_t keep_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t *
 	return k;
 }
 
-/* Writes the old fragment blocks kept by keep_old_fragments, as they are. */
-static int copy_old_fragments(struct mk_ctx *c, struct mk_data *d)
+/* Writes the old fragment blocks kept by keep_old_fragments since fragment `since`, as they
+ * are, in the old image's order. */
+static int copy_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t since)
 {
 	struct mk_reuse *r = c->reuse;
 	for (uint32_t i = 0; r && i < r->nfrags; i++) {
-		if (r->frags[i].new_idx == SQK_NONE32)
+		if (r->frags[i].new_idx == SQK_NONE32 || r->frags[i].new_idx < since)
 			continue;
 		uint64_t start;
 		uint32_t word;
@@ -532,20 +545,28 @@ static int copy_old_fragments(struct mk_ctx *c, struct mk_data *d)
 	return 0;
 }
 
+/* Packs the waiting pieces into fragment blocks and hands them to the pipeline; the tail store
+ * and the keys start again empty. */
+static int flush_pieces(struct mk_ctx *c, struct mk_data *d)
+{
+	uint32_t since = c->nfrags;
+	size_t from = keep_old_fragments(c, d);
+	if (d->npieces - from > 1)
+		qsort_r(d->pieces + from, d->npieces - from, sizeof(*d->pieces), piece_cmp, d);
+	plan_fragments(c, d, d->pieces + from, d->npieces - from);
+	int err = copy_old_fragments(c, d, since);
+	if (!err)
+		err = write_fragments(c, d, from);
+	d->npieces = 0;
+	d->keys_len = 0;
+	mk_tails_reset(d->tails);
+	return err;
+}
+
 int mk_data_finish(struct mk_ctx *c)
 {
 	struct mk_data *d = c->data;
-	uint32_t kept = 0;
-	size_t from = keep_old_fragments(c, d, &kept);
-	for (size_t i = from; i < d->npieces; i++)
-		piece_key(&d->pieces[i]);
-	if (d->npieces - from > 1)
-		qsort(d->pieces + from, d->npieces - from, sizeof(*d->pieces), piece_cmp);
-	int err = plan_fragments(c, d->pieces + from, d->npieces - from, kept);
-	if (!err)
-		err = copy_old_fragments(c, d);
-	if (!err)
-		err = write_fragments(c, d, from);
+	int err = flush_pieces(c, d);
 	if (!err)
 		progress_show(c, &d->pr, d->p, true);
 	/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading side saw
@@ -555,7 +576,5 @@ int mk_data_finish(struct mk_ctx *c)
 	if (perr)
 		err = perr;
 	data_free(c);
-	if (!err)
-		err = resolve_duplicates(c);
 	return err;
 }

@@ -1,7 +1,9 @@
 /* Duplicate files, found in the one read pass: an index from (size, SHA-256 of the content) to the
  * first file that had it, and the set of sizes seen so far (a file whose size no earlier file
- * has cannot be a duplicate, so the writer need not hold it back). Entries are dense (digest and
- * node); the hash tables hold 32-bit entry numbers, so a file costs about 60 bytes here. */
+ * has cannot be a duplicate, so the writer need not hold it back). An entry in memory is the
+ * digest's first 8 bytes and the file (16 bytes; the hash table holds 32-bit entry numbers, so
+ * about 24 bytes a file); the whole digests wait in a store that spills to a temporary file
+ * (tails.c), read back only when size and first bytes match. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,11 +13,12 @@
 #include "mk.h"
 
 struct dd_entry {
-	uint8_t digest[SQK_INTEG_DIGEST_SIZE];
-	struct mk_node *n;
+	uint64_t prefix;            /* the digest's first 8 bytes */
+	const struct mk_file *f;
 };
 
 struct mk_dedup {
+	struct mk_tails *digests;   /* entry i's digest at ref 32 * i */
 	struct dd_entry *v;         /* entries in the order files came */
 	uint32_t n, cap;
 	uint32_t *slots;            /* entry number + 1; 0 = empty */
@@ -39,6 +42,11 @@ int mk_dedup_create(struct mk_ctx *c, struct mk_dedup **out)
 		d->slots = calloc(d->nslots, sizeof(*d->slots));
 		d->sizes = calloc(d->sizes_cap, sizeof(*d->sizes));
 	}
+	if (d && d->slots && d->sizes && mk_tails_create(c, "file digests", c->opt->digest_mem, &d->digests)) {
+		mk_dedup_destroy(d);
+		*out = NULL;
+		return c->first_err;
+	}
 	if (!d || !d->slots || !d->sizes) {
 		mk_dedup_destroy(d);
 		*out = NULL;
@@ -52,6 +60,7 @@ void mk_dedup_destroy(struct mk_dedup *d)
 {
 	if (!d)
 		return;
+	mk_tails_destroy(d->digests);
 	free(d->v);
 	free(d->slots);
 	free(d->sizes);
@@ -93,22 +102,33 @@ static int sizes_add(struct mk_dedup *d, uint64_t size)
 	return 0;
 }
 
-static uint32_t key_hash(uint64_t size, const uint8_t *digest)
+static uint32_t key_hash(uint64_t size, uint64_t prefix)
 {
-	return (uint32_t)(sqk_get_le64(digest) ^ size_hash(size));
+	return (uint32_t)(prefix ^ size_hash(size));
 }
 
-/* The slot holding (size, digest), or the empty slot where it would go. */
-static uint32_t slot_of(const struct mk_dedup *d, uint64_t size, const uint8_t *digest)
+/* The slot holding (size, digest), or the empty slot where it would go; a slot whose size and
+ * first bytes match has its whole digest read back. */
+static int slot_of(struct mk_ctx *c, const struct mk_dedup *d, uint64_t size,
+		   const uint8_t *digest, uint32_t *slot)
 {
-	uint32_t j = key_hash(size, digest) & (d->nslots - 1);
+	uint64_t prefix = sqk_get_le64(digest);
+	uint32_t j = key_hash(size, prefix) & (d->nslots - 1);
 	for (;; j = (j + 1) & (d->nslots - 1)) {
 		uint32_t e = d->slots[j];
+		*slot = j;
 		if (!e)
-			return j;
+			return 0;
 		const struct dd_entry *x = &d->v[e - 1];
-		if (x->n->file->size == size && !memcmp(x->digest, digest, SQK_INTEG_DIGEST_SIZE))
-			return j;
+		if (x->f->size != size || x->prefix != prefix)
+			continue;
+		uint8_t whole[SQK_INTEG_DIGEST_SIZE];
+		int err = mk_tails_get(c, d->digests, (uint64_t)(e - 1) * sizeof(whole), whole,
+				       sizeof(whole));
+		if (err)
+			return err;
+		if (!memcmp(whole, digest, sizeof(whole)))
+			return 0;
 	}
 }
 
@@ -120,23 +140,28 @@ static int grow(struct mk_dedup *d)
 	free(d->slots);
 	d->slots = ns;
 	d->nslots *= 2;
-	for (uint32_t i = 0; i < d->n; i++)
-		d->slots[slot_of(d, d->v[i].n->file->size, d->v[i].digest)] = i + 1;
+	for (uint32_t i = 0; i < d->n; i++) { /* entries are distinct: the first empty slot */
+		uint32_t j = key_hash(d->v[i].f->size, d->v[i].prefix) & (d->nslots - 1);
+		while (d->slots[j])
+			j = (j + 1) & (d->nslots - 1);
+		d->slots[j] = i + 1;
+	}
 	return 0;
 }
 
-int mk_dedup_find(const struct mk_dedup *d, uint64_t size, const uint8_t *digest,
-		  struct mk_node **orig)
+int mk_dedup_find(struct mk_ctx *c, const struct mk_dedup *d, uint64_t size,
+		  const uint8_t *digest, const struct mk_file **orig)
 {
-	uint32_t e = d->slots[slot_of(d, size, digest)];
-	*orig = e ? d->v[e - 1].n : NULL;
-	return 0;
+	uint32_t j;
+	int err = slot_of(c, d, size, digest, &j);
+	*orig = !err && d->slots[j] ? d->v[d->slots[j] - 1].f : NULL;
+	return err;
 }
 
-int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, struct mk_node *n,
-			 const uint8_t *digest, struct mk_node **orig)
+int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_file *f,
+			 const uint8_t *digest, const struct mk_file **orig)
 {
-	uint64_t size = n->file->size;
+	uint64_t size = f->size;
 	int err = 0;
 	if ((d->n + 1) * 2 > d->nslots)
 		err = grow(d);
@@ -156,14 +181,18 @@ int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, struct mk_node *n
 		err = SQK_ETOOBIG;
 	if (err)
 		return mk_fail(c, err, "out of memory");
-	uint32_t j = slot_of(d, size, digest);
+	uint32_t j;
+	uint64_t ref;
+	if ((err = slot_of(c, d, size, digest, &j)))
+		return err;
 	if (d->slots[j]) {
-		*orig = d->v[d->slots[j] - 1].n;
+		*orig = d->v[d->slots[j] - 1].f;
 		return 0;
 	}
 	*orig = NULL;
-	memcpy(d->v[d->n].digest, digest, SQK_INTEG_DIGEST_SIZE);
-	d->v[d->n].n = n;
+	if ((err = mk_tails_put(c, d->digests, digest, SQK_INTEG_DIGEST_SIZE, &ref)))
+		return err;
+	d->v[d->n] = (struct dd_entry){ .prefix = sqk_get_le64(digest), .f = f };
 	d->slots[j] = ++d->n;
 	return 0;
 }

@@ -123,10 +123,7 @@ static void remember_skip(struct mk_ctx *c, const char *path, int fd)
 static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double secs)
 {
 	const struct mk_stats *s = &c->st;
-	uint64_t total = 0, fsize = c->pos; /* the file, integrity data included */
-	for (size_t i = 0; i < c->nnodes; i++)
-		if (c->nodes[i]->file)
-			total += c->nodes[i]->file->size;
+	uint64_t total = s->file_bytes, fsize = c->pos; /* the file, integrity data included */
 	printf("image      %s\n", c->opt->image);
 	printf("format     SquashFS 4.0, %s, %u KiB blocks%s\n", sqk_comp_name(sb->compressor),
 	       sb->block_size / 1024, c->opt->no_fragments ? ", no fragments" : "");
@@ -157,23 +154,6 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 		printf("root hash  none (--no-checksums)\n");
 	}
 	printf("time       %.2f s with %d threads\n", secs, c->opt->threads);
-}
-
-static void count_kinds(struct mk_ctx *c)
-{
-	for (size_t i = 0; i < c->nnodes; i++) {
-		mode_t m = c->nodes[i]->mode;
-		if (S_ISREG(m))
-			c->st.files++;
-		else if (S_ISDIR(m))
-			c->st.dirs++;
-		else if (S_ISLNK(m))
-			c->st.symlinks++;
-		else if (S_ISCHR(m) || S_ISBLK(m))
-			c->st.devices++;
-		else
-			c->st.ipc++;
-	}
 }
 
 static int run(struct mk_ctx *c, struct outfile *of, struct sqk_super *sb)
@@ -234,7 +214,6 @@ int sqk_mkimage_main(int argc, char **argv)
 		return sig ? 128 + sig : 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	count_kinds(&c);
 	if (!o.quiet)
 		summary(&c, &sb, (double)(t1.tv_sec - t0.tv_sec) +
 				     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);

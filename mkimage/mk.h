@@ -20,19 +20,42 @@
 #include "common/meta.h"
 #include "options.h"
 
-/* Placement of a regular file's data in the image. */
+/* The full blocks of a regular file (none for a file that is all fragment): their size words
+ * and what was not stored. */
+struct mk_fblocks {
+	uint64_t sparse;       /* bytes in holes the reader skipped (main thread) */
+	uint64_t zero_bytes;   /* bytes in all-zero blocks stored sparse (writer thread) */
+	uint32_t n;            /* size words */
+	bool started;          /* blocks_start set by the writer */
+	uint32_t words[];
+};
+
+/* A regular file's content in the image: 32 bytes, kept for every file until the tables are
+ * written (the rest of an entry may be on disk by then). A duplicate has no data of its own. */
+#define MK_FRAG_DUP 0xFFFFFFFEu
 struct mk_file {
 	uint64_t size;
 	uint64_t blocks_start;
-	uint32_t *words;       /* nblocks size words (owned) */
-	uint32_t nblocks;
-	uint32_t frag_index;   /* SQK_NONE32 = no fragment */
+	union {
+		struct mk_fblocks *blk;       /* owned; NULL = no full blocks */
+		const struct mk_file *dup_of; /* frag_index == MK_FRAG_DUP: the original */
+	};
+	uint32_t frag_index;   /* SQK_NONE32 = no fragment; MK_FRAG_DUP = a duplicate */
 	uint32_t frag_offset;
-	uint64_t sparse;       /* bytes in holes the reader skipped (main thread) */
-	uint64_t zero_bytes;   /* bytes in all-zero blocks stored sparse (writer thread) */
-	struct mk_node *dup_of; /* canonical node with identical content, or NULL */
-	bool started;          /* blocks_start set by the writer */
-	bool maybe_sparse;     /* st_blocks says the file has holes */
+};
+
+/* The file whose data f's inode points at (f itself, or the original of a duplicate). */
+static inline const struct mk_file *mk_file_data(const struct mk_file *f)
+{
+	return f->frag_index == MK_FRAG_DUP ? f->dup_of : f;
+}
+
+/* What the data stage needs of a file entry besides its content: its position in the walk and
+ * that of its logical directory (for the order of fragment pieces). */
+struct mk_file_ref {
+	struct mk_file *file;  /* NULL: no content to read */
+	uint32_t order;
+	uint32_t ldir;
 };
 
 /* One entry of the image tree. Hard links: every name has its own node; `link` points at the
@@ -64,7 +87,8 @@ struct mk_node {
 };
 
 struct mk_stats {
-	uint64_t files, dirs, symlinks, devices, ipc, hardlinks;
+	uint64_t files, dirs, symlinks, devices, ipc, hardlinks; /* inodes of each kind */
+	uint64_t file_bytes;         /* sizes of the regular files (duplicates too) */
 	uint64_t dup_files, dup_bytes;
 	uint64_t bytes_in;           /* file bytes read and stored */
 	uint64_t data_blocks, raw_blocks, frag_blocks;
@@ -101,7 +125,8 @@ struct mk_ctx {
 	bool have_root;              /* root_hash set: integrity data was appended */
 	uint8_t root_hash[SQK_INTEG_DIGEST_SIZE];
 	struct sqk_frag_entry *frags;
-	uint32_t nfrags, frags_cap;
+	uint32_t nfrags;             /* fragment blocks planned (main thread) */
+	size_t frags_cap;            /* frags: grown by the writer thread as it writes them */
 	struct mk_stats st;
 	atomic_int *cancel;          /* set to a signal number on SIGINT/SIGTERM */
 	dev_t skip_dev[2];           /* the existing image and our temp file: skipped by the walk */
@@ -135,8 +160,8 @@ int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 int mk_tree_start(struct mk_ctx *c, bool ordered);
 /* Entries may come in any order from now on (pseudo definitions after an ordered source). */
 int mk_tree_unorder(struct mk_ctx *c);
-int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **data);
-/* Sorts directories, sets the synthetic root's time, numbers inodes. */
+int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data);
+/* Sorts directories, sets the synthetic root's time, numbers inodes, counts the kinds (st). */
 int mk_tree_finish(struct mk_ctx *c);
 void mk_tree_free(struct mk_ctx *c);
 /* The node at path (relative, "" = root; the canonical node of a hard link), or NULL. */
@@ -177,7 +202,7 @@ int mk_xattrs_encode(struct mk_ctx *c, struct sqk_meta_writer *kv, struct sqk_me
  * earlier file is found by size and SHA-256 and shares its data); mk_data_finish writes the
  * fragment blocks, waits for the pipeline and points duplicates at their originals. */
 int mk_data_start(struct mk_ctx *c);
-int mk_data_file(struct mk_ctx *c, struct mk_node *n, struct mk_source *src,
+int mk_data_file(struct mk_ctx *c, const struct mk_file_ref *fr, struct mk_source *src,
 		 const struct mk_entry *e);
 int mk_data_finish(struct mk_ctx *c);
 /* Frees the data stage after an error (mk_data_finish frees it otherwise); returns the
@@ -190,19 +215,22 @@ struct mk_dedup;
 int mk_dedup_create(struct mk_ctx *c, struct mk_dedup **out);
 void mk_dedup_destroy(struct mk_dedup *d);
 bool mk_dedup_size_seen(const struct mk_dedup *d, uint64_t size);
-int mk_dedup_find(const struct mk_dedup *d, uint64_t size, const uint8_t *digest,
-		  struct mk_node **orig);
-int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, struct mk_node *n,
-			 const uint8_t *digest, struct mk_node **orig);
+int mk_dedup_find(struct mk_ctx *c, const struct mk_dedup *d, uint64_t size,
+		  const uint8_t *digest, const struct mk_file **orig);
+int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_file *f,
+			 const uint8_t *digest, const struct mk_file **orig);
 
-/* tails.c: tails kept for the fragment blocks, in memory up to opt->tail_mem bytes, then in
- * an unnamed temporary file. put copies data and gives its ref; get copies it back. */
+/* tails.c: a store of byte strings (file tails for the fragment blocks, digests, directory
+ * entries), in memory up to budget bytes, then in an unnamed temporary file; what names it in
+ * messages. put copies data and gives its ref (the bytes put before it); get copies it back. */
 struct mk_tails;
-int mk_tails_create(struct mk_ctx *c, struct mk_tails **out);
+int mk_tails_create(struct mk_ctx *c, const char *what, size_t budget, struct mk_tails **out);
 void mk_tails_destroy(struct mk_tails *t);
 int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len,
 		 uint64_t *ref);
 int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, size_t len);
+/* Forgets everything put so far (refs start again from 0); the memory and file are reused. */
+void mk_tails_reset(struct mk_tails *t);
 
 /* tables.c: inode, directory, fragment, export, id and xattr tables, then the superblock. */
 int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb);

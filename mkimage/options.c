@@ -53,8 +53,9 @@ static void usage(FILE *f)
 		"      --reuse OLD         copy compressed blocks and fragment blocks of the image OLD\n"
 		"                          (same compressor and block size) where their content is the\n"
 		"                          same, instead of compressing again; each is compared first\n"
-		"      --mem SIZE          memory for data waiting until the end (default 4M); the rest\n"
-		"                          waits in an unnamed temporary file in $TMPDIR\n"
+		"      --mem SIZE          memory for what waits until the end: file tails, file digests,\n"
+		"                          directory entries, a quarter each (default 4M); the rest\n"
+		"                          waits in unnamed temporary files in $TMPDIR\n"
 		"  -q, --quiet             no progress bar, no summary\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -370,6 +371,8 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 		return -1;
 	}
 	o->tail_mem = (size_t)(o->mem / 4);
+	o->digest_mem = (size_t)(o->mem / 4) & ~(size_t)31; /* whole digests */
+	o->entry_mem = (size_t)(o->mem / 4);
 	if (o->set_mtime >= 0)
 		o->default_mtime = o->set_mtime;
 	else if (o->clamp_time >= 0 && o->default_mtime > o->clamp_time)

@@ -42,10 +42,13 @@ struct mk_options {
 	uint32_t default_uid, default_gid;
 	int64_t default_mtime;
 	uint64_t mem;        /* --mem: memory budget for what waits until the end */
-	size_t tail_mem;
+	size_t tail_mem;     /* of which file tails, */
+	size_t digest_mem;   /* file digests (dedup), */
+	size_t entry_mem;    /* directory entries of a walked tree (the rest: temporary files) */
+	uint32_t piece_batch; /* tails sorted together into fragments (0: MK_PIECE_BATCH); tests */
 	const char *reuse;   /* --reuse OLD: an earlier image whose blocks may be copied */
 	struct mk_pseudo_arg *pseudo; /* owned array */
-	int npseudo;     /* of which file tails (the rest waits in a temporary file) */
+	int npseudo;
 };
 
 /* Parses argv (argv[0] = "mkimage") into o. Returns 0, 1 when help was printed, or -1 after

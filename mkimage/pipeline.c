@@ -142,13 +142,13 @@ static void place_block(struct mk_ctx *c, struct mk_file *f, uint32_t block, uin
 			uint32_t len, uint64_t at)
 {
 	uint32_t stored = word & SQK_BLOCK_SIZE_MASK;
-	f->words[block] = word;
-	if (stored && !f->started) {
+	f->blk->words[block] = word;
+	if (stored && !f->blk->started) {
 		f->blocks_start = at;
-		f->started = true;
+		f->blk->started = true;
 	}
 	if (!stored) {
-		f->zero_bytes += len;
+		f->blk->zero_bytes += len;
 		atomic_fetch_add(&c->st.sparse_blocks, 1);
 		return;
 	}
@@ -235,6 +235,16 @@ static int write_job(struct mk_pipeline *p, struct mk_job *j)
 	if (err)
 		return err;
 	if (j->kind == MK_JOB_FRAG || j->kind == MK_JOB_COPY) {
+		if (j->frag_idx >= c->frags_cap) { /* the main thread reads them after the finish */
+			size_t ncap = c->frags_cap ? c->frags_cap : 256;
+			while (ncap <= j->frag_idx)
+				ncap *= 2;
+			struct sqk_frag_entry *nf = realloc(c->frags, (size_t)ncap * sizeof(*nf));
+			if (!nf)
+				return mk_fail(c, SQK_ENOMEM, "out of memory");
+			c->frags = nf;
+			c->frags_cap = ncap;
+		}
 		c->frags[j->frag_idx] = (struct sqk_frag_entry){ .start = at, .size = j->word };
 		c->st.frag_blocks++;
 		return 0;

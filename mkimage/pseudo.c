@@ -319,7 +319,7 @@ static int apply_one(struct mk_ctx *c, const struct pdef *d)
 		e.link = d->target[0] == '/' ? d->target + 1 : d->target;
 		e.mode = S_IFREG;
 	}
-	struct mk_node *data;
+	struct mk_file_ref data; /* no pseudo type has content to read */
 	return mk_tree_add(c, &e, &data);
 }
 

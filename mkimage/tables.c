@@ -57,13 +57,16 @@ static int append_inode(struct tables *t, struct mk_node *n, const uint8_t *b, s
 
 static int emit_file(struct tables *t, struct mk_node *n)
 {
-	struct mk_file *f = n->file;
+	const struct mk_file *f = mk_file_data(n->file);
+	const struct mk_fblocks *bl = f->blk;
+	uint64_t sparse = bl ? bl->sparse + bl->zero_bytes : 0;
+	uint32_t nblocks = bl ? bl->n : 0;
 	uint8_t b[56];
 	uint8_t words[4096];
 	bool ext = f->blocks_start > UINT32_MAX || f->size > UINT32_MAX || n->nlink > 1 ||
-		   n->xattr_idx != SQK_NONE32 || f->sparse + f->zero_bytes;
+		   n->xattr_idx != SQK_NONE32 || sparse;
 	struct sqk_inode_body body = {
-		.blocks_start = f->blocks_start, .size = f->size, .sparse = f->sparse + f->zero_bytes,
+		.blocks_start = f->blocks_start, .size = f->size, .sparse = sparse,
 		.nlink = n->nlink, .frag_index = f->frag_index,
 		.frag_offset = f->frag_index == SQK_NONE32 ? 0 : f->frag_offset,
 		.xattr_idx = n->xattr_idx,
@@ -71,10 +74,10 @@ static int emit_file(struct tables *t, struct mk_node *n)
 	size_t len = encode_inode(t->c, n, ext ? SQK_T_LFILE : SQK_T_FILE, &body, b);
 	int err = append_inode(t, n, b, len, NULL, 0);
 	/* Size words, in chunks (a 5 GiB file has 40960 of them). */
-	for (uint32_t k = 0; k < f->nblocks && !err;) {
-		uint32_t m = f->nblocks - k < 1024 ? f->nblocks - k : 1024;
+	for (uint32_t k = 0; k < nblocks && !err;) {
+		uint32_t m = nblocks - k < 1024 ? nblocks - k : 1024;
 		for (uint32_t i = 0; i < m; i++)
-			sqk_put_le32(words + 4 * i, f->words[k + i]);
+			sqk_put_le32(words + 4 * i, bl->words[k + i]);
 		err = sqk_meta_writer_append(&t->inodes, words, 4 * (size_t)m);
 		k += m;
 	}

@@ -21,16 +21,18 @@ struct mk_tails {
 	uint64_t spilled;     /* bytes in it, the buffered ones included */
 	uint8_t *wbuf;        /* spill bytes not written yet: the last wlen of them */
 	size_t wlen;
+	const char *what;     /* what it holds, for messages */
 	char dir[4096];
 };
 
-int mk_tails_create(struct mk_ctx *c, struct mk_tails **out)
+int mk_tails_create(struct mk_ctx *c, const char *what, size_t budget, struct mk_tails **out)
 {
 	struct mk_tails *t = calloc(1, sizeof(*t));
 	if (!t)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	t->fd = -1;
-	t->budget = c->opt->tail_mem;
+	t->budget = budget;
+	t->what = what;
 	const char *dir = getenv("TMPDIR");
 	snprintf(t->dir, sizeof(t->dir), "%s", dir && *dir ? dir : "/tmp");
 	*out = t;
@@ -48,6 +50,16 @@ void mk_tails_destroy(struct mk_tails *t)
 	free(t);
 }
 
+void mk_tails_reset(struct mk_tails *t)
+{
+	t->used = 0;
+	t->spilled = 0;
+	t->wlen = 0;
+	if (t->fd >= 0 && ftruncate(t->fd, 0)) {
+		/* not fatal: the file is only written again from offset 0 */
+	}
+}
+
 static int open_spill(struct mk_ctx *c, struct mk_tails *t)
 {
 	t->fd = open(t->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -60,7 +72,7 @@ static int open_spill(struct mk_ctx *c, struct mk_tails *t)
 	}
 	if (t->fd < 0)
 		return mk_fail(c, sqk_from_errno(errno),
-			       "cannot create a temporary file in '%s' for file tails: %s", t->dir,
+			       "cannot create a temporary file in '%s' for %s: %s", t->dir, t->what,
 			       strerror(errno));
 	return 0;
 }
@@ -74,7 +86,7 @@ static int write_all(struct mk_ctx *c, struct mk_tails *t, const uint8_t *p, siz
 			continue;
 		if (w <= 0)
 			return mk_fail(c, w < 0 ? sqk_from_errno(errno) : SQK_EIO,
-				       "cannot write the file tails to a temporary file in '%s': %s",
+				       "cannot write %s to a temporary file in '%s': %s", t->what,
 				       t->dir, w < 0 ? strerror(errno) : "no space");
 		p += w;
 		off += (uint64_t)w;
@@ -156,7 +168,7 @@ int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, 
 			continue;
 		if (r <= 0)
 			return mk_fail(c, r < 0 ? sqk_from_errno(errno) : SQK_EIO,
-				       "cannot read the file tails back from the temporary file: %s",
+				       "cannot read %s back from the temporary file: %s", t->what,
 				       r < 0 ? strerror(errno) : "short file");
 		p += r;
 		off += (uint64_t)r;

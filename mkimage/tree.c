@@ -410,7 +410,6 @@ static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry 
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
 		n->file->size = e->size;
 		n->file->frag_index = SQK_NONE32;
-		n->file->maybe_sparse = e->maybe_sparse;
 	} else if (!S_ISDIR(e->mode) && !S_ISFIFO(e->mode) && !S_ISSOCK(e->mode)) {
 		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", e->origin);
 	}
@@ -483,9 +482,19 @@ static int add_root(struct mk_ctx *c, const struct mk_entry *e)
 	return fill_node(c, c->root, e);
 }
 
-int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **data)
+/* The position of n's logical directory: its parent, or for a __pycache__ directory the parent
+ * of that (so that foo.py and its .pyc files meet in the fragment order). */
+static uint32_t logical_dir(const struct mk_node *n)
 {
-	*data = NULL;
+	const struct mk_node *p = n->parent;
+	if (p->parent && !strcmp(p->name, "__pycache__"))
+		p = p->parent;
+	return p->order;
+}
+
+int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data)
+{
+	data->file = NULL;
 	if (!*e->path)
 		return add_root(c, e);
 	const char *slash = strrchr(e->path, '/');
@@ -528,7 +537,8 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **dat
 	if (!err)
 		err = push_node(c, n);
 	if (!err && n->file)
-		*data = n;
+		*data = (struct mk_file_ref){ .file = n->file, .order = n->order,
+					      .ldir = logical_dir(n) };
 	return err;
 }
 
@@ -550,8 +560,8 @@ static void node_free(struct mk_node *n)
 	for (size_t i = 0; i < n->nchildren; i++)
 		node_free(n->children[i]);
 	free(n->children);
-	if (n->file)
-		free(n->file->words);
+	if (n->file && n->file->frag_index != MK_FRAG_DUP)
+		free(n->file->blk);
 }
 
 static void tree_state_free(struct mk_tree *t)
@@ -630,6 +640,23 @@ static void drop_dead(struct mk_ctx *c)
 	c->nnodes = k;
 }
 
+/* One more inode of n's kind in c->st. */
+static void count_kind(struct mk_ctx *c, mode_t m, const struct mk_file *f)
+{
+	if (S_ISREG(m)) {
+		c->st.files++;
+		c->st.file_bytes += f->size;
+	} else if (S_ISDIR(m)) {
+		c->st.dirs++;
+	} else if (S_ISLNK(m)) {
+		c->st.symlinks++;
+	} else if (S_ISCHR(m) || S_ISBLK(m)) {
+		c->st.devices++;
+	} else {
+		c->st.ipc++;
+	}
+}
+
 int mk_tree_finish(struct mk_ctx *c)
 {
 	tree_state_free(c->tree);
@@ -643,6 +670,8 @@ int mk_tree_finish(struct mk_ctx *c)
 	if (c->root->newest_mtime)
 		c->root->mtime = c->opt->set_mtime >= 0 ? (uint32_t)c->opt->set_mtime :
 							   c->newest_mtime;
+	for (size_t i = 0; i < c->nnodes; i++)
+		count_kind(c, c->nodes[i]->mode, c->nodes[i]->file);
 	return number_inodes(c);
 }
 
