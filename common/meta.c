@@ -26,6 +26,7 @@ void sqk_meta_writer_free(struct sqk_meta_writer *w)
 	w->out = NULL;
 	w->out_len = 0;
 	w->out_cap = 0;
+	w->drained = 0;
 	w->pending_len = 0;
 	w->nblocks = 0;
 }

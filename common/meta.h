@@ -20,6 +20,7 @@ struct sqk_meta_writer {
 	size_t out_len;
 	size_t out_cap;
 	uint32_t nblocks;
+	uint64_t drained; /* encoded bytes handed out by sqk_meta_writer_drain before out */
 	int error;       /* sticky first error */
 };
 
@@ -32,7 +33,15 @@ void sqk_meta_writer_free(struct sqk_meta_writer *w);
 /* Reference of the next byte to be appended: (encoded bytes so far << 16) | pending length. */
 static inline uint64_t sqk_meta_writer_ref(const struct sqk_meta_writer *w)
 {
-	return ((uint64_t)w->out_len << 16) | w->pending_len;
+	return ((w->drained + w->out_len) << 16) | w->pending_len;
+}
+
+/* Forgets the encoded blocks in out[0..out_len), which the caller has written out; the stream
+ * goes on after them (references count them). Keeps the buffer. */
+static inline void sqk_meta_writer_drain(struct sqk_meta_writer *w)
+{
+	w->drained += w->out_len;
+	w->out_len = 0;
 }
 
 /* Appends bytes, flushing every full 8192-byte block. Returns 0 or SQK_E* (sticky). */

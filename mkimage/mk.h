@@ -100,6 +100,7 @@ struct mk_xattrs;
 struct mk_ids;
 struct mk_pipeline;
 struct mk_tree;
+struct mk_walk;
 struct mk_reuse;
 struct mk_data;
 struct mk_source;
@@ -110,6 +111,7 @@ struct mk_ctx {
 	const struct mk_options *opt;
 	struct mk_node *root;
 	struct mk_tree *tree;       /* lookups while the tree is built (tree.c) */
+	struct mk_walk *walk;       /* or: a walked tree, its entries on disk (walk.c) */
 	struct mk_data *data;       /* the data stage while files are read (data.c) */
 	struct mk_reuse *reuse;     /* --reuse: the old image, or NULL (reuse.c) */
 	struct mk_node **nodes;     /* canonical nodes in tree (walk) order; owned array */

@@ -10,69 +10,76 @@
 #include "common/format.h"
 #include "common/inode_codec.h"
 #include "mk.h"
+#include "tables.h"
 
-struct tables {
-	struct mk_ctx *c;
-	struct sqk_meta_writer inodes, dirs;
-};
+/* The inode table goes out once this much of it is encoded; the directory table to its store. */
+#define DRAIN_AT (1u << 20)
 
-static struct mk_node *target_of(struct mk_node *n)
+static int drain(struct mk_tables *t)
 {
-	return n->link ? n->link : n;
+	struct mk_ctx *c = t->c;
+	int err = 0;
+	if (t->inodes.out_len >= DRAIN_AT) {
+		err = mk_write(c, t->inodes.out, t->inodes.out_len);
+		sqk_meta_writer_drain(&t->inodes);
+	}
+	if (!err && t->dirs.out_len >= DRAIN_AT) {
+		uint64_t ref;
+		err = mk_tails_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &ref);
+		t->dir_stored += t->dirs.out_len;
+		sqk_meta_writer_drain(&t->dirs);
+	}
+	return err;
 }
 
-static void put_header(const struct mk_ctx *c, const struct mk_node *n, uint16_t type, uint8_t *b)
+/* Header and fixed body of a as type into b; returns their length. */
+static size_t encode_inode(const struct mk_inode *a, uint16_t type,
+			   const struct sqk_inode_body *body, uint8_t *b)
 {
 	struct sqk_inode_header h = {
 		.type = type,
-		.mode = (uint16_t)(n->mode & 07777),
-		.uid_idx = n->uid_idx,
-		.gid_idx = n->gid_idx,
-		.mtime = n->mtime,
-		.inode_number = n->ino,
+		.mode = (uint16_t)(a->mode & 07777),
+		.uid_idx = a->uid_idx,
+		.gid_idx = a->gid_idx,
+		.mtime = a->mtime,
+		.inode_number = a->ino,
 	};
-	(void)c;
 	sqk_inode_header_encode(&h, b);
-}
-
-/* Header and fixed body of n as type into b; returns their length. */
-static size_t encode_inode(const struct mk_ctx *c, const struct mk_node *n, uint16_t type,
-			   const struct sqk_inode_body *body, uint8_t *b)
-{
-	put_header(c, n, type, b);
 	sqk_inode_body_encode(type, body, b + SQK_INODE_HEADER_SIZE);
 	return SQK_INODE_HEADER_SIZE + sqk_inode_body_size(type);
 }
 
-static int append_inode(struct tables *t, struct mk_node *n, const uint8_t *b, size_t len,
-			const void *tail, size_t tail_len)
+/* Starts a's inode: records its reference for the export table. */
+static int append_inode(struct mk_tables *t, const struct mk_inode *a, const uint8_t *b,
+			size_t len, const void *tail, size_t tail_len, uint64_t *ref)
 {
-	n->inode_ref = sqk_meta_writer_ref(&t->inodes);
-	n->emitted = true;
+	*ref = sqk_meta_writer_ref(&t->inodes);
+	if (a->ino && a->ino <= t->c->inode_count)
+		t->exports[a->ino - 1] = *ref;
 	int err = sqk_meta_writer_append(&t->inodes, b, len);
 	if (!err && tail_len)
 		err = sqk_meta_writer_append(&t->inodes, tail, tail_len);
 	return err;
 }
 
-static int emit_file(struct tables *t, struct mk_node *n)
+static int emit_file(struct mk_tables *t, const struct mk_inode *a, uint64_t *ref)
 {
-	const struct mk_file *f = mk_file_data(n->file);
+	const struct mk_file *f = mk_file_data(a->file);
 	const struct mk_fblocks *bl = f->blk;
 	uint64_t sparse = bl ? bl->sparse + bl->zero_bytes : 0;
 	uint32_t nblocks = bl ? bl->n : 0;
 	uint8_t b[56];
 	uint8_t words[4096];
-	bool ext = f->blocks_start > UINT32_MAX || f->size > UINT32_MAX || n->nlink > 1 ||
-		   n->xattr_idx != SQK_NONE32 || sparse;
+	bool ext = f->blocks_start > UINT32_MAX || f->size > UINT32_MAX || a->nlink > 1 ||
+		   a->xattr_idx != SQK_NONE32 || sparse;
 	struct sqk_inode_body body = {
 		.blocks_start = f->blocks_start, .size = f->size, .sparse = sparse,
-		.nlink = n->nlink, .frag_index = f->frag_index,
+		.nlink = a->nlink, .frag_index = f->frag_index,
 		.frag_offset = f->frag_index == SQK_NONE32 ? 0 : f->frag_offset,
-		.xattr_idx = n->xattr_idx,
+		.xattr_idx = a->xattr_idx,
 	};
-	size_t len = encode_inode(t->c, n, ext ? SQK_T_LFILE : SQK_T_FILE, &body, b);
-	int err = append_inode(t, n, b, len, NULL, 0);
+	size_t len = encode_inode(a, ext ? SQK_T_LFILE : SQK_T_FILE, &body, b);
+	int err = append_inode(t, a, b, len, NULL, 0, ref);
 	/* Size words, in chunks (a 5 GiB file has 40960 of them). */
 	for (uint32_t k = 0; k < nblocks && !err;) {
 		uint32_t m = nblocks - k < 1024 ? nblocks - k : 1024;
@@ -95,29 +102,35 @@ static uint16_t other_type(mode_t mode)
 	return S_ISFIFO(mode) ? SQK_T_FIFO : SQK_T_SOCKET;
 }
 
-static int emit_other(struct tables *t, struct mk_node *n)
+static int emit_other(struct mk_tables *t, const struct mk_inode *a, uint64_t *ref)
 {
 	uint8_t b[32];
-	bool ext = n->xattr_idx != SQK_NONE32;
-	uint16_t type = (uint16_t)(other_type(n->mode) + (ext ? 7 : 0));
-	struct sqk_inode_body body = { .nlink = n->nlink, .size = n->target_len, .rdev = n->rdev,
-				       .xattr_idx = n->xattr_idx };
-	size_t len = encode_inode(t->c, n, type, &body, b);
+	bool ext = a->xattr_idx != SQK_NONE32;
+	uint16_t type = (uint16_t)(other_type(a->mode) + (ext ? 7 : 0));
+	struct sqk_inode_body body = { .nlink = a->nlink, .size = a->target_len, .rdev = a->rdev,
+				       .xattr_idx = a->xattr_idx };
+	size_t len = encode_inode(a, type, &body, b);
 
 	if (type != SQK_T_SYMLINK && type != SQK_T_LSYMLINK)
-		return append_inode(t, n, b, len, NULL, 0);
-	int err = append_inode(t, n, b, len, n->target, n->target_len);
+		return append_inode(t, a, b, len, NULL, 0, ref);
+	int err = append_inode(t, a, b, len, a->target, a->target_len, ref);
 	if (!err && ext) { /* an extended symlink's xattr index follows its target */
-		sqk_put_le32(b, n->xattr_idx);
+		sqk_put_le32(b, a->xattr_idx);
 		err = sqk_meta_writer_append(&t->inodes, b, 4);
 	}
 	return err;
 }
 
+int mk_tables_inode(struct mk_tables *t, const struct mk_inode *a, uint64_t *ref)
+{
+	int err = S_ISREG(a->mode) ? emit_file(t, a, ref) : emit_other(t, a, ref);
+	return err ? err : drain(t);
+}
+
 /* Directory index entries collected while writing one listing. */
 struct dindex {
 	struct sqk_dir_index e;
-	const struct mk_node *first;
+	const struct mk_dent *first;
 };
 
 struct listing {
@@ -128,7 +141,7 @@ struct listing {
 };
 
 static int add_index(struct mk_ctx *c, struct listing *l, uint32_t at, uint64_t ref,
-		     const struct mk_node *first)
+		     const struct mk_dent *first)
 {
 	if (l->nidx == l->cap) {
 		size_t ncap = l->cap ? l->cap * 2 : 8;
@@ -146,20 +159,19 @@ static int add_index(struct mk_ctx *c, struct listing *l, uint32_t at, uint64_t 
 	return 0;
 }
 
-/* How many children from i fit one run: same inode block, s16 delta, at most 256, and not past
+/* How many entries from i fit one run: same inode block, s16 delta, at most 256, and not past
  * the 8 KiB mark after which a new indexed run starts. */
-static size_t run_length(struct mk_node *d, size_t i, uint32_t since_index, bool *indexed)
+static size_t run_length(const struct mk_dent *v, size_t n, size_t i, uint32_t since_index,
+			 bool *indexed)
 {
-	struct mk_node *t0 = target_of(d->children[i]);
-	uint64_t blk = t0->inode_ref >> 16;
+	uint64_t blk = v[i].ref >> 16;
 	uint32_t bytes = since_index + SQK_DIR_HEADER_SIZE;
 	size_t j = i;
 	*indexed = false;
-	while (j < d->nchildren && j - i < SQK_DIR_RUN_MAX) {
-		struct mk_node *ch = d->children[j], *t = target_of(ch);
-		int64_t delta = (int64_t)t->ino - (int64_t)t0->ino;
-		uint32_t esz = SQK_DIR_ENTRY_SIZE + (uint32_t)ch->name_len;
-		if ((t->inode_ref >> 16) != blk || delta < -32768 || delta > 32767)
+	while (j < n && j - i < SQK_DIR_RUN_MAX) {
+		int64_t delta = (int64_t)v[j].ino - (int64_t)v[i].ino;
+		uint32_t esz = SQK_DIR_ENTRY_SIZE + v[j].name_len;
+		if ((v[j].ref >> 16) != blk || delta < -32768 || delta > 32767)
 			break;
 		if (j > i && bytes + esz > SQK_META_SIZE) {
 			*indexed = true;
@@ -171,82 +183,81 @@ static size_t run_length(struct mk_node *d, size_t i, uint32_t since_index, bool
 	return j - i;
 }
 
-static int write_run(struct tables *t, struct mk_node *d, size_t i, size_t n)
+static uint16_t dent_type(mode_t m)
 {
-	struct mk_node *t0 = target_of(d->children[i]);
+	return sqk_basic_type(S_ISDIR(m) ? SQK_T_DIR : S_ISREG(m) ? SQK_T_FILE :
+			      S_ISLNK(m) ? SQK_T_SYMLINK : S_ISBLK(m) ? SQK_T_BLKDEV :
+			      S_ISCHR(m) ? SQK_T_CHRDEV : S_ISFIFO(m) ? SQK_T_FIFO : SQK_T_SOCKET);
+}
+
+static int write_run(struct mk_tables *t, const struct mk_dent *v, size_t i, size_t n)
+{
 	uint8_t b[SQK_DIR_HEADER_SIZE];
 	struct sqk_dir_header h = { .count = (uint32_t)(n - 1),
-				    .start_block = (uint32_t)(t0->inode_ref >> 16),
-				    .inode_number = t0->ino };
+				    .start_block = (uint32_t)(v[i].ref >> 16),
+				    .inode_number = v[i].ino };
 	sqk_dir_header_encode(&h, b);
 	int err = sqk_meta_writer_append(&t->dirs, b, sizeof(b));
 	for (size_t j = i; j < i + n && !err; j++) {
-		struct mk_node *ch = d->children[j], *tg = target_of(ch);
 		struct sqk_dir_entry e = {
-			.offset = (uint16_t)(tg->inode_ref & 0xFFFF),
-			.inode_delta = (int16_t)((int64_t)tg->ino - (int64_t)t0->ino),
-			.type = sqk_basic_type(S_ISDIR(tg->mode) ? SQK_T_DIR :
-					       S_ISREG(tg->mode) ? SQK_T_FILE :
-					       S_ISLNK(tg->mode) ? SQK_T_SYMLINK :
-					       S_ISBLK(tg->mode) ? SQK_T_BLKDEV :
-					       S_ISCHR(tg->mode) ? SQK_T_CHRDEV :
-					       S_ISFIFO(tg->mode) ? SQK_T_FIFO : SQK_T_SOCKET),
-			.name_size = (uint16_t)(ch->name_len - 1),
+			.offset = (uint16_t)(v[j].ref & 0xFFFF),
+			.inode_delta = (int16_t)((int64_t)v[j].ino - (int64_t)v[i].ino),
+			.type = dent_type(v[j].mode),
+			.name_size = (uint16_t)(v[j].name_len - 1),
 		};
 		uint8_t eb[SQK_DIR_ENTRY_SIZE];
 		sqk_dir_entry_encode(&e, eb);
 		err = sqk_meta_writer_append(&t->dirs, eb, sizeof(eb));
 		if (!err)
-			err = sqk_meta_writer_append(&t->dirs, ch->name, ch->name_len);
+			err = sqk_meta_writer_append(&t->dirs, v[j].name, v[j].name_len);
 	}
 	return err;
 }
 
-static int write_listing(struct tables *t, struct mk_node *d, struct listing *l)
+static int write_listing(struct mk_tables *t, const struct mk_dent *v, size_t n,
+			 struct listing *l)
 {
 	uint32_t since_index = 0;
 	bool next_indexed = false;
 	l->start = sqk_meta_writer_ref(&t->dirs);
-	for (size_t i = 0; i < d->nchildren;) {
+	for (size_t i = 0; i < n;) {
 		uint64_t ref = sqk_meta_writer_ref(&t->dirs);
 		if (next_indexed) {
-			int err = add_index(t->c, l, l->bytes, ref, d->children[i]);
+			int err = add_index(t->c, l, l->bytes, ref, &v[i]);
 			if (err)
 				return err;
 			since_index = 0;
 		}
-		size_t n = run_length(d, i, since_index, &next_indexed);
-		int err = write_run(t, d, i, n);
+		size_t k = run_length(v, n, i, since_index, &next_indexed);
+		int err = write_run(t, v, i, k);
 		if (err)
 			return err;
 		uint32_t rb = SQK_DIR_HEADER_SIZE;
-		for (size_t j = i; j < i + n; j++)
-			rb += SQK_DIR_ENTRY_SIZE + (uint32_t)d->children[j]->name_len;
+		for (size_t j = i; j < i + k; j++)
+			rb += SQK_DIR_ENTRY_SIZE + v[j].name_len;
+		if ((uint64_t)l->bytes + rb > UINT32_MAX - 3)
+			return SQK_ETOOBIG;
 		l->bytes += rb;
 		since_index += rb;
-		i += n;
+		i += k;
 	}
 	return 0;
 }
 
-static int emit_dir_inode(struct tables *t, struct mk_node *d, const struct listing *l)
+static int emit_dir_inode(struct mk_tables *t, const struct mk_inode *a, const struct listing *l,
+			  size_t n, uint32_t nsubdirs, uint32_t parent, uint64_t *ref)
 {
-	struct mk_ctx *c = t->c;
 	uint8_t b[40];
 	uint32_t size = l->bytes + 3;
-	uint32_t parent = d->parent ? d->parent->ino : c->inode_count + 1;
-	bool ext = size > 0xFFFF || l->nidx || d->xattr_idx != SQK_NONE32 ||
-		   d->nchildren > SQK_DIR_RUN_MAX;
+	bool ext = size > 0xFFFF || l->nidx || a->xattr_idx != SQK_NONE32 || n > SQK_DIR_RUN_MAX;
 	struct sqk_inode_body body = {
 		.dir_block = (uint32_t)(l->start >> 16), .dir_offset = (uint16_t)(l->start & 0xFFFF),
-		.nlink = 2 + d->nsubdirs, .size = size, .parent = parent,
-		.index_count = (uint16_t)l->nidx, .xattr_idx = d->xattr_idx,
+		.nlink = 2 + nsubdirs, .size = size, .parent = parent,
+		.index_count = (uint16_t)l->nidx, .xattr_idx = a->xattr_idx,
 	};
-	size_t len = encode_inode(c, d, ext ? SQK_T_LDIR : SQK_T_DIR, &body, b);
-	if (!ext)
-		return append_inode(t, d, b, len, NULL, 0);
-	int err = append_inode(t, d, b, len, NULL, 0);
-	for (size_t i = 0; i < l->nidx && !err; i++) {
+	size_t len = encode_inode(a, ext ? SQK_T_LDIR : SQK_T_DIR, &body, b);
+	int err = append_inode(t, a, b, len, NULL, 0, ref);
+	for (size_t i = 0; ext && i < l->nidx && !err; i++) {
 		uint8_t ib[SQK_DIR_INDEX_SIZE];
 		sqk_dir_index_encode(&l->idx[i].e, ib);
 		err = sqk_meta_writer_append(&t->inodes, ib, sizeof(ib));
@@ -257,9 +268,41 @@ static int emit_dir_inode(struct tables *t, struct mk_node *d, const struct list
 	return err;
 }
 
-/* Post-order: sub-directories, then the other entries' inodes, then the listing and inode. */
-static int emit_dir(struct tables *t, struct mk_node *d)
+int mk_tables_dir(struct mk_tables *t, const struct mk_inode *a, const struct mk_dent *v,
+		  size_t n, uint32_t nsubdirs, uint32_t parent_ino, const char *path,
+		  uint64_t *ref)
 {
+	if (n > 0xFFFF * 8u)
+		return mk_fail(t->c, SQK_ETOOBIG, "directory '%s' has too many entries", path);
+	struct listing l = { 0 };
+	int err = write_listing(t, v, n, &l);
+	if (err == SQK_ETOOBIG)
+		err = mk_fail(t->c, err, "directory '%s' is too large", path);
+	if (!err)
+		err = emit_dir_inode(t, a, &l, n, nsubdirs, parent_ino, ref);
+	free(l.idx);
+	return err ? err : drain(t);
+}
+
+/* ---- the tree in memory ---- */
+
+static struct mk_node *target_of(struct mk_node *n)
+{
+	return n->link ? n->link : n;
+}
+
+static void node_inode(const struct mk_node *n, struct mk_inode *a)
+{
+	*a = (struct mk_inode){ .mode = n->mode, .uid_idx = n->uid_idx, .gid_idx = n->gid_idx,
+				.mtime = n->mtime, .ino = n->ino, .nlink = n->nlink,
+				.xattr_idx = n->xattr_idx, .rdev = n->rdev, .target = n->target,
+				.target_len = n->target_len, .file = n->file };
+}
+
+/* Post-order: sub-directories, then the other entries' inodes, then the listing and inode. */
+static int emit_dir(struct mk_tables *t, struct mk_node *d)
+{
+	struct mk_inode a;
 	int err = 0;
 	for (size_t i = 0; i < d->nchildren && !err; i++) {
 		struct mk_node *tg = target_of(d->children[i]);
@@ -268,25 +311,29 @@ static int emit_dir(struct tables *t, struct mk_node *d)
 	}
 	for (size_t i = 0; i < d->nchildren && !err; i++) {
 		struct mk_node *tg = target_of(d->children[i]);
-		if (!tg->emitted)
-			err = S_ISREG(tg->mode) ? emit_file(t, tg) : emit_other(t, tg);
+		if (tg->emitted)
+			continue;
+		node_inode(tg, &a);
+		err = mk_tables_inode(t, &a, &tg->inode_ref);
+		tg->emitted = true;
 	}
+	struct mk_dent *v = err ? NULL : malloc((d->nchildren + 1) * sizeof(*v));
+	if (!err && !v)
+		err = mk_fail(t->c, SQK_ENOMEM, "out of memory");
 	if (err)
 		return err;
+	for (size_t i = 0; i < d->nchildren; i++) {
+		const struct mk_node *ch = d->children[i], *tg = target_of(d->children[i]);
+		v[i] = (struct mk_dent){ .name = ch->name, .name_len = ch->name_len, .ino = tg->ino,
+					 .mode = tg->mode, .ref = tg->inode_ref };
+	}
 	char where[1024];
-	if (d->nchildren > 0xFFFF * 8u) {
-		mk_node_path(d, where, sizeof(where));
-		return mk_fail(t->c, SQK_ETOOBIG, "directory '%s' has too many entries", where);
-	}
-	struct listing l = { 0 };
-	err = write_listing(t, d, &l);
-	if (!err && l.bytes > UINT32_MAX - 3) {
-		mk_node_path(d, where, sizeof(where));
-		err = mk_fail(t->c, SQK_ETOOBIG, "directory '%s' is too large", where);
-	}
-	if (!err)
-		err = emit_dir_inode(t, d, &l);
-	free(l.idx);
+	mk_node_path(d, where, sizeof(where));
+	node_inode(d, &a);
+	err = mk_tables_dir(t, &a, v, d->nchildren, d->nsubdirs,
+			    d->parent ? d->parent->ino : t->c->inode_count + 1, where, &d->inode_ref);
+	d->emitted = true;
+	free(v);
 	return err;
 }
 
@@ -348,20 +395,17 @@ static int write_frag_table(struct mk_ctx *c, struct sqk_super *sb)
 	return err;
 }
 
-static int write_export_table(struct mk_ctx *c, struct sqk_super *sb)
+/* The inode references by number, in place (little-endian). */
+static int write_export_table(struct mk_ctx *c, struct sqk_super *sb, uint64_t *refs)
 {
 	if (c->opt->no_exports) {
 		sb->export_table_start = SQK_NONE64;
 		return 0;
 	}
-	uint8_t *buf = malloc((size_t)c->inode_count * 8);
-	if (!buf)
-		return SQK_ENOMEM;
-	for (size_t i = 0; i < c->nnodes; i++)
-		sqk_put_le64(buf + (size_t)(c->nodes[i]->ino - 1) * 8, c->nodes[i]->inode_ref);
-	int err = write_lookup(c, buf, (size_t)c->inode_count * 8, &sb->export_table_start);
-	free(buf);
-	return err;
+	for (uint32_t i = 0; i < c->inode_count; i++)
+		sqk_put_le64((uint8_t *)&refs[i], refs[i]);
+	return write_lookup(c, (const uint8_t *)refs, (size_t)c->inode_count * 8,
+			    &sb->export_table_start);
 }
 
 static int write_id_table(struct mk_ctx *c, struct sqk_super *sb)
@@ -410,37 +454,63 @@ static int write_xattr_tables(struct mk_ctx *c, struct sqk_super *sb)
 	return err;
 }
 
-static int write_inodes_dirs(struct mk_ctx *c, struct sqk_super *sb)
+/* Copies the directory table (its store, then what the writer still holds) to the image. */
+static int copy_dirs(struct mk_tables *t)
 {
-	struct tables t = { .c = c };
-	sqk_meta_writer_init(&t.inodes, c->comp);
-	sqk_meta_writer_init(&t.dirs, c->comp);
-	int err = emit_dir(&t, c->root);
-	sb->root_inode = c->root->inode_ref;
+	struct mk_ctx *c = t->c;
+	uint8_t *buf = t->dir_stored ? malloc(DRAIN_AT) : NULL;
+	int err = t->dir_stored && !buf ? mk_fail(c, SQK_ENOMEM, "out of memory") : 0;
+	for (uint64_t off = 0; off < t->dir_stored && !err;) {
+		size_t n = t->dir_stored - off < DRAIN_AT ? (size_t)(t->dir_stored - off) : DRAIN_AT;
+		err = mk_tails_get(c, t->dir_store, off, buf, n);
+		if (!err)
+			err = mk_write(c, buf, n);
+		off += n;
+	}
+	free(buf);
+	return err || !t->dirs.out_len ? err : mk_write(c, t->dirs.out, t->dirs.out_len);
+}
+
+static int write_inodes_dirs(struct mk_ctx *c, struct sqk_super *sb, struct mk_tables *t)
+{
+	uint64_t root_ref = 0;
+	sb->inode_table_start = c->pos;
+	int err = mk_tails_create(c, "the directory table", c->opt->entry_mem, &t->dir_store);
+	if (!err && !(t->exports = calloc(c->inode_count ? c->inode_count : 1, 8)))
+		err = mk_fail(c, SQK_ENOMEM, "out of memory");
+	if (!err && c->walk)
+		err = mk_walk_emit(c, t, &root_ref);
+	else if (!err) {
+		err = emit_dir(t, c->root);
+		root_ref = c->root->inode_ref;
+	}
+	sb->root_inode = root_ref;
 	if (!err)
-		err = sqk_meta_writer_finish(&t.inodes);
+		err = sqk_meta_writer_finish(&t->inodes);
 	if (!err)
-		err = sqk_meta_writer_finish(&t.dirs);
+		err = sqk_meta_writer_finish(&t->dirs);
 	if (err && !c->first_err)
 		err = mk_fail(c, err, "cannot build the inode table: %s", sqk_strerror(err));
-	sb->inode_table_start = c->pos;
-	if (!err)
-		err = write_stream(c, &t.inodes, NULL);
+	if (!err && t->inodes.out_len)
+		err = mk_write(c, t->inodes.out, t->inodes.out_len);
 	sb->directory_table_start = c->pos;
-	if (!err)
-		err = write_stream(c, &t.dirs, NULL);
-	sqk_meta_writer_free(&t.inodes);
-	sqk_meta_writer_free(&t.dirs);
-	return err;
+	return err ? err : copy_dirs(t);
 }
 
 int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb)
 {
-	int err = write_inodes_dirs(c, sb);
+	struct mk_tables t = { .c = c };
+	sqk_meta_writer_init(&t.inodes, c->comp);
+	sqk_meta_writer_init(&t.dirs, c->comp);
+	int err = write_inodes_dirs(c, sb, &t);
+	sqk_meta_writer_free(&t.inodes);
+	sqk_meta_writer_free(&t.dirs);
+	mk_tails_destroy(t.dir_store);
 	if (!err)
 		err = write_frag_table(c, sb);
 	if (!err)
-		err = write_export_table(c, sb);
+		err = write_export_table(c, sb, t.exports);
+	free(t.exports);
 	if (!err)
 		err = write_id_table(c, sb);
 	if (!err)

@@ -1,0 +1,51 @@
+/* Writing the inode and directory tables, shared by the two ways the builder holds the tree:
+ * in memory (tree.c; walked by tables.c) and on disk for a walked directory tree (walk.c). The
+ * inode table goes to the image as it is made (it follows the data); the directory table waits
+ * in a store that spills to a temporary file, then follows it. */
+#ifndef SQK_MK_TABLES_H
+#define SQK_MK_TABLES_H
+
+#include "mk.h"
+
+struct mk_tables {
+	struct mk_ctx *c;
+	struct sqk_meta_writer inodes, dirs;
+	struct mk_tails *dir_store;  /* finished directory-table blocks (owned) */
+	uint64_t dir_stored;         /* bytes in it */
+	uint64_t *exports;           /* inode reference by inode number - 1 (owned) */
+};
+
+/* One inode's attributes (pointers borrowed). */
+struct mk_inode {
+	mode_t mode;                 /* type and permission bits */
+	uint16_t uid_idx, gid_idx;
+	uint32_t mtime, ino, nlink, xattr_idx;
+	uint32_t rdev;               /* devices, SquashFS encoding */
+	const char *target;          /* symlinks */
+	uint32_t target_len;
+	const struct mk_file *file;  /* regular files */
+};
+
+/* One entry of a directory listing (name borrowed). */
+struct mk_dent {
+	const char *name;
+	uint32_t name_len;
+	uint32_t ino;
+	mode_t mode;                 /* the type bits count */
+	uint64_t ref;                /* its inode's reference */
+};
+
+/* Appends the inode of a non-directory; *ref = its reference. */
+int mk_tables_inode(struct mk_tables *t, const struct mk_inode *a, uint64_t *ref);
+
+/* Appends the listing v[0..n) (sorted by name) of directory a, then its inode; path names it in
+ * messages. */
+int mk_tables_dir(struct mk_tables *t, const struct mk_inode *a, const struct mk_dent *v,
+		  size_t n, uint32_t nsubdirs, uint32_t parent_ino, const char *path,
+		  uint64_t *ref);
+
+/* walk.c: emits the tables of a walked tree (inode numbers set by mk_walk_finish);
+ * *root_ref = the root directory's inode reference. */
+int mk_walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref);
+
+#endif
