@@ -142,11 +142,13 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	return err;
 }
 
-/* Reads every entry of src: each into the tree, each file's content right after its entry. */
+/* Reads every entry of src: each into the tree, each file's content right after its entry. A
+ * walked tree (ordered) is kept on disk (walk.c) unless pseudo definitions will change it. */
 static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_pseudo *ps)
 {
 	struct mk_entry e;
-	int err = mk_tree_start(c, src->ops->ordered);
+	bool walk = src->ops->ordered && !ps;
+	int err = walk ? mk_walk_start(c) : mk_tree_start(c, src->ops->ordered);
 	if (!err)
 		err = mk_data_start(c);
 	while (!err) {
@@ -154,7 +156,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 		int r = src->ops->next(src, c, &e);
 		if (r == 1)
 			break;
-		err = r ? r : mk_tree_add(c, &e, &fr);
+		err = r ? r : walk ? mk_walk_add(c, &e, &fr) : mk_tree_add(c, &e, &fr);
 		if (!err && fr.file)
 			err = mk_data_file(c, &fr, src, &e);
 		if (!err && mk_cancelled(c))
@@ -171,7 +173,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 		return perr ? perr : err;
 	}
 	err = mk_data_finish(c);
-	return err ? err : mk_tree_finish(c);
+	return err ? err : walk ? mk_walk_finish(c) : mk_tree_finish(c);
 }
 
 int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
@@ -221,6 +223,7 @@ int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel
 void mk_ctx_free(struct mk_ctx *c)
 {
 	mk_tree_free(c);
+	mk_walk_free(c);
 	mk_ids_destroy(c->ids);
 	mk_xattrs_destroy(c->xattrs);
 	sqk_compressor_destroy(c->comp);

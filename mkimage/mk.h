@@ -172,6 +172,48 @@ struct mk_node *mk_tree_find(struct mk_ctx *c, const char *path);
 int mk_tree_set_attrs(struct mk_ctx *c, struct mk_node *n, uint32_t perm, uint32_t uid,
 		      uint32_t gid, int64_t mtime);
 
+/* An entry's attributes as the image stores them (the options applied; checked). */
+struct mk_attrs {
+	mode_t mode;
+	uint32_t mtime;
+	uint16_t uid_idx, gid_idx;
+	uint32_t xattr_idx;    /* SQK_NONE32 = none */
+	uint32_t rdev;         /* devices, SquashFS encoding */
+	uint32_t target_len;   /* symlinks: strlen(e->target) */
+};
+/* Fills a from e (interning its owner ids and xattrs; keeps c->newest_mtime). */
+int mk_entry_attrs(struct mk_ctx *c, const struct mk_entry *e, struct mk_attrs *a);
+/* The attributes of a directory no entry listed: the --default-* options. */
+int mk_implied_attrs(struct mk_ctx *c, struct mk_attrs *a);
+/* The mtime stored for t (--set-mtime, --clamp-time, 32 bits). */
+uint32_t mk_clamp_time(const struct mk_options *o, int64_t t);
+/* The id-table indexes of uid and gid (after --force-uid/--force-gid). */
+int mk_owner(struct mk_ctx *c, uint32_t uid, uint32_t gid, uint16_t *uid_idx, uint16_t *gid_idx);
+/* One more inode of kind m (f: a regular file's content) in c->st. */
+void mk_count_kind(struct mk_ctx *c, mode_t m, const struct mk_file *f);
+
+/* (dev, ino) → a non-zero value: the files of a walked tree that have several names. */
+struct mk_idmap_slot {
+	uint64_t dev, ino, val;
+};
+struct mk_idmap {
+	struct mk_idmap_slot *slots;
+	size_t cap, used;
+};
+/* *found = the value of (dev, ino), or 0 after recording val (non-zero) for it. */
+int mk_idmap_find_or_put(struct mk_idmap *m, uint64_t dev, uint64_t ino, uint64_t val,
+			 uint64_t *found);
+void mk_idmap_free(struct mk_idmap *m);
+
+/* walk.c: the tree of an ordered source (the directory walker) held on disk: each directory's
+ * entries go to a store that spills to a temporary file once it is complete; memory keeps the
+ * 32-byte file records, the directories and the hard links. Same interface as mk_tree_*; the
+ * image is byte for byte the one the tree in memory gives. */
+int mk_walk_start(struct mk_ctx *c);
+int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data);
+int mk_walk_finish(struct mk_ctx *c);
+void mk_walk_free(struct mk_ctx *c);
+
 /* pseudo.c: --pseudo / --pseudo-def definitions, parsed before the source is read (errors name
  * FILE:LINE) and applied after it. */
 struct mk_pseudo;

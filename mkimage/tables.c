@@ -24,9 +24,17 @@ static int drain(struct mk_tables *t)
 		sqk_meta_writer_drain(&t->inodes);
 	}
 	if (!err && t->dirs.out_len >= DRAIN_AT) {
-		uint64_t ref;
-		err = mk_tails_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &ref);
-		t->dir_stored += t->dirs.out_len;
+		if (t->ndir_pieces == t->dir_pieces_cap) {
+			size_t ncap = t->dir_pieces_cap ? t->dir_pieces_cap * 2 : 64;
+			struct mk_piece_ref *np = realloc(t->dir_pieces, ncap * sizeof(*np));
+			if (!np)
+				return mk_fail(c, SQK_ENOMEM, "out of memory");
+			t->dir_pieces = np;
+			t->dir_pieces_cap = ncap;
+		}
+		struct mk_piece_ref *p = &t->dir_pieces[t->ndir_pieces++];
+		p->len = t->dirs.out_len;
+		err = mk_tails_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &p->ref);
 		sqk_meta_writer_drain(&t->dirs);
 	}
 	return err;
@@ -458,14 +466,15 @@ static int write_xattr_tables(struct mk_ctx *c, struct sqk_super *sb)
 static int copy_dirs(struct mk_tables *t)
 {
 	struct mk_ctx *c = t->c;
-	uint8_t *buf = t->dir_stored ? malloc(DRAIN_AT) : NULL;
-	int err = t->dir_stored && !buf ? mk_fail(c, SQK_ENOMEM, "out of memory") : 0;
-	for (uint64_t off = 0; off < t->dir_stored && !err;) {
-		size_t n = t->dir_stored - off < DRAIN_AT ? (size_t)(t->dir_stored - off) : DRAIN_AT;
-		err = mk_tails_get(c, t->dir_store, off, buf, n);
+	size_t cap = 0;
+	for (size_t i = 0; i < t->ndir_pieces; i++)
+		cap = t->dir_pieces[i].len > cap ? t->dir_pieces[i].len : cap;
+	uint8_t *buf = cap ? malloc(cap) : NULL;
+	int err = cap && !buf ? mk_fail(c, SQK_ENOMEM, "out of memory") : 0;
+	for (size_t i = 0; i < t->ndir_pieces && !err; i++) {
+		err = mk_tails_get(c, t->dir_store, t->dir_pieces[i].ref, buf, t->dir_pieces[i].len);
 		if (!err)
-			err = mk_write(c, buf, n);
-		off += n;
+			err = mk_write(c, buf, t->dir_pieces[i].len);
 	}
 	free(buf);
 	return err || !t->dirs.out_len ? err : mk_write(c, t->dirs.out, t->dirs.out_len);
@@ -506,6 +515,7 @@ int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb)
 	sqk_meta_writer_free(&t.inodes);
 	sqk_meta_writer_free(&t.dirs);
 	mk_tails_destroy(t.dir_store);
+	free(t.dir_pieces);
 	if (!err)
 		err = write_frag_table(c, sb);
 	if (!err)

@@ -23,15 +23,6 @@ struct name_map {
 	size_t cap, used;
 };
 
-struct id_slot {
-	uint64_t dev, ino;
-	struct mk_node *n;
-};
-
-struct id_map {
-	struct id_slot *slots;
-	size_t cap, used;
-};
 
 /* Nodes, names, file records and symlink targets live as long as the tree: they come from
  * chunks of this arena (no per-allocation header, no free list), freed together. */
@@ -47,7 +38,7 @@ struct mk_tree {
 	struct arena_chunk *arena;
 	bool ordered;              /* the source gives sorted, unique entries: no name map needed */
 	struct name_map names;
-	struct id_map ids;
+	struct mk_idmap ids;
 	char *last_dir;            /* path of the parent looked up last, and its node */
 	size_t last_dir_len;
 	struct mk_node *last_node;
@@ -120,17 +111,17 @@ static size_t id_hash(uint64_t d, uint64_t i)
 	return (size_t)(h ^ (h >> 29));
 }
 
-static int ids_grow(struct id_map *m)
+static int ids_grow(struct mk_idmap *m)
 {
 	size_t ncap = m->cap ? m->cap * 2 : 256;
-	struct id_slot *ns = calloc(ncap, sizeof(*ns));
+	struct mk_idmap_slot *ns = calloc(ncap, sizeof(*ns));
 	if (!ns)
 		return SQK_ENOMEM;
 	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->slots[i].n)
+		if (!m->slots[i].val)
 			continue;
 		size_t j = id_hash(m->slots[i].dev, m->slots[i].ino) & (ncap - 1);
-		while (ns[j].n)
+		while (ns[j].val)
 			j = (j + 1) & (ncap - 1);
 		ns[j] = m->slots[i];
 	}
@@ -140,9 +131,8 @@ static int ids_grow(struct id_map *m)
 	return 0;
 }
 
-/* The canonical node of (dev, ino), or NULL after recording n as it. */
-static int ids_find_or_put(struct id_map *m, uint64_t dev, uint64_t ino, struct mk_node *n,
-			   struct mk_node **canon)
+int mk_idmap_find_or_put(struct mk_idmap *m, uint64_t dev, uint64_t ino, uint64_t val,
+			 uint64_t *found)
 {
 	if ((m->used + 1) * 2 > m->cap) {
 		int err = ids_grow(m);
@@ -150,15 +140,22 @@ static int ids_find_or_put(struct id_map *m, uint64_t dev, uint64_t ino, struct 
 			return err;
 	}
 	size_t j = id_hash(dev, ino) & (m->cap - 1);
-	for (; m->slots[j].n; j = (j + 1) & (m->cap - 1))
+	for (; m->slots[j].val; j = (j + 1) & (m->cap - 1))
 		if (m->slots[j].dev == dev && m->slots[j].ino == ino) {
-			*canon = m->slots[j].n;
+			*found = m->slots[j].val;
 			return 0;
 		}
-	m->slots[j] = (struct id_slot){ .dev = dev, .ino = ino, .n = n };
+	m->slots[j] = (struct mk_idmap_slot){ .dev = dev, .ino = ino, .val = val };
 	m->used++;
-	*canon = NULL;
+	*found = 0;
 	return 0;
+}
+
+void mk_idmap_free(struct mk_idmap *m)
+{
+	free(m->slots);
+	m->slots = NULL;
+	m->cap = m->used = 0;
 }
 
 static int push_node(struct mk_ctx *c, struct mk_node *n)
@@ -178,7 +175,7 @@ static int push_node(struct mk_ctx *c, struct mk_node *n)
 	return 0;
 }
 
-static uint32_t clamp_time(const struct mk_options *o, int64_t t)
+uint32_t mk_clamp_time(const struct mk_options *o, int64_t t)
 {
 	if (o->set_mtime >= 0)
 		return (uint32_t)o->set_mtime;
@@ -191,13 +188,18 @@ static uint32_t clamp_time(const struct mk_options *o, int64_t t)
 	return (uint32_t)t;
 }
 
-static int set_owner(struct mk_ctx *c, struct mk_node *n, uint32_t uid, uint32_t gid)
+int mk_owner(struct mk_ctx *c, uint32_t uid, uint32_t gid, uint16_t *uid_idx, uint16_t *gid_idx)
 {
 	const struct mk_options *o = c->opt;
 	uid = o->force_uid >= 0 ? (uint32_t)o->force_uid : uid;
 	gid = o->force_gid >= 0 ? (uint32_t)o->force_gid : gid;
-	int err = mk_ids_index(c, uid, &n->uid_idx);
-	return err ? err : mk_ids_index(c, gid, &n->gid_idx);
+	int err = mk_ids_index(c, uid, uid_idx);
+	return err ? err : mk_ids_index(c, gid, gid_idx);
+}
+
+static int set_owner(struct mk_ctx *c, struct mk_node *n, uint32_t uid, uint32_t gid)
+{
+	return mk_owner(c, uid, gid, &n->uid_idx, &n->gid_idx);
 }
 
 /* len zeroed bytes from the tree's arena (aligned for any type when align), or NULL. */
@@ -278,13 +280,26 @@ static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *chil
 }
 
 /* Attributes of a directory no entry has listed: the --default-* options. */
-static int set_implied(struct mk_ctx *c, struct mk_node *n)
+int mk_implied_attrs(struct mk_ctx *c, struct mk_attrs *a)
 {
 	const struct mk_options *o = c->opt;
-	n->mode = S_IFDIR | (o->default_mode & 07777);
-	n->mtime = clamp_time(o, o->default_mtime);
+	memset(a, 0, sizeof(*a));
+	a->mode = S_IFDIR | (o->default_mode & 07777);
+	a->mtime = mk_clamp_time(o, o->default_mtime);
+	a->xattr_idx = SQK_NONE32;
+	return mk_owner(c, o->default_uid, o->default_gid, &a->uid_idx, &a->gid_idx);
+}
+
+static int set_implied(struct mk_ctx *c, struct mk_node *n)
+{
+	struct mk_attrs a;
+	int err = mk_implied_attrs(c, &a);
+	n->mode = a.mode;
+	n->mtime = a.mtime;
+	n->uid_idx = a.uid_idx;
+	n->gid_idx = a.gid_idx;
 	n->implied = true;
-	return set_owner(c, n, o->default_uid, o->default_gid);
+	return err;
 }
 
 /* The directory at path[0..len), made (implied) with its ancestors when missing. */
@@ -373,49 +388,69 @@ int mk_tree_set_attrs(struct mk_ctx *c, struct mk_node *n, uint32_t perm, uint32
 	n->mode = (n->mode & S_IFMT) | (perm & 07777);
 	n->implied = false;
 	if (mtime >= 0)
-		n->mtime = clamp_time(c->opt, mtime);
+		n->mtime = mk_clamp_time(c->opt, mtime);
 	return set_owner(c, n, uid, gid);
 }
 
-/* Fills n's attributes from e (the canonical node of its inode). */
-static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry *e)
+int mk_entry_attrs(struct mk_ctx *c, const struct mk_entry *e, struct mk_attrs *a)
 {
-	n->mode = e->mode;
-	n->mtime = clamp_time(c->opt, e->mtime);
-	if (n->mtime > c->newest_mtime)
-		c->newest_mtime = n->mtime;
-	int err = set_owner(c, n, e->uid, e->gid);
+	memset(a, 0, sizeof(*a));
+	a->mode = e->mode;
+	a->mtime = mk_clamp_time(c->opt, e->mtime);
+	a->xattr_idx = SQK_NONE32;
+	if (a->mtime > c->newest_mtime)
+		c->newest_mtime = a->mtime;
+	int err = mk_owner(c, e->uid, e->gid, &a->uid_idx, &a->gid_idx);
 	if (err)
 		return err;
 	if (S_ISCHR(e->mode) || S_ISBLK(e->mode)) {
 		if (e->dev_major > 0xFFF || e->dev_minor > 0xFFFFF)
 			return mk_fail(c, SQK_ETOOBIG, "device '%s': number %u:%u not storable",
 				       e->origin, e->dev_major, e->dev_minor);
-		n->rdev = sqk_rdev_encode(e->dev_major, e->dev_minor);
+		a->rdev = sqk_rdev_encode(e->dev_major, e->dev_minor);
 	} else if (S_ISLNK(e->mode)) {
 		size_t len = e->target ? strlen(e->target) : 0;
 		if (!len || len > SQK_SYMLINK_MAX)
 			return mk_fail(c, len ? SQK_ETOOBIG : SQK_EINVAL,
 				       "symlink '%s': target %s", e->origin,
 				       len ? "too long" : "empty");
-		n->target = arena_alloc(c->tree, len + 1, false);
-		if (n->target)
-			memcpy(n->target, e->target, len + 1);
+		a->target_len = (uint32_t)len;
+	} else if (!S_ISREG(e->mode) && !S_ISDIR(e->mode) && !S_ISFIFO(e->mode) &&
+		   !S_ISSOCK(e->mode)) {
+		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", e->origin);
+	}
+	if (e->nxattrs && !c->opt->no_xattrs)
+		err = mk_xattrs_intern(c, e->origin, e->xattrs, e->nxattrs, &a->xattr_idx);
+	return err;
+}
+
+/* Fills n's attributes from e (the canonical node of its inode). */
+static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry *e)
+{
+	struct mk_attrs a;
+	int err = mk_entry_attrs(c, e, &a);
+	if (err)
+		return err;
+	n->mode = a.mode;
+	n->mtime = a.mtime;
+	n->uid_idx = a.uid_idx;
+	n->gid_idx = a.gid_idx;
+	n->rdev = a.rdev;
+	n->xattr_idx = a.xattr_idx;
+	if (S_ISLNK(e->mode)) {
+		n->target = arena_alloc(c->tree, a.target_len + 1, false);
 		if (!n->target)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		n->target_len = (uint32_t)len;
+		memcpy(n->target, e->target, a.target_len + 1);
+		n->target_len = a.target_len;
 	} else if (S_ISREG(e->mode)) {
 		n->file = arena_alloc(c->tree, sizeof(*n->file), true);
 		if (!n->file)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
 		n->file->size = e->size;
 		n->file->frag_index = SQK_NONE32;
-	} else if (!S_ISDIR(e->mode) && !S_ISFIFO(e->mode) && !S_ISSOCK(e->mode)) {
-		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", e->origin);
 	}
-	if (e->nxattrs && !c->opt->no_xattrs)
-		err = mk_xattrs_intern(c, e->origin, e->xattrs, e->nxattrs, &n->xattr_idx);
-	return err;
+	return 0;
 }
 
 static int bury(struct mk_ctx *c, struct mk_node *old)
@@ -527,11 +562,12 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 		return add_link(c, n, t);
 	}
 	if (e->has_id && !S_ISDIR(e->mode)) {
-		struct mk_node *canon;
-		if ((err = ids_find_or_put(&c->tree->ids, e->id_dev, e->id_ino, n, &canon)))
+		uint64_t canon;
+		if ((err = mk_idmap_find_or_put(&c->tree->ids, e->id_dev, e->id_ino,
+						(uint64_t)(uintptr_t)n, &canon)))
 			return mk_fail(c, err, "out of memory");
 		if (canon)
-			return add_link(c, n, canon);
+			return add_link(c, n, (struct mk_node *)(uintptr_t)canon);
 	}
 	err = fill_node(c, n, e);
 	if (!err)
@@ -569,10 +605,9 @@ static void tree_state_free(struct mk_tree *t)
 	if (!t)
 		return;
 	free(t->names.slots);
-	free(t->ids.slots);
+	mk_idmap_free(&t->ids);
 	free(t->last_dir);
 	t->names.slots = NULL;
-	t->ids.slots = NULL;
 	t->last_dir = NULL;
 }
 
@@ -640,8 +675,7 @@ static void drop_dead(struct mk_ctx *c)
 	c->nnodes = k;
 }
 
-/* One more inode of n's kind in c->st. */
-static void count_kind(struct mk_ctx *c, mode_t m, const struct mk_file *f)
+void mk_count_kind(struct mk_ctx *c, mode_t m, const struct mk_file *f)
 {
 	if (S_ISREG(m)) {
 		c->st.files++;
@@ -671,7 +705,7 @@ int mk_tree_finish(struct mk_ctx *c)
 		c->root->mtime = c->opt->set_mtime >= 0 ? (uint32_t)c->opt->set_mtime :
 							   c->newest_mtime;
 	for (size_t i = 0; i < c->nnodes; i++)
-		count_kind(c, c->nodes[i]->mode, c->nodes[i]->file);
+		mk_count_kind(c, c->nodes[i]->mode, c->nodes[i]->file);
 	return number_inodes(c);
 }
 
