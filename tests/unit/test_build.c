@@ -3,7 +3,9 @@
  * through libsqk. Covers implied and re-listed directories, owners and devices without root,
  * hard links by path, a replaced entry, xattrs, duplicates found in the single read pass (every
  * byte of every file read exactly once, in order), write and sync faults on the output, and a
- * source failing mid-file. */
+ * source failing mid-file. An ordered source (as the directory walker) gives the tree held on
+ * disk (walk.c): the same image byte for byte as the tree in memory, with every store spilled
+ * to its temporary file (--mem 1M) and the fragments packed in small batches. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include "mkimage/options.h"
 #include "mkimage/source.h"
 #include "reader/sqk.h"
+#include "reader/sqk_check.h"
 #include "testutil.h"
 
 #define BS 4096u
@@ -33,6 +36,7 @@ struct spec {
 	const char *link;    /* hard links */
 	uint32_t uid, gid, maj, min;
 	const char *xname, *xval;
+	uint64_t id;         /* non-zero: (dev 1, ino id) identifies the file (hard links) */
 };
 
 struct synth {
@@ -72,6 +76,9 @@ static int synth_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 	e->link = p->link;
 	e->dev_major = p->maj;
 	e->dev_minor = p->min;
+	e->has_id = p->id != 0;
+	e->id_dev = 1;
+	e->id_ino = p->id;
 	if (p->xname) {
 		y->kv = (struct mk_xattr_kv){ .name = p->xname, .value = p->xval,
 					      .size = strlen(p->xval) };
@@ -111,6 +118,11 @@ static const struct mk_source_ops synth_ops = {
 	.next = synth_next, .read = synth_read, .destroy = synth_destroy,
 };
 
+/* The same source promising the walker's order (depth first, names sorted): the tree on disk. */
+static const struct mk_source_ops synth_ordered_ops = {
+	.ordered = true, .next = synth_next, .read = synth_read, .destroy = synth_destroy,
+};
+
 static void synth_init(struct synth *y, const struct spec *v, size_t n)
 {
 	memset(y, 0, sizeof(*y));
@@ -123,6 +135,7 @@ static void synth_init(struct synth *y, const struct spec *v, size_t n)
 }
 
 static char *argv_store[16];
+static uint32_t piece_batch; /* options.piece_batch for the next builds (0: default) */
 
 /* Frees what synth_init allocated. */
 static void synth_free(struct synth *y)
@@ -147,6 +160,7 @@ static int build(struct synth *y, const char *const *extra, struct sqk_io **mem,
 	argv_store[argc++] = "/nonexistent/img";
 	argv_store[argc] = NULL;
 	ck_assert_int_eq(mk_options_parse(argc, argv_store, &o), 0);
+	o.piece_batch = piece_batch;
 	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
 	if (!fault_over)
 		ck_assert_int_eq(sqk_io_mem_create(NULL, 0, mem), 0);
@@ -414,6 +428,159 @@ START_TEST(test_bad_entries)
 }
 END_TEST
 
+/* Builds v both ways, the tree in memory and the tree on disk, with extra options; asserts
+ * both succeed with the same bytes; returns the image (the caller destroys it). */
+static struct sqk_io *build_both(const struct spec *v, size_t n, const char *const *extra,
+				 struct mk_stats *st)
+{
+	struct synth a, b;
+	struct sqk_io *ma, *mb;
+	char msg[1024];
+	synth_init(&a, v, n);
+	synth_init(&b, v, n);
+	b.base.ops = &synth_ordered_ops;
+	int err = build(&a, extra, &ma, NULL, NULL, msg);
+	ck_assert_msg(err == 0, "tree in memory: %s", msg);
+	err = build(&b, extra, &mb, NULL, st, msg);
+	ck_assert_msg(err == 0, "tree on disk: %s", msg);
+	size_t la, lb;
+	const uint8_t *da = sqk_io_mem_data(ma, &la), *db = sqk_io_mem_data(mb, &lb);
+	ck_assert_uint_eq(la, lb);
+	for (size_t i = 0; i < la; i++)
+		if (da[i] != db[i])
+			ck_abort_msg("images differ at byte %zu of %zu", i, la);
+	/* every byte of every file read once, in order, by the walk too */
+	ck_assert(!b.backwards);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(b.read_bytes[i], a.read_bytes[i]);
+	synth_free(&a);
+	synth_free(&b);
+	sqk_io_destroy(ma);
+	return mb;
+}
+
+static void assert_checks(struct sqk_io *mem)
+{
+	size_t len;
+	struct sqk_check_result r;
+	sqk_io_mem_data(mem, &len);
+	ck_assert_int_eq(sqk_check_image(mem, len, NULL, &r), 0);
+	ck_assert_uint_eq(r.errors, 0);
+}
+
+/* A walked tree in the walker's order: directories left and entered again between a
+ * directory's entries, files with several names (regular and symlink) across directories, a
+ * __pycache__ directory, duplicates, devices, xattrs, an empty directory. */
+static const struct spec walk_spec[] = {
+	{ .path = "", .mode = S_IFDIR | 0711, .uid = 7, .gid = 8 },
+	{ .path = "a", .mode = DIR_, .uid = 5 },
+	{ .path = "a/__pycache__", .mode = DIR_ },
+	{ .path = "a/__pycache__/m.cpython-311.pyc", .mode = REG, .size = 300, .seed = 11 },
+	{ .path = "a/b", .mode = DIR_ },
+	{ .path = "a/b/x", .mode = REG, .size = 70, .seed = 12 },
+	{ .path = "a/b/y", .mode = REG, .size = 2 * BS + 9, .seed = 13, .id = 40 },
+	{ .path = "a/c.py", .mode = REG, .size = 120, .seed = 14 },
+	{ .path = "a/m.py", .mode = REG, .size = 280, .seed = 15 },
+	{ .path = "a/z", .mode = REG, .size = 33, .seed = 16, .id = 5 },
+	{ .path = "b", .mode = DIR_ },
+	{ .path = "b/dev", .mode = S_IFCHR | 0600, .maj = 4, .min = 1 },
+	{ .path = "b/dup", .mode = REG, .size = 70, .seed = 12 },
+	{ .path = "b/e", .mode = DIR_ },
+	{ .path = "b/hl", .mode = REG, .size = 33, .seed = 16, .id = 5 },
+	{ .path = "b/link", .mode = S_IFLNK | 0777, .target = "../a/z" },
+	{ .path = "b/sym2", .mode = S_IFLNK | 0777, .target = "far/away", .id = 6 },
+	{ .path = "b/y2", .mode = REG, .size = 2 * BS + 9, .seed = 13, .id = 40 },
+	{ .path = "c", .mode = DIR_ },
+	{ .path = "c/sym3", .mode = S_IFLNK | 0777, .target = "far/away", .id = 6 },
+	{ .path = "c/xa", .mode = REG, .size = 10, .seed = 17, .xname = "user.k", .xval = "v2" },
+	{ .path = "c/zz", .mode = REG, .size = 33, .seed = 16, .id = 5 },
+	{ .path = "fifo", .mode = S_IFIFO | 0644 },
+	{ .path = "z", .mode = REG, .size = 3 * BS + 5, .seed = 18 },
+};
+
+START_TEST(test_walk_same_image)
+{
+	struct mk_stats st;
+	struct sqk_io *mem = build_both(walk_spec, sizeof(walk_spec) / sizeof(walk_spec[0]), NULL,
+					&st);
+	struct sqk_image *img = open_mem(mem);
+	struct sqk_inode a, b, c;
+	assert_content(img, "a/b/y", 2 * BS + 9, 13);
+	assert_content(img, "b/y2", 2 * BS + 9, 13);
+	assert_content(img, "c/zz", 33, 16);
+	assert_content(img, "b/dup", 70, 12);
+	ck_assert_int_eq(sqk_lookup_path(img, "a/z", &a), 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "b/hl", &b), 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "c/zz", &c), 0);
+	ck_assert_uint_eq(a.ino, b.ino);
+	ck_assert_uint_eq(a.ino, c.ino);
+	ck_assert_uint_eq(a.nlink, 3);
+	ck_assert_int_eq(sqk_lookup_path(img, "b/sym2", &a), 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "c/sym3", &b), 0);
+	ck_assert_uint_eq(a.ino, b.ino);
+	ck_assert_uint_eq(a.nlink, 2);
+	ck_assert_int_eq(sqk_lookup_path(img, "b/e", &a), 0);
+	ck_assert(S_ISDIR(a.mode));
+	ck_assert_uint_eq(st.hardlinks, 4);
+	ck_assert_uint_eq(st.dup_files, 1);
+	ck_assert_uint_eq(st.files, 9);
+	ck_assert_uint_eq(st.dirs, 7);
+	ck_assert_uint_eq(st.symlinks, 2);
+	sqk_image_close(img);
+	assert_checks(mem);
+	sqk_io_destroy(mem);
+}
+END_TEST
+
+/* 30,000 files with long names in three directories, half of them duplicates: with --mem 1M
+ * the directory entries, the digests and the directory table all spill to their temporary
+ * files, and with batches of 1,000 the fragments are packed as the walk goes. Same image both
+ * ways; it checks clean and reads back. */
+START_TEST(test_walk_spills)
+{
+	enum { N = 30000, PER = N / 3 };
+	struct spec *v = calloc(N + 4, sizeof(*v));
+	char **paths = calloc(N + 4, sizeof(*paths));
+	size_t k = 0;
+	v[k++] = (struct spec){ .path = "", .mode = DIR_ };
+	for (int d = 0; d < 3; d++) {
+		ck_assert_int_gt(asprintf(&paths[k], "d%d", d), 0);
+		v[k] = (struct spec){ .path = paths[k], .mode = DIR_ };
+		k++;
+		for (int i = 0; i < PER; i++) {
+			int f = d * PER + i;
+			uint64_t h = (uint64_t)f * 0x9E3779B97F4A7C15ull, g = h ^ (h >> 31);
+			/* names in order, of hard-to-compress bytes: the directory table spills too */
+			ck_assert_int_gt(asprintf(&paths[k], "d%d/%06d-%016llx%016llx%016llx%016llx.f%d",
+						  d, f, (unsigned long long)h, (unsigned long long)g,
+						  (unsigned long long)(g * 31), (unsigned long long)(h * 7),
+						  f % 7), 0);
+			v[k] = (struct spec){ .path = paths[k], .mode = REG, .size = 20 + f % 90,
+					      .seed = (uint32_t)(f % (N / 2)) };
+			k++;
+		}
+	}
+	static const char *const opts[] = { "--mem", "1M", NULL };
+	struct mk_stats st;
+	piece_batch = 1000;
+	struct sqk_io *mem = build_both(v, k, opts, &st);
+	piece_batch = 0;
+	ck_assert_uint_eq(st.files, N);
+	ck_assert_uint_ge(st.dup_files, N / 2 - 100);
+	assert_checks(mem);
+	struct sqk_image *img = open_mem(mem);
+	for (size_t i = 1; i < k; i += 997)
+		if (S_ISREG(v[i].mode))
+			assert_content(img, v[i].path, v[i].size, v[i].seed);
+	sqk_image_close(img);
+	sqk_io_destroy(mem);
+	for (size_t i = 0; i < k; i++)
+		free(paths[i]);
+	free(paths);
+	free(v);
+}
+END_TEST
+
 static Suite *build_suite(void)
 {
 	Suite *s = suite_create("build");
@@ -424,6 +591,8 @@ static Suite *build_suite(void)
 	tcase_add_test(tc, test_output_faults);
 	tcase_add_test(tc, test_source_failure);
 	tcase_add_test(tc, test_bad_entries);
+	tcase_add_test(tc, test_walk_same_image);
+	tcase_add_test(tc, test_walk_spills);
 	suite_add_tcase(s, tc);
 	return s;
 }
