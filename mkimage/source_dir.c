@@ -360,7 +360,8 @@ static int dir_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *b
 		if (d->fd < 0)
 			return mk_fail(c, sqk_from_errno(errno), "cannot open '%s': %s", d->path,
 				       strerror(errno));
-		posix_fadvise(d->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		if (d->size > (1u << 20)) /* a syscall saved per small file */
+			posix_fadvise(d->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	}
 	uint8_t *p = buf;
 	while (len) {
