@@ -29,6 +29,21 @@ int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 	return err;
 }
 
+int mk_grow(struct mk_ctx *c, void **v, size_t *cap, size_t need, size_t sz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	void *nv = ncap <= SIZE_MAX / sz ? realloc(*v, ncap * sz) : NULL;
+	if (!nv)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
 int mk_write(struct mk_ctx *c, const void *buf, size_t len)
 {
 	int err = sqk_io_write_at(c->out, c->pos, buf, len);

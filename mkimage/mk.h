@@ -152,6 +152,10 @@ void mk_ctx_free(struct mk_ctx *c);
  * c->errmsg. */
 int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb);
 
+/* Grows the array *v of *cap elements of sz bytes (doubling, from 16) to hold need; an
+ * allocation failure is reported through c. */
+int mk_grow(struct mk_ctx *c, void **v, size_t *cap, size_t need, size_t sz);
+
 /* Records the first error message (printf-style) and returns err. Thread-safe. */
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

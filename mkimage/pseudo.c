@@ -189,21 +189,15 @@ static int add_line(struct mk_ctx *c, struct mk_pseudo *p, const char *line, con
 		s++;
 	if (!*s || *s == '#' || *s == '\n' || *s == '\r')
 		return 0;
-	if (p->n == p->cap) {
-		size_t ncap = p->cap ? p->cap * 2 : 16;
-		struct pdef *nv = realloc(p->v, ncap * sizeof(*nv));
-		if (!nv)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		p->v = nv;
-		p->cap = ncap;
-	}
+	int err = mk_grow(c, (void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v));
+	if (err)
+		return err;
 	struct pdef *d = &p->v[p->n];
 	memset(d, 0, sizeof(*d));
 	d->mtime = -1;
 	snprintf(d->where, sizeof(d->where), "%s", where);
 	bool bad = false;
 	char *path = next_word(&s, &bad), *type = next_word(&s, &bad);
-	int err = 0;
 	if (bad)
 		err = perr(c, d, "unbalanced quotes", NULL);
 	else if (!path || !type || strlen(type) != 1 || !strchr("dmcbsilDMCBSI", type[0]))

@@ -62,18 +62,43 @@ void mk_reuse_close(struct mk_reuse *r)
 	free(r->frags);
 	free(r->tail);
 	free(r->file.words);
+	free(r->dir_path);
 	free(r);
+}
+
+/* The old directory at path[0..len), from the last lookup when it is the same. */
+static int old_dir(struct mk_ctx *c, struct mk_reuse *r, const char *path, size_t len)
+{
+	if (r->dir_path && r->dir_len == len && !memcmp(r->dir_path, path, len))
+		return 0;
+	if (len + 1 > r->dir_cap) {
+		char *np = realloc(r->dir_path, len + 1);
+		if (!np)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		r->dir_path = np;
+		r->dir_cap = len + 1;
+	}
+	memcpy(r->dir_path, path, len);
+	r->dir_path[len] = 0;
+	r->dir_len = len;
+	r->dir_ok = !sqk_lookup_path(r->img, r->dir_path, &r->dir) && S_ISDIR(r->dir.mode);
+	return 0;
 }
 
 int mk_reuse_lookup(struct mk_ctx *c, struct mk_reuse *r, const char *path)
 {
 	struct mk_reuse_file *f = &r->file;
 	struct sqk_inode ino;
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
 	f->have = false;
-	if (sqk_lookup_path(r->img, path, &ino) || !S_ISREG(ino.mode))
+	int err = old_dir(c, r, path, slash ? (size_t)(slash - path) : 0);
+	if (err)
+		return err;
+	if (!r->dir_ok || sqk_lookup(r->img, &r->dir, name, strlen(name), &ino) ||
+	    !S_ISREG(ino.mode))
 		return 0;
 	uint32_t n = 0;
-	int err = sqk_file_blocks(r->img, &ino, f->words, f->cap, &n);
+	err = sqk_file_blocks(r->img, &ino, f->words, f->cap, &n);
 	if (err == SQK_ETOOBIG) {
 		uint32_t *nw = realloc(f->words, (size_t)n * sizeof(*nw));
 		if (!nw)

@@ -33,6 +33,10 @@ struct mk_reuse {
 	uint32_t nfrags;
 	uint8_t *tail;         /* one block: an old tail read back */
 	uint64_t blocks, bytes, frag_blocks; /* reused, for the summary (writer's, then main's) */
+	char *dir_path;        /* the old directory looked up last (files come a directory at a */
+	size_t dir_len, dir_cap; /* time), and its inode when dir_ok */
+	struct sqk_inode dir;
+	bool dir_ok;
 };
 
 /* Opens the old image (verified reads). *out stays NULL (with a note on stderr) when its block

@@ -24,14 +24,9 @@ static int drain(struct mk_tables *t)
 		sqk_meta_writer_drain(&t->inodes);
 	}
 	if (!err && t->dirs.out_len >= DRAIN_AT) {
-		if (t->ndir_pieces == t->dir_pieces_cap) {
-			size_t ncap = t->dir_pieces_cap ? t->dir_pieces_cap * 2 : 64;
-			struct mk_piece_ref *np = realloc(t->dir_pieces, ncap * sizeof(*np));
-			if (!np)
-				return mk_fail(c, SQK_ENOMEM, "out of memory");
-			t->dir_pieces = np;
-			t->dir_pieces_cap = ncap;
-		}
+		if ((err = mk_grow(c, (void **)&t->dir_pieces, &t->dir_pieces_cap,
+				   t->ndir_pieces + 1, sizeof(*t->dir_pieces))))
+			return err;
 		struct mk_piece_ref *p = &t->dir_pieces[t->ndir_pieces++];
 		p->len = t->dirs.out_len;
 		err = mk_tails_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &p->ref);
@@ -151,14 +146,9 @@ struct listing {
 static int add_index(struct mk_ctx *c, struct listing *l, uint32_t at, uint64_t ref,
 		     const struct mk_dent *first)
 {
-	if (l->nidx == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 8;
-		struct dindex *ni = realloc(l->idx, ncap * sizeof(*ni));
-		if (!ni)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		l->idx = ni;
-		l->cap = ncap;
-	}
+	int err = mk_grow(c, (void **)&l->idx, &l->cap, l->nidx + 1, sizeof(*l->idx));
+	if (err)
+		return err;
 	l->idx[l->nidx++] = (struct dindex){
 		.e = { .index = at, .start_block = (uint32_t)(ref >> 16),
 		       .name_size = (uint32_t)(first->name_len - 1) },

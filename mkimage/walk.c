@@ -88,28 +88,12 @@ struct mk_walk {
 	size_t epath_cap;
 };
 
-/* Grows *v (of *cap elements of size sz) to hold need elements. */
-static int grow(struct mk_ctx *c, void **v, size_t *cap, size_t need, size_t sz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *nv = realloc(*v, ncap * sz);
-	if (!nv)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
 static int grow32(struct mk_ctx *c, void **v, uint32_t *cap, size_t need, size_t sz)
 {
 	size_t cz = *cap;
 	if (need > UINT32_MAX / 2)
 		return mk_fail(c, SQK_ETOOBIG, "too many entries");
-	int err = grow(c, v, &cz, need, sz);
+	int err = mk_grow(c, v, &cz, need, sz);
 	*cap = (uint32_t)cz;
 	return err;
 }
@@ -152,7 +136,7 @@ static int push_dir(struct mk_ctx *c, struct mk_walk *w, uint32_t dir, const cha
 {
 	int err = grow32(c, (void **)&w->open, &w->open_cap, w->depth + 1, sizeof(*w->open));
 	if (!err)
-		err = grow(c, (void **)&w->path, &w->path_cap, len + 1, 1);
+		err = mk_grow(c, (void **)&w->path, &w->path_cap, len + 1, 1);
 	if (err)
 		return err;
 	struct wopen *o = &w->open[w->depth];
@@ -221,7 +205,7 @@ static int put_rec(struct mk_ctx *c, struct mk_walk *w, struct wrec *r, const ch
 			return mk_fail(c, SQK_EINVAL, "'%.*s': entries out of name order in the walk "
 				       "(internal error)", (int)r->name_len, name);
 	}
-	int err = grow(c, (void **)&o->buf, &o->cap, need, 1);
+	int err = mk_grow(c, (void **)&o->buf, &o->cap, need, 1);
 	if (err)
 		return err;
 	o->last = o->len;
@@ -258,7 +242,7 @@ static int add_group_name(struct mk_ctx *c, struct mk_walk *w, const struct mk_e
 	int err = mk_idmap_find_or_put(&w->ids, e->id_dev, e->id_ino, (uint64_t)w->ngroups + 1,
 				       &found);
 	if (!err)
-		err = grow(c, (void **)&w->lnames, &w->lnames_cap, w->nlnames + 1,
+		err = mk_grow(c, (void **)&w->lnames, &w->lnames_cap, w->nlnames + 1,
 			   sizeof(*w->lnames));
 	if (err)
 		return err == SQK_ENOMEM ? mk_fail(c, err, "out of memory") : err;
@@ -459,7 +443,7 @@ struct wkid {
 static int set_epath(struct mk_ctx *c, struct mk_walk *w, size_t plen, const char *name,
 		     size_t nlen)
 {
-	int err = grow(c, (void **)&w->epath, &w->epath_cap, plen + nlen + 2, 1);
+	int err = mk_grow(c, (void **)&w->epath, &w->epath_cap, plen + nlen + 2, 1);
 	if (err)
 		return err;
 	w->epath[plen] = '/';
@@ -567,7 +551,7 @@ static int emit_wdir(struct mk_ctx *c, struct mk_tables *t, uint32_t dir,
 int mk_walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
 {
 	struct mk_walk *w = c->walk;
-	int err = grow(c, (void **)&w->epath, &w->epath_cap, 2, 1);
+	int err = mk_grow(c, (void **)&w->epath, &w->epath_cap, 2, 1);
 	if (err)
 		return err;
 	strcpy(w->epath, "/");

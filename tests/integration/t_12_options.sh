@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builder options on a smaller tree (no 5 GiB file): block sizes, compressors and levels,
-# --no-fragments, --no-dedup, --no-xattrs, -j 1, -q, several sources. Each image is
+# --no-fragments, --no-dedup, --no-xattrs, -j 1, -q, several sources, --mem. Each image is
 # extracted with unsquashfs (and some are kernel-mounted) and compared with the source.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -97,6 +97,33 @@ tree_equal "several sources: names/ディレクトリ" "$SRC/names/ディレク�
 cmp -s "$SRC/top_level_file" "$W/x.multi/top_level_file" || fail "several sources: file source differs"
 [ "$(stat -c %Y "$W/x.multi/top_level_file")" = "$(stat -c %Y "$SRC/top_level_file")" ] ||
 	fail "several sources: file source mtime differs"
+# --mem 1M over 40,000 files with long names, half of them duplicates, hard links across
+# directories: the directory entries, digests and directory table all wait in temporary files,
+# and the image is byte for byte the one --mem 512M gives (everything in memory); it verifies
+# and extracts to the source.
+MANY=$W/many
+python3 - "$MANY" <<'EOF2' || fail "cannot write the many-files tree"
+import hashlib, os, sys
+root = sys.argv[1]
+for d in range(4):
+    os.makedirs(f"{root}/d{d}")
+    for i in range(10000):
+        f = d * 10000 + i
+        h = hashlib.sha256(b"%d" % f).hexdigest()
+        with open(f"{root}/d{d}/{h}{h[:40]}.{f % 5}", "w") as o:
+            o.write("content %d\n" % (f % 20000))
+for d in range(1, 4):
+    os.link(f"{root}/d0/" + sorted(os.listdir(f"{root}/d0"))[d], f"{root}/d{d}/hardlink")
+EOF2
+sqk_build --mem 1M "$MANY" "$W/many_1m.sqsh"
+sqk_build --mem 512M "$MANY" "$W/many_512m.sqsh"
+cmp -s "$W/many_1m.sqsh" "$W/many_512m.sqsh" ||
+	fail "--mem 1M and --mem 512M gave different images of the same tree"
+"$SQK" verify "$W/many_1m.sqsh" >/dev/null || fail "sqk verify failed on the --mem 1M image"
+extract "$W/many_1m.sqsh" "$W/x.many"
+tree_equal "--mem 1M, 40,000 files" "$MANY" "$W/x.many"
+rm -rf "$W/x.many" "$MANY"
+
 # two sources with the same basename: an error, or (mksquashfs-like) a renamed second entry;
 # never a directory with duplicate names (which unsquashfs and the kernel reject)
 run_capture samename "$SQK" mkimage "$SRC/dup/a" "$SRC/hl/a" "$W/same.sqsh"
