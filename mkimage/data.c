@@ -246,8 +246,10 @@ static int put_key(struct mk_ctx *c, struct mk_data *d, struct piece *pc, const 
 	pc->key = (uint32_t)d->keys_len;
 	pc->cls_len = (uint16_t)cls_len;
 	pc->stem_len = (uint16_t)stem_len;
-	memcpy(d->keys + d->keys_len, cls, cls_len);
-	memcpy(d->keys + d->keys_len + cls_len, name, stem_len);
+	if (cls_len)
+		memcpy(d->keys + d->keys_len, cls, cls_len);
+	if (stem_len)
+		memcpy(d->keys + d->keys_len + cls_len, name, stem_len);
 	d->keys_len += cls_len + stem_len;
 	return 0;
 }
