@@ -3,7 +3,8 @@
 # `sqk mkimage --help` documents), names the culprit on stderr, and leaves the destination
 # directory exactly as it was: no new image, no temp file, a pre-existing image byte-identical.
 #  (a) unreadable file   (b) unreadable directory    (both as uid 65534 via setpriv)
-#  (c) file whose size differs from its content (sysfs)   (d) ENOSPC on a small tmpfs
+#  (c) file whose size differs from its content (sysfs)   (d) ENOSPC on a small tmpfs,
+#  and a missing or full $TMPDIR for what waits in temporary files (--mem 1M)
 #  (e) SIGTERM / SIGINT during a long build   (f) image inside a source (succeeds, not included)
 #  (g) bad options   (h) nonexistent source, bad image paths
 #  (i) (a), (d), (e) again with the named-temp fallback used where O_TMPFILE is unsupported
@@ -149,6 +150,33 @@ if mount -t tmpfs -o size=256k,mode=755 tmpfs "$W/full"; then
 else
 	info "d: cannot mount tmpfs; skipped"
 fi
+# 8,000 entries with long names: over --mem 1M, directory entries, digests and tails go to
+# temporary files in $TMPDIR; a missing or full one stops the build with its path, leaving
+# nothing in the destination (and nothing in $TMPDIR: the files were unnamed).
+S=$W/src_tmp
+python3 - "$S" <<'EOF2' || fail "cannot write the tree for the TMPDIR cases"
+import os, sys
+for d in range(4):
+    os.makedirs(f"{sys.argv[1]}/d{d}")
+    for i in range(2000):
+        with open(f"{sys.argv[1]}/d{d}/{i:06d}-{'x' * 150}", "w") as o:
+            o.write("file %d %d\n" % (d, i))
+EOF2
+D=$(new_dest tmpdir)
+expect_fail "d: TMPDIR missing" "$D" 1 "temporary file in '$W/no-such-dir'" \
+	env TMPDIR="$W/no-such-dir" "$SQK" mkimage --mem 1M "$S" "$D/img.sqsh"
+mkdir -p "$W/fulltmp"
+if mount -t tmpfs -o size=64k,mode=1777 tmpfs "$W/fulltmp"; then
+	_MOUNTS="$W/fulltmp $_MOUNTS"
+	expect_fail "d: TMPDIR full" "$D" 1 "temporary file in '$W/fulltmp'.*[Ss]pace" \
+		env TMPDIR="$W/fulltmp" "$SQK" mkimage --mem 1M "$S" "$D/img.sqsh"
+	[ -z "$(ls -A "$W/fulltmp")" ] || fail "d: files left in the full TMPDIR: $(ls -A "$W/fulltmp")"
+	umount "$W/fulltmp"
+fi
+sqk_build --mem 1M "$S" "$D/ok.sqsh"
+extract "$D/ok.sqsh" "$W/x.tmp"
+tree_equal "d: --mem 1M with a working TMPDIR" "$S" "$W/x.tmp"
+rm -rf "$W/x.tmp" "$S"
 
 # ---- (e) SIGTERM / SIGINT during a long build ---------------------------------------------
 S=$W/src_e
