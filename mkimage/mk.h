@@ -160,9 +160,11 @@ int mk_grow(struct mk_ctx *c, void **v, size_t *cap, size_t need, size_t sz);
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* tree.c: the image tree, grown entry by entry (ordered: the source gives each directory's
- * entries sorted and once, parents first, so no name index is kept). mk_tree_add places e (borrowed) and sets *data
- * to the node whose content must be read now (regular files that are not links), else NULL. */
+/* tree.c: the image tree in memory, grown entry by entry (for sources whose entries come in any
+ * order, and pseudo definitions; ordered: the source gives each directory's entries sorted and
+ * once, parents first, so no name index is kept). mk_tree_add places e (borrowed) and sets
+ * data->file to the file whose content must be read now (regular files that are not links),
+ * else NULL. */
 int mk_tree_start(struct mk_ctx *c, bool ordered);
 /* Entries may come in any order from now on (pseudo definitions after an ordered source). */
 int mk_tree_unorder(struct mk_ctx *c);
