@@ -5,8 +5,10 @@ COMMON_SRCS := common/error.c common/format.c common/io.c common/meta.c common/i
 	common/comp_lzo.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBCOMMON := $(BUILD)/lib/libsqkcommon.a
-# The signal thread serves the programs (sqk mkimage, sqkfuse), not libsqk's users.
+# The signal thread serves the programs (sqk mkimage, sqkfuse), not libsqk's users; so does the
+# temporary-then-rename output file (sqk mkimage, sqk tar -o).
 SIGWATCH_OBJ := $(BUILD)/obj/common/sigwatch.o
+OUTFILE_OBJ := $(BUILD)/obj/common/outfile.o
 
 $(LIBCOMMON): $(COMMON_OBJS)
 	@mkdir -p $(dir $@)

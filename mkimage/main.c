@@ -17,95 +17,24 @@
 #include "common/sigwatch.h"
 #include "mk.h"
 #include "mkimage.h"
+#include "common/outfile.h"
 #include "reuse.h"
 #include "source.h"
 
-/* Output file state: an O_TMPFILE fd, or a named temporary where O_TMPFILE is unsupported. */
-struct outfile {
-	int fd;
-	char *dir;
-	char *tmpname; /* named temporary (fallback or while linking), NULL otherwise */
-};
-
-static int out_open(struct mk_ctx *c, struct outfile *o)
+static int out_open(struct mk_ctx *c, struct sqk_outfile *o)
 {
-	char *copy = strdup(c->opt->image);
-	if (!copy)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	o->dir = strdup(dirname(copy));
-	free(copy);
-	if (!o->dir)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	o->fd = open(o->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
-	if (o->fd >= 0)
-		return 0;
-	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-		return mk_fail(c, sqk_from_errno(errno), "cannot create image in '%s': %s", o->dir,
-			       strerror(errno));
-	size_t len = strlen(o->dir) + 32;
-	o->tmpname = malloc(len);
-	if (!o->tmpname)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	snprintf(o->tmpname, len, "%s/.sqk-XXXXXX", o->dir);
-	o->fd = mkostemp(o->tmpname, O_CLOEXEC);
-	if (o->fd < 0) {
-		int e = errno;
-		free(o->tmpname);
-		o->tmpname = NULL;
-		return mk_fail(c, sqk_from_errno(e), "cannot create image in '%s': %s", o->dir,
-			       strerror(e));
-	}
-	mode_t um = umask(0);
-	umask(um);
-	fchmod(o->fd, 0666 & ~um);
+	if (sqk_outfile_open(o, c->opt->image, ".sqk"))
+		return mk_fail(c, sqk_from_errno(errno), "cannot create image in '%s': %s",
+			       o->dir ? o->dir : c->opt->image, strerror(errno));
 	return 0;
 }
 
-static void out_abort(struct outfile *o)
-{
-	if (o->fd >= 0)
-		close(o->fd);
-	if (o->tmpname)
-		unlink(o->tmpname);
-	free(o->tmpname);
-	free(o->dir);
-	o->fd = -1;
-	o->tmpname = NULL;
-	o->dir = NULL;
-}
-
 /* Gives the finished temporary file the image's name, atomically replacing an old image. */
-static int out_commit(struct mk_ctx *c, struct outfile *o)
+static int out_commit(struct mk_ctx *c, struct sqk_outfile *o)
 {
-	if (!o->tmpname) {
-		char proc[64];
-		size_t len = strlen(o->dir) + 40;
-		o->tmpname = malloc(len);
-		if (!o->tmpname)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
-		for (unsigned i = 0;; i++) {
-			snprintf(o->tmpname, len, "%s/.sqk-%d-%u.tmp", o->dir, (int)getpid(), i);
-			if (!linkat(AT_FDCWD, proc, AT_FDCWD, o->tmpname, AT_SYMLINK_FOLLOW))
-				break;
-			if (errno != EEXIST || i > 100) {
-				int e = errno;
-				free(o->tmpname);
-				o->tmpname = NULL;
-				return mk_fail(c, sqk_from_errno(e), "cannot create '%s': %s",
-					       c->opt->image, strerror(e));
-			}
-		}
-	}
-	if (rename(o->tmpname, c->opt->image))
+	if (sqk_outfile_commit(o, c->opt->image))
 		return mk_fail(c, sqk_from_errno(errno), "cannot rename to '%s': %s", c->opt->image,
 			       strerror(errno));
-	free(o->tmpname);
-	o->tmpname = NULL;
-	close(o->fd);
-	o->fd = -1;
-	free(o->dir);
-	o->dir = NULL;
 	return 0;
 }
 
@@ -156,7 +85,7 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 	printf("time       %.2f s with %d threads\n", secs, c->opt->threads);
 }
 
-static int run(struct mk_ctx *c, struct outfile *of, struct sqk_super *sb)
+static int run(struct mk_ctx *c, struct sqk_outfile *of, struct sqk_super *sb)
 {
 	remember_skip(c, c->opt->image, -1);
 	int err = out_open(c, of);
@@ -185,7 +114,7 @@ int sqk_mkimage_main(int argc, char **argv)
 	struct mk_options o;
 	struct mk_ctx c;
 	struct sqk_sigwatch sw;
-	struct outfile of = { .fd = -1 };
+	struct sqk_outfile of = { .fd = -1 };
 	struct sqk_super sb = { 0 };
 	struct timespec t0, t1;
 	int r = mk_options_parse(argc, argv, &o);
@@ -203,7 +132,7 @@ int sqk_mkimage_main(int argc, char **argv)
 	sqk_sigwatch_stop(&sw);
 	if (err) {
 		int sig = atomic_load(&sw.sig);
-		out_abort(&of);
+		sqk_outfile_abort(&of);
 		if (sig)
 			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written\n",
 				strsignal(sig));

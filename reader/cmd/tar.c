@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "common/sigwatch.h"
 
 enum { TAR_OPT_OFFSET = 0x2000, TAR_OPT_ZSTD, TAR_OPT_NO_SPARSE, TAR_OPT_VERIFY };
@@ -25,13 +26,6 @@ struct tar_opts {
 	const char *path;     /* PATH in the image ("" = root) */
 };
 
-/* The output file: an O_TMPFILE fd, or a named temporary where O_TMPFILE is unsupported;
- * linked under its name only once the archive is complete. */
-struct tar_out {
-	int fd;
-	char *dir;
-	char *tmpname;
-};
 
 static void tar_usage(FILE *f)
 {
@@ -166,79 +160,11 @@ static int tar_top(struct sqk_tar *t, const char *path, const struct sqk_inode *
 	return 0;
 }
 
-static int tar_out_open(struct tar_out *o, const char *file)
+/* Gives the complete archive its name (synced first), atomically replacing an older file.
+ * errno on failure. */
+static int tar_out_commit(struct sqk_outfile *o, const char *file)
 {
-	char *copy = strdup(file);
-	mode_t um;
-
-	o->dir = copy ? strdup(dirname(copy)) : NULL;
-	free(copy);
-	if (!o->dir)
-		return -1;
-	o->fd = open(o->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
-	if (o->fd >= 0)
-		return 0;
-	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-		return -1;
-	o->tmpname = malloc(strlen(o->dir) + 32);
-	if (!o->tmpname)
-		return -1;
-	sprintf(o->tmpname, "%s/.sqk-tar-XXXXXX", o->dir);
-	o->fd = mkostemp(o->tmpname, O_CLOEXEC);
-	if (o->fd < 0) {
-		free(o->tmpname);
-		o->tmpname = NULL;
-		return -1;
-	}
-	um = umask(0);
-	umask(um);
-	return fchmod(o->fd, 0666 & ~um);
-}
-
-static void tar_out_abort(struct tar_out *o)
-{
-	if (o->fd >= 0)
-		close(o->fd);
-	if (o->tmpname)
-		unlink(o->tmpname);
-	free(o->tmpname);
-	free(o->dir);
-	o->fd = -1;
-	o->tmpname = NULL;
-	o->dir = NULL;
-}
-
-/* Gives the complete archive its name, atomically replacing an older file. errno on failure. */
-static int tar_out_commit(struct tar_out *o, const char *file)
-{
-	char proc[64];
-	size_t len = strlen(o->dir) + 48;
-	unsigned i;
-
-	if (fsync(o->fd))
-		return -1;
-	if (!o->tmpname) {
-		o->tmpname = malloc(len);
-		if (!o->tmpname)
-			return -1;
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
-		for (i = 0;; i++) {
-			snprintf(o->tmpname, len, "%s/.sqk-tar-%d-%u.tmp", o->dir, (int)getpid(),
-				 i);
-			if (!linkat(AT_FDCWD, proc, AT_FDCWD, o->tmpname, AT_SYMLINK_FOLLOW))
-				break;
-			if (errno != EEXIST || i > 100) {
-				free(o->tmpname);
-				o->tmpname = NULL;
-				return -1;
-			}
-		}
-	}
-	if (rename(o->tmpname, file))
-		return -1;
-	free(o->tmpname);
-	o->tmpname = NULL;
-	return 0;
+	return fsync(o->fd) ? -1 : sqk_outfile_commit(o, file);
 }
 
 /* libarchive's output callback: everything it produces goes to t->fd, whole. */
@@ -333,7 +259,7 @@ static void tar_free(struct sqk_tar *t)
 }
 
 /* Opens the image and the output, writes the archive. Returns 0 or -1 (message printed). */
-static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct tar_out *out)
+static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct sqk_outfile *out)
 {
 	struct sqk_inode top;
 	int ok;
@@ -348,7 +274,7 @@ static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct tar_out *
 			sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");
 		return -1;
 	}
-	if (o->out && tar_out_open(out, o->out)) {
+	if (o->out && sqk_outfile_open(out, o->out, ".sqk-tar")) {
 		sqk_cmd_err(&t->c, NULL, 0, "cannot create '%s': %s", o->out, strerror(errno));
 		return -1;
 	}
@@ -373,7 +299,7 @@ int sqk_tar_main(int argc, char **argv)
 {
 	struct sqk_tar t;
 	struct tar_opts o = { 0 };
-	struct tar_out out = { .fd = -1 };
+	struct sqk_outfile out = { .fd = -1 };
 	struct sqk_sigwatch sw;
 	bool watching = false;
 	int r, sig;
@@ -393,7 +319,7 @@ int sqk_tar_main(int argc, char **argv)
 	if (o.out && sqk_sigwatch_start(&sw, tar_on_signal, &t) == 0)
 		watching = true;
 	r = tar_run(&t, &o, &out);
-	tar_out_abort(&out);
+	sqk_outfile_abort(&out);
 	if (watching)
 		sqk_sigwatch_stop(&sw);
 	sig = atomic_load(&t.sig);

@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
 #include "common/io.h"
+#include "common/outfile.h"
 #include "testutil.h"
 
 /* A temporary file, already unlinked: it vanishes with its fd. */
@@ -344,6 +347,60 @@ START_TEST(test_fault_on_other_backend)
 }
 END_TEST
 
+static int entries_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	ck_assert_ptr_nonnull(d);
+	for (struct dirent *de; (de = readdir(d));)
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/* The temporary-then-rename output file: nothing visible before the commit, nothing left after
+ * an abort, an older file replaced whole, the umask honoured; a missing directory is an error. */
+START_TEST(test_outfile)
+{
+	char dir[] = "/tmp/sqk-outfile-XXXXXX", path[64], bad[96], buf[32];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/out.bin", dir);
+	struct sqk_outfile o;
+	ck_assert_int_eq(sqk_outfile_open(&o, path, ".t"), 0);
+	ck_assert_int_eq(write(o.fd, "lost", 4), 4);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	sqk_outfile_abort(&o);
+	ck_assert_int_eq(entries_in(dir), 0);
+
+	FILE *f = fopen(path, "w");
+	fputs("old", f);
+	fclose(f);
+	mode_t um = umask(027);
+	ck_assert_int_eq(sqk_outfile_open(&o, path, ".t"), 0);
+	umask(um);
+	ck_assert_int_eq(write(o.fd, "new content", 11), 11);
+	ck_assert_int_eq(entries_in(dir), 1); /* the old file only: the new one has no name */
+	ck_assert_int_eq(sqk_outfile_commit(&o, path), 0);
+	sqk_outfile_abort(&o); /* after a commit: nothing to do */
+	ck_assert_int_eq(entries_in(dir), 1);
+	f = fopen(path, "r");
+	ck_assert_uint_eq(fread(buf, 1, sizeof(buf), f), 11);
+	fclose(f);
+	ck_assert_mem_eq(buf, "new content", 11);
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0640);
+
+	snprintf(bad, sizeof(bad), "%s/missing/out.bin", dir);
+	errno = 0;
+	ck_assert_int_eq(sqk_outfile_open(&o, bad, ".t"), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	sqk_outfile_abort(&o);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -358,6 +415,7 @@ static Suite *io_suite(void)
 	tcase_add_test(fd, test_fd_base_offset);
 	tcase_add_test(fd, test_fd_own_closes);
 	tcase_add_test(fd, test_fd_errors);
+	tcase_add_test(fd, test_outfile);
 	tcase_add_test(fault, test_fault_write_enospc_third);
 	tcase_add_test(fault, test_fault_read);
 	tcase_add_test(fault, test_fault_read_flip);
