@@ -128,7 +128,7 @@ static int spill(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t 
 int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len,
 		 uint64_t *ref)
 {
-	if (t->fd < 0 && t->used + len <= t->budget) {
+	if (!t->spilled && t->used + len <= t->budget) { /* memory until the first spill */
 		if (t->used + len > t->cap) {
 			size_t ncap = t->cap ? t->cap : 1u << 16;
 			while (ncap < t->used + len)
