@@ -154,12 +154,19 @@ peer() {
 	rm -f "$W/$name.sqsh"
 	npeer=$((npeer + 1))
 }
+# sqfstar 4.5.1 now and then stops on a sparse member of this archive ("Failed to read tar file
+# files/holes_small ... truncated or corrupted") that GNU tar wrote and that our build above read,
+# verified and mounted equal to the source: that case is reported and left to tar2sqfs; any other
+# sqfstar failure fails the test.
 if command -v sqfstar >/dev/null; then
-	sqfstar -no-progress -quiet -comp lz4 "$W/sqfstar.sqsh" <"$W/peer.tar" >"$TMP/sqfstar.out" 2>&1 || {
+	if sqfstar -no-progress -quiet -comp lz4 "$W/sqfstar.sqsh" <"$W/peer.tar" >"$TMP/sqfstar.out" 2>&1; then
+		peer sqfstar
+	elif grep -q "Failed to read tar file files/holes" "$TMP/sqfstar.out" && command -v tar2sqfs >/dev/null; then
+		info "sqfstar could not read a sparse member GNU tar wrote: $(grep -a 'Failed to read' "$TMP/sqfstar.out" | head -n 1); compared with tar2sqfs only"
+	else
 		tail -n 5 "$TMP/sqfstar.out" >&2
 		fail "sqfstar failed"
-	}
-	peer sqfstar
+	fi
 else
 	info "sqfstar (squashfs-tools >= 4.5.1) is not installed: not compared"
 fi
