@@ -233,16 +233,10 @@ static int put_key(struct mk_ctx *c, struct mk_data *d, struct piece *pc, const 
 	size_t cls_len = strlen(cls), stem_len = strcspn(name, ".");
 	if (cls_len == 3 && !memcmp(cls, "pyc", 3))
 		cls_len = 2;
-	if (d->keys_len + cls_len + stem_len > d->keys_cap) {
-		size_t ncap = d->keys_cap ? d->keys_cap * 2 : 1u << 16;
-		while (ncap < d->keys_len + cls_len + stem_len)
-			ncap *= 2;
-		char *nk = realloc(d->keys, ncap);
-		if (!nk)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		d->keys = nk;
-		d->keys_cap = ncap;
-	}
+	int err = mk_grow(c, (void **)&d->keys, &d->keys_cap,
+			  d->keys_len + cls_len + stem_len, 1);
+	if (err)
+		return err;
 	pc->key = (uint32_t)d->keys_len;
 	pc->cls_len = (uint16_t)cls_len;
 	pc->stem_len = (uint16_t)stem_len;
@@ -263,14 +257,9 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, const struct file_pass
 	int err = d->npieces >= batch ? flush_pieces(c, d) : 0;
 	if (err)
 		return err;
-	if (d->npieces == d->pieces_cap) {
-		size_t ncap = d->pieces_cap ? d->pieces_cap + d->pieces_cap / 2 : 1024;
-		struct piece *np = realloc(d->pieces, ncap * sizeof(*np));
-		if (!np)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		d->pieces = np;
-		d->pieces_cap = ncap;
-	}
+	if ((err = mk_grow(c, (void **)&d->pieces, &d->pieces_cap, d->npieces + 1,
+			   sizeof(*d->pieces))))
+		return err;
 	struct piece *pc = &d->pieces[d->npieces];
 	memset(pc, 0, sizeof(*pc));
 	pc->f = fp->f;

@@ -42,18 +42,17 @@ int mk_dedup_create(struct mk_ctx *c, struct mk_dedup **out)
 		d->slots = calloc(d->nslots, sizeof(*d->slots));
 		d->sizes = calloc(d->sizes_cap, sizeof(*d->sizes));
 	}
-	if (d && d->slots && d->sizes && mk_tails_create(c, "file digests", c->opt->digest_mem, &d->digests)) {
+	/* a budget of whole digests, so that entry i's digest is at ref 32 * i */
+	int err = !d || !d->slots || !d->sizes ? mk_fail(c, SQK_ENOMEM, "out of memory") :
+		  mk_tails_create(c, "file digests",
+				  c->opt->digest_mem & ~(size_t)(SQK_INTEG_DIGEST_SIZE - 1),
+				  &d->digests);
+	if (err) {
 		mk_dedup_destroy(d);
-		*out = NULL;
-		return c->first_err;
-	}
-	if (!d || !d->slots || !d->sizes) {
-		mk_dedup_destroy(d);
-		*out = NULL;
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
+		d = NULL;
 	}
 	*out = d;
-	return 0;
+	return err;
 }
 
 void mk_dedup_destroy(struct mk_dedup *d)

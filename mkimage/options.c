@@ -371,7 +371,7 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 		return -1;
 	}
 	o->tail_mem = (size_t)(o->mem / 4);
-	o->digest_mem = (size_t)(o->mem / 4) & ~(size_t)31; /* whole digests */
+	o->digest_mem = (size_t)(o->mem / 4);
 	o->entry_mem = (size_t)(o->mem / 4);
 	if (o->set_mtime >= 0)
 		o->default_mtime = o->set_mtime;

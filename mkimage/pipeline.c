@@ -235,16 +235,10 @@ static int write_job(struct mk_pipeline *p, struct mk_job *j)
 	if (err)
 		return err;
 	if (j->kind == MK_JOB_FRAG || j->kind == MK_JOB_COPY) {
-		if (j->frag_idx >= c->frags_cap) { /* the main thread reads them after the finish */
-			size_t ncap = c->frags_cap ? c->frags_cap : 256;
-			while (ncap <= j->frag_idx)
-				ncap *= 2;
-			struct sqk_frag_entry *nf = realloc(c->frags, (size_t)ncap * sizeof(*nf));
-			if (!nf)
-				return mk_fail(c, SQK_ENOMEM, "out of memory");
-			c->frags = nf;
-			c->frags_cap = ncap;
-		}
+		/* grown here: the main thread reads them after the finish */
+		if ((err = mk_grow(c, (void **)&c->frags, &c->frags_cap, (size_t)j->frag_idx + 1,
+				   sizeof(*c->frags))))
+			return err;
 		c->frags[j->frag_idx] = (struct sqk_frag_entry){ .start = at, .size = j->word };
 		c->st.frag_blocks++;
 		return 0;

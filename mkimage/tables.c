@@ -183,9 +183,7 @@ static size_t run_length(const struct mk_dent *v, size_t n, size_t i, uint32_t s
 
 static uint16_t dent_type(mode_t m)
 {
-	return sqk_basic_type(S_ISDIR(m) ? SQK_T_DIR : S_ISREG(m) ? SQK_T_FILE :
-			      S_ISLNK(m) ? SQK_T_SYMLINK : S_ISBLK(m) ? SQK_T_BLKDEV :
-			      S_ISCHR(m) ? SQK_T_CHRDEV : S_ISFIFO(m) ? SQK_T_FIFO : SQK_T_SOCKET);
+	return sqk_basic_type(S_ISDIR(m) ? SQK_T_DIR : S_ISREG(m) ? SQK_T_FILE : other_type(m));
 }
 
 static int write_run(struct mk_tables *t, const struct mk_dent *v, size_t i, size_t n)

@@ -23,7 +23,6 @@ struct name_map {
 	size_t cap, used;
 };
 
-
 /* Nodes, names, file records and symlink targets live as long as the tree: they come from
  * chunks of this arena (no per-allocation header, no free list), freed together. */
 #define ARENA_CHUNK (1u << 20)

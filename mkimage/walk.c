@@ -233,10 +233,18 @@ static uint32_t logical_dir(const struct mk_walk *w)
 	return is_pyc ? w->open[w->depth - 2].dir : o->dir;
 }
 
+/* Appends a name of group (its inode is the group's) to the deepest open directory. */
+static int put_link(struct mk_ctx *c, struct mk_walk *w, uint32_t group, const char *name,
+		    size_t nlen)
+{
+	struct wrec l = { .ref = group, .name_len = (uint16_t)nlen, .link = 1 };
+	return put_rec(c, w, &l, name, NULL);
+}
+
 /* A name of a file with several names: the group's first name, or one more. Returns 1 when
  * the group existed (nothing more to do for this entry). */
 static int add_group_name(struct mk_ctx *c, struct mk_walk *w, const struct mk_entry *e,
-			  struct wrec *r, const char *name, uint32_t *group)
+			  const char *name, size_t nlen, uint32_t *group)
 {
 	uint64_t found;
 	int err = mk_idmap_find_or_put(&w->ids, e->id_dev, e->id_ino, (uint64_t)w->ngroups + 1,
@@ -254,8 +262,7 @@ static int add_group_name(struct mk_ctx *c, struct mk_walk *w, const struct mk_e
 		return 0;
 	w->groups[*group].nlink++;
 	c->st.hardlinks++;
-	struct wrec l = { .ref = *group, .name_len = r->name_len, .link = 1 };
-	err = put_rec(c, w, &l, name, NULL);
+	err = put_link(c, w, *group, name, nlen);
 	return err ? err : 1;
 }
 
@@ -304,16 +311,15 @@ int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 		return mk_fail(c, SQK_ETOOBIG, "'%s': name '%.32s...' is longer than %u bytes",
 			       e->origin, name, SQK_NAME_MAX);
 	struct mk_attrs a;
-	struct wrec r = { .name_len = (uint16_t)nlen };
 	uint32_t group = SQK_NONE32;
 	int err = walk_to(c, w, e->path, dlen, e->origin);
 	if (!err && e->has_id && !S_ISDIR(e->mode))
-		err = add_group_name(c, w, e, &r, name, &group);
+		err = add_group_name(c, w, e, name, nlen, &group);
 	if (err)
 		return err < 0 ? err : 0; /* 1: one more name of an earlier file */
 	if ((err = mk_entry_attrs(c, e, &a)))
 		return err;
-	r = rec_of(&a);
+	struct wrec r = rec_of(&a);
 	r.name_len = (uint16_t)nlen;
 	if (S_ISDIR(e->mode)) {
 		err = new_dir(c, w, &r.ref);
@@ -331,12 +337,8 @@ int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 	mk_count_kind(c, e->mode, data->file);
 	w->inodes++;
 	w->order++;
-	if (group != SQK_NONE32) {
-		struct wrec l = { .ref = group, .name_len = r.name_len, .link = 1 };
-		err = put_rec(c, w, &l, name, NULL);
-	} else {
-		err = put_rec(c, w, &r, name, e->target);
-	}
+	err = group != SQK_NONE32 ? put_link(c, w, group, name, nlen) :
+				    put_rec(c, w, &r, name, e->target);
 	if (!err && S_ISDIR(e->mode))
 		err = push_dir(c, w, r.ref, e->path, strlen(e->path));
 	return err;
