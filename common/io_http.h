@@ -43,11 +43,16 @@ struct sqk_http_opts {
 	/* One-line messages (from any thread): errors, retries given up. Never holds secrets. */
 	void (*log)(void *log_ctx, const char *msg);
 	void *log_ctx;
+	/* s3:// URLs: the endpoint (copied; NULL = $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else
+	 * AWS itself) and whether to send unsigned requests (public buckets). */
+	const char *s3_endpoint;
+	bool no_sign_request;
 };
 
 struct sqk_http_stats {
 	uint64_t requests;       /* HTTP requests sent (retries included) */
 	uint64_t bytes;          /* body bytes received */
+	uint64_t bytes_unused;   /* of those, chunk bytes no read has used (yet) */
 	uint64_t retries;        /* requests retried after a transient fault */
 	uint64_t disk_hits;      /* chunks served from the on-disk cache */
 	uint64_t disk_misses;    /* chunks looked up there and not found (then fetched) */

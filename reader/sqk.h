@@ -43,6 +43,8 @@ struct sqk_open_opts {
 	 * integrity data must equal it, local or remote, else the open fails with SQK_ECORRUPT and
 	 * a log line (the two digests, or that the image has no integrity data). */
 	const uint8_t *root_hash;
+	/* Remote images: do not fetch the image's prefetch hint ranges at open. */
+	bool no_prefetch;
 };
 
 /* An inode as decoded from the image. Plain data: the caller owns it, copies are fine. */
