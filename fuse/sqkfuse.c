@@ -540,13 +540,15 @@ struct opts {
 	char *subdir;
 	char *cache;
 	char *stats;
+	char *trace;
 	int verify;
 	int nonopts;
 	/* numbers as given, parsed by num_opts() with the project's one number rule */
 	char *offset_s, *readahead_s, *threads_s, *fill_s, *retries_s, *timeout_s, *names_s;
 	uint64_t offset, readahead, threads, fill, retries, timeout, names;
 	/* remote images */
-	char *cache_dir, *cache_size, *root_hash, *header_file, *header, *cacert;
+	char *cache_dir, *cache_size, *root_hash, *header_file, *header, *cacert, *s3_endpoint;
+	int no_sign_request, noprefetch;
 	char *shown;      /* the URL without query or credentials, for messages */
 	char *hdr_buf;    /* header_file contents */
 	const char *hdrs[64];
@@ -572,6 +574,9 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("header_file=%s", header_file),
 	OPT("header=%s", header),
 	OPT("cacert=%s", cacert),
+	OPT("s3_endpoint=%s", s3_endpoint),
+	OPT("no_sign_request", no_sign_request),
+	OPT("noprefetch", noprefetch),
 	FUSE_OPT_END,
 };
 
@@ -610,8 +615,9 @@ static void usage(const char *prog)
 	       "                      (a mismatch gives EIO and a log line; an image without\n"
 	       "                      integrity data is served unchecked, as the log says)\n"
 	       "  -o root_hash=HEX    refuse an image whose integrity root digest is not HEX\n"
-	       "Remote images (IMAGE is an http:// or https:// URL, fetched lazily with range\n"
-	       "requests, every chunk checked against its SHA-256 when the image has integrity data):\n"
+	       "Remote images (IMAGE is an http://, https:// or s3:// URL, fetched lazily with\n"
+	       "range requests, every chunk checked against its SHA-256 when the image has integrity\n"
+	       "data):\n"
 	       "  -o cache_dir=DIR    on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"
 	       "  -o cache_size=SIZE  bound of the on-disk cache (default 1G; 0 = none)\n"
 	       "  -o retries=N        retries of a failed request (default 4)\n"
@@ -620,6 +626,10 @@ static void usage(const char *prog)
 	       "                      every request; -o header=H for one without commas. Secrets\n"
 	       "                      belong in a file: command lines are visible to all users\n"
 	       "  -o cacert=FILE      trust the CAs in FILE (PEM) for https\n"
+	       "  -o noprefetch       do not fetch the image's prefetch hint ranges at open\n"
+	       "  -o s3_endpoint=URL  the endpoint of s3:// images (default $AWS_ENDPOINT_URL_S3,\n"
+	       "                      $AWS_ENDPOINT_URL, else AWS)\n"
+	       "  -o no_sign_request  s3:// images: unsigned requests (public buckets)\n"
 	       "  -o allow_other, default_permissions, ... : standard FUSE mount options\n"
 	       "\n"
 	       "Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`; SIGINT and SIGTERM\n"
@@ -673,12 +683,14 @@ static void write_http_stats(struct fs *fs, FILE *f)
 	struct sqk_http_stats h;
 
 	if (!sqk_image_http_stats(fs->img, &h))
-		fprintf(f, ", \"http_requests\": %llu, \"http_bytes\": %llu, \"http_retries\": %llu, "
+		fprintf(f, ", \"http_requests\": %llu, \"http_bytes\": %llu, "
+			   "\"http_bytes_unused\": %llu, \"http_retries\": %llu, "
 			   "\"disk_cache_hits\": %llu, \"disk_cache_misses\": %llu, "
 			   "\"corrupt_chunks\": %llu",
 			(unsigned long long)h.requests, (unsigned long long)h.bytes,
-			(unsigned long long)h.retries, (unsigned long long)h.disk_hits,
-			(unsigned long long)h.disk_misses, (unsigned long long)h.corrupt);
+			(unsigned long long)h.bytes_unused, (unsigned long long)h.retries,
+			(unsigned long long)h.disk_hits, (unsigned long long)h.disk_misses,
+			(unsigned long long)h.corrupt);
 	fputs("}\n", f);
 }
 
@@ -733,6 +745,8 @@ static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *pro
 
 	ho->cache_dir = o->cache_dir;
 	ho->ca_file = o->cacert;
+	ho->s3_endpoint = o->s3_endpoint;
+	ho->no_sign_request = o->no_sign_request != 0;
 	if (o->cache_size && parse_size(o->cache_size, &size)) {
 		fprintf(stderr, "%s: invalid cache_size '%s'\n", prog, o->cache_size);
 		return -1;
@@ -762,7 +776,7 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 {
 	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = (unsigned)o->readahead,
 				    .threads = (unsigned)o->threads, .log = lib_log, .log_ctx = fs,
-				    .verify = o->verify != 0 };
+				    .verify = o->verify != 0, .no_prefetch = o->noprefetch != 0 };
 	if (o->cache && parse_size(o->cache, &so.cache_bytes)) {
 		fprintf(stderr, "%s: invalid cache size '%s'\n", prog, o->cache);
 		return 2;
@@ -988,6 +1002,8 @@ out:
 	free(o.header_file);
 	free(o.header);
 	free(o.cacert);
+	free(o.s3_endpoint);
+	free(o.trace);
 	free(o.offset_s);
 	free(o.readahead_s);
 	free(o.threads_s);

@@ -20,7 +20,10 @@ enum {
 	SQK_OPT_TIMEOUT,
 	SQK_OPT_HEADER,
 	SQK_OPT_HEADER_FILE,
-	SQK_OPT_CACERT,
+	SQK_OPT_S3_ENDPOINT,
+	SQK_OPT_NO_SIGN_REQUEST,
+	SQK_OPT_NO_PREFETCH,
+	SQK_OPT_CACERT, /* last: callers test SQK_OPT_CACHE_DIR <= ch <= SQK_OPT_CACERT */
 };
 
 #define SQK_CMD_REMOTE_LONGOPTS                                                   \
@@ -31,18 +34,25 @@ enum {
 	{ "timeout", required_argument, NULL, SQK_OPT_TIMEOUT },                  \
 	{ "header", required_argument, NULL, SQK_OPT_HEADER },                    \
 	{ "header-file", required_argument, NULL, SQK_OPT_HEADER_FILE },         \
-	{ "cacert", required_argument, NULL, SQK_OPT_CACERT }
+	{ "cacert", required_argument, NULL, SQK_OPT_CACERT },                    \
+	{ "s3-endpoint", required_argument, NULL, SQK_OPT_S3_ENDPOINT },          \
+	{ "no-sign-request", no_argument, NULL, SQK_OPT_NO_SIGN_REQUEST },        \
+	{ "no-prefetch", no_argument, NULL, SQK_OPT_NO_PREFETCH }
 
 #define SQK_CMD_REMOTE_HELP                                                                   \
 	"      --root-hash HEX  refuse an image whose integrity root digest is not HEX\n"      \
-	"Remote images (IMAGE is an http:// or https:// URL, read with range requests):\n"   \
+	"Remote images (IMAGE is an http://, https:// or s3:// URL, read with range requests):\n"\
 	"      --cache-dir DIR  on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"     \
 	"      --cache-size N   bound of the on-disk cache (K/M/G suffixes; 0 = none; 1G)\n"  \
 	"      --retries N      retries of a failed request (default 4)\n"                    \
 	"      --timeout SEC    a request without progress for SEC seconds fails (30)\n"      \
 	"      --header H       send header 'Name: value' (repeatable; never printed)\n"      \
 	"      --header-file F  send the headers in F, one per line\n"                         \
-	"      --cacert FILE    trust the CAs in FILE (PEM) for https instead of the system's\n"
+	"      --cacert FILE    trust the CAs in FILE (PEM) for https instead of the system's\n" \
+	"      --no-prefetch    do not fetch the image's prefetch hint ranges at open\n"      \
+	"      --s3-endpoint URL  the endpoint of s3:// images (default\n"                    \
+	"                       $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS)\n"        \
+	"      --no-sign-request  s3:// images: unsigned requests (public buckets)\n"
 
 struct sqk_remote {
 	struct sqk_http_opts o;
@@ -50,6 +60,7 @@ struct sqk_remote {
 	char *files[SQK_CMD_MAX_HEADERS]; /* header-file contents (owned) */
 	unsigned nfiles;
 	bool has_root;                    /* --root-hash given: root holds it */
+	bool no_prefetch;                 /* --no-prefetch: for sqk_open_opts.no_prefetch */
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
 };
 

@@ -90,6 +90,15 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 	case SQK_OPT_CACERT:
 		r->o.ca_file = arg;
 		return 0;
+	case SQK_OPT_S3_ENDPOINT:
+		r->o.s3_endpoint = arg;
+		return 0;
+	case SQK_OPT_NO_SIGN_REQUEST:
+		r->o.no_sign_request = true;
+		return 0;
+	case SQK_OPT_NO_PREFETCH:
+		r->no_prefetch = true;
+		return 0;
 	default:
 		return 1;
 	}
@@ -122,6 +131,7 @@ int sqk_cmd_open(struct sqk_cmd *c)
 	o.verify = c->verify != 0;
 	o.http = &c->remote.o;
 	o.root_hash = c->remote.has_root ? c->remote.root : NULL;
+	o.no_prefetch = c->remote.no_prefetch;
 	c->img = NULL;
 	if (sqk_is_url(c->image) && !c->shown)
 		c->shown = sqk_url_display(c->image);
