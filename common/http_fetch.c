@@ -17,7 +17,6 @@
 
 #define BACKOFF_MS 100u
 #define BACKOFF_MAX_MS 5000u
-#define DEMAND_EXTRA 2u /* connections beyond the limit for data a reader waits on */
 
 uint64_t sqk_http_now_ms(void)
 {
@@ -261,6 +260,8 @@ static int start(struct sqk_http *h, struct http_job *j)
 		return SQK_ENOMEM;
 	}
 	h->active++;
+	j->ra_slot = !j->demand;
+	h->active_ra += j->ra_slot;
 	j->anext = h->running;
 	h->running = j;
 	return 0;
@@ -360,6 +361,7 @@ static void finish(struct sqk_http *h, struct http_job *j, CURLcode res)
 		}
 	}
 	h->active--;
+	h->active_ra -= j->ra_slot;
 	if (rc && !j->permanent && j->attempt < h->retries && !h->cancelled) {
 		resume_after_done(j);
 		j->attempt++;
@@ -372,25 +374,58 @@ static void finish(struct sqk_http *h, struct http_job *j, CURLcode res)
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* Starts the queued jobs that are due; returns ms until the next one (mu held). */
+/* Whether j may start now: data a reader waits on gets a connection of its own up to
+ * SQK_HTTP_DEMAND_MAX at once (concurrent cold reads go out in parallel); readahead uses at most
+ * `connections`. mu held. */
+static bool may_start(const struct sqk_http *h, const struct http_job *j)
+{
+	if (j->demand)
+		return h->active - h->active_ra < SQK_HTTP_DEMAND_MAX;
+	return h->active_ra < h->conns;
+}
+
+/* Starts the queued jobs that are due and have a connection; returns ms until the next one
+ * is due (mu held). A readahead job that waits for a connection never holds back a demand
+ * job behind it. */
 static long start_due(struct sqk_http *h)
 {
 	uint64_t now = sqk_http_now_ms();
+	struct http_job **p = &h->queue;
 
-	while (h->queue && h->queue->not_before <= now) {
-		struct http_job *j = h->queue;
-		unsigned cap = h->conns + (j->demand ? DEMAND_EXTRA : 0);
+	while (*p && (*p)->not_before <= now) {
+		struct http_job *j = *p;
 
-		if (h->active >= cap)
-			return 1000;
-		h->queue = j->next;
+		if (!may_start(h, j)) {
+			p = &j->next;
+			continue;
+		}
+		*p = j->next;
 		j->next = NULL;
 		if (start(h, j))
 			complete(h, j, SQK_ENOMEM);
 	}
-	if (!h->queue)
+	if (!*p)
 		return 1000;
-	return (long)(h->queue->not_before - now) + 1;
+	return (long)((*p)->not_before - now) + 1;
+}
+
+/* mu held: a reader waits on chunk k; if a queued readahead job holds it, that job becomes
+ * demand (it starts before readahead, on a demand connection). */
+void sqk_http_promote(struct sqk_http *h, uint64_t k)
+{
+	struct http_job **p;
+
+	for (p = &h->queue; *p; p = &(*p)->next) {
+		struct http_job *j = *p;
+
+		if (j->flat || j->demand || k < j->k0 + j->ndone || k >= j->k0 + j->nch)
+			continue;
+		*p = j->next;
+		j->demand = true;
+		enqueue(h, j);
+		curl_multi_wakeup(h->multi);
+		return;
+	}
 }
 
 /* Fails what waits in the queue (cancel or stop; mu held). */

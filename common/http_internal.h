@@ -14,6 +14,9 @@
 #include "integrity.h"
 #include "io_http.h"
 
+/* Transfers at once for data readers wait on (readahead has `connections` of its own). */
+#define SQK_HTTP_DEMAND_MAX 32u
+
 /* A chunk's life: LOADING (a reader looks it up on disk, or a transfer is fetching it) ->
  * FETCHED (bytes in, not yet checked) -> VERIFYING (one reader hashes it) -> READY; or FAILED
  * (err set; detached from the table so a later read tries again). */
@@ -46,6 +49,7 @@ struct http_job {
 	uint64_t not_before;     /* ms, CLOCK_MONOTONIC */
 	bool probe;              /* the first request: learns size and validators */
 	bool demand;             /* a reader waits for it: started before readahead */
+	bool ra_slot;            /* running on one of the `connections` readahead slots */
 	bool done;               /* flat jobs: finished (rc set) */
 	int rc;
 	bool permanent;          /* the failure is not worth a retry */
@@ -107,7 +111,7 @@ struct sqk_http {
 	bool stopping;
 	struct http_job *queue;  /* waiting to start (by not_before) */
 	struct http_job *running;
-	unsigned active;
+	unsigned active, active_ra; /* running transfers; of them, readahead */
 
 	atomic_uint_fast64_t n_requests, n_bytes, n_retries, n_disk_hits, n_disk_misses, n_corrupt;
 };
@@ -120,6 +124,8 @@ int sqk_http_submit(struct sqk_http *h, struct http_job *job);
 /* Runs a flat job to its end (with retries) and frees it: 0 or SQK_E*. Called without mu. */
 int sqk_http_fetch_flat(struct sqk_http *h, struct http_job *job);
 void sqk_http_thread_stop(struct sqk_http *h);
+/* mu held: a reader waits on chunk k; a queued readahead job holding it becomes demand. */
+void sqk_http_promote(struct sqk_http *h, uint64_t k);
 struct http_job *sqk_http_job_new(struct sqk_http *h, uint64_t off, size_t len);
 void sqk_http_job_free(struct http_job *j);
 

@@ -997,7 +997,8 @@ static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts
 	if (!h->url || !h->name || !h->tab || !h->multi)
 		return SQK_ENOMEM;
 	curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-	curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)(h->conns + 2));
+	curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			  (long)(h->conns + SQK_HTTP_DEMAND_MAX));
 	for (i = 0; o && i < o->nheaders; i++) {
 		struct curl_slist *l;
 
