@@ -29,6 +29,8 @@ struct http_chunk {
 	unsigned pins;
 	bool detached;           /* out of the table (failed): freed at the last unpin */
 	bool in_lru;
+	bool net;                /* its bytes came from the server (counted in n_net) */
+	atomic_bool used;        /* a read has copied from it (net bytes counted in n_used) */
 	uint8_t *data;
 	size_t len;
 	struct http_chunk *hnext;
@@ -97,12 +99,12 @@ struct sqk_http {
 
 	/* Sequential streams, for fetching ahead. */
 	struct http_stream {
+		uint64_t id;           /* the reader's stream id (sqk_io_ahead) */
 		uint64_t got, next, ra_end; /* bytes read in the stream, where it goes on, fetched to */
 		uint64_t window;       /* bytes */
 		uint64_t stamp;
 	} streams[16];
 	uint64_t stamp;
-	uint64_t meta_lo, meta_hi; /* the range prefetched at open: its reads start no stream */
 
 	/* The transfer thread (started on first use, again after a fork). */
 	CURLM *multi;
@@ -114,6 +116,7 @@ struct sqk_http {
 	unsigned active, active_ra; /* running transfers; of them, readahead */
 
 	atomic_uint_fast64_t n_requests, n_bytes, n_retries, n_disk_hits, n_disk_misses, n_corrupt;
+	atomic_uint_fast64_t n_net, n_used; /* chunk bytes from the server; of them, read */
 };
 
 void sqk_http_logf(struct sqk_http *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -11,6 +11,15 @@
 
 struct sqk_io;
 
+/* What a reader knows about a read that a backend fetching from far away (io_http.c) may use
+ * to fetch ahead: reads with the same nonzero `stream` id are one sequential stream (a file, or
+ * a walk through the image in its own order), and fetching ahead never goes past `limit` (an io
+ * offset: the end of that file's data, or of the image for a walk). */
+struct sqk_io_ahead {
+	uint64_t stream;
+	uint64_t limit;
+};
+
 struct sqk_io_ops {
 	/* Reads exactly len bytes at off. A range past the end gives SQK_EBOUNDS, nothing partial. */
 	int (*read_at)(struct sqk_io *io, uint64_t off, void *buf, size_t len);
@@ -22,6 +31,10 @@ struct sqk_io_ops {
 	int (*sync)(struct sqk_io *io);
 	/* Frees the object (closing the fd if it was handed over). */
 	void (*destroy)(struct sqk_io *io);
+	/* Optional: read_at, with what the reader knows of the stream (ahead borrowed, may be
+	 * NULL: nothing may be fetched ahead of this read). NULL = read_at. */
+	int (*read_ahead)(struct sqk_io *io, uint64_t off, void *buf, size_t len,
+			  const struct sqk_io_ahead *ahead);
 };
 
 struct sqk_io {
@@ -30,6 +43,15 @@ struct sqk_io {
 
 static inline int sqk_io_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 {
+	return io->ops->read_at(io, off, buf, len);
+}
+
+/* read_at for backends that fetch ahead: ahead (borrowed, NULL = none) says how far. */
+static inline int sqk_io_read_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t len,
+				    const struct sqk_io_ahead *ahead)
+{
+	if (io->ops->read_ahead)
+		return io->ops->read_ahead(io, off, buf, len, ahead);
 	return io->ops->read_at(io, off, buf, len);
 }
 

@@ -248,11 +248,19 @@ static void fail_chunk(struct sqk_http *h, struct http_chunk *c, int err)
 		unlink_tab(h, c);
 }
 
+/* c holds bytes from the server, not yet checked (mu held). */
+static void fetched(struct sqk_http *h, struct http_chunk *c)
+{
+	c->state = CH_FETCHED;
+	c->net = true;
+	atomic_fetch_add(&h->n_net, c->len);
+}
+
 /* Without mu: c's bytes are all in; the job's pin passes to whoever reads it. */
 void sqk_http_chunk_arrived(struct sqk_http *h, struct http_chunk *c)
 {
 	pthread_mutex_lock(&h->mu);
-	c->state = CH_FETCHED;
+	fetched(h, c);
 	unpin(h, c);
 	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
@@ -269,7 +277,7 @@ void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc)
 		if (rc)
 			fail_chunk(h, c, rc == SQK_EINTR ? SQK_EINTR : SQK_EIO);
 		else
-			c->state = CH_FETCHED;
+			fetched(h, c);
 		unpin(h, c);
 	}
 	pthread_cond_broadcast(&h->cv);
@@ -422,30 +430,37 @@ static int wait_chunk(struct sqk_http *h, struct http_chunk *c)
 
 /* ---- readahead ---- */
 
-/* Whether [off, end) continues a stream; returns the byte range to fetch ahead (mu held). */
-static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end, uint64_t *ra0,
-		       uint64_t *ra1)
+/* Whether [off, end) continues the stream the reader named; returns the byte range to fetch
+ * ahead (mu held). Without a stream nothing is fetched ahead: what is read is what is fetched.
+ * A stream's window grows from RA_MIN, doubling up to RA_MAX, and never passes its limit (the
+ * end of the file, or of the image for a walk through it in its own order). */
+static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
+		       const struct sqk_io_ahead *ra, uint64_t *ra0, uint64_t *ra1)
 {
 	struct http_stream *s = NULL, *old = &h->streams[0];
+	uint64_t limit;
 	unsigned i;
 
 	*ra0 = *ra1 = 0;
-	if (off >= h->meta_lo && end <= h->meta_hi)
-		return; /* metadata, all fetched at open */
+	if (!ra || !ra->stream)
+		return;
+	limit = ra->limit < h->covered ? ra->limit : h->covered;
 	for (i = 0; i < sizeof(h->streams) / sizeof(h->streams[0]); i++) {
 		struct http_stream *t = &h->streams[i];
-		uint64_t reach = (t->ra_end > t->next ? t->ra_end : t->next) + RA_SLACK;
 
-		if (t->stamp && off + h->csize >= t->next && off <= reach) {
+		if (t->stamp && t->id == ra->stream) {
 			s = t;
 			break;
 		}
 		if (t->stamp < old->stamp)
 			old = t;
 	}
-	if (!s) {
-		*old = (struct http_stream){ .got = end - off, .next = end, .ra_end = end,
-					     .window = 0, .stamp = ++h->stamp };
+	if (s && off > (s->ra_end > s->next ? s->ra_end : s->next) + RA_SLACK)
+		s->stamp = 0; /* jumped far ahead: a new stream with the same id */
+	if (!s || !s->stamp) {
+		s = s ? s : old;
+		*s = (struct http_stream){ .id = ra->stream, .got = end - off, .next = end,
+					   .ra_end = end, .window = 0, .stamp = ++h->stamp };
 		return;
 	}
 	s->stamp = ++h->stamp;
@@ -453,15 +468,15 @@ static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end, uint64_t 
 	if (end > s->next)
 		s->next = end;
 	if (s->got < RA_START || s->got < 2 * (uint64_t)h->csize)
-		return; /* not a stream yet: one block of a cold file, small metadata reads */
+		return; /* not a stream yet */
 	s->window = s->window ? (s->window * 2 > RA_MAX ? RA_MAX : s->window * 2)
 			      : RA_MIN;
 	if (s->ra_end < s->next)
 		s->ra_end = s->next;
-	if (s->ra_end - s->next >= s->window / 2 || s->ra_end >= h->covered)
+	if (s->ra_end - s->next >= s->window / 2 || s->ra_end >= limit)
 		return;
 	*ra0 = s->ra_end;
-	*ra1 = s->next + s->window < h->covered ? s->next + s->window : h->covered;
+	*ra1 = s->next + s->window < limit ? s->next + s->window : limit;
 	s->ra_end = *ra1;
 }
 
@@ -507,6 +522,8 @@ static int pin_range(struct sqk_http *h, uint64_t k0, unsigned n, struct http_ch
 		if (c) {
 			c->pins++;
 			lru_remove(h, c);
+			if (c->state == CH_LOADING)
+				sqk_http_promote(h, c->k);
 		} else {
 			c = chunk_new(h, k0 + i);
 			if (!c) {
@@ -533,6 +550,8 @@ static void copy_out(struct sqk_http *h, struct http_chunk **pins, unsigned n, u
 
 		if (take > len)
 			take = len;
+		if (pins[i]->net && !atomic_exchange(&pins[i]->used, true))
+			atomic_fetch_add(&h->n_used, pins[i]->len);
 		memcpy(buf, pins[i]->data + at, take);
 		buf += take;
 		len -= take;
@@ -541,7 +560,8 @@ static void copy_out(struct sqk_http *h, struct http_chunk **pins, unsigned n, u
 }
 
 /* Reads [off, off + len) below `covered` through the chunks. */
-static int read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len, bool ahead)
+static int read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len,
+		       const struct sqk_io_ahead *ahead)
 {
 	uint64_t k0 = off / h->csize, k1 = (off + len - 1) / h->csize, ra0 = 0, ra1 = 0;
 	unsigned n = (unsigned)(k1 - k0 + 1), nown = 0, i;
@@ -552,8 +572,8 @@ static int read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t le
 		return SQK_ENOMEM;
 	pthread_mutex_lock(&h->mu);
 	rc = h->cancelled ? SQK_EINTR : pin_range(h, k0, n, pins, own, &nown);
-	if (!rc && ahead)
-		plan_ahead(h, off, off + len, &ra0, &ra1);
+	if (!rc)
+		plan_ahead(h, off, off + len, ahead, &ra0, &ra1);
 	pthread_mutex_unlock(&h->mu);
 	if (rc) {
 		free(pins);
@@ -575,7 +595,8 @@ static int read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t le
 	return rc;
 }
 
-static int http_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
+static int http_read_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t len,
+			   const struct sqk_io_ahead *ahead)
 {
 	struct sqk_http *h = (struct sqk_http *)io;
 	uint8_t *p = buf;
@@ -592,7 +613,12 @@ static int http_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 		if (!len)
 			return 0;
 	}
-	return read_chunks(h, off, p, len, true);
+	return read_chunks(h, off, p, len, ahead);
+}
+
+static int http_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
+{
+	return http_read_ahead(io, off, buf, len, NULL);
 }
 
 static int http_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
@@ -666,7 +692,21 @@ static const struct sqk_io_ops http_ops = {
 	.get_size = http_get_size,
 	.sync = http_sync,
 	.destroy = http_destroy,
+	.read_ahead = http_read_ahead,
 };
+
+/* The part of [off, off + len) that prefetching may take: inside the chunk grid and at most
+ * half the memory cache. False when nothing is left. */
+static bool prefetch_clip(const struct sqk_http *h, uint64_t off, uint64_t *len)
+{
+	if (off >= h->covered || *len == 0)
+		return false;
+	if (*len > h->covered - off)
+		*len = h->covered - off;
+	if (*len > h->mem_limit / 2)
+		*len = h->mem_limit / 2;
+	return true;
+}
 
 /* Borrows io. */
 void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len)
@@ -674,20 +714,21 @@ void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len)
 	struct sqk_http *h = (struct sqk_http *)io;
 	uint8_t *tmp;
 
-	if (!sqk_io_is_http(io) || off >= h->covered || len == 0)
+	if (!sqk_io_is_http(io) || !prefetch_clip(h, off, &len))
 		return;
-	if (len > h->covered - off)
-		len = h->covered - off;
-	if (len > h->mem_limit / 2)
-		len = h->mem_limit / 2;
 	tmp = malloc((size_t)len);
-	pthread_mutex_lock(&h->mu);
-	h->meta_lo = off / h->csize * h->csize;
-	h->meta_hi = off + len;
-	pthread_mutex_unlock(&h->mu);
 	if (tmp)
-		read_chunks(h, off, tmp, (size_t)len, false);
+		read_chunks(h, off, tmp, (size_t)len, NULL);
 	free(tmp);
+}
+
+/* Borrows io. */
+void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len)
+{
+	struct sqk_http *h = (struct sqk_http *)io;
+
+	if (sqk_io_is_http(io) && prefetch_clip(h, off, &len))
+		fetch_ahead(h, off, off + len);
 }
 
 /* Borrows io. */
@@ -726,6 +767,8 @@ int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out)
 		return SQK_EINVAL;
 	out->requests = atomic_load(&h->n_requests);
 	out->bytes = atomic_load(&h->n_bytes);
+	out->bytes_unused = atomic_load(&h->n_used); /* first: n_net never lags it */
+	out->bytes_unused = atomic_load(&h->n_net) - out->bytes_unused;
 	out->retries = atomic_load(&h->n_retries);
 	out->disk_hits = atomic_load(&h->n_disk_hits);
 	out->disk_misses = atomic_load(&h->n_disk_misses);
@@ -839,7 +882,7 @@ static void seed(struct sqk_http *h, uint64_t at, const uint8_t *buf, size_t len
 		if (!c)
 			break;
 		memcpy(c->data, buf + (k * h->csize - at), c->len);
-		c->state = CH_FETCHED;
+		fetched(h, c);
 		unpin(h, c);
 	}
 	pthread_mutex_unlock(&h->mu);

@@ -43,11 +43,18 @@ int sqk_img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
 /* Reads without verification (the caller verifies: readahead spreads it over its workers). */
 int sqk_img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len)
 {
+	return sqk_img_read_raw_ahead(img, pos, buf, len, NULL);
+}
+
+/* sqk_img_read_raw telling the io how far it may fetch ahead (ahead borrowed, NULL = not). */
+int sqk_img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
+			   const struct sqk_io_ahead *ahead)
+{
 	int rc;
 
 	if (pos > img->file_size || len > img->file_size - pos)
 		return SQK_EBOUNDS;
-	rc = sqk_io_read_at(img->io, img->base + pos, buf, len);
+	rc = sqk_io_read_ahead(img->io, img->base + pos, buf, len, ahead);
 	if (rc) {
 		sqk_logf(img, "read of %zu bytes at offset %llu failed: %s", len,
 			 (unsigned long long)pos, sqk_strerror(rc));
@@ -164,6 +171,17 @@ int sqk_decode_data(struct sqk_image *img, const uint8_t *src, uint32_t word, in
 	return rc;
 }
 
+/* Reads and verifies a data or fragment block's stored bytes; during a walk through the image
+ * the io may fetch ahead of it. */
+static int read_block_bytes(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
+			    uint32_t ino)
+{
+	struct sqk_io_ahead tmp;
+	int rc = sqk_img_read_raw_ahead(img, pos, buf, len, sqk_stream_ahead(img, NULL, &tmp));
+
+	return rc ? rc : sqk_verify_range(img, pos, buf, len, ino);
+}
+
 /* Gets the data or fragment block at pos, decoded and length-checked. Caller owns a reference
  * on *out (sqk_cache_put). */
 int sqk_data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind, size_t expected,
@@ -186,7 +204,7 @@ int sqk_data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind,
 		return rc;
 	atomic_fetch_add(&img->st.misses, 1);
 	src = malloc(len ? len : 1);
-	rc = src ? sqk_img_read_ino(img, pos, src, len, ino) : SQK_ENOMEM;
+	rc = src ? read_block_bytes(img, pos, src, len, ino) : SQK_ENOMEM;
 	if (rc)
 		sqk_cache_fill(img->cache, b, NULL, 0, 0, rc);
 	else

@@ -107,7 +107,7 @@ ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, voi
 	uint64_t bs = img->sb.block_size;
 	struct sqk_findex *fi;
 	size_t done = 0;
-	bool seq;
+	bool seq, cont;
 	int rc;
 
 	if (sequential)
@@ -126,6 +126,9 @@ ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, voi
 	seq = !(flags & SQK_READ_ASIDE) && continues(img, fi, off);
 	if (sequential)
 		*sequential = seq;
+	cont = seq;
+	if (!(flags & SQK_READ_ASIDE))
+		sqk_stream_begin(img, fi, off, cont);
 	/* Remote images: a file's first read within its first block fetches just that block (a
 	 * 4 KiB read of a cold file costs one or two chunks); its next read starts readahead. */
 	if (seq && img->lazy_first && off + len <= bs && atomic_load(&fi->next_off) == 0)
@@ -143,8 +146,11 @@ ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, voi
 			rc = read_frag(img, fi, (uint8_t *)buf + done, boff, n);
 		done += n;
 	}
-	if (rc == 0 && !(flags & SQK_READ_ASIDE))
+	if (rc == 0 && !(flags & SQK_READ_ASIDE)) {
 		atomic_store(&fi->next_off, off + done);
+		if (cont)
+			sqk_stream_end(img, fi, off + done);
+	}
 	sqk_findex_put(img, fi);
 	return rc ? rc : (ssize_t)done;
 }

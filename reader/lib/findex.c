@@ -98,6 +98,7 @@ static int index_words(struct sqk_image *img, struct sqk_findex *fi)
 			return rc;
 		pos += w & SQK_BLOCK_SIZE_MASK;
 	}
+	fi->data_end = pos;
 	return 0;
 }
 

@@ -135,6 +135,7 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	}
 	pthread_mutex_init(&img->pool.mu, NULL);
 	pthread_mutex_init(&img->workers_mu, NULL);
+	sqk_walk_init(&img->walk);
 	pthread_mutex_init(&img->rabufs.mu, NULL);
 	img->io = io;
 	img->owned_io = owned;
@@ -178,8 +179,13 @@ int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image
 	return open_common(io, io, opts, NULL, out);
 }
 
-/* Fetches the metadata tables (inode table to the end of the image) in one go: the superblock
- * is read and sanity-checked here only to find them; open_common validates it for real. */
+/* Metadata tables at most this large are fetched whole at open; larger ones (millions of
+ * files) are fetched as they are read, chunk by chunk, cached and verified like data. */
+#define META_WHOLE_MAX ((uint64_t)4 << 20)
+
+/* Fetches the metadata tables (inode table to the end of the image) in one go when they are
+ * small: the superblock is read and sanity-checked here only to find them; open_common
+ * validates it for real. */
 static void prefetch_tables(struct sqk_io *io)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
@@ -189,7 +195,8 @@ static void prefetch_tables(struct sqk_io *io)
 	if (sqk_io_read_at(io, 0, raw, sizeof(raw)) || sqk_io_get_size(io, &size))
 		return;
 	sqk_super_decode(raw, &sb);
-	if (sb.magic != SQK_MAGIC || sb.inode_table_start >= sb.bytes_used || sb.bytes_used > size)
+	if (sb.magic != SQK_MAGIC || sb.inode_table_start >= sb.bytes_used || sb.bytes_used > size ||
+	    sb.bytes_used - sb.inode_table_start > META_WHOLE_MAX)
 		return;
 	sqk_io_http_prefetch(io, sb.inode_table_start, sb.bytes_used - sb.inode_table_start);
 }
@@ -291,6 +298,7 @@ void sqk_image_close(struct sqk_image *img)
 		return;
 	sqk_workers_stop(img);
 	pthread_mutex_destroy(&img->workers_mu);
+	sqk_walk_free(&img->walk);
 	sqk_rabufs_free(&img->rabufs);
 	sqk_findex_cache_destroy(img->findex);
 	sqk_cache_destroy(img->cache);

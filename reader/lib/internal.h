@@ -67,6 +67,16 @@ struct sqk_rabufs {
 	size_t cap[SQK_RABUF_KEEP];
 };
 
+/* stream.c: whether the files being read are a walk through the image in its own order (as
+ * tar of the tree reads them): consecutive files with data blocks, each read whole from its
+ * start, each starting where the one before ended (give or take fragment blocks). */
+struct sqk_walk {
+	pthread_mutex_t mu;
+	uint64_t end;           /* end of the data blocks of the last file of the run */
+	unsigned run;           /* files of the run so far */
+	atomic_bool on;         /* run long enough: data reads may be fetched ahead across files */
+};
+
 struct sqk_image {
 	struct sqk_io *io;
 	struct sqk_io *owned_io;
@@ -102,6 +112,7 @@ struct sqk_image {
 	struct sqk_integ integ;
 	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
 	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */
+	struct sqk_walk walk;
 };
 
 /* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
@@ -125,6 +136,8 @@ int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bp
 		    const void *buf, size_t blen, uint32_t ino);
 void sqk_verify_free(struct sqk_image *img);
 int sqk_img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
+int sqk_img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
+			   const struct sqk_io_ahead *ahead);
 
 int sqk_pool_get(struct sqk_image *img, struct sqk_compressor **out);
 void sqk_pool_put(struct sqk_image *img, struct sqk_compressor *c);
@@ -155,6 +168,10 @@ struct sqk_findex {
 	uint64_t *ckpt;
 	uint32_t frag_index, frag_offset;
 	atomic_uint_fast64_t next_off; /* where a sequential reader would continue */
+	uint64_t data_end;      /* end of its data blocks (= blocks_start without any) */
+	atomic_bool started;    /* its first read happened (stream.c) */
+	atomic_bool in_walk;    /* that first read continued the walk */
+	atomic_bool broken;     /* a read did not continue the one before: not read whole */
 	unsigned refs;
 	bool detached;
 	uint64_t stamp;
@@ -174,5 +191,13 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 		  struct sqk_cblock **out);
 void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k);
 bool sqk_ra_steal(struct sqk_image *img, uint64_t pos);
+
+/* stream.c: per-file streams and walks through the image, for fetching ahead. */
+void sqk_walk_init(struct sqk_walk *w);
+void sqk_walk_free(struct sqk_walk *w);
+void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq);
+void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end);
+const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,
+					    struct sqk_io_ahead *tmp);
 
 #endif

@@ -257,6 +257,7 @@ static int fetch_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, b
 {
 	unsigned max = img->readahead < RA_MAX ? img->readahead : RA_MAX, n;
 	struct ra_batch *bt = calloc(1, sizeof(*bt) + max * sizeof(struct ra_job));
+	struct sqk_io_ahead ahead;
 	uint64_t total;
 	int rc;
 
@@ -269,7 +270,9 @@ static int fetch_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, b
 	}
 	bt->img = img;
 	bt->buf = rabuf_get(&img->rabufs, total ? (size_t)total : 1, &bt->cap);
-	rc = bt->buf ? sqk_img_read_raw(img, bt->jobs[0].pos, bt->buf, total) : SQK_ENOMEM;
+	rc = bt->buf ? sqk_img_read_raw_ahead(img, bt->jobs[0].pos, bt->buf, total,
+					      sqk_stream_ahead(img, fi, &ahead))
+		     : SQK_ENOMEM;
 	if (rc) {
 		for (unsigned i = 0; i < n; i++) {
 			sqk_cache_fill(img->cache, bt->jobs[i].b, NULL, 0, 0, rc);

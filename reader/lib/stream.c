@@ -1,0 +1,91 @@
+/* Which reads may be fetched ahead, and how far: the decision a remote backend cannot make from
+ * byte ranges alone. A file read sequentially is one stream, fetched ahead up to the end of its
+ * own data blocks and no further. Only when the files being read are a walk through the image in
+ * its own order (WALK_FILES files with data blocks in a row, each read whole from its start, each
+ * starting where the one before ended give or take WALK_GAP bytes of fragment blocks, as tar of
+ * the tree reads them) does one stream run across files, up to the end of the image; the first
+ * file read out of that order ends it. Files without data blocks (small files, all in fragment
+ * blocks) neither extend nor break a walk. */
+#include "internal.h"
+
+#define WALK_FILES 3u
+#define WALK_GAP ((uint64_t)4 << 20)
+#define WALK_STREAM UINT64_MAX
+
+void sqk_walk_init(struct sqk_walk *w)
+{
+	pthread_mutex_init(&w->mu, NULL);
+	w->end = 0;
+	w->run = 0;
+	atomic_init(&w->on, false);
+}
+
+void sqk_walk_free(struct sqk_walk *w)
+{
+	pthread_mutex_destroy(&w->mu);
+}
+
+/* fi's first read: does it continue the walk? (A file starting anywhere else ends it.) */
+static void first_read(struct sqk_image *img, struct sqk_findex *fi)
+{
+	struct sqk_walk *w = &img->walk;
+
+	pthread_mutex_lock(&w->mu);
+	if (w->run && fi->blocks_start >= w->end && fi->blocks_start - w->end <= WALK_GAP) {
+		atomic_store(&fi->in_walk, true);
+	} else {
+		w->run = 0;
+		atomic_store(&w->on, false);
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* fi was read whole, from its start to its end, each read continuing the one before. */
+static void read_whole(struct sqk_image *img, struct sqk_findex *fi)
+{
+	struct sqk_walk *w = &img->walk;
+
+	pthread_mutex_lock(&w->mu);
+	w->run = atomic_load(&fi->in_walk) && w->run ? w->run + 1 : 1;
+	w->end = fi->data_end;
+	if (w->run >= WALK_FILES)
+		atomic_store(&w->on, true);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* A read of fi at off is about to start; seq: it continues fi's stream. */
+void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq)
+{
+	if (fi->nblocks == 0)
+		return;
+	if (off != 0 || !seq)
+		atomic_store(&fi->broken, true);
+	else if (!atomic_exchange(&fi->started, true))
+		first_read(img, fi);
+}
+
+/* A read of fi ended at end (a sequential one, not aside). */
+void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end)
+{
+	if (fi->nblocks && end == fi->size && atomic_load(&fi->started) &&
+	    !atomic_load(&fi->broken))
+		read_whole(img, fi);
+}
+
+/* What the io may fetch ahead of a read of fi's data (fi NULL: a data or fragment block read
+ * on demand): fi's own blocks, or the rest of the image during a walk; NULL = nothing. *tmp
+ * holds the answer. */
+const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,
+					    struct sqk_io_ahead *tmp)
+{
+	bool walk = atomic_load(&img->walk.on);
+
+	if (walk && (!fi || atomic_load(&fi->in_walk))) {
+		*tmp = (struct sqk_io_ahead){ .stream = WALK_STREAM, .limit = UINT64_MAX };
+		return tmp;
+	}
+	if (!fi)
+		return NULL;
+	*tmp = (struct sqk_io_ahead){ .stream = fi->ino, .limit = img->base + fi->data_end };
+	return tmp;
+}
