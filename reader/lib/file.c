@@ -107,7 +107,7 @@ ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, voi
 	uint64_t bs = img->sb.block_size;
 	struct sqk_findex *fi;
 	size_t done = 0;
-	bool seq, cont;
+	bool seq;
 	int rc;
 
 	if (sequential)
@@ -126,9 +126,8 @@ ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, voi
 	seq = !(flags & SQK_READ_ASIDE) && continues(img, fi, off);
 	if (sequential)
 		*sequential = seq;
-	cont = seq;
 	if (!(flags & SQK_READ_ASIDE))
-		sqk_stream_begin(img, fi, off, cont);
+		sqk_stream_begin(img, fi, off);
 	/* Remote images: a file's first read within its first block fetches just that block (a
 	 * 4 KiB read of a cold file costs one or two chunks); its next read starts readahead. */
 	if (seq && img->lazy_first && off + len <= bs && atomic_load(&fi->next_off) == 0)
@@ -148,8 +147,7 @@ ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, voi
 	}
 	if (rc == 0 && !(flags & SQK_READ_ASIDE)) {
 		atomic_store(&fi->next_off, off + done);
-		if (cont)
-			sqk_stream_end(img, fi, off + done);
+		sqk_stream_end(img, fi, off + done);
 	}
 	sqk_findex_put(img, fi);
 	return rc ? rc : (ssize_t)done;

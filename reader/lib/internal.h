@@ -169,9 +169,11 @@ struct sqk_findex {
 	uint32_t frag_index, frag_offset;
 	atomic_uint_fast64_t next_off; /* where a sequential reader would continue */
 	uint64_t data_end;      /* end of its data blocks (= blocks_start without any) */
-	atomic_bool started;    /* its first read happened (stream.c) */
-	atomic_bool in_walk;    /* that first read continued the walk */
-	atomic_bool broken;     /* a read did not continue the one before: not read whole */
+	atomic_bool started;    /* its read at offset 0 happened (stream.c) */
+	atomic_bool in_walk;    /* that read continued the walk */
+	atomic_bool broken;     /* a read skipped ahead: the file is not read whole */
+	atomic_bool whole;      /* read whole (counted once) */
+	atomic_uint_fast64_t hi; /* the furthest end of a read so far */
 	unsigned refs;
 	bool detached;
 	uint64_t stamp;
@@ -195,7 +197,7 @@ bool sqk_ra_steal(struct sqk_image *img, uint64_t pos);
 /* stream.c: per-file streams and walks through the image, for fetching ahead. */
 void sqk_walk_init(struct sqk_walk *w);
 void sqk_walk_free(struct sqk_walk *w);
-void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq);
+void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off);
 void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end);
 const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,
 					    struct sqk_io_ahead *tmp);

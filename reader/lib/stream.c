@@ -2,15 +2,16 @@
  * byte ranges alone. A file read sequentially is one stream, fetched ahead up to the end of its
  * own data blocks and no further. Only when the files being read are a walk through the image in
  * its own order (WALK_FILES files with data blocks in a row, each read whole from its start, each
- * starting where the one before ended give or take WALK_GAP bytes of fragment blocks, as tar of
- * the tree reads them) does one stream run across files, up to the end of the image; the first
+ * starting where the one before ended give or take WALK_GAP_BLOCKS blocks (fragment blocks
+ * written between them), as tar of the tree reads them) does one stream run across files, up to the end of the image; the first
  * file read out of that order ends it. Files without data blocks (small files, all in fragment
  * blocks) neither extend nor break a walk. */
 #include "internal.h"
 
 #define WALK_FILES 3u
-#define WALK_GAP ((uint64_t)4 << 20)
+#define WALK_GAP_BLOCKS 4u
 #define WALK_STREAM UINT64_MAX
+#define READ_SKIP ((uint64_t)1 << 20)
 
 void sqk_walk_init(struct sqk_walk *w)
 {
@@ -31,7 +32,8 @@ static void first_read(struct sqk_image *img, struct sqk_findex *fi)
 	struct sqk_walk *w = &img->walk;
 
 	pthread_mutex_lock(&w->mu);
-	if (w->run && fi->blocks_start >= w->end && fi->blocks_start - w->end <= WALK_GAP) {
+	if (w->run && fi->blocks_start >= w->end &&
+	    fi->blocks_start - w->end <= (uint64_t)WALK_GAP_BLOCKS * img->sb.block_size) {
 		atomic_store(&fi->in_walk, true);
 	} else {
 		w->run = 0;
@@ -53,22 +55,33 @@ static void read_whole(struct sqk_image *img, struct sqk_findex *fi)
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* A read of fi at off is about to start; seq: it continues fi's stream. */
-void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq)
+/* A read of fi at off is about to start. A file counts as read whole when its reads start at
+ * offset 0 and reach its end without skipping more than READ_SKIP past the furthest byte read
+ * so far (readers such as the kernel's readahead through FUSE send several reads at once, which
+ * may arrive out of order). */
+void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off)
 {
 	if (fi->nblocks == 0)
 		return;
-	if (off != 0 || !seq)
+	if (off == 0) {
+		if (!atomic_exchange(&fi->started, true))
+			first_read(img, fi);
+	} else if (off > atomic_load(&fi->hi) + READ_SKIP) {
 		atomic_store(&fi->broken, true);
-	else if (!atomic_exchange(&fi->started, true))
-		first_read(img, fi);
+	}
 }
 
-/* A read of fi ended at end (a sequential one, not aside). */
+/* A read of fi ended at end. */
 void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end)
 {
-	if (fi->nblocks && end == fi->size && atomic_load(&fi->started) &&
-	    !atomic_load(&fi->broken))
+	uint_fast64_t hi = atomic_load(&fi->hi);
+
+	if (fi->nblocks == 0)
+		return;
+	while (end > hi && !atomic_compare_exchange_weak(&fi->hi, &hi, end))
+		;
+	if (end == fi->size && atomic_load(&fi->started) && !atomic_load(&fi->broken) &&
+	    !atomic_exchange(&fi->whole, true))
 		read_whole(img, fi);
 }
 

@@ -1,0 +1,94 @@
+#!/bin/bash
+# Remote reads stay lazy (served by a real nginx, bytes counted from its access log):
+#  1. on a sqkfuse mount of a plain image (no --order), reading one whole file of each of 20
+#     directories (files of 768 KiB, the other files of each directory lying right after it in
+#     the image) fetches at most those files' data, rounded to integrity chunks, plus what the
+#     open fetches (first and last 64 KiB, the metadata tables); the files between them are not
+#     fetched ahead
+#  2. stats= reports http_bytes_unused, and it is small for that workload
+#  3. a walk through the image in its own order (tar of the whole tree) still fetches ahead
+#     across files: few requests, each byte at most once, and the same bytes as the source
+. "$(dirname "$0")/lib.sh"
+need_root
+need_sqk
+need_cmd python3 curl fusermount3 mountpoint tar
+[ -e /dev/fuse ] || skip "no /dev/fuse"
+SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
+[ -x "$SQKFUSE" ] || fail "sqkfuse not found at $SQKFUSE"
+W=$(scratch lazy)
+stat_get() {
+	local v
+	v=$(json_get "$1" "$2")
+	case $v in '' | *[!0-9]*) fail "$1: $2 is '$v', not a count" ;; esac
+	echo "$v"
+}
+
+# 20 directories d00..d19, each with 6 files of 768 KiB of random (incompressible) bytes: a..f
+python3 - "$W/src" <<'PY' || fail "cannot make the source tree"
+import os, random, sys
+r = random.Random(87)
+for d in range(20):
+    p = os.path.join(sys.argv[1], "d%02d" % d)
+    os.makedirs(p)
+    for f in "abcdef":
+        with open(os.path.join(p, f), "wb") as o:
+            o.write(r.randbytes(768 << 10))
+PY
+mkdir -p "$W/www"
+sqk_build "$W/src" "$W/www/img.sqsh"
+SIZE=$(stat -c %s "$W/www/img.sqsh")
+http_serve "$W/www"
+URL=$HTTP_URL/img.sqsh
+META=$(python3 - "$W/www/img.sqsh" <<'PY'
+import struct, sys
+sb = open(sys.argv[1], "rb").read(96)
+bytes_used, = struct.unpack_from("<Q", sb, 40)
+inode_start, = struct.unpack_from("<Q", sb, 64)
+print(bytes_used - inode_start)
+PY
+)
+info "image $SIZE bytes, metadata tables $META bytes"
+
+# ---- 1. one file of each directory -----------------------------------------------------------
+mark=$(http_log_mark)
+fuse_mount "$URL" "$W/m" -o "stats=$W/stats.json" -o "cache_dir=$W/cache"
+for d in $(seq -f %02g 0 19); do
+	# the 3rd file: readahead of the old kind (across forward gaps) would run into d/d..f
+	cmp -s "$W/src/d$d/c" "$W/m/d$d/c" || fail "d$d/c read through the mount differs"
+done
+fuse_umount "$W/m"
+read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
+CH=65536
+# each file: its 768 KiB, up to 2 chunks of alignment; the open: 2 x 64 KiB, the metadata
+# rounded to chunks (plus one), and the integrity tail (digests + trailer) within the last 64 KiB
+limit=$(( 20 * (768 * 1024 + 2 * CH) + 2 * CH + (META / CH + 2) * CH ))
+info "20 files of 768 KiB: $nreq requests, $nbytes bytes served (limit $limit; image $SIZE)"
+[ "$nbytes" -le "$limit" ] || { http_log_ranges "$mark" | head -40 >&2; fail "reading 20 files fetched $nbytes bytes, more than their data plus metadata ($limit)"; }
+[ "$nbytes" -ge $(( 20 * 768 * 1024 )) ] || fail "only $nbytes bytes served for 20 files of 768 KiB: the log is not counting"
+
+# ---- 2. stats: http_bytes and http_bytes_unused ----------------------------------------------
+[ -s "$W/stats.json" ] || fail "no stats file"
+hb=$(stat_get "$W/stats.json" http_bytes)
+hu=$(stat_get "$W/stats.json" http_bytes_unused)
+info "stats: http_bytes $hb, http_bytes_unused $hu"
+[ "$hb" -ge $(( 20 * 768 * 1024 )) ] || fail "stats http_bytes $hb for 20 files of 768 KiB"
+# what was fetched and never read: chunk alignment at the ends of each file, the unread part of
+# the first 64 KiB and of the metadata chunks
+[ "$hu" -le $(( 20 * 2 * CH + 2 * CH + (META / CH + 2) * CH )) ] || fail "http_bytes_unused $hu: readahead fetched what no read used"
+
+# ---- 3. a walk in image order still fetches ahead across files --------------------------------
+rm -rf "$W/cache"
+mark=$(http_log_mark)
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache"
+(cd "$W/m" && tar cf - .) >"$W/walk.tar" || fail "tar of the mount failed"
+fuse_umount "$W/m"
+mkdir -p "$W/out"
+tar xf "$W/walk.tar" -C "$W/out" || fail "tar x failed"
+diff -r "$W/src" "$W/out" >/dev/null || fail "tar of the mount differs from the source"
+read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
+info "tar of the tree: $nreq requests, $nbytes bytes served (image $SIZE)"
+[ "$nbytes" -le $(( SIZE + CH )) ] || fail "the walk fetched $nbytes bytes for a $SIZE-byte image"
+# 120 files read one after the other: without readahead across files each would cost at least
+# one request of its own
+[ "$nreq" -lt 60 ] || fail "the walk took $nreq requests: no readahead across files"
+exit 0
