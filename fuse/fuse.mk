@@ -1,11 +1,12 @@
 # fuse/: sqkfuse, the FUSE 3 front-end on libsqk (also reached as `sqk mount`).
 FUSE_LIBS = $(shell pkg-config --libs fuse3 2>/dev/null)
 SQKFUSE_BIN := $(BUILD)/bin/sqkfuse
-SQKFUSE_LIB_OBJS := $(BUILD)/obj/fuse/sqkfuse.o $(BUILD)/obj/fuse/nodes.o $(BUILD)/obj/fuse/store.o
+SQKFUSE_LIB_OBJS := $(BUILD)/obj/fuse/sqkfuse.o $(BUILD)/obj/fuse/nodes.o $(BUILD)/obj/fuse/store.o \
+	$(BUILD)/obj/fuse/trace.o
 
 BINS += $(SQKFUSE_BIN)
 
-$(SQKFUSE_BIN): $(BUILD)/obj/fuse/main.o $(SQKFUSE_LIB_OBJS) $(SIGWATCH_OBJ) $(LIBSQK_A)
+$(SQKFUSE_BIN): $(BUILD)/obj/fuse/main.o $(SQKFUSE_LIB_OBJS) $(SIGWATCH_OBJ) $(OUTFILE_OBJ) $(LIBSQK_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(FUSE_LIBS) $(PKG_LIBS)
 

@@ -26,6 +26,7 @@
 
 #include "fuse/nodes.h"
 #include "fuse/store.h"
+#include "fuse/trace.h"
 #include "common/parse.h"
 #include "common/sigwatch.h"
 #include "reader/sqk.h"
@@ -38,6 +39,7 @@ struct fs {
 	struct sqk_inode root;
 	struct sqk_nodes *nodes;
 	struct sqk_store *store; /* page-cache fill after small reads; NULL = off */
+	struct sqk_trace *trace; /* -o trace: files read, in first-read order; NULL = off */
 	unsigned fill;           /* blocks per fill group */
 	uint64_t fills;          /* groups stored by the fill thread (for stats=) */
 	atomic_uint_fast64_t reads; /* read requests answered */
@@ -270,6 +272,8 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		}
 		i = &tmp;
 	}
+	/* before the read: a reader that goes on to the next file once answered sees its order */
+	sqk_trace_read(fs->trace, i->ino, id, fs->nodes);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -565,6 +569,7 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("fill=%s", fill_s),
 	OPT("names=%s", names_s),
 	OPT("stats=%s", stats),
+	OPT("trace=%s", trace),
 	OPT("verify", verify),
 	OPT("cache_dir=%s", cache_dir),
 	OPT("cache_size=%s", cache_size),
@@ -611,6 +616,10 @@ static void usage(const char *prog)
 	       "                      log lines (default 65536, a few MiB; 0 = none): a node\n"
 	       "                      forgotten is logged as '.../known/part' or 'inode N'\n"
 	       "  -o stats=FILE       write block/cache counters as JSON to FILE at unmount\n"
+	       "  -o trace=FILE       write the files read to FILE at unmount, in the order of\n"
+	       "                      their first read, one path a line relative to the image\n"
+	       "                      root (also with subdir=), bytes other than printable ASCII\n"
+	       "                      and '\\' as \\xHH: input for sqk mkimage --order\n"
 	       "  -o verify           check every byte read against the image's integrity data\n"
 	       "                      (a mismatch gives EIO and a log line; an image without\n"
 	       "                      integrity data is served unchecked, as the log says)\n"
@@ -806,6 +815,36 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 	return 0;
 }
 
+/* Prepares -o trace=FILE: a path that cannot be written fails the mount now, naming it. */
+static int open_trace(struct fs *fs, const struct opts *o, const char *prog)
+{
+	int err = sqk_trace_create(o->trace, o->subdir, &fs->trace);
+	if (err)
+		fprintf(stderr, "%s: cannot write the trace to '%s': %s\n", prog, o->trace,
+			err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	return err ? 1 : 0;
+}
+
+/* At unmount: names the files read whose names the node table had lost, writes the trace. */
+static int finish_trace(struct fs *fs, const char *path)
+{
+	size_t unnamed;
+	int err = sqk_trace_resolve(fs->trace, fs->img, &fs->root, &unnamed);
+	if (err || unnamed)
+		logmsg(fs, "trace '%s': %zu of the files read left out: no name found in %s%s%s",
+		       path, unnamed, fs->image, err ? ": " : "", err ? sqk_strerror(err) : "");
+	if (sqk_trace_lost(fs->trace))
+		logmsg(fs, "trace '%s': %zu of the files read left out: out of memory", path,
+		       sqk_trace_lost(fs->trace));
+	err = sqk_trace_write(fs->trace);
+	if (err) {
+		logmsg(fs, "cannot write the trace to '%s': %s", path,
+		       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+		return 1;
+	}
+	return 0;
+}
+
 static int check_mountpoint(const char *prog, const char *mp)
 {
 	struct stat st;
@@ -964,6 +1003,7 @@ int sqk_fuse_main(int argc, char **argv)
 	if (sqk_is_url(o.image))
 		o.shown = sqk_url_display(o.image);
 	if ((o.stats && o.stats[0] != '/' && absolutize(&o.stats)) ||
+	    (o.trace && o.trace[0] != '/' && absolutize(&o.trace)) ||
 	    (o.cache_dir && o.cache_dir[0] != '/' && absolutize(&o.cache_dir)) ||
 	    (o.cacert && o.cacert[0] != '/' && absolutize(&o.cacert))) {
 		ret = 1;
@@ -975,8 +1015,14 @@ int sqk_fuse_main(int argc, char **argv)
 	fs.fill = (unsigned)o.fill;
 	ret = check_mountpoint(prog, cmd.mountpoint);
 	fs.foreground = cmd.foreground; /* messages at open (e.g. no integrity data) */
+	if (!ret && o.trace)
+		ret = open_trace(&fs, &o, prog);
 	if (!ret)
 		ret = open_image(&fs, &o, prog);
+	if (!ret && fs.trace && sqk_trace_size(fs.trace, sqk_image_super(fs.img)->inode_count)) {
+		fprintf(stderr, "%s: trace '%s': %s\n", prog, o.trace, sqk_strerror(SQK_ENOMEM));
+		ret = 1;
+	}
 	if (!ret && (sqk_nodes_create((size_t)o.names, &fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
 		ret = 1;
 	fs.image = o.shown ? o.shown : o.image;
@@ -988,6 +1034,9 @@ int sqk_fuse_main(int argc, char **argv)
 	if (!ret && o.stats && write_stats(&fs, o.stats))
 		fprintf(stderr, "%s: cannot write stats to '%s': %s\n", prog, o.stats,
 			strerror(errno));
+	if (!ret && fs.trace)
+		ret = finish_trace(&fs, o.trace);
+	sqk_trace_destroy(fs.trace);
 	sqk_nodes_destroy(fs.nodes);
 	sqk_image_close(fs.img);
 out:

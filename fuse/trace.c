@@ -1,0 +1,447 @@
+/* The read trace (trace.h). First reads are told apart by a bitmap over inode numbers, so a file
+ * read again costs one relaxed atomic load; a first read appends (inode number, path or none) to
+ * a list under one mutex, the path bytes in one growing arena. At unmount the files without a
+ * path are named by one walk of the mounted tree (an explicit stack of directory iterators, no
+ * recursion), which needs a sorted array of just those inode numbers: the bitmap, no longer
+ * needed for reads, marks them (and the directories walked, so a corrupt image with a directory
+ * loop ends). The file is a temporary created at mount time and renamed into place at the end. */
+#include "fuse/trace.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/outfile.h"
+
+#define NO_PATH UINT64_MAX
+#define PATH_BUF 4096 /* a path from the node table; a longer one is named by the walk */
+
+struct rec {
+	uint32_t ino;
+	uint32_t len;     /* path bytes */
+	uint64_t off;     /* of the path in the arena; NO_PATH = not named yet */
+};
+
+struct sqk_trace {
+	_Atomic uint64_t *bits; /* bit ino - 1: read already (during the walk: wanted, or walked) */
+	uint32_t inode_count;
+	pthread_mutex_t mu;     /* recs, names and lost while the session runs */
+	struct rec *recs;       /* in first-read order */
+	size_t nrecs, rcap;
+	char *names;            /* path bytes, relative to the mounted directory, no leading '/' */
+	size_t nlen, ncap;
+	size_t lost;            /* first reads not recorded: out of memory */
+	char *path;             /* the trace file */
+	char *prefix;           /* the mounted directory's path in the image ("" = the root) */
+	char *tmp_prefix;       /* of the temporary's name: "<name of path>.tmp" */
+	struct sqk_outfile out;
+};
+
+/* Grows *p (elements of size elem, *cap of them) to hold need; false without memory. */
+static bool grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t n = *cap ? *cap : 64;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = n;
+	return true;
+}
+
+/* Copies len bytes of name into the arena as r's path; false without memory (r unchanged). */
+static bool put_name(struct sqk_trace *t, const char *name, size_t len, struct rec *r)
+{
+	if (len > UINT32_MAX || !grow((void **)&t->names, &t->ncap, t->nlen + len, 1))
+		return false;
+	memcpy(t->names + t->nlen, name, len);
+	r->off = t->nlen;
+	r->len = (uint32_t)len;
+	t->nlen += len;
+	return true;
+}
+
+/* subdir as sqk_lookup_path resolved it: "." dropped, ".." taking the last component off (each
+ * component was a directory, and a directory has one path), no leading, trailing or double '/'. */
+static char *canonical(const char *subdir)
+{
+	char *out = malloc(strlen(subdir) + 1);
+	size_t len = 0;
+	if (!out)
+		return NULL;
+	for (const char *p = subdir; *p;) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			while (len && out[len - 1] != '/')
+				len--;
+			len -= len != 0;
+		} else if (n && !(n == 1 && p[0] == '.')) {
+			if (len)
+				out[len++] = '/';
+			memcpy(out + len, p, n);
+			len += n;
+		}
+		p += n;
+	}
+	out[len] = 0;
+	return out;
+}
+
+/* The name of the temporary: "<last component of path>.tmp" (then "-XXXXXX" from outfile). */
+static char *tmp_prefix(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	size_t len = strlen(base) + 5;
+	char *s = malloc(len);
+	if (s)
+		snprintf(s, len, "%s.tmp", base);
+	return s;
+}
+
+/* Refuses a path naming a directory (a rename at unmount would fail) before any temporary. */
+static int not_a_directory(const char *path)
+{
+	struct stat st;
+	size_t len = strlen(path);
+	if ((len && path[len - 1] == '/') || (!stat(path, &st) && S_ISDIR(st.st_mode))) {
+		errno = EISDIR;
+		return -1;
+	}
+	return 0;
+}
+
+int sqk_trace_create(const char *path, const char *subdir, struct sqk_trace **out)
+{
+	struct sqk_trace *t = calloc(1, sizeof(*t));
+	if (!t)
+		return SQK_ENOMEM;
+	t->out.fd = -1;
+	pthread_mutex_init(&t->mu, NULL);
+	t->path = strdup(path);
+	t->prefix = canonical(subdir ? subdir : "");
+	t->tmp_prefix = tmp_prefix(path);
+	if (!t->path || !t->prefix || !t->tmp_prefix) {
+		sqk_trace_destroy(t);
+		return SQK_ENOMEM;
+	}
+	if (not_a_directory(path) || sqk_outfile_open(&t->out, path, t->tmp_prefix)) {
+		int e = errno;
+		sqk_trace_destroy(t);
+		errno = e;
+		return e == ENOMEM ? SQK_ENOMEM : SQK_EIO;
+	}
+	*out = t;
+	return 0;
+}
+
+int sqk_trace_size(struct sqk_trace *t, uint32_t inode_count)
+{
+	size_t words = ((size_t)inode_count + 63) / 64;
+	/* calloc'ed zero pages: a large image costs memory only where inode numbers are read */
+	t->bits = calloc(words ? words : 1, sizeof(*t->bits));
+	if (!t->bits)
+		return SQK_ENOMEM;
+	t->inode_count = inode_count;
+	return 0;
+}
+
+/* The first read of ino: appends it with its whole path from the node table, if it has one. */
+static void record(struct sqk_trace *t, uint32_t ino, uint64_t id, struct sqk_nodes *nodes)
+{
+	char path[PATH_BUF];
+	/* built before the lock: it takes the node table's own locks */
+	int whole = nodes && sqk_nodes_path(nodes, id, path, sizeof(path)) == 0 && path[1];
+	struct rec r = { .ino = ino, .off = NO_PATH };
+	pthread_mutex_lock(&t->mu);
+	if (whole)
+		put_name(t, path + 1, strlen(path + 1), &r); /* no memory: the walk names it */
+	if (grow((void **)&t->recs, &t->rcap, t->nrecs + 1, sizeof(*t->recs)))
+		t->recs[t->nrecs++] = r;
+	else
+		t->lost++;
+	pthread_mutex_unlock(&t->mu);
+}
+
+void sqk_trace_read(struct sqk_trace *t, uint32_t ino, uint64_t id, struct sqk_nodes *nodes)
+{
+	if (!t || !ino || ino > t->inode_count)
+		return;
+	_Atomic uint64_t *w = &t->bits[(ino - 1) / 64];
+	uint64_t m = (uint64_t)1 << ((ino - 1) % 64);
+	/* the hot path: a file read before is one load, no write to a shared cache line */
+	if (atomic_load_explicit(w, memory_order_relaxed) & m)
+		return;
+	if (atomic_fetch_or_explicit(w, m, memory_order_relaxed) & m)
+		return; /* another thread's read was first */
+	record(t, ino, id, nodes);
+}
+
+size_t sqk_trace_count(const struct sqk_trace *t)
+{
+	return t->nrecs;
+}
+
+size_t sqk_trace_lost(const struct sqk_trace *t)
+{
+	return t->lost;
+}
+
+/* ---- naming the files read without a known path: one walk of the mounted tree ---- */
+
+struct want {
+	uint32_t ino;
+	size_t rec; /* its index in recs */
+};
+
+struct level {
+	struct sqk_dir_iter it;
+	size_t plen; /* the directory's path: path[0..plen) */
+};
+
+struct walk {
+	struct sqk_trace *t;
+	struct sqk_image *img;
+	struct want *want; /* sorted by inode number */
+	size_t nwant, left;
+	struct level *lv;
+	size_t depth, lcap;
+	char *path;
+	size_t pcap;
+	int err; /* the first error met; the walk goes on past it */
+};
+
+static int want_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct want *)a)->ino, y = ((const struct want *)b)->ino;
+	return x < y ? -1 : x > y;
+}
+
+/* Sets ino's bit; returns whether it was set before (an ino outside the image counts as set). */
+static bool test_and_set(struct sqk_trace *t, uint32_t ino)
+{
+	if (!ino || ino > t->inode_count)
+		return true;
+	_Atomic uint64_t *w = &t->bits[(ino - 1) / 64];
+	uint64_t m = (uint64_t)1 << ((ino - 1) % 64);
+	return atomic_fetch_or_explicit(w, m, memory_order_relaxed) & m;
+}
+
+static bool test_bit(struct sqk_trace *t, uint32_t ino)
+{
+	return ino && ino <= t->inode_count &&
+	       (atomic_load_explicit(&t->bits[(ino - 1) / 64], memory_order_relaxed) >>
+		((ino - 1) % 64) & 1);
+}
+
+/* Puts "<directory>/<name>" of an entry of the directory at plen into path; its length, or 0
+ * without memory. */
+static size_t child_path(struct walk *w, size_t plen, const struct sqk_dirent *de)
+{
+	size_t len = plen + (plen != 0) + de->name_len;
+	if (!grow((void **)&w->path, &w->pcap, len + 1, 1))
+		return 0;
+	if (plen)
+		w->path[plen] = '/';
+	memcpy(w->path + plen + (plen != 0), de->name, de->name_len);
+	return len;
+}
+
+/* Enters the directory de (an entry of the directory at plen) unless walked already. */
+static int enter(struct walk *w, size_t plen, const struct sqk_dirent *de)
+{
+	struct sqk_inode dir;
+	if (test_and_set(w->t, de->ino))
+		return 0;
+	size_t len = child_path(w, plen, de);
+	if (!len || !grow((void **)&w->lv, &w->lcap, w->depth + 1, sizeof(*w->lv)))
+		return SQK_ENOMEM;
+	int err = sqk_inode_get(w->img, de->ref, &dir);
+	if (!err)
+		err = sqk_dir_iter_init(w->img, &dir, &w->lv[w->depth].it);
+	if (err)
+		return err;
+	w->lv[w->depth++].plen = len;
+	return 0;
+}
+
+/* Names the recorded file de (an entry of the directory at plen) if it is still unnamed. */
+static int name_file(struct walk *w, size_t plen, const struct sqk_dirent *de)
+{
+	struct want key = { .ino = de->ino };
+	struct want *f = bsearch(&key, w->want, w->nwant, sizeof(*w->want), want_cmp);
+	if (!f)
+		return 0; /* a directory's bit, or a corrupt image's */
+	struct rec *r = &w->t->recs[f->rec];
+	size_t len = child_path(w, plen, de);
+	if (!len || !put_name(w->t, w->path, len, r))
+		return SQK_ENOMEM;
+	atomic_fetch_and_explicit(&w->t->bits[(de->ino - 1) / 64],
+				  ~((uint64_t)1 << ((de->ino - 1) % 64)), memory_order_relaxed);
+	w->left--;
+	return 0;
+}
+
+/* Walks the tree from root in directory order until every wanted file has a name. */
+static void walk_tree(struct walk *w, const struct sqk_inode *root)
+{
+	test_and_set(w->t, root->ino);
+	if (!grow((void **)&w->lv, &w->lcap, 1, sizeof(*w->lv))) {
+		w->err = SQK_ENOMEM;
+		return;
+	}
+	w->err = sqk_dir_iter_init(w->img, root, &w->lv[0].it);
+	w->lv[0].plen = 0;
+	w->depth = w->err ? 0 : 1;
+	while (w->depth && w->left) {
+		struct level *l = &w->lv[w->depth - 1];
+		struct sqk_dirent de;
+		int r = sqk_dir_iter_next(&l->it, &de);
+		if (r <= 0) { /* the end of this directory, or it cannot be read further */
+			w->err = w->err ? w->err : r;
+			w->depth--;
+			continue;
+		}
+		/* l may move when enter grows the stack: plen is passed by value */
+		if (de.type == SQK_T_DIR)
+			r = enter(w, l->plen, &de);
+		else if (test_bit(w->t, de.ino))
+			r = name_file(w, l->plen, &de);
+		else
+			r = 0;
+		w->err = w->err ? w->err : r; /* a child that fails is skipped */
+		if (r == SQK_ENOMEM)
+			return;
+	}
+}
+
+int sqk_trace_resolve(struct sqk_trace *t, struct sqk_image *img, const struct sqk_inode *root,
+		      size_t *unnamed)
+{
+	struct walk w = { .t = t, .img = img };
+	for (size_t i = 0; i < t->nrecs; i++)
+		w.nwant += t->recs[i].off == NO_PATH;
+	*unnamed = w.nwant;
+	if (!w.nwant)
+		return 0;
+	if (!(w.want = malloc(w.nwant * sizeof(*w.want))))
+		return SQK_ENOMEM;
+	/* the read flags are done with: from here a bit is a file wanted or a directory walked */
+	memset(t->bits, 0, ((size_t)t->inode_count + 63) / 64 * sizeof(*t->bits));
+	for (size_t i = 0, k = 0; i < t->nrecs; i++)
+		if (t->recs[i].off == NO_PATH) {
+			w.want[k++] = (struct want){ .ino = t->recs[i].ino, .rec = i };
+			test_and_set(t, t->recs[i].ino);
+		}
+	qsort(w.want, w.nwant, sizeof(*w.want), want_cmp);
+	w.left = w.nwant;
+	walk_tree(&w, root);
+	*unnamed = w.left;
+	free(w.want);
+	free(w.lv);
+	free(w.path);
+	return w.err;
+}
+
+/* ---- writing ---- */
+
+struct wbuf {
+	int fd;
+	size_t len;
+	bool failed; /* errno tells why */
+	char buf[1 << 16];
+};
+
+static void flush(struct wbuf *b)
+{
+	for (size_t done = 0; !b->failed && done < b->len;) {
+		ssize_t n = write(b->fd, b->buf + done, b->len - done);
+		if (n < 0 && errno != EINTR)
+			b->failed = true;
+		else if (n > 0)
+			done += (size_t)n;
+	}
+	b->len = 0;
+}
+
+/* Appends s (len bytes), printable ASCII but '\' as is, every other byte as \xHH. */
+static void put_escaped(struct wbuf *b, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (b->len + 4 > sizeof(b->buf))
+			flush(b);
+		if (c >= 0x20 && c <= 0x7e && c != '\\') {
+			b->buf[b->len++] = (char)c;
+		} else {
+			memcpy(b->buf + b->len, "\\x", 2);
+			b->buf[b->len + 2] = hex[c >> 4];
+			b->buf[b->len + 3] = hex[c & 15];
+			b->len += 4;
+		}
+	}
+}
+
+static void put_line(struct wbuf *b, const struct sqk_trace *t, const struct rec *r)
+{
+	if (t->prefix[0]) {
+		put_escaped(b, t->prefix, strlen(t->prefix));
+		put_escaped(b, "/", 1);
+	}
+	put_escaped(b, t->names + r->off, r->len);
+	if (b->len + 1 > sizeof(b->buf))
+		flush(b);
+	b->buf[b->len++] = '\n';
+}
+
+int sqk_trace_write(struct sqk_trace *t)
+{
+	struct wbuf *b = malloc(sizeof(*b));
+	if (!b)
+		return SQK_ENOMEM;
+	b->fd = t->out.fd;
+	b->len = 0;
+	b->failed = false;
+	for (size_t i = 0; i < t->nrecs; i++)
+		if (t->recs[i].off != NO_PATH)
+			put_line(b, t, &t->recs[i]);
+	flush(b);
+	bool failed = b->failed || fsync(t->out.fd) || sqk_outfile_commit(&t->out, t->path);
+	free(b);
+	if (failed) {
+		int e = errno;
+		sqk_outfile_abort(&t->out);
+		errno = e;
+		return SQK_EIO;
+	}
+	return 0;
+}
+
+void sqk_trace_destroy(struct sqk_trace *t)
+{
+	if (!t)
+		return;
+	sqk_outfile_abort(&t->out); /* nothing left to do once committed */
+	pthread_mutex_destroy(&t->mu);
+	free(t->bits);
+	free(t->recs);
+	free(t->names);
+	free(t->path);
+	free(t->prefix);
+	free(t->tmp_prefix);
+	free(t);
+}
