@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/format.h"
+#include "common/hint.h"
 #include "mk.h"
 #include "reuse.h"
 #include "source.h"
@@ -133,6 +134,29 @@ static int write_integrity(struct mk_ctx *c)
 	return 0;
 }
 
+/* Appends the prefetch hint after the padded image (--order, -sort with integrity data): it is
+ * then inside the bytes the digests cover. */
+static int write_hint(struct mk_ctx *c, const struct sqk_super *sb)
+{
+	struct sqk_hint_range r[MK_HINT_RANGES];
+	size_t n = mk_order_hint(c, sb, r);
+	size_t len = sqk_hint_len(n);
+	uint8_t *blk = n && len ? malloc(len) : NULL;
+	if (!n)
+		return 0;
+	if (!blk)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	int err = sqk_hint_encode(r, n, sb->bytes_used, blk, len);
+	if (err)
+		err = mk_fail(c, err, "cannot encode the prefetch hint: %s", sqk_strerror(err));
+	else
+		err = mk_write(c, blk, len);
+	free(blk);
+	if (!err)
+		c->hint_ranges = n;
+	return err;
+}
+
 static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 {
 	const struct mk_options *o = c->opt;
@@ -148,6 +172,8 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	sb->version_minor = 0;
 	size_t pad = (SQK_PAD - c->pos % SQK_PAD) % SQK_PAD;
 	int err = pad ? mk_write(c, zeros, pad) : 0;
+	if (!err && c->integ && c->order)
+		err = write_hint(c, sb);
 	if (!err)
 		err = write_super(c, sb);
 	if (!err && c->integ)
@@ -166,17 +192,24 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 	int err = walk ? mk_walk_start(c) : mk_tree_start(c, src->ops->ordered);
 	if (!err)
 		err = mk_data_start(c);
+	if (!err)
+		err = mk_order_front(c);
 	while (!err) {
 		struct mk_file_ref fr;
 		int r = src->ops->next(src, c, &e);
 		if (r == 1)
 			break;
 		err = r ? r : walk ? mk_walk_add(c, &e, &fr) : mk_tree_add(c, &e, &fr);
-		if (!err && fr.file)
+		int taken = !err && fr.file && c->order ? mk_order_take(c, &fr, &e) : 0;
+		if (taken < 0)
+			err = taken;
+		if (!err && fr.file && !taken)
 			err = mk_data_file(c, &fr, src, &e);
 		if (!err && mk_cancelled(c))
 			err = mk_fail(c, SQK_EINTR, "interrupted");
 	}
+	if (!err)
+		err = mk_order_deferred(c);
 	if (!err && ps)
 		err = mk_tree_unorder(c);
 	if (!err)
@@ -206,6 +239,8 @@ int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
 	err = mk_pseudo_load(c, &ps);
 	if (!err && c->opt->reuse && !c->reuse)
 		err = mk_reuse_open(c, c->opt->reuse, &c->reuse);
+	if (!err && !c->order)
+		err = mk_order_load(c);
 	if (!err)
 		err = write_head(c, &comp_opts);
 	if (!err)
@@ -245,6 +280,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	sqk_io_destroy(c->out);
 	sqk_integ_writer_destroy(c->integ);
 	mk_reuse_close(c->reuse);
+	mk_order_free(c);
 	free(c->frags);
 	pthread_mutex_destroy(&c->errmu);
 }

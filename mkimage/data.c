@@ -248,13 +248,13 @@ static int put_key(struct mk_ctx *c, struct mk_data *d, struct piece *pc, const 
 	return 0;
 }
 
-static int flush_pieces(struct mk_ctx *c, struct mk_data *d);
+static int flush_pieces(struct mk_ctx *c, struct mk_data *d, bool in_order);
 
 static int add_piece(struct mk_ctx *c, struct mk_data *d, const struct file_pass *fp,
 		     uint32_t len)
 {
 	uint32_t batch = c->opt->piece_batch ? c->opt->piece_batch : MK_PIECE_BATCH;
-	int err = d->npieces >= batch ? flush_pieces(c, d) : 0;
+	int err = d->npieces >= batch ? flush_pieces(c, d, false) : 0;
 	if (err)
 		return err;
 	if ((err = mk_grow(c, (void **)&d->pieces, &d->pieces_cap, d->npieces + 1,
@@ -389,12 +389,13 @@ static uint64_t group_bytes(const struct mk_data *d, const struct piece *v, size
 /* Assigns each piece its fragment block and offset, numbered from c->nfrags. A group of
  * near-identical files (foo.py and its .pyc variants) that fits one block is not split across
  * two: apart, each compresses alone. */
-static void plan_fragments(struct mk_ctx *c, const struct mk_data *d, struct piece *v, size_t n)
+static void plan_fragments(struct mk_ctx *c, const struct mk_data *d, struct piece *v, size_t n,
+			   bool in_order)
 {
 	uint32_t bs = c->opt->block_size, fill = 0, idx = c->nfrags;
 	for (size_t i = 0; i < n; i++) {
-		bool group_start = i == 0 || piece_group_cmp(d, &v[i - 1], &v[i]);
-		uint64_t need = group_start ? group_bytes(d, v, n, i) : v[i].len;
+		bool group_start = in_order || i == 0 || piece_group_cmp(d, &v[i - 1], &v[i]);
+		uint64_t need = group_start && !in_order ? group_bytes(d, v, n, i) : v[i].len;
 		if (fill && (fill + v[i].len > bs || (need <= bs && fill + need > bs))) {
 			idx++;
 			fill = 0;
@@ -537,14 +538,15 @@ static int copy_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t sinc
 }
 
 /* Packs the waiting pieces into fragment blocks and hands them to the pipeline; the tail store
- * and the keys start again empty. */
-static int flush_pieces(struct mk_ctx *c, struct mk_data *d)
+ * and the keys start again empty. in_order (the files laid out first): packed in the order they
+ * came, none in an old fragment block, so a start that reads them reads one run of blocks. */
+static int flush_pieces(struct mk_ctx *c, struct mk_data *d, bool in_order)
 {
 	uint32_t since = c->nfrags;
-	size_t from = keep_old_fragments(c, d);
-	if (d->npieces - from > 1)
+	size_t from = in_order ? 0 : keep_old_fragments(c, d);
+	if (!in_order && d->npieces - from > 1)
 		qsort_r(d->pieces + from, d->npieces - from, sizeof(*d->pieces), piece_cmp, d);
-	plan_fragments(c, d, d->pieces + from, d->npieces - from);
+	plan_fragments(c, d, d->pieces + from, d->npieces - from, in_order);
 	int err = copy_old_fragments(c, d, since);
 	if (!err)
 		err = write_fragments(c, d, from);
@@ -554,10 +556,15 @@ static int flush_pieces(struct mk_ctx *c, struct mk_data *d)
 	return err;
 }
 
+int mk_data_flush_front(struct mk_ctx *c)
+{
+	return flush_pieces(c, c->data, true);
+}
+
 int mk_data_finish(struct mk_ctx *c)
 {
 	struct mk_data *d = c->data;
-	int err = flush_pieces(c, d);
+	int err = flush_pieces(c, d, false);
 	if (!err)
 		progress_show(c, &d->pr, d->p, true);
 	/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading side saw

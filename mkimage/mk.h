@@ -106,6 +106,8 @@ struct mk_data;
 struct mk_source;
 struct mk_entry;
 struct mk_xattr_kv;
+struct mk_order;
+struct sqk_hint_range;
 
 struct mk_ctx {
 	const struct mk_options *opt;
@@ -114,6 +116,9 @@ struct mk_ctx {
 	struct mk_walk *walk;       /* or: a walked tree, its entries on disk (walk.c) */
 	struct mk_data *data;       /* the data stage while files are read (data.c) */
 	struct mk_reuse *reuse;     /* --reuse: the old image, or NULL (reuse.c) */
+	struct mk_order *order;     /* --order / -sort, or NULL (order.c) */
+	uint64_t dir_table_end;     /* set by tables.c (the hint names the tables) */
+	size_t hint_ranges;         /* ranges of the prefetch hint written, 0 = none */
 	struct mk_node **nodes;     /* canonical nodes in tree (walk) order; owned array */
 	size_t nnodes, nodes_cap;
 	uint32_t inode_count;
@@ -255,6 +260,9 @@ int mk_data_start(struct mk_ctx *c);
 int mk_data_file(struct mk_ctx *c, const struct mk_file_ref *fr, struct mk_source *src,
 		 const struct mk_entry *e);
 int mk_data_finish(struct mk_ctx *c);
+/* Packs the tails waiting so far (the front files', order.c) into fragment blocks in the order
+ * they came, before any other file's data. */
+int mk_data_flush_front(struct mk_ctx *c);
 /* Frees the data stage after an error (mk_data_finish frees it otherwise); returns the
  * pipeline's own error (a failed write), which is then the cause to report. */
 int mk_data_abort(struct mk_ctx *c);
@@ -281,6 +289,37 @@ int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t 
 int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, size_t len);
 /* Forgets everything put so far (refs start again from 0); the memory and file are reused. */
 void mk_tails_reset(struct mk_tails *t);
+
+/* order.c: --order FILE and -sort FILE. mk_order_load reads both lists before anything is
+ * written (a malformed line is an error naming FILE and its line; listed paths the source does
+ * not hold give one warning); mk_order_front reads the files laid out first (after
+ * mk_data_start, before the walk); mk_order_take is asked for each file the walk gives: 1 when
+ * it was taken care of (its data already written, or put aside for after the walk: negative
+ * priority), 0 to read it now; mk_order_deferred reads the ones put aside (before
+ * mk_data_finish). All are no-ops without the options. */
+int mk_order_load(struct mk_ctx *c);
+int mk_order_front(struct mk_ctx *c);
+int mk_order_take(struct mk_ctx *c, const struct mk_file_ref *fr, const struct mk_entry *e);
+int mk_order_deferred(struct mk_ctx *c);
+/* The prefetch hint's ranges for the finished tables (sb): the superblock and the front files'
+ * blocks as one range from 0, the inode and directory tables and the lookup tables when small.
+ * Returns how many (0 without --order/-sort). */
+#define MK_HINT_RANGES 4
+size_t mk_order_hint(const struct mk_ctx *c, const struct sqk_super *sb,
+		     struct sqk_hint_range *r);
+/* Files laid out first (found in the source) and their bytes. */
+size_t mk_order_count(const struct mk_ctx *c, uint64_t *bytes);
+void mk_order_free(struct mk_ctx *c);
+/* The line parsers (exposed for the tests). A trace line (len bytes, no '\n'; a trailing '\r'
+ * dropped) is decoded in place (\xHH escapes, len updated): 0, 1 for a blank line, SQK_EINVAL
+ * with *why. A sort line (NUL-terminated, no '\n') as mksquashfs reads it: PATH PRIORITY, the
+ * path up to white space with backslash escaping the next byte, '#' comments; 0 with *path
+ * pointing into line and *prio, 1 for a blank or comment line, SQK_EINVAL with *why. */
+int mk_trace_line(char *line, size_t *len, const char **why);
+int mk_sort_line(char *line, char **path, int *prio, const char **why);
+/* Normalizes an image path in place (no leading '/', no empty or "." components); false when
+ * it has a ".." component. */
+bool mk_order_norm(char *p);
 
 /* tables.c: inode, directory, fragment, export, id and xattr tables, then the superblock. */
 int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb);

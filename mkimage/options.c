@@ -53,6 +53,11 @@ static void usage(FILE *f)
 		"      --reuse OLD         copy compressed blocks and fragment blocks of the image OLD\n"
 		"                          (same compressor and block size) where their content is the\n"
 		"                          same, instead of compressing again; each is compared first\n"
+		"      --order FILE        lay the files FILE lists (one image path a line, \\xHH escapes, as\n"
+		"                          sqkfuse -o trace=FILE writes) out first, in that order, and\n"
+		"                          record where they are (a prefetch hint for remote opens)\n"
+		"      -sort, --sort FILE  mksquashfs sort file: PATH PRIORITY lines, -32768..32767;\n"
+		"                          higher first, unlisted 0, a directory's applies below it\n"
 		"      --mem SIZE          memory for what waits until the end: file tails, file digests,\n"
 		"                          directory entries, a quarter each (default 4M); the rest\n"
 		"                          waits in unnamed temporary files in $TMPDIR\n"
@@ -125,7 +130,7 @@ static void set_defaults(struct mk_options *o)
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
        OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK, OPT_LZOALG,
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
-       OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE };
+       OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -155,6 +160,8 @@ static const struct option long_opts[] = {
 	{ "pseudo", required_argument, NULL, OPT_PSEUDO },
 	{ "pseudo-def", required_argument, NULL, OPT_PSEUDODEF },
 	{ "reuse", required_argument, NULL, OPT_REUSE },
+	{ "order", required_argument, NULL, OPT_ORDER },
+	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -169,6 +176,8 @@ static int mksquashfs_alias(const char *word)
 		return 'l';
 	if (strcmp(word, "-Xalgorithm") == 0)
 		return OPT_LZOALG;
+	if (strcmp(word, "-sort") == 0)
+		return OPT_SORT;
 	return 0;
 }
 
@@ -272,6 +281,8 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 		return 0;
 	case OPT_TAR: o->tar = true; return 0;
 	case OPT_REUSE: o->reuse = optarg; return 0;
+	case OPT_ORDER: o->order_file = optarg; return 0;
+	case OPT_SORT: o->sort_file = optarg; return 0;
 	case OPT_PSEUDO:
 	case OPT_PSEUDODEF:
 		return add_pseudo(o, c == OPT_PSEUDO, optarg);
@@ -363,6 +374,11 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 	if (o->tar && (argc - optind < 1 || argc - optind > 2)) {
 		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
 		usage(stderr);
+		return -1;
+	}
+	if (o->tar && (o->order_file || o->sort_file)) {
+		fprintf(stderr, "sqk mkimage: %s needs source directories: a tar stream is read once, "
+			"in its own order\n", o->order_file ? "--order" : "-sort");
 		return -1;
 	}
 	if (!o->tar && argc - optind < 2) {

@@ -46,6 +46,8 @@ struct mk_options {
 	size_t digest_mem;   /* file digests (dedup), */
 	size_t entry_mem;    /* directory entries of a walked tree (the rest: temporary files) */
 	uint32_t piece_batch; /* tails sorted together into fragments (0: MK_PIECE_BATCH); tests */
+	const char *order_file; /* --order FILE: a trace of first reads (paths in that order) */
+	const char *sort_file;  /* -sort FILE: mksquashfs priorities */
 	const char *reuse;   /* --reuse OLD: an earlier image whose blocks may be copied */
 	struct mk_pseudo_arg *pseudo; /* owned array */
 	int npseudo;

@@ -73,6 +73,31 @@ struct mk_source {
  * files never to take in (the image being written). Caller owns *out. */
 int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out);
 
+/* Files by path, for --order and -sort: s is a second directory source over the same sources
+ * (mk_source_dir_create), never walked with next(); what it finds is what the walk would find.
+ *
+ * mk_source_dir_file: fills e for the regular file at image path rel, ready for read(): 0, 1
+ * when the walk would not give a regular file there (missing, excluded, under a symlink, the
+ * image), 2 for a directory (dirs_too), or an error. e's pointers last until the next call. */
+int mk_source_dir_file(struct mk_source *s, struct mk_ctx *c, const char *rel, bool dirs_too,
+		       struct mk_entry *e);
+/* The disk path of the file mk_source_dir_file found last (borrowed). */
+const char *mk_source_dir_disk_path(const struct mk_source *s);
+/* Calls visit with the image path of every regular file the walk would give under the directory
+ * at image path rel ("" = all), in walk order; nothing for a path that is not such a directory.
+ * A non-zero return of visit stops the listing and is returned. */
+typedef int (*mk_source_dir_visit)(void *arg, struct mk_ctx *c, const char *rel);
+int mk_source_dir_list(struct mk_source *s, struct mk_ctx *c, const char *rel,
+		       mk_source_dir_visit visit, void *arg);
+/* The image path (*out, caller frees) of the file-system path fs_path (absolute or relative to
+ * the working directory; its last component not followed): 0, or 1 when it is in no source. */
+int mk_source_dir_resolve(struct mk_source *s, struct mk_ctx *c, const char *fs_path,
+			  char **out);
+/* mksquashfs's reading of a relative sort-file path: inside one of the source directories. *out
+ * (caller frees) is the image path of the first source holding rel, *count how many do. */
+int mk_source_dir_in_sources(struct mk_source *s, struct mk_ctx *c, const char *rel,
+			     char **out, int *count);
+
 /* The tar reader (libarchive) over path ("-" or NULL: standard input), compressed or not.
  * Caller owns *out. */
 int mk_source_tar_create(struct mk_ctx *c, const char *path, struct mk_source **out);

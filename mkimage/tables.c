@@ -491,7 +491,9 @@ static int write_inodes_dirs(struct mk_ctx *c, struct sqk_super *sb, struct mk_t
 	if (!err && t->inodes.out_len)
 		err = mk_write(c, t->inodes.out, t->inodes.out_len);
 	sb->directory_table_start = c->pos;
-	return err ? err : copy_dirs(t);
+	err = err ? err : copy_dirs(t);
+	c->dir_table_end = c->pos;
+	return err;
 }
 
 int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb)

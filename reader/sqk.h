@@ -259,4 +259,13 @@ SQK_API int sqk_image_read_raw(struct sqk_image *img, uint64_t pos, void *buf, s
  * path or the offset; *out is then partial. */
 SQK_API int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out);
 
+/* The prefetch hint (common/hint.h; sqk mkimage --order or -sort): the byte ranges a start
+ * reads, for fetching them ahead. Writes up to max ranges into out (caller's array; at most
+ * SQK_HINT_MAX_RANGES exist) and their count in *n (SQK_ETOOBIG with *n set when more than max).
+ * SQK_ENOENT when the image has none (or no integrity data); SQK_ECORRUPT for a block that does
+ * not decode. Two small reads, verified when reads of img are; thread-safe. */
+#include "common/hint.h"
+SQK_API int sqk_image_hint(struct sqk_image *img, struct sqk_hint_range *out, size_t max,
+			   size_t *n);
+
 #endif

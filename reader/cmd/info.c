@@ -16,6 +16,9 @@ struct sqk_info {
 	struct sqk_image_info st;
 	int integ_rc;           /* sqk_image_integrity: 0, SQK_ENOENT or an error */
 	struct sqk_integ_trailer integ;
+	int hint_rc;            /* sqk_image_hint: 0, SQK_ENOENT or an error */
+	size_t nhint;
+	struct sqk_hint_range hint[SQK_HINT_MAX_RANGES];
 };
 
 static void info_usage(FILE *f)
@@ -38,7 +41,9 @@ static void info_usage(FILE *f)
 		"                    inode_metadata_blocks, directory_metadata_blocks, file_bytes,\n"
 		"                    sparse_bytes, integrity (\"ok\", \"none\", \"corrupt\"),\n"
 		"                    root_hash (hex or null), integrity_chunk_size (or null),\n"
-		"                    compression_ratio\n"
+		"                    compression_ratio, prefetch_hint (the ranges sqk mkimage --order\n"
+		"                    or -sort recorded: [{start, length}...], [] for none, null when\n"
+		"                    not valid), http_bytes and http_bytes_unused (remote images)\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
@@ -161,17 +166,63 @@ static void info_http(const struct sqk_info *in, bool json)
 	if (sqk_image_http_stats(in->c.img, &h))
 		return;
 	if (json)
-		printf("  \"http_requests\": %llu,\n  \"http_bytes\": %llu,\n  \"http_retries\": %llu,\n"
+		printf("  \"http_requests\": %llu,\n  \"http_bytes\": %llu,\n"
+		       "  \"http_bytes_unused\": %llu,\n  \"http_retries\": %llu,\n"
 		       "  \"disk_cache_hits\": %llu,\n  \"disk_cache_misses\": %llu,\n",
 		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
+		       (unsigned long long)h.bytes_unused,
 		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
 		       (unsigned long long)h.disk_misses);
 	else
-		printf("http:                    %llu requests, %llu bytes, %llu retries; disk cache "
-		       "%llu hits, %llu misses\n",
+		printf("http:                    %llu requests, %llu bytes (%llu fetched unused), %llu "
+		       "retries; disk cache %llu hits, %llu misses\n",
 		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
+		       (unsigned long long)h.bytes_unused,
 		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
 		       (unsigned long long)h.disk_misses);
+}
+
+/* What a hint range holds, for the text output. */
+static const char *info_hint_what(const struct sqk_super *s, const struct sqk_hint_range *r)
+{
+	if (r->start == 0)
+		return r->length > SQK_SUPER_SIZE ? "superblock and data" : "superblock";
+	return r->start >= s->inode_table_start ? "tables" : "data";
+}
+
+static void info_hint(const struct sqk_info *in, bool json)
+{
+	const struct sqk_super *s = sqk_image_super(in->c.img);
+	uint64_t total = 0;
+
+	if (json) {
+		if (in->hint_rc && in->hint_rc != SQK_ENOENT) {
+			printf("  \"prefetch_hint\": null,\n");
+			return;
+		}
+		printf("  \"prefetch_hint\": [");
+		for (size_t i = 0; i < in->nhint; i++)
+			printf("%s{\"start\": %llu, \"length\": %llu}", i ? ", " : "",
+			       (unsigned long long)in->hint[i].start,
+			       (unsigned long long)in->hint[i].length);
+		printf("],\n");
+		return;
+	}
+	if (in->hint_rc == SQK_ENOENT)
+		return;
+	if (in->hint_rc) {
+		printf("prefetch hint:           not valid (%s)\n", sqk_strerror(in->hint_rc));
+		return;
+	}
+	for (size_t i = 0; i < in->nhint; i++)
+		total += in->hint[i].length;
+	printf("prefetch hint:           %zu range%s, %.1f MiB:", in->nhint, in->nhint == 1 ? "" : "s",
+	       (double)total / 1048576.0);
+	for (size_t i = 0; i < in->nhint; i++)
+		printf("%s 0x%llx-0x%llx %s", i ? "," : "", (unsigned long long)in->hint[i].start,
+		       (unsigned long long)(in->hint[i].start + in->hint[i].length),
+		       info_hint_what(s, &in->hint[i]));
+	printf("\n");
 }
 
 static void info_print_json(const struct sqk_info *in)
@@ -219,6 +270,7 @@ static void info_print_json(const struct sqk_info *in)
 	printf("  \"file_bytes\": %llu,\n  \"sparse_bytes\": %llu,\n",
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	info_integrity_json(in);
+	info_hint(in, true);
 	info_http(in, true);
 	printf("  \"compression_ratio\": %.4f\n}\n", info_ratio(in, s));
 }
@@ -277,6 +329,7 @@ static void info_print_text(const struct sqk_info *in)
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	printf("compression ratio:       %.2f\n", info_ratio(in, s));
 	info_integrity_text(in);
+	info_hint(in, false);
 	info_http(in, false);
 }
 
@@ -323,6 +376,7 @@ static int info_run(struct sqk_info *in)
 	if (sqk_image_info(in->c.img, &in->st))
 		return 1;
 	in->integ_rc = sqk_image_integrity(in->c.img, &in->integ);
+	in->hint_rc = sqk_image_hint(in->c.img, in->hint, SQK_HINT_MAX_RANGES, &in->nhint);
 	if (in->json)
 		info_print_json(in);
 	else

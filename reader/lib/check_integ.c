@@ -8,6 +8,7 @@
 
 #include "check_internal.h"
 #include "common/endian.h"
+#include "common/hint.h"
 #include "common/integrity.h"
 
 #define READ_SPAN (8u << 20)
@@ -165,6 +166,41 @@ static void check_covers(struct chk *c, const struct sqk_integ *ig)
 			   (unsigned long long)(c->offset + sb.bytes_used));
 }
 
+/* Bytes between the padded image and the digests (inside `covered`) are a prefetch hint
+ * (common/hint.h; sqk mkimage --order): labelled as such when they decode, else reported. */
+static int check_hint(struct chk *c, const struct sqk_integ *ig)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	struct sqk_super sb;
+	struct sqk_hint_range r[4];
+	size_t n = 0;
+	uint32_t l;
+
+	if (c->offset > c->file_size || c->file_size - c->offset < sizeof(raw) ||
+	    sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
+		return 0;
+	sqk_super_decode(raw, &sb);
+	uint64_t end = (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
+	if (sb.magic != SQK_MAGIC || ig->t.covered <= end || ig->t.covered - end > SQK_HINT_MAX_LEN)
+		return 0;
+	size_t len = (size_t)(ig->t.covered - end);
+	uint8_t *blk = malloc(len);
+	if (!blk)
+		return SQK_ENOMEM;
+	int rc = sqk_io_read_at(c->io, end, blk, len);
+	if (!rc)
+		rc = sqk_hint_decode(blk, len, sb.bytes_used, r, 4, &n);
+	free(blk);
+	if (rc && rc != SQK_ETOOBIG) {
+		chk_report(c, false, end, ig->t.covered, "prefetch hint",
+			   "%zu bytes between the image and the integrity digests are not a valid "
+			   "prefetch hint (%s)", len, sqk_strerror(rc));
+		return 0;
+	}
+	rc = chk_label(c, "prefetch hint", &l);
+	return rc ? rc : chk_ival_add(c, end - c->offset, ig->t.covered - c->offset, l);
+}
+
 int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 {
 	int rc = sqk_integ_load(c->io, c->file_size, ig);
@@ -191,6 +227,8 @@ int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 	rc = check_chunks(c, ig);
 	if (rc == 0)
 		check_covers(c, ig);
+	if (rc == 0)
+		rc = check_hint(c, ig);
 	if (rc == 0 && ig->t.covered >= c->offset && ig->t.covered < c->file_size) {
 		uint32_t l;
 
