@@ -17,6 +17,8 @@
 #      in that order; stats= shows at most 16 names held.
 #   5. A trace path in a missing directory, under a regular file, or naming a directory: sqkfuse
 #      exits 1 at once naming the path, nothing is mounted, nothing is created.
+#   6. The traces of 1 and 3 feed sqk mkimage --order of the whole source: every listed path is a
+#      file of it (no "left out" warning), and the image extracts to the source.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -97,6 +99,7 @@ $(cat -A "$W/want1")"
 got=$(decode "$T") || fail "the trace does not decode to paths of the source"
 [ "$(printf '%s\n' "$got" | sed -n 4p)" = "b'w/new\\nline\\\\back\\xc3\\xa9'" ] ||
 	fail "the odd name decodes to $(printf '%s\n' "$got" | sed -n 4p)"
+cp "$T" "$W/trace1"
 info "default names: $(wc -l <"$T") files in first-read order, each once; the odd name decodes back"
 
 # 2. No names kept: every file named by the walk at unmount.
@@ -120,6 +123,7 @@ for o in "" ",names=0"; do
 	[ "$(cat "$T")" = "d1/d2/other.txt
 d1/d2/d3/deep.txt" ] || fail "subdir$o: trace is $(cat -A "$T")"
 done
+cp "$T" "$W/trace3"
 info "subdir=d1: paths relative to the image root"
 
 # 4. names=16, 600 files walked, 300 read in a shuffled order.
@@ -171,4 +175,13 @@ for bad in "$W/missing/trace.txt" "$W/plain/trace.txt" "$W/out" "$W/out/"; do
 	[ ! -e "$W/missing" ] || fail "trace=$bad: $W/missing was created"
 done
 info "unwritable trace paths: exit 1 before mounting, naming the path: $(head -n 1 "$W/err5")"
+
+# 6. The traces feed sqk mkimage --order.
+for t in trace1 trace3; do
+	sqk_build -q --order "$W/$t" "$S" "$W/ordered_$t.sqsh"
+	grep -q 'left out' "$TMP/build.err" && fail "--order $t: $(cat "$TMP/build.err")"
+	must "$SQK" extract "$W/ordered_$t.sqsh" "$W/x_$t"
+	tree_equal "--order $t" "$S" "$W/x_$t"
+done
+info "the traces feed sqk mkimage --order: every path found, the image extracts to the source"
 exit 0
