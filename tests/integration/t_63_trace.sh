@@ -15,8 +15,9 @@
 #   4. names=16 over 600 files walked first (find, ls -lR: the table evicts nearly every name
 #      before the read), 300 files read in a shuffled order: the trace names each of them right,
 #      in that order; stats= shows at most 16 names held.
-#   5. A trace path in a missing directory, under a regular file, or naming a directory: sqkfuse
-#      exits 1 at once naming the path, nothing is mounted, nothing is created.
+#   5. A trace path in a missing directory, under a regular file, naming a directory, or (run as
+#      nobody) in a directory without write permission: sqkfuse exits 1 at once naming the path,
+#      nothing is mounted, nothing is created.
 #   6. The traces of 1 and 3 feed sqk mkimage --order of the whole source: every listed path is a
 #      file of it (no "left out" warning), and the image extracts to the source.
 . "$(dirname "$0")/lib.sh"
@@ -163,18 +164,26 @@ info "names=16: 300 of 600 files read after a walk, all named in order ($names n
 
 # 5. Trace paths that cannot be written fail the mount at once.
 touch "$W/plain"
-for bad in "$W/missing/trace.txt" "$W/plain/trace.txt" "$W/out" "$W/out/"; do
-	before=$(ls -A "$W/out")
+mkdir -p "$W/ro"
+chmod 555 "$W/ro"
+chmod 644 "$W/img.sqsh"
+AS=""
+command -v setpriv >/dev/null && AS="setpriv --reuid=65534 --regid=65534 --clear-groups"
+for bad in "$W/missing/trace.txt" "$W/plain/trace.txt" "$W/out" "$W/out/" ${AS:+"$W/ro/trace.txt"}; do
+	before=$(ls -A "$W/out" "$W/ro")
 	mkdir -p "$W/mnt5"
+	as=""
+	[ "$bad" = "$W/ro/trace.txt" ] && as=$AS
 	# a mount that wrongly succeeds serves in the foreground: the timeout ends it
-	timeout 20 "$SQKFUSE" "$W/img.sqsh" "$W/mnt5" -f -o trace="$bad" 2>"$W/err5" && rc=0 || rc=$?
+	timeout 20 $as "$SQKFUSE" "$W/img.sqsh" "$W/mnt5" -f -o trace="$bad" 2>"$W/err5" && rc=0 || rc=$?
 	[ "$rc" = 1 ] || fail "trace=$bad: exit status $rc, want 1"
 	mountpoint -q "$W/mnt5" && fail "trace=$bad: something is mounted"
 	grep -qF "trace to '$bad'" "$W/err5" || fail "trace=$bad: the message does not name it: $(cat "$W/err5")"
-	[ "$(ls -A "$W/out")" = "$before" ] || fail "trace=$bad: files appeared in $W/out"
+	[ "$(ls -A "$W/out" "$W/ro")" = "$before" ] || fail "trace=$bad: files appeared in $W/out or $W/ro"
 	[ ! -e "$W/missing" ] || fail "trace=$bad: $W/missing was created"
 done
 info "unwritable trace paths: exit 1 before mounting, naming the path: $(head -n 1 "$W/err5")"
+[ -n "$AS" ] || info "no setpriv: the unwritable directory case was not run"
 
 # 6. The traces feed sqk mkimage --order.
 for t in trace1 trace3; do
