@@ -1,0 +1,289 @@
+/* Check suite for what the reader tells the io about fetching ahead (reader/lib/stream.c): an
+ * image read through a recording io (every read with the sqk_io_ahead it came with). A file read
+ * on its own may be fetched ahead up to the end of its own data blocks and no further; three
+ * files read whole in image order make a walk, whose reads may be fetched ahead to the end of
+ * the image; a file read out of that order ends the walk; files read whole with other files'
+ * blocks between them never make one. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/io.h"
+#include "mkimage/mk.h"
+#include "mkimage/options.h"
+#include "mkimage/source.h"
+#include "reader/sqk.h"
+#include "testutil.h"
+
+#define NFILES 10
+#define FBLOCKS 5u
+#define BS 4096u
+#define MAXREC 4096
+
+struct rec {
+	uint64_t off, len, stream, limit;
+};
+
+/* An io forwarding to inner (borrowed) that records every read and its hint. */
+struct rec_io {
+	struct sqk_io base;
+	struct sqk_io *inner;
+	pthread_mutex_t mu;
+	struct rec r[MAXREC];
+	size_t n;
+};
+
+static char tree[64];
+static struct sqk_io *mem;
+
+static int rec_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t len,
+		     const struct sqk_io_ahead *a)
+{
+	struct rec_io *r = (struct rec_io *)io;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->n < MAXREC)
+		r->r[r->n++] = (struct rec){ off, len, a ? a->stream : 0, a ? a->limit : 0 };
+	pthread_mutex_unlock(&r->mu);
+	return sqk_io_read_at(r->inner, off, buf, len);
+}
+
+static int rec_read(struct sqk_io *io, uint64_t off, void *buf, size_t len)
+{
+	return rec_ahead(io, off, buf, len, NULL);
+}
+
+static int rec_write(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
+{
+	return -1;
+}
+
+static int rec_size(struct sqk_io *io, uint64_t *size)
+{
+	return sqk_io_get_size(((struct rec_io *)io)->inner, size);
+}
+
+static int rec_sync(struct sqk_io *io)
+{
+	return 0;
+}
+
+static void rec_destroy(struct sqk_io *io)
+{
+}
+
+static const struct sqk_io_ops rec_ops = {
+	.read_at = rec_read,
+	.write_at = rec_write,
+	.get_size = rec_size,
+	.sync = rec_sync,
+	.destroy = rec_destroy,
+	.read_ahead = rec_ahead,
+};
+
+/* f00..f09: FBLOCKS blocks of random bytes each (stored raw, so each file's data is exactly
+ * FBLOCKS * BS bytes at its blocks_start), written in name order by the builder. */
+static void setup(void)
+{
+	static char *argv[] = { "mkimage", "-q", "-b", "4K", "--no-fragments", tree,
+				"/nonexistent/x.sqsh", NULL };
+	struct mk_options o;
+	struct mk_ctx c;
+	struct sqk_super sb;
+	struct mk_source *source = NULL;
+	uint8_t buf[FBLOCKS * BS];
+	char p[128];
+
+	snprintf(tree, sizeof(tree), "/tmp/sqk-stream-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tree));
+	for (int i = 0; i < NFILES; i++) {
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/f%02d", tree, i);
+		f = fopen(p, "wb");
+		ck_assert_ptr_nonnull(f);
+		test_fill_random(buf, sizeof(buf), 1000u + (unsigned)i);
+		ck_assert_uint_eq(fwrite(buf, 1, sizeof(buf), f), sizeof(buf));
+		fclose(f);
+	}
+	argv[5] = tree;
+	ck_assert_int_eq(mk_options_parse(7, argv, &o), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	c.out = mem;
+	ck_assert_int_eq(mk_source_dir_create(&c, &source), 0);
+	ck_assert_msg(mk_build(&c, source, &sb) == 0, "build: %s", c.errmsg);
+	mk_source_destroy(source);
+	c.out = NULL;
+	mk_ctx_free(&c);
+	mk_options_free(&o);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	sqk_io_destroy(mem);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct rec_io *rec_new(void)
+{
+	struct rec_io *r = calloc(1, sizeof(*r));
+
+	ck_assert_ptr_nonnull(r);
+	r->base.ops = &rec_ops;
+	r->inner = mem;
+	pthread_mutex_init(&r->mu, NULL);
+	return r;
+}
+
+static struct sqk_image *open_rec(struct rec_io *r)
+{
+	struct sqk_open_opts o = { .readahead_blocks = 16, .threads = 1 };
+	struct sqk_image *img;
+
+	ck_assert_int_eq(sqk_image_open_io(&r->base, &o, &img), 0);
+	return img;
+}
+
+/* Reads file i whole; *ino gets the inode. Returns the index of its first recorded read. */
+static size_t read_whole(struct sqk_image *img, struct rec_io *r, int i, struct sqk_inode *ino)
+{
+	uint8_t buf[FBLOCKS * BS + 1], want[FBLOCKS * BS];
+	char name[8];
+	size_t first;
+
+	snprintf(name, sizeof(name), "f%02d", i);
+	ck_assert_int_eq(sqk_lookup_path(img, name, ino), 0);
+	first = r->n;
+	ck_assert_int_eq(sqk_read(img, ino, buf, sizeof(buf), 0), (ssize_t)sizeof(want));
+	test_fill_random(want, sizeof(want), 1000u + (unsigned)i);
+	ck_assert(memcmp(buf, want, sizeof(want)) == 0);
+	return first;
+}
+
+/* The reads recorded from index first on that touch file ino's blocks: all with the hint
+ * (stream, limit), and at least one of them. */
+static void assert_hints(struct rec_io *r, size_t first, const struct sqk_inode *ino,
+			 uint64_t stream, uint64_t limit)
+{
+	uint64_t s = ino->blocks_start, e = s + FBLOCKS * BS;
+	unsigned seen = 0;
+
+	for (size_t k = first; k < r->n; k++) {
+		if (r->r[k].off + r->r[k].len <= s || r->r[k].off >= e)
+			continue;
+		ck_assert_msg(r->r[k].stream == stream && r->r[k].limit == limit,
+			      "read at %llu: stream %llu limit %llu, want %llu %llu",
+			      (unsigned long long)r->r[k].off, (unsigned long long)r->r[k].stream,
+			      (unsigned long long)r->r[k].limit, (unsigned long long)stream,
+			      (unsigned long long)limit);
+		seen++;
+	}
+	ck_assert_uint_gt(seen, 0);
+}
+
+START_TEST(test_file_alone)
+{
+	struct rec_io *r = rec_new();
+	struct sqk_image *img = open_rec(r);
+	struct sqk_inode in;
+	size_t at = read_whole(img, r, 4, &in);
+
+	/* its own stream, fetched ahead no further than its last block */
+	assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
+	sqk_image_close(img);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_walk)
+{
+	struct rec_io *r = rec_new();
+	struct sqk_image *img = open_rec(r);
+	struct sqk_inode in;
+	size_t at;
+
+	for (int i = 0; i < 3; i++) {
+		at = read_whole(img, r, i, &in);
+		assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
+	}
+	/* three files whole in image order: the next ones are a walk, fetched ahead to the end */
+	for (int i = 3; i < 6; i++) {
+		at = read_whole(img, r, i, &in);
+		assert_hints(r, at, &in, UINT64_MAX, UINT64_MAX);
+	}
+	/* a file out of order ends the walk */
+	at = read_whole(img, r, 8, &in);
+	assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
+	at = read_whole(img, r, 9, &in);
+	assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
+	sqk_image_close(img);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_skips_are_no_walk)
+{
+	struct rec_io *r = rec_new();
+	struct sqk_image *img = open_rec(r);
+	struct sqk_inode in;
+
+	/* every other file, whole, in image order: another file's 5 blocks lie between them */
+	for (int i = 0; i < NFILES; i += 2) {
+		size_t at = read_whole(img, r, i, &in);
+
+		assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
+	}
+	sqk_image_close(img);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_partial_reads_are_no_walk)
+{
+	struct rec_io *r = rec_new();
+	struct sqk_image *img = open_rec(r);
+	struct sqk_inode in;
+	uint8_t buf[BS];
+	size_t at;
+
+	/* the first block of each of three files, not the whole: no walk */
+	for (int i = 0; i < 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "f%02d", i);
+		ck_assert_int_eq(sqk_lookup_path(img, name, &in), 0);
+		ck_assert_int_eq(sqk_read(img, &in, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	}
+	at = read_whole(img, r, 3, &in);
+	assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
+	sqk_image_close(img);
+	free(r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("stream");
+	TCase *t = tcase_create("hints");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, test_file_alone);
+	tcase_add_test(t, test_walk);
+	tcase_add_test(t, test_skips_are_no_walk);
+	tcase_add_test(t, test_partial_reads_are_no_walk);
+	tcase_set_timeout(t, 60);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(suite());
+}
