@@ -75,6 +75,16 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 		       (unsigned long long)(c->reuse ? c->reuse->blocks : 0),
 		       c->reuse ? (double)c->reuse->bytes / 1048576.0 : 0.0,
 		       (unsigned long long)(c->reuse ? c->reuse->frag_blocks : 0), c->opt->reuse);
+	if (c->order) {
+		uint64_t bytes;
+		size_t n = mk_order_count(c, &bytes);
+		printf("order      %zu files laid out first (%.2f MiB); prefetch hint: ", n,
+		       (double)bytes / 1048576.0);
+		if (c->hint_ranges)
+			printf("%zu ranges\n", c->hint_ranges);
+		else
+			printf("none\n");
+	}
 	if (c->have_root) {
 		char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
 		sqk_integ_hex(c->root_hash, hex);
