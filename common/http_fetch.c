@@ -3,7 +3,9 @@
  * once, requests for data a reader waits on ahead of readahead. Each response is checked before
  * its body is taken: 206 with a Content-Range naming exactly the bytes asked for and the image's
  * size, and the ETag seen at open. Timeouts, resets, 5xx and short bodies are retried with
- * exponential backoff and jitter; the rest fails at once. */
+ * exponential backoff and jitter; the rest fails at once. The first 4 KiB of a failed answer's
+ * body are kept, so an S3 error document can be named. s3:// images: each request is signed
+ * (AWS Signature V4, by libcurl) when it starts, so retries carry a fresh date. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "error.h"
 #include "http_internal.h"
 
 #define BACKOFF_MS 100u
 #define BACKOFF_MAX_MS 5000u
+#define ERRBODY_MAX 4096u /* bytes of a failed answer's body kept for its message */
 
 uint64_t sqk_http_now_ms(void)
 {
@@ -46,6 +51,7 @@ void sqk_http_job_free(struct http_job *j)
 		return;
 	free(j->ch);
 	free(j->flat);
+	free(j->errbody);
 	free(j);
 }
 
@@ -107,7 +113,9 @@ static size_t on_header(char *b, size_t sz, size_t n, void *ud)
 
 	if (len >= 5 && !strncmp(b, "HTTP/", 5)) { /* a new response (redirects) */
 		j->have_cr = false;
-		j->etag[0] = j->lastmod[0] = '\0';
+		j->etag[0] = j->lastmod[0] = j->bucket_region[0] = '\0';
+	} else if (header_is(b, len, "x-amz-bucket-region:", &vl)) {
+		header_value(b + len - vl, vl, j->bucket_region, sizeof(j->bucket_region));
 	} else if (header_is(b, len, "content-range:", &vl)) {
 		header_value(b + len - vl, vl, v, sizeof(v));
 		parse_content_range(j, v);
@@ -119,7 +127,42 @@ static size_t on_header(char *b, size_t sz, size_t n, void *ud)
 	return len;
 }
 
-/* The response before its body is used: a 206 for exactly the bytes asked for. */
+/* A failed status (not 200 or 206), once its body is in: why names it (for S3, with what the
+ * error document says); 5xx, 408 and 429 are worth a retry, the rest is not. */
+static void set_status_why(struct http_job *j)
+{
+	long st = j->status;
+	bool transient = st >= 500 || st == 408 || st == 429;
+	char msg[sizeof(j->why)];
+
+	if (!j->h->s3) {
+		j->fail_rc = SQK_EIO;
+		set_why(j, !transient, "HTTP status %ld", st);
+		return;
+	}
+	j->fail_rc = sqk_s3_explain(j->h->s3, st, j->errbody, j->errbody_len, j->bucket_region,
+				    msg, sizeof(msg));
+	set_why(j, !transient, "%s", msg);
+}
+
+/* Keeps the first ERRBODY_MAX bytes of a failed answer's body; then stops the transfer. */
+static size_t keep_errbody(struct http_job *j, const char *p, size_t len)
+{
+	size_t take = ERRBODY_MAX - j->errbody_len;
+
+	if (!j->errbody)
+		j->errbody = malloc(ERRBODY_MAX);
+	if (!j->errbody)
+		return 0;
+	if (take > len)
+		take = len;
+	memcpy(j->errbody + j->errbody_len, p, take);
+	j->errbody_len += take;
+	return j->errbody_len < ERRBODY_MAX ? len : 0;
+}
+
+/* The response before its body is used: a 206 for exactly the bytes asked for. A failed status
+ * only marks the job (bad_status): outcome() names it once its body is in. */
 static bool check_response(struct http_job *j)
 {
 	struct sqk_http *h = j->h;
@@ -127,16 +170,12 @@ static bool check_response(struct http_job *j)
 
 	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &st);
 	j->status = st;
-	if (st >= 500 || st == 408 || st == 429) {
-		set_why(j, false, "HTTP status %ld", st);
-		return false;
-	}
 	if (st == 200) {
 		set_why(j, true, "the server ignored the Range request (200 with the whole body)");
 		return false;
 	}
 	if (st != 206) {
-		set_why(j, true, "HTTP status %ld", st);
+		j->bad_status = true;
 		return false;
 	}
 	if (!j->have_cr) {
@@ -205,8 +244,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 	struct http_job *j = ud;
 	size_t len = sz * n;
 
-	if (j->status == 0 && !check_response(j))
+	if (j->status == 0 && !check_response(j) && !j->bad_status)
 		return 0; /* aborts the transfer; why says what was wrong */
+	if (j->bad_status)
+		return keep_errbody(j, p, len);
 	if (len > j->len - j->got) {
 		set_why(j, true, "the server sent more than the %zu bytes asked for", j->len);
 		return 0;
@@ -215,6 +256,23 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 	sink(j, p, len);
 	j->got += len;
 	return len;
+}
+
+/* An S3 request: the key's path as it is (no dot segments removed: they are part of the key),
+ * no redirects followed (S3 answers a wrong region with one, named in the message), and signed
+ * by libcurl with Signature V4: the date is taken when the request is sent, so every retry,
+ * a new easy handle, is signed anew. The signed headers are Host, X-Amz-Date and every header of
+ * the list (x-amz-content-sha256: UNSIGNED-PAYLOAD and x-amz-security-token among them); the
+ * Range header is not in that list, which S3 allows. */
+static void s3_options(const struct sqk_s3 *s, CURL *e)
+{
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	if (!s->sign)
+		return;
+	curl_easy_setopt(e, CURLOPT_AWS_SIGV4, s->sigv4);
+	curl_easy_setopt(e, CURLOPT_USERNAME, s->creds.access_key);
+	curl_easy_setopt(e, CURLOPT_PASSWORD, s->creds.secret_key);
 }
 
 static int start(struct sqk_http *h, struct http_job *j)
@@ -227,8 +285,11 @@ static int start(struct sqk_http *h, struct http_job *j)
 	j->got = 0;
 	j->status = 0;
 	j->have_cr = false;
-	j->why[0] = j->errbuf[0] = '\0';
+	j->why[0] = j->errbuf[0] = j->bucket_region[0] = '\0';
 	j->permanent = false;
+	j->bad_status = false;
+	j->fail_rc = 0;
+	j->errbody_len = 0;
 	snprintf(j->range, sizeof(j->range), "%llu-%llu", (unsigned long long)j->off,
 		 (unsigned long long)(j->off + j->len - 1));
 	curl_easy_setopt(e, CURLOPT_URL, h->url);
@@ -253,6 +314,8 @@ static int start(struct sqk_http *h, struct http_job *j)
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "squashkit");
 	if (h->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file);
+	if (h->s3)
+		s3_options(h->s3, e);
 	atomic_fetch_add(&h->n_requests, 1);
 	if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
 		curl_easy_cleanup(e);
@@ -267,11 +330,18 @@ static int start(struct sqk_http *h, struct http_job *j)
 	return 0;
 }
 
-/* Classifies a finished transfer: 0, or SQK_EIO with why (and permanent) set. */
+/* Classifies a finished transfer: 0, or SQK_E* (SQK_EIO unless a failed status says more) with
+ * why (and permanent) set. */
 static int outcome(struct http_job *j, CURLcode res)
 {
 	if (j->why[0])
 		return SQK_EIO;
+	if (res == CURLE_OK && j->status == 0 && !check_response(j) && !j->bad_status)
+		return SQK_EIO; /* an answer without a body */
+	if (j->bad_status) {
+		set_status_why(j);
+		return j->fail_rc ? j->fail_rc : SQK_EIO;
+	}
 	if (res != CURLE_OK) {
 		bool perm = res == CURLE_UNSUPPORTED_PROTOCOL || res == CURLE_URL_MALFORMAT ||
 			    res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_TOO_MANY_REDIRECTS;
@@ -279,8 +349,6 @@ static int outcome(struct http_job *j, CURLcode res)
 		set_why(j, perm, "%s", j->errbuf[0] ? j->errbuf : curl_easy_strerror(res));
 		return SQK_EIO;
 	}
-	if (j->status == 0 && !check_response(j))
-		return SQK_EIO;
 	if (j->got != j->len) {
 		set_why(j, false, "short body: %zu of %zu bytes", j->got, j->len);
 		return SQK_EIO;
@@ -536,4 +604,52 @@ void sqk_http_thread_stop(struct sqk_http *h)
 	curl_multi_wakeup(h->multi);
 	pthread_join(h->thread, NULL);
 	h->thread_pid = 0;
+}
+
+/* The headers of every S3 request: the payload is not signed (GETs have none), and the session
+ * token of temporary credentials. */
+static int s3_headers(struct sqk_http *h)
+{
+	const struct sqk_s3 *s = h->s3;
+	struct curl_slist *l;
+	char *tok = NULL;
+
+	if (!s->sign)
+		return 0;
+	l = curl_slist_append(h->hdrs, "x-amz-content-sha256: " SQK_S3_UNSIGNED_PAYLOAD);
+	if (!l)
+		return SQK_ENOMEM;
+	h->hdrs = l;
+	if (!s->creds.token)
+		return 0;
+	if (asprintf(&tok, "x-amz-security-token: %s", s->creds.token) < 0)
+		return SQK_ENOMEM;
+	l = curl_slist_append(h->hdrs, tok);
+	OPENSSL_cleanse(tok, strlen(tok));
+	free(tok);
+	if (!l)
+		return SQK_ENOMEM;
+	h->hdrs = l;
+	return 0;
+}
+
+/* Borrows url; h owns what it sets. The name is the s3:// URL itself (it holds no secret). */
+int sqk_http_s3_init(struct sqk_http *h, const char *url)
+{
+	char msg[512] = "";
+	int rc;
+
+	h->name = strdup(url);
+	if (!h->name)
+		return SQK_ENOMEM;
+	rc = sqk_s3_resolve(url, h->o.s3_endpoint, h->o.no_sign_request, &h->s3, msg, sizeof(msg));
+	if (rc) {
+		if (rc != SQK_ENOMEM)
+			sqk_http_logf(h, "%s: %s", h->name, msg);
+		return rc;
+	}
+	h->url = strdup(h->s3->url);
+	if (!h->url)
+		return SQK_ENOMEM;
+	return s3_headers(h);
 }

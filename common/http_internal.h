@@ -13,6 +13,7 @@
 #include "http_cache.h"
 #include "integrity.h"
 #include "io_http.h"
+#include "s3.h"
 
 /* Transfers at once for data readers wait on (readahead has `connections` of its own). */
 #define SQK_HTTP_DEMAND_MAX 32u
@@ -55,8 +56,13 @@ struct http_job {
 	bool done;               /* flat jobs: finished (rc set) */
 	int rc;
 	bool permanent;          /* the failure is not worth a retry */
-	char why[160];
+	char why[256];
 	long status;
+	bool bad_status;         /* not 200/206: the body is an error document, kept in errbody */
+	int fail_rc;             /* the SQK_E* code the status means (0: SQK_EIO) */
+	char *errbody;           /* the first bytes (<= 4 KiB) of a failed answer's body */
+	size_t errbody_len;
+	char bucket_region[64];  /* x-amz-bucket-region of the answer (S3) */
 	uint64_t cr_first, cr_last, cr_total; /* Content-Range of the response */
 	bool have_cr;
 	char etag[128], lastmod[64];
@@ -74,6 +80,7 @@ struct sqk_http {
 	char *url;               /* as given (may hold a presigned query: never printed) */
 	char *name;              /* scheme://host/path without credentials or query */
 	char *ca_file;
+	struct sqk_s3 *s3;       /* s3:// URLs: the object, region and credentials (s3.h) */
 	struct sqk_http_opts o;
 	struct curl_slist *hdrs;
 	unsigned retries, timeout_s, conns;
@@ -131,6 +138,9 @@ void sqk_http_thread_stop(struct sqk_http *h);
 void sqk_http_promote(struct sqk_http *h, uint64_t k);
 struct http_job *sqk_http_job_new(struct sqk_http *h, uint64_t off, size_t len);
 void sqk_http_job_free(struct http_job *j);
+/* For an s3:// url: resolves it (h->s3, h->url, h->name) and adds the headers every request
+ * sends; SQK_E* after logging why. Called from setup, before the other headers. */
+int sqk_http_s3_init(struct sqk_http *h, const char *url);
 
 /* io_http.c: a chunk transfer ended (mu held): its remaining chunks become FETCHED or FAILED. */
 void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc);

@@ -47,7 +47,8 @@ void sqk_http_logf(struct sqk_http *h, const char *fmt, ...)
 /* Borrows s. */
 bool sqk_is_url(const char *s)
 {
-	return s && (!strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8));
+	return s && (!strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8) ||
+		     sqk_s3_is_url(s));
 }
 
 /* Borrows io. */
@@ -681,6 +682,7 @@ static void http_destroy(struct sqk_io *io)
 	free(h->url);
 	free(h->name);
 	free(h->ca_file);
+	sqk_s3_free(h->s3);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -991,7 +993,8 @@ static int open_cache(struct sqk_http *h)
 		return 0;
 	if (h->has_integ)
 		sqk_integ_hex(h->integ.t.root, hex);
-	n = asprintf(&id, "%s\n%s\n%s\n%llu\n%s", h->name, h->etag, h->lastmod,
+	/* s3: the resolved URL, so one key on two endpoints is two images */
+	n = asprintf(&id, "%s\n%s\n%s\n%llu\n%s", h->s3 ? h->url : h->name, h->etag, h->lastmod,
 		     (unsigned long long)h->size, hex);
 	if (n < 0)
 		return SQK_ENOMEM;
@@ -1032,8 +1035,16 @@ static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts
 	h->o.ca_file = NULL;
 	if (o && o->ca_file && !h->ca_file)
 		return SQK_ENOMEM;
-	h->url = strdup(url);
-	h->name = sqk_url_display(url);
+	if (sqk_s3_is_url(url)) {
+		int rc = sqk_http_s3_init(h, url);
+
+		h->o.s3_endpoint = NULL; /* borrowed: resolved into h->s3 */
+		if (rc)
+			return rc;
+	} else {
+		h->url = strdup(url);
+		h->name = sqk_url_display(url);
+	}
 	h->tab_size = TAB_SIZE;
 	h->tab = calloc(h->tab_size, sizeof(*h->tab));
 	h->multi = curl_multi_init();

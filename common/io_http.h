@@ -59,7 +59,7 @@ struct sqk_http_stats {
 	uint64_t corrupt;        /* chunks that failed their SHA-256 check */
 };
 
-/* True when s starts with http:// or https:// (case-insensitive). Borrows s. */
+/* True when s starts with http://, https:// or s3:// (case-insensitive). Borrows s. */
 SQK_API bool sqk_is_url(const char *s);
 
 /* Opens the image at url (borrowed; opts borrowed, NULL = defaults): probes its size and
