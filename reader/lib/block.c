@@ -177,7 +177,8 @@ static int read_block_bytes(struct sqk_image *img, uint64_t pos, void *buf, size
 			    uint32_t ino)
 {
 	struct sqk_io_ahead tmp;
-	int rc = sqk_img_read_raw_ahead(img, pos, buf, len, sqk_stream_ahead(img, NULL, &tmp));
+	int rc = sqk_img_read_raw_ahead(img, pos, buf, len,
+					sqk_stream_ahead(img, NULL, pos, &tmp));
 
 	return rc ? rc : sqk_verify_range(img, pos, buf, len, ino);
 }

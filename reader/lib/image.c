@@ -201,6 +201,27 @@ static void prefetch_tables(struct sqk_io *io)
 	sqk_io_http_prefetch(io, sb.inode_table_start, sb.bytes_used - sb.inode_table_start);
 }
 
+/* Loads the image's prefetch hint (the working set it was laid out for: sqk mkimage --order /
+ * -sort; a walk through it is fetched ahead to its end only) and, when fetch, starts fetching
+ * its ranges in parallel parts and returns at once: the program starts while they arrive, and
+ * a read of bytes still on their way waits for them. */
+static void load_hint(struct sqk_image *img, bool fetch)
+{
+	struct sqk_hint_range *fit;
+	struct sqk_hint_range *r = malloc(SQK_HINT_MAX_RANGES * sizeof(*r));
+	size_t n = 0;
+
+	if (!r || sqk_image_hint(img, r, SQK_HINT_MAX_RANGES, &n) || n == 0) {
+		free(r);
+		return;
+	}
+	for (size_t i = 0; fetch && i < n; i++)
+		sqk_io_http_prefetch_async(img->io, img->base + r[i].start, r[i].length);
+	fit = realloc(r, n * sizeof(*r));
+	img->hint = fit ? fit : r;
+	img->nhint = n;
+}
+
 /* Borrows url and opts; caller owns *out. */
 int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out)
 {
@@ -235,6 +256,7 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 	if (!rc) {
 		(*out)->remote_verified = sqk_io_http_verified(io);
 		(*out)->lazy_first = true;
+		load_hint(*out, !o.no_prefetch);
 	}
 	return rc;
 }
@@ -309,6 +331,7 @@ void sqk_image_close(struct sqk_image *img)
 	free(img->frags);
 	free(img->xattr_index);
 	sqk_verify_free(img);
+	free(img->hint);
 	free(img->name);
 	free(img);
 }

@@ -113,6 +113,8 @@ struct sqk_image {
 	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
 	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */
 	struct sqk_walk walk;
+	struct sqk_hint_range *hint; /* remote: the prefetch hint's ranges, set at open */
+	size_t nhint;
 };
 
 /* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
@@ -200,6 +202,6 @@ void sqk_walk_free(struct sqk_walk *w);
 void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off);
 void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end);
 const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,
-					    struct sqk_io_ahead *tmp);
+					    uint64_t pos, struct sqk_io_ahead *tmp);
 
 #endif

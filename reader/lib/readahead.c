@@ -271,7 +271,7 @@ static int fetch_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, b
 	bt->img = img;
 	bt->buf = rabuf_get(&img->rabufs, total ? (size_t)total : 1, &bt->cap);
 	rc = bt->buf ? sqk_img_read_raw_ahead(img, bt->jobs[0].pos, bt->buf, total,
-					      sqk_stream_ahead(img, fi, &ahead))
+					      sqk_stream_ahead(img, fi, bt->jobs[0].pos, &ahead))
 		     : SQK_ENOMEM;
 	if (rc) {
 		for (unsigned i = 0; i < n; i++) {

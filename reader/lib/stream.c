@@ -5,7 +5,8 @@
  * starting where the one before ended give or take WALK_GAP_BLOCKS blocks (fragment blocks
  * written between them), as tar of the tree reads them) does one stream run across files, up to the end of the image; the first
  * file read out of that order ends it. Files without data blocks (small files, all in fragment
- * blocks) neither extend nor break a walk. */
+ * blocks) neither extend nor break a walk. Inside a range of the image's prefetch hint, a walk
+ * is fetched ahead to the range's end only. */
 #include "internal.h"
 
 #define WALK_FILES 3u
@@ -85,16 +86,29 @@ void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end)
 		read_whole(img, fi);
 }
 
-/* What the io may fetch ahead of a read of fi's data (fi NULL: a data or fragment block read
- * on demand): fi's own blocks, or the rest of the image during a walk; NULL = nothing. *tmp
- * holds the answer. */
+/* Where a walk at image position pos may be fetched ahead to: the end of the prefetch hint's
+ * range that holds pos (the image says its working set ends there; the range itself was
+ * fetched at open), else the end of the image. */
+static uint64_t walk_limit(const struct sqk_image *img, uint64_t pos)
+{
+	for (size_t i = 0; i < img->nhint; i++) {
+		if (pos >= img->hint[i].start && pos - img->hint[i].start < img->hint[i].length)
+			return img->base + img->hint[i].start + img->hint[i].length;
+	}
+	return UINT64_MAX;
+}
+
+/* What the io may fetch ahead of a read at image position pos of fi's data (fi NULL: a data or
+ * fragment block read on demand): fi's own blocks, or the rest of the image during a walk;
+ * NULL = nothing. *tmp holds the answer. */
 const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,
-					    struct sqk_io_ahead *tmp)
+					    uint64_t pos, struct sqk_io_ahead *tmp)
 {
 	bool walk = atomic_load(&img->walk.on);
 
 	if (walk && (!fi || atomic_load(&fi->in_walk))) {
-		*tmp = (struct sqk_io_ahead){ .stream = WALK_STREAM, .limit = UINT64_MAX };
+		*tmp = (struct sqk_io_ahead){ .stream = WALK_STREAM,
+					      .limit = walk_limit(img, pos) };
 		return tmp;
 	}
 	if (!fi)

@@ -8,6 +8,9 @@
 #  2. stats= reports http_bytes_unused, and it is small for that workload
 #  3. a walk through the image in its own order (tar of the whole tree) still fetches ahead
 #     across files: few requests, each byte at most once, and the same bytes as the source
+#  4. an image built with --order carries a prefetch hint: a mount fetches its ranges at once,
+#     before anything is read, and reading the listed files then fetches nothing more; with
+#     -o noprefetch the mount fetches only what the open needs
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -91,4 +94,41 @@ info "tar of the tree: $nreq requests, $nbytes bytes served (image $SIZE)"
 # 120 files read one after the other: without readahead across files each would cost at least
 # one request of its own
 [ "$nreq" -lt 60 ] || fail "the walk took $nreq requests: no readahead across files"
+
+# ---- 4. the prefetch hint of an access-ordered image -----------------------------------------
+printf 'd03/c\nd07/a\nd11/f\nd00/b\n' >"$W/trace"
+run_capture order "$SQK" mkimage -q --order "$W/trace" "$W/src" "$W/www/ord.sqsh"
+[ "$RC" = 0 ] || { show_err; fail "mkimage --order failed"; }
+HINT=$("$SQK" info --json "$W/www/ord.sqsh" | python3 -c 'import json, sys; print(sum(r["length"] for r in json.load(sys.stdin)["prefetch_hint"]))') ||
+	fail "sqk info --json shows no prefetch_hint"
+[ "$HINT" -ge $(( 4 * 768 * 1024 )) ] || fail "the hint covers $HINT bytes, less than the 4 ordered files"
+OSIZE=$(stat -c %s "$W/www/ord.sqsh")
+rm -rf "$W/cache"
+mark=$(http_log_mark)
+fuse_mount "$HTTP_URL/ord.sqsh" "$W/m" -o "cache_dir=$W/cache"
+# nothing is read: the hint's ranges arrive on their own (nginx logs a request when it ends)
+got=0
+for i in $(seq 100); do
+	read -r nreq got <<<"$(http_log_bytes "$mark")"
+	[ "$got" -ge "$HINT" ] && break
+	sleep 0.1
+done
+info "ordered image ($OSIZE bytes, hint $HINT bytes): $got bytes fetched before any read"
+[ "$got" -ge "$HINT" ] || fail "the mount fetched $got bytes of a $HINT-byte hint without reads"
+before=$got
+for f in d03/c d07/a d11/f d00/b; do
+	cmp -s "$W/src/$f" "$W/m/$f" || fail "$f differs through the mount of the ordered image"
+done
+fuse_umount "$W/m"
+read -r nreq got <<<"$(http_log_bytes "$mark")"
+info "after reading the 4 listed files: $got bytes in $nreq requests"
+[ "$got" -le $(( HINT + 4 * CH + (META / CH + 2) * CH )) ] || fail "reading the listed files fetched $((got - before)) bytes beyond the prefetched hint"
+rm -rf "$W/cache"
+mark=$(http_log_mark)
+fuse_mount "$HTTP_URL/ord.sqsh" "$W/m" -o "cache_dir=$W/cache" -o noprefetch
+sleep 1
+fuse_umount "$W/m"
+read -r nreq got <<<"$(http_log_bytes "$mark")"
+info "-o noprefetch: $got bytes in $nreq requests"
+[ "$got" -le $(( 4 * CH + (META / CH + 2) * CH )) ] || fail "with -o noprefetch the mount fetched $got bytes"
 exit 0
