@@ -370,9 +370,9 @@ static int sort_line(struct mk_ctx *c, struct mk_order *o, char *line, size_t le
 		r = 1;
 	if (!r)
 		r = mk_source_dir_file(o->src, c, img, true, &e);
-	if (r > 0)
+	if (r == 1)
 		miss(m, name);
-	if (r >= 0 && r != 1)
+	if (r == 0 || r == 2)
 		r = pm_put(c, &o->sort, img, prio, NULL);
 	free(img);
 	return r > 0 ? 0 : r;
@@ -492,9 +492,10 @@ static int sort_front(struct mk_ctx *c, struct mk_order *o)
 static void warn_missing(const char *opt, const struct missing *m)
 {
 	if (m->n)
-		fprintf(stderr, "sqk mkimage: %s: %llu listed path%s not a regular file of the source "
-			"(first: '%s'); left out of the order\n", opt, (unsigned long long)m->n,
-			m->n == 1 ? " is" : "s are", m->first);
+		fprintf(stderr, "sqk mkimage: %s: %llu listed path%s not %s of the source (first: "
+			"'%s'); left out of the order\n", opt, (unsigned long long)m->n,
+			m->n == 1 ? " is" : "s are",
+			strcmp(opt, "--order") ? "a file or directory" : "a regular file", m->first);
 }
 
 int mk_order_load(struct mk_ctx *c)

@@ -188,6 +188,7 @@ data/blob -10
 zz/late 0
 EOF
 build -sort "$W/sort" "$S" "$W/s.sqk" 2>"$W/s.err" || fail "-sort build failed: $(cat "$W/s.err")"
+[ ! -s "$W/s.err" ] || fail "-sort warned: $(cat "$W/s.err")"
 build --sort "$W/sort" "$S" "$W/s2.sqk" 2>/dev/null || fail "--sort build failed"
 cmp -s "$W/s.sqk" "$W/s2.sqk" || fail "-sort and --sort differ"
 python3 - "$DIR" "$W/s.sqk" <<'EOF' || fail "-sort layout check failed"
@@ -206,6 +207,12 @@ EOF
 mount_sq "$W/s.sqk" "$W/mnt"
 python3 "$DIR/treecmp.py" "$S" "$W/mnt" >/dev/null 2>&1 || fail "-sort image differs from the source"
 umount_sq "$W/mnt"
+
+# A missing entry: one warning with the count, the build goes on.
+printf 'app 10\nno/such 3\nnor/this -2\n' >"$W/miss.sort"
+build -sort "$W/miss.sort" "$S" "$W/m.sqk" 2>"$W/m.err" || fail "-sort with missing entries failed"
+[ "$(grep -c . "$W/m.err")" = 1 ] && grep -q "2 listed paths are not a file or directory.*no/such" "$W/m.err" ||
+	fail "-sort missing entries: $(cat "$W/m.err")"
 
 # A malformed line: the error names the file and the line; the old image stays.
 cp "$W/s.sqk" "$W/keep.sqk"
