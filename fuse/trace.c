@@ -190,11 +190,6 @@ void sqk_trace_read(struct sqk_trace *t, uint32_t ino, uint64_t id, struct sqk_n
 	record(t, ino, id, nodes);
 }
 
-size_t sqk_trace_count(const struct sqk_trace *t)
-{
-	return t->nrecs;
-}
-
 size_t sqk_trace_lost(const struct sqk_trace *t)
 {
 	return t->lost;

@@ -44,8 +44,7 @@ int sqk_trace_resolve(struct sqk_trace *t, struct sqk_image *img, const struct s
  * temporary is removed), or SQK_ENOMEM. Call once. */
 int sqk_trace_write(struct sqk_trace *t);
 
-/* Files recorded (named or not) and first reads lost for want of memory (for messages). */
-size_t sqk_trace_count(const struct sqk_trace *t);
+/* First reads not recorded for want of memory (for a message). */
 size_t sqk_trace_lost(const struct sqk_trace *t);
 
 /* Frees t and removes its temporary when it was not written; NULL-safe. */
