@@ -211,7 +211,17 @@ if tr[:8] != b'SQKINTG1' or any(tr[72:120]):
 ver, cs, covered, hashes_at, n = struct.unpack_from('<IIQQQ', tr, 8)
 if ver != 1 or cs < 4096 or cs > 1 << 20 or cs & (cs - 1):
     sys.exit("bad integrity trailer version %d / chunk size %d" % (ver, cs))
-if covered != padded or hashes_at != covered or n != (covered + cs - 1) // cs:
+if covered != padded:
+    # a prefetch hint block (common/hint.h) may lie between the padded image and the digests
+    with open(p, 'rb') as f:
+        f.seek(covered - 32)
+        foot = f.read(32)
+    hn, hver, hlen, hz = struct.unpack_from('<IIQQ', foot, 0)
+    if (foot[24:] != b'SQKHINT1' or hver != 1 or hz or hlen != covered - padded or hlen % 4096
+            or hlen > 65536 or 16 * hn > hlen - 32):
+        sys.exit("integrity trailer: covered %d, padded image %d, and no valid hint block between"
+                 % (covered, padded))
+if hashes_at != covered or n != (covered + cs - 1) // cs:
     sys.exit("integrity trailer: covered %d hashes_at %d nchunks %d, padded image %d"
              % (covered, hashes_at, n, padded))
 end = covered + 32 * n + 128

@@ -56,6 +56,7 @@ cmp -s "$W/o1.sqk" "$W/o2.sqk" || fail "-j 1 and -j 2 give different images"
 build -j 2 --order "$W/trace" "$S" "$W/o3.sqk" 2>/dev/null || fail "build failed"
 cmp -s "$W/o1.sqk" "$W/o3.sqk" || fail "two builds give different images"
 info "-j 1, -j 2 and a second build: same bytes"
+check_superblock "$W/o1.sqk" # the integrity data, with the hint block inside what it covers
 
 [ "$(grep -c . "$W/o1.err")" = 1 ] || fail "expected one warning line, got: $(cat "$W/o1.err")"
 grep -q "1 listed path is not a regular file.*no/such/file" "$W/o1.err" ||
