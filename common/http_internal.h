@@ -77,7 +77,8 @@ struct http_job {
 
 struct sqk_http {
 	struct sqk_io base;
-	char *url;               /* as given (may hold a presigned query: never printed) */
+	char *url;               /* as given (may hold a presigned query: never printed); for
+				  * s3:// the object URL it resolves to */
 	char *name;              /* scheme://host/path without credentials or query */
 	char *ca_file;
 	struct sqk_s3 *s3;       /* s3:// URLs: the object, region and credentials (s3.h) */

@@ -326,7 +326,8 @@ int sqk_s3_endpoint(const char *endpoint, char **out, char *msg, size_t cap)
 	}
 	if (!e)
 		return 0;
-	if ((strncasecmp(e, "http://", 7) && strncasecmp(e, "https://", 8)) || strpbrk(e, "?# \t")) {
+	if ((strncasecmp(e, "http://", 7) && strncasecmp(e, "https://", 8)) ||
+	    strpbrk(e, "?# \t")) {
 		msgf(msg, cap, "%s is not an http:// or https:// URL without query", from);
 		return SQK_EINVAL;
 	}
@@ -447,9 +448,9 @@ int sqk_s3_credentials(struct sqk_s3_creds *out, char *msg, size_t cap)
 		rc = creds_profile(out, msg, cap, cred, conf, sizeof(cred));
 	if (rc == SQK_ENOENT) {
 		msgf(msg, cap,
-		     "no AWS credentials found: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not "
-		     "set and profile '%s' has none in %s or %s (use --no-sign-request for a public "
-		     "bucket)", profile_name(), cred, conf);
+		     "no AWS credentials found: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are "
+		     "not set and profile '%s' has none in %s or %s (use --no-sign-request for a "
+		     "public bucket)", profile_name(), cred, conf);
 		rc = SQK_EACCESS;
 	}
 	if (rc)
@@ -551,8 +552,8 @@ static bool code_is(const char *code, const char *what)
 static int explain_403(const struct sqk_s3 *s, const char *code, char *out, size_t cap)
 {
 	if (code_is(code, "RequestTimeTooSkewed")) {
-		msgf(out, cap, "the clock of this machine is more than 15 minutes off the server's: "
-			       "correct the system time");
+		msgf(out, cap, "the clock of this machine is more than 15 minutes off the "
+			       "server's: correct the system time");
 		return SQK_EACCESS;
 	}
 	if (!s->sign)
@@ -582,7 +583,8 @@ int sqk_s3_explain(const struct sqk_s3 *s, long status, const char *body, size_t
 		msgf(tail, sizeof(tail), "the bucket is in region %s, not %s: set AWS_REGION=%s",
 		     region, s->region, region);
 		rc = SQK_EINVAL;
-	} else if (status == 301 || status == 307 || code_is(code, "AuthorizationHeaderMalformed")) {
+	} else if (status == 301 || status == 307 ||
+		   code_is(code, "AuthorizationHeaderMalformed")) {
 		msgf(tail, sizeof(tail), "the bucket is in another region or behind another "
 					 "endpoint: set AWS_REGION or the S3 endpoint");
 		rc = SQK_EINVAL;
@@ -590,7 +592,8 @@ int sqk_s3_explain(const struct sqk_s3 *s, long status, const char *body, size_t
 		rc = explain_403(s, code, tail, sizeof(tail));
 	} else if (status == 404) {
 		if (code_is(code, "NoSuchBucket"))
-			msgf(tail, sizeof(tail), "no such object: there is no bucket '%s'", s->bucket);
+			msgf(tail, sizeof(tail), "no such object: there is no bucket '%s'",
+			     s->bucket);
 		else
 			msgf(tail, sizeof(tail), "no such object");
 		rc = SQK_ENOENT;
@@ -678,10 +681,11 @@ static int canon_headers(const struct sqk_sigv4_req *r, struct sbuf *ch, struct 
 		qsort(l, r->nheaders, sizeof(*l), cmp_header);
 	for (i = 0; i < r->nheaders && !rc; i++) {
 		size_t nl = strcspn(l[i].s, ":");
-		bool same = i > 0 && strcspn(l[i - 1].s, ":") == nl && !memcmp(l[i - 1].s, l[i].s, nl);
+		bool same = i > 0 && strcspn(l[i - 1].s, ":") == nl &&
+			    !memcmp(l[i - 1].s, l[i].s, nl);
 
 		if (same) {
-			ch->len--; /* the '\n' of the previous line: values of one name join with ',' */
+			ch->len--; /* the previous line's '\n': one name's values join with ',' */
 			sb_add(ch, ",");
 			sb_add(ch, l[i].s + nl + 1);
 		} else {

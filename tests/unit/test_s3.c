@@ -426,7 +426,8 @@ START_TEST(test_explain)
 			 SQK_EACCESS);
 	ck_assert_ptr_nonnull(strstr(m, "clock of this machine is more than 15 minutes off"));
 	unsigned_s3.sign = false;
-	ck_assert_int_eq(explain(&unsigned_s3, 403, XERR("AccessDenied", ""), NULL, m), SQK_EACCESS);
+	ck_assert_int_eq(explain(&unsigned_s3, 403, XERR("AccessDenied", ""), NULL, m),
+			 SQK_EACCESS);
 	ck_assert_ptr_nonnull(strstr(m, "unsigned request"));
 	ck_assert_int_eq(explain(&demo, 404, XERR("NoSuchKey", "<Key>k</Key>"), NULL, m),
 			 SQK_ENOENT);
@@ -642,7 +643,8 @@ START_TEST(test_curl_signs_right)
 	ck_assert(c.sig_ok);
 	ck_assert_ptr_nonnull(strstr(c.req, "GET /bkt/dir/a%20b%2B%C3%BC.sqsh HTTP/1.1\r\n"));
 	ck_assert_ptr_nonnull(strstr(c.req, "Range: bytes=0-65535\r\n"));
-	ck_assert_str_eq(c.signed_hdrs, "host;x-amz-content-sha256;x-amz-date;x-amz-security-token");
+	ck_assert_str_eq(c.signed_hdrs,
+			 "host;x-amz-content-sha256;x-amz-date;x-amz-security-token");
 	ck_assert_ptr_nonnull(strstr(c.req, "x-amz-content-sha256: UNSIGNED-PAYLOAD\r\n"));
 	ck_assert_ptr_nonnull(strstr(c.req, "x-amz-security-token: TOKEN/abc==\r\n"));
 	ck_assert_ptr_nonnull(strstr(c.req, "Credential=AKIDTEST/"));
