@@ -25,11 +25,17 @@ check: all unit
 	SQK=$(abspath $(BUILD)/bin/sqk) SQK_SAN=$(abspath $(BUILD)/san/bin/sqk) \
 		SQK_TSAN=$(abspath $(BUILD)/tsan/bin/sqk) sh tests/integration/run.sh
 
+# make bench runs every benchmark; BENCH_ONLY (make variable or environment) runs some of
+# them: build (bench.sh), read, remote, many, app, e.g. `make bench BENCH_ONLY="app remote"`.
+BENCH_ONLY ?= build read remote many app
+bench_run = $(if $(filter $(1),$(BENCH_ONLY)),SQK=$(abspath $(BUILD)/bin/sqk) $(2),@: skipped $(1))
+
 bench: all
-	SQK=$(abspath $(BUILD)/bin/sqk) sh tests/bench/bench.sh
-	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_read.sh
-	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_remote.sh
-	SQK=$(abspath $(BUILD)/bin/sqk) bash tests/bench/bench_many.sh
+	$(call bench_run,build,sh tests/bench/bench.sh)
+	$(call bench_run,read,bash tests/bench/bench_read.sh)
+	$(call bench_run,remote,bash tests/bench/bench_remote.sh)
+	$(call bench_run,many,bash tests/bench/bench_many.sh)
+	$(call bench_run,app,bash tests/bench/bench_app.sh)
 
 .PHONY: unit
 
