@@ -971,6 +971,7 @@ static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts
 		openlog("sqkfuse", LOG_PID, LOG_DAEMON);
 	sqk_image_quiesce(fs->img);
 	fuse_daemonize(cmd->foreground); /* threads start after the fork */
+	sqk_image_resume(fs->img);       /* the prefetch the quiesce stopped */
 	ret = serve_loop(fs, se, cmd);
 	fuse_session_unmount(se);
 out_handlers:

@@ -144,8 +144,13 @@ SQK_API int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts
  * no-op for local images. */
 SQK_API void sqk_image_cancel(struct sqk_image *img);
 
-/* Stops the image's background threads (they start again on demand): call it before fork(). */
+/* Stops the image's background threads (they start again on demand): call it before fork().
+ * Transfers in flight end, the prefetch of the image's hint among them: sqk_image_resume (or
+ * else the next read) starts that again. */
 SQK_API void sqk_image_quiesce(struct sqk_image *img);
+
+/* After sqk_image_quiesce (and the fork): starts again the prefetch it stopped. NULL-safe. */
+SQK_API void sqk_image_resume(struct sqk_image *img);
 
 /* Remote images: copies the transfer and disk-cache counters. SQK_ENOENT for local images. */
 SQK_API int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out);
