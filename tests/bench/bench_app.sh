@@ -18,6 +18,8 @@
 # matplotlib imported, a figure drawn with the font list built from the image's fonts, babel
 # locales, time zones, a data set read. Its output is checked against a run on the local tree,
 # and it checks that every module and shared object it loaded came from the image.
+# For reference, the start is also timed on local mounts of the image file (on the tmpfs, no
+# network): a kernel loop mount and sqkfuse, the floor of each stack.
 # Times of 1, 2, 5, 6 include setting up the stack (curl's download and the loop mount; the
 # sqkfuse mount); 3 and 4 time the reads on a mount made just before. Bytes served are the
 # response bodies nginx sent during the case ($body_bytes_sent from its log: opening, digests
@@ -28,7 +30,8 @@
 # lib/python3/dist-packages (symbolic links out of the tree followed, matplotlib's mpl-data from
 # /usr/share copied next to the package), share/zoneinfo (PYTZ_TZDATADIR, PYTHONTZPATH), and in
 # lib/ the shared objects (ldd) of the interpreter and of every extension module, glibc excepted.
-# The tree and the images are kept in BENCH_TMPDIR for the next run; the images are made again
+# The tree and the images are kept in BENCH_TMPDIR for the next run (and the logs of the last
+# run in BENCH_TMPDIR/last-logs); the images are made again
 # when sqk changes (its sha256), the tree when the package versions do.
 #
 # Network: as tests/bench/bench_remote.sh (tests/bench/remote_lib.sh): a network namespace,
@@ -152,6 +155,27 @@ print(" ".join(str(d.get(k, "n/a")) for k in ("http_requests", "http_bytes", "ht
 		rm -rf "$d"
 		return $rc
 	}
+	# run_local STACK IMAGE WORK: the floor without the network, image file on the tmpfs, page
+	# cache dropped: a kernel loop mount (STACK loop) or sqkfuse (STACK fuse) of it + WORK
+	run_local() {
+		local how=$1 img=$WWW/$2 w=$3 m=$M/kernel t0 pid="" rc=0
+		R_STATS=""; drop
+		t0=$(now)
+		if [ "$how" = loop ]; then
+			mount -t squashfs -o loop,ro "$img" "$m" 2>>"$LOGS/mount.err" || { stack_fail "local loop mount failed"; return 1; }
+		else
+			m=$M/sqkfuse
+			"$SQKFUSE" "$img" "$m" -f 2>>"$LOGS/sqkfuse-local.err" &
+			pid=$!; DAEMONS+=("$pid")
+			wait_mount "$m" "$pid" || { stack_fail "local sqkfuse mount failed"; unmount_wait "$m" "$pid"; return 1; }
+		fi
+		"w_$w" "$m" || rc=1
+		R_SECS=$(since "$t0")
+		[ "$rc" = 1 ] && stack_fail "local $how: $w failed"
+		unmount_wait "$m" $pid
+		R_REQ=0 R_BYTES=0 R_ERR=0
+		return $rc
+	}
 	run_curl() { # the image to /dev/null: the link's throughput
 		local img=$1 mark t0
 		R_STATS=""; mark=$(logmark "$ALOG")
@@ -189,6 +213,13 @@ print(" ".join(str(d.get(k, "n/a")) for k in ("http_requests", "http_bytes", "ht
 				LINE="round $R/$ROUNDS ${p}$img app start:"
 				if [ $((R % 2)) = 1 ]; then ord="sqkfuse loop"; else ord="loop sqkfuse"; fi
 				for s in $ord; do one "$p$img" "$s" "$img.sqsh" start; done
+				if [ "$phase" = fast ]; then
+					for s in loop fuse; do
+						R_SECS=FAIL; run_local "$s" "$img.sqsh" start || FAILED=1
+						echo "$R_SECS" >>"$S/res/local_$img.$s"
+						LINE="$LINE local $s ${R_SECS}s"
+					done
+				fi
 				log "$LINE"
 			done
 			[ "$phase" = fast ] || continue
@@ -377,7 +408,8 @@ nginx_up "$S/nginx" "$T/www" "$PORT"
 BASE=http://127.0.0.1:$PORT
 RTT_MS=$(rtt_ms "$BASE/plain.sqsh")
 log "nginx on $BASE inside namespace $NS; RTT $RTT_MS ms (TCP connect) with $DELAY_HOW"
-declare -p SQK SQKFUSE ROUNDS TMO MOUNT_TMO BASE APP_OUT START_PY HAVE_ORDER DATA_SHA BIG_SHA NREADERS \
+WWW=$T/www
+declare -p SQK SQKFUSE ROUNDS TMO MOUNT_TMO BASE WWW APP_OUT START_PY HAVE_ORDER DATA_SHA BIG_SHA NREADERS \
 	DELAY_HOW CASES >"$S/vars"
 ip netns exec "$NS" bash "$SELF" --inner "$S" &
 wait $!
@@ -425,12 +457,20 @@ if want slow; then
 	app_line "5 app plain, 100 Mbit/s" slow_plain "$SZ_plain" 1.00
 	app_line "6 app ordered, 100 Mbit/s" slow_ordered "$SZ_ordered" 0.20
 fi
+for img in plain ordered; do
+	[ -s "$S/res/local_$img.loop" ] || continue
+	echo "local floor, $img image file on a tmpfs, no network, cold: the start on a kernel loop mount" \
+		"$(col 1 "local_$img.loop") s, on sqkfuse $(col 1 "local_$img.fuse") s"
+done
 echo "sqkfuse stats (median http_requests http_bytes http_bytes_unused http_retries) and nginx (requests, non-2xx):"
 for c in plain ordered readers1 readers8 seq slow_plain slow_ordered; do
 	[ -s "$S/res/$c.sqkfuse" ] || continue
 	echo "  $c: stats $(for k in 5 6 7 8; do col $k "$c.sqkfuse"; done | tr '\n' ' ')| nginx $(col 2 "$c.sqkfuse") req, $(col 4 "$c.sqkfuse") non-2xx;" \
 		"runs (s) sqkfuse $(runs "$c.sqkfuse")$([ -s "$S/res/$c.loop" ] && echo ", curl+loop $(runs "$c.loop")")$([ -s "$S/res/$c.curl" ] && echo ", curl $(runs "$c.curl")")"
 done
+# the logs of the last run, for a look at the requests (nginx: status bytes method range secs)
+rm -rf "$BT/last-logs"; mkdir -p "$BT/last-logs" &&
+	cp -a "$S/logs/." "$S/nginx/access.log" "$S/nginx/error.log" "$BT/last-logs/" 2>/dev/null
 if [ "$rc" != 0 ]; then
 	KEEP=$(mktemp -d /var/tmp/sqk-bench-app-logs.XXXXXX) &&
 		cp -a "$S/logs" "$S/nginx/access.log" "$S/nginx/error.log" "$S/run" "$KEEP/" 2>/dev/null &&
