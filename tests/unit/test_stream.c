@@ -155,7 +155,7 @@ static struct sqk_image *open_rec(struct rec_io *r)
 static size_t read_whole(struct sqk_image *img, struct rec_io *r, int i, struct sqk_inode *ino)
 {
 	uint8_t buf[FBLOCKS * BS + 1], want[FBLOCKS * BS];
-	char name[8];
+	char name[16];
 	size_t first;
 
 	snprintf(name, sizeof(name), "f%02d", i);
@@ -255,7 +255,7 @@ START_TEST(test_partial_reads_are_no_walk)
 
 	/* the first block of each of three files, not the whole: no walk */
 	for (int i = 0; i < 3; i++) {
-		char name[8];
+		char name[16];
 
 		snprintf(name, sizeof(name), "f%02d", i);
 		ck_assert_int_eq(sqk_lookup_path(img, name, &in), 0);
