@@ -32,7 +32,8 @@
 # lib/ the shared objects (ldd) of the interpreter and of every extension module, glibc excepted.
 # The tree and the images are kept in BENCH_TMPDIR for the next run (and the logs of the last
 # run in BENCH_TMPDIR/last-logs); the images are made again
-# when sqk changes (its sha256), the tree when the package versions do.
+# when sqk changes (its sha256; the ordered one when sqkfuse does too), the tree when the package
+# versions do.
 #
 # Network: as tests/bench/bench_remote.sh (tests/bench/remote_lib.sh): a network namespace,
 # 10 ms each way on lo (netem, else NFQUEUE and tests/netdelay.py), nginx serving the images
@@ -287,7 +288,7 @@ A=$BT/app
 STAMP=$(echo "tree $TREE_VERSION"; dpkg-query -W $APP_PKGS 2>/dev/null; sha256sum "$START_PY" | cut -d' ' -f1)
 # make_tree DIR: the self-contained Python tree (see the head of this file)
 make_tree() {
-	local d=$1 f n=0 lib
+	local d=$1 lib
 	rm -rf "$d"; mkdir -p "$d/bin" "$d/lib/python3" "$d/share"
 	cp -p /usr/bin/python3.11 "$d/bin/python3.11" && ln -s python3.11 "$d/bin/python3" || return 1
 	# -L: follow the links out of the tree (babel's CLDR data, sitecustomize.py); a dangling one
@@ -306,8 +307,7 @@ make_tree() {
 			case $lib in "$d"/*) continue;; esac
 			[ -e "$d/lib/$(basename "$lib")" ] || cp -L "$lib" "$d/lib/$(basename "$lib")"
 		done
-	ls "$d/lib" | grep -c '\.so' >/dev/null || return 1
-	return 0
+	compgen -G "$d/lib/*.so*" >/dev/null
 }
 if [ "$(cat "$BT/app.stamp" 2>/dev/null)" != "$STAMP" ] || [ ! -x "$A/bin/python3" ]; then
 	log "making the application tree in $A"
@@ -315,13 +315,14 @@ if [ "$(cat "$BT/app.stamp" 2>/dev/null)" != "$STAMP" ] || [ ! -x "$A/bin/python
 	rm -f "$BT/app.stamp" "$BT/images.key"
 	make_tree "$A.new" || die "making the tree failed: $(tail -n 2 "$BT/tree.log")"
 	rm -rf "$A" && mv "$A.new" "$A" || die "cannot move the tree into place"
-	H=$(mktemp -d)
-	start_app "$A" "$H" >"$BT/app.out" 2>"$BT/app.err" ||
-		die "the start fails on the local tree: $(tail -n 3 "$BT/app.err")"
-	rm -rf "$H"
 	echo "$STAMP" >"$BT/app.stamp"
 	[ -s "$BT/tree.log" ] && log "cp left out (dangling links): $(wc -l <"$BT/tree.log") entries, see $BT/tree.log"
 fi
+# the reference output: the start on the local tree, every run (the font list depends on the
+# system's fonts too)
+H=$(mktemp -d)
+start_app "$A" "$H" >"$BT/app.out" 2>"$BT/app.err" || die "the start fails on the local tree: $(tail -n 3 "$BT/app.err")"
+rm -rf "$H"
 APP_OUT=$BT/app.out
 grep -q '^outside 0' "$APP_OUT" || die "the start on the local tree loads from outside it: $(grep '^outside' "$APP_OUT")"
 TREE_BYTES=$(du -sb "$A" | cut -f1)
@@ -333,9 +334,12 @@ HAVE_ORDER=0 NO_ORDER_WHY=""
 "$SQK" mkimage --help 2>&1 | grep -q -- '--order' || NO_ORDER_WHY="sqk mkimage has no --order"
 "$SQKFUSE" --help 2>&1 | grep -q 'trace=' || NO_ORDER_WHY="${NO_ORDER_WHY:+$NO_ORDER_WHY, }sqkfuse has no -o trace="
 KEY=$( (sha256sum "$SQK" | cut -d' ' -f1; echo "$STAMP") | sha256sum | cut -d' ' -f1)
+# the ordered image also depends on sqkfuse (its trace)
+OKEY=$( (echo "$KEY"; sha256sum "$SQKFUSE" | cut -d' ' -f1) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$BT/images.key" 2>/dev/null)" != "$KEY" ]; then
 	rm -f "$BT/plain.sqsh" "$BT/ordered.sqsh" "$BT/trace" "$BT/data.sqsh" "$BT/images.key"
 fi
+[ "$(cat "$BT/ordered.key" 2>/dev/null)" = "$OKEY" ] || rm -f "$BT/ordered.sqsh" "$BT/trace" "$BT/ordered.key"
 if [ ! -s "$BT/plain.sqsh" ]; then
 	log "sqk mkimage of the tree"
 	t0=$(now)
@@ -360,7 +364,7 @@ if [ -z "$NO_ORDER_WHY" ] && [ ! -s "$BT/ordered.sqsh" ]; then
 	rmdir "$TM"; rm -rf "$H"
 	if [ -s "$BT/trace" ] && cmp -s "$BT/trace.out" "$APP_OUT"; then
 		"$SQK" mkimage -q --order "$BT/trace" "$A" "$BT/ordered.sqsh.tmp" 2>"$BT/mkimage-order.err" &&
-			mv "$BT/ordered.sqsh.tmp" "$BT/ordered.sqsh" ||
+			mv "$BT/ordered.sqsh.tmp" "$BT/ordered.sqsh" && echo "$OKEY" >"$BT/ordered.key" ||
 			NO_ORDER_WHY="sqk mkimage --order failed: $(tail -n 1 "$BT/mkimage-order.err")"
 	else
 		NO_ORDER_WHY="no trace recorded ($(tail -n 1 "$BT/trace.err"))"
@@ -419,10 +423,10 @@ rc=$?
 col() { awk -v c="$1" '$1 != "FAIL" { print $c }' "$S/res/$2" 2>/dev/null | median; }
 runs() { [ -s "$S/res/$1" ] && awk '{ print $1 }' "$S/res/$1" | tr '\n' ',' | sed 's/,$//' || echo n/a; }
 x() { case $1 in n/a) echo n/a;; *) echo "${1}x";; esac; }
-both() { [ "$1" = met ] && [ "$2" = met ] && echo met || { [ "$1$2" = n/an/a ] && echo n/a || echo "NOT met"; }; }
+both() { case "$1/$2" in *NOT*) echo "NOT met";; *n/a*) echo n/a;; *) echo met;; esac; }
 echo
 echo "== squashkit application-start bench (RTT $RTT_MS ms by $DELAY_HOW, $ROUNDS round(s), medians, cold) =="
-echo "tree: $TREE_BYTES bytes, $TREE_FILES files (Debian python3.11 and: $(echo $APP_PKGS | sed 's/python3.11 //'));" \
+echo "tree: $TREE_BYTES bytes, $TREE_FILES files (Debian python3.11 and: $(echo "${APP_PKGS#python3.11}" | tr -s ' \t\n' ' '));" \
 	"images: plain $SZ_plain, ordered $SZ_ordered, data $SZ_data bytes"
 echo "the start: PYTHONHOME=MNT LD_LIBRARY_PATH=MNT/lib MNT/bin/python3 -s tests/bench/app_start.py"
 printf '%-26s %8s %-22s %6s %10s %7s %-17s %s\n' case "sqk (s)" "other (s)" ratio served "% image" goal result
