@@ -347,6 +347,7 @@ if [ ! -s "$BT/plain.sqsh" ]; then
 	mv "$BT/plain.sqsh.tmp" "$BT/plain.sqsh"
 	log "  $(since "$t0") s"
 fi
+case " $CASES " in *" ordered "*|*" slow "*) ;; *) NO_ORDER_WHY=${NO_ORDER_WHY:-"not asked for (BENCH_CASES)"};; esac
 if [ -z "$NO_ORDER_WHY" ] && [ ! -s "$BT/ordered.sqsh" ]; then
 	log "recording the trace of the start on a local sqkfuse mount, sqk mkimage --order"
 	TM=$(mktemp -d) H=$(mktemp -d)
@@ -426,7 +427,7 @@ x() { case $1 in n/a) echo n/a;; *) echo "${1}x";; esac; }
 both() { case "$1/$2" in *NOT*) echo "NOT met";; *n/a*) echo n/a;; *) echo met;; esac; }
 echo
 echo "== squashkit application-start bench (RTT $RTT_MS ms by $DELAY_HOW, $ROUNDS round(s), medians, cold) =="
-echo "tree: $TREE_BYTES bytes, $TREE_FILES files (Debian python3.11 and: $(echo "${APP_PKGS#python3.11}" | tr -s ' \t\n' ' '));" \
+echo "tree: $TREE_BYTES bytes, $TREE_FILES files (Debian python3.11 and: $(echo "$APP_PKGS" | tr -s ' \t\n' ' ' | sed 's/^python3.11 //; s/ $//'));" \
 	"images: plain $SZ_plain, ordered $SZ_ordered, data $SZ_data bytes"
 echo "the start: PYTHONHOME=MNT LD_LIBRARY_PATH=MNT/lib MNT/bin/python3 -s tests/bench/app_start.py"
 printf '%-26s %8s %-22s %6s %10s %7s %-17s %s\n' case "sqk (s)" "other (s)" ratio served "% image" goal result
