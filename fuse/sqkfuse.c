@@ -45,6 +45,7 @@ struct fs {
 	atomic_uint_fast64_t reads; /* read requests answered */
 	const char *image;
 	bool foreground;
+	bool noprefetch;       /* -o noprefetch: the hint is not fetched after the fork */
 	bool no_open;          /* the kernel takes ENOSYS from open as "no open needed" */
 	pthread_t opener;      /* the thread that opens the image; only it writes open_msg */
 	char open_msg[512];    /* the library's last message on that thread (why an open failed) */
@@ -785,7 +786,7 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 {
 	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = (unsigned)o->readahead,
 				    .threads = (unsigned)o->threads, .log = lib_log, .log_ctx = fs,
-				    .verify = o->verify != 0, .no_prefetch = o->noprefetch != 0 };
+				    .verify = o->verify != 0, .no_prefetch = true };
 	if (o->cache && parse_size(o->cache, &so.cache_bytes)) {
 		fprintf(stderr, "%s: invalid cache size '%s'\n", prog, o->cache);
 		return 2;
@@ -794,6 +795,7 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 	if (remote_opts(o, &ho, prog))
 		return 2;
 	so.http = &ho;
+	fs->noprefetch = o->noprefetch != 0; /* the prefetch starts after the fork (serve) */
 	so.root_hash = o->root_hash ? o->root : NULL; /* parsed by remote_opts */
 	fs->opener = pthread_self();
 	int err = sqk_image_open(o->image, &so, &fs->img);
@@ -971,7 +973,8 @@ static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts
 		openlog("sqkfuse", LOG_PID, LOG_DAEMON);
 	sqk_image_quiesce(fs->img);
 	fuse_daemonize(cmd->foreground); /* threads start after the fork */
-	sqk_image_resume(fs->img);       /* the prefetch the quiesce stopped */
+	if (!fs->noprefetch)
+		sqk_image_prefetch(fs->img); /* after the fork: not cut off by the quiesce */
 	ret = serve_loop(fs, se, cmd);
 	fuse_session_unmount(se);
 out_handlers:

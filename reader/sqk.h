@@ -43,7 +43,8 @@ struct sqk_open_opts {
 	 * integrity data must equal it, local or remote, else the open fails with SQK_ECORRUPT and
 	 * a log line (the two digests, or that the image has no integrity data). */
 	const uint8_t *root_hash;
-	/* Remote images: do not fetch the image's prefetch hint ranges at open. */
+	/* Remote images: do not fetch the image's prefetch hint ranges at open (see
+	 * sqk_image_prefetch). */
 	bool no_prefetch;
 };
 
@@ -145,12 +146,15 @@ SQK_API int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts
 SQK_API void sqk_image_cancel(struct sqk_image *img);
 
 /* Stops the image's background threads (they start again on demand): call it before fork().
- * Transfers in flight end, the prefetch of the image's hint among them: sqk_image_resume (or
- * else the next read) starts that again. */
+ * Transfers in flight end (the prefetch of the hint among them). */
 SQK_API void sqk_image_quiesce(struct sqk_image *img);
 
-/* After sqk_image_quiesce (and the fork): starts again the prefetch it stopped. NULL-safe. */
-SQK_API void sqk_image_resume(struct sqk_image *img);
+/* Remote images with a prefetch hint (sqk mkimage --order / -sort): starts fetching its ranges
+ * in parallel parts and returns at once; reads of bytes still on their way wait for them, what
+ * is there already is not fetched again. sqk_image_open_url does it unless opts.no_prefetch; a
+ * caller that forks after the open (a daemon) opens with no_prefetch and calls this after the
+ * fork. No-op for local images or without a hint; NULL-safe. */
+SQK_API void sqk_image_prefetch(struct sqk_image *img);
 
 /* Remote images: copies the transfer and disk-cache counters. SQK_ENOENT for local images. */
 SQK_API int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out);

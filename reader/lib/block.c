@@ -54,7 +54,6 @@ int sqk_img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_
 
 	if (pos > img->file_size || len > img->file_size - pos)
 		return SQK_EBOUNDS;
-	sqk_hint_resume(img);
 	rc = sqk_io_read_ahead(img->io, img->base + pos, buf, len, ahead);
 	if (rc) {
 		sqk_logf(img, "read of %zu bytes at offset %llu failed: %s", len,

@@ -201,34 +201,17 @@ static void prefetch_tables(struct sqk_io *io)
 	sqk_io_http_prefetch(io, sb.inode_table_start, sb.bytes_used - sb.inode_table_start);
 }
 
-/* Starts fetching the prefetch hint's ranges (again after sqk_image_quiesce, which ends the
- * transfers in flight: see sqk_hint_resume). */
-void sqk_hint_fetch(struct sqk_image *img)
+/* Borrows img. */
+void sqk_image_prefetch(struct sqk_image *img)
 {
-	for (size_t i = 0; i < img->nhint; i++)
+	for (size_t i = 0; img && i < img->nhint; i++)
 		sqk_io_http_prefetch_async(img->io, img->base + img->hint[i].start,
 					   img->hint[i].length);
 }
 
-/* After sqk_image_quiesce (a fork: sqkfuse going to the background), sqk_image_resume or the
- * first read starts the prefetch again: what was not fetched before is fetched now. */
-void sqk_hint_resume(struct sqk_image *img)
-{
-	if (atomic_load(&img->hint_pending) && atomic_exchange(&img->hint_pending, false))
-		sqk_hint_fetch(img);
-}
-
-/* Borrows img. */
-void sqk_image_resume(struct sqk_image *img)
-{
-	if (img)
-		sqk_hint_resume(img);
-}
-
 /* Loads the image's prefetch hint (the working set it was laid out for: sqk mkimage --order /
  * -sort; a walk through it is fetched ahead to its end only) and, when fetch, starts fetching
- * its ranges in parallel parts and returns at once: the program starts while they arrive, and
- * a read of bytes still on their way waits for them. */
+ * its ranges (sqk_image_prefetch). */
 static void load_hint(struct sqk_image *img, bool fetch)
 {
 	struct sqk_hint_range *fit;
@@ -242,9 +225,8 @@ static void load_hint(struct sqk_image *img, bool fetch)
 	fit = realloc(r, n * sizeof(*r));
 	img->hint = fit ? fit : r;
 	img->nhint = n;
-	img->hint_fetch = fetch;
 	if (fetch)
-		sqk_hint_fetch(img);
+		sqk_image_prefetch(img);
 }
 
 /* Borrows url and opts; caller owns *out. */
@@ -303,8 +285,6 @@ void sqk_image_quiesce(struct sqk_image *img)
 	img->workers_tried = false;
 	pthread_mutex_unlock(&img->workers_mu);
 	sqk_io_http_quiesce(img->io);
-	if (img->hint_fetch)
-		atomic_store(&img->hint_pending, true);
 }
 
 /* Borrows img; fills the caller's *out. */

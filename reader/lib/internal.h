@@ -115,8 +115,6 @@ struct sqk_image {
 	struct sqk_walk walk;
 	struct sqk_hint_range *hint; /* remote: the prefetch hint's ranges, set at open */
 	size_t nhint;
-	bool hint_fetch;        /* they are fetched at open (not -o noprefetch) */
-	atomic_bool hint_pending; /* quiesced since: fetch them again at the next read */
 };
 
 /* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
@@ -197,10 +195,6 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 		  struct sqk_cblock **out);
 void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k);
 bool sqk_ra_steal(struct sqk_image *img, uint64_t pos);
-
-/* image.c: the prefetch hint's ranges fetched at open, and again after a quiesce. */
-void sqk_hint_fetch(struct sqk_image *img);
-void sqk_hint_resume(struct sqk_image *img);
 
 /* stream.c: per-file streams and walks through the image, for fetching ahead. */
 void sqk_walk_init(struct sqk_walk *w);
