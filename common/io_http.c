@@ -27,6 +27,9 @@
 #define RA_SLACK ((uint64_t)8 << 20) /* a read this far past a stream still continues it */
 #define PART_MIN ((uint64_t)1 << 20)  /* readahead parts: at least this, one per connection */
 #define RUN_MAX ((uint64_t)8 << 20)   /* the largest single request */
+/* Parts of a prefetch (the hint's ranges, in the order a start reads them): small enough that
+ * the first bytes arrive first, `connections` parts at a time at full speed. */
+#define PREFETCH_PART ((uint64_t)4 << 20)
 #define TAB_SIZE 4096u
 
 static const struct sqk_io_ops http_ops;
@@ -481,11 +484,12 @@ static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
 	s->ra_end = *ra1;
 }
 
-/* Fetches the chunks of [ra0, ra1) not yet present, in parallel parts. Without mu. */
-static void fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1)
+/* Fetches the chunks of [ra0, ra1) not yet present, in parallel parts of at most part_max
+ * bytes (queued in order, `connections` of them at once). Without mu. */
+static void fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max)
 {
 	uint64_t k0 = ra0 / h->csize, k1 = (ra1 + h->csize - 1) / h->csize, k;
-	uint64_t part = (ra1 - ra0) / h->conns;
+	uint64_t part = (ra1 - ra0) / h->conns < part_max ? (ra1 - ra0) / h->conns : part_max;
 	struct http_chunk **own;
 	unsigned n = 0;
 
@@ -581,7 +585,7 @@ static int read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t le
 		return rc;
 	}
 	load_owned(h, own, nown, len / h->conns > PART_MIN ? len / h->conns : RUN_MAX, true);
-	fetch_ahead(h, ra0, ra1);
+	fetch_ahead(h, ra0, ra1, UINT64_MAX);
 	pthread_mutex_lock(&h->mu);
 	for (i = 0; i < n && !rc; i++)
 		rc = wait_chunk(h, pins[i]);
@@ -730,7 +734,7 @@ void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len)
 	struct sqk_http *h = (struct sqk_http *)io;
 
 	if (sqk_io_is_http(io) && prefetch_clip(h, off, &len))
-		fetch_ahead(h, off, off + len);
+		fetch_ahead(h, off, off + len, PREFETCH_PART);
 }
 
 /* Borrows io. */

@@ -127,7 +127,7 @@ ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, voi
 	if (sequential)
 		*sequential = seq;
 	if (!(flags & SQK_READ_ASIDE))
-		sqk_stream_begin(img, fi, off);
+		sqk_stream_begin(img, fi, off, seq);
 	/* Remote images: a file's first read within its first block fetches just that block (a
 	 * 4 KiB read of a cold file costs one or two chunks); its next read starts readahead. */
 	if (seq && img->lazy_first && off + len <= bs && atomic_load(&fi->next_off) == 0)

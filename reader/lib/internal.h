@@ -175,6 +175,7 @@ struct sqk_findex {
 	atomic_bool in_walk;    /* that read continued the walk */
 	atomic_bool broken;     /* a read skipped ahead: the file is not read whole */
 	atomic_bool whole;      /* read whole (counted once) */
+	atomic_uint random_reads; /* reads out of sequence (the 2nd fetches it whole, remote) */
 	atomic_uint_fast64_t hi; /* the furthest end of a read so far */
 	unsigned refs;
 	bool detached;
@@ -199,7 +200,7 @@ bool sqk_ra_steal(struct sqk_image *img, uint64_t pos);
 /* stream.c: per-file streams and walks through the image, for fetching ahead. */
 void sqk_walk_init(struct sqk_walk *w);
 void sqk_walk_free(struct sqk_walk *w);
-void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off);
+void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq);
 void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end);
 const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,
 					    uint64_t pos, struct sqk_io_ahead *tmp);

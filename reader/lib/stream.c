@@ -7,12 +7,14 @@
  * file read out of that order ends it. Files without data blocks (small files, all in fragment
  * blocks) neither extend nor break a walk. Inside a range of the image's prefetch hint, a walk
  * is fetched ahead to the range's end only. */
+#include "common/io_http.h"
 #include "internal.h"
 
 #define WALK_FILES 3u
 #define WALK_GAP_BLOCKS 4u
 #define WALK_STREAM UINT64_MAX
 #define READ_SKIP ((uint64_t)1 << 20)
+#define RANDOM_WHOLE_MAX ((uint64_t)64 << 20)
 
 void sqk_walk_init(struct sqk_walk *w)
 {
@@ -56,14 +58,33 @@ static void read_whole(struct sqk_image *img, struct sqk_findex *fi)
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* A read of fi at off is about to start. A file counts as read whole when its reads start at
+/* A remote file read at random (a mapped library faulting its pages in, a database) is fetched
+ * whole in the background at its second read out of sequence (one such read, a single 4 KiB
+ * probe, fetches just its block), up to RANDOM_WHOLE_MAX bytes of blocks: one request instead
+ * of a round trip for each cold region it touches; readers of regions not there yet wait for
+ * theirs (moved ahead of readahead). Never beyond the file. */
+static void read_random(struct sqk_image *img, struct sqk_findex *fi)
+{
+	uint64_t len = fi->data_end - fi->blocks_start;
+
+	if (fi->nblocks < 2 || !sqk_io_is_http(img->io) || atomic_load(&fi->random_reads) > 1 ||
+	    atomic_fetch_add(&fi->random_reads, 1) != 1)
+		return;
+	sqk_io_http_prefetch_async(img->io, img->base + fi->blocks_start,
+				   len < RANDOM_WHOLE_MAX ? len : RANDOM_WHOLE_MAX);
+}
+
+/* A read of fi at off is about to start (seq: it continues the one before). A file counts as
+ * read whole when its reads start at
  * offset 0 and reach its end without skipping more than READ_SKIP past the furthest byte read
  * so far (readers such as the kernel's readahead through FUSE send several reads at once, which
  * may arrive out of order). */
-void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off)
+void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq)
 {
 	if (fi->nblocks == 0)
 		return;
+	if (!seq)
+		read_random(img, fi);
 	if (off == 0) {
 		if (!atomic_exchange(&fi->started, true))
 			first_read(img, fi);

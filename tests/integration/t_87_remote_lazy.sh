@@ -11,7 +11,10 @@
 #  4. an image built with --order carries a prefetch hint: a mount fetches its ranges at once,
 #     before anything is read, and reading the listed files then fetches nothing more; with
 #     -o noprefetch the mount fetches only what the open needs
-#  5. an image whose metadata tables are larger than 4 MiB (100,000 entries with incompressible
+#  5. a file read at random (4 KiB preads at 12 offsets, last block first) is fetched whole in
+#     the background from its second read on: a few requests, not one for each cold region, and
+#     no byte beyond the file's own chunks
+#  6. an image whose metadata tables are larger than 4 MiB (100,000 entries with incompressible
 #     names) is not fetched whole at open: listing one directory of it fetches well under 1 MiB
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -136,7 +139,26 @@ read -r nreq got <<<"$(http_log_bytes "$mark")"
 info "-o noprefetch: $got bytes in $nreq requests"
 [ "$got" -le $(( 4 * CH + (META / CH + 2) * CH )) ] || fail "with -o noprefetch the mount fetched $got bytes"
 
-# ---- 5. large metadata tables are fetched as they are read ------------------------------------
+# ---- 5. a file read at random is fetched whole ------------------------------------------------
+rm -rf "$W/cache"
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache"
+cat "$W/m/d00/a" >/dev/null # the open and a first file: what follows is the random reads only
+sleep 0.5
+mark=$(http_log_mark)
+python3 - "$W/src/d09/e" "$W/m/d09/e" <<'PY' || fail "random reads through the mount differ"
+import os, sys
+want, got = open(sys.argv[1], "rb").read(), os.open(sys.argv[2], os.O_RDONLY)
+for i in range(12):
+    off = (11 - i) * 65536 + 4096 * i
+    assert os.pread(got, 4096, off) == want[off:off + 4096], off
+PY
+fuse_umount "$W/m"
+read -r nreq got <<<"$(http_log_bytes "$mark")"
+info "12 random 4 KiB reads of a cold 768 KiB file: $nreq requests, $got bytes"
+[ "$nreq" -le 4 ] || fail "12 random reads of one file took $nreq requests: not fetched whole"
+[ "$got" -le $(( 768 * 1024 + 2 * CH )) ] || fail "random reads of a 768 KiB file fetched $got bytes"
+
+# ---- 6. large metadata tables are fetched as they are read ------------------------------------
 python3 - "$W/big.tar" <<'PY' || fail "cannot write the tar of 100,000 entries"
 import random, sys, tarfile
 r = random.Random(5)
