@@ -29,7 +29,7 @@
 #define RUN_MAX ((uint64_t)8 << 20)   /* the largest single request */
 /* Parts of a prefetch (the hint's ranges, in the order a start reads them): small enough that
  * the first bytes arrive first, `connections` parts at a time at full speed. */
-#define PREFETCH_PART ((uint64_t)4 << 20)
+#define PREFETCH_PART ((uint64_t)1 << 20)
 #define TAB_SIZE 4096u
 
 static const struct sqk_io_ops http_ops;

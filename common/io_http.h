@@ -74,7 +74,7 @@ SQK_API bool sqk_io_is_http(const struct sqk_io *io);
  * metadata tables at open). Best effort: errors surface when the bytes are read. */
 SQK_API void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
 
-/* Starts fetching [off, off + len) in parts of a few MiB, in order, `connections` at a time,
+/* Starts fetching [off, off + len) in parts of 1 MiB, in order, `connections` at a time,
  * and returns at once (the prefetch hint's ranges at open; a file read at random); a read of those bytes waits for them (its request is then moved ahead of
  * readahead). Best effort: errors surface when the bytes are read. */
 SQK_API void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len);
