@@ -20,6 +20,11 @@ struct sqk_io_ahead {
 	uint64_t limit;
 };
 
+/* The stream id of a walk through the image: the backend may then fetch ahead across files,
+ * and tells its streams apart by position (the walk reads data blocks and several groups of
+ * fragment blocks, each in order). */
+#define SQK_IO_AHEAD_WALK UINT64_MAX
+
 struct sqk_io_ops {
 	/* Reads exactly len bytes at off. A range past the end gives SQK_EBOUNDS, nothing partial. */
 	int (*read_at)(struct sqk_io *io, uint64_t off, void *buf, size_t len);

@@ -437,7 +437,9 @@ static int wait_chunk(struct sqk_http *h, struct http_chunk *c)
 /* Whether [off, end) continues the stream the reader named; returns the byte range to fetch
  * ahead (mu held). Without a stream nothing is fetched ahead: what is read is what is fetched.
  * A stream's window grows from RA_MIN, doubling up to RA_MAX, and never passes its limit (the
- * end of the file, or of the image for a walk through it in its own order). */
+ * end of the file, or of the image for a walk through it in its own order). The streams of a
+ * walk are told apart by position: a read continues one that it follows within RA_SLACK (the
+ * data blocks, and each group of fragment blocks, are read in order). */
 static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
 		       const struct sqk_io_ahead *ra, uint64_t *ra0, uint64_t *ra1)
 {
@@ -451,8 +453,10 @@ static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
 	limit = ra->limit < h->covered ? ra->limit : h->covered;
 	for (i = 0; i < sizeof(h->streams) / sizeof(h->streams[0]); i++) {
 		struct http_stream *t = &h->streams[i];
+		uint64_t reach = (t->ra_end > t->next ? t->ra_end : t->next) + RA_SLACK;
 
-		if (t->stamp && t->id == ra->stream) {
+		if (t->stamp && t->id == ra->stream &&
+		    (ra->stream != SQK_IO_AHEAD_WALK || (off + h->csize >= t->next && off <= reach))) {
 			s = t;
 			break;
 		}

@@ -173,6 +173,7 @@ struct sqk_findex {
 	uint64_t data_end;      /* end of its data blocks (= blocks_start without any) */
 	atomic_bool started;    /* its read at offset 0 happened (stream.c) */
 	atomic_bool in_walk;    /* that read continued the walk */
+	atomic_bool aside;      /* its blocks lie before the walk's position: no part of it */
 	atomic_bool broken;     /* a read skipped ahead: the file is not read whole */
 	atomic_bool whole;      /* read whole (counted once) */
 	atomic_uint random_reads; /* reads out of sequence (the 2nd fetches it whole, remote) */

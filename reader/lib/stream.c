@@ -12,7 +12,6 @@
 
 #define WALK_FILES 3u
 #define WALK_GAP_BLOCKS 4u
-#define WALK_STREAM UINT64_MAX
 #define READ_SKIP ((uint64_t)1 << 20)
 #define RANDOM_WHOLE_MAX ((uint64_t)64 << 20)
 
@@ -29,14 +28,18 @@ void sqk_walk_free(struct sqk_walk *w)
 	pthread_mutex_destroy(&w->mu);
 }
 
-/* fi's first read: does it continue the walk? (A file starting anywhere else ends it.) */
+/* fi's first read: does it continue the walk? A file starting further on ends it; one whose
+ * blocks start before the walk's position (a duplicate sharing an earlier file's blocks, or data
+ * read already) neither extends nor ends it. */
 static void first_read(struct sqk_image *img, struct sqk_findex *fi)
 {
 	struct sqk_walk *w = &img->walk;
 
 	pthread_mutex_lock(&w->mu);
-	if (w->run && fi->blocks_start >= w->end &&
-	    fi->blocks_start - w->end <= (uint64_t)WALK_GAP_BLOCKS * img->sb.block_size) {
+	if (w->run && fi->blocks_start < w->end) {
+		atomic_store(&fi->aside, true);
+	} else if (w->run &&
+		   fi->blocks_start - w->end <= (uint64_t)WALK_GAP_BLOCKS * img->sb.block_size) {
 		atomic_store(&fi->in_walk, true);
 	} else {
 		w->run = 0;
@@ -50,6 +53,8 @@ static void read_whole(struct sqk_image *img, struct sqk_findex *fi)
 {
 	struct sqk_walk *w = &img->walk;
 
+	if (atomic_load(&fi->aside))
+		return;
 	pthread_mutex_lock(&w->mu);
 	w->run = atomic_load(&fi->in_walk) && w->run ? w->run + 1 : 1;
 	w->end = fi->data_end;
@@ -128,7 +133,7 @@ const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_fi
 	bool walk = atomic_load(&img->walk.on);
 
 	if (walk && (!fi || atomic_load(&fi->in_walk))) {
-		*tmp = (struct sqk_io_ahead){ .stream = WALK_STREAM,
+		*tmp = (struct sqk_io_ahead){ .stream = SQK_IO_AHEAD_WALK,
 					      .limit = walk_limit(img, pos) };
 		return tmp;
 	}

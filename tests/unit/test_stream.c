@@ -2,8 +2,8 @@
  * image read through a recording io (every read with the sqk_io_ahead it came with). A file read
  * on its own may be fetched ahead up to the end of its own data blocks and no further; three
  * files read whole in image order make a walk, whose reads may be fetched ahead to the end of
- * the image; a file read out of that order ends the walk; files read whole with other files'
- * blocks between them never make one. */
+ * the image; a file read out of that order ends the walk, a duplicate (its blocks an earlier
+ * file's) does not; files read whole with other files' blocks between them never make one. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -109,6 +109,13 @@ static void setup(void)
 		ck_assert_uint_eq(fwrite(buf, 1, sizeof(buf), f), sizeof(buf));
 		fclose(f);
 	}
+	/* f04x: f01's bytes, stored as a duplicate (its blocks are f01's), between f04 and f05 */
+	snprintf(p, sizeof(p), "%s/f04x", tree);
+	FILE *d = fopen(p, "wb");
+	ck_assert_ptr_nonnull(d);
+	test_fill_random(buf, sizeof(buf), 1001u);
+	ck_assert_uint_eq(fwrite(buf, 1, sizeof(buf), d), sizeof(buf));
+	fclose(d);
 	argv[5] = tree;
 	ck_assert_int_eq(mk_options_parse(7, argv, &o), 0);
 	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
@@ -228,6 +235,30 @@ START_TEST(test_walk)
 }
 END_TEST
 
+START_TEST(test_duplicate_in_walk)
+{
+	struct rec_io *r = rec_new();
+	struct sqk_image *img = open_rec(r);
+	struct sqk_inode in, dup;
+	uint8_t buf[FBLOCKS * BS + 1], want[FBLOCKS * BS];
+	size_t at;
+
+	for (int i = 0; i < 5; i++)
+		read_whole(img, r, i, &in);
+	/* the duplicate, read whole in its place: its blocks lie behind the walk (f01's) */
+	ck_assert_int_eq(sqk_lookup_path(img, "f04x", &dup), 0);
+	ck_assert_uint_lt(dup.blocks_start, in.blocks_start);
+	ck_assert_int_eq(sqk_read(img, &dup, buf, sizeof(buf), 0), (ssize_t)sizeof(want));
+	test_fill_random(want, sizeof(want), 1001u);
+	ck_assert(memcmp(buf, want, sizeof(want)) == 0);
+	/* ... neither ends the walk nor moves it back */
+	at = read_whole(img, r, 5, &in);
+	assert_hints(r, at, &in, UINT64_MAX, UINT64_MAX);
+	sqk_image_close(img);
+	free(r);
+}
+END_TEST
+
 START_TEST(test_skips_are_no_walk)
 {
 	struct rec_io *r = rec_new();
@@ -276,6 +307,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_file_alone);
 	tcase_add_test(t, test_walk);
+	tcase_add_test(t, test_duplicate_in_walk);
 	tcase_add_test(t, test_skips_are_no_walk);
 	tcase_add_test(t, test_partial_reads_are_no_walk);
 	tcase_set_timeout(t, 60);
