@@ -3,8 +3,9 @@
  * and authenticated as for local files). Reads: the bytes below `covered` are cut into chunks
  * (the integrity chunks, else 64 KiB); each is taken from memory, else the disk cache, else
  * fetched, coalesced with its neighbours, and checked against its SHA-256 before any caller sees
- * it. Reads that continue (or skip a little ahead in) a stream fetch larger ranges ahead, cut into
- * parts that run on parallel connections. */
+ * it. A read fetches what it reads; only a read whose caller names its stream (sqk_io_ahead: a
+ * file read sequentially, or a walk through the image) fetches ahead, in growing windows cut into
+ * parts that run on parallel connections, never past the limit the caller gives. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /* Remote images: an sqk_io backend that reads an image served over HTTP(S) with range requests
  * (libcurl), fetching only what is read. Requests are aligned to the image's integrity chunks
  * (64 KiB chunks for images without integrity data); adjacent misses are coalesced into one
- * request; sequential reads are fetched ahead in larger ranges on parallel connections. Every
+ * request; reads whose caller names their stream (sqk_io_read_ahead) are fetched ahead in larger
+ * ranges on parallel connections, never past the caller's limit. Every
  * chunk of an image with integrity data is checked against its SHA-256 before use; fetched chunks
  * are kept in a bounded on-disk cache keyed by the URL, the server's validators and the root
  * digest. Transient faults (timeouts, resets, 5xx, short bodies) are retried with exponential

@@ -1,12 +1,13 @@
 /* Which reads may be fetched ahead, and how far: the decision a remote backend cannot make from
- * byte ranges alone. A file read sequentially is one stream, fetched ahead up to the end of its
- * own data blocks and no further. Only when the files being read are a walk through the image in
- * its own order (WALK_FILES files with data blocks in a row, each read whole from its start, each
- * starting where the one before ended give or take WALK_GAP_BLOCKS blocks (fragment blocks
- * written between them), as tar of the tree reads them) does one stream run across files, up to the end of the image; the first
- * file read out of that order ends it. Files without data blocks (small files, all in fragment
- * blocks) neither extend nor break a walk. Inside a range of the image's prefetch hint, a walk
- * is fetched ahead to the range's end only. */
+ * byte ranges alone.
+ * - A file read sequentially is one stream, fetched ahead up to the end of its own data blocks.
+ * - A file read at random is fetched whole from its second read out of sequence.
+ * - Only a walk through the image in its own order fetches ahead across files: WALK_FILES files
+ *   with data blocks in a row, each read whole from its start, each starting where the one
+ *   before ended give or take WALK_GAP_BLOCKS blocks (fragment blocks written between them), as
+ *   tar of the tree reads them. It runs to the end of the image, or of the prefetch hint's range
+ *   it is in; the first file read further on ends it. Files without data blocks (all in
+ *   fragment blocks) and duplicates (their blocks behind the walk) neither extend nor end it. */
 #include "common/io_http.h"
 #include "internal.h"
 
@@ -80,10 +81,9 @@ static void read_random(struct sqk_image *img, struct sqk_findex *fi)
 }
 
 /* A read of fi at off is about to start (seq: it continues the one before). A file counts as
- * read whole when its reads start at
- * offset 0 and reach its end without skipping more than READ_SKIP past the furthest byte read
- * so far (readers such as the kernel's readahead through FUSE send several reads at once, which
- * may arrive out of order). */
+ * read whole when its reads start at offset 0 and reach its end without skipping more than
+ * READ_SKIP past the furthest byte read so far (the kernel's readahead through FUSE sends
+ * several reads at once, which may arrive out of order). */
 void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq)
 {
 	if (fi->nblocks == 0)
