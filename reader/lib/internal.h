@@ -72,6 +72,7 @@ struct sqk_rabufs {
  * start, each starting where the one before ended (give or take fragment blocks). */
 struct sqk_walk {
 	pthread_mutex_t mu;
+	uint64_t start;         /* where the data blocks of the run's first file start */
 	uint64_t end;           /* end of the data blocks of the last file of the run */
 	unsigned run;           /* files of the run so far */
 	atomic_bool on;         /* run long enough: data reads may be fetched ahead across files */

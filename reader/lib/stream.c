@@ -11,7 +11,7 @@
 #include "common/io_http.h"
 #include "internal.h"
 
-#define WALK_FILES 3u
+#define WALK_FILES 8u /* fewer: an import reading a few files of a package in order */
 #define WALK_GAP_BLOCKS 4u
 #define READ_SKIP ((uint64_t)1 << 20)
 #define RANDOM_WHOLE_MAX ((uint64_t)64 << 20)
@@ -19,7 +19,7 @@
 void sqk_walk_init(struct sqk_walk *w)
 {
 	pthread_mutex_init(&w->mu, NULL);
-	w->end = 0;
+	w->start = w->end = 0;
 	w->run = 0;
 	atomic_init(&w->on, false);
 }
@@ -29,17 +29,17 @@ void sqk_walk_free(struct sqk_walk *w)
 	pthread_mutex_destroy(&w->mu);
 }
 
-/* fi's first read: does it continue the walk? A file starting further on ends it; one whose
- * blocks start before the walk's position (a duplicate sharing an earlier file's blocks, or data
- * read already) neither extends nor ends it. */
+/* fi's first read: does it continue the walk? A file starting further on ends it, and so does
+ * one starting before the walk began; one whose blocks lie inside what the walk has passed (a
+ * duplicate sharing the blocks of a file read earlier in the walk) neither extends nor ends it. */
 static void first_read(struct sqk_image *img, struct sqk_findex *fi)
 {
 	struct sqk_walk *w = &img->walk;
 
 	pthread_mutex_lock(&w->mu);
-	if (w->run && fi->blocks_start < w->end) {
+	if (w->run && fi->blocks_start >= w->start && fi->blocks_start < w->end) {
 		atomic_store(&fi->aside, true);
-	} else if (w->run &&
+	} else if (w->run && fi->blocks_start >= w->end &&
 		   fi->blocks_start - w->end <= (uint64_t)WALK_GAP_BLOCKS * img->sb.block_size) {
 		atomic_store(&fi->in_walk, true);
 	} else {
@@ -58,6 +58,8 @@ static void read_whole(struct sqk_image *img, struct sqk_findex *fi)
 		return;
 	pthread_mutex_lock(&w->mu);
 	w->run = atomic_load(&fi->in_walk) && w->run ? w->run + 1 : 1;
+	if (w->run == 1)
+		w->start = fi->blocks_start;
 	w->end = fi->data_end;
 	if (w->run >= WALK_FILES)
 		atomic_store(&w->on, true);

@@ -1,6 +1,6 @@
 /* Check suite for what the reader tells the io about fetching ahead (reader/lib/stream.c): an
  * image read through a recording io (every read with the sqk_io_ahead it came with). A file read
- * on its own may be fetched ahead up to the end of its own data blocks and no further; three
+ * on its own may be fetched ahead up to the end of its own data blocks and no further; eight
  * files read whole in image order make a walk, whose reads may be fetched ahead to the end of
  * the image; a file read out of that order ends the walk, a duplicate (its blocks an earlier
  * file's) does not; files read whole with other files' blocks between them never make one. */
@@ -18,7 +18,7 @@
 #include "reader/sqk.h"
 #include "testutil.h"
 
-#define NFILES 10
+#define NFILES 14
 #define FBLOCKS 5u
 #define BS 4096u
 #define MAXREC 4096
@@ -84,7 +84,7 @@ static const struct sqk_io_ops rec_ops = {
 	.read_ahead = rec_ahead,
 };
 
-/* f00..f09: FBLOCKS blocks of random bytes each (stored raw, so each file's data is exactly
+/* f00..f13: FBLOCKS blocks of random bytes each (stored raw, so each file's data is exactly
  * FBLOCKS * BS bytes at its blocks_start), written in name order by the builder. */
 static void setup(void)
 {
@@ -109,8 +109,8 @@ static void setup(void)
 		ck_assert_uint_eq(fwrite(buf, 1, sizeof(buf), f), sizeof(buf));
 		fclose(f);
 	}
-	/* f04x: f01's bytes, stored as a duplicate (its blocks are f01's), between f04 and f05 */
-	snprintf(p, sizeof(p), "%s/f04x", tree);
+	/* f08x: f01's bytes, stored as a duplicate (its blocks are f01's), between f08 and f09 */
+	snprintf(p, sizeof(p), "%s/f08x", tree);
 	FILE *d = fopen(p, "wb");
 	ck_assert_ptr_nonnull(d);
 	test_fill_random(buf, sizeof(buf), 1001u);
@@ -216,19 +216,19 @@ START_TEST(test_walk)
 	struct sqk_inode in;
 	size_t at;
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 8; i++) {
 		at = read_whole(img, r, i, &in);
 		assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
 	}
-	/* three files whole in image order: the next ones are a walk, fetched ahead to the end */
-	for (int i = 3; i < 6; i++) {
+	/* eight files whole in image order: the next ones are a walk, fetched ahead to the end */
+	for (int i = 8; i < 11; i++) {
 		at = read_whole(img, r, i, &in);
 		assert_hints(r, at, &in, UINT64_MAX, UINT64_MAX);
 	}
 	/* a file out of order ends the walk */
-	at = read_whole(img, r, 8, &in);
+	at = read_whole(img, r, 12, &in);
 	assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
-	at = read_whole(img, r, 9, &in);
+	at = read_whole(img, r, 13, &in);
 	assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
 	sqk_image_close(img);
 	free(r);
@@ -243,16 +243,16 @@ START_TEST(test_duplicate_in_walk)
 	uint8_t buf[FBLOCKS * BS + 1], want[FBLOCKS * BS];
 	size_t at;
 
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 9; i++)
 		read_whole(img, r, i, &in);
 	/* the duplicate, read whole in its place: its blocks lie behind the walk (f01's) */
-	ck_assert_int_eq(sqk_lookup_path(img, "f04x", &dup), 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "f08x", &dup), 0);
 	ck_assert_uint_lt(dup.blocks_start, in.blocks_start);
 	ck_assert_int_eq(sqk_read(img, &dup, buf, sizeof(buf), 0), (ssize_t)sizeof(want));
 	test_fill_random(want, sizeof(want), 1001u);
 	ck_assert(memcmp(buf, want, sizeof(want)) == 0);
 	/* ... neither ends the walk nor moves it back */
-	at = read_whole(img, r, 5, &in);
+	at = read_whole(img, r, 9, &in);
 	assert_hints(r, at, &in, UINT64_MAX, UINT64_MAX);
 	sqk_image_close(img);
 	free(r);
@@ -284,15 +284,15 @@ START_TEST(test_partial_reads_are_no_walk)
 	uint8_t buf[BS];
 	size_t at;
 
-	/* the first block of each of three files, not the whole: no walk */
-	for (int i = 0; i < 3; i++) {
+	/* the first block of each of eight files, not the whole: no walk */
+	for (int i = 0; i < 8; i++) {
 		char name[16];
 
 		snprintf(name, sizeof(name), "f%02d", i);
 		ck_assert_int_eq(sqk_lookup_path(img, name, &in), 0);
 		ck_assert_int_eq(sqk_read(img, &in, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 	}
-	at = read_whole(img, r, 3, &in);
+	at = read_whole(img, r, 8, &in);
 	assert_hints(r, at, &in, in.ino, in.blocks_start + FBLOCKS * BS);
 	sqk_image_close(img);
 	free(r);
