@@ -435,6 +435,12 @@ static int wait_chunk(struct sqk_http *h, struct http_chunk *c)
 
 /* ---- readahead ---- */
 
+/* The furthest a read may start and still continue stream t. */
+static uint64_t stream_reach(const struct http_stream *t)
+{
+	return (t->ra_end > t->next ? t->ra_end : t->next) + RA_SLACK;
+}
+
 /* Whether [off, end) continues the stream the reader named; returns the byte range to fetch
  * ahead (mu held). Without a stream nothing is fetched ahead: what is read is what is fetched.
  * A stream's window grows from RA_MIN, doubling up to RA_MAX, and never passes its limit (the
@@ -454,17 +460,16 @@ static void plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
 	limit = ra->limit < h->covered ? ra->limit : h->covered;
 	for (i = 0; i < sizeof(h->streams) / sizeof(h->streams[0]); i++) {
 		struct http_stream *t = &h->streams[i];
-		uint64_t reach = (t->ra_end > t->next ? t->ra_end : t->next) + RA_SLACK;
-
 		if (t->stamp && t->id == ra->stream &&
-		    (ra->stream != SQK_IO_AHEAD_WALK || (off + h->csize >= t->next && off <= reach))) {
+		    (ra->stream != SQK_IO_AHEAD_WALK ||
+		     (off + h->csize >= t->next && off <= stream_reach(t)))) {
 			s = t;
 			break;
 		}
 		if (t->stamp < old->stamp)
 			old = t;
 	}
-	if (s && off > (s->ra_end > s->next ? s->ra_end : s->next) + RA_SLACK)
+	if (s && off > stream_reach(s))
 		s->stamp = 0; /* jumped far ahead: a new stream with the same id */
 	if (!s || !s->stamp) {
 		s = s ? s : old;

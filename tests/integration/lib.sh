@@ -549,6 +549,15 @@ json_get() {
 		fail "no key '$2' in $1: $(head -c 2000 "$1")"
 }
 
+# stat_get FILE KEY: the count KEY of the JSON object in FILE (a stats= file); fails unless it
+# is one.
+stat_get() {
+	local v
+	v=$(json_get "$1" "$2")
+	case $v in '' | *[!0-9]*) fail "$1: $2 is '$v', not a count" ;; esac
+	echo "$v"
+}
+
 # proxy_arm MODE / proxy_disarm MODE: switch the faults of a "gated" MODE on / off.
 proxy_arm() {
 	${NETNS_EXEC:-} curl -sf --max-time 5 -o /dev/null "$PROXY_URL/_arm/$1" ||

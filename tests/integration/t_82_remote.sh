@@ -49,12 +49,6 @@ no_secret() {
 	fi
 }
 # stat_get FILE KEY: a counter of a stats=/--json file, checked to be an integer.
-stat_get() {
-	local v
-	v=$(json_get "$1" "$2")
-	case $v in '' | *[!0-9]*) fail "$1: $2 is '$v', not a count" ;; esac
-	echo "$v"
-}
 
 $MKTREE "$W/src" || fail "mktree failed"
 mkdir -p "$W/www/private"

@@ -27,12 +27,6 @@ need_cmd python3 curl fusermount3 mountpoint tar
 SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
 [ -x "$SQKFUSE" ] || fail "sqkfuse not found at $SQKFUSE"
 W=$(scratch lazy)
-stat_get() {
-	local v
-	v=$(json_get "$1" "$2")
-	case $v in '' | *[!0-9]*) fail "$1: $2 is '$v', not a count" ;; esac
-	echo "$v"
-}
 
 # 20 directories d00..d19, each with 6 files of 768 KiB of random (incompressible) bytes: a..f
 python3 - "$W/src" <<'PY' || fail "cannot make the source tree"
