@@ -37,6 +37,7 @@ static void usage(FILE *f)
 		"      --checksum-chunk SIZE  integrity chunk size, 4K..1M, power of two (default 64K)\n"
 		"  -e, --exclude GLOB      skip paths (relative to the source) matching GLOB; repeatable\n"
 		"      --all-root          make every file owned by root (uid 0, gid 0)\n"
+		"      --force             replace an IMAGE that is not a SquashFS image (-noappend)\n"
 		"      --force-uid N       make every file owned by uid N\n"
 		"      --force-gid N       make every file owned by gid N\n"
 		"      --mtime T           set every mtime and the image time to T (seconds since 1970)\n"
@@ -130,7 +131,7 @@ static void set_defaults(struct mk_options *o)
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
        OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK, OPT_LZOALG,
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
-       OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT };
+       OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -162,6 +163,7 @@ static const struct option long_opts[] = {
 	{ "reuse", required_argument, NULL, OPT_REUSE },
 	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -178,6 +180,8 @@ static int mksquashfs_alias(const char *word)
 		return OPT_LZOALG;
 	if (strcmp(word, "-sort") == 0)
 		return OPT_SORT;
+	if (strcmp(word, "-noappend") == 0)
+		return OPT_FORCE;
 	return 0;
 }
 
@@ -283,6 +287,7 @@ static int handle_opt(struct mk_options *o, int c, const char **level_arg)
 	case OPT_REUSE: o->reuse = optarg; return 0;
 	case OPT_ORDER: o->order_file = optarg; return 0;
 	case OPT_SORT: o->sort_file = optarg; return 0;
+	case OPT_FORCE: o->force = true; return 0;
 	case OPT_PSEUDO:
 	case OPT_PSEUDODEF:
 		return add_pseudo(o, c == OPT_PSEUDO, optarg);
@@ -340,6 +345,11 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 	for (;;) {
 		/* checked before getopt sees the word (it would read -comp as -c omp) */
 		c = optind < argc ? mksquashfs_alias(argv[optind]) : 0;
+		if (c == OPT_FORCE) {
+			optind++;
+			o->force = true;
+			continue;
+		}
 		if (c && optind + 1 >= argc) {
 			fprintf(stderr, "sqk mkimage: missing argument for option '%s'\n",
 				argv[optind]);

@@ -17,6 +17,7 @@ struct mk_options {
 	char **sources;      /* borrowed from argv */
 	int nsources;
 	const char *image;   /* borrowed from argv */
+	bool force;          /* --force, -noappend: replace an IMAGE that is not a SquashFS image */
 	uint32_t block_size;
 	struct sqk_comp_config comp;
 	int threads;
