@@ -1,6 +1,8 @@
 # squashkit — one non-recursive Makefile; each folder contributes a small .mk.
 # Targets: all (default), check, bench, install, clean, deps.
 
+# The version `sqk --version`, `sqkfuse --version` and libsqk.pc report.
+VERSION := 0.1.0
 PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD ?= build
@@ -40,6 +42,15 @@ FORCE:
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+# The programs get VERSION; a new one rebuilds them (the stamp changes only with it).
+VERSION_STAMP := $(BUILD)/.version
+$(VERSION_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
+VERSIONED_OBJS := $(BUILD)/obj/reader/sqk.o $(BUILD)/obj/fuse/sqkfuse.o
+$(VERSIONED_OBJS): $(VERSION_STAMP)
+$(VERSIONED_OBJS): CFLAGS_ALL += -DSQK_VERSION='"$(VERSION)"'
 
 BINS :=
 include common/common.mk

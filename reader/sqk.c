@@ -8,8 +8,11 @@
 #include "mkimage/mkimage.h"
 #include "reader/cmd/cmd.h"
 #include "reader/cmd/tar.h"
+#include "reader/cmd/umount.h"
 
-#define SQK_VERSION "0.1.0"
+#ifndef SQK_VERSION
+#define SQK_VERSION "unknown" /* the Makefile's VERSION, given to this file */
+#endif
 
 static void usage(FILE *f)
 {
@@ -27,12 +30,76 @@ static void usage(FILE *f)
 		   "                                      check integrity data and structure\n"
 		   "                                      (exit 0 clean, 4 errors, 8 failure, 16 usage)\n"
 		   "  mount IMAGE MOUNTPOINT [-o OPTS]    mount read-only with FUSE (as sqkfuse)\n"
-		   "  help                                this text\n"
-		   "  version                             print the version\n"
+		   "  umount [-z] MOUNTPOINT              unmount a sqkfuse mount\n"
+		   "  help [COMMAND]                      this text, or the --help of COMMAND\n"
+		   "  version                             print the version (also --version)\n"
 		   "\n"
-		   "Each command takes --help. The reading commands (ls, cat, extract, tar, info,\n"
-		   "verify) take --offset N for an image starting N bytes into the file.\n"
-		   "Exit status: 0 ok, 1 error, 2 usage.\n");
+		   "Each command takes --help (sqk help COMMAND prints it too). The reading commands\n"
+		   "(ls, cat, extract, tar, info, verify) take --offset N for an image starting N\n"
+		   "bytes into the file. Manual pages: sqk(1), sqkfuse(8).\n"
+		   "Exit status: 0 ok, 1 error, 2 usage (verify: as fsck, above).\n");
+}
+
+static int mount_main(int argc, char **argv)
+{
+#ifndef SQK_NO_FUSE
+	argv[0] = "sqk mount";
+	return sqk_fuse_main(argc, argv);
+#else
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "sqk mount: this sqk was built without libfuse3 (install libfuse3-dev "
+			"and rebuild), so it cannot mount; the other commands work\n");
+	return 1;
+#endif
+}
+
+static int help_main(int argc, char **argv);
+
+static const struct command {
+	const char *name;
+	int (*main)(int argc, char **argv);
+} commands[] = {
+	{ "mkimage", sqk_mkimage_main }, { "ls", sqk_ls_main },
+	{ "cat", sqk_cat_main },	 { "extract", sqk_extract_main },
+	{ "tar", sqk_tar_main },	 { "info", sqk_info_main },
+	{ "verify", sqk_verify_main },	 { "mount", mount_main },
+	{ "umount", sqk_umount_main },	 { "help", help_main },
+};
+
+static const struct command *find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+/* sqk help [COMMAND]: the overview, or what `sqk COMMAND --help` prints (and its status). */
+static int help_main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 2) {
+		fprintf(stderr, "sqk help: expected at most one COMMAND\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "version")) {
+		printf("usage: sqk version (or sqk --version): prints the version of sqk\n");
+		return 0;
+	}
+	const struct command *c = find(argv[1]);
+	if (!c) {
+		fprintf(stderr, "sqk help: unknown command '%s' (sqk help lists them)\n", argv[1]);
+		return 2;
+	}
+	char name[32], opt[] = "--help";
+	snprintf(name, sizeof(name), "%s", c->name);
+	char *av[] = { name, opt, NULL };
+	return c->main(2, av);
 }
 
 int main(int argc, char **argv)
@@ -42,35 +109,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[1];
-	if (strcmp(cmd, "mkimage") == 0)
-		return sqk_mkimage_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "mount") == 0) {
-#ifndef SQK_NO_FUSE
-		argv[1] = "sqk mount";
-		return sqk_fuse_main(argc - 1, argv + 1);
-#else
-		fprintf(stderr, "sqk mount: this sqk was built without libfuse3 (install libfuse3-dev "
-				"and rebuild), so it cannot mount; the other commands work\n");
-		return 1;
-#endif
-	}
-	if (strcmp(cmd, "ls") == 0)
-		return sqk_ls_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "cat") == 0)
-		return sqk_cat_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "extract") == 0)
-		return sqk_extract_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "tar") == 0)
-		return sqk_tar_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "info") == 0)
-		return sqk_info_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "verify") == 0)
-		return sqk_verify_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+	const struct command *c = find(cmd);
+	if (c)
+		return c->main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;
 	}
-	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
 		printf("sqk %s\n", SQK_VERSION);
 		return 0;
 	}
