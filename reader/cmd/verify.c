@@ -32,9 +32,16 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: sqk verify [-j N] [--json] [--root-hash HEX] [--offset N] [OPTIONS] "
 		   "IMAGE|URL\n"
+		   "\n"
 		   "Checks the integrity data and the structure of IMAGE (a URL: every byte is\n"
 		   "fetched from the server, not from the cache).\n"
+		   "\n"
+		   "  -j, --threads N   threads checking digests and blocks (default: online CPUs)\n"
+		   "      --json        one JSON object with the counts and the findings\n"
+		   "      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		   SQK_CMD_REMOTE_HELP
+		   "  -h, --help        this text\n"
+		   "\n"
 		   "Exit status: 0 clean, 4 errors found, 8 operational error, 16 usage error.\n");
 }
 
@@ -80,6 +87,7 @@ static void on_report(void *ctx, const struct sqk_check_report *r)
 static int parse(struct verify *v, int argc, char **argv)
 {
 	static const struct option lo[] = { { "json", no_argument, NULL, 'J' },
+					    { "threads", required_argument, NULL, 'j' },
 					    { "root-hash", required_argument, NULL, 'R' },
 					    { "offset", required_argument, NULL, 'O' },
 					    { "help", no_argument, NULL, 'h' },
