@@ -31,6 +31,9 @@
 #include "common/sigwatch.h"
 #include "reader/sqk.h"
 
+#ifndef SQK_VERSION
+#define SQK_VERSION "unknown" /* the Makefile's VERSION, given to this file */
+#endif
 #define TIMEOUT 86400.0 /* the image never changes */
 #define MAX_IO (1u << 20)
 
@@ -478,6 +481,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t id, const char *name, size_t 
 		err = sqk_xattr_get(fs->img, &i, name, buf, size, &len);
 	if (err == SQK_ENOENT)
 		fuse_reply_err(req, ENODATA);
+	else if (err == SQK_ETOOBIG) /* a buffer too small: the caller asks again, bigger */
+		fuse_reply_err(req, ERANGE);
 	else if (err)
 		reply_fail(req, fs, id, "getxattr", err);
 	else
@@ -494,7 +499,9 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t id, size_t size)
 	int err = size && !buf ? SQK_ENOMEM : from_id(fs, id, &i);
 	if (!err)
 		err = sqk_xattr_list(fs->img, &i, buf, size, &len);
-	if (err)
+	if (err == SQK_ETOOBIG) /* as getxattr: a normal probe, not logged */
+		fuse_reply_err(req, ERANGE);
+	else if (err)
 		reply_fail(req, fs, id, "listxattr", err);
 	else
 		reply_xattr_buf(req, size, buf, len);
@@ -542,6 +549,9 @@ static const struct fuse_lowlevel_ops ops = {
 
 struct opts {
 	char *image;
+	char *mountpoint; /* as given; mnt_abs is it resolved (the daemon changes to /) */
+	char *mnt_abs;
+	char *extra;      /* a third argument: a usage error */
 	char *subdir;
 	char *cache;
 	char *stats;
@@ -586,14 +596,18 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_END,
 };
 
+/* IMAGE and MOUNTPOINT are taken here, not by libfuse: its check of the mount point fails as a
+ * usage error, and a missing mount point is an error (exit 1) like a missing image. */
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct opts *o = data;
-	if (key == FUSE_OPT_KEY_NONOPT && !o->image) {
-		o->image = strdup(arg);
-		return 0;
-	}
-	return 1;
+	char **slot = !o->image ? &o->image : !o->mountpoint ? &o->mountpoint : &o->extra;
+
+	if (key != FUSE_OPT_KEY_NONOPT)
+		return 1;
+	if (!*slot)
+		*slot = strdup(arg);
+	return 0;
 }
 
 static void usage(const char *prog)
@@ -605,11 +619,14 @@ static void usage(const char *prog)
 	       "  -f                  stay in the foreground\n"
 	       "  -d                  debug output (implies -f)\n"
 	       "  -s                  single-threaded\n"
+	       "  -h, --help          this text\n"
+	       "  -V, --version       print the version of sqkfuse and of libfuse\n"
 	       "  -o offset=N         the image starts N bytes into IMAGE\n"
 	       "  -o subdir=PATH      mount only PATH of the image\n"
-	       "  -o cache=SIZE       decompressed block cache (default 64M; K, M, G suffixes)\n"
-	       "  -o readahead=N      sequential readahead, in blocks (default 16)\n"
-	       "  -o threads=N        decompression threads (default: online CPUs)\n"
+	       "  -o cache=SIZE       decompressed block cache (default 64M; K, M, G suffixes;\n"
+	       "                      above 0)\n"
+	       "  -o readahead=N      sequential readahead, in blocks (default 16; 1 to 4096)\n"
+	       "  -o threads=N        decompression threads (default: online CPUs; 1 to 256)\n"
 	       "  -o fill=N           after a read smaller than a block, put the rest of the\n"
 	       "                      aligned group of N blocks around it into the page cache\n"
 	       "                      (default 1, as the kernel does; 0 = off)\n"
@@ -640,13 +657,42 @@ static void usage(const char *prog)
 	       "  -o s3_endpoint=URL  the endpoint of s3:// images (default $AWS_ENDPOINT_URL_S3,\n"
 	       "                      $AWS_ENDPOINT_URL, else AWS)\n"
 	       "  -o no_sign_request  s3:// images: unsigned requests (public buckets)\n"
+	       "  -o max_threads=N    at most N threads answering requests (libfuse; default 10)\n"
 	       "  -o allow_other, default_permissions, ... : standard FUSE mount options\n"
 	       "\n"
-	       "Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`; SIGINT and SIGTERM\n"
-	       "unmount too. In /etc/fstab (through mount.fuse3):\n"
+	       "Unmount with `sqk umount MOUNTPOINT`, `fusermount3 -u MOUNTPOINT` or `umount\n"
+	       "MOUNTPOINT`; SIGINT and SIGTERM unmount too. In /etc/fstab (through mount.fuse3):\n"
 	       "  /path/image.sqsh /mnt/point fuse.sqkfuse ro,allow_other 0 0\n"
-	       "Exit status: 0 after unmount, 1 on errors (reported before detaching), 2 usage.\n",
+	       "Exit status: 0 after unmount; 1 on errors reported before detaching (the image\n"
+	       "cannot be opened, the mount point is missing or not a directory, the mount\n"
+	       "fails); 2 usage (a missing argument, an unknown option, a value out of range).\n",
 	       prog);
+}
+
+static void version(const char *prog)
+{
+	printf("%s %s\nFUSE library version %s\n",
+	       strcmp(prog, "sqk mount") ? "sqkfuse" : "sqk mount", SQK_VERSION, fuse_pkgversion());
+}
+
+/* Options naming a file, a path or an endpoint: an empty value means nothing. */
+static int empty_opts(const struct opts *o, const char *prog)
+{
+	const struct {
+		const char *name, *val;
+	} v[] = {
+		{ "subdir", o->subdir },	   { "stats", o->stats },
+		{ "trace", o->trace },		   { "cache_dir", o->cache_dir },
+		{ "header_file", o->header_file }, { "cacert", o->cacert },
+		{ "s3_endpoint", o->s3_endpoint },
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		if (v[i].val && !v[i].val[0]) {
+			fprintf(stderr, "%s: invalid %s= (needs a value)\n", prog, v[i].name);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* The numeric options, each checked against its range; prints what is wrong. */
@@ -657,8 +703,8 @@ static int num_opts(struct opts *o, const char *prog)
 		uint64_t *out, def, min, max;
 	} n[] = {
 		{ "offset", o->offset_s, &o->offset, 0, 0, INT64_MAX },
-		{ "readahead", o->readahead_s, &o->readahead, 0, 0, 4096 },
-		{ "threads", o->threads_s, &o->threads, 0, 0, 256 },
+		{ "readahead", o->readahead_s, &o->readahead, 0, 1, 4096 },
+		{ "threads", o->threads_s, &o->threads, 0, 1, 256 },
 		{ "fill", o->fill_s, &o->fill, 1, 0, 64 },
 		{ "names", o->names_s, &o->names, SQK_NODES_DEFAULT_MAX, 0, UINT32_MAX },
 		{ "retries", o->retries_s, &o->retries, SQK_HTTP_RETRIES_DEFAULT, 0, 100 },
@@ -787,8 +833,10 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = (unsigned)o->readahead,
 				    .threads = (unsigned)o->threads, .log = lib_log, .log_ctx = fs,
 				    .verify = o->verify != 0, .no_prefetch = true };
-	if (o->cache && parse_size(o->cache, &so.cache_bytes)) {
-		fprintf(stderr, "%s: invalid cache size '%s'\n", prog, o->cache);
+	if (o->cache && (parse_size(o->cache, &so.cache_bytes) || !so.cache_bytes)) {
+		/* 0 would silently be the default: refused */
+		fprintf(stderr, "%s: invalid cache=%s (a size above 0, K, M, G suffixes)\n", prog,
+			o->cache);
 		return 2;
 	}
 	struct sqk_http_opts ho = { 0 };
@@ -847,14 +895,26 @@ static int finish_trace(struct fs *fs, const char *path)
 	return 0;
 }
 
-static int check_mountpoint(const char *prog, const char *mp)
+/* Checks MOUNTPOINT, a directory, and resolves it into o->mnt_abs (the daemon changes to /);
+ * /dev/fd/N, a /dev/fuse descriptor a privileged parent opened, is left to libfuse. Returns 0,
+ * 1 (missing or not a directory, as a missing image) or 2 (none given). */
+static int check_mountpoint(struct opts *o, const char *prog)
 {
+	const char *mp = o->mountpoint;
 	struct stat st;
+	unsigned fd;
+	char c;
+
 	if (!mp) {
-		fprintf(stderr, "%s: no mount point given\n", prog);
+		fprintf(stderr, "%s: no mount point given (try --help)\n", prog);
 		return 2;
 	}
-	if (stat(mp, &st) || !S_ISDIR(st.st_mode)) {
+	if (sscanf(mp, "/dev/fd/%u%c", &fd, &c) == 1) {
+		o->mnt_abs = strdup(mp);
+		return o->mnt_abs ? 0 : 1;
+	}
+	errno = 0;
+	if (stat(mp, &st) || !S_ISDIR(st.st_mode) || !(o->mnt_abs = realpath(mp, NULL))) {
 		fprintf(stderr, "%s: bad mount point '%s': %s\n", prog, mp,
 			errno ? strerror(errno) : "not a directory");
 		return 1;
@@ -954,18 +1014,16 @@ static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_
 	return ret;
 }
 
-/* Mounts and serves until unmounted or signalled. */
-static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts *cmd,
-		 const char *prog)
+/* Mounts se (made before the image was opened) on mnt and serves until unmounted or
+ * signalled; the caller destroys se. */
+static int serve(struct fs *fs, struct fuse_session *se, const struct fuse_cmdline_opts *cmd,
+		 const char *mnt, const char *prog)
 {
-	struct fuse_session *se = fuse_session_new(args, &ops, sizeof(ops), fs);
 	int ret = 1;
-	if (!se)
-		return 1; /* libfuse printed which option it rejected */
 	if (fuse_set_signal_handlers(se)) /* until the signal thread runs */
-		goto out_destroy;
-	if (fuse_session_mount(se, cmd->mountpoint)) {
-		fprintf(stderr, "%s: cannot mount on '%s'\n", prog, cmd->mountpoint);
+		return 1;
+	if (fuse_session_mount(se, mnt)) {
+		fprintf(stderr, "%s: cannot mount on '%s'\n", prog, mnt);
 		goto out_handlers;
 	}
 	fs->foreground = cmd->foreground;
@@ -979,8 +1037,6 @@ static int serve(struct fs *fs, struct fuse_args *args, struct fuse_cmdline_opts
 	fuse_session_unmount(se);
 out_handlers:
 	fuse_remove_signal_handlers(se);
-out_destroy:
-	fuse_session_destroy(se);
 	return ret;
 }
 
@@ -990,12 +1046,16 @@ int sqk_fuse_main(int argc, char **argv)
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct opts o = { 0 };
 	struct fs fs = { 0 };
+	struct fuse_session *se = NULL;
 	const char *prog = argv[0];
 	int ret = 2;
 	if (fuse_opt_parse(&args, &o, opt_spec, opt_proc) || fuse_parse_cmdline(&args, &cmd))
 		goto out;
 	if (cmd.show_help || cmd.show_version) {
-		usage(prog);
+		if (cmd.show_help)
+			usage(prog);
+		else
+			version(prog);
 		ret = 0;
 		goto out;
 	}
@@ -1003,6 +1063,17 @@ int sqk_fuse_main(int argc, char **argv)
 		fprintf(stderr, "%s: no image given (try --help)\n", prog);
 		goto out;
 	}
+	if (o.extra) {
+		fprintf(stderr, "%s: unexpected argument '%s' (IMAGE MOUNTPOINT, then options; "
+			"try --help)\n", prog, o.extra);
+		goto out;
+	}
+	if (!cmd.singlethread && cmd.max_threads == 0) { /* libfuse would take it as its default */
+		fprintf(stderr, "%s: invalid max_threads=0 (at least 1; -s for one thread)\n", prog);
+		goto out;
+	}
+	if (empty_opts(&o, prog))
+		goto out;
 	/* The daemon changes to /, so relative paths are resolved now. */
 	if (sqk_is_url(o.image))
 		o.shown = sqk_url_display(o.image);
@@ -1013,11 +1084,20 @@ int sqk_fuse_main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (num_opts(&o, prog)) {
+	if (num_opts(&o, prog))
+		goto out;
+	/* Read-only always; permissions checked by the kernel against the image's modes. The
+	 * session is made now, so that an option libfuse rejects is a usage error found before
+	 * the image (perhaps remote) is opened; libfuse prints which. */
+	if (fuse_opt_add_arg(&args, "-oro,default_permissions,subtype=sqkfuse")) {
+		ret = 1;
 		goto out;
 	}
+	se = fuse_session_new(&args, &ops, sizeof(ops), &fs);
+	if (!se)
+		goto out;
 	fs.fill = (unsigned)o.fill;
-	ret = check_mountpoint(prog, cmd.mountpoint);
+	ret = check_mountpoint(&o, prog);
 	fs.foreground = cmd.foreground; /* messages at open (e.g. no integrity data) */
 	if (!ret && o.trace)
 		ret = open_trace(&fs, &o, prog);
@@ -1030,11 +1110,8 @@ int sqk_fuse_main(int argc, char **argv)
 	if (!ret && (sqk_nodes_create((size_t)o.names, &fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
 		ret = 1;
 	fs.image = o.shown ? o.shown : o.image;
-	/* Read-only always; permissions checked by the kernel against the image's modes. */
-	if (!ret && fuse_opt_add_arg(&args, "-oro,default_permissions,subtype=sqkfuse"))
-		ret = 1;
 	if (!ret)
-		ret = serve(&fs, &args, &cmd, prog);
+		ret = serve(&fs, se, &cmd, o.mnt_abs, prog);
 	if (!ret && o.stats && write_stats(&fs, o.stats))
 		fprintf(stderr, "%s: cannot write stats to '%s': %s\n", prog, o.stats,
 			strerror(errno));
@@ -1044,8 +1121,13 @@ int sqk_fuse_main(int argc, char **argv)
 	sqk_nodes_destroy(fs.nodes);
 	sqk_image_close(fs.img);
 out:
+	if (se)
+		fuse_session_destroy(se);
 	free(cmd.mountpoint);
 	free(o.image);
+	free(o.mountpoint);
+	free(o.mnt_abs);
+	free(o.extra);
 	free(o.subdir);
 	free(o.cache);
 	free(o.stats);
