@@ -135,6 +135,7 @@ struct mk_ctx {
 	uint32_t nfrags;             /* fragment blocks planned (main thread) */
 	size_t frags_cap;            /* frags: grown by the writer thread as it writes them */
 	struct mk_stats st;
+	uint64_t mtimes_clamped;     /* entries whose mtime was outside 0..2^32-1 (tree.c) */
 	atomic_int *cancel;          /* set to a signal number on SIGINT/SIGTERM */
 	dev_t skip_dev[2];           /* the existing image and our temp file: skipped by the walk */
 	ino_t skip_ino[2];
@@ -198,6 +199,10 @@ int mk_entry_attrs(struct mk_ctx *c, const struct mk_entry *e, struct mk_attrs *
 int mk_implied_attrs(struct mk_ctx *c, struct mk_attrs *a);
 /* The mtime stored for t (--set-mtime, --clamp-time, 32 bits). */
 uint32_t mk_clamp_time(const struct mk_options *o, int64_t t);
+/* Refuses an entry deeper than SQK_DEPTH_MAX (common/depth.h), naming it and its depth. */
+int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e);
+/* The count of clamped mtimes when more than the first (named when met) were clamped. */
+void mk_report_clamped(struct mk_ctx *c);
 /* The id-table indexes of uid and gid (after --force-uid/--force-gid). */
 int mk_owner(struct mk_ctx *c, uint32_t uid, uint32_t gid, uint16_t *uid_idx, uint16_t *gid_idx);
 /* One more inode of kind m (f: a regular file's content) in c->st. */

@@ -295,29 +295,14 @@ static void node_inode(const struct mk_node *n, struct mk_inode *a)
 				.target_len = n->target_len, .file = n->file };
 }
 
-/* Post-order: sub-directories, then the other entries' inodes, then the listing and inode. */
-static int emit_dir(struct mk_tables *t, struct mk_node *d)
+/* d's listing and inode, once its entries' inodes are written. Not inlined: its buffers stay
+ * out of the frames of the recursion. */
+static __attribute__((noinline)) int emit_listing(struct mk_tables *t, struct mk_node *d)
 {
 	struct mk_inode a;
-	int err = 0;
-	for (size_t i = 0; i < d->nchildren && !err; i++) {
-		struct mk_node *tg = target_of(d->children[i]);
-		if (S_ISDIR(tg->mode))
-			err = emit_dir(t, tg);
-	}
-	for (size_t i = 0; i < d->nchildren && !err; i++) {
-		struct mk_node *tg = target_of(d->children[i]);
-		if (tg->emitted)
-			continue;
-		node_inode(tg, &a);
-		err = mk_tables_inode(t, &a, &tg->inode_ref);
-		tg->emitted = true;
-	}
-	struct mk_dent *v = err ? NULL : malloc((d->nchildren + 1) * sizeof(*v));
-	if (!err && !v)
-		err = mk_fail(t->c, SQK_ENOMEM, "out of memory");
-	if (err)
-		return err;
+	struct mk_dent *v = malloc((d->nchildren + 1) * sizeof(*v));
+	if (!v)
+		return mk_fail(t->c, SQK_ENOMEM, "out of memory");
 	for (size_t i = 0; i < d->nchildren; i++) {
 		const struct mk_node *ch = d->children[i], *tg = target_of(d->children[i]);
 		v[i] = (struct mk_dent){ .name = ch->name, .name_len = ch->name_len, .ino = tg->ino,
@@ -326,11 +311,39 @@ static int emit_dir(struct mk_tables *t, struct mk_node *d)
 	char where[1024];
 	mk_node_path(d, where, sizeof(where));
 	node_inode(d, &a);
-	err = mk_tables_dir(t, &a, v, d->nchildren, d->nsubdirs,
-			    d->parent ? d->parent->ino : t->c->inode_count + 1, where, &d->inode_ref);
+	int err = mk_tables_dir(t, &a, v, d->nchildren, d->nsubdirs,
+				d->parent ? d->parent->ino : t->c->inode_count + 1, where,
+				&d->inode_ref);
 	d->emitted = true;
 	free(v);
 	return err;
+}
+
+static __attribute__((noinline)) int emit_leaf(struct mk_tables *t, struct mk_node *tg)
+{
+	struct mk_inode a;
+	node_inode(tg, &a);
+	tg->emitted = true;
+	return mk_tables_inode(t, &a, &tg->inode_ref);
+}
+
+/* Post-order: sub-directories, then the other entries' inodes, then the listing and inode.
+ * The recursion is as deep as the tree, which the builder bounds by SQK_DEPTH_MAX
+ * (common/depth.h: mk_check_depth refuses a deeper entry); a frame holds a few words. */
+static int emit_dir(struct mk_tables *t, struct mk_node *d)
+{
+	int err = 0;
+	for (size_t i = 0; i < d->nchildren && !err; i++) {
+		struct mk_node *tg = target_of(d->children[i]);
+		if (S_ISDIR(tg->mode))
+			err = emit_dir(t, tg);
+	}
+	for (size_t i = 0; i < d->nchildren && !err; i++) {
+		struct mk_node *tg = target_of(d->children[i]);
+		if (!tg->emitted)
+			err = emit_leaf(t, tg);
+	}
+	return err ? err : emit_listing(t, d);
 }
 
 /* Appends a finished metadata stream at c->pos; fills pos[] with each block's position. */

@@ -11,6 +11,7 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include "common/depth.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "mk.h"
@@ -185,6 +186,40 @@ uint32_t mk_clamp_time(const struct mk_options *o, int64_t t)
 	if (o->clamp_time >= 0 && t > o->clamp_time)
 		t = o->clamp_time;
 	return (uint32_t)t;
+}
+
+/* SquashFS keeps 32 unsigned bits of mtime: the first entry clamped is named, the others
+ * counted (mk_report_clamped), so a big archive of odd times prints two lines, not thousands. */
+static void note_clamped(struct mk_ctx *c, const struct mk_entry *e, uint32_t stored)
+{
+	const struct mk_options *o = c->opt;
+	if (o->set_mtime >= 0 || e->mtime == MK_MTIME_NEWEST || (e->mtime >= 0 &&
+								 e->mtime <= UINT32_MAX))
+		return;
+	if (!c->mtimes_clamped++)
+		fprintf(stderr, "sqk mkimage: '%s': mtime %lld is outside what SquashFS stores "
+			"(0..4294967295, 1970-01-01 to 2106-02-07): stored as %u\n", e->origin,
+			(long long)e->mtime, stored);
+}
+
+void mk_report_clamped(struct mk_ctx *c)
+{
+	if (c->mtimes_clamped > 1)
+		fprintf(stderr, "sqk mkimage: %llu entries had an mtime outside 0..4294967295, "
+			"clamped (the first is named above)\n",
+			(unsigned long long)c->mtimes_clamped);
+}
+
+int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e)
+{
+	size_t len = strlen(e->path);
+	uint64_t depth = sqk_path_depth(e->path, len);
+	if (depth <= SQK_DEPTH_MAX)
+		return 0;
+	char b[2 * SQK_DEPTH_SHOWN + 4];
+	return mk_fail(c, SQK_ETOOBIG, "'%s' is %llu levels deep; an image holds at most %u "
+		       "levels (SQK_DEPTH_MAX), so that every reader can walk it back",
+		       sqk_depth_shown(e->origin, b), (unsigned long long)depth, SQK_DEPTH_MAX);
 }
 
 int mk_owner(struct mk_ctx *c, uint32_t uid, uint32_t gid, uint16_t *uid_idx, uint16_t *gid_idx)
@@ -396,6 +431,7 @@ int mk_entry_attrs(struct mk_ctx *c, const struct mk_entry *e, struct mk_attrs *
 	memset(a, 0, sizeof(*a));
 	a->mode = e->mode;
 	a->mtime = mk_clamp_time(c->opt, e->mtime);
+	note_clamped(c, e, a->mtime);
 	a->xattr_idx = SQK_NONE32;
 	if (a->mtime > c->newest_mtime)
 		c->newest_mtime = a->mtime;
@@ -482,9 +518,6 @@ static int replace_entry(struct mk_ctx *c, struct mk_node *old, const struct mk_
 	if (S_ISDIR(old->mode) && old->nchildren)
 		return mk_fail(c, SQK_EINVAL, "'%s': replaces a directory that has entries",
 			       e->origin);
-	struct mk_node *canon = old->link ? old->link : old;
-	if (canon != old || canon->nlink > 1)
-		return mk_fail(c, SQK_EINVAL, "'%s': replaces a hard-linked file", e->origin);
 	for (size_t i = 0; i < p->nchildren; i++)
 		if (p->children[i] == old) {
 			memmove(p->children + i, p->children + i + 1,
@@ -494,7 +527,15 @@ static int replace_entry(struct mk_ctx *c, struct mk_node *old, const struct mk_
 		}
 	c->tree->last_node = NULL;
 	*out = NULL;
-	return bury(c, old);
+	/* One name of a hard-link group: only that name goes (GNU tar and bsdtar unlink it and
+	 * extract anew); the other names keep the inode, whose canonical node may now be in no
+	 * directory: it is numbered and written through the names left. */
+	struct mk_node *canon = old->link ? old->link : old;
+	if (canon == old && canon->nlink <= 1)
+		return bury(c, old);
+	if (canon->nlink > 1)
+		c->st.hardlinks--;
+	return --canon->nlink ? 0 : bury(c, canon); /* the last name of a detached inode */
 }
 
 static int add_link(struct mk_ctx *c, struct mk_node *n, struct mk_node *canon)
@@ -531,6 +572,9 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 	data->file = NULL;
 	if (!*e->path)
 		return add_root(c, e);
+	int err = mk_check_depth(c, e);
+	if (err)
+		return err;
 	const char *slash = strrchr(e->path, '/');
 	size_t dlen = slash ? (size_t)(slash - e->path) : 0;
 	const char *name = slash ? slash + 1 : e->path;
@@ -538,7 +582,7 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 	if (strlen(name) > SQK_NAME_MAX)
 		return mk_fail(c, SQK_ETOOBIG, "'%s': name '%.32s...' is longer than %u bytes",
 			       e->origin, name, SQK_NAME_MAX);
-	int err = find_dir(c, e->path, dlen, e->origin, &dir);
+	err = find_dir(c, e->path, dlen, e->origin, &dir);
 	if (err)
 		return err;
 	struct mk_node *old = c->tree->ordered ? NULL : child_find(c->tree, dir, name, strlen(name));
@@ -692,6 +736,7 @@ void mk_count_kind(struct mk_ctx *c, mode_t m, const struct mk_file *f)
 
 int mk_tree_finish(struct mk_ctx *c)
 {
+	mk_report_clamped(c);
 	tree_state_free(c->tree);
 	if (c->tree->ndead)
 		drop_dead(c);

@@ -303,6 +303,9 @@ int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 	if (e->link)
 		return mk_fail(c, SQK_EINVAL, "'%s': a hard link by path in a walk (internal error)",
 			       e->origin);
+	int err = mk_check_depth(c, e);
+	if (err)
+		return err;
 	const char *slash = strrchr(e->path, '/');
 	size_t dlen = slash ? (size_t)(slash - e->path) : 0;
 	const char *name = slash ? slash + 1 : e->path;
@@ -312,7 +315,7 @@ int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 			       e->origin, name, SQK_NAME_MAX);
 	struct mk_attrs a;
 	uint32_t group = SQK_NONE32;
-	int err = walk_to(c, w, e->path, dlen, e->origin);
+	err = walk_to(c, w, e->path, dlen, e->origin);
 	if (!err && e->has_id && !S_ISDIR(e->mode))
 		err = add_group_name(c, w, e, name, nlen, &group);
 	if (err)
@@ -406,6 +409,7 @@ int mk_walk_finish(struct mk_ctx *c)
 {
 	struct mk_walk *w = c->walk;
 	int err = 0;
+	mk_report_clamped(c);
 	while (w->depth && !err)
 		err = close_dir(c, w);
 	if (err)

@@ -1,5 +1,6 @@
 /* sqk ls: lists a directory of an image (or one entry), optionally long and recursive. */
 #include "cmd.h"
+#include "common/depth.h"
 
 #include <getopt.h>
 #include <unistd.h>
@@ -149,8 +150,6 @@ struct ls_up {
 	const struct ls_up *up;
 };
 
-#define LS_MAX_DEPTH 4096u
-
 static int ls_check_loop(struct sqk_ls *l, const struct sqk_inode *dir, const struct ls_up *up,
 			 const char *where)
 {
@@ -160,8 +159,11 @@ static int ls_check_loop(struct sqk_ls *l, const struct sqk_inode *dir, const st
 			return SQK_ECORRUPT;
 		}
 	}
-	if (up && up->depth >= LS_MAX_DEPTH) {
-		sqk_cmd_err(&l->c, where, SQK_ETOOBIG, "directories nested too deeply");
+	/* dir is at depth up->depth + 1 below PATH, its entries one more (common/depth.h) */
+	if (up && up->depth + 1 >= SQK_DEPTH_MAX && dir->size > 3) {
+		char b[2 * SQK_DEPTH_SHOWN + 4];
+		sqk_cmd_err(&l->c, sqk_depth_shown(where, b), SQK_ETOOBIG, "directories nested deeper than %u levels "
+			    "(the most sqk walks)", SQK_DEPTH_MAX);
 		return SQK_ETOOBIG;
 	}
 	return 0;

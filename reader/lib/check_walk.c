@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "check_internal.h"
+#include "common/depth.h"
 #include "common/endian.h"
 
-#define MAX_DEPTH 2048u
 #define WORDS_PER_READ 512u
 
 struct path {
@@ -313,9 +313,12 @@ static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir,
 	int rc, more;
 
 	c->res->dirs++;
-	if (depth > MAX_DEPTH) {
-		chk_report(c, true, 0, 0, "directory table", "%s: directories nested too deep",
-			   pa->p);
+	/* depth is that of dir's entries: the recursion is bounded by common/depth.h */
+	if (depth > SQK_DEPTH_MAX && dir->size > 3) {
+		char b[2 * SQK_DEPTH_SHOWN + 4];
+		chk_report(c, true, 0, 0, "directory table", "%s: directories nested deeper than "
+			   "%u levels (the most sqk builds and walks)",
+			   sqk_depth_shown(saved ? pa->p : "/", b), SQK_DEPTH_MAX);
 		return 0;
 	}
 	rc = sqk_dir_iter_init(c->img, dir, &it);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/depth.h"
 #include "common/endian.h"
 #include "common/meta.h"
 #include "internal.h"
@@ -84,6 +85,13 @@ static int push_dir(struct info_walk *w, const struct sqk_inode *dir)
 {
 	int rc;
 
+	/* dir is at depth w->depth (the root at 0), its entries one more (common/depth.h) */
+	if (w->depth >= SQK_DEPTH_MAX && dir->size > 3) {
+		char b[2 * SQK_DEPTH_SHOWN + 4];
+		sqk_logf(w->img, "%s: directories nested deeper than %u levels (the most sqk "
+			 "walks)", sqk_depth_shown(shown(w), b), SQK_DEPTH_MAX);
+		return SQK_ETOOBIG;
+	}
 	if (w->depth == w->capdepth) {
 		size_t cap = w->capdepth ? w->capdepth * 2 : 16;
 		struct info_level *s = realloc(w->stack, cap * sizeof(*s));

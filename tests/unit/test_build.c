@@ -5,7 +5,10 @@
  * byte of every file read exactly once, in order), write and sync faults on the output, and a
  * source failing mid-file. An ordered source (as the directory walker) gives the tree held on
  * disk (walk.c): the same image byte for byte as the tree in memory, with every store spilled
- * to its temporary file (--mem 1M) and the fragments packed in small batches. */
+ * to its temporary file (--mem 1M) and the fragments packed in small batches. The depth policy
+ * (common/depth.h): a tree exactly SQK_DEPTH_MAX deep builds both ways and checks clean, one
+ * level more is refused naming the entry. A name of a hard-link group listed again replaces
+ * that name only; mtimes outside 32 bits are clamped. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/depth.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/io.h"
@@ -37,6 +41,8 @@ struct spec {
 	uint32_t uid, gid, maj, min;
 	const char *xname, *xval;
 	uint64_t id;         /* non-zero: (dev 1, ino id) identifies the file (hard links) */
+	bool has_mtime;      /* mtime below, else one made up */
+	int64_t mtime;
 };
 
 struct synth {
@@ -70,7 +76,7 @@ static int synth_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 	e->mode = p->mode;
 	e->uid = p->uid;
 	e->gid = p->gid;
-	e->mtime = 1000000 + (int64_t)y->next;
+	e->mtime = p->has_mtime ? p->mtime : 1000000 + (int64_t)y->next;
 	e->size = p->size;
 	e->target = p->target;
 	e->link = p->link;
@@ -581,6 +587,146 @@ START_TEST(test_walk_spills)
 }
 END_TEST
 
+/* A chain of directories "d/d/..." whose deepest entry, a file, is depth levels deep, in the
+ * walker's order. The caller frees each path and the array. */
+static struct spec *chain_spec(unsigned depth, size_t *n)
+{
+	struct spec *v = calloc(depth + 1, sizeof(*v));
+	ck_assert_ptr_nonnull(v);
+	for (unsigned k = 0; k < depth; k++) {
+		char *p = malloc(2 * (size_t)depth + 2);
+		ck_assert_ptr_nonnull(p);
+		for (unsigned i = 0; i < k; i++)
+			memcpy(p + 2 * i, "d/", 2);
+		if (k + 1 < depth) {
+			p[2 * k] = 'd';
+			p[2 * k + 1] = 0;
+			v[k] = (struct spec){ .path = p, .mode = DIR_ };
+		} else {
+			p[2 * k] = 'f';
+			p[2 * k + 1] = 0;
+			v[k] = (struct spec){ .path = p, .mode = REG, .size = 100, .seed = 3 };
+		}
+	}
+	*n = depth;
+	return v;
+}
+
+static void chain_free(struct spec *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)v[i].path);
+	free(v);
+}
+
+/* At the limit: both backends build the same image, the checker walks it clean and the file
+ * at depth SQK_DEPTH_MAX reads back. One more level: refused by both, the entry and its
+ * depth named. */
+START_TEST(test_depth_limit)
+{
+	size_t n;
+	struct spec *v = chain_spec(SQK_DEPTH_MAX, &n);
+	struct sqk_io *mem = build_both(v, n, NULL, NULL);
+	struct sqk_image *img = open_mem(mem);
+	assert_content(img, v[n - 1].path, 100, 3);
+	sqk_image_close(img);
+	assert_checks(mem);
+	sqk_io_destroy(mem);
+	chain_free(v, n);
+
+	v = chain_spec(SQK_DEPTH_MAX + 1, &n);
+	for (int ordered = 0; ordered < 2; ordered++) {
+		struct synth y;
+		char msg[1024];
+		synth_init(&y, v, n);
+		if (ordered)
+			y.base.ops = &synth_ordered_ops;
+		ck_assert_int_eq(build(&y, NULL, &mem, NULL, NULL, msg), SQK_ETOOBIG);
+		ck_assert_msg(strstr(msg, "is 2049 levels deep") && strstr(msg, "at most 2048") &&
+			      strstr(msg, "d/d/d/...") && strstr(msg, "/d/d/f'"), "%s", msg);
+		ck_assert_uint_lt(strlen(msg), 400);
+		sqk_io_destroy(mem);
+		synth_free(&y);
+	}
+	chain_free(v, n);
+}
+END_TEST
+
+/* A path that repeats a name of a hard-link group replaces that name only, as GNU tar and
+ * bsdtar extract it: the other names keep the old content and the link count drops. */
+START_TEST(test_hardlink_replaced)
+{
+	static const struct spec v[] = {
+		{ .path = "a", .mode = REG, .size = 3000, .seed = 1 },
+		{ .path = "b", .mode = REG, .link = "a" },
+		{ .path = "c", .mode = REG, .link = "a" },
+		{ .path = "a", .mode = REG, .size = 4000, .seed = 2 }, /* canonical name replaced */
+		{ .path = "c", .mode = REG, .size = 10, .seed = 3 },   /* a link name replaced */
+		{ .path = "d", .mode = REG, .size = 50, .seed = 4 },
+		{ .path = "e", .mode = REG, .link = "d" },
+		{ .path = "e", .mode = REG, .size = 60, .seed = 5 },
+		{ .path = "d", .mode = REG, .size = 70, .seed = 6 },   /* the group is gone */
+		{ .path = "f", .mode = REG, .link = "b" },             /* to the detached inode */
+	};
+	struct synth y;
+	struct sqk_io *mem;
+	struct mk_stats st;
+	char msg[1024];
+	synth_init(&y, v, sizeof(v) / sizeof(v[0]));
+	ck_assert_msg(build(&y, NULL, &mem, NULL, &st, msg) == 0, "%s", msg);
+	struct sqk_image *img = open_mem(mem);
+	assert_content(img, "a", 4000, 2);
+	assert_content(img, "b", 3000, 1);
+	assert_content(img, "c", 10, 3);
+	assert_content(img, "d", 70, 6);
+	assert_content(img, "e", 60, 5);
+	assert_content(img, "f", 3000, 1);
+	struct sqk_inode b, f, a;
+	ck_assert_int_eq(sqk_lookup_path(img, "b", &b), 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "f", &f), 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "a", &a), 0);
+	ck_assert_uint_eq(b.ino, f.ino);
+	ck_assert_uint_eq(b.nlink, 2);
+	ck_assert_uint_eq(a.nlink, 1);
+	ck_assert_uint_ne(a.ino, b.ino);
+	ck_assert_uint_eq(st.hardlinks, 1);
+	ck_assert_uint_eq(st.files, 5); /* inodes: a, b (f), c, d, e */
+	sqk_image_close(img);
+	assert_checks(mem);
+	sqk_io_destroy(mem);
+	synth_free(&y);
+}
+END_TEST
+
+/* mtimes before 1970 and after 2106 are stored clamped to 0 and 2^32-1. */
+START_TEST(test_mtime_clamped)
+{
+	static const struct spec v[] = {
+		{ .path = "old", .mode = REG, .size = 1, .seed = 1, .has_mtime = true, .mtime = -1 },
+		{ .path = "new", .mode = REG, .size = 1, .seed = 1, .has_mtime = true,
+		  .mtime = 1ll << 33 },
+		{ .path = "max", .mode = REG, .size = 1, .seed = 1, .has_mtime = true,
+		  .mtime = UINT32_MAX },
+	};
+	struct synth y;
+	struct sqk_io *mem;
+	char msg[1024];
+	synth_init(&y, v, sizeof(v) / sizeof(v[0]));
+	ck_assert_msg(build(&y, NULL, &mem, NULL, NULL, msg) == 0, "%s", msg);
+	struct sqk_image *img = open_mem(mem);
+	struct sqk_inode ino;
+	ck_assert_int_eq(sqk_lookup_path(img, "old", &ino), 0);
+	ck_assert_uint_eq(ino.mtime, 0);
+	ck_assert_int_eq(sqk_lookup_path(img, "new", &ino), 0);
+	ck_assert_uint_eq(ino.mtime, UINT32_MAX);
+	ck_assert_int_eq(sqk_lookup_path(img, "max", &ino), 0);
+	ck_assert_uint_eq(ino.mtime, UINT32_MAX);
+	sqk_image_close(img);
+	sqk_io_destroy(mem);
+	synth_free(&y);
+}
+END_TEST
+
 static Suite *build_suite(void)
 {
 	Suite *s = suite_create("build");
@@ -593,6 +739,9 @@ static Suite *build_suite(void)
 	tcase_add_test(tc, test_bad_entries);
 	tcase_add_test(tc, test_walk_same_image);
 	tcase_add_test(tc, test_walk_spills);
+	tcase_add_test(tc, test_depth_limit);
+	tcase_add_test(tc, test_hardlink_replaced);
+	tcase_add_test(tc, test_mtime_clamped);
 	suite_add_tcase(s, tc);
 	return s;
 }
