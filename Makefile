@@ -64,9 +64,24 @@ include tests/tests.mk
 .DEFAULT_GOAL := all
 all: $(BINS) $(LIBS_OUT)
 
-install: all install-lib
+install: all install-lib install-cli
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+
+# The manual pages (their .TH carrying VERSION) and the bash completion; sqkfuse's only when
+# sqkfuse is built.
+MANDIR := $(DESTDIR)$(PREFIX)/share/man
+COMPLETIONDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+install_man = sed -e '/^\.TH/s/"squashkit [^"]*"/"squashkit $(VERSION)"/' $(1) > $(2) && chmod 644 $(2)
+install-cli:
+	install -d $(MANDIR)/man1 $(COMPLETIONDIR)
+	$(call install_man,cli/man/sqk.1,$(MANDIR)/man1/sqk.1)
+	install -m 644 cli/completion/sqk $(COMPLETIONDIR)/sqk
+ifeq ($(HAVE_FUSE),1)
+	install -d $(MANDIR)/man8
+	$(call install_man,cli/man/sqkfuse.8,$(MANDIR)/man8/sqkfuse.8)
+	ln -sf sqk $(COMPLETIONDIR)/sqkfuse
+endif
 
 deps:
 	@sh scripts/install-deps.sh
@@ -74,5 +89,5 @@ deps:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all install deps clean check bench FORCE
+.PHONY: all install install-cli deps clean check bench FORCE
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

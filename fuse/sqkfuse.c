@@ -857,9 +857,10 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 		/* in the background the library's reason went to syslog only */
 		if (open_failed && !fs->foreground && fs->open_msg[0])
 			fprintf(stderr, "%s: %s\n", prog, fs->open_msg);
-		fprintf(stderr, "%s: %s%s%s: %s\n", prog, o->shown ? o->shown : o->image,
-			o->subdir ? ": " : "",
-			o->subdir ? o->subdir : "", sqk_strerror(err));
+		if (!open_failed || !sqk_err_not_image(err)) /* those: the library's line is all */
+			fprintf(stderr, "%s: %s%s%s: %s\n", prog, o->shown ? o->shown : o->image,
+				o->subdir ? ": " : "", o->subdir ? o->subdir : "",
+				sqk_strerror(err));
 		return 1;
 	}
 	return 0;

@@ -30,7 +30,7 @@ $(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS)
 
 $(LIBSQK_PC): reader/libsqk.pc.in Makefile
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # fuse/fuse.mk adds the FUSE objects (for `sqk mount`) and SQK_LINK_EXTRA.
 $(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBSQK_A)
@@ -45,6 +45,6 @@ install-lib: $(LIBS_OUT)
 	ln -sf $(LIBSQK_SONAME) $(DESTDIR)$(PREFIX)/lib/libsqk.so
 	install -m 644 $(LIBSQK_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/
 	install -m 644 $(LIBSQK_COMMON_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/common/
-	sed -e 's|@PREFIX@|$(PREFIX)|' reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
 
 .PHONY: install-lib

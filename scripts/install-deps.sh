@@ -3,7 +3,7 @@
 # As root: installs them with apt-get. Otherwise: prints the exact command to run.
 PKGS="build-essential make gcc pkg-config libzstd-dev liblzma-dev zlib1g-dev liblz4-dev liblzo2-dev libfuse3-dev fuse3
 check libssl-dev libxxhash-dev libcurl4-openssl-dev libarchive-dev libarchive-tools squashfs-tools squashfs-tools-ng squashfuse attr python3 util-linux kmod time
-nginx-light iproute2 curl iptables"
+nginx-light iproute2 curl iptables man-db groff-base mandoc"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

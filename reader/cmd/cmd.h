@@ -73,6 +73,7 @@ struct sqk_cmd {
 	int verify;           /* --verify: reads checked against the integrity data */
 	struct sqk_remote remote;
 	char *shown;          /* the image name in messages: a URL without query or credentials */
+	char why[512];        /* the library's last line (after a failed open: why it failed) */
 };
 
 /* Entry points; argv[0] is the command name. Each returns the process exit status. */

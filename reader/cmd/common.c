@@ -11,9 +11,12 @@
 /* The library calls this (from any thread) with one line naming the image and the offset. */
 static void sqk_cmd_log(void *ctx, const char *msg)
 {
-	const struct sqk_cmd *c = ctx;
+	struct sqk_cmd *c = ctx;
 
+	flockfile(stderr); /* also guards c->why */
 	fprintf(stderr, "sqk %s: %s\n", c->name, msg);
+	snprintf(c->why, sizeof(c->why), "%s", msg);
+	funlockfile(stderr);
 }
 
 static int add_header(const char *cmd, struct sqk_remote *r, const char *line)
@@ -136,7 +139,7 @@ int sqk_cmd_open(struct sqk_cmd *c)
 	if (sqk_is_url(c->image) && !c->shown)
 		c->shown = sqk_url_display(c->image);
 	err = sqk_image_open(c->image, &o, &c->img);
-	if (err) {
+	if (err && !sqk_err_not_image(err)) { /* those: the library's line says it all */
 		if (c->offset)
 			sqk_cmd_err(c, NULL, err, "cannot open image (offset %llu)",
 				    (unsigned long long)c->offset);

@@ -268,8 +268,13 @@ static int open_image(struct chk *c)
 		return rc;
 	if (rc) {
 		chk_last_log(c, msg, sizeof(msg));
-		chk_report(c, true, c->offset, c->offset + SQK_SUPER_SIZE, "superblock",
-			   "image does not open: %s (%s)", sqk_strerror(rc), msg);
+		if (sqk_err_not_image(rc)) /* the line says what it is: "image: truncated image: ..." */
+			chk_report(c, true, c->offset, c->offset + SQK_SUPER_SIZE, "superblock",
+				   "image does not open: %s", strncmp(msg, "image: ", 7) ? msg :
+				   msg + 7);
+		else
+			chk_report(c, true, c->offset, c->offset + SQK_SUPER_SIZE, "superblock",
+				   "image does not open: %s (%s)", sqk_strerror(rc), msg);
 		c->img = NULL;
 	}
 	return 0;

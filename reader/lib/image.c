@@ -4,9 +4,11 @@
  * of the handle. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 #include "common/meta.h"
@@ -32,6 +34,32 @@ static int check_super(struct sqk_image *img)
 	if ((sb->root_inode & 0xFFFF) > SQK_META_SIZE || sb->inode_count == 0)
 		return SQK_ECORRUPT;
 	return 0;
+}
+
+/* Before anything else is read (the integrity trailer included): an empty file, a file that is
+ * not SquashFS, another SquashFS version or a truncated image is refused with a line of its own
+ * naming the image and what it is (sqk_super_diagnose); the bytes are not verified, only
+ * judged. offset is the caller's, for the message. */
+static int probe_super(struct sqk_image *img, uint64_t offset)
+{
+	uint8_t head[SQK_PROBE_SIZE] = { 0 };
+	char why[512];
+	uint64_t size;
+	int rc = sqk_io_get_size(img->io, &size);
+
+	if (rc)
+		return rc;
+	size = img->owned_io ? size : size > img->base ? size - img->base : 0;
+	if (size)
+		rc = sqk_io_read_at(img->io, img->base, head,
+				    size < sizeof(head) ? (size_t)size : sizeof(head));
+	if (rc)
+		return rc;
+	rc = sqk_super_diagnose(img->name, offset, head, size < sizeof(head) ? (size_t)size :
+				sizeof(head), size, why, sizeof(why));
+	if (rc && img->log)
+		img->log(img->log_ctx, why);
+	return rc;
 }
 
 /* Reads the options block (if flagged) and fills img->comp. */
@@ -109,6 +137,8 @@ static int setup(struct sqk_image *img, const struct sqk_open_opts *o)
 	rc = sqk_cache_create(o && o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE, &img->cache);
 	if (rc == 0)
 		rc = sqk_findex_cache_create(&img->findex);
+	if (rc == 0)
+		rc = probe_super(img, o ? o->offset : 0);
 	if (rc == 0)
 		rc = read_super(img, o ? o->root_hash : NULL);
 	if (rc == 0)
@@ -299,9 +329,23 @@ struct sqk_io *sqk_image_io(struct sqk_image *img)
 	return img->io;
 }
 
+/* A path that names no image file (a directory, an unsupported URL): err, logged as fmt with
+ * the image's name. */
+static int not_a_file(const char *path, const struct sqk_open_opts *o, int err, const char *fmt)
+{
+	char msg[1024];
+
+	if (o && o->log) {
+		snprintf(msg, sizeof(msg), fmt, o->name ? o->name : path);
+		o->log(o->log_ctx, msg);
+	}
+	return err;
+}
+
 /* Borrows path; caller owns *out. */
 int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out)
 {
+	struct stat st;
 	struct sqk_io *io;
 	int fd, rc;
 
@@ -310,8 +354,15 @@ int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sq
 	if (sqk_is_url(path))
 		return sqk_image_open_url(path, opts, out);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && sqk_looks_like_url(path))
+		return not_a_file(path, opts, SQK_ESCHEME, "%s: unsupported URL scheme; http, https "
+				  "and s3 are");
 	if (fd < 0)
 		return sqk_from_errno(errno);
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(fd);
+		return not_a_file(path, opts, SQK_EISDIR, "'%s' is a directory");
+	}
 	rc = sqk_io_fd_create(fd, opts ? opts->offset : 0, true, &io);
 	if (rc) {
 		close(fd);

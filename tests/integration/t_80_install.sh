@@ -15,6 +15,40 @@ for f in usr/bin/sqk usr/bin/sqkfuse usr/lib/libsqk.a usr/lib/libsqk.so.0 usr/li
 	[ -e "$D/$f" ] || fail "make install did not install $f"
 done
 grep -q '^prefix=/usr$' "$D/usr/lib/pkgconfig/libsqk.pc" || fail "libsqk.pc does not say prefix=/usr"
+
+# the manual pages and the bash completion; the version is the Makefile's everywhere
+for f in usr/share/man/man1/sqk.1 usr/share/man/man8/sqkfuse.8 \
+	usr/share/bash-completion/completions/sqk usr/share/bash-completion/completions/sqkfuse; do
+	[ -e "$D/$f" ] || fail "make install did not install $f"
+done
+ver=$("$D/usr/bin/sqk" --version) || fail "the installed sqk --version failed"
+ver=${ver#sqk }
+"$D/usr/bin/sqkfuse" --version | head -n 1 | grep -qx "sqkfuse $ver" ||
+	fail "sqkfuse --version does not say $ver: $("$D/usr/bin/sqkfuse" --version)"
+grep -q "^Version: $ver\$" "$D/usr/lib/pkgconfig/libsqk.pc" || fail "libsqk.pc does not say Version: $ver"
+for p in man1/sqk.1 man8/sqkfuse.8; do
+	grep -q "^\.TH .*\"squashkit $ver\"" "$D/usr/share/man/$p" || fail "$p does not say squashkit $ver"
+	out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$D/usr/share/man/$p" 2>&1 >/dev/null)
+	[ -z "$out" ] || fail "man -l $p warns: $out"
+done
+# man finds them by name under the installed MANPATH
+MANPATH=$D/usr/share/man MANWIDTH=80 man sqk 2>/dev/null | grep -q 'sqk umount' || fail "man sqk did not show sqk(1)"
+MANPATH=$D/usr/share/man MANWIDTH=80 man 8 sqkfuse 2>/dev/null | grep -q 'max_threads' ||
+	fail "man 8 sqkfuse did not show sqkfuse(8)"
+# the installed completion completes subcommands, a subcommand's options and image files
+touch "$W/one.sqsh"
+comp=$(cd "$W" && PATH=$D/usr/bin:$PATH bash -c '
+	. "$1"
+	c() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); $F; echo "${COMPREPLY[*]}"; }
+	F=_sqk; c sqk ex; c sqk ""; c sqk mkimage --no-d; c sqk info one.s
+	F=_sqkfuse; c sqkfuse one.sqsh . -o thr' _ "$D/usr/share/bash-completion/completions/sqk" 2>&1)
+expect=$(printf '%s\n' extract "mkimage ls cat extract tar info verify mount umount help version --help --version" \
+	--no-dedup one.sqsh threads=)
+[ "$comp" = "$expect" ] || fail "bash completion: got
+$comp
+expected
+$expect"
+info "man pages and bash completion installed; version $ver; completion: $(echo $comp | head -c 60)..."
 # the installed headers shadow no system header: glibc's <error.h> and <endian.h> (through
 # <sys/types.h>) stay the system's
 cat >"$W/app.c" <<'C'
