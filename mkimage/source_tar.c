@@ -21,9 +21,33 @@
 
 struct tar_xattr;
 
+/* The decompressed stream is copied from the raw reader (every filter, format "raw") in chunks
+ * of at least FEED_CHUNK bytes (but the last) and handed to a tar reader, one per archive of a
+ * concatenation. When a tar reader meets its end-of-archive, what it was handed and did not
+ * consume lies in the last two regions handed (it reads ahead a block or two at most): that is
+ * kept ("pending") and handed first to the next reader, if a tar header follows. */
+#define FEED_CHUNK (1u << 16)
+
+struct feed_region {
+	const uint8_t *p;
+	int64_t at;                /* stream offset of p[0] */
+	size_t len;
+};
+
 struct tar_source {
 	struct mk_source base;
-	struct archive *a;
+	struct archive *a;         /* the tar reader of the current archive */
+	struct archive *raw;       /* the input through its filters */
+	uint8_t *chunk[2];         /* the last two chunks pulled from raw */
+	size_t chunk_cap[2];
+	int cur;                   /* chunk pulled last */
+	uint8_t *pend;             /* bytes pend_at.. of the stream, handed before any new chunk */
+	size_t pend_len, pend_off, pend_cap;
+	int64_t pend_at;           /* stream offset of pend[pend_off] */
+	int64_t pulled;            /* bytes pulled from raw so far */
+	int64_t start;             /* stream offset of the current tar reader's first byte */
+	struct feed_region last[2]; /* the last two regions handed to a tar reader, [1] newest */
+	bool raw_eof;
 	const char *name;          /* the archive as messages name it */
 	struct archive_entry *ae;  /* current entry (owned by a) */
 	char *path, *link, *origin;
@@ -40,6 +64,11 @@ struct tar_source {
 	bool warned_dotdot;
 };
 
+static int64_t stream_pos(struct tar_source *t)
+{
+	return t->start + archive_filter_bytes(t->a, 0);
+}
+
 static int archive_err(struct tar_source *t)
 {
 	return archive_errno(t->a) == ENOMEM ? SQK_ENOMEM : SQK_ECORRUPT;
@@ -52,7 +81,7 @@ static int fail_archive(struct mk_ctx *c, struct tar_source *t, const char *what
 	const char *msg = archive_error_string(t->a);
 	return mk_fail(c, archive_err(t), "tar '%s': '%s' (header at offset %lld): %s at offset "
 		       "%lld: %s", t->name, t->origin ? t->origin : "", (long long)t->header_at,
-		       what, (long long)archive_filter_bytes(t->a, 0), msg ? msg : "unreadable");
+		       what, (long long)stream_pos(t), msg ? msg : "unreadable");
 }
 
 /* A header libarchive could not read: named by its offset and the entry before it (a damaged
@@ -62,8 +91,9 @@ static int fail_header(struct mk_ctx *c, struct tar_source *t)
 {
 	const char *msg = archive_error_string(t->a);
 	int64_t at = archive_read_header_position(t->a);
+	at = at < 0 ? -1 : t->start + at;
 	if (at < 0 || at < t->header_at)
-		at = archive_filter_bytes(t->a, 0);
+		at = stream_pos(t);
 	bool prev = t->origin && *t->origin;
 	return mk_fail(c, archive_err(t), "tar '%s': bad entry header at offset %lld (%s%s%s): %s",
 		       t->name, (long long)at, prev ? "after '" : "the first entry",
@@ -224,20 +254,255 @@ static int fill_entry(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e
 	return entry_xattrs(c, t, e);
 }
 
+/* ---- the stream under the tar readers ---- */
+
+/* Pulls the next chunk of the decompressed stream into the chunk buffer not pulled last (the
+ * tar reader may still read the other): *len 0 at the end. -1: raw's error, -2: no memory. */
+static int pull_chunk(struct tar_source *t, const uint8_t **out, size_t *len)
+{
+	int k = 1 - t->cur;
+	size_t got = 0;
+	while (!t->raw_eof && got < FEED_CHUNK) {
+		const void *b;
+		size_t n;
+		la_int64_t off;
+		int r = archive_read_data_block(t->raw, &b, &n, &off);
+		if (r == ARCHIVE_EOF) {
+			t->raw_eof = true;
+			break;
+		}
+		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+			return -1;
+		if (got + n > t->chunk_cap[k]) {
+			size_t cap = got + n > 2 * FEED_CHUNK ? got + n : 2 * FEED_CHUNK;
+			uint8_t *nb = realloc(t->chunk[k], cap);
+			if (!nb)
+				return -2;
+			t->chunk[k] = nb;
+			t->chunk_cap[k] = cap;
+		}
+		memcpy(t->chunk[k] + got, b, n);
+		got += n;
+	}
+	t->cur = k;
+	t->pulled += (int64_t)got;
+	*out = t->chunk[k];
+	*len = got;
+	return 0;
+}
+
+/* libarchive's read callback of the tar readers: the pending bytes, then new chunks. */
+static la_ssize_t feed_read(struct archive *a, void *ud, const void **buf)
+{
+	struct tar_source *t = ud;
+	struct feed_region r;
+	if (t->pend_off < t->pend_len) {
+		r = (struct feed_region){ t->pend + t->pend_off, t->pend_at, t->pend_len - t->pend_off };
+		t->pend_at += (int64_t)r.len;
+		t->pend_off = t->pend_len;
+	} else {
+		int err = pull_chunk(t, &r.p, &r.len);
+		if (err) {
+			const char *m = err == -2 ? "out of memory" : archive_error_string(t->raw);
+			int e = err == -2 ? ENOMEM : archive_errno(t->raw);
+			archive_set_error(a, e > 0 ? e : EIO, "%s", m ? m : "read error");
+			return -1;
+		}
+		r.at = t->pulled - (int64_t)r.len;
+	}
+	t->last[0] = t->last[1];
+	t->last[1] = r;
+	*buf = r.p;
+	return (la_ssize_t)r.len;
+}
+
+/* Makes pend hold the stream from offset from to what was pulled: the bytes a tar reader was
+ * handed and did not consume (in the last two regions handed). */
+static int keep_unread(struct mk_ctx *c, struct tar_source *t, int64_t from)
+{
+	size_t need = (size_t)(t->pulled - from);
+	uint8_t *np = malloc(need + FEED_CHUNK);
+	if (!np)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	int64_t lo = t->pulled;
+	for (int i = 0; i < 2; i++) {
+		const struct feed_region *r = &t->last[i];
+		int64_t a = r->at > from ? r->at : from, b = r->at + (int64_t)r->len;
+		if (r->p && a < b) {
+			memcpy(np + (a - from), r->p + (a - r->at), (size_t)(b - a));
+			lo = a < lo ? a : lo;
+		}
+	}
+	if (need && lo != from) {
+		free(np);
+		return mk_fail(c, SQK_ECORRUPT, "tar '%s': the data after the end of the archive "
+			       "at offset %lld was lost (internal error)", t->name, (long long)from);
+	}
+	free(t->pend);
+	t->pend = np;
+	t->pend_cap = need + FEED_CHUNK;
+	t->pend_len = need;
+	t->pend_off = 0;
+	t->pend_at = from;
+	t->last[0] = t->last[1] = (struct feed_region){ 0 };
+	return 0;
+}
+
+/* Appends chunks to pend until it holds a block past pend_off (or the stream ends). */
+static int pend_fill(struct mk_ctx *c, struct tar_source *t)
+{
+	while (t->pend_len - t->pend_off < 512 && !t->raw_eof) {
+		const uint8_t *p;
+		size_t n;
+		int err = pull_chunk(t, &p, &n);
+		if (!err && t->pend_len + n > t->pend_cap) {
+			uint8_t *np = realloc(t->pend, t->pend_len + n);
+			if (np) {
+				t->pend = np;
+				t->pend_cap = t->pend_len + n;
+			} else {
+				err = -2;
+			}
+		}
+		if (err)
+			return mk_fail(c, err == -2 ? SQK_ENOMEM : SQK_EIO, "cannot read tar '%s': %s",
+				       t->name, err == -2 ? "out of memory" :
+				       archive_error_string(t->raw));
+		memcpy(t->pend + t->pend_len, p, n);
+		t->pend_len += n;
+	}
+	return 0;
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* Whether h is a tar header: its checksum (octal, the sum of its bytes with the checksum field
+ * taken as spaces, unsigned or, as old tars wrote it, signed) is right. */
+static bool tar_header_ok(const uint8_t *h)
+{
+	unsigned i = 148, digits = 0;
+	uint64_t want = 0, u = 0;
+	int64_t s = 0;
+	while (i < 156 && h[i] == ' ')
+		i++;
+	for (; i < 156 && h[i] >= '0' && h[i] <= '7'; i++, digits++)
+		want = want * 8 + (uint64_t)(h[i] - '0');
+	if (!digits || (i < 156 && h[i] && h[i] != ' '))
+		return false;
+	for (unsigned k = 0; k < 512; k++) {
+		uint8_t b = k >= 148 && k < 156 ? ' ' : h[k];
+		u += b;
+		s += (int8_t)b;
+	}
+	return want == u || (int64_t)want == s;
+}
+
+/* What follows the end of the archive is not an archive: read to the end, counted, and
+ * ignored with a warning (GNU tar and bsdtar stop at the end-of-archive and say nothing). */
+static int ignore_rest(struct mk_ctx *c, struct tar_source *t, int64_t at)
+{
+	uint64_t n = t->pend_len - t->pend_off;
+	bool zeros = all_zero(t->pend + t->pend_off, n);
+	const uint8_t *p;
+	size_t len;
+	int err = 0;
+	while (!t->raw_eof && !(err = pull_chunk(t, &p, &len))) {
+		n += len;
+		zeros = zeros && all_zero(p, len);
+	}
+	if (err)
+		return mk_fail(c, err == -2 ? SQK_ENOMEM : SQK_EIO, "cannot read tar '%s': %s",
+			       t->name, err == -2 ? "out of memory" : archive_error_string(t->raw));
+	t->pend_off = t->pend_len;
+	if (zeros)
+		fprintf(stderr, "sqk mkimage: tar '%s': %llu zero bytes after the end of the "
+			"archive (offset %lld) are not a whole 512-byte block: ignored\n", t->name,
+			(unsigned long long)n, (long long)at);
+	else
+		fprintf(stderr, "sqk mkimage: tar '%s': %llu bytes after the end of the archive "
+			"(offset %lld) are not a tar header: ignored, as GNU tar and bsdtar do\n",
+			t->name, (unsigned long long)n, (long long)at);
+	return 0;
+}
+
+static int open_tar_reader(struct mk_ctx *c, struct tar_source *t);
+
+/* The tar reader met an end-of-archive (one or two zero blocks, or the end of the stream).
+ * Zero blocks after it are skipped (record padding); a tar header then starts a concatenated
+ * archive, read on (as `tar -i` would, and as `cat a.tar b.tar` means); anything else ends the
+ * input with a warning. Returns 0 with a reader for the next archive, 1 at the end. */
+static int after_end(struct mk_ctx *c, struct tar_source *t)
+{
+	int64_t end = stream_pos(t);
+	int err = keep_unread(c, t, end);
+	archive_read_free(t->a);
+	t->a = NULL;
+	while (!err) {
+		if ((err = pend_fill(c, t)))
+			break;
+		size_t avail = t->pend_len - t->pend_off;
+		const uint8_t *h = t->pend + t->pend_off;
+		if (!avail)
+			return 1;
+		if (avail >= 512 && all_zero(h, 512)) {
+			t->pend_off += 512;
+			t->pend_at += 512;
+			end += 512;
+		} else if (avail >= 512 && tar_header_ok(h)) {
+			t->start = end;
+			return open_tar_reader(c, t);
+		} else {
+			err = ignore_rest(c, t, end);
+			return err ? err : 1;
+		}
+	}
+	return err;
+}
+
+/* A tar reader for the archive starting at t->start (pend, then the chunks to come). */
+static int open_tar_reader(struct mk_ctx *c, struct tar_source *t)
+{
+	t->a = archive_read_new();
+	if (!t->a)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	archive_read_support_format_tar(t->a);
+	archive_read_support_format_gnutar(t->a);
+	if (archive_read_open(t->a, t, NULL, feed_read, NULL) == ARCHIVE_OK)
+		return 0;
+	/* EILSEQ is libarchive's "file format" errno where there is no EFTYPE (Linux) */
+	int e = archive_errno(t->a);
+	bool fmt = e == EILSEQ;
+	const char *msg = archive_error_string(t->a);
+	if (t->start)
+		return mk_fail(c, fmt ? SQK_ECORRUPT : SQK_EIO, "tar '%s': the archive concatenated "
+			       "at offset %lld: %s", t->name, (long long)t->start,
+			       msg ? msg : "unreadable");
+	return mk_fail(c, fmt ? SQK_ECORRUPT : SQK_EIO, "cannot read tar '%s': %s%s%s%s", t->name,
+		       fmt ? "not a tar archive (" : "", msg ? msg : "unreadable",
+		       fmt ? ")" : e > 0 ? ": " : "", fmt || e <= 0 ? "" : strerror(e));
+}
+
 static int tar_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 {
 	struct tar_source *t = (struct tar_source *)s;
-	int r = archive_read_next_header(t->a, &t->ae);
-	/* no byte at all is a failed producer more likely than an archive (an empty tar is 10 KiB
-	 * of zeros): an error, not an empty image */
-	if (r == ARCHIVE_EOF && archive_format(t->a) == ARCHIVE_FORMAT_EMPTY)
-		return mk_fail(c, SQK_ECORRUPT, "tar '%s': empty input (0 bytes): not a tar archive",
-			       t->name);
-	if (r == ARCHIVE_EOF)
+	if (!t->a)
 		return 1;
+	int r = archive_read_next_header(t->a, &t->ae);
+	while (r == ARCHIVE_EOF) {
+		int end = after_end(c, t);
+		if (end)
+			return end;
+		r = archive_read_next_header(t->a, &t->ae);
+	}
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
 		return fail_header(c, t);
-	t->header_at = archive_read_header_position(t->a);
+	t->header_at = t->start + archive_read_header_position(t->a);
 	const char *name = archive_entry_pathname(t->ae);
 	if (!name)
 		return fail_header(c, t);
@@ -349,6 +614,11 @@ static void tar_destroy(struct mk_source *s)
 	struct tar_source *t = (struct tar_source *)s;
 	if (t->a)
 		archive_read_free(t->a);
+	if (t->raw)
+		archive_read_free(t->raw);
+	free(t->chunk[0]);
+	free(t->chunk[1]);
+	free(t->pend);
 	free(t->path);
 	free(t->link);
 	free(t->origin);
@@ -380,24 +650,31 @@ int mk_source_tar_create(struct mk_ctx *c, const char *path, struct mk_source **
 	const char *ct = setlocale(LC_CTYPE, NULL);
 	if (!ct || !strcmp(ct, "C") || !strcmp(ct, "POSIX"))
 		setlocale(LC_CTYPE, "C.UTF-8");
-	t->a = archive_read_new();
-	if (!t->a) {
+	t->raw = archive_read_new();
+	if (!t->raw) {
 		tar_destroy(&t->base);
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	}
-	archive_read_support_filter_all(t->a);
-	archive_read_support_format_tar(t->a);
-	archive_read_support_format_gnutar(t->a);
-	archive_read_support_format_empty(t->a);
-	archive_read_set_format_option(t->a, "tar", "read_concatenated_archives", "1");
-	if (archive_read_open_filename(t->a, stdin_ ? NULL : path, 1u << 16) != ARCHIVE_OK) {
-		/* EILSEQ is libarchive's "file format" errno where there is no EFTYPE (Linux) */
-		int e = archive_errno(t->a);
-		bool fmt = e == EILSEQ;
-		int err = mk_fail(c, fmt ? SQK_ECORRUPT : SQK_EIO, "cannot read tar '%s': %s%s%s%s",
-				  t->name, fmt ? "not a tar archive (" : "",
-				  archive_error_string(t->a), fmt ? ")" : e > 0 ? ": " : "",
-				  fmt || e <= 0 ? "" : strerror(e));
+	archive_read_support_filter_all(t->raw);
+	archive_read_support_format_raw(t->raw);
+	archive_read_support_format_empty(t->raw);
+	struct archive_entry *ae;
+	int err = 0;
+	if (archive_read_open_filename(t->raw, stdin_ ? NULL : path, 1u << 16) != ARCHIVE_OK ||
+	    archive_read_next_header(t->raw, &ae) == ARCHIVE_FATAL) {
+		int e = archive_errno(t->raw);
+		const char *msg = archive_error_string(t->raw);
+		err = mk_fail(c, SQK_EIO, "cannot read tar '%s': %s%s%s", t->name,
+			      msg ? msg : "unreadable", e > 0 ? ": " : "", e > 0 ? strerror(e) : "");
+	} else if (archive_format(t->raw) == ARCHIVE_FORMAT_EMPTY) {
+		/* no byte at all is a failed producer more likely than an archive (an empty tar
+		 * is 10 KiB of zeros): an error, not an empty image */
+		err = mk_fail(c, SQK_ECORRUPT, "tar '%s': empty input (0 bytes): not a tar archive",
+			      t->name);
+	} else {
+		err = open_tar_reader(c, t);
+	}
+	if (err) {
 		tar_destroy(&t->base);
 		return err;
 	}
