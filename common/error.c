@@ -22,8 +22,19 @@ const char *sqk_strerror(int err)
 	case SQK_ENOENT: return "no such file or directory";
 	case SQK_ETOOBIG: return "exceeds a format limit";
 	case SQK_EACCESS: return "permission denied";
+	case SQK_EEMPTY: return "empty file: not a SquashFS image";
+	case SQK_ENOTSQFS: return "not a SquashFS image";
+	case SQK_EVERSION: return "unsupported SquashFS version: only 4.0 is supported";
+	case SQK_ETRUNCATED: return "truncated image: the file is shorter than the superblock says";
+	case SQK_EISDIR: return "is a directory";
+	case SQK_ESCHEME: return "unsupported URL scheme; http, https and s3 are";
 	default: return "unknown error";
 	}
+}
+
+bool sqk_err_not_image(int err)
+{
+	return err <= SQK_EEMPTY && err >= SQK_ESCHEME;
 }
 
 int sqk_from_errno(int errnum)
@@ -37,6 +48,7 @@ int sqk_from_errno(int errnum)
 	case EACCES: case EPERM: return SQK_EACCESS;
 	case EINVAL: return SQK_EINVAL;
 	case EOVERFLOW: return SQK_EOVERFLOW;
+	case EISDIR: return SQK_EISDIR;
 	default: return SQK_EIO;
 	}
 }
@@ -54,6 +66,8 @@ int sqk_to_errno(int err)
 	case SQK_EOVERFLOW: return EOVERFLOW;
 	case SQK_EUNSUPPORTED: return EOPNOTSUPP;
 	case SQK_ETOOBIG: return EFBIG;
+	case SQK_EISDIR: return EISDIR;
+	case SQK_ESCHEME: return EPROTONOSUPPORT;
 	default: return EIO;
 	}
 }

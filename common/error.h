@@ -4,6 +4,8 @@
 
 #include "api.h"
 
+#include <stdbool.h>
+
 enum sqk_error {
 	SQK_OK = 0,
 	SQK_EIO = -1,          /* read/write failed; errno has the detail */
@@ -21,10 +23,22 @@ enum sqk_error {
 	SQK_ENOENT = -13,      /* no such file or entry */
 	SQK_ETOOBIG = -14,     /* a count or size exceeds a format limit */
 	SQK_EACCESS = -15,     /* permission denied */
+	/* Why a file is not an image libsqk reads; the open logs a line naming it and the detail
+	 * (the version found, the sizes), and the commands print that line alone. */
+	SQK_EEMPTY = -16,      /* the file (or what follows the offset) is empty */
+	SQK_ENOTSQFS = -17,    /* no SquashFS magic at the start */
+	SQK_EVERSION = -18,    /* SquashFS, but not version 4.0 (1.x, 2.x, 3.x, big-endian) */
+	SQK_ETRUNCATED = -19,  /* the file is shorter than the superblock's bytes_used */
+	SQK_EISDIR = -20,      /* a directory given as the image */
+	SQK_ESCHEME = -21,     /* a URL of a scheme other than http, https and s3 */
 };
 
 /* Returns a static, human-readable message for an SQK_E* code (never NULL). */
 SQK_API const char *sqk_strerror(int err);
+
+/* True for the codes that say the input is not a readable SquashFS 4.0 image at all (SQK_EEMPTY
+ * to SQK_ESCHEME): sqk_image_open* logs one line with the detail for each before returning it. */
+SQK_API bool sqk_err_not_image(int err);
 
 /* Maps an errno value to the closest SQK_E* code. */
 SQK_API int sqk_from_errno(int errnum);

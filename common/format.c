@@ -1,9 +1,12 @@
 /* Field-by-field little-endian (de)serialisation of the fixed-size on-disk structures. */
 #include "format.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "endian.h"
+#include "error.h"
 #include "meta.h"
 
 _Static_assert(SQK_SUPER_SIZE == 96, "superblock is 96 bytes");
@@ -21,6 +24,138 @@ _Static_assert(sizeof(struct sqk_dir_header) == SQK_DIR_HEADER_SIZE, "dir header
 _Static_assert(sizeof(struct sqk_dir_entry) == SQK_DIR_ENTRY_SIZE, "dir entry fields");
 _Static_assert(sizeof(struct sqk_frag_entry) == SQK_FRAG_ENTRY_SIZE, "frag entry fields");
 _Static_assert(sizeof(struct sqk_xattr_id) == SQK_XATTR_ID_SIZE, "xattr id fields");
+
+/* ---- what a file that does not open holds ---- */
+
+#define MAGIC_BE 0x68737173u       /* "sqsh": a big-endian image (SquashFS 1.x to 3.x) */
+#define MAGIC_LZMA 0x71736873u     /* "shsq": 3.x images of the squashfs-lzma patches */
+#define MAGIC_LZMA_BE 0x73687371u  /* "qshs" */
+
+struct magic {
+	size_t at;
+	size_t len;
+	const char *bytes;
+	const char *what;
+};
+
+static const struct magic magics[] = {
+	{ 0, 2, "\x1f\x8b", "gzip data" },
+	{ 0, 6, "\xfd" "7zXZ\0", "xz data" },
+	{ 0, 4, "\x28\xb5\x2f\xfd", "zstd data" },
+	{ 0, 3, "BZh", "bzip2 data" },
+	{ 0, 4, "\x04\x22\x4d\x18", "lz4 data" },
+	{ 0, 4, "\x89LZO", "lzop data" },
+	{ 0, 4, "\x7f" "ELF", "an ELF file" },
+	{ 0, 4, "PK\x03\x04", "a zip archive" },
+	{ 0, 8, "!<arch>\n", "an ar archive" },
+	{ 0, 5, "07070", "a cpio archive" },
+	{ 0, 4, "\x45\x3d\xcd\x28", "a cramfs image" },
+	{ 257, 5, "ustar", "a tar archive" },
+	{ 1024, 4, "\xe2\xe1\xf5\xe0", "an EROFS image" },
+	{ 1080, 2, "\x53\xef", "an ext2/3/4 file system" },
+	{ 510, 2, "\x55\xaa", "a disk image (an MBR boot signature)" },
+};
+
+/* Borrows head. */
+const char *sqk_magic_name(const uint8_t *head, size_t n)
+{
+	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
+		const struct magic *m = &magics[i];
+
+		if (n >= m->at + m->len && !memcmp(head + m->at, m->bytes, m->len))
+			return m->what;
+	}
+	return NULL;
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* "'name' (at offset K)" or "'name'" into out. */
+static void who(char *out, size_t len, const char *name, uint64_t offset, bool quote)
+{
+	const char *q = quote ? "'" : "";
+
+	if (offset)
+		snprintf(out, len, "%s%s%s at offset %llu", q, name, q, (unsigned long long)offset);
+	else
+		snprintf(out, len, "%s%s%s", q, name, q);
+}
+
+/* A magic of some SquashFS version other than 4.0: which, in which byte order. */
+static int diagnose_version(const char *w, const uint8_t *head, size_t n, char *why, size_t len)
+{
+	uint32_t m = sqk_get_le32(head);
+	bool be = m == MAGIC_BE || m == MAGIC_LZMA_BE;
+	const char *lzma = m == MAGIC_LZMA || m == MAGIC_LZMA_BE ? " (squashfs-lzma variant)" : "";
+	unsigned major, minor;
+
+	if (n < 32) {
+		snprintf(why, len, "%s: SquashFS image of an unknown version%s%s, cut short at %zu "
+			 "bytes: only 4.0 is supported", w, be ? ", big-endian" : "", lzma, n);
+		return SQK_EVERSION;
+	}
+	major = be ? (unsigned)head[28] << 8 | head[29] : sqk_get_le16(head + 28);
+	minor = be ? (unsigned)head[30] << 8 | head[31] : sqk_get_le16(head + 30);
+	snprintf(why, len, "%s: SquashFS %u.%u image%s%s: only 4.0 is supported", w, major, minor,
+		 be ? ", big-endian" : "", lzma);
+	return SQK_EVERSION;
+}
+
+static int diagnose_magic(const char *name, uint64_t offset, const uint8_t *head, size_t n,
+			  char *why, size_t len)
+{
+	const char *what = sqk_magic_name(head, n);
+	char w[320];
+
+	who(w, sizeof(w), name, offset, true);
+	if (what)
+		snprintf(why, len, "%s is not a SquashFS image: it is %s", w, what);
+	else if (all_zero(head, n))
+		snprintf(why, len, "%s is not a SquashFS image: its first %zu bytes are zero", w, n);
+	else
+		snprintf(why, len, "%s is not a SquashFS image (no SquashFS magic)", w);
+	return SQK_ENOTSQFS;
+}
+
+/* Borrows name and head; writes why. */
+int sqk_super_diagnose(const char *name, uint64_t offset, const uint8_t *head, size_t n,
+		       uint64_t size, char *why, size_t len)
+{
+	char w[320], q[320];
+	uint32_t m = n >= 4 ? sqk_get_le32(head) : 0;
+	uint64_t used;
+
+	who(w, sizeof(w), name, offset, false);
+	who(q, sizeof(q), name, offset, true);
+	if (size == 0) {
+		snprintf(why, len, "%s is empty: not a SquashFS image", q);
+		return SQK_EEMPTY;
+	}
+	if (m == MAGIC_BE || m == MAGIC_LZMA || m == MAGIC_LZMA_BE)
+		return diagnose_version(w, head, n, why, len);
+	if (m != SQK_MAGIC)
+		return diagnose_magic(name, offset, head, n, why, len);
+	if (n >= 32 && (sqk_get_le16(head + 28) != 4 || sqk_get_le16(head + 30) != 0))
+		return diagnose_version(w, head, n, why, len);
+	if (n < SQK_SUPER_SIZE) {
+		snprintf(why, len, "%s: truncated image: file is %llu bytes, less than a superblock "
+			 "(%u)", w, (unsigned long long)size, SQK_SUPER_SIZE);
+		return SQK_ETRUNCATED;
+	}
+	used = sqk_get_le64(head + 40);
+	if (used > size) {
+		snprintf(why, len, "%s: truncated image: file is %llu bytes, the superblock says %llu",
+			 w, (unsigned long long)size, (unsigned long long)used);
+		return SQK_ETRUNCATED;
+	}
+	return 0;
+}
 
 void sqk_super_encode(const struct sqk_super *s, uint8_t out[SQK_SUPER_SIZE])
 {

@@ -120,6 +120,24 @@ struct sqk_xattr_header {
 };
 #define SQK_XATTR_HEADER_SIZE 16
 
+/* The first bytes of a file that sqk_super_diagnose looks at (room for the magic numbers of
+ * the formats it names: a tar header, an EROFS or ext superblock). */
+#define SQK_PROBE_SIZE 4096u
+
+/* Judges the start of a file before it is read as an image: head holds its first n bytes (n is
+ * min(size, SQK_PROBE_SIZE)), size the bytes of the file from the image start (offset bytes in,
+ * named in the message when not 0). Returns 0 for a SquashFS 4.0 superblock whose bytes_used
+ * fits in size; else SQK_EEMPTY, SQK_ENOTSQFS, SQK_EVERSION or SQK_ETRUNCATED with one line in
+ * why naming name: "'x' is empty: not a SquashFS image", "'x' is not a SquashFS image: it is
+ * gzip data", "x: SquashFS 3.0 image, big-endian: only 4.0 is supported", "x: truncated image:
+ * file is N bytes, the superblock says M". Borrows everything; writes at most len bytes. */
+SQK_API int sqk_super_diagnose(const char *name, uint64_t offset, const uint8_t *head, size_t n,
+			       uint64_t size, char *why, size_t len);
+
+/* What a file that is not SquashFS holds, judged by its first n bytes: "gzip data", "a tar
+ * archive", "an ELF file", "an EROFS image"... or NULL when the magic is not one known. */
+SQK_API const char *sqk_magic_name(const uint8_t *head, size_t n);
+
 SQK_API void sqk_super_encode(const struct sqk_super *s, uint8_t out[SQK_SUPER_SIZE]);
 SQK_API void sqk_super_decode(const uint8_t in[SQK_SUPER_SIZE], struct sqk_super *s);
 SQK_API void sqk_inode_header_encode(const struct sqk_inode_header *h, uint8_t *out);

@@ -6,6 +6,7 @@
  * it. A read fetches what it reads; only a read whose caller names its stream (sqk_io_ahead: a
  * file read sequentially, or a walk through the image) fetches ahead, in growing windows cut into
  * parts that run on parallel connections, never past the limit the caller gives. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,18 @@ bool sqk_is_url(const char *s)
 {
 	return s && (!strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8) ||
 		     sqk_s3_is_url(s));
+}
+
+/* Borrows s. */
+bool sqk_looks_like_url(const char *s)
+{
+	size_t i = 0;
+
+	if (!s || !isalpha((unsigned char)s[0]))
+		return false;
+	while (isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.')
+		i++;
+	return !strncmp(s + i, "://", 3);
 }
 
 /* Borrows io. */

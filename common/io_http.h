@@ -63,6 +63,10 @@ struct sqk_http_stats {
 /* True when s starts with http://, https:// or s3:// (case-insensitive). Borrows s. */
 SQK_API bool sqk_is_url(const char *s);
 
+/* True when s starts like a URL ("scheme://", RFC 3986 scheme characters) whatever its scheme:
+ * a path that does not exist and looks like this is named an unsupported URL scheme. */
+SQK_API bool sqk_looks_like_url(const char *s);
+
 /* Opens the image at url (borrowed; opts borrowed, NULL = defaults): probes its size and
  * validators, loads and authenticates its integrity data, pins the root digest when asked.
  * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. */

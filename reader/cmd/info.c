@@ -6,6 +6,7 @@
 
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/compressor.h"
@@ -333,6 +334,33 @@ static void info_print_text(const struct sqk_info *in)
 	info_http(in, false);
 }
 
+/* --json: a failure is a JSON object too, with the message (also on stderr) in "error". */
+static void info_json_error(const struct sqk_info *in, const char *msg, int status)
+{
+	if (!in->json)
+		return;
+	fflush(stderr);
+	printf("{\n  \"image\": ");
+	if (in->c.image)
+		info_json_str(in->c.shown ? in->c.shown : in->c.image);
+	else
+		printf("null");
+	printf(",\n  \"error\": ");
+	info_json_str(msg);
+	printf(",\n  \"exit_status\": %d\n}\n", status);
+}
+
+/* A usage error: the message on stderr (and in the JSON object); returns 2. */
+static int info_usage_fail(struct sqk_info *in, const char *fmt, const char *arg)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	sqk_cmd_usage_err("info", "%s", msg);
+	info_json_error(in, msg, 2);
+	return 2;
+}
+
 static int info_parse(struct sqk_info *in, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -342,39 +370,59 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	int ch;
+	char what[300];
+	int ch, li = 0;
 
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		in->json |= !strcmp(argv[i], "--json"); /* a usage error is JSON too */
+	opterr = 0; /* info_usage_fail says which option */
+	while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
 		switch (ch) {
 		case 'j': in->json = 1; break;
 		case 'o':
-			if (sqk_parse_u64(optarg, UINT64_MAX, &in->c.offset)) {
-				sqk_cmd_usage_err("info", "bad --offset '%s'", optarg);
-				return 2;
-			}
+			if (sqk_parse_u64(optarg, UINT64_MAX, &in->c.offset))
+				return info_usage_fail(in, "bad --offset '%s'", optarg);
 			break;
 		case 'h': info_usage(stdout); return 0;
+		case '?':
+			if (strncmp(argv[optind - 1], "--", 2)) {
+				char opt[3] = { '-', (char)optopt, 0 };
+
+				return info_usage_fail(in, "unknown option '%s'", opt);
+			}
+			return info_usage_fail(in, optopt ? "missing argument of option '%s'" :
+					       "unknown or ambiguous option '%s'", argv[optind - 1]);
 		default:
-			ch = sqk_cmd_remote_opt("info", &in->c.remote, ch, optarg);
-			if (ch == 0)
+			if (sqk_cmd_remote_opt("info", &in->c.remote, ch, optarg) == 0)
 				break;
-			if (ch == 1)
-				info_usage(stderr);
+			if (ch == SQK_OPT_HEADER) /* the line may hold a secret: not shown */
+				snprintf(what, sizeof(what), "bad --header: need 'Name: value'");
+			else
+				snprintf(what, sizeof(what), "bad argument '%s' for --%s",
+					 optarg ? optarg : "", opts[li].name);
+			info_json_error(in, what, 2);
 			return 2;
 		}
 	}
-	if (argc - optind != 1) {
-		sqk_cmd_usage_err("info", "expected IMAGE");
-		return 2;
-	}
+	if (argc - optind != 1)
+		return info_usage_fail(in, "expected one IMAGE, got %s", argc - optind ?
+				       "more than one" : "none");
 	in->c.image = argv[optind];
 	return -1;
 }
 
 static int info_run(struct sqk_info *in)
 {
-	if (sqk_image_info(in->c.img, &in->st))
+	char msg[1024];
+	int rc = sqk_image_info(in->c.img, &in->st);
+
+	if (rc) {
+		snprintf(msg, sizeof(msg), "%s: cannot walk the inodes: %s", in->c.shown ?
+			 in->c.shown : in->c.image, sqk_strerror(rc));
+		fprintf(stderr, "sqk info: %s\n", msg);
+		info_json_error(in, msg, 1);
 		return 1;
+	}
 	in->integ_rc = sqk_image_integrity(in->c.img, &in->integ);
 	in->hint_rc = sqk_image_hint(in->c.img, in->hint, SQK_HINT_MAX_RANGES, &in->nhint);
 	if (in->json)
@@ -382,6 +430,23 @@ static int info_run(struct sqk_info *in)
 	else
 		info_print_text(in);
 	return 0;
+}
+
+/* --json after a failed open: what the library said (the line that names what the file is),
+ * else the error. */
+static void info_open_error(struct sqk_info *in, int err)
+{
+	char msg[1024];
+	const char *name = in->c.shown ? in->c.shown : in->c.image;
+
+	if (sqk_err_not_image(err) && in->c.why[0])
+		snprintf(msg, sizeof(msg), "%s", in->c.why);
+	else if (in->c.why[0])
+		snprintf(msg, sizeof(msg), "%s: cannot open image: %s (%s)", name, sqk_strerror(err),
+			 in->c.why);
+	else
+		snprintf(msg, sizeof(msg), "%s: cannot open image: %s", name, sqk_strerror(err));
+	info_json_error(in, msg, 1);
 }
 
 int sqk_info_main(int argc, char **argv)
@@ -394,9 +459,10 @@ int sqk_info_main(int argc, char **argv)
 	in->c.name = "info";
 	r = info_parse(in, argc, argv);
 	if (r < 0) {
-		r = 1;
-		if (!sqk_cmd_open(&in->c))
-			r = info_run(in);
+		r = sqk_cmd_open(&in->c);
+		if (r)
+			info_open_error(in, r);
+		r = r ? 1 : info_run(in);
 		fflush(stdout);
 		if (!r && ferror(stdout)) {
 			sqk_cmd_err(&in->c, NULL, 0, "error writing to stdout");

@@ -6,13 +6,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "reader/sqk_check.h"
+#include "common/format.h"
 #include "common/integrity.h"
+#include "common/io_http.h"
 
 enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16 };
 
@@ -26,6 +29,8 @@ struct verify {
 	struct sqk_remote remote;
 	char *shown;                /* a URL without query or credentials */
 	unsigned long nfound;       /* findings printed (JSON separators) */
+	bool begun;                 /* the JSON object is open (its findings list too) */
+	char why[512];              /* the last line the remote backend logged */
 };
 
 static void usage(FILE *f)
@@ -61,6 +66,45 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* Begins the JSON object: the image (null before it is known) and the findings list. */
+static void json_begin(struct verify *v)
+{
+	printf("{\n  \"image\": ");
+	if (v->image)
+		json_str(v->image);
+	else
+		printf("null");
+	printf(",\n  \"findings\": [");
+	v->begun = true;
+}
+
+/* A failure that ends the command (usage, a file that is not an image, I/O): the message on
+ * stderr and, with --json, in the object's "error" field, so --json always prints JSON.
+ * Returns status. */
+static int fail(struct verify *v, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct verify *v, int status, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	if (status != EXIT_USAGE || strncmp(fmt, "bad --", 6)) /* else: already printed */
+		fprintf(stderr, "sqk verify: %s\n", msg);
+	if (!v->json)
+		return status;
+	if (!v->begun)
+		json_begin(v);
+	printf("%s],\n  \"error\": ", v->nfound ? "\n  " : "");
+	json_str(msg);
+	printf(",\n  \"exit_status\": %d\n}\n", status);
+	return status;
+}
+
 static void on_report(void *ctx, const struct sqk_check_report *r)
 {
 	struct verify *v = ctx;
@@ -94,10 +138,13 @@ static int parse(struct verify *v, int argc, char **argv)
 					    SQK_CMD_REMOTE_LONGOPTS,
 					    { NULL, 0, NULL, 0 } };
 	uint64_t n;
-	int ch;
+	int ch, li = 0;
 
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		v->json |= !strcmp(argv[i], "--json"); /* a usage error is JSON too */
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "j:h", lo, NULL)) != -1) {
+	opterr = 0; /* fail() says which option */
+	while ((ch = getopt_long(argc, argv, "j:h", lo, &li)) != -1) {
 		if (ch == 'h') {
 			usage(stdout);
 			return EXIT_CLEAN;
@@ -110,17 +157,29 @@ static int parse(struct verify *v, int argc, char **argv)
 		} else if (ch == 'R' && !sqk_integ_parse_hex(optarg, v->root)) {
 			v->has_root = true;
 		} else if (ch >= SQK_OPT_CACHE_DIR && ch <= SQK_OPT_CACERT) {
-			if (sqk_cmd_remote_opt("verify", &v->remote, ch, optarg))
-				return EXIT_USAGE;
+			if (sqk_cmd_remote_opt("verify", &v->remote, ch, optarg) == 0)
+				continue;
+			if (ch == SQK_OPT_HEADER) /* the line may hold a secret: not shown */
+				return fail(v, EXIT_USAGE, "bad --header: need 'Name: value'");
+			return fail(v, EXIT_USAGE, "bad --%s argument '%s'", lo[li].name, optarg);
+		} else if (ch == '?' && strncmp(argv[optind - 1], "--", 2)) {
+			return fail(v, EXIT_USAGE, "%s option '-%c' (see --help)",
+				    optopt == 'j' ? "missing argument of" : "unknown", optopt);
+		} else if (ch == '?') {
+			return fail(v, EXIT_USAGE, "%s option '%s' (see --help)",
+				    optopt ? "missing argument of" : "unknown or ambiguous",
+				    argv[optind - 1]);
 		} else {
-			sqk_cmd_usage_err("verify", "bad option or argument (see --help)");
-			return EXIT_USAGE;
+			return fail(v, EXIT_USAGE, "bad argument '%s' for %s (see --help)", optarg,
+				    ch == 'j' ? "-j (1..256)" : ch == 'O' ? "--offset" :
+				    "--root-hash (64 hex digits)");
 		}
 	}
 	if (argc - optind != 1) {
-		sqk_cmd_usage_err("verify", "expected one IMAGE");
-		usage(stderr);
-		return EXIT_USAGE;
+		if (!v->json)
+			usage(stderr);
+		return fail(v, EXIT_USAGE, "expected one IMAGE, got %d arguments (see --help)",
+			    argc - optind);
 	}
 	v->image = argv[optind];
 	return -1;
@@ -164,6 +223,35 @@ static void json_result(const struct verify *v, const struct sqk_check_result *r
 	       (unsigned long long)r->fragment_blocks, (unsigned long long)r->metadata_blocks);
 }
 
+/* A file that is no SquashFS 4.0 image at all (empty, another format, another version) and
+ * carries no integrity trailer is not checked: exit 8 with what it is, as fsck does for a bad
+ * magic. With a trailer it is an sqk image whose superblock is damaged, and a truncated image
+ * is damaged too: the checker reports those (exit 4). Returns -1 to go on, else the status. */
+static int probe(struct verify *v, struct sqk_io *io, uint64_t size)
+{
+	uint8_t head[SQK_PROBE_SIZE] = { 0 };
+	struct sqk_integ ig;
+	char why[512];
+	int rc = 0;
+
+	size = size > v->offset ? size - v->offset : 0;
+	if (size)
+		rc = sqk_io_read_at(io, v->offset, head, size < sizeof(head) ? (size_t)size :
+				    sizeof(head));
+	if (rc)
+		return fail(v, EXIT_OPER, "%s: read of the superblock failed: %s", v->image,
+			    sqk_strerror(rc));
+	rc = sqk_super_diagnose(v->image, v->offset, head, size < sizeof(head) ? (size_t)size :
+				sizeof(head), size, why, sizeof(why));
+	if (rc == 0 || rc == SQK_ETRUNCATED)
+		return -1;
+	if (!v->offset && size && sqk_integ_load(io, size, &ig) != SQK_ENOENT) {
+		sqk_integ_free(&ig);
+		return -1;
+	}
+	return fail(v, EXIT_OPER, "%s", why);
+}
+
 /* Runs the checker on the image behind io (borrowed); returns the exit status. */
 static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 {
@@ -172,19 +260,14 @@ static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 	struct sqk_check_result r;
 	int rc;
 
-	if (v->json) {
-		printf("{\n  \"image\": ");
-		json_str(v->image);
-		printf(",\n  \"findings\": [");
-	}
+	rc = probe(v, io, size);
+	if (rc >= 0)
+		return rc;
+	if (v->json)
+		json_begin(v);
 	rc = sqk_check_image(io, size, &o, &r);
-	if (rc) {
-		if (v->json)
-			printf("]\n}\n");
-		fflush(stdout);
-		fprintf(stderr, "sqk verify: %s: %s\n", v->image, sqk_strerror(rc));
-		return EXIT_OPER;
-	}
+	if (rc)
+		return fail(v, EXIT_OPER, "%s: %s", v->image, sqk_strerror(rc));
 	if (v->json)
 		json_result(v, &r);
 	else
@@ -194,6 +277,9 @@ static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 
 static void log_line(void *ctx, const char *msg)
 {
+	struct verify *v = ctx;
+
+	snprintf(v->why, sizeof(v->why), "%s", msg);
 	fprintf(stderr, "sqk verify: %s\n", msg);
 }
 
@@ -206,39 +292,62 @@ static int run_url(struct verify *v, const char *url)
 
 	v->remote.o.raw = true;
 	v->remote.o.log = log_line;
+	v->remote.o.log_ctx = v;
 	v->shown = sqk_url_display(url);
 	v->image = v->shown ? v->shown : "URL";
 	rc = sqk_io_http_create(url, &v->remote.o, &io);
-	if (rc) {
-		fprintf(stderr, "sqk verify: %s: %s\n", v->image, sqk_strerror(rc));
-		return EXIT_OPER;
-	}
+	if (rc && v->why[0])
+		return fail(v, EXIT_OPER, "%s: %s (%s)", v->image, sqk_strerror(rc), v->why);
+	if (rc)
+		return fail(v, EXIT_OPER, "%s: %s", v->image, sqk_strerror(rc));
 	sqk_io_get_size(io, &size);
 	rc = run(v, io, size);
 	sqk_io_destroy(io);
 	return rc;
 }
 
+/* Opens v->image into *fd: a regular file; else the failure names what the path is. Returns -1
+ * to go on, else the exit status. */
+static int open_file(struct verify *v, int *fd)
+{
+	struct stat st;
+	int e;
+
+	*fd = open(v->image, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0 && errno == ENOENT && sqk_looks_like_url(v->image))
+		return fail(v, EXIT_OPER, "%s: unsupported URL scheme; http, https and s3 are",
+			    v->image);
+	if (*fd < 0)
+		return fail(v, EXIT_OPER, "%s: cannot open image: %s", v->image, strerror(errno));
+	if (fstat(*fd, &st)) {
+		e = errno;
+		close(*fd);
+		return fail(v, EXIT_OPER, "%s: %s", v->image, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(*fd);
+		return fail(v, EXIT_OPER, "'%s' is %s", v->image, S_ISDIR(st.st_mode) ?
+			    "a directory" : "not a regular file");
+	}
+	return -1;
+}
+
 static int run_file(struct verify *v)
 {
 	struct sqk_io *io;
-	struct stat st;
-	int fd = open(v->image, O_RDONLY | O_CLOEXEC), r;
+	uint64_t size;
+	int fd, r = open_file(v, &fd);
 
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "sqk verify: %s: %s\n", v->image,
-			fd < 0 || errno ? strerror(errno) : "not a regular file");
-		if (fd >= 0)
-			close(fd);
-		return EXIT_OPER;
-	}
+	if (r >= 0)
+		return r;
 	r = sqk_io_fd_create(fd, 0, false, &io);
+	if (!r && (r = sqk_io_get_size(io, &size))) /* the file's size */
+		sqk_io_destroy(io);
 	if (r) {
-		fprintf(stderr, "sqk verify: %s: %s\n", v->image, sqk_strerror(r));
 		close(fd);
-		return EXIT_OPER;
+		return fail(v, EXIT_OPER, "%s: %s", v->image, sqk_strerror(r));
 	}
-	r = run(v, io, (uint64_t)st.st_size);
+	r = run(v, io, size);
 	sqk_io_destroy(io);
 	close(fd);
 	return r;

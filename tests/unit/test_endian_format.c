@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "common/endian.h"
+#include "common/error.h"
 #include "common/format.h"
 #include "testutil.h"
 
@@ -244,6 +245,54 @@ START_TEST(test_rdev)
 }
 END_TEST
 
+/* The diagnosis of a file that does not open: each kind gets its own code and its own words. */
+static int diag(const uint8_t *head, size_t n, uint64_t size, char *why)
+{
+	return sqk_super_diagnose("f", 0, head, n, size, why, 512);
+}
+
+START_TEST(test_super_diagnose)
+{
+	uint8_t b[SQK_PROBE_SIZE] = { 0 };
+	struct sqk_super sb = { .magic = SQK_MAGIC, .version_major = 4, .bytes_used = 5000,
+				.block_size = 131072, .block_log = 17 };
+	char why[512];
+
+	ck_assert_int_eq(diag(b, 0, 0, why), SQK_EEMPTY);
+	ck_assert_str_eq(why, "'f' is empty: not a SquashFS image");
+	ck_assert_int_eq(sqk_super_diagnose("f", 7, b, 0, 0, why, sizeof(why)), SQK_EEMPTY);
+	ck_assert_str_eq(why, "'f' at offset 7 is empty: not a SquashFS image");
+	ck_assert_int_eq(diag(b, 100, 100, why), SQK_ENOTSQFS);
+	ck_assert_str_eq(why, "'f' is not a SquashFS image: its first 100 bytes are zero");
+	memcpy(b, "\x1f\x8b\x08", 3);
+	ck_assert_int_eq(diag(b, 100, 100, why), SQK_ENOTSQFS);
+	ck_assert_str_eq(why, "'f' is not a SquashFS image: it is gzip data");
+	memset(b, 0, sizeof(b));
+	memcpy(b + 1024, "\xe2\xe1\xf5\xe0", 4);
+	ck_assert_int_eq(diag(b, sizeof(b), 1 << 20, why), SQK_ENOTSQFS);
+	ck_assert_str_eq(why, "'f' is not a SquashFS image: it is an EROFS image");
+	memset(b, 0, sizeof(b));
+	memcpy(b, "sqsh", 4); /* big-endian 3.1: major and minor at 28 and 30, as in 4.0 */
+	b[29] = 3;
+	b[31] = 1;
+	ck_assert_int_eq(diag(b, 96, 96, why), SQK_EVERSION);
+	ck_assert_str_eq(why, "f: SquashFS 3.1 image, big-endian: only 4.0 is supported");
+	memcpy(b, "hsqs", 4);
+	b[28] = 2;
+	b[29] = 0;
+	b[30] = 0;
+	b[31] = 0;
+	ck_assert_int_eq(diag(b, 96, 96, why), SQK_EVERSION);
+	ck_assert_str_eq(why, "f: SquashFS 2.0 image: only 4.0 is supported");
+	sqk_super_encode(&sb, b);
+	ck_assert_int_eq(diag(b, sizeof(b), 5000, why), 0);
+	ck_assert_int_eq(diag(b, sizeof(b), 4999, why), SQK_ETRUNCATED);
+	ck_assert_str_eq(why, "f: truncated image: file is 4999 bytes, the superblock says 5000");
+	ck_assert_int_eq(diag(b, 50, 50, why), SQK_ETRUNCATED);
+	ck_assert(sqk_err_not_image(SQK_ETRUNCATED) && !sqk_err_not_image(SQK_ECORRUPT));
+}
+END_TEST
+
 START_TEST(test_basic_type)
 {
 	ck_assert_uint_eq(sqk_basic_type(SQK_T_LDIR), SQK_T_DIR);
@@ -269,6 +318,7 @@ static Suite *endian_format_suite(void)
 	tcase_add_test(tc, test_table_structs_round_trip);
 	tcase_add_test(tc, test_rdev);
 	tcase_add_test(tc, test_basic_type);
+	tcase_add_test(tc, test_super_diagnose);
 	suite_add_tcase(s, tc);
 	return s;
 }
