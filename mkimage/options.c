@@ -13,10 +13,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk mkimage [OPTIONS] SOURCE... IMAGE\n"
+		"usage: sqk mkimage SOURCE... IMAGE [OPTIONS] [-e PATH...]\n"
+		"       sqk mkimage --tar [FILE|-] IMAGE [OPTIONS]\n"
 		"\n"
 		"Packs SOURCE into a SquashFS 4.0 image. One source directory becomes the image root;\n"
-		"several sources each become an entry of the root.\n"
+		"several sources each become an entry of the root. Options may come before, between or\n"
+		"after the paths (as mksquashfs's, which come after them); -- ends the options.\n"
 		"\n"
 		"  -b, --block-size SIZE   data block size, 4K..1M, power of two (default 128K)\n"
 		"  -c, --compressor NAME   zstd (default), xz, gzip, lz4 or lzo\n"
@@ -35,7 +37,8 @@ static void usage(FILE *f)
 		"      --no-checksums      no integrity data (SHA-256 of every chunk and a root digest,\n"
 		"                          appended after the image by default; see sqk verify)\n"
 		"      --checksum-chunk SIZE  integrity chunk size, 4K..1M, power of two (default 64K)\n"
-		"  -e, --exclude GLOB      skip paths (relative to the source) matching GLOB; repeatable\n"
+		"      --exclude GLOB      skip paths (relative to the source) matching GLOB; repeatable\n"
+		"                          (-e is mksquashfs's exclude now, see below)\n"
 		"      --all-root          make every file owned by root (uid 0, gid 0)\n"
 		"      --force             replace an IMAGE that is not a SquashFS image (-noappend)\n"
 		"      --force-uid N       make every file owned by uid N\n"
@@ -62,33 +65,63 @@ static void usage(FILE *f)
 		"      --mem SIZE          memory for what waits until the end: file tails, file digests,\n"
 		"                          directory entries, a quarter each (default 4M); the rest\n"
 		"                          waits in unnamed temporary files in $TMPDIR\n"
-		"  -q, --quiet             no progress bar, no summary\n"
+		"  -q, --quiet             no progress line, no summary (warnings and errors still print)\n"
+		"      --no-progress       no progress line; the summary is kept\n"
 		"  -h, --help              this text\n"
 		"\n"
-		"mksquashfs spellings: -comp NAME, -Xcompression-level N, -Xalgorithm A.\n"
+		"mksquashfs spellings, same meaning: -comp NAME, -b SIZE (also 64KB, 1Mbytes),\n"
+		"-Xcompression-level N, -Xalgorithm A, -Xbcj F1,F2,.., -Xhc (lz4 HC), -processors N,\n"
+		"-noappend, -all-root, -root-owned, -force-uid N, -force-gid N, -no-xattrs, -xattrs,\n"
+		"-no-fragments, -no-duplicates, -no-exports, -exports, -no-tailends, -tailends,\n"
+		"-always-use-fragments, -quiet, -no-progress, -p DEF, -pf FILE, -sort FILE, -tar,\n"
+		"-ef FILE (exclude paths, one a line), -wildcards.\n"
+		"  -e PATH...              every argument after -e is an exclude: an exact path, absolute\n"
+		"                          (/, ./ or ../ in front) or relative to each source; with\n"
+		"                          -wildcards a pattern matched a path component at a time (*, ?,\n"
+		"                          [...], extended globs), from the root, or at any depth after\n"
+		"                          \"... \". An exclude that matched nothing is warned about.\n"
+		"  -mem is refused: mksquashfs's total cache size has no counterpart here (--mem is the\n"
+		"  budget of what waits until the end, a different thing).\n"
 		"SOURCE_DATE_EPOCH (environment) sets the image time and clamps newer mtimes.\n"
 		"Without it, the image time is the newest mtime stored, so the same input always gives\n"
 		"the same image, whatever --threads is.\n"
 		"Exit status: 0 success, 1 build error (nothing written), 2 usage error.\n");
 }
 
+/* A block size as -b and --block-size take it: sqk's size rule, and mksquashfs's spellings of
+ * the suffix ("64KB", "64Kbytes", "1Mb"). */
 static int parse_block_size(const char *s, uint32_t *out)
 {
+	char buf[32];
+	size_t n = strlen(s);
 	uint64_t v;
 
-	if (sqk_parse_size(s, 1048576, &v) || v < 4096 || (v & (v - 1)))
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n + 1);
+	for (size_t i = 0; i < n; i++) {
+		if (strchr("kKmMgG", buf[i]) && i > 0 &&
+		    (!strcmp(buf + i + 1, "B") || !strcmp(buf + i + 1, "b") ||
+		     !strcmp(buf + i + 1, "bytes")))
+			buf[i + 1] = 0;
+	}
+	if (sqk_parse_size(buf, 1048576, &v) || v < 4096 || (v & (v - 1)))
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
 }
 
+static int oom(void)
+{
+	fprintf(stderr, "sqk mkimage: out of memory\n");
+	return -1;
+}
+
 static int add_pseudo(struct mk_options *o, bool file, const char *arg)
 {
 	struct mk_pseudo_arg *n = realloc(o->pseudo, sizeof(*n) * (size_t)(o->npseudo + 1));
-	if (!n) {
-		fprintf(stderr, "sqk mkimage: out of memory\n");
-		return -1;
-	}
+	if (!n)
+		return oom();
 	o->pseudo = n;
 	o->pseudo[o->npseudo++] = (struct mk_pseudo_arg){ .file = file, .arg = arg };
 	return 0;
@@ -100,16 +133,70 @@ static int opt_error(const char *opt, const char *arg, const char *why)
 	return -1;
 }
 
+/* Appends s (borrowed) to the string array *v of *n entries. */
+static int push_str(const char ***v, int *n, const char *s)
+{
+	const char **nv = realloc(*v, sizeof(*nv) * (size_t)(*n + 1));
+	if (!nv)
+		return oom();
+	*v = nv;
+	nv[(*n)++] = s;
+	return 0;
+}
+
 static int add_exclude(struct mk_options *o, const char *glob)
 {
-	const char **n = realloc(o->excludes, sizeof(*n) * (size_t)(o->nexcludes + 1));
-	if (!n) {
-		fprintf(stderr, "sqk mkimage: out of memory\n");
+	return push_str(&o->excludes, &o->nexcludes, glob);
+}
+
+/* One line of an -ef file, as mksquashfs reads it: leading blanks skipped, '#' starts a
+ * comment line, a leading '\' is dropped (for names starting with a blank or '#'). */
+static int add_exclude_line(struct mk_options *o, char *line)
+{
+	size_t len = strlen(line);
+	if (len && line[len - 1] == '\n')
+		line[--len] = 0;
+	while (*line == ' ' || (*line >= '\t' && *line <= '\r'))
+		line++;
+	if (*line == '#')
+		return 0;
+	if (*line == '\\')
+		line++;
+	if (!*line)
+		return 0;
+	char *keep = strdup(line);
+	char **nt = keep ? realloc(o->mks_exclude_text,
+				   sizeof(*nt) * (size_t)(o->nmks_exclude_text + 1)) : NULL;
+	if (!nt) {
+		free(keep);
+		return oom();
+	}
+	o->mks_exclude_text = nt;
+	nt[o->nmks_exclude_text++] = keep;
+	return push_str(&o->mks_excludes, &o->nmks_excludes, keep);
+}
+
+/* -ef FILE: mksquashfs's exclude file, one exclude a line. */
+static int read_exclude_file(struct mk_options *o, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int err = 0;
+	if (!f) {
+		fprintf(stderr, "sqk mkimage: -ef '%s': cannot open: %s\n", path, strerror(errno));
 		return -1;
 	}
-	o->excludes = n;
-	o->excludes[o->nexcludes++] = glob;
-	return 0;
+	errno = 0;
+	while (!err && getline(&line, &cap, f) >= 0)
+		err = add_exclude_line(o, line);
+	if (!err && ferror(f)) {
+		fprintf(stderr, "sqk mkimage: -ef '%s': cannot read: %s\n", path, strerror(errno));
+		err = -1;
+	}
+	free(line);
+	fclose(f);
+	return err;
 }
 
 static void set_defaults(struct mk_options *o)
@@ -131,7 +218,9 @@ static void set_defaults(struct mk_options *o)
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
        OPT_ALLROOT, OPT_FUID, OPT_FGID, OPT_MTIME, OPT_NOCSUM, OPT_CSUMCHUNK, OPT_LZOALG,
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
-       OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE };
+       OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
+       OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
+       OPT_WILDCARDS, OPT_REGEX, OPT_EF };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -165,25 +254,44 @@ static const struct option long_opts[] = {
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The mksquashfs spellings of options squashkit also has: the option they stand for, or 0. */
-static int mksquashfs_alias(const char *word)
-{
-	if (strcmp(word, "-comp") == 0)
-		return 'c';
-	if (strcmp(word, "-Xcompression-level") == 0)
-		return 'l';
-	if (strcmp(word, "-Xalgorithm") == 0)
-		return OPT_LZOALG;
-	if (strcmp(word, "-sort") == 0)
-		return OPT_SORT;
-	if (strcmp(word, "-noappend") == 0)
-		return OPT_FORCE;
-	return 0;
-}
+/* The short options: letter, then ':' when it takes a value. */
+static const char short_opts[] = "b:c:l:j:qh";
+
+/* mksquashfs's spellings (one dash, whole words) of options squashkit also has. */
+static const struct {
+	const char *word;
+	int code;
+	bool arg;
+} mks_words[] = {
+	{ "-comp", 'c', true },		      { "-b", 'b', true },
+	{ "-Xcompression-level", 'l', true }, { "-Xalgorithm", OPT_LZOALG, true },
+	{ "-Xbcj", OPT_XBCJ, true },	      { "-Xhc", OPT_XHC, false },
+	{ "-processors", 'j', true },	      { "-sort", OPT_SORT, true },
+	{ "-noappend", OPT_FORCE, false },    { "-all-root", OPT_ALLROOT, false },
+	{ "-root-owned", OPT_ALLROOT, false }, { "-force-uid", OPT_FUID, true },
+	{ "-force-gid", OPT_FGID, true },     { "-no-xattrs", OPT_NOXATTR, false },
+	{ "-xattrs", OPT_XATTRS, false },     { "-no-fragments", OPT_NOFRAG, false },
+	{ "-no-duplicates", OPT_NODEDUP, false }, { "-no-exports", OPT_NOEXPORT, false },
+	{ "-exports", OPT_EXPORTS, false },   { "-no-tailends", OPT_NOTAIL, false },
+	{ "-tailends", OPT_TAILENDS, false }, { "-always-use-fragments", OPT_TAILENDS, false },
+	{ "-quiet", 'q', false },	      { "-no-progress", OPT_NOPROGRESS, false },
+	{ "-p", OPT_PSEUDODEF, true },	      { "-pf", OPT_PSEUDO, true },
+	{ "-tar", OPT_TAR, false },	      { "-ef", OPT_EF, true },
+	{ "-wildcards", OPT_WILDCARDS, false }, { "-regex", OPT_REGEX, false },
+	{ "-mem", OPT_MKSMEM, true },	      { "-mem-percent", OPT_MKSMEM, true },
+	{ "-help", 'h', false },
+};
+
+/* What the parse keeps besides o. */
+struct parse_state {
+	const char *level_arg;  /* the last -l value, checked against the compressor at the end */
+	bool saw_e;             /* mksquashfs's -e took the rest of the command line */
+};
 
 /* As mksquashfs: a level is for lzo1x_999 only, whichever option came first. */
 static int check_lzo(const struct mk_options *o, const char *level_arg)
@@ -217,107 +325,352 @@ static int check_level(const struct mk_options *o, const char *arg)
 	return 0;
 }
 
-static int handle_opt(struct mk_options *o, int c, const char **level_arg)
+/* -Xbcj F1,F2,...: mksquashfs's list form of --bcj. */
+static int parse_xbcj(struct mk_options *o, const char *arg)
+{
+	const char *p = arg;
+	do {
+		char name[16];
+		size_t n = strcspn(p, ",");
+		uint32_t f = 0;
+		if (n && n < sizeof(name)) {
+			memcpy(name, p, n);
+			name[n] = 0;
+			f = sqk_xz_bcj_from_name(name);
+		}
+		if (!f)
+			return opt_error("-Xbcj", arg, "a comma-separated list of x86, powerpc, ia64, "
+				"arm, armthumb, sparc");
+		o->comp.xz_bcj |= f;
+		p += n;
+	} while (*p++ == ',');
+	return 0;
+}
+
+/* mksquashfs's -mem sizes its caches of the whole build; sqk has none to size. */
+static int refuse_mks_mem(const char *as)
+{
+	fprintf(stderr, "sqk mkimage: %s is not supported: it is mksquashfs's total memory for "
+		"its caches and queues, which sqk does not have to size (its reads and writes are "
+		"streamed). sqk's --mem SIZE is another thing, the memory for what waits until the "
+		"end of the build (tails, digests, directory entries) before it spills to temporary "
+		"files; drop %s, or give --mem if that is what you meant\n", as, as);
+	return -1;
+}
+
+static int parse_id(const char *as, const char *arg, int64_t *out)
+{
+	uint64_t v;
+	if (sqk_parse_u64(arg, UINT32_MAX, &v))
+		return opt_error(as, arg, "need 0..4294967295");
+	*out = (int64_t)v;
+	return 0;
+}
+
+static int parse_time(const char *as, const char *arg, int64_t *out)
+{
+	uint64_t v;
+	if (sqk_parse_u64(arg, UINT32_MAX, &v))
+		return opt_error(as, arg, "need seconds 0..4294967295");
+	*out = (int64_t)v;
+	return 0;
+}
+
+/* The flags: options without a value. 1 when c is none of them. */
+static int handle_flag(struct mk_options *o, int c)
+{
+	switch (c) {
+	case OPT_NOFRAG: o->no_fragments = true; return 0;
+	case OPT_NOTAIL: o->no_tailends = true; return 0;
+	case OPT_TAILENDS: o->no_tailends = false; return 0;
+	case OPT_NODEDUP: o->no_dedup = true; return 0;
+	case OPT_NOXATTR: o->no_xattrs = true; return 0;
+	case OPT_XATTRS: o->no_xattrs = false; return 0;
+	case OPT_NOEXPORT: o->no_exports = true; return 0;
+	case OPT_EXPORTS: o->no_exports = false; return 0;
+	case OPT_NOCSUM: o->no_checksums = true; return 0;
+	case OPT_ALLROOT: o->force_uid = 0; o->force_gid = 0; return 0;
+	case OPT_TAR: o->tar = true; return 0;
+	case OPT_FORCE: o->force = true; return 0;
+	case OPT_XHC: o->comp.lz4_hc = true; return 0;
+	case OPT_WILDCARDS: o->wildcards = true; return 0;
+	case 'q': o->quiet = true; return 0;
+	case OPT_NOPROGRESS: o->no_progress = true; return 0;
+	case OPT_REGEX:
+		fprintf(stderr, "sqk mkimage: -regex is not supported: give the excludes as "
+			"-wildcards patterns, or as --exclude GLOB\n");
+		return -1;
+	default: return 1;
+	}
+}
+
+/* Options with a value about the compressor and the data. 1 when c is none of them. */
+static int handle_data_opt(struct mk_options *o, int c, const char *arg, const char *as,
+			   struct parse_state *ps)
 {
 	uint64_t v;
 	switch (c) {
 	case 'b':
-		if (parse_block_size(optarg, &o->block_size))
-			return opt_error("--block-size", optarg, "need a power of two, 4K..1M");
+		if (parse_block_size(arg, &o->block_size))
+			return opt_error(as, arg, "need a power of two, 4K..1M");
 		return 0;
 	case 'c':
-		o->comp.id = sqk_comp_id(optarg);
+		o->comp.id = sqk_comp_id(arg);
 		if (sqk_comp_supported(o->comp.id, NULL, 0))
-			return opt_error("--compressor", optarg, "choose zstd, xz, gzip, lz4 or lzo");
+			return opt_error(as, arg, "choose zstd, xz, gzip, lz4 or lzo");
 		return 0;
 	case 'l':
-		if (sqk_parse_u64(optarg, 22, &v))
-			return opt_error("--level", optarg, "not a level");
+		if (sqk_parse_u64(arg, 22, &v))
+			return opt_error(as, arg, "not a level");
 		o->comp.level = (int)v;
-		*level_arg = optarg;
+		ps->level_arg = arg;
 		return 0;
 	case OPT_BCJ: {
-		uint32_t f = sqk_xz_bcj_from_name(optarg);
+		uint32_t f = sqk_xz_bcj_from_name(arg);
 		if (!f)
-			return opt_error("--bcj", optarg,
-					 "choose x86, powerpc, ia64, arm, armthumb or sparc");
+			return opt_error(as, arg, "choose x86, powerpc, ia64, arm, armthumb or sparc");
 		o->comp.xz_bcj |= f;
 		return 0;
 	}
+	case OPT_XBCJ: return parse_xbcj(o, arg);
 	case OPT_LZOALG:
-		o->comp.lzo_algorithm = sqk_lzo_algorithm_from_name(optarg);
+		o->comp.lzo_algorithm = sqk_lzo_algorithm_from_name(arg);
 		if (!o->comp.lzo_algorithm)
-			return opt_error("--lzo-algorithm", optarg,
-					 "choose lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 or "
-					 "lzo1x_999");
+			return opt_error(as, arg, "choose lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 "
+					 "or lzo1x_999");
 		return 0;
 	case 'j':
-		if (sqk_parse_u64(optarg, 1024, &v) || v == 0)
-			return opt_error("--threads", optarg, "need 1..1024");
+		if (sqk_parse_u64(arg, 1024, &v) || v == 0)
+			return opt_error(as, arg, "need 1..1024");
 		o->threads = (int)v;
 		return 0;
-	case OPT_NOFRAG: o->no_fragments = true; return 0;
-	case OPT_NOTAIL: o->no_tailends = true; return 0;
-	case OPT_NODEDUP: o->no_dedup = true; return 0;
-	case OPT_NOXATTR: o->no_xattrs = true; return 0;
-	case OPT_NOEXPORT: o->no_exports = true; return 0;
-	case OPT_NOCSUM: o->no_checksums = true; return 0;
 	case OPT_CSUMCHUNK:
-		if (parse_block_size(optarg, &o->checksum_chunk))
-			return opt_error("--checksum-chunk", optarg, "need a power of two, 4K..1M");
-		return 0;
-	case 'e': return add_exclude(o, optarg);
-	case OPT_ALLROOT: o->force_uid = 0; o->force_gid = 0; return 0;
-	case OPT_FUID:
-		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
-			return opt_error("--force-uid", optarg, "need 0..4294967295");
-		o->force_uid = (int64_t)v;
-		return 0;
-	case OPT_FGID:
-		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
-			return opt_error("--force-gid", optarg, "need 0..4294967295");
-		o->force_gid = (int64_t)v;
-		return 0;
-	case OPT_MTIME:
-		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
-			return opt_error("--mtime", optarg, "need seconds 0..4294967295");
-		o->set_mtime = (int64_t)v;
-		return 0;
-	case OPT_TAR: o->tar = true; return 0;
-	case OPT_REUSE: o->reuse = optarg; return 0;
-	case OPT_ORDER: o->order_file = optarg; return 0;
-	case OPT_SORT: o->sort_file = optarg; return 0;
-	case OPT_FORCE: o->force = true; return 0;
-	case OPT_PSEUDO:
-	case OPT_PSEUDODEF:
-		return add_pseudo(o, c == OPT_PSEUDO, optarg);
-	case OPT_DMODE:
-		if (sqk_parse_mode(optarg, &o->default_mode))
-			return opt_error("--default-mode", optarg, "need an octal mode 0..07777");
-		return 0;
-	case OPT_DUID:
-		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
-			return opt_error("--default-uid", optarg, "need 0..4294967295");
-		o->default_uid = (uint32_t)v;
-		return 0;
-	case OPT_DGID:
-		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
-			return opt_error("--default-gid", optarg, "need 0..4294967295");
-		o->default_gid = (uint32_t)v;
-		return 0;
-	case OPT_DMTIME:
-		if (sqk_parse_u64(optarg, UINT32_MAX, &v))
-			return opt_error("--default-mtime", optarg, "need seconds 0..4294967295");
-		o->default_mtime = (int64_t)v;
+		if (parse_block_size(arg, &o->checksum_chunk))
+			return opt_error(as, arg, "need a power of two, 4K..1M");
 		return 0;
 	case OPT_MEM:
-		if (sqk_parse_size(optarg, UINT64_MAX / 2, &v) || v < (1u << 20))
-			return opt_error("--mem", optarg, "need a size of at least 1M");
+		if (sqk_parse_size(arg, UINT64_MAX / 2, &v) || v < (1u << 20))
+			return opt_error(as, arg, "need a size of at least 1M");
 		o->mem = v;
 		return 0;
-	case 'q': o->quiet = true; return 0;
-	default: return -1;
+	case OPT_MKSMEM: return refuse_mks_mem(as);
+	default: return 1;
 	}
+}
+
+/* Options with a value about the tree. 1 when c is none of them. */
+static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const char *as)
+{
+	int64_t t;
+	switch (c) {
+	case 'e': return add_exclude(o, arg);
+	case OPT_EF: return read_exclude_file(o, arg);
+	case OPT_FUID: return parse_id(as, arg, &o->force_uid);
+	case OPT_FGID: return parse_id(as, arg, &o->force_gid);
+	case OPT_MTIME: return parse_time(as, arg, &o->set_mtime);
+	case OPT_REUSE: o->reuse = arg; return 0;
+	case OPT_ORDER: o->order_file = arg; return 0;
+	case OPT_SORT: o->sort_file = arg; return 0;
+	case OPT_PSEUDO:
+	case OPT_PSEUDODEF:
+		return add_pseudo(o, c == OPT_PSEUDO, arg);
+	case OPT_DMODE:
+		if (sqk_parse_mode(arg, &o->default_mode))
+			return opt_error(as, arg, "need an octal mode 0..07777");
+		return 0;
+	case OPT_DUID:
+	case OPT_DGID:
+		if (parse_id(as, arg, &t))
+			return -1;
+		*(c == OPT_DUID ? &o->default_uid : &o->default_gid) = (uint32_t)t;
+		return 0;
+	case OPT_DMTIME: return parse_time(as, arg, &o->default_mtime);
+	default: return 1;
+	}
+}
+
+/* The canonical name of option code c, for messages: "--threads". */
+static const char *long_name(int c, char *buf, size_t cap)
+{
+	for (const struct option *l = long_opts; l->name; l++)
+		if (l->val == c) {
+			snprintf(buf, cap, "--%s", l->name);
+			return buf;
+		}
+	snprintf(buf, cap, "-%c", c);
+	return buf;
+}
+
+/* Applies option c with value arg (NULL for a flag); as is how the command line spelled it
+ * (NULL: the long name). */
+static int handle_opt(struct mk_options *o, int c, const char *arg, const char *as,
+		      struct parse_state *ps)
+{
+	char name[32];
+	if (!as)
+		as = long_name(c, name, sizeof(name));
+	int r = handle_flag(o, c);
+	if (r == 1)
+		r = handle_data_opt(o, c, arg, as, ps);
+	if (r == 1)
+		r = handle_tree_opt(o, c, arg, as);
+	return r == 1 ? -1 : r;
+}
+
+/* ---- the command line: options anywhere, "--", mksquashfs's words and its -e ---- */
+
+static int unknown(const char *what, const char *word)
+{
+	fprintf(stderr, "sqk mkimage: %s '%s' (sqk mkimage --help lists the options)\n", what, word);
+	return -1;
+}
+
+/* The value of the option at argv[*i] (the next word), or an error naming the option. */
+static int next_value(int argc, char **argv, int *i, const char *opt, const char **val)
+{
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "sqk mkimage: option '%s' needs a value\n", opt);
+		return -1;
+	}
+	*val = argv[++*i];
+	return 0;
+}
+
+/* "--name" or "--name=value" at argv[*i]: an exact name, or the one name it abbreviates. */
+static int parse_long(int argc, char **argv, int *i, struct mk_options *o,
+		      struct parse_state *ps)
+{
+	const char *w = argv[*i] + 2, *eq = strchr(w, '=');
+	size_t n = eq ? (size_t)(eq - w) : strlen(w);
+	const struct option *hit = NULL;
+	int nhits = 0;
+	for (const struct option *l = long_opts; l->name; l++) {
+		if (strncmp(l->name, w, n))
+			continue;
+		if (strlen(l->name) == n) {
+			hit = l;
+			nhits = 1;
+			break;
+		}
+		hit = l;
+		nhits++;
+	}
+	char word[64];
+	snprintf(word, sizeof(word), "--%.*s", (int)(n < 40 ? n : 40), w);
+	if (nhits != 1)
+		return unknown(nhits ? "ambiguous option" : "unknown option", word);
+	snprintf(word, sizeof(word), "--%s", hit->name);
+	const char *val = NULL;
+	if (hit->has_arg == no_argument && eq) {
+		fprintf(stderr, "sqk mkimage: option '%s' takes no value\n", word);
+		return -1;
+	}
+	if (hit->has_arg != no_argument) {
+		if (eq)
+			val = eq + 1;
+		else if (next_value(argc, argv, i, word, &val))
+			return -1;
+	}
+	if (hit->val == 'h') {
+		usage(stdout);
+		return 1;
+	}
+	return handle_opt(o, hit->val, val, NULL, ps);
+}
+
+/* "-qj4" at argv[*i]: short options, the last one's value attached or the next word. An
+ * unknown letter is named with the word it is in; "-keep-as-directory" by its whole word. */
+static int parse_short(int argc, char **argv, int *i, struct mk_options *o,
+		       struct parse_state *ps)
+{
+	const char *w = argv[*i];
+	for (const char *p = w + 1; *p; p++) {
+		const char *d = *p != ':' ? strchr(short_opts, *p) : NULL;
+		char opt[3] = { '-', *p, 0 };
+		if (!d) {
+			if (p == w + 1)
+				return unknown("unknown option", w);
+			fprintf(stderr, "sqk mkimage: unknown option '%s' (in '%s'; sqk mkimage --help "
+				"lists the options)\n", opt, w);
+			return -1;
+		}
+		if (*p == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if (d[1] != ':') {
+			if (handle_opt(o, *p, NULL, NULL, ps))
+				return -1;
+			continue;
+		}
+		const char *val = p + 1;
+		if (!*val && next_value(argc, argv, i, opt, &val))
+			return -1;
+		return handle_opt(o, *p, val, NULL, ps);
+	}
+	return 0;
+}
+
+/* A mksquashfs word at argv[*i] ("-comp xz"): 0 done, 1 help, -1 error, 2 not such a word. */
+static int parse_mks_word(int argc, char **argv, int *i, struct mk_options *o,
+			  struct parse_state *ps)
+{
+	const char *w = argv[*i], *val = NULL;
+	for (size_t k = 0; k < sizeof(mks_words) / sizeof(mks_words[0]); k++) {
+		if (strcmp(w, mks_words[k].word))
+			continue;
+		if (mks_words[k].code == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if (mks_words[k].code == OPT_MKSMEM)
+			return refuse_mks_mem(w);
+		if (mks_words[k].arg && next_value(argc, argv, i, w, &val))
+			return -1;
+		return handle_opt(o, mks_words[k].code, val, w, ps);
+	}
+	return 2;
+}
+
+/* mksquashfs's -e at argv[i]: every later argument is an exclude. */
+static int take_mks_excludes(int argc, char **argv, int i, struct mk_options *o,
+			     struct parse_state *ps)
+{
+	if (i + 1 >= argc) {
+		fprintf(stderr, "sqk mkimage: -e needs at least one path after it (as in mksquashfs, "
+			"every argument after -e is an exclude; --exclude GLOB is the glob form)\n");
+		return -1;
+	}
+	ps->saw_e = true;
+	while (++i < argc)
+		if (push_str(&o->mks_excludes, &o->nmks_excludes, argv[i]))
+			return -1;
+	return 0;
+}
+
+/* Walks argv: options, mksquashfs words and positional arguments (into o->sources, all of
+ * them: main_checks splits off the image). 0, 1 (help printed) or -1. */
+static int parse_argv(int argc, char **argv, struct mk_options *o, struct parse_state *ps)
+{
+	bool options = true;
+	for (int i = 1; i < argc; i++) {
+		const char *w = argv[i];
+		int r;
+		if (!options || w[0] != '-' || !w[1]) {
+			r = push_str((const char ***)&o->sources, &o->nsources, w);
+		} else if (!strcmp(w, "--")) {
+			options = false;
+			r = 0;
+		} else if (!strcmp(w, "-e")) {
+			return take_mks_excludes(argc, argv, i, o, ps);
+		} else if ((r = parse_mks_word(argc, argv, &i, o, ps)) == 2) {
+			r = w[1] == '-' ? parse_long(argc, argv, &i, o, ps)
+					: parse_short(argc, argv, &i, o, ps);
+		}
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 static int parse_env(struct mk_options *o)
@@ -335,55 +688,35 @@ static int parse_env(struct mk_options *o)
 	return 0;
 }
 
-int mk_options_parse(int argc, char **argv, struct mk_options *o)
+/* The rules of mksquashfs's wildcard excludes it checks when it reads them. */
+static int check_wildcards(const struct mk_options *o)
 {
-	const char *level_arg = NULL;
-	int c;
-	set_defaults(o);
-	optind = 1;
-	opterr = 0;
-	for (;;) {
-		/* checked before getopt sees the word (it would read -comp as -c omp) */
-		c = optind < argc ? mksquashfs_alias(argv[optind]) : 0;
-		if (c == OPT_FORCE) {
-			optind++;
-			o->force = true;
-			continue;
-		}
-		if (c && optind + 1 >= argc) {
-			fprintf(stderr, "sqk mkimage: missing argument for option '%s'\n",
-				argv[optind]);
+	for (int i = 0; o->wildcards && i < o->nmks_excludes; i++) {
+		const char *x = o->mks_excludes[i];
+		const char *why = NULL, *pat = strncmp(x, "... ", 4) ? x : x + 4;
+		if (x[0] == '/' || !strncmp(x, "./", 2) || !strncmp(x, "../", 3))
+			why = "/, ./ and ../ in front are not supported with -wildcards (as in mksquashfs)";
+		else if (!*pat || !strcmp(x, "..."))
+			why = "no pattern";
+		if (why) {
+			fprintf(stderr, "sqk mkimage: -e '%s': %s\n", x, why);
 			return -1;
 		}
-		if (c) {
-			optarg = argv[optind + 1];
-			optind += 2;
-		} else if ((c = getopt_long(argc, argv, "+b:c:l:j:e:qh", long_opts, NULL)) == -1) {
-			break;
-		}
-		if (c == 'h') {
-			usage(stdout);
-			return 1;
-		}
-		if (c == '?' || c == ':') {
-			const char *bad = argv[optind - 1];
-			fprintf(stderr, "sqk mkimage: %s option '%s'\n",
-				c == ':' ? "missing argument for" : "unknown or incomplete", bad);
-			usage(stderr);
-			return -1;
-		}
-		if (handle_opt(o, c, &level_arg))
-			return -1;
 	}
-	if (check_level(o, level_arg) || check_lzo(o, level_arg) || parse_env(o))
+	return 0;
+}
+
+/* Option combinations; o->nsources counts every positional argument here. */
+static int check_combinations(const struct mk_options *o, const struct parse_state *ps)
+{
+	if (check_level(o, ps->level_arg) || check_lzo(o, ps->level_arg) || check_wildcards(o))
 		return -1;
 	if (o->comp.xz_bcj && o->comp.id != SQK_COMP_XZ) {
 		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");
 		return -1;
 	}
-	if (o->tar && (argc - optind < 1 || argc - optind > 2)) {
-		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
-		usage(stderr);
+	if (o->comp.lz4_hc && o->comp.id != SQK_COMP_LZ4) {
+		fprintf(stderr, "sqk mkimage: -Xhc needs -comp lz4\n");
 		return -1;
 	}
 	if (o->tar && (o->order_file || o->sort_file)) {
@@ -391,10 +724,36 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 			"in its own order\n", o->order_file ? "--order" : "-sort");
 		return -1;
 	}
-	if (!o->tar && argc - optind < 2) {
-		fprintf(stderr, "sqk mkimage: need at least one SOURCE and the IMAGE path\n");
+	if (o->tar && (o->nexcludes || o->nmks_excludes)) {
+		fprintf(stderr, "sqk mkimage: %s needs source directories: excludes are not applied "
+			"to a tar stream\n", o->nexcludes ? "--exclude" : "-e");
+		return -1;
+	}
+	if (o->tar && (o->nsources < 1 || o->nsources > 2)) {
+		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
 		usage(stderr);
 		return -1;
+	}
+	if (!o->tar && o->nsources < 2) {
+		fprintf(stderr, "sqk mkimage: need at least one SOURCE and the IMAGE path%s\n",
+			ps->saw_e ? " (every argument after -e is an exclude: put the paths before "
+				    "-e)" : "");
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+int mk_options_parse(int argc, char **argv, struct mk_options *o)
+{
+	struct parse_state ps = { 0 };
+	set_defaults(o);
+	int r = parse_argv(argc, argv, o, &ps);
+	if (!r && (check_combinations(o, &ps) || parse_env(o)))
+		r = -1;
+	if (r) {
+		mk_options_free(o);
+		return r > 0 ? 1 : -1;
 	}
 	o->tail_mem = (size_t)(o->mem / 4);
 	o->digest_mem = (size_t)(o->mem / 4);
@@ -403,22 +762,34 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 		o->default_mtime = o->set_mtime;
 	else if (o->clamp_time >= 0 && o->default_mtime > o->clamp_time)
 		o->default_mtime = o->clamp_time;
+	int npos = o->nsources;
+	o->image = o->sources[npos - 1];
 	if (o->tar)
-		o->tar_path = argc - optind == 2 ? argv[optind] : NULL;
-	o->sources = o->tar ? NULL : argv + optind;
-	o->nsources = o->tar ? 0 : argc - optind - 1;
-	o->image = argv[argc - 1];
+		o->tar_path = npos == 2 ? o->sources[0] : NULL;
+	o->nsources = o->tar ? 0 : npos - 1;
 	o->comp.block_size = o->block_size;
 	if (o->comp.id == SQK_COMP_LZ4 && o->comp.level > 0)
 		o->comp.lz4_hc = true;
-	o->progress = !o->quiet && isatty(STDERR_FILENO);
+	o->progress = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);
 	return 0;
 }
 
 void mk_options_free(struct mk_options *o)
 {
+	free(o->sources);
+	o->sources = NULL;
+	o->nsources = 0;
 	free(o->excludes);
 	o->excludes = NULL;
+	o->nexcludes = 0;
+	free(o->mks_excludes);
+	o->mks_excludes = NULL;
+	o->nmks_excludes = 0;
+	for (int i = 0; i < o->nmks_exclude_text; i++)
+		free(o->mks_exclude_text[i]);
+	free(o->mks_exclude_text);
+	o->mks_exclude_text = NULL;
+	o->nmks_exclude_text = 0;
 	free(o->pseudo);
 	o->pseudo = NULL;
 	o->npseudo = 0;

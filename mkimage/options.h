@@ -14,7 +14,7 @@ struct mk_pseudo_arg {
 };
 
 struct mk_options {
-	char **sources;      /* borrowed from argv */
+	char **sources;      /* owned array of strings borrowed from argv */
 	int nsources;
 	const char *image;   /* borrowed from argv */
 	bool force;          /* --force, -noappend: replace an IMAGE that is not a SquashFS image */
@@ -26,12 +26,22 @@ struct mk_options {
 	bool no_dedup;
 	bool no_xattrs;
 	bool no_exports;
-	bool quiet;
+	bool quiet;          /* -q, -quiet: no progress line, no summary (warnings still print) */
+	bool no_progress;    /* --no-progress, -no-progress: no progress line, summary kept */
 	bool no_checksums;   /* no integrity data after the image */
 	uint32_t checksum_chunk; /* integrity chunk size; 0 = default (64K) */
 	bool progress;       /* progress bar (TTY and not quiet) */
-	const char **excludes; /* owned array of borrowed strings */
+	const char **excludes; /* --exclude GLOB: owned array of borrowed strings */
 	int nexcludes;
+	/* mksquashfs's excludes (-e PATH... to the end of the command line, -ef FILE): exact
+	 * paths, absolute (/, ./, ../) or relative to each source, or with -wildcards patterns
+	 * matched a component at a time ("... " in front: at any depth). Owned array of strings
+	 * borrowed from argv or owned by mks_exclude_text. */
+	const char **mks_excludes;
+	int nmks_excludes;
+	bool wildcards;      /* -wildcards */
+	char **mks_exclude_text; /* owned: the lines of -ef files */
+	int nmks_exclude_text;
 	bool all_root;
 	int64_t force_uid;   /* -1 = keep */
 	int64_t force_gid;
@@ -54,8 +64,11 @@ struct mk_options {
 	int npseudo;
 };
 
-/* Parses argv (argv[0] = "mkimage") into o. Returns 0, 1 when help was printed, or -1 after
- * printing an error naming the option. o->excludes must be freed with mk_options_free. */
+/* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the
+ * paths), "--" ends them, mksquashfs's "-e" takes every argument after it. Returns 0, 1 when
+ * help was printed, or -1 after printing an error naming the option. o borrows argv; what it
+ * owns after 0 is freed with mk_options_free (after 1 or -1 nothing is left to free; calling
+ * it then is harmless). */
 int mk_options_parse(int argc, char **argv, struct mk_options *o);
 
 /* Frees what mk_options_parse allocated. */

@@ -97,6 +97,9 @@ int mk_source_dir_resolve(struct mk_source *s, struct mk_ctx *c, const char *fs_
  * (caller frees) is the image path of the first source holding rel, *count how many do. */
 int mk_source_dir_in_sources(struct mk_source *s, struct mk_ctx *c, const char *rel,
 			     char **out, int *count);
+/* After a build from s (a directory source; for any other source nothing): one line on stderr
+ * for each exclude of c->opt that left nothing out, naming it (and for an -e path, why). */
+void mk_source_dir_warn_excludes(struct mk_source *s, struct mk_ctx *c);
 
 /* The tar reader (libarchive) over path ("-" or NULL: standard input), compressed or not.
  * Caller owns *out. */

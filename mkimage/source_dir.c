@@ -1,6 +1,8 @@
 /* The directory walker as a source: depth first, each directory's entries in name order (unsigned
  * bytes), every entry stat'ed once when it is reached, excluded paths and the image being written
- * left out, xattrs listed with the entry, file content read with pread when the builder asks. */
+ * left out, xattrs listed with the entry, file content read with pread when the builder asks.
+ * The excludes (--exclude globs, mksquashfs's -e exact paths and -wildcards patterns) are matched
+ * here, on image paths, and the walk remembers which matched so that the others can be named. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "common/depth.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "mk.h"
@@ -25,8 +28,42 @@ struct frame {
 	size_t path_len, rel_len; /* lengths of the walker's path and rel at this directory */
 };
 
+/* One -e path, resolved to the image path it names. */
+struct exact_excl {
+	char *rel;
+	int idx; /* in opt->mks_excludes */
+};
+
+/* One -e pattern (-wildcards), split into its path components. */
+struct wild_excl {
+	char *buf;          /* the components, each NUL-terminated */
+	const char **comp;
+	size_t n;
+	bool anchored;      /* from the root; else ("... " in front) ending at any depth */
+	int idx;
+};
+
+/* Where an -e path was found when it was resolved. */
+enum { EX_NOWHERE, EX_OUTSIDE, EX_INSIDE };
+
+/* The excludes compiled for the walk. */
+struct excludes {
+	bool any;
+	struct exact_excl *exact; /* sorted by rel */
+	size_t nexact;
+	struct wild_excl *wild;
+	size_t nwild;
+	bool *hit;                /* per exclude, globs first: matched an entry of the walk */
+	unsigned char *found;     /* per -e path: EX_* */
+	char *split;              /* a path being matched, cut into components */
+	size_t split_cap;
+	const char **parts;
+	size_t parts_cap;
+};
+
 struct dir_source {
 	struct mk_source base;
+	struct excludes ex;
 	struct frame *stack;
 	size_t depth, cap;
 	char *path, *rel;          /* of the current entry; grown as needed */
@@ -74,13 +111,246 @@ static int set_str(struct mk_ctx *c, char **buf, size_t *cap, size_t at, const c
 	return 0;
 }
 
-static bool excluded(const struct mk_options *o, const char *rel)
+/* ---- excludes ---- */
+
+static int exact_cmp(const void *a, const void *b)
 {
-	for (int i = 0; i < o->nexcludes; i++)
-		if (fnmatch(o->excludes[i], rel, 0) == 0)
-			return true;
-	return false;
+	return strcmp(((const struct exact_excl *)a)->rel, ((const struct exact_excl *)b)->rel);
 }
+
+/* Cuts rel into its components in x->parts; the count, or -1 out of memory. */
+static ssize_t split_path(struct excludes *x, const char *rel)
+{
+	size_t len = strlen(rel), n = 1;
+	for (size_t i = 0; i < len; i++)
+		n += rel[i] == '/';
+	if (len + 1 > x->split_cap) {
+		char *nb = realloc(x->split, len + 1);
+		if (!nb)
+			return -1;
+		x->split = nb;
+		x->split_cap = len + 1;
+	}
+	if (n > x->parts_cap) {
+		const char **np = realloc(x->parts, n * sizeof(*np));
+		if (!np)
+			return -1;
+		x->parts = np;
+		x->parts_cap = n;
+	}
+	memcpy(x->split, rel, len + 1);
+	x->parts[0] = x->split;
+	for (size_t i = 0, k = 1; i < len; i++)
+		if (x->split[i] == '/') {
+			x->split[i] = 0;
+			x->parts[k++] = x->split + i + 1;
+		}
+	return (ssize_t)n;
+}
+
+/* Whether pattern w matches the path in x->parts (n components), as mksquashfs matches its
+ * wildcard excludes: one component against one, leading dots only explicitly. */
+static bool wild_match(const struct wild_excl *w, const struct excludes *x, size_t n)
+{
+	if (w->anchored ? n != w->n : n < w->n)
+		return false;
+	const char *const *parts = x->parts + (n - w->n);
+	for (size_t i = 0; i < w->n; i++)
+		if (fnmatch(w->comp[i], parts[i], FNM_PATHNAME | FNM_PERIOD | FNM_EXTMATCH))
+			return false;
+	return true;
+}
+
+/* Marks every -e path that names rel; whether there is one. */
+static bool exact_match(struct excludes *x, int nglobs, const char *rel, bool count)
+{
+	size_t lo = 0, hi = x->nexact;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(x->exact[mid].rel, rel) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	bool any = false;
+	for (; lo < x->nexact && !strcmp(x->exact[lo].rel, rel); lo++) {
+		any = true;
+		if (!count)
+			break;
+		x->hit[nglobs + x->exact[lo].idx] = true;
+	}
+	return any;
+}
+
+/* Whether the entry at image path rel is left out. With count (the walk), every exclude that
+ * matches is remembered as having matched; else the first match answers (lookups by path).
+ * top: rel is a source under a made-up root, which only mksquashfs's forms exclude. */
+static bool excluded(struct excludes *x, const struct mk_options *o, const char *rel, bool count,
+		     bool top)
+{
+	bool ex = false;
+	for (int i = 0; !top && i < o->nexcludes && (count || !ex); i++)
+		if (fnmatch(o->excludes[i], rel, 0) == 0)
+			ex = x->hit[i] = true;
+	if ((count || !ex) && x->nexact)
+		ex |= exact_match(x, o->nexcludes, rel, count);
+	if ((count || !ex) && x->nwild) {
+		ssize_t n = split_path(x, rel);
+		for (size_t i = 0; n > 0 && i < x->nwild && (count || !ex); i++)
+			if (wild_match(&x->wild[i], x, (size_t)n))
+				ex = x->hit[o->nexcludes + x->wild[i].idx] = true;
+	}
+	return ex;
+}
+
+/* Adds the -e path idx at file-system path fs (not followed at its end), when it exists. */
+static int add_exact(struct mk_ctx *c, struct dir_source *d, const char *fs, int idx)
+{
+	struct excludes *x = &d->ex;
+	struct stat st;
+	char *rel = NULL;
+	if (lstat(fs, &st))
+		return 0;
+	int r = mk_source_dir_resolve(&d->base, c, fs, &rel);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		if (x->found[idx] < EX_OUTSIDE)
+			x->found[idx] = EX_OUTSIDE;
+		return 0;
+	}
+	x->found[idx] = EX_INSIDE;
+	struct exact_excl *n = realloc(x->exact, (x->nexact + 1) * sizeof(*n));
+	if (!n) {
+		free(rel);
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	}
+	x->exact = n;
+	n[x->nexact++] = (struct exact_excl){ .rel = rel, .idx = idx };
+	return 0;
+}
+
+/* An -e path as mksquashfs reads it: absolute (/, ./, ../ in front: from the working
+ * directory), else relative to each source in turn. */
+static int resolve_exact(struct mk_ctx *c, struct dir_source *d, int idx)
+{
+	const struct mk_options *o = c->opt;
+	const char *p = o->mks_excludes[idx];
+	if (p[0] == '/' || !strncmp(p, "./", 2) || !strncmp(p, "../", 3))
+		return add_exact(c, d, p, idx);
+	int err = 0;
+	for (int i = 0; i < o->nsources && !err; i++) {
+		size_t len = strlen(o->sources[i]) + strlen(p) + 2;
+		char *fs = malloc(len);
+		if (!fs)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		snprintf(fs, len, "%s/%s", o->sources[i], p);
+		err = add_exact(c, d, fs, idx);
+		free(fs);
+	}
+	return err;
+}
+
+/* An -e pattern of -wildcards: "... " in front matches at any depth; empty components (a
+ * doubled or trailing '/') are dropped, as mksquashfs does. */
+static int add_wild(struct mk_ctx *c, struct excludes *x, const char *pat, int idx)
+{
+	struct wild_excl w = { .anchored = strncmp(pat, "... ", 4) != 0, .idx = idx };
+	if (!w.anchored)
+		pat += 4;
+	size_t len = strlen(pat);
+	w.buf = malloc(len + 1);
+	w.comp = malloc((len / 2 + 1) * sizeof(*w.comp));
+	struct wild_excl *nw = realloc(x->wild, (x->nwild + 1) * sizeof(*nw));
+	if (nw)
+		x->wild = nw;
+	if (!w.buf || !w.comp || !nw) {
+		free(w.buf);
+		free(w.comp);
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	}
+	memcpy(w.buf, pat, len + 1);
+	for (char *tok = strtok(w.buf, "/"); tok; tok = strtok(NULL, "/"))
+		w.comp[w.n++] = tok;
+	x->wild[x->nwild++] = w;
+	return 0;
+}
+
+/* Compiles opt's excludes for d, once its sources are known. */
+static int excludes_init(struct mk_ctx *c, struct dir_source *d)
+{
+	const struct mk_options *o = c->opt;
+	struct excludes *x = &d->ex;
+	int err = 0;
+	x->any = o->nexcludes || o->nmks_excludes;
+	if (!x->any)
+		return 0;
+	x->hit = calloc((size_t)(o->nexcludes + o->nmks_excludes), sizeof(*x->hit));
+	x->found = calloc((size_t)o->nmks_excludes + 1, sizeof(*x->found));
+	if (!x->hit || !x->found)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	for (int i = 0; i < o->nmks_excludes && !err; i++)
+		err = o->wildcards ? add_wild(c, x, o->mks_excludes[i], i) : resolve_exact(c, d, i);
+	if (!err && x->nexact > 1)
+		qsort(x->exact, x->nexact, sizeof(*x->exact), exact_cmp);
+	return err;
+}
+
+static void excludes_free(struct excludes *x)
+{
+	for (size_t i = 0; i < x->nexact; i++)
+		free(x->exact[i].rel);
+	free(x->exact);
+	for (size_t i = 0; i < x->nwild; i++) {
+		free(x->wild[i].buf);
+		free(x->wild[i].comp);
+	}
+	free(x->wild);
+	free(x->hit);
+	free(x->found);
+	free(x->split);
+	free(x->parts);
+}
+
+/* Whether a directory above image path rel is excluded (what is below it then never is). */
+static bool under_excluded(struct excludes *x, const struct mk_options *o, bool synthetic,
+			   const char *rel)
+{
+	char *p = strdup(rel);
+	bool ex = false;
+	for (char *s = p ? strchr(p, '/') : NULL; s && !ex; s = strchr(s + 1, '/')) {
+		*s = 0;
+		ex = excluded(x, o, p, false, synthetic && !strchr(p, '/'));
+		*s = '/';
+	}
+	free(p);
+	return ex;
+}
+
+/* The line naming an -e path that excluded nothing, and why, unless what it names was left out
+ * with a directory above it. */
+static void warn_exact(struct dir_source *d, const struct mk_options *o, int i)
+{
+	const char *p = o->mks_excludes[i], *why = NULL;
+	bool abs = p[0] == '/' || !strncmp(p, "./", 2) || !strncmp(p, "../", 3);
+	for (size_t k = 0; k < d->ex.nexact; k++) {
+		const struct exact_excl *e = &d->ex.exact[k];
+		if (e->idx != i)
+			continue;
+		if (!*e->rel)
+			why = "it is the root of the image, which is never excluded";
+		else if (under_excluded(&d->ex, o, d->synthetic, e->rel))
+			return;
+	}
+	if (d->ex.found[i] == EX_NOWHERE)
+		why = abs ? "no such file" : o->nsources > 1 ? "no such path in any source" :
+							       "no such path in the source";
+	else if (d->ex.found[i] == EX_OUTSIDE)
+		why = "it is not inside a source";
+	fprintf(stderr, "sqk mkimage: -e '%s' matched nothing%s%s\n", p, why ? ": " : "",
+		why ? why : "");
+}
+
 
 static void frame_free(struct frame *f)
 {
@@ -143,10 +413,10 @@ static int enter_dir(struct mk_ctx *c, struct dir_source *d)
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (c->opt->nexcludes) {
+		if (d->ex.any) {
 			if ((err = set_str(c, &d->rel, &d->rel_cap, f.rel_len, de->d_name, true)))
 				break;
-			bool ex = excluded(c->opt, d->rel);
+			bool ex = excluded(&d->ex, c->opt, d->rel, true, false);
 			d->rel[f.rel_len] = 0;
 			if (ex)
 				continue;
@@ -249,9 +519,11 @@ static int read_target(struct mk_ctx *c, struct dir_source *d, const struct stat
 static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e, bool root)
 {
 	struct stat st;
-	if (root ? stat(d->path, &st) : lstat(d->path, &st))
-		return mk_fail(c, sqk_from_errno(errno), "cannot stat '%s': %s", d->path,
-			       strerror(errno));
+	if (root ? stat(d->path, &st) : lstat(d->path, &st)) {
+		char b[2 * SQK_DEPTH_SHOWN + 4]; /* a path too long for PATH_MAX: its two ends */
+		return mk_fail(c, sqk_from_errno(errno), "cannot stat '%s': %s",
+			       sqk_depth_shown(d->path, b), strerror(errno));
+	}
 	for (int i = 0; i < c->nskip; i++)
 		if (S_ISREG(st.st_mode) && st.st_dev == c->skip_dev[i] && st.st_ino == c->skip_ino[i])
 			return 1;
@@ -432,6 +704,7 @@ static void dir_destroy(struct mk_source *s)
 	free(d->xnames);
 	free(d->kv);
 	free(d->xvals);
+	excludes_free(&d->ex);
 	free(d);
 }
 
@@ -474,7 +747,8 @@ static int named_cmp(const void *a, const void *b)
 }
 
 /* Several sources (or one non-directory): the root's frame holds each by its base name, in name
- * order; d->src_order maps a position of that frame to the source it names. */
+ * order, but those mksquashfs's excludes leave out; d->src_order maps a position of that frame
+ * to the source it names. */
 static int multi_frame(struct mk_ctx *c, struct dir_source *d)
 {
 	const struct mk_options *o = c->opt;
@@ -501,7 +775,9 @@ static int multi_frame(struct mk_ctx *c, struct dir_source *d)
 			err = mk_fail(c, SQK_EINVAL, "sources '%s' and '%s' have the same name",
 				      o->sources[v[i - 1].idx], o->sources[v[i].idx]);
 	for (int i = 0; i < o->nsources && !err; i++) {
-		d->src_order[i] = v[i].idx;
+		if (excluded(&d->ex, o, v[i].name, true, true))
+			continue;
+		d->src_order[f.n] = v[i].idx;
 		err = add_name(c, &f, &cap, v[i].name);
 	}
 	free(v);
@@ -532,6 +808,8 @@ int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out)
 			err = set_str(c, &d->path, &d->path_cap, strlen(d->path), ".", true);
 		if (!err && !(d->root = strdup(d->path)))
 			err = mk_fail(c, SQK_ENOMEM, "out of memory");
+		if (!err)
+			err = excludes_init(c, d);
 	} else {
 		for (int i = 0; i < o->nsources && !err; i++)
 			if (lstat(o->sources[i], &st))
@@ -540,6 +818,8 @@ int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out)
 		d->synthetic = true;
 		if (!err)
 			err = set_str(c, &d->path, &d->path_cap, 0, "", false);
+		if (!err)
+			err = excludes_init(c, d);
 		if (!err)
 			err = multi_frame(c, d);
 	}
@@ -580,7 +860,7 @@ static int disk_path(struct mk_ctx *c, struct dir_source *d, const char *rel, si
 
 /* Whether the walk reaches the entry at d->path (its source's path is d->path[0..base_len)):
  * every directory on the way is a directory (not a symlink) and neither it nor a directory
- * above is excluded (a synthetic root's sources never are). */
+ * above is excluded (a synthetic root's sources are checked when its frame is made). */
 static bool reachable(struct mk_ctx *c, struct dir_source *d, size_t base_len)
 {
 	struct stat st;
@@ -593,7 +873,7 @@ static bool reachable(struct mk_ctx *c, struct dir_source *d, size_t base_len)
 		if (!dir)
 			return false;
 	}
-	if (!c->opt->nexcludes)
+	if (!d->ex.any)
 		return true;
 	size_t j = 0;
 	if (d->synthetic) {
@@ -606,7 +886,7 @@ static bool reachable(struct mk_ctx *c, struct dir_source *d, size_t base_len)
 		char ch = d->rel[j];
 		if (ch == '/' || !ch) {
 			d->rel[j] = 0;
-			bool ex = excluded(c->opt, d->rel);
+			bool ex = excluded(&d->ex, c->opt, d->rel, false, false);
 			d->rel[j] = ch;
 			if (ex)
 				return false;
@@ -782,4 +1062,27 @@ int mk_source_dir_in_sources(struct mk_source *s, struct mk_ctx *c, const char *
 		*count += found;
 	}
 	return 0;
+}
+
+void mk_source_dir_warn_excludes(struct mk_source *s, struct mk_ctx *c)
+{
+	if (!s || s->ops != &dir_ops)
+		return;
+	struct dir_source *d = (struct dir_source *)s;
+	const struct mk_options *o = c->opt;
+	if (!d->ex.any)
+		return;
+	for (int i = 0; i < o->nexcludes; i++)
+		if (!d->ex.hit[i])
+			fprintf(stderr, "sqk mkimage: --exclude '%s' matched nothing\n",
+				o->excludes[i]);
+	for (int i = 0; i < o->nmks_excludes; i++) {
+		if (d->ex.hit[o->nexcludes + i])
+			continue;
+		if (o->wildcards)
+			fprintf(stderr, "sqk mkimage: -e '%s' (-wildcards) matched nothing\n",
+				o->mks_excludes[i]);
+		else
+			warn_exact(d, o, i);
+	}
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# -e/--exclude (globs on paths relative to the source), --all-root, --force-uid/--force-gid and
+# --exclude (globs on paths relative to the source; -e is mksquashfs's exact form, t_14), --all-root, --force-uid/--force-gid and
 # --mtime, checked on extracted images against the source with the matching expectations.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -43,7 +43,7 @@ present() {
 
 # Patterns: '*.log' (fnmatch without FNM_PATHNAME: '*' also matches '/', so sub/b.log goes too),
 # an exact directory path, a name pattern for symlinks, a path with a multi-byte name.
-check excl -e '*.log' -e 'sub/dir' --exclude 'links/*ing' -e 'names/日本語*' -- \
+check excl --exclude '*.log' --exclude 'sub/dir' --exclude 'links/*ing' --exclude 'names/日本語*' -- \
 	--exclude '*.log' --exclude 'sub/dir' --exclude 'links/*ing' --exclude 'names/日本語*'
 absent excl a.log
 absent excl sub/b.log
@@ -56,8 +56,8 @@ present excl sub/dir.log.keep
 present excl sub/deeper/dir/e.txt
 present excl links/long4000
 # excluding the whole tree content except the root
-check excl_all -e '*' -- --exclude '*'
-[ -z "$(ls -A "$W/x.excl_all")" ] || fail "-e '*' left entries: $(ls -A "$W/x.excl_all" | head)"
+check excl_all --exclude '*' -- --exclude '*'
+[ -z "$(ls -A "$W/x.excl_all")" ] || fail "--exclude '*' left entries: $(ls -A "$W/x.excl_all" | head)"
 
 # ownership
 check allroot --all-root -- --uid 0 --gid 0
@@ -83,9 +83,9 @@ fi
 
 # everything at once, seen through the kernel
 if grep -qw squashfs /proc/filesystems && [ -e /dev/loop-control ]; then
-	sqk_build --all-root --mtime 86400 -e '*.log' "$SRC" "$W/all.sqsh"
+	sqk_build --all-root --mtime 86400 --exclude '*.log' "$SRC" "$W/all.sqsh"
 	mount_sq "$W/all.sqsh" "$W/mnt"
-	tree_equal "kernel: --all-root --mtime -e" "$SRC" "$W/mnt" --uid 0 --gid 0 --mtime 86400 --exclude '*.log'
+	tree_equal "kernel: --all-root --mtime --exclude" "$SRC" "$W/mnt" --uid 0 --gid 0 --mtime 86400 --exclude '*.log'
 	umount_sq "$W/mnt"
 fi
 exit 0

@@ -67,8 +67,8 @@ tree_equal "ASan build, xz --no-dedup" "$SRC" "$W/x"
 rm -rf "$W/x"
 
 # small block size, gzip, no fragments, excludes, forced owner and time: other code paths
-san_build misc -b 4K -c gzip --no-fragments -e '*.log' -e 'bigdir/entry_0001*' --all-root --mtime 7 \
-	-j 3 "$SRC" "$W/misc.sqsh"
+san_build misc -b 4K -c gzip --no-fragments --exclude '*.log' --exclude 'bigdir/entry_0001*' \
+	--all-root --mtime 7 -j 3 "$SRC" "$W/misc.sqsh"
 extract "$W/misc.sqsh" "$W/x"
 tree_equal "ASan build, misc options" "$SRC" "$W/x" --uid 0 --gid 0 --mtime 7 \
 	--exclude 'bigdir/entry_0001*' --exclude '*.log'

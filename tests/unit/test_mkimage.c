@@ -106,8 +106,8 @@ static int build(const char *threads, struct sqk_io **mem, struct sqk_io **fault
 START_TEST(test_options)
 {
 	struct mk_options o;
-	char *ok[] = { "mkimage", "-b", "64K", "-c", "xz", "--bcj", "x86", "-j", "3", "-e", "*.o",
-		       "--all-root", "src", "img", NULL };
+	char *ok[] = { "mkimage", "-b", "64K", "-c", "xz", "--bcj", "x86", "-j", "3",
+		       "--exclude", "*.o", "--all-root", "src", "img", NULL };
 	ck_assert_int_eq(mk_options_parse(14, ok, &o), 0);
 	ck_assert_uint_eq(o.block_size, 65536);
 	ck_assert_uint_eq(o.comp.id, SQK_COMP_XZ);

@@ -1,0 +1,341 @@
+/* Check suite for `sqk mkimage`'s command line (mkimage/options.c) and the excludes of the
+ * directory walker (mkimage/source_dir.c): options before, between and after the paths, "--",
+ * the mksquashfs spellings, mksquashfs's -e (the rest of the command line) with exact paths and
+ * with -wildcards, -ef files, the refusals (-mem, -regex, an unknown option named as typed), and
+ * which entries a walk gives under each kind of exclude. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "mkimage/mk.h"
+#include "mkimage/options.h"
+#include "mkimage/source.h"
+#include "testutil.h"
+
+#define NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
+
+/* stderr of the rejections, captured: what the message named. */
+static char errbuf[4096];
+
+/* Parses argv (NULL-terminated) with stderr captured in errbuf. */
+static int parse_quiet(int argc, char **argv, struct mk_options *o)
+{
+	char path[] = "/tmp/sqk-unit-err-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	dup2(fd, STDERR_FILENO);
+	int r = mk_options_parse(argc, argv, o);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	ssize_t n = pread(fd, errbuf, sizeof(errbuf) - 1, 0);
+	errbuf[n > 0 ? n : 0] = 0;
+	close(fd);
+	return r;
+}
+
+/* Options after the paths, between them and before them mean the same. */
+START_TEST(test_options_anywhere)
+{
+	struct mk_options o;
+	char *after[] = { "mkimage", "src", "img", "-comp", "xz", "-b", "64K", "-processors", "3",
+			  "-noappend", "-all-root", "-no-xattrs", "-quiet", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(after), after, &o), 0);
+	ck_assert_int_eq(o.nsources, 1);
+	ck_assert_str_eq(o.sources[0], "src");
+	ck_assert_str_eq(o.image, "img");
+	ck_assert_uint_eq(o.comp.id, SQK_COMP_XZ);
+	ck_assert_uint_eq(o.block_size, 65536);
+	ck_assert_int_eq(o.threads, 3);
+	ck_assert(o.force && o.no_xattrs && o.quiet && !o.progress);
+	ck_assert_int_eq(o.force_uid, 0);
+	ck_assert_int_eq(o.force_gid, 0);
+	mk_options_free(&o);
+
+	char *between[] = { "mkimage", "a", "--level", "4", "b", "-j2", "c", "img", "-c", "gzip",
+			    NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(between), between, &o), 0);
+	ck_assert_int_eq(o.nsources, 3);
+	ck_assert_str_eq(o.sources[0], "a");
+	ck_assert_str_eq(o.sources[1], "b");
+	ck_assert_str_eq(o.sources[2], "c");
+	ck_assert_str_eq(o.image, "img");
+	ck_assert_int_eq(o.comp.level, 4);
+	ck_assert_int_eq(o.threads, 2);
+	mk_options_free(&o);
+
+	/* "--" ends the options: a source named like an option */
+	char *dd[] = { "mkimage", "-q", "--", "-comp", "--quiet", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(dd), dd, &o), 0);
+	ck_assert_int_eq(o.nsources, 1);
+	ck_assert_str_eq(o.sources[0], "-comp");
+	ck_assert_str_eq(o.image, "--quiet");
+	ck_assert_uint_eq(o.comp.id, SQK_COMP_ZSTD);
+	mk_options_free(&o);
+
+	/* --tar [FILE|-] IMAGE with options after it */
+	char *tar1[] = { "mkimage", "--tar", "img", "-no-progress", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(tar1), tar1, &o), 0);
+	ck_assert(o.tar && o.tar_path == NULL && o.no_progress && !o.quiet);
+	ck_assert_str_eq(o.image, "img");
+	mk_options_free(&o);
+	char *tar2[] = { "mkimage", "-", "img", "-tar", "-b", "1Mbytes", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(tar2), tar2, &o), 0);
+	ck_assert(o.tar);
+	ck_assert_str_eq(o.tar_path, "-");
+	ck_assert_str_eq(o.image, "img");
+	ck_assert_uint_eq(o.block_size, 1048576);
+	mk_options_free(&o);
+}
+END_TEST
+
+/* The mksquashfs words that have an exact counterpart. */
+START_TEST(test_mksquashfs_words)
+{
+	struct mk_options o;
+	char *a[] = { "mkimage", "s", "i", "-comp", "xz", "-Xbcj", "x86,arm", "-no-fragments",
+		      "-no-duplicates", "-no-exports", "-no-tailends", "-b", "128KB",
+		      "-force-uid", "7", "-force-gid", "8", "-p", "x d 755 0 0", "-pf", "defs",
+		      "-sort", "prio", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(a), a, &o), 0);
+	ck_assert_uint_eq(o.comp.xz_bcj, SQK_BCJ_X86 | SQK_BCJ_ARM);
+	ck_assert(o.no_fragments && o.no_dedup && o.no_exports && o.no_tailends);
+	ck_assert_uint_eq(o.block_size, 131072);
+	ck_assert_int_eq(o.force_uid, 7);
+	ck_assert_int_eq(o.force_gid, 8);
+	ck_assert_int_eq(o.npseudo, 2);
+	ck_assert(!o.pseudo[0].file && o.pseudo[1].file);
+	ck_assert_str_eq(o.sort_file, "prio");
+	mk_options_free(&o);
+
+	/* the defaults mksquashfs spells out, after their opposites */
+	char *b[] = { "mkimage", "s", "i", "--no-xattrs", "-xattrs", "--no-exports", "-exports",
+		      "--no-tailends", "-tailends", "-comp", "lz4", "-Xhc", "-root-owned", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(b), b, &o), 0);
+	ck_assert(!o.no_xattrs && !o.no_exports && !o.no_tailends && o.comp.lz4_hc);
+	ck_assert_int_eq(o.force_uid, 0);
+	mk_options_free(&o);
+}
+END_TEST
+
+/* mksquashfs's -e takes every argument after it; --exclude keeps its glob. */
+START_TEST(test_mks_excludes)
+{
+	struct mk_options o;
+	char *a[] = { "mkimage", "s", "i", "--exclude", "*.o", "-wildcards", "-e", "x/y", "-q",
+		      "--", "... *.gz", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(a), a, &o), 0);
+	ck_assert_int_eq(o.nexcludes, 1);
+	ck_assert_str_eq(o.excludes[0], "*.o");
+	ck_assert(o.wildcards && !o.quiet);
+	ck_assert_int_eq(o.nmks_excludes, 4);
+	ck_assert_str_eq(o.mks_excludes[0], "x/y");
+	ck_assert_str_eq(o.mks_excludes[1], "-q");
+	ck_assert_str_eq(o.mks_excludes[2], "--");
+	ck_assert_str_eq(o.mks_excludes[3], "... *.gz");
+	ck_assert_int_eq(o.nsources, 1);
+	mk_options_free(&o);
+
+	/* -ef FILE: blanks before, comments, a backslash escape, empty lines */
+	char ef[] = "/tmp/sqk-unit-ef-XXXXXX";
+	int fd = mkstemp(ef);
+	ck_assert_int_ge(fd, 0);
+	const char *text = "  one\n# comment\n\n\\#two\n\\ three\nlast";
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	char *b[] = { "mkimage", "-ef", ef, "s", "i", "-e", "tail", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(b), b, &o), 0);
+	unlink(ef);
+	ck_assert_int_eq(o.nmks_excludes, 5);
+	ck_assert_str_eq(o.mks_excludes[0], "one");
+	ck_assert_str_eq(o.mks_excludes[1], "#two");
+	ck_assert_str_eq(o.mks_excludes[2], " three");
+	ck_assert_str_eq(o.mks_excludes[3], "last");
+	ck_assert_str_eq(o.mks_excludes[4], "tail");
+	mk_options_free(&o);
+}
+END_TEST
+
+/* What is refused, and that the message names what was typed. */
+START_TEST(test_refusals)
+{
+	struct mk_options o;
+	static const struct {
+		const char *args[6];
+		const char *says;
+	} bad[] = {
+		{ { "s", "i", "-keep-as-directory" }, "unknown option '-keep-as-directory'" },
+		{ { "s", "-frob", "i" }, "unknown option '-frob'" },
+		{ { "s", "i", "-qZ" }, "'-Z' (in '-qZ'" },
+		{ { "s", "i", "--frobnicate=1" }, "unknown option '--frobnicate'" },
+		{ { "s", "i", "--no" }, "ambiguous option '--no'" },
+		{ { "s", "i", "--quiet=1" }, "'--quiet' takes no value" },
+		{ { "s", "i", "-mem", "1G" }, "-mem is not supported" },
+		{ { "s", "i", "-mem-percent", "10" }, "--mem SIZE is another thing" },
+		{ { "s", "i", "-regex", "-e", "x" }, "-regex is not supported" },
+		{ { "s", "i", "-e" }, "-e needs at least one path" },
+		{ { "-e", "s", "i" }, "put the paths before -e" },
+		{ { "s", "i", "-processors", "0" }, "invalid -processors '0'" },
+		{ { "s", "i", "-b" }, "option '-b' needs a value" },
+		{ { "s", "i", "-b", "3KB" }, "invalid -b '3KB'" },
+		{ { "s", "i", "-Xbcj", "x86,arm64" }, "invalid -Xbcj 'x86,arm64'" },
+		{ { "s", "i", "-Xhc" }, "-Xhc needs -comp lz4" },
+		{ { "s", "i", "-wildcards", "-e", "/abs" }, "not supported with -wildcards" },
+		{ { "s", "i", "-wildcards", "-e", "... " }, "no pattern" },
+		{ { "s", "i", "-ef", "/nonexistent/excludes" }, "-ef '/nonexistent/excludes'" },
+		{ { "--tar", "t", "i", "-e", "x" }, "excludes are not applied to a tar stream" },
+		{ { "--tar", "t", "i", "--exclude", "x" }, "--exclude needs source directories" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[8] = { "mkimage" };
+		int argc = 1;
+		while (argc < 7 && bad[i].args[argc - 1])
+			argv[argc] = (char *)bad[i].args[argc - 1], argc++;
+		ck_assert_msg(parse_quiet(argc, argv, &o) == -1, "case %zu accepted", i);
+		ck_assert_msg(strstr(errbuf, bad[i].says), "case %zu: '%s' not in: %s", i,
+			      bad[i].says, errbuf);
+		mk_options_free(&o); /* harmless after -1 */
+	}
+}
+END_TEST
+
+/* ---- the walk under excludes ---- */
+
+static char tree[64];
+
+static void mkpath(const char *rel, bool dir)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", tree, rel);
+	if (dir) {
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+		return;
+	}
+	FILE *f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(rel, f);
+	fclose(f);
+}
+
+/* src/{a/b/f, deep/a/g, x/h, x/y.gz, top.gz, .hid.gz, "st*r"/i, stxr} and s2/{a/z, q/w} */
+static void make_trees(void)
+{
+	strcpy(tree, "/tmp/sqk-unit-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tree));
+	const char *dirs[] = { "src", "src/a", "src/a/b", "src/deep", "src/deep/a", "src/x",
+			       "src/st*r", "s2", "s2/a", "s2/q" };
+	const char *files[] = { "src/a/b/f", "src/deep/a/g", "src/x/h", "src/x/y.gz", "src/top.gz",
+				"src/.hid.gz", "src/st*r/i", "src/stxr", "s2/a/z", "s2/q/w" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		mkpath(dirs[i], true);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		mkpath(files[i], false);
+}
+
+static void remove_trees(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Walks the sources of "mkimage ARGS..." (a NULL-terminated list; "@" stands for tree) and
+ * returns the image paths it gives, space-separated, in walk order. */
+static char *walk(const char *const *args)
+{
+	static char out[4096], store[16][256];
+	char *argv[20] = { "mkimage" };
+	int argc = 1;
+	for (; args[argc - 1]; argc++) {
+		const char *a = args[argc - 1];
+		if (a[0] == '@') {
+			snprintf(store[argc], sizeof(store[argc]), "%s%s", tree, a + 1);
+			a = store[argc];
+		}
+		argv[argc] = (char *)a;
+	}
+	struct mk_options o;
+	struct mk_ctx c;
+	struct mk_source *src = NULL;
+	struct mk_entry e;
+	ck_assert_int_eq(mk_options_parse(argc, argv, &o), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	ck_assert_int_eq(mk_source_dir_create(&c, &src), 0);
+	out[0] = 0;
+	int r;
+	while ((r = src->ops->next(src, &c, &e)) == 0)
+		if (*e.path)
+			snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
+				 *out ? " " : "", e.path);
+	ck_assert_int_eq(r, 1);
+	mk_source_destroy(src);
+	mk_ctx_free(&c);
+	mk_options_free(&o);
+	return out;
+}
+
+#define WALK(...) walk((const char *const[]){ __VA_ARGS__, NULL })
+
+START_TEST(test_walk_excludes)
+{
+	make_trees();
+	char cwd[512], rel[300];
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(chdir(tree), 0);
+	/* exact: relative to the source; a name that exists deeper stays; a glob-like name is
+	 * taken literally; absolute forms from the working directory */
+	ck_assert_str_eq(WALK("@/src", "i", "-e", "a"),
+			 ".hid.gz deep deep/a deep/a/g st*r st*r/i stxr top.gz x x/h x/y.gz");
+	ck_assert_str_eq(WALK("@/src", "i", "-e", "st*r", "x/y.gz"),
+			 ".hid.gz a a/b a/b/f deep deep/a deep/a/g stxr top.gz x x/h");
+	snprintf(rel, sizeof(rel), "%s/src/deep/a", tree);
+	ck_assert_str_eq(WALK("src", "i", "-e", rel, "./src/x", "../" ".", "nosuch"),
+			 ".hid.gz a a/b a/b/f deep st*r st*r/i stxr top.gz");
+	/* --exclude keeps its glob ('*' across '/') beside -e */
+	ck_assert_str_eq(WALK("src", "i", "--exclude", "*.gz", "-e", "deep"),
+			 "a a/b a/b/f st*r st*r/i stxr x x/h");
+	/* -wildcards: anchored, one component at a time, dots explicit; "... " at any depth */
+	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "*.gz"),
+			 ".hid.gz a a/b a/b/f deep deep/a deep/a/g st*r st*r/i stxr x x/h x/y.gz");
+	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "... *.gz", "st?r"),
+			 ".hid.gz a a/b a/b/f deep deep/a deep/a/g x x/h");
+	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "... a/?"),
+			 ".hid.gz a deep deep/a st*r st*r/i stxr top.gz x x/h x/y.gz");
+	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "!(x|a)"), "a a/b a/b/f x x/h x/y.gz");
+	/* several sources: relative to each; a whole source by an absolute path or a pattern */
+	ck_assert_str_eq(WALK("src", "s2", "i", "-e", "a", "./s2/q"), "s2 src src/.hid.gz "
+			 "src/deep src/deep/a src/deep/a/g src/st*r src/st*r/i src/stxr src/top.gz "
+			 "src/x src/x/h src/x/y.gz");
+	ck_assert_str_eq(WALK("src", "s2", "i", "-wildcards", "-e", "src", "*/a"),
+			 "s2 s2/q s2/q/w");
+	ck_assert_int_eq(chdir(cwd), 0);
+	remove_trees();
+}
+END_TEST
+
+static Suite *mkoptions_suite(void)
+{
+	Suite *s = suite_create("mkoptions");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_options_anywhere);
+	tcase_add_test(tc, test_mksquashfs_words);
+	tcase_add_test(tc, test_mks_excludes);
+	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_walk_excludes);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(mkoptions_suite());
+}
