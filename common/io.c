@@ -1,16 +1,22 @@
-/* I/O backends behind the sqk_io vtable: a file descriptor at a base offset (images on disk,
- * possibly embedded at an offset), memory (in-memory images and tests), and a fault-injecting
- * double that wraps another backend so tests can make single calls fail or return bad bytes. */
+/* I/O backends behind the sqk_io vtable: a file descriptor at a base offset (images on disk or
+ * on block devices, possibly embedded at an offset), memory (in-memory images and tests), a
+ * fault-injecting double that wraps another backend so tests can make single calls fail or
+ * return bad bytes, and a capped sink in front of a block device. */
 #include "io.h"
 
 #include <errno.h>
+#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "format.h"
+#include "hint.h"
+#include "integrity.h"
 
 /* Largest transfer handed to one pread/pwrite (POSIX leaves > SSIZE_MAX unspecified). */
 #define FD_CHUNK ((size_t)1 << 30)
@@ -82,17 +88,104 @@ static int fd_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t 
 	return 0;
 }
 
+static uint64_t round_4k(uint64_t n)
+{
+	return (n + 4095) & ~(uint64_t)4095;
+}
+
+/* The length of the prefetch hint block that ends an image padded to `padded` bytes, 0 if
+ * there is none (hint.h: its footer ends the block, which is 4 KiB .. 64 KiB). */
+static uint64_t device_hint_len(struct sqk_io *io, uint64_t padded, uint64_t dev)
+{
+	uint8_t footer[SQK_HINT_FOOTER_SIZE];
+	uint32_t nranges;
+	size_t len;
+
+	for (uint64_t h = SQK_HINT_ALIGN; h <= SQK_HINT_MAX_LEN && padded + h <= dev;
+	     h += SQK_HINT_ALIGN)
+		if (!fd_read_at(io, padded + h - sizeof(footer), footer, sizeof(footer)) &&
+		    !sqk_hint_footer(footer, h, &nranges, &len) && len == h)
+			return h;
+	return 0;
+}
+
+/* Whether the first digest after covered is that of the image's first chunk (of c bytes): a
+ * trailer left by an older, different image on the device is not taken for this one's. */
+static bool device_chunk0_ok(struct sqk_io *io, uint64_t covered, uint64_t c)
+{
+	size_t len = covered < c ? (size_t)covered : (size_t)c;
+	uint8_t want[SQK_INTEG_DIGEST_SIZE], got[SQK_INTEG_DIGEST_SIZE];
+	uint8_t *chunk = malloc(len);
+	bool ok = chunk && !fd_read_at(io, covered, want, sizeof(want)) &&
+		  !fd_read_at(io, 0, chunk, len);
+
+	if (ok)
+		sqk_sha256(chunk, len, got);
+	free(chunk);
+	return ok && !memcmp(want, got, sizeof(got));
+}
+
+/* Where the integrity data of an image covering `covered` bytes ends, if a trailer for it is
+ * there (integrity.h: digests of one of the chunk sizes, zeros to 4 KiB, the trailer). */
+static uint64_t device_integ_end(struct sqk_io *io, uint64_t covered, uint64_t dev)
+{
+	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
+	struct sqk_integ_trailer t;
+
+	for (uint64_t c = SQK_INTEG_CHUNK_MIN; c <= SQK_INTEG_CHUNK_MAX; c *= 2) {
+		uint64_t n = (covered + c - 1) / c;
+		uint64_t end = round_4k(covered + n * SQK_INTEG_DIGEST_SIZE + SQK_INTEG_TRAILER_SIZE);
+		if (end <= dev && !fd_read_at(io, end - sizeof(raw), raw, sizeof(raw)) &&
+		    !sqk_integ_trailer_decode(raw, &t) && t.chunk_size == c && t.covered == covered &&
+		    device_chunk0_ok(io, covered, c))
+			return end;
+	}
+	return 0;
+}
+
+/* A block device holds an image at its start and whatever was there before after it, while
+ * readers find the integrity trailer at the end of the object: the object is the image, from
+ * its superblock's bytes_used, with the hint and integrity data that follow it. Without a
+ * superblock (or with one claiming more than the device) it is the whole device (dev bytes). */
+static uint64_t device_extent(struct sqk_io *io, uint64_t dev)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	struct sqk_super sb;
+
+	if (dev < SQK_SUPER_SIZE || fd_read_at(io, 0, raw, sizeof(raw)))
+		return dev;
+	sqk_super_decode(raw, &sb);
+	if (sb.magic != SQK_MAGIC || sb.bytes_used < SQK_SUPER_SIZE || sb.bytes_used > dev)
+		return dev;
+	uint64_t padded = round_4k(sb.bytes_used);
+	if (padded > dev)
+		return dev;
+	uint64_t covered = padded + device_hint_len(io, padded, dev);
+	uint64_t end = device_integ_end(io, covered, dev);
+	if (!end && covered != padded) /* a hint footer without a trailer: not a hint */
+		end = device_integ_end(io, padded, dev);
+	return end ? end : padded;
+}
+
+/* The size of a regular file; of a block device, the image on it (device_extent), since its
+ * size is the device's (BLKGETSIZE64; st_size is 0). */
 static int fd_get_size(struct sqk_io *io, uint64_t *size)
 {
 	struct sqk_io_fd *f = (struct sqk_io_fd *)io;
 	struct stat st;
+	uint64_t bytes;
 
 	if (fstat(f->fd, &st) != 0)
 		return sqk_from_errno(errno);
-	if (st.st_size < 0 || (uint64_t)st.st_size <= f->base_off)
-		*size = 0;
-	else
-		*size = (uint64_t)st.st_size - f->base_off;
+	if (S_ISBLK(st.st_mode)) {
+		if (ioctl(f->fd, BLKGETSIZE64, &bytes) != 0)
+			return sqk_from_errno(errno);
+	} else {
+		bytes = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
+	}
+	*size = bytes <= f->base_off ? 0 : bytes - f->base_off;
+	if (S_ISBLK(st.st_mode))
+		*size = device_extent(io, *size);
 	return 0;
 }
 
@@ -404,4 +497,82 @@ unsigned sqk_io_fault_calls(struct sqk_io *io, enum sqk_io_fault_op op)
 	struct sqk_io_fault *f = as_fault(io, op);
 
 	return f ? f->calls[op] : 0;
+}
+
+struct sqk_io_capped {
+	struct sqk_io base;
+	struct sqk_io *inner; /* owned */
+	uint64_t capacity;
+	uint64_t overflow;    /* 0, or the furthest end a write reached once one did not fit */
+};
+
+static int capped_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
+{
+	return sqk_io_read_at(((struct sqk_io_capped *)io)->inner, off, buf, len);
+}
+
+/* Forwards writes until one does not fit; drops that one and every later one. */
+static int capped_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
+{
+	struct sqk_io_capped *c = (struct sqk_io_capped *)io;
+	uint64_t end = off + len;
+
+	if (end < off)
+		return SQK_EOVERFLOW;
+	if (!c->overflow && end <= c->capacity)
+		return sqk_io_write_at(c->inner, off, buf, len);
+	if (end > c->overflow)
+		c->overflow = end;
+	return 0;
+}
+
+static int capped_get_size(struct sqk_io *io, uint64_t *size)
+{
+	return sqk_io_get_size(((struct sqk_io_capped *)io)->inner, size);
+}
+
+static int capped_sync(struct sqk_io *io)
+{
+	return sqk_io_sync(((struct sqk_io_capped *)io)->inner);
+}
+
+static void capped_destroy(struct sqk_io *io)
+{
+	sqk_io_destroy(((struct sqk_io_capped *)io)->inner);
+	free(io);
+}
+
+static const struct sqk_io_ops capped_ops = {
+	.read_at = capped_read_at,
+	.write_at = capped_write_at,
+	.get_size = capped_get_size,
+	.sync = capped_sync,
+	.destroy = capped_destroy,
+};
+
+/* Takes inner over; caller owns *out. */
+int sqk_io_capped_create(struct sqk_io *inner, uint64_t capacity, struct sqk_io **out)
+{
+	struct sqk_io_capped *c;
+
+	*out = NULL;
+	if (!inner)
+		return SQK_EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return SQK_ENOMEM;
+	c->base.ops = &capped_ops;
+	c->inner = inner;
+	c->capacity = capacity;
+	*out = &c->base;
+	return 0;
+}
+
+/* The furthest end reached by writes of a capped sink that did not fit, 0 if all did (and for
+ * other backends). */
+uint64_t sqk_io_capped_overflow(struct sqk_io *io)
+{
+	if (!io || io->ops != &capped_ops)
+		return 0;
+	return ((struct sqk_io_capped *)io)->overflow;
 }

@@ -83,7 +83,9 @@ static inline void sqk_io_destroy(struct sqk_io *io)
 }
 
 /* I/O on fd with every offset shifted by base. Borrows fd unless own_fd (then destroy closes it).
- * Caller owns *out. */
+ * On a block device, get_size is the extent of the SquashFS image at base (its bytes_used
+ * padded, the prefetch hint and integrity data after it) rather than of the device, so that the
+ * integrity trailer is found; the device's size when no image is there. Caller owns *out. */
 SQK_API int sqk_io_fd_create(int fd, uint64_t base, bool own_fd, struct sqk_io **out);
 
 /* I/O on memory. With data != NULL, borrows data[0..len) read-only (writes fail with SQK_EINVAL);
@@ -105,5 +107,16 @@ SQK_API void sqk_io_fault_arm(struct sqk_io *io, enum sqk_io_fault_op op, unsign
 
 /* Number of calls of kind op the double has seen (successful or failed). */
 SQK_API unsigned sqk_io_fault_calls(struct sqk_io *io, enum sqk_io_fault_op op);
+
+/* A sink of capacity bytes in front of inner (taken over: destroy destroys it), for a block
+ * device: writes go through while they fit; from the first write that ends past capacity on,
+ * every write is dropped but reported done, so that a build runs on to learn its full size and
+ * nothing after the overflow (the superblock, written last) reaches the device. Reads, size and
+ * sync go to inner. Caller owns *out. */
+int sqk_io_capped_create(struct sqk_io *inner, uint64_t capacity, struct sqk_io **out);
+
+/* 0 while every write of a capped sink fitted (and for other backends), else the furthest end
+ * offset any write reached. */
+uint64_t sqk_io_capped_overflow(struct sqk_io *io);
 
 #endif

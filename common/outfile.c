@@ -1,14 +1,286 @@
-/* The temporary-then-rename output file (outfile.h). */
+/* The output file (outfile.h): the judge of what a path names, the temporary-then-rename file,
+ * the block device written in place. */
 #include "outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Symlinks followed from an output path before giving up (the kernel's limit). */
+#define MAX_LINK_HOPS 40
+
+bool sqk_outfile_is_squashfs(const uint8_t *head, size_t len)
+{
+	return len >= 4 && !memcmp(head, "hsqs", 4);
+}
+
+bool sqk_outfile_is_tar(const uint8_t *head, size_t len)
+{
+	static const uint8_t gz[] = { 0x1f, 0x8b }, xz[] = { 0xfd, '7', 'z', 'X', 'Z', 0 },
+			     zst[] = { 0x28, 0xb5, 0x2f, 0xfd };
+	if (len >= 262 && !memcmp(head + 257, "ustar", 5))
+		return true;
+	return (len >= sizeof(gz) && !memcmp(head, gz, sizeof(gz))) ||
+	       (len >= sizeof(xz) && !memcmp(head, xz, sizeof(xz))) ||
+	       (len >= sizeof(zst) && !memcmp(head, zst, sizeof(zst)));
+}
+
+/* The target of symlink path, relative to the link's directory when it is relative. Caller
+ * owns the result; NULL with errno set. */
+static char *link_target(const char *path)
+{
+	size_t cap = 256;
+	for (;;) {
+		char *buf = malloc(cap);
+		if (!buf)
+			return NULL;
+		ssize_t n = readlink(path, buf, cap);
+		if (n < 0) {
+			free(buf);
+			return NULL;
+		}
+		if ((size_t)n < cap) {
+			buf[n] = 0;
+			const char *slash = strrchr(path, '/');
+			if (buf[0] == '/' || !slash)
+				return buf;
+			size_t dlen = (size_t)(slash - path) + 1, len = dlen + (size_t)n + 1;
+			char *joined = malloc(len);
+			if (joined) {
+				memcpy(joined, path, dlen);
+				memcpy(joined + dlen, buf, (size_t)n + 1);
+			}
+			free(buf);
+			return joined;
+		}
+		free(buf);
+		cap *= 2;
+	}
+}
+
+/* Follows path's symlinks to the name they end at (*end, owned), with its lstat in *st, or
+ * *lerr the lstat's errno (ENOENT: nothing there). 0, or -1 with errno set (ELOOP, ENOMEM, a
+ * readlink error). */
+static int follow_links(const char *path, char **end, struct stat *st, int *lerr)
+{
+	char *cur = strdup(path);
+	for (int hops = 0; cur; hops++) {
+		*lerr = lstat(cur, st) ? errno : 0;
+		if (*lerr || !S_ISLNK(st->st_mode)) {
+			*end = cur;
+			return 0;
+		}
+		char *next = hops < MAX_LINK_HOPS ? link_target(cur) : NULL;
+		if (hops >= MAX_LINK_HOPS)
+			errno = ELOOP;
+		free(cur);
+		cur = next;
+	}
+	return -1;
+}
+
+/* Reads up to SQK_OUTFILE_HEAD bytes of the regular file path. The count, or -1 with errno. */
+static ssize_t read_head(const char *path, uint8_t *head)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	ssize_t got = 0;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) { /* replaced since the lstat */
+		close(fd);
+		errno = EAGAIN;
+		return -1;
+	}
+	while (got < SQK_OUTFILE_HEAD) {
+		ssize_t n = read(fd, head + got, SQK_OUTFILE_HEAD - (size_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0)
+				got = -1;
+			break;
+		}
+		got += n;
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return got;
+}
+
+/* The judge's word for a file type other than a regular file (NULL for those it accepts). */
+static const char *refused_type(mode_t mode, bool devices)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return devices ? NULL : "a block device";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return S_ISREG(mode) ? NULL : "not a regular file";
+}
+
+/* Judges the existing regular file t->path (named name in messages). */
+static void judge_file(const struct stat *st, const struct sqk_outfile_kind *kind, bool force,
+		       const char *name, struct sqk_outfile_target *t)
+{
+	uint8_t head[SQK_OUTFILE_HEAD];
+	char links[48] = "";
+	ssize_t n = st->st_size > 0 ? read_head(t->path, head) : 0;
+
+	if (n == 0 || (n > 0 && kind->ours(head, (size_t)n))) {
+		t->verdict = SQK_OUT_REPLACE;
+		return;
+	}
+	t->verdict = force ? SQK_OUT_FORCED : SQK_OUT_REFUSED;
+	if (n < 0) {
+		snprintf(t->why, sizeof(t->why),
+			 "cannot read %s to tell whether it is %s: %s: not replaced (--force "
+			 "replaces it)", name, kind->what, strerror(errno));
+		return;
+	}
+	if (st->st_nlink > 1)
+		snprintf(links, sizeof(links), " (one of %lu hard links)",
+			 (unsigned long)st->st_nlink);
+	snprintf(t->why, sizeof(t->why),
+		 "%s is a file%s that is not %s: not replaced (--force replaces it)", name, links,
+		 kind->what);
+}
+
+int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, bool force,
+		      struct sqk_outfile_target *t)
+{
+	struct stat st;
+	char name[320];
+	int lerr;
+
+	t->path = NULL;
+	t->why[0] = 0;
+	t->verdict = SQK_OUT_REFUSED;
+	if (follow_links(path, &t->path, &st, &lerr)) {
+		if (errno == ENOMEM)
+			return -1;
+		snprintf(t->why, sizeof(t->why), "cannot follow the symlink '%s': %s", path,
+			 strerror(errno));
+		return 0;
+	}
+	if (strcmp(t->path, path))
+		snprintf(name, sizeof(name), "'%s' (a symlink to '%s')", path, t->path);
+	else
+		snprintf(name, sizeof(name), "'%s'", path);
+	if (lerr == ENOENT) {
+		t->verdict = SQK_OUT_NEW;
+	} else if (lerr) {
+		snprintf(t->why, sizeof(t->why), "cannot look at %s: %s", name, strerror(lerr));
+	} else if (refused_type(st.st_mode, kind->devices)) {
+		snprintf(t->why, sizeof(t->why), "%s is %s: not replaced", name,
+			 refused_type(st.st_mode, kind->devices));
+	} else if (S_ISBLK(st.st_mode)) {
+		t->verdict = SQK_OUT_DEVICE;
+	} else {
+		judge_file(&st, kind, force, name, t);
+	}
+	return 0;
+}
+
+void sqk_outfile_target_free(struct sqk_outfile_target *t)
+{
+	free(t->path);
+	t->path = NULL;
+}
+
+/* Zeroes the first SQK_OUTFILE_DEV_WIPE bytes of the device open as fd (fewer when it is
+ * smaller) and syncs them. 0, or -1 with errno. */
+static int wipe_head(int fd, uint64_t size)
+{
+	static const uint8_t zeros[SQK_OUTFILE_DEV_WIPE];
+	size_t len = size < sizeof(zeros) ? (size_t)size : sizeof(zeros), done = 0;
+	while (done < len) {
+		ssize_t n = pwrite(fd, zeros + done, len - done, (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	return fsync(fd);
+}
+
+int sqk_outfile_open_device(struct sqk_outfile *o, const char *path)
+{
+	struct stat st;
+	o->fd = open(path, O_WRONLY | O_EXCL | O_CLOEXEC);
+	o->device = o->fd >= 0;
+	if (o->fd < 0)
+		return -1;
+	if (fstat(o->fd, &st))
+		return -1;
+	if (!S_ISBLK(st.st_mode)) { /* replaced since it was judged */
+		errno = ENOTBLK;
+		return -1;
+	}
+	if (ioctl(o->fd, BLKGETSIZE64, &o->dev_size))
+		return -1;
+	return wipe_head(o->fd, o->dev_size);
+}
+
+/* The message of a failed sqk_outfile_create (errno set by the open). */
+static void create_msg(const struct sqk_outfile *o, const struct sqk_outfile_target *t,
+		       const char *path, char *msg, size_t msglen)
+{
+	int e = errno;
+	if (t->verdict == SQK_OUT_DEVICE && e == EBUSY)
+		snprintf(msg, msglen, "'%s' is a block device in use (mounted, or open exclusively "
+			 "elsewhere): not written", path);
+	else if (t->verdict == SQK_OUT_DEVICE)
+		snprintf(msg, msglen, "cannot write the block device '%s': %s", path, strerror(e));
+	else
+		snprintf(msg, msglen, "cannot create '%s' in '%s': %s", path,
+			 o->dir ? o->dir : t->path, strerror(e));
+	errno = e;
+}
+
+int sqk_outfile_create(struct sqk_outfile *o, const char *path, const struct sqk_outfile_kind *kind,
+		       bool force, const char *prefix, char *msg, size_t msglen)
+{
+	struct sqk_outfile_target t;
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	o->prefix = prefix;
+	if (sqk_outfile_judge(path, kind, force, &t)) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	if (t.verdict == SQK_OUT_REFUSED) {
+		snprintf(msg, msglen, "%s", t.why);
+		sqk_outfile_target_free(&t);
+		errno = 0;
+		return -1;
+	}
+	r = t.verdict == SQK_OUT_DEVICE ? sqk_outfile_open_device(o, t.path) :
+					  sqk_outfile_open(o, t.path, prefix);
+	if (r)
+		create_msg(o, &t, path, msg, msglen);
+	o->path = t.path; /* freed by commit or abort */
+	return r;
+}
 
 int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix)
 {
@@ -16,6 +288,9 @@ int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix
 	o->fd = -1;
 	o->tmpname = NULL;
 	o->prefix = prefix;
+	o->path = NULL;
+	o->device = false;
+	o->dev_size = 0;
 	o->dir = copy ? strdup(dirname(copy)) : NULL;
 	free(copy);
 	if (!o->dir)
@@ -66,6 +341,14 @@ static int give_name(struct sqk_outfile *o)
 
 int sqk_outfile_commit(struct sqk_outfile *o, const char *path)
 {
+	if (!path)
+		path = o->path;
+	if (o->device) {
+		int r = close(o->fd);
+		o->fd = -1;
+		sqk_outfile_abort(o);
+		return r;
+	}
 	if (!o->tmpname && give_name(o))
 		return -1;
 	if (rename(o->tmpname, path))
@@ -74,8 +357,7 @@ int sqk_outfile_commit(struct sqk_outfile *o, const char *path)
 	o->tmpname = NULL;
 	close(o->fd);
 	o->fd = -1;
-	free(o->dir);
-	o->dir = NULL;
+	sqk_outfile_abort(o);
 	return 0;
 }
 
@@ -87,7 +369,9 @@ void sqk_outfile_abort(struct sqk_outfile *o)
 		unlink(o->tmpname);
 	free(o->tmpname);
 	free(o->dir);
+	free(o->path);
 	o->fd = -1;
 	o->tmpname = NULL;
 	o->dir = NULL;
+	o->path = NULL;
 }

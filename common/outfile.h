@@ -1,27 +1,100 @@
-/* A file that appears under its name only once it is complete: written as an unnamed temporary
- * in its destination directory (O_TMPFILE), or as a named ".PREFIX-XXXXXX" temporary there where
- * O_TMPFILE is unsupported, then linked and renamed into place, atomically replacing an older
- * file. A failed or interrupted write leaves the directory as it was. Used by `sqk mkimage`
- * (the image) and `sqk tar -o` (the archive). */
+/* An output file that never clobbers what it should not, and that appears under its name only
+ * once it is complete. What the name holds is judged first (sqk_outfile_judge): a character
+ * device, FIFO, socket or directory is refused, and so is a non-empty regular file of another
+ * kind than the output unless forced; a symlink is followed and its target judged. A file is
+ * written as an unnamed temporary in its destination directory (O_TMPFILE), or as a named
+ * ".PREFIX-XXXXXX" temporary there where O_TMPFILE is unsupported, then linked and renamed into
+ * place, atomically replacing an older file; a failed or interrupted write leaves the directory
+ * as it was. A block device (where the output allows it) is written in place instead: opened
+ * O_EXCL, its first 4 KiB zeroed and synced before anything else is written. Used by
+ * `sqk mkimage` (the image), `sqk tar -o` (the archive) and the FUSE trace. */
 #ifndef SQK_OUTFILE_H
 #define SQK_OUTFILE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes of an existing file that a kind's recogniser sees (a tar header is 512). */
+#define SQK_OUTFILE_HEAD 512
+
+/* The bytes zeroed at the start of a block device before it is written. */
+#define SQK_OUTFILE_DEV_WIPE 4096
+
+/* What an output is, for the judge. */
+struct sqk_outfile_kind {
+	const char *what;   /* in messages: "a SquashFS image" */
+	/* Whether the first len bytes (len <= SQK_OUTFILE_HEAD; fewer when the file is shorter)
+	 * of an existing non-empty file are of this kind: such a file is replaced unforced. */
+	bool (*ours)(const uint8_t *head, size_t len);
+	bool devices;       /* block devices are written in place (else refused) */
+};
+
+/* The first four bytes are the SquashFS magic "hsqs". */
+bool sqk_outfile_is_squashfs(const uint8_t *head, size_t len);
+
+/* A tar archive (ustar magic at offset 257, POSIX or GNU), or a gzip, xz or zstd stream (what
+ * `sqk tar -z`, `-J`, `--zstd` write). */
+bool sqk_outfile_is_tar(const uint8_t *head, size_t len);
+
+enum sqk_outfile_verdict {
+	SQK_OUT_NEW,      /* nothing there (or a dangling symlink's target): created */
+	SQK_OUT_REPLACE,  /* an empty regular file or one of the kind: replaced atomically */
+	SQK_OUT_FORCED,   /* a regular file of another kind, replaced because forced */
+	SQK_OUT_DEVICE,   /* a block device: written in place */
+	SQK_OUT_REFUSED,  /* anything else; why says what and why */
+};
+
+struct sqk_outfile_target {
+	enum sqk_outfile_verdict verdict;
+	char *path;      /* where the output goes: path, or the end of its symlinks (owned) */
+	char why[600];   /* SQK_OUT_REFUSED: "'X' is a character device: not replaced" */
+};
+
+/* Judges what path names as an output of kind (borrowed), reading nothing but the first
+ * SQK_OUTFILE_HEAD bytes of an existing regular file; force lets a regular file of another kind
+ * be replaced. Fills *t (free t->path with sqk_outfile_target_free). 0, or -1 with errno set
+ * (out of memory) and nothing to free. */
+int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, bool force,
+		      struct sqk_outfile_target *t);
+
+void sqk_outfile_target_free(struct sqk_outfile_target *t);
+
 struct sqk_outfile {
-	int fd;          /* the temporary, open for writing; -1 when closed */
+	int fd;          /* the temporary or the device, open for writing; -1 when closed */
 	char *dir;       /* the destination directory (owned) */
 	char *tmpname;   /* the named temporary, NULL while the file has no name (owned) */
 	const char *prefix; /* of temporary names (borrowed) */
+	char *path;      /* sqk_outfile_create: the path to commit to (owned), NULL otherwise */
+	bool device;     /* fd is a block device, written in place: no temporary, no rename */
+	uint64_t dev_size; /* a device's size in bytes */
 };
 
 /* Creates the temporary for path, with mode 0666 & ~umask, temporary names starting with
- * prefix (borrowed, e.g. ".sqk"). 0, or -1 with errno set; o must then be aborted. */
+ * prefix (borrowed, e.g. ".sqk"). Judges nothing: callers that take a user's path use
+ * sqk_outfile_create. 0, or -1 with errno set; o must then be aborted. */
 int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix);
 
-/* Gives the complete temporary the name path (the caller synced it) and closes it. 0, or -1
- * with errno set (the temporary is still there: abort it). */
+/* Judges path (sqk_outfile_judge) and opens o for it: a temporary in the directory of the path
+ * its symlinks lead to, or a block device in place (sqk_outfile_open_device). On failure, -1
+ * with errno set (0 when refused) and msg (msglen bytes, borrowed) saying why, naming path;
+ * o must be aborted either way. */
+int sqk_outfile_create(struct sqk_outfile *o, const char *path, const struct sqk_outfile_kind *kind,
+		       bool force, const char *prefix, char *msg, size_t msglen);
+
+/* Opens the block device path for writing in place: O_WRONLY | O_EXCL (a mounted device gives
+ * EBUSY), its size taken (BLKGETSIZE64), its first SQK_OUTFILE_DEV_WIPE bytes zeroed and synced,
+ * so that an older image there is gone before anything new is written. 0, or -1 with errno set;
+ * o must then be aborted. */
+int sqk_outfile_open_device(struct sqk_outfile *o, const char *path);
+
+/* Gives the complete temporary the name path (NULL: the path sqk_outfile_create chose; the
+ * caller synced the file) and closes it; a device is only closed. 0, or -1 with errno set (the
+ * temporary is still there: abort it). */
 int sqk_outfile_commit(struct sqk_outfile *o, const char *path);
 
-/* Closes and removes the temporary, frees what o owns; o may be aborted again. */
+/* Closes and removes the temporary (closes a device), frees what o owns; o may be aborted
+ * again. */
 void sqk_outfile_abort(struct sqk_outfile *o);
 
 #endif

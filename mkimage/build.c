@@ -1,6 +1,6 @@
 /* The builder: one pass over a source (entries into the tree, file content into blocks and
- * tails as it comes), then the fragment blocks, the tables, the superblock last (so a torn image
- * has no valid magic), padding and the integrity data. Every byte written is hashed on its way
+ * tails as it comes), then the fragment blocks, the tables, padding, the integrity data and the
+ * superblock last (so a torn image has no valid magic). Every byte written is hashed on its way
  * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (main.c),
  * memory in the tests. */
 #include <errno.h>
@@ -97,18 +97,23 @@ static int write_head(struct mk_ctx *c, bool *comp_opts)
 	return mk_write(c, blk, len + 2);
 }
 
-/* Writes the superblock at offset 0 (last, so a torn build has no valid magic). */
-static int write_super(struct mk_ctx *c, const struct sqk_super *sb)
+/* Writes the superblock raw (already hashed) at offset 0: the last write of a build, after the
+ * integrity data, so a torn build has no valid magic (on a block device written in place too). */
+static int write_super(struct mk_ctx *c, const uint8_t *raw)
 {
-	uint8_t raw[SQK_SUPER_SIZE];
-	int err;
-
-	sqk_super_encode(sb, raw);
-	err = sqk_io_write_at(c->out, 0, raw, sizeof(raw));
-	if (!err && c->integ)
-		err = sqk_integ_writer_update(c->integ, 0, raw, sizeof(raw));
+	int err = sqk_io_write_at(c->out, 0, raw, SQK_SUPER_SIZE);
 	if (err)
 		return mk_fail(c, err, "cannot write the superblock of '%s': %s", c->opt->image,
+			       sqk_strerror(err));
+	return 0;
+}
+
+/* Hashes the superblock into the integrity data, which covers it. */
+static int hash_super(struct mk_ctx *c, const uint8_t *raw)
+{
+	int err = c->integ ? sqk_integ_writer_update(c->integ, 0, raw, SQK_SUPER_SIZE) : 0;
+	if (err)
+		return mk_fail(c, err, "cannot hash the superblock of '%s': %s", c->opt->image,
 			       sqk_strerror(err));
 	return 0;
 }
@@ -171,13 +176,17 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	sb->version_major = 4;
 	sb->version_minor = 0;
 	size_t pad = (SQK_PAD - c->pos % SQK_PAD) % SQK_PAD;
+	uint8_t raw[SQK_SUPER_SIZE];
 	int err = pad ? mk_write(c, zeros, pad) : 0;
 	if (!err && c->integ && c->order)
 		err = write_hint(c, sb);
+	sqk_super_encode(sb, raw);
 	if (!err)
-		err = write_super(c, sb);
+		err = hash_super(c, raw);
 	if (!err && c->integ)
 		err = write_integrity(c);
+	if (!err)
+		err = write_super(c, raw);
 	if (!err && (err = sqk_io_sync(c->out)))
 		err = mk_fail(c, err, "cannot flush '%s' to disk: %s", o->image, sqk_strerror(err));
 	return err;

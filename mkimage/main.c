@@ -1,6 +1,7 @@
-/* `sqk mkimage`: options, the output file (an unnamed temporary file in the destination
- * directory, linked and renamed into place after the one fsync, so a failed build leaves the
- * destination as it was), signals, the summary. The build itself is build.c. */
+/* `sqk mkimage`: options, the output (judged before any source is read: a file is written as
+ * an unnamed temporary in the destination directory, linked and renamed into place after the
+ * one fsync, so a failed build leaves the destination as it was; a block device is written in
+ * place), signals, the summary. The build itself is build.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -21,20 +22,47 @@
 #include "reuse.h"
 #include "source.h"
 
+static const struct sqk_outfile_kind image_kind = {
+	.what = "a SquashFS image",
+	.ours = sqk_outfile_is_squashfs,
+	.devices = true,
+};
+
+/* Judges and opens the output (outfile.h), and makes c->out write to it: a device through a
+ * capped sink, so an image too big for it is found whole and never half-lands there. */
 static int out_open(struct mk_ctx *c, struct sqk_outfile *o)
 {
-	if (sqk_outfile_open(o, c->opt->image, ".sqk"))
-		return mk_fail(c, sqk_from_errno(errno), "cannot create image in '%s': %s",
-			       o->dir ? o->dir : c->opt->image, strerror(errno));
-	return 0;
+	char msg[700];
+	int err;
+
+	if (!strcmp(c->opt->image, "-"))
+		return mk_fail(c, SQK_EINVAL, "writing an image to standard output is not "
+			       "supported: name a file (./- for a file named '-')");
+	if (sqk_outfile_create(o, c->opt->image, &image_kind, c->opt->force, ".sqk", msg,
+			       sizeof(msg)))
+		return mk_fail(c, errno ? sqk_from_errno(errno) : SQK_EINVAL, "%s", msg);
+	err = sqk_io_fd_create(o->fd, 0, false, &c->out);
+	if (!err && o->device) {
+		struct sqk_io *fd_io = c->out;
+		if ((err = sqk_io_capped_create(fd_io, o->dev_size, &c->out)))
+			sqk_io_destroy(fd_io);
+	}
+	return err ? mk_fail(c, err, "out of memory") : 0;
 }
 
-/* Gives the finished temporary file the image's name, atomically replacing an old image. */
+/* A device: checks the image fitted. A file: gives the finished temporary the image's name,
+ * atomically replacing an old image. */
 static int out_commit(struct mk_ctx *c, struct sqk_outfile *o)
 {
-	if (sqk_outfile_commit(o, c->opt->image))
-		return mk_fail(c, sqk_from_errno(errno), "cannot rename to '%s': %s", c->opt->image,
-			       strerror(errno));
+	uint64_t need = sqk_io_capped_overflow(c->out);
+
+	if (need)
+		return mk_fail(c, SQK_ENOSPC, "the image needs %llu bytes, the block device '%s' "
+			       "holds %llu", (unsigned long long)need, c->opt->image,
+			       (unsigned long long)o->dev_size);
+	if (sqk_outfile_commit(o, NULL))
+		return mk_fail(c, sqk_from_errno(errno), "cannot %s '%s': %s",
+			       o->device ? "close" : "rename to", c->opt->image, strerror(errno));
 	return 0;
 }
 
@@ -99,20 +127,14 @@ static int run(struct mk_ctx *c, struct sqk_outfile *of, struct sqk_super *sb)
 {
 	remember_skip(c, c->opt->image, -1);
 	int err = out_open(c, of);
-	if (!err) {
+	if (!err)
 		remember_skip(c, NULL, of->fd);
-		err = sqk_io_fd_create(of->fd, 0, false, &c->out);
-		if (err)
-			err = mk_fail(c, err, "out of memory");
-	}
 	struct mk_source *src = NULL;
 	if (!err)
 		err = c->opt->tar ? mk_source_tar_create(c, c->opt->tar_path, &src) :
 				    mk_source_dir_create(c, &src);
 	if (!err)
 		err = mk_build(c, src, sb);
-	if (!err)
-		mk_source_dir_warn_excludes(src, c);
 	mk_source_destroy(src);
 	if (!err && mk_cancelled(c))
 		err = mk_fail(c, SQK_EINTR, "interrupted");
@@ -144,12 +166,14 @@ int sqk_mkimage_main(int argc, char **argv)
 	sqk_sigwatch_stop(&sw);
 	if (err) {
 		int sig = atomic_load(&sw.sig);
+		const char *dev = of.device ? " (the device's old superblock is zeroed: an older "
+					      "image there is gone)" : "";
 		sqk_outfile_abort(&of);
 		if (sig)
-			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written\n",
-				strsignal(sig));
+			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written%s\n",
+				strsignal(sig), dev);
 		else
-			fprintf(stderr, "sqk mkimage: %s; no image written\n", c.errmsg);
+			fprintf(stderr, "sqk mkimage: %s; no image written%s\n", c.errmsg, dev);
 		mk_ctx_free(&c);
 		mk_options_free(&o);
 		return sig ? 128 + sig : 1;

@@ -16,7 +16,8 @@ need_cmd python3 unsquashfs timeout
 W=$(scratch bad)
 cd "$W" || fail "cd $W"
 PRE_IMG_DATA=$W/pre-image.bin
-head -c 12288 /dev/urandom >"$PRE_IMG_DATA"
+# an "image" to keep: it starts with the SquashFS magic (a file that does not is never replaced)
+{ printf hsqs; head -c 12284 /dev/urandom; } >"$PRE_IMG_DATA"
 
 # new_dest NAME [OWNER]: a destination dir holding "old.sqsh" (pre-existing image) and a
 # bystander file; prints its path.
@@ -143,7 +144,7 @@ if mount -t tmpfs -o size=256k,mode=755 tmpfs "$W/full"; then
 	expect_fail "d: ENOSPC (new image)" "$W/full" 1 '[Ss]pace' \
 		"$SQK" mkimage -c lz4 "$S" "$W/full/img.sqsh"
 	[ -z "$(ls -A "$W/full")" ] || fail "d: tmpfs not empty after ENOSPC: $(ls -A "$W/full")"
-	head -c 65536 /dev/urandom >"$W/full/old.sqsh"
+	{ printf hsqs; head -c 65532 /dev/urandom; } >"$W/full/old.sqsh"
 	expect_fail "d: ENOSPC (existing image)" "$W/full" 1 '[Ss]pace' \
 		"$SQK" mkimage -c lz4 "$S" "$W/full/old.sqsh"
 	umount "$W/full"
@@ -306,7 +307,7 @@ then
 	fi
 	if mount -t tmpfs -o size=256k,mode=755 tmpfs "$W/full"; then
 		_MOUNTS="$W/full $_MOUNTS"
-		head -c 65536 /dev/urandom >"$W/full/old.sqsh"
+		{ printf hsqs; head -c 65532 /dev/urandom; } >"$W/full/old.sqsh"
 		expect_fail "i: ENOSPC (no O_TMPFILE)" "$W/full" 1 '[Ss]pace' \
 			env LD_PRELOAD="$SHIM" "$SQK" mkimage -c lz4 "$W/src_d" "$W/full/old.sqsh"
 		umount "$W/full"

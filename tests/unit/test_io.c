@@ -1,5 +1,7 @@
 /* Unit tests for common/io.c: the memory backend (read-only view and growable buffer), the fd
- * backend with a base offset on a temporary file, and the fault-injecting double. */
+ * backend with a base offset on a temporary file, the fault-injecting double and the capped
+ * sink; and for common/outfile.c: the temporary-then-rename file and the judge of what an
+ * output path names. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -401,6 +406,233 @@ START_TEST(test_outfile)
 }
 END_TEST
 
+/* The capped sink: writes that fit go through; the first that does not is dropped with every
+ * later one (a superblock at offset 0 included), reported done; the overflow is the furthest
+ * end reached. */
+START_TEST(test_capped_sink)
+{
+	struct sqk_io *mem, *cap;
+	uint8_t a[64], b[64];
+	size_t len;
+
+	fill_pattern(a, sizeof(a), 1);
+	fill_pattern(b, sizeof(b), 2);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	ck_assert_int_eq(sqk_io_capped_create(mem, 100, &cap), 0);
+	ck_assert_int_eq(sqk_io_write_at(cap, 0, a, 64), 0);
+	ck_assert_int_eq(sqk_io_write_at(cap, 64, a, 36), 0); /* ends exactly at the capacity */
+	ck_assert_uint_eq(sqk_io_capped_overflow(cap), 0);
+	ck_assert_int_eq(sqk_io_write_at(cap, 100, b, 1), 0);
+	ck_assert_uint_eq(sqk_io_capped_overflow(cap), 101);
+	ck_assert_int_eq(sqk_io_write_at(cap, 0, b, 16), 0);  /* fits, but after the overflow */
+	ck_assert_int_eq(sqk_io_write_at(cap, 101, b, 64), 0);
+	ck_assert_uint_eq(sqk_io_capped_overflow(cap), 165);
+	const uint8_t *d = sqk_io_mem_data(mem, &len);
+	ck_assert_uint_eq(len, 100);
+	ck_assert_mem_eq(d, a, 64);
+	ck_assert_mem_eq(d + 64, a, 36);
+	ck_assert_int_eq(sqk_io_sync(cap), 0);
+	ck_assert_uint_eq(sqk_io_capped_overflow(mem), 0); /* not a capped sink */
+	ck_assert_int_eq(sqk_io_capped_create(NULL, 1, &cap), SQK_EINVAL);
+	sqk_io_destroy(cap); /* NULL after the failed create; the first one destroyed mem too */
+}
+END_TEST
+
+static void write_file(const char *path, const void *p, size_t len)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(p, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static const struct sqk_outfile_kind img_kind = {
+	.what = "a SquashFS image", .ours = sqk_outfile_is_squashfs, .devices = true,
+};
+static const struct sqk_outfile_kind nodev_kind = {
+	.what = "a SquashFS image", .ours = sqk_outfile_is_squashfs, .devices = false,
+};
+
+/* Judges path; checks the verdict, the path written and, for a refusal, that why holds want. */
+static void expect_verdict(const char *path, const struct sqk_outfile_kind *k, bool force,
+			   enum sqk_outfile_verdict v, const char *where, const char *want)
+{
+	struct sqk_outfile_target t;
+	ck_assert_int_eq(sqk_outfile_judge(path, k, force, &t), 0);
+	ck_assert_msg(t.verdict == v, "%s: verdict %d, expected %d (%s)", path, t.verdict, v,
+		      t.why);
+	if (where)
+		ck_assert_str_eq(t.path, where);
+	if (want)
+		ck_assert_msg(strstr(t.why, want), "%s: why '%s' lacks '%s'", path, t.why, want);
+	sqk_outfile_target_free(&t);
+}
+
+/* The recognisers: the SquashFS magic; ustar at 257 (POSIX and GNU), gzip, xz, zstd heads. */
+START_TEST(test_outfile_kinds)
+{
+	uint8_t h[SQK_OUTFILE_HEAD] = { 0 };
+	ck_assert(sqk_outfile_is_squashfs((const uint8_t *)"hsqs", 4));
+	ck_assert(!sqk_outfile_is_squashfs((const uint8_t *)"hsq", 3));
+	ck_assert(!sqk_outfile_is_squashfs((const uint8_t *)"sqsh", 4)); /* big-endian 3.x */
+	ck_assert(!sqk_outfile_is_tar(h, sizeof(h)));                   /* zeros */
+	memcpy(h + 257, "ustar\0" "00", 8);
+	ck_assert(sqk_outfile_is_tar(h, sizeof(h)));
+	ck_assert(!sqk_outfile_is_tar(h, 261));                         /* cut short */
+	memcpy(h + 257, "ustar  \0", 8);
+	ck_assert(sqk_outfile_is_tar(h, sizeof(h)));
+	ck_assert(sqk_outfile_is_tar((const uint8_t *)"\x1f\x8b\x08", 3));
+	ck_assert(sqk_outfile_is_tar((const uint8_t *)"\xfd" "7zXZ\0", 6));
+	ck_assert(sqk_outfile_is_tar((const uint8_t *)"\x28\xb5\x2f\xfd", 4));
+	ck_assert(!sqk_outfile_is_tar((const uint8_t *)"BZh91AY", 7)); /* not what sqk tar writes */
+	ck_assert(!sqk_outfile_is_tar((const uint8_t *)"notes\n", 6));
+}
+END_TEST
+
+/* The judge, by what the path names: nothing (new), an empty file or an image (replaced), a
+ * file of another kind (refused, also hard-linked, unless forced), a directory, a FIFO, a socket,
+ * character and block device nodes; symlinks followed to their end (relative ones from their own
+ * directory, a dangling one to the file it would create), a loop of them refused. */
+START_TEST(test_outfile_judge)
+{
+	char dir[] = "/tmp/sqk-judge-XXXXXX", p[40][128];
+	int n = 0;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+#define P(name) (snprintf(p[n], sizeof(p[n]), "%s/%s", dir, name), p[n++])
+	const char *missing = P("missing.sqsh"), *empty = P("empty"), *img = P("old.sqsh");
+	const char *txt = P("notes.txt"), *txt2 = P("notes-link.txt"), *sub = P("sub");
+	const char *fifo = P("fifo"), *sock = P("sock"), *chr = P("full"), *blk = P("loop");
+	const char *l_img = P("l-img"), *l_txt = P("sub/l-txt"), *l_dang = P("sub/l-dang");
+	const char *dang_end = P("sub/new.sqsh"), *l_chain = P("l-chain"), *l_dir = P("l-dir");
+	const char *l_loop1 = P("loop1"), *l_loop2 = P("loop2"), *l_chr = P("l-full");
+	const char *unreadable = P("unreadable");
+
+	write_file(empty, "", 0);
+	write_file(img, "hsqs\x01\x02", 6);
+	write_file(txt, "my notes\n", 9);
+	ck_assert_int_eq(link(txt, txt2), 0);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", sock);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	bool nodes = mknod(chr, S_IFCHR | 0644, makedev(1, 7)) == 0 &&
+		     mknod(blk, S_IFBLK | 0644, makedev(7, 200)) == 0;
+	ck_assert_int_eq(symlink("old.sqsh", l_img), 0);
+	ck_assert_int_eq(symlink("../notes.txt", l_txt), 0);
+	ck_assert_int_eq(symlink("new.sqsh", l_dang), 0);
+	ck_assert_int_eq(symlink(l_img, l_chain), 0); /* absolute, to a relative one */
+	ck_assert_int_eq(symlink("sub", l_dir), 0);
+	ck_assert_int_eq(symlink("loop2", l_loop1), 0);
+	ck_assert_int_eq(symlink("loop1", l_loop2), 0);
+	ck_assert_int_eq(symlink("full", l_chr), 0);
+
+	expect_verdict(missing, &img_kind, false, SQK_OUT_NEW, missing, NULL);
+	expect_verdict(empty, &img_kind, false, SQK_OUT_REPLACE, empty, NULL);
+	expect_verdict(img, &img_kind, false, SQK_OUT_REPLACE, img, NULL);
+	char want[6000];
+	snprintf(want, sizeof(want), "'%s' is a file (one of 2 hard links) that is not a SquashFS "
+		 "image: not replaced (--force replaces it)", txt);
+	expect_verdict(txt, &img_kind, false, SQK_OUT_REFUSED, NULL, want);
+	expect_verdict(txt, &img_kind, true, SQK_OUT_FORCED, txt, NULL);
+	snprintf(want, sizeof(want), "'%s' is a directory: not replaced", sub);
+	expect_verdict(sub, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
+	snprintf(want, sizeof(want), "'%s' is a FIFO: not replaced", fifo);
+	expect_verdict(fifo, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
+	snprintf(want, sizeof(want), "'%s' is a socket: not replaced", sock);
+	expect_verdict(sock, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
+	if (nodes) {
+		snprintf(want, sizeof(want), "'%s' is a character device: not replaced", chr);
+		expect_verdict(chr, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
+		expect_verdict(blk, &img_kind, false, SQK_OUT_DEVICE, blk, NULL);
+		snprintf(want, sizeof(want), "'%s' is a block device: not replaced", blk);
+		expect_verdict(blk, &nodev_kind, true, SQK_OUT_REFUSED, NULL, want);
+		snprintf(want, sizeof(want), "'%s' (a symlink to '%s/full') is a character device",
+			 l_chr, dir);
+		expect_verdict(l_chr, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
+	}
+	snprintf(want, sizeof(want), "%s/old.sqsh", dir);
+	expect_verdict(l_img, &img_kind, false, SQK_OUT_REPLACE, want, NULL);
+	expect_verdict(l_chain, &img_kind, false, SQK_OUT_REPLACE, want, NULL);
+	snprintf(want, sizeof(want), "'%s' (a symlink to '%s/sub/../notes.txt') is a file", l_txt,
+		 dir);
+	expect_verdict(l_txt, &img_kind, false, SQK_OUT_REFUSED, NULL, want);
+	expect_verdict(l_dang, &img_kind, false, SQK_OUT_NEW, dang_end, NULL);
+	expect_verdict(l_dir, &img_kind, false, SQK_OUT_REFUSED, NULL, "is a directory");
+	expect_verdict(l_loop1, &img_kind, true, SQK_OUT_REFUSED, NULL,
+		       "Too many levels of symbolic links");
+	if (geteuid() != 0) { /* root reads anything */
+		write_file(unreadable, "secret", 6);
+		ck_assert_int_eq(chmod(unreadable, 0), 0);
+		expect_verdict(unreadable, &img_kind, false, SQK_OUT_REFUSED, NULL,
+			       "Permission denied");
+		expect_verdict(unreadable, &img_kind, true, SQK_OUT_FORCED, unreadable, NULL);
+	}
+	close(s);
+	for (int i = n - 1; i >= 0; i--)
+		ck_assert(remove(p[i]) == 0 || errno == ENOENT);
+	ck_assert_int_eq(rmdir(dir), 0);
+#undef P
+}
+END_TEST
+
+/* sqk_outfile_create: a refusal creates nothing and says why (errno 0); forced, a hard-linked
+ * file is replaced under its name while its other name keeps the old content; through a
+ * symlink, the file it points at is replaced and the symlink stays. */
+START_TEST(test_outfile_create)
+{
+	char dir[] = "/tmp/sqk-create-XXXXXX", txt[64], txt2[64], img[64], lnk[64], msg[700];
+	char buf[32];
+	struct sqk_outfile o;
+	struct stat st;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(txt, sizeof(txt), "%s/notes.txt", dir);
+	snprintf(txt2, sizeof(txt2), "%s/other-name", dir);
+	snprintf(img, sizeof(img), "%s/img", dir);
+	snprintf(lnk, sizeof(lnk), "%s/lnk", dir);
+	write_file(txt, "notes", 5);
+	ck_assert_int_eq(link(txt, txt2), 0);
+	errno = EBADF;
+	ck_assert_int_eq(sqk_outfile_create(&o, txt, &img_kind, false, ".t", msg, sizeof(msg)), -1);
+	ck_assert_int_eq(errno, 0);
+	ck_assert_ptr_nonnull(strstr(msg, "not a SquashFS image: not replaced"));
+	ck_assert_int_eq(o.fd, -1);
+	sqk_outfile_abort(&o);
+	ck_assert_int_eq(entries_in(dir), 2);
+
+	ck_assert_int_eq(sqk_outfile_create(&o, txt, &img_kind, true, ".t", msg, sizeof(msg)), 0);
+	ck_assert(!o.device);
+	ck_assert_int_eq(write(o.fd, "hsqs-new", 8), 8);
+	ck_assert_int_eq(sqk_outfile_commit(&o, NULL), 0);
+	sqk_outfile_abort(&o);
+	FILE *f = fopen(txt, "r");
+	ck_assert_uint_eq(fread(buf, 1, sizeof(buf), f), 8);
+	fclose(f);
+	ck_assert_mem_eq(buf, "hsqs-new", 8);
+	f = fopen(txt2, "r");
+	ck_assert_uint_eq(fread(buf, 1, sizeof(buf), f), 5);
+	fclose(f);
+	ck_assert_mem_eq(buf, "notes", 5);
+
+	write_file(img, "hsqs-old", 8);
+	ck_assert_int_eq(symlink("img", lnk), 0);
+	ck_assert_int_eq(sqk_outfile_create(&o, lnk, &img_kind, false, ".t", msg, sizeof(msg)), 0);
+	ck_assert_int_eq(write(o.fd, "hsqs-newer", 10), 10);
+	ck_assert_int_eq(sqk_outfile_commit(&o, NULL), 0);
+	ck_assert_int_eq(lstat(lnk, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(stat(img, &st), 0);
+	ck_assert_int_eq(st.st_size, 10);
+	ck_assert_int_eq(entries_in(dir), 4);
+	unlink(lnk);
+	unlink(img);
+	unlink(txt);
+	unlink(txt2);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -416,10 +648,14 @@ static Suite *io_suite(void)
 	tcase_add_test(fd, test_fd_own_closes);
 	tcase_add_test(fd, test_fd_errors);
 	tcase_add_test(fd, test_outfile);
+	tcase_add_test(fd, test_outfile_kinds);
+	tcase_add_test(fd, test_outfile_judge);
+	tcase_add_test(fd, test_outfile_create);
 	tcase_add_test(fault, test_fault_write_enospc_third);
 	tcase_add_test(fault, test_fault_read);
 	tcase_add_test(fault, test_fault_read_flip);
 	tcase_add_test(fault, test_fault_on_other_backend);
+	tcase_add_test(fault, test_capped_sink);
 	suite_add_tcase(s, mem);
 	suite_add_tcase(s, fd);
 	suite_add_tcase(s, fault);
