@@ -135,6 +135,8 @@ static int run(struct mk_ctx *c, struct sqk_outfile *of, struct sqk_super *sb)
 				    mk_source_dir_create(c, &src);
 	if (!err)
 		err = mk_build(c, src, sb);
+	if (!err)
+		mk_source_dir_warn_excludes(src, c);
 	mk_source_destroy(src);
 	if (!err && mk_cancelled(c))
 		err = mk_fail(c, SQK_EINTR, "interrupted");
