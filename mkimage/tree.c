@@ -216,10 +216,16 @@ int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e)
 	uint64_t depth = sqk_path_depth(e->path, len);
 	if (depth <= SQK_DEPTH_MAX)
 		return 0;
-	char b[2 * SQK_DEPTH_SHOWN + 4];
-	return mk_fail(c, SQK_ETOOBIG, "'%s' is %llu levels deep; an image holds at most %u "
+	/* the origin names the path (an archive member, a source file) or where it was defined
+	 * (a pseudo definition's FILE:LINE): then the path is named too */
+	size_t ol = strlen(e->origin);
+	bool named = ol >= len && !memcmp(e->origin + ol - len, e->path, len);
+	char b[2 * SQK_DEPTH_SHOWN + 4], bp[2 * SQK_DEPTH_SHOWN + 4];
+	return mk_fail(c, SQK_ETOOBIG, "'%s'%s%s%s is %llu levels deep; an image holds at most %u "
 		       "levels (SQK_DEPTH_MAX), so that every reader can walk it back",
-		       sqk_depth_shown(e->origin, b), (unsigned long long)depth, SQK_DEPTH_MAX);
+		       sqk_depth_shown(e->origin, b), named ? "" : " ('",
+		       named ? "" : sqk_depth_shown(e->path, bp), named ? "" : "')",
+		       (unsigned long long)depth, SQK_DEPTH_MAX);
 }
 
 int mk_owner(struct mk_ctx *c, uint32_t uid, uint32_t gid, uint16_t *uid_idx, uint16_t *gid_idx)

@@ -13,8 +13,16 @@
   tar_hostile.py hardlinks OUT       a, b and c one file (b, c links to a), then a, c again as
                                      regular files; d and e (e a link to d), then e, d again
   tar_hostile.py mtimes OUT          files with mtimes -1, 2^33, 0, 2^32-1 (pax records)
+  tar_hostile.py pseudo DEPTH OUT    --pseudo definitions of directories p/p/... DEPTH deep
+  tar_hostile.py fcmp A B            compares two trees deeper than PATH_MAX allows to name
+                                     (walked by directory fds): the relative paths, types,
+                                     permissions, sizes, contents and mtimes; prints the
+                                     entries and the deepest level; exit 1 on a difference
 """
+import hashlib
 import io
+import os
+import stat
 import sys
 import tarfile
 
@@ -96,6 +104,58 @@ def mtimes(out):
         add(t, 'last', b'l\n', mtime=2**32 - 1)
 
 
+def pseudo(depth, out):
+    with open(out, 'w') as f:
+        for k in range(1, depth + 1):
+            f.write('/'.join(['p'] * k) + ' d 755 0 0\n')
+
+
+def entry(n, dfd):
+    st = os.stat(n, dir_fd=dfd, follow_symlinks=False)
+    h = ''
+    if stat.S_ISREG(st.st_mode):
+        fd = os.open(n, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
+        with os.fdopen(fd, 'rb') as f:
+            h = hashlib.sha256(f.read()).hexdigest()
+    elif stat.S_ISLNK(st.st_mode):
+        h = os.readlink(n, dir_fd=dfd)
+    return st, (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
+                0 if stat.S_ISDIR(st.st_mode) else st.st_size, h, int(st.st_mtime))
+
+
+def tree(top):
+    """{relative path: (type, perm, size, sha256 or target, mtime)}, walked by directory fds
+    without recursion (os.fwalk recurses once per level)."""
+    got = {}
+    stack = [(os.open(top, os.O_RDONLY | os.O_DIRECTORY), '')]
+    while stack:
+        dfd, rel = stack.pop()
+        subdirs = []
+        for n in sorted(os.listdir(dfd)):
+            r = rel + n
+            st, got[r] = entry(n, dfd)
+            if stat.S_ISDIR(st.st_mode):
+                subdirs.append((os.open(n, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
+                                        dir_fd=dfd), r + '/'))
+        os.close(dfd)
+        stack.extend(subdirs)
+    return got
+
+
+def fcmp(a, b):
+    ta, tb = tree(a), tree(b)
+    bad = 0
+    for r in sorted(set(ta) | set(tb)):
+        if ta.get(r) != tb.get(r):
+            bad += 1
+            if bad <= 5:
+                print('differs: %s...%s (%d levels): %s vs %s' % (r[:40], r[-40:],
+                      r.count('/') + 1, ta.get(r), tb.get(r)))
+    deepest = max((r.count('/') + 1 for r in ta), default=0)
+    print('%d entries, deepest at level %d, %d differ' % (len(ta), deepest, bad))
+    sys.exit(1 if bad else 0)
+
+
 def main(a):
     if a[0] == 'deep':
         deep(int(a[1]), a[2])
@@ -107,6 +167,10 @@ def main(a):
         hardlinks(a[1])
     elif a[0] == 'mtimes':
         mtimes(a[1])
+    elif a[0] == 'pseudo':
+        pseudo(int(a[1]), a[2])
+    elif a[0] == 'fcmp':
+        fcmp(a[1], a[2])
     else:
         sys.exit(__doc__)
 
