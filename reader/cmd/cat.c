@@ -1,6 +1,7 @@
 /* sqk cat: copies regular files of an image to stdout, in 1 MiB sequential reads so the
  * library's readahead sees a sequential stream. */
 #include "cmd.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -9,6 +10,10 @@
 #include <unistd.h>
 
 #define SQK_CAT_CHUNK (1u << 20)
+/* A cat still running after this many seconds is a long one: its progress line appears. */
+#define SQK_CAT_PROGRESS_DELAY 1.0
+
+enum { CAT_OPT_NO_PROGRESS = 0x2100 };
 
 static void cat_usage(FILE *f)
 {
@@ -22,14 +27,16 @@ static void cat_usage(FILE *f)
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		"      --verify      check every byte read against the image's integrity data\n"
 		"                    (a mismatch is an error; an image without it is read unchecked)\n"
+		"      --no-progress no progress line (shown on a terminal's stderr after 1 s when\n"
+		"                    standard output is not that terminal)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
 		"Exit status: 0 ok, 1 error (missing path, not a file, corrupt image, I/O), 2 usage.\n");
 }
 
-/* Copies one file to stdout. Returns 0, or 1 after printing an error. */
-static int cat_one(struct sqk_cmd *c, const char *path, void *buf)
+/* Copies one file to stdout, counting it in pr. Returns 0, or 1 after printing an error. */
+static int cat_one(struct sqk_cmd *c, const char *path, void *buf, struct sqk_progress *pr)
 {
 	struct sqk_inode ino;
 	uint64_t off = 0;
@@ -58,8 +65,53 @@ static int cat_one(struct sqk_cmd *c, const char *path, void *buf)
 			return 1;
 		}
 		off += (uint64_t)n;
+		sqk_progress_add(pr, 0, (uint64_t)n);
 	}
+	sqk_progress_add(pr, 1, 0);
 	return 0;
+}
+
+/* The totals of the progress line: the regular files among the PATHs (the others fail). */
+static void cat_totals(struct sqk_cmd *c, char **paths, int n, struct sqk_progress *pr)
+{
+	struct sqk_inode ino;
+	uint64_t files = 0, bytes = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (sqk_lookup_path(c->img, paths[i], &ino) == 0 && sqk_cmd_is(&ino, SQK_T_FILE)) {
+			files++;
+			bytes += ino.size;
+		}
+	}
+	sqk_progress_totals(pr, files, bytes);
+}
+
+/* Writes every PATH, with the progress line and its summary on a terminal. */
+static int cat_run(struct sqk_cmd *c, char **paths, int n, void *buf, bool progress)
+{
+	struct sqk_progress pr;
+	char size[32], rate[32];
+	int i, status = 0;
+	double secs;
+
+	sqk_progress_init(&pr, "cat", progress && !isatty(STDOUT_FILENO));
+	if (pr.on)
+		cat_totals(c, paths, n, &pr);
+	c->progress = &pr;
+	sqk_progress_start(&pr, SQK_CAT_PROGRESS_DELAY);
+	for (i = 0; i < n; i++)
+		status |= cat_one(c, paths[i], buf, &pr);
+	sqk_progress_stop(&pr);
+	c->progress = NULL;
+	if (status == 0) {
+		secs = sqk_progress_elapsed(&pr);
+		sqk_progress_size(size, sizeof(size), pr.total_bytes);
+		sqk_progress_rate(rate, sizeof(rate), pr.total_bytes, secs);
+		sqk_progress_summary(&pr, "%llu files (%s) written in %.1f s, %s",
+				     (unsigned long long)pr.total_files, size, secs, rate);
+	}
+	return status;
 }
 
 int sqk_cat_main(int argc, char **argv)
@@ -67,12 +119,14 @@ int sqk_cat_main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "offset", required_argument, NULL, 'o' },
 		{ "verify", no_argument, NULL, 'V' },
+		{ "no-progress", no_argument, NULL, CAT_OPT_NO_PROGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sqk_cmd c = { .name = "cat" };
-	int ch, i, status = 0;
+	bool progress = true;
+	int ch, status;
 	void *buf;
 
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -84,6 +138,7 @@ int sqk_cat_main(int argc, char **argv)
 			}
 			break;
 		case 'V': c.verify = 1; break;
+		case CAT_OPT_NO_PROGRESS: progress = false; break;
 		case 'h': cat_usage(stdout); return 0;
 		default:
 			ch = sqk_cmd_remote_opt("cat", &c.remote, ch, optarg);
@@ -108,8 +163,7 @@ int sqk_cat_main(int argc, char **argv)
 		free(buf);
 		return 1;
 	}
-	for (i = optind + 1; i < argc; i++)
-		status |= cat_one(&c, argv[i], buf);
+	status = cat_run(&c, argv + optind + 1, argc - optind - 1, buf, progress);
 	sqk_cmd_close(&c);
 	free(buf);
 	return status;

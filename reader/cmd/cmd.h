@@ -64,6 +64,8 @@ struct sqk_remote {
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
 };
 
+struct sqk_progress;
+
 /* One opened image for a command; plain struct on the caller's stack. */
 struct sqk_cmd {
 	const char *name;     /* command name for messages ("ls") */
@@ -74,6 +76,7 @@ struct sqk_cmd {
 	struct sqk_remote remote;
 	char *shown;          /* the image name in messages: a URL without query or credentials */
 	char why[512];        /* the library's last line (after a failed open: why it failed) */
+	struct sqk_progress *progress; /* a progress line erased before each message, or NULL */
 };
 
 /* Entry points; argv[0] is the command name. Each returns the process exit status. */

@@ -2,6 +2,7 @@
  * library's corruption messages to stderr, number parsing, error messages, lookups. */
 #include "cmd.h"
 #include "common/parse.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ static void sqk_cmd_log(void *ctx, const char *msg)
 	struct sqk_cmd *c = ctx;
 
 	flockfile(stderr); /* also guards c->why */
+	sqk_progress_clear(c->progress);
 	fprintf(stderr, "sqk %s: %s\n", c->name, msg);
 	snprintf(c->why, sizeof(c->why), "%s", msg);
 	funlockfile(stderr);
@@ -167,6 +169,7 @@ void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	flockfile(stderr);
+	sqk_progress_clear(c->progress);
 	if (path)
 		fprintf(stderr, "sqk %s: %s: /%s: %s", c->name, c->shown ? c->shown : c->image,
 			path[0] == '/' ? path + 1 : path, msg);

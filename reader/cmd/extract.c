@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -28,6 +29,9 @@ static void x_usage(FILE *f)
 		"Safety: names that are empty, '.', '..', contain '/', or are duplicated or unsorted in\n"
 		"a directory are rejected as corruption; nothing is written through a symlink or outside\n"
 		"DEST. A DEST that exists and is not empty is refused unless --force.\n"
+		"A PATH that is not in the image is an error before anything is made (DEST too).\n"
+		"After a failure, the directories made still get their modes and mtimes, and a\n"
+		"message says how many of the files were extracted.\n"
 		"\n"
 		"  -j, --threads N   threads writing file contents (default: online CPUs)\n"
 		"  -f, --force       extract into a non-empty DEST, replacing entries in the way\n"
@@ -35,6 +39,8 @@ static void x_usage(FILE *f)
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		"      --verify      check every byte read against the image's integrity data\n"
 		"                    (a mismatch is an error; an image without it is read unchecked)\n"
+		"      --no-progress no progress line (on a terminal's stderr: files and bytes done,\n"
+		"                    the rate, the time left; a summary line at the end)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
@@ -76,6 +82,7 @@ static ssize_t x_add(struct sqk_extract *x, int32_t parent, const char *name,
 	e->link_to = -1;
 	e->depth = parent >= 0 ? x->ents[parent].depth + 1 : 0;
 	e->ino = *ino;
+	sqk_progress_item(&x->pr);
 	return (ssize_t)x->nents++;
 }
 
@@ -112,21 +119,36 @@ static int x_clear(struct sqk_extract *x, size_t idx, int dfd, bool keep_dir)
 	return 0;
 }
 
-/* Creates directory entry idx in dfd and returns an fd on it (or -1, message printed). */
+/* Creates directory entry idx in dfd and returns an fd on it (or -1, message printed). It is
+ * 0700 until phase 4 gives it its mode (also after a failure): a mode without write permission
+ * would stop its entries being made. A directory kept under --force is made 0700 as well. */
 static int x_mkdir(struct sqk_extract *x, size_t idx, int dfd)
 {
 	const char *name = x->ents[idx].name;
+	bool reused = false;
 	int fd;
 
 	if (x_clear(x, idx, dfd, true))
 		return -1;
-	if (mkdirat(dfd, name, 0700) && !(errno == EEXIST && x->force)) {
-		sqk_x_err(x, idx, errno, "cannot create directory");
-		return -1;
+	if (mkdirat(dfd, name, 0700)) {
+		if (errno != EEXIST || !x->force) {
+			sqk_x_err(x, idx, errno, "cannot create directory");
+			return -1;
+		}
+		reused = true;
 	}
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		sqk_x_err(x, idx, errno, "cannot open the new directory");
+		return -1;
+	}
+	if (reused && fchmod(fd, 0700)) {
+		sqk_x_err(x, idx, errno, "cannot make the existing directory writable");
+		close(fd);
+		return -1;
+	}
+	x->ents[idx].made = true;
+	x->made_dirs++;
 	return fd;
 }
 
@@ -163,6 +185,7 @@ static int x_special(struct sqk_extract *x, size_t idx, int dfd)
 		sqk_x_err(x, idx, errno, "cannot create");
 		return -1;
 	}
+	x->made_other++;
 	return sqk_x_meta(x, idx, -1, dfd);
 }
 
@@ -187,6 +210,8 @@ static int x_hardlink(struct sqk_extract *x, size_t idx, int dfd)
 	r = sfd < 0 ? -1 : linkat(sfd, x->ents[first].name, dfd, e->name, 0);
 	if (r)
 		sqk_x_err(x, idx, errno, "cannot create hard link");
+	else
+		x->made_other++;
 	if (sfd >= 0)
 		close(sfd);
 	return r;
@@ -276,6 +301,7 @@ static void *x_worker(void *arg)
 	int32_t cur = -2;
 	int dfd = -1, fd;
 	size_t j, idx;
+	bool ok;
 
 	if (!buf)
 		atomic_store(&x->failed, 1);
@@ -296,12 +322,17 @@ static void *x_worker(void *arg)
 			atomic_store(&x->failed, 1);
 			break;
 		}
-		if (sqk_x_write_file(x, idx, fd, buf) || sqk_x_meta(x, idx, fd, dfd))
-			atomic_store(&x->failed, 1);
+		ok = !sqk_x_write_file(x, idx, fd, buf) && !sqk_x_meta(x, idx, fd, dfd);
 		if (close(fd)) {
 			sqk_x_err(x, idx, errno, "close failed");
-			atomic_store(&x->failed, 1);
+			ok = false;
 		}
+		if (!ok) {
+			atomic_store(&x->failed, 1);
+			break;
+		}
+		atomic_fetch_add(&x->files_done, 1);
+		sqk_progress_add(&x->pr, 1, 0);
 	}
 	if (dfd >= 0)
 		close(dfd);
@@ -348,6 +379,8 @@ static int x_link_files(struct sqk_extract *x)
 		r = d < 0 ? -1 : linkat(s, f->name, d, e->name, 0);
 		if (r)
 			sqk_x_err(x, i, errno, "cannot create hard link");
+		else
+			x->made_other++;
 		if (s >= 0)
 			close(s);
 		if (d >= 0)
@@ -366,27 +399,32 @@ static int x_cmp_depth(const void *a, const void *b, void *arg)
 	return da < db ? 1 : da > db ? -1 : 0;
 }
 
-/* Phase 4: directory owners, xattrs, modes and mtimes, deepest first. */
+/* Phase 4: directory owners, xattrs, modes and mtimes, deepest first; also after a failure,
+ * for the directories made so far, so that none is left 0700. Every directory is tried: one
+ * that fails does not leave the others unfinished. */
 static int x_dir_meta(struct sqk_extract *x)
 {
 	size_t *d = malloc((x->nents ? x->nents : 1) * sizeof(*d)), n = 0, i;
 	int fd, r = 0;
 
-	if (!d)
+	if (!d) {
+		sqk_cmd_err(&x->c, NULL, SQK_ENOMEM, "cannot set the directories' attributes");
 		return -1;
+	}
 	for (i = 0; i < x->nents; i++)
-		if (sqk_cmd_is(&x->ents[i].ino, SQK_T_DIR) && x->first[x->ents[i].ino.ino] ==
-		    (int32_t)i)
+		if (x->ents[i].made && sqk_cmd_is(&x->ents[i].ino, SQK_T_DIR) &&
+		    x->first[x->ents[i].ino.ino] == (int32_t)i)
 			d[n++] = i;
 	qsort_r(d, n, sizeof(*d), x_cmp_depth, x);
-	for (i = 0; i < n && !r; i++) {
+	for (i = 0; i < n; i++) {
 		fd = sqk_x_open_dir(x, d[i]);
 		if (fd < 0) {
 			sqk_x_err(x, d[i], errno, "cannot open directory");
 			r = -1;
-			break;
+			continue;
 		}
-		r = sqk_x_meta(x, d[i], fd, -1);
+		if (sqk_x_meta(x, d[i], fd, -1))
+			r = -1;
 		close(fd);
 	}
 	free(d);
@@ -545,6 +583,8 @@ static int x_open_dest(struct sqk_extract *x)
 	return 0;
 }
 
+enum { X_OPT_NO_PROGRESS = 0x2100 };
+
 static int x_parse(struct sqk_extract *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -552,6 +592,7 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "verify", no_argument, NULL, 'V' },
+		{ "no-progress", no_argument, NULL, X_OPT_NO_PROGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
@@ -569,6 +610,7 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 			x->threads = (unsigned)v;
 			break;
 		case 'f': x->force = true; break;
+		case X_OPT_NO_PROGRESS: x->progress = false; break;
 		case 'o':
 			if (sqk_parse_u64(optarg, UINT64_MAX, &x->c.offset)) {
 				sqk_cmd_usage_err("extract", "bad --offset '%s'", optarg);
@@ -601,12 +643,112 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 	return -1;
 }
 
-/* Phase 1 for every PATH (or the whole image), then phases 2-4. */
+/* Every PATH must be in the image before anything is made (not even DEST). */
+static int x_check_paths(struct sqk_extract *x, char **paths, int npaths)
+{
+	struct sqk_inode ino;
+	int i, r, bad = 0;
+
+	for (i = 0; i < npaths; i++) {
+		r = sqk_lookup_path(x->c.img, paths[i], &ino);
+		if (r == SQK_ENOENT)
+			sqk_cmd_err(&x->c, paths[i], 0, "not in the image; nothing extracted");
+		else if (r)
+			sqk_cmd_err(&x->c, paths[i], r, "cannot look up; nothing extracted");
+		bad |= r != 0;
+	}
+	return bad ? -1 : 0;
+}
+
+/* Phase 2's totals for the progress line: the files its workers write. */
+static void x_totals(struct sqk_extract *x)
+{
+	uint64_t bytes = 0;
+	size_t j;
+
+	for (j = 0; j < x->njobs; j++)
+		bytes += x->ents[x->jobs[j]].ino.size;
+	sqk_progress_totals(&x->pr, x->njobs, bytes);
+}
+
+/* After a failure: the directories made get their attributes all the same, and the message
+ * says what DEST holds. */
+static void x_left(struct sqk_extract *x, bool files_started)
+{
+	x_dir_meta(x);
+	if (files_started)
+		sqk_cmd_err(&x->c, NULL, 0, "extracted %zu of %zu files into %s before the error; "
+			    "%s is incomplete", atomic_load(&x->files_done), x->njobs, x->dest,
+			    x->dest);
+	else
+		sqk_cmd_err(&x->c, NULL, 0, "extracted no file into %s before the error (%zu "
+			    "directories, %zu other entries made); %s is incomplete", x->dest,
+			    x->made_dirs, x->made_other, x->dest);
+}
+
+/* Phases 1 (every PATH, or the whole image) to 4. Returns 0 or -1 (messages printed). */
+static int x_phases(struct sqk_extract *x, char **paths, int npaths)
+{
+	int i;
+
+	qsort(paths, (size_t)npaths, sizeof(*paths), x_cmp_paths);
+	for (i = 0; i < (npaths ? npaths : 1); i++) {
+		if (x_extract_path(x, npaths ? paths[i] : "")) {
+			x_left(x, false);
+			return -1;
+		}
+	}
+	x_totals(x);
+	if (x_run_workers(x) || x_link_files(x)) {
+		x_left(x, true);
+		return -1;
+	}
+	if (x_dir_meta(x)) {
+		sqk_cmd_err(&x->c, NULL, 0, "extracted all %zu files into %s, but not all the "
+			    "directories' attributes", x->njobs, x->dest);
+		return -1;
+	}
+	return 0;
+}
+
+/* The terminal's summary line after a complete extraction. */
+static void x_summary(struct sqk_extract *x)
+{
+	char size[32], rate[32];
+	uint64_t bytes = 0;
+	double secs = sqk_progress_elapsed(&x->pr);
+	size_t j;
+
+	for (j = 0; j < x->njobs; j++)
+		bytes += x->ents[x->jobs[j]].ino.size;
+	sqk_progress_size(size, sizeof(size), bytes);
+	sqk_progress_rate(rate, sizeof(rate), bytes, secs);
+	sqk_progress_summary(&x->pr, "%zu files (%s), %zu directories, %zu other entries "
+			     "extracted into %s in %.1f s, %s", x->njobs, size, x->made_dirs,
+			     x->made_other, x->dest, secs, rate);
+}
+
+/* The tree phase keeps one directory open per level, SQK_DEPTH_MAX of them for an image at the
+ * limit of common/depth.h: more than the usual soft limit of 1024 descriptors, so the soft
+ * limit is raised (up to the hard one) to twice that. */
+static void x_raise_fd_limit(void)
+{
+	struct rlimit rl;
+	rlim_t want = 2 * (rlim_t)SQK_DEPTH_MAX;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Checks the PATHs, opens DEST, runs the phases with the progress line. */
 static int x_run(struct sqk_extract *x, char **paths, int npaths)
 {
 	const struct sqk_super *s = sqk_image_super(x->c.img);
 	struct sqk_inode root;
-	int i, r;
+	int r;
 
 	x->block_size = s->block_size;
 	x->first = malloc(((size_t)s->inode_count + 1) * sizeof(*x->first));
@@ -621,15 +763,17 @@ static int x_run(struct sqk_extract *x, char **paths, int npaths)
 	if (root.ino == 0 || root.ino > s->inode_count || x_add(x, -1, "", &root) != 0)
 		return -1;
 	x->first[root.ino] = 0;
-	if (x_open_dest(x))
+	x_raise_fd_limit();
+	if (x_check_paths(x, paths, npaths) || x_open_dest(x))
 		return -1;
-	qsort(paths, (size_t)npaths, sizeof(*paths), x_cmp_paths);
-	for (i = 0; i < (npaths ? npaths : 1); i++)
-		if (x_extract_path(x, npaths ? paths[i] : ""))
-			return -1;
-	if (x_run_workers(x) || x_link_files(x) || x_dir_meta(x))
-		return -1;
-	return 0;
+	x->ents[0].made = true;
+	sqk_progress_stage(&x->pr, "reading the tree", "entries");
+	sqk_progress_start(&x->pr, 0);
+	r = x_phases(x, paths, npaths);
+	sqk_progress_stop(&x->pr);
+	if (r == 0)
+		x_summary(x);
+	return r;
 }
 
 int sqk_extract_main(int argc, char **argv)
@@ -644,12 +788,15 @@ int sqk_extract_main(int argc, char **argv)
 	x.destfd = -1;
 	x.threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	x.root = geteuid() == 0;
+	x.progress = true;
 	/* Modes are restored exactly as stored, not filtered by the caller's umask. */
 	umask(0);
 	r = x_parse(&x, argc, argv);
 	if (r >= 0)
 		return r;
 	r = 1;
+	sqk_progress_init(&x.pr, "extract", x.progress);
+	x.c.progress = &x.pr;
 	if (!sqk_cmd_open(&x.c))
 		r = x_run(&x, argv + optind + 2, argc - optind - 2) ? 1 : 0;
 	if (x.destfd >= 0)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "cmd.h"
+#include "progress.h"
 
 /* One extracted name. Directories, files and the rest share the table; indices stay valid. */
 struct sqk_xent {
@@ -17,6 +18,7 @@ struct sqk_xent {
 	int32_t link_to;      /* hard link: entry index of the first name, else -1 */
 	uint32_t depth;
 	bool walked;          /* directory: contents extracted (not just a PATH component) */
+	bool made;            /* directory: created (or reused under --force) in DEST */
 	struct sqk_inode ino;
 };
 
@@ -36,6 +38,11 @@ struct sqk_extract {
 	atomic_size_t next_job;
 	atomic_int failed;
 	atomic_int xattr_warned;
+	atomic_size_t files_done; /* regular files written whole, with their metadata */
+	size_t made_dirs;     /* directories created under DEST (phase 1) */
+	size_t made_other;    /* symlinks, devices, fifos, sockets, hard links made (phases 1, 3) */
+	bool progress;        /* the progress line on a terminal (no --no-progress) */
+	struct sqk_progress pr;
 };
 
 /* Opens the directory of entry idx by walking its path from DEST, one component at a time with

@@ -272,6 +272,7 @@ int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf)
 			return -1;
 		}
 		off += (uint64_t)n;
+		sqk_progress_add(&x->pr, 0, (uint64_t)n);
 	}
 	/* Only a file ending in a hole needs its size set. */
 	if (end != ino->size && ftruncate(fd, (off_t)ino->size)) {

@@ -18,7 +18,8 @@
 #include "common/outfile.h"
 #include "common/sigwatch.h"
 
-enum { TAR_OPT_OFFSET = 0x2000, TAR_OPT_ZSTD, TAR_OPT_NO_SPARSE, TAR_OPT_VERIFY };
+enum { TAR_OPT_OFFSET = 0x2000, TAR_OPT_ZSTD, TAR_OPT_NO_SPARSE, TAR_OPT_VERIFY,
+       TAR_OPT_NO_PROGRESS };
 
 struct tar_opts {
 	const char *out;      /* -o FILE; NULL = stdout */
@@ -60,6 +61,7 @@ static void tar_usage(FILE *f)
 		"      --no-sparse    store holes as zeros, for readers without GNU sparse\n"
 		"                     1.0 support\n"
 		"      --offset N     the image starts N bytes into the file\n"
+		"      --no-progress  no progress line on a terminal's stderr\n"
 		"      --verify       check every byte read against the image's integrity\n"
 		"                     data\n"
 		SQK_CMD_REMOTE_HELP
@@ -77,6 +79,7 @@ static int tar_option(struct sqk_tar *t, struct tar_opts *o, int ch)
 	case 'o': o->out = strcmp(optarg, "-") ? optarg : NULL; return -1;
 	case 'z': case 'J': case TAR_OPT_ZSTD: o->filter = ch; return -1;
 	case TAR_OPT_NO_SPARSE: t->sparse = false; return -1;
+	case TAR_OPT_NO_PROGRESS: t->no_progress = true; return -1;
 	case TAR_OPT_VERIFY: t->c.verify = 1; return -1;
 	case 'h': tar_usage(stdout); return 0;
 	case TAR_OPT_OFFSET:
@@ -105,6 +108,7 @@ static int tar_parse(struct sqk_tar *t, struct tar_opts *o, int argc, char **arg
 		{ "no-sparse", no_argument, NULL, TAR_OPT_NO_SPARSE },
 		{ "offset", required_argument, NULL, TAR_OPT_OFFSET },
 		{ "verify", no_argument, NULL, TAR_OPT_VERIFY },
+		{ "no-progress", no_argument, NULL, TAR_OPT_NO_PROGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
@@ -258,6 +262,32 @@ static void tar_free(struct sqk_tar *t)
 	free(t->buf);
 }
 
+/* On a terminal: the progress line, against the files and bytes below top (walked first). */
+static void tar_progress_start(struct sqk_tar *t, const struct sqk_inode *top)
+{
+	uint64_t files, bytes;
+
+	sqk_progress_init(&t->pr, "tar", !t->no_progress);
+	t->c.progress = &t->pr;
+	if (t->pr.on && sqk_progress_count(t->c.img, top, &files, &bytes) == 0)
+		sqk_progress_totals(&t->pr, files, bytes);
+	sqk_progress_start(&t->pr, 0);
+}
+
+/* The terminal's summary line after a complete archive. */
+static void tar_summary(const struct sqk_tar *t)
+{
+	uint64_t bytes = atomic_load(&t->pr.bytes);
+	double secs = sqk_progress_elapsed(&t->pr);
+	char size[32], rate[32];
+
+	sqk_progress_size(size, sizeof(size), bytes);
+	sqk_progress_rate(rate, sizeof(rate), bytes, secs);
+	sqk_progress_summary(&t->pr, "%llu files (%s) archived to %s in %.1f s, %s",
+			     (unsigned long long)atomic_load(&t->pr.files), size, t->out_name,
+			     secs, rate);
+}
+
 /* Opens the image and the output, writes the archive. Returns 0 or -1 (message printed). */
 static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct sqk_outfile *out)
 {
@@ -281,7 +311,9 @@ static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct sqk_outfi
 	t->fd = o->out ? out->fd : STDOUT_FILENO;
 	if (tar_archive_open(t, o->filter))
 		return tar_archive_end(t, 0);
+	tar_progress_start(t, &top);
 	ok = sqk_tar_walk(t, &top) == 0;
+	sqk_progress_stop(&t->pr);
 	if (tar_archive_end(t, ok))
 		return -1;
 	if (atomic_load(&t->sig)) { /* arrived after the last entry: FILE is still not made */
@@ -292,6 +324,7 @@ static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct sqk_outfi
 		sqk_cmd_err(&t->c, NULL, 0, "cannot write '%s': %s", o->out, strerror(errno));
 		return -1;
 	}
+	tar_summary(t);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "cmd.h"
+#include "progress.h"
 
 struct archive;
 struct archive_entry;
@@ -54,6 +55,8 @@ struct sqk_tar {
 	char *xnames, *xval;  /* xattr buffers, reused */
 	size_t capxnames, capxval;
 	unsigned char *buf;   /* SQK_TAR_CHUNK bytes */
+	bool no_progress;     /* --no-progress */
+	struct sqk_progress pr; /* the progress line on a terminal: files and bytes stored */
 };
 
 /* Entry point of `sqk tar`; argv[0] is the command name. Returns the process exit status. */

@@ -247,6 +247,13 @@ static int tar_put(struct sqk_tar *t, const unsigned char *p, size_t len)
 	return 0;
 }
 
+/* Counts n bytes of file data stored, for the progress line. Returns 0. */
+static int tar_counted(struct sqk_tar *t, uint64_t n)
+{
+	sqk_progress_add(&t->pr, 0, n);
+	return 0;
+}
+
 /* Streams the file's bytes after its header; chunks wholly inside holes are not read. */
 static int tar_file_data(struct sqk_tar *t, const struct sqk_inode *ino, bool in_buf, bool holes)
 {
@@ -254,7 +261,7 @@ static int tar_file_data(struct sqk_tar *t, const struct sqk_inode *ino, bool in
 	size_t n, k = 0;
 
 	if (in_buf)
-		return tar_put(t, t->buf, (size_t)ino->size);
+		return tar_put(t, t->buf, (size_t)ino->size) ? -1 : tar_counted(t, ino->size);
 	for (off = 0; off < ino->size; off += n) {
 		n = ino->size - off < SQK_TAR_CHUNK ? (size_t)(ino->size - off) : SQK_TAR_CHUNK;
 		while (holes && k < t->nmap && t->map[k].off + t->map[k].len <= off)
@@ -263,10 +270,12 @@ static int tar_file_data(struct sqk_tar *t, const struct sqk_inode *ino, bool in
 		if (holes && (k == t->nmap || t->map[k].off >= off + n)) {
 			if (tar_put(t, t->buf, n))
 				return -1;
+			tar_counted(t, n);
 			continue;
 		}
 		if (tar_read(t, ino, off, n) || tar_put(t, t->buf, n))
 			return -1;
+		tar_counted(t, n);
 	}
 	return 0;
 }
@@ -300,7 +309,10 @@ static int tar_file(struct sqk_tar *t, const struct sqk_inode *ino)
 					       (la_int64_t)t->map[i].len);
 	if (holes && t->nmap == 0) /* all holes: one empty region at the end */
 		archive_entry_sparse_add_entry(t->ent, (la_int64_t)ino->size, 0);
-	return tar_header(t) || tar_file_data(t, ino, in_buf, holes) ? -1 : 0;
+	if (tar_header(t) || tar_file_data(t, ino, in_buf, holes))
+		return -1;
+	sqk_progress_add(&t->pr, 1, 0);
+	return 0;
 }
 
 /* The type-specific part of a non-file entry, then its header. */

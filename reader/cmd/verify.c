@@ -2,6 +2,7 @@
  * whole structure through the library's checker (reader/check.h), printing each finding with its
  * region and byte range and a one-line summary; fsck-like exit codes. */
 #include "cmd.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,8 @@ struct verify {
 	unsigned long nfound;       /* findings printed (JSON separators) */
 	bool begun;                 /* the JSON object is open (its findings list too) */
 	char why[512];              /* the last line the remote backend logged */
+	bool no_progress;           /* --no-progress */
+	struct sqk_progress pr;     /* the progress line on a terminal */
 };
 
 static void usage(FILE *f)
@@ -44,6 +47,7 @@ static void usage(FILE *f)
 		   "  -j, --threads N   threads checking digests and blocks (default: online CPUs)\n"
 		   "      --json        one JSON object with the counts and the findings\n"
 		   "      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		   "      --no-progress no progress line on a terminal's stderr\n"
 		   SQK_CMD_REMOTE_HELP
 		   "  -h, --help        this text\n"
 		   "\n"
@@ -105,10 +109,8 @@ static int fail(struct verify *v, int status, const char *fmt, ...)
 	return status;
 }
 
-static void on_report(void *ctx, const struct sqk_check_report *r)
+static void report(struct verify *v, const struct sqk_check_report *r)
 {
-	struct verify *v = ctx;
-
 	if (!v->json) {
 		printf("verify: %s: %s error in %s", v->image, r->kind, r->region);
 		if (r->start || r->end)
@@ -127,6 +129,19 @@ static void on_report(void *ctx, const struct sqk_check_report *r)
 	putchar('}');
 }
 
+/* A finding, on a line of its own: the progress line is erased first (and drawn again later). */
+static void on_report(void *ctx, const struct sqk_check_report *r)
+{
+	struct verify *v = ctx;
+
+	flockfile(stderr);
+	sqk_progress_clear(&v->pr);
+	report(v, r);
+	if (v->pr.on)
+		fflush(stdout);
+	funlockfile(stderr);
+}
+
 /* Parses argv; returns -1 to go on, else an exit status. */
 static int parse(struct verify *v, int argc, char **argv)
 {
@@ -134,6 +149,7 @@ static int parse(struct verify *v, int argc, char **argv)
 					    { "threads", required_argument, NULL, 'j' },
 					    { "root-hash", required_argument, NULL, 'R' },
 					    { "offset", required_argument, NULL, 'O' },
+					    { "no-progress", no_argument, NULL, 'P' },
 					    { "help", no_argument, NULL, 'h' },
 					    SQK_CMD_REMOTE_LONGOPTS,
 					    { NULL, 0, NULL, 0 } };
@@ -150,6 +166,8 @@ static int parse(struct verify *v, int argc, char **argv)
 			return EXIT_CLEAN;
 		} else if (ch == 'J') {
 			v->json = 1;
+		} else if (ch == 'P') {
+			v->no_progress = true;
 		} else if (ch == 'j' && !sqk_parse_u64(optarg, 256, &n) && n >= 1) {
 			v->threads = (unsigned)n;
 		} else if (ch == 'O' && !sqk_parse_u64(optarg, UINT64_MAX, &v->offset)) {
@@ -265,7 +283,8 @@ static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 		return rc;
 	if (v->json)
 		json_begin(v);
-	rc = sqk_check_image(io, size, &o, &r);
+	sqk_progress_init(&v->pr, "verify", !v->no_progress);
+	rc = sqk_progress_check(&v->pr, io, size, &o, &r);
 	if (rc)
 		return fail(v, EXIT_OPER, "%s: %s", v->image, sqk_strerror(rc));
 	if (v->json)
