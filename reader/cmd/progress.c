@@ -125,9 +125,11 @@ static void format_line(struct sqk_progress *p, char *buf, size_t cap)
 		return;
 	}
 	n += (size_t)snprintf(buf + n, cap - n, "%s: ", p->name);
-	if (p->total_files)
+	if (p->total_files && n < cap)
 		n += (size_t)snprintf(buf + n, cap - n, "%llu/%llu files, ",
 				      (unsigned long long)files, (unsigned long long)p->total_files);
+	if (n >= cap)
+		n = cap - 1;
 	sqk_progress_size(done, sizeof(done), bytes);
 	sqk_progress_size(total, sizeof(total), p->total_bytes);
 	sqk_progress_rate(rate, sizeof(rate), (uint64_t)r, 1.0);
