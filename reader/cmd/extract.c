@@ -675,6 +675,7 @@ static void x_totals(struct sqk_extract *x)
  * says what DEST holds. */
 static void x_left(struct sqk_extract *x, bool files_started)
 {
+	sqk_progress_stop(&x->pr); /* no line drawn under the last messages */
 	x_dir_meta(x);
 	if (files_started)
 		sqk_cmd_err(&x->c, NULL, 0, "extracted %zu of %zu files into %s before the error; "
