@@ -162,8 +162,9 @@ static int ls_check_loop(struct sqk_ls *l, const struct sqk_inode *dir, const st
 	/* dir is at depth up->depth + 1 below PATH, its entries one more (common/depth.h) */
 	if (up && up->depth + 1 >= SQK_DEPTH_MAX && dir->size > 3) {
 		char b[2 * SQK_DEPTH_SHOWN + 4];
-		sqk_cmd_err(&l->c, sqk_depth_shown(where, b), SQK_ETOOBIG, "directories nested deeper than %u levels "
-			    "(the most sqk walks)", SQK_DEPTH_MAX);
+		sqk_cmd_err(&l->c, sqk_depth_shown(where, b), SQK_ETOOBIG,
+			    "directories nested deeper than %u levels (the most sqk walks)",
+			    SQK_DEPTH_MAX);
 		return SQK_ETOOBIG;
 	}
 	return 0;
