@@ -1,6 +1,7 @@
 /* sqk tar: writes an image, or the subtree at PATH, as a pax archive through libarchive, to
- * standard output or to a file (a temporary renamed into place once complete). Options and
- * output here; the walk and the entries in tar_walk.c. */
+ * standard output or to a file (judged first, then a temporary renamed into place once complete,
+ * or a block device written in place). Options and output here; the walk and the entries in
+ * tar_walk.c. */
 #include "tar.h"
 
 #include <archive.h>
@@ -18,11 +19,13 @@
 #include "common/outfile.h"
 #include "common/sigwatch.h"
 
-enum { TAR_OPT_OFFSET = 0x2000, TAR_OPT_ZSTD, TAR_OPT_NO_SPARSE, TAR_OPT_VERIFY,
+enum { TAR_OPT_OFFSET = 0x2000, TAR_OPT_ZSTD, TAR_OPT_NO_SPARSE, TAR_OPT_VERIFY, TAR_OPT_FORCE,
        TAR_OPT_NO_PROGRESS };
 
 struct tar_opts {
 	const char *out;      /* -o FILE; NULL = stdout */
+	bool force;           /* --force: FILE may replace a file that is not an archive */
+	char out_desc[640];   /* FILE, or FILE and its size for a block device: for messages */
 	int filter;           /* 0, 'z' gzip, 'J' xz, TAR_OPT_ZSTD */
 	const char *path;     /* PATH in the image ("" = root) */
 };
@@ -31,7 +34,7 @@ struct tar_opts {
 static void tar_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk tar [-o FILE] [-z|-J|--zstd] [--no-sparse] [--verify]\n"
+		"usage: sqk tar [-o FILE [--force]] [-z|-J|--zstd] [--no-sparse] [--verify]\n"
 		"               [--offset N] [OPTIONS] IMAGE|URL [PATH]\n"
 		"\n"
 		"Writes the image, or the subtree at PATH, as a POSIX pax tar archive to\n"
@@ -54,7 +57,11 @@ static void tar_usage(FILE *f)
 		"\n"
 		"  -o, --output FILE  write FILE: a temporary file in its directory, renamed\n"
 		"                     over FILE when complete, removed on failure ('-' =\n"
-		"                     standard output)\n"
+		"                     standard output); a block device is written in place.\n"
+		"                     Refused: a character device, FIFO, socket, directory,\n"
+		"                     and a non-empty file that is not a tar archive (gzip,\n"
+		"                     xz or zstd compressed or not); symlinks are followed\n"
+		"      --force        replace FILE even if it is not a tar archive\n"
 		"  -z, --gzip         compress the archive with gzip\n"
 		"  -J, --xz           compress the archive with xz\n"
 		"      --zstd         compress the archive with zstd\n"
@@ -77,6 +84,7 @@ static int tar_option(struct sqk_tar *t, struct tar_opts *o, int ch)
 {
 	switch (ch) {
 	case 'o': o->out = strcmp(optarg, "-") ? optarg : NULL; return -1;
+	case TAR_OPT_FORCE: o->force = true; return -1;
 	case 'z': case 'J': case TAR_OPT_ZSTD: o->filter = ch; return -1;
 	case TAR_OPT_NO_SPARSE: t->sparse = false; return -1;
 	case TAR_OPT_NO_PROGRESS: t->no_progress = true; return -1;
@@ -109,6 +117,7 @@ static int tar_parse(struct sqk_tar *t, struct tar_opts *o, int argc, char **arg
 		{ "offset", required_argument, NULL, TAR_OPT_OFFSET },
 		{ "verify", no_argument, NULL, TAR_OPT_VERIFY },
 		{ "no-progress", no_argument, NULL, TAR_OPT_NO_PROGRESS },
+		{ "force", no_argument, NULL, TAR_OPT_FORCE },
 		{ "help", no_argument, NULL, 'h' },
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
@@ -166,9 +175,49 @@ static int tar_top(struct sqk_tar *t, const char *path, const struct sqk_inode *
 
 /* Gives the complete archive its name (synced first), atomically replacing an older file.
  * errno on failure. */
-static int tar_out_commit(struct sqk_outfile *o, const char *file)
+static int tar_out_commit(struct sqk_outfile *o)
 {
-	return fsync(o->fd) ? -1 : sqk_outfile_commit(o, file);
+	return fsync(o->fd) ? -1 : sqk_outfile_commit(o, NULL);
+}
+
+static const struct sqk_outfile_kind tar_kind = {
+	.what = "a tar archive",
+	.ours = sqk_outfile_is_tar,
+	.devices = true,
+};
+
+/* Judges -o FILE before the image is opened (outfile.h); a refusal is printed. 0 or -1. */
+static int tar_out_judge(struct sqk_tar *t, const struct tar_opts *o)
+{
+	struct sqk_outfile_target tg;
+
+	if (!o->out)
+		return 0;
+	if (sqk_outfile_judge(o->out, &tar_kind, o->force, &tg)) {
+		sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");
+		return -1;
+	}
+	if (tg.verdict == SQK_OUT_REFUSED) /* about FILE, not the image: no image prefix */
+		fprintf(stderr, "sqk tar: %s\n", tg.why);
+	sqk_outfile_target_free(&tg);
+	return tg.verdict == SQK_OUT_REFUSED ? -1 : 0;
+}
+
+/* Opens -o FILE for writing (judged again: it may have changed) and names it for messages. */
+static int tar_out_open(struct sqk_tar *t, struct tar_opts *o, struct sqk_outfile *out)
+{
+	char msg[700];
+
+	if (sqk_outfile_create(out, o->out, &tar_kind, o->force, ".sqk-tar", msg, sizeof(msg))) {
+		fprintf(stderr, "sqk tar: %s\n", msg);
+		return -1;
+	}
+	if (out->device) {
+		snprintf(o->out_desc, sizeof(o->out_desc), "%s (a block device of %llu bytes)",
+			 o->out, (unsigned long long)out->dev_size);
+		t->out_name = o->out_desc;
+	}
+	return 0;
 }
 
 /* libarchive's output callback: everything it produces goes to t->fd, whole. */
@@ -289,12 +338,12 @@ static void tar_summary(const struct sqk_tar *t)
 }
 
 /* Opens the image and the output, writes the archive. Returns 0 or -1 (message printed). */
-static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct sqk_outfile *out)
+static int tar_run(struct sqk_tar *t, struct tar_opts *o, struct sqk_outfile *out)
 {
 	struct sqk_inode top;
 	int ok;
 
-	if (sqk_cmd_open(&t->c))
+	if (tar_out_judge(t, o) || sqk_cmd_open(&t->c))
 		return -1;
 	atomic_store(&t->cancel_img, t->c.img);
 	if (sqk_cmd_lookup(&t->c, o->path, &top))
@@ -304,10 +353,8 @@ static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct sqk_outfi
 			sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");
 		return -1;
 	}
-	if (o->out && sqk_outfile_open(out, o->out, ".sqk-tar")) {
-		sqk_cmd_err(&t->c, NULL, 0, "cannot create '%s': %s", o->out, strerror(errno));
+	if (o->out && tar_out_open(t, o, out))
 		return -1;
-	}
 	t->fd = o->out ? out->fd : STDOUT_FILENO;
 	if (tar_archive_open(t, o->filter))
 		return tar_archive_end(t, 0);
@@ -320,7 +367,7 @@ static int tar_run(struct sqk_tar *t, const struct tar_opts *o, struct sqk_outfi
 		sqk_cmd_err(&t->c, NULL, 0, "interrupted by signal %d", atomic_load(&t->sig));
 		return -1;
 	}
-	if (o->out && tar_out_commit(out, o->out)) {
+	if (o->out && tar_out_commit(out)) {
 		sqk_cmd_err(&t->c, NULL, 0, "cannot write '%s': %s", o->out, strerror(errno));
 		return -1;
 	}

@@ -325,8 +325,8 @@ static int run_url(struct verify *v, const char *url)
 	return rc;
 }
 
-/* Opens v->image into *fd: a regular file; else the failure names what the path is. Returns -1
- * to go on, else the exit status. */
+/* Opens v->image into *fd: a regular file or a block device (an image written in place); else
+ * the failure names what the path is. Returns -1 to go on, else the exit status. */
 static int open_file(struct verify *v, int *fd)
 {
 	struct stat st;
@@ -343,10 +343,10 @@ static int open_file(struct verify *v, int *fd)
 		close(*fd);
 		return fail(v, EXIT_OPER, "%s: %s", v->image, strerror(e));
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
 		close(*fd);
 		return fail(v, EXIT_OPER, "'%s' is %s", v->image, S_ISDIR(st.st_mode) ?
-			    "a directory" : "not a regular file");
+			    "a directory" : "not a regular file or a block device");
 	}
 	return -1;
 }
@@ -360,7 +360,7 @@ static int run_file(struct verify *v)
 	if (r >= 0)
 		return r;
 	r = sqk_io_fd_create(fd, 0, false, &io);
-	if (!r && (r = sqk_io_get_size(io, &size))) /* the file's size */
+	if (!r && (r = sqk_io_get_size(io, &size))) /* a device: the image on it (io.h) */
 		sqk_io_destroy(io);
 	if (r) {
 		close(fd);

@@ -1,0 +1,248 @@
+#!/bin/bash
+# Outputs that are not images (issue 17, point 1): what `sqk mkimage SRC... IMAGE` and
+# `sqk tar -o FILE` do with what the output name already holds.
+#  (a) a character device node (mknod), a FIFO, a socket, a directory: refused before any source
+#      is read (a --tar FIFO nobody writes to is never opened), exit 1, a message naming it, the
+#      node untouched (type, major:minor, inode)
+#  (b) a non-empty file that is not an image (hard-linked): refused, both names intact; --force
+#      and -noappend replace it (its other name keeps the old content); an empty file and an old
+#      image are replaced; '-' is refused and nothing goes to stdout
+#  (c) symlinks: followed and their target judged (text refused, old image replaced through the
+#      link, which stays a link; a dangling link creates its target; to a device node refused)
+#  (d) sqk tar -o: the same rules, with "a tar archive" (ustar, or gzip/xz/zstd) for "an image"
+#  (e) block devices (loop devices on files): the image written in place (still a block device),
+#      `sqk verify`, `sqk ls`, `sqk cat` and a kernel mount of the device; a device mounted
+#      elsewhere refused (EBUSY) and its mount unharmed; a device too small: both sizes named,
+#      its old superblock zeroed (no stale image); sqk tar -o onto a device
+# Skips (exit 77, after running the rest) when loop devices or kernel squashfs are unavailable.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_sqk
+need_cmd python3 timeout stat
+
+W=$(scratch out)
+cd "$W" || fail "cd $W"
+S=$W/src
+mkdir -p "$S/d"
+echo alpha >"$S/a"
+seq 1 20000 >"$S/d/numbers"
+S2=$W/src2
+mkdir -p "$S2"
+echo beta >"$S2/b"
+
+# node_state PATH: type, device numbers, inode, size and content hash of what PATH names (lstat).
+node_state() {
+	local h=-
+	[ -f "$1" ] && [ ! -L "$1" ] && h=$(md5sum <"$1" | cut -d' ' -f1)
+	echo "$(stat -c '%F %t:%T %i %h %s' "$1") $h"
+}
+
+# refused CASE PATH PATTERN CMD...: CMD exits 1 within 20 s with stderr matching PATTERN (an
+# extended regex), prints nothing on stdout, and leaves PATH as it was.
+refused() {
+	local case=$1 path=$2 pat=$3 before
+	shift 3
+	before=$(node_state "$path")
+	run_capture "$case" timeout -k 5 20 "$@"
+	[ "$RC" = 124 ] && fail "$case: timed out (did it open what it should refuse?): $*"
+	[ "$RC" = 1 ] || { show_err; fail "$case: exit $RC, expected 1: $*"; }
+	grep -Eq -- "$pat" "$ERR_FILE" || { show_err; fail "$case: stderr does not match /$pat/"; }
+	[ -s "$OUT_FILE" ] && fail "$case: printed on stdout: $(head -c 200 "$OUT_FILE")"
+	[ "$(node_state "$path")" = "$before" ] ||
+		fail "$case: $path changed: was '$before', now '$(node_state "$path")'"
+	info "$case: $(head -n 1 "$ERR_FILE")"
+}
+
+# is_image PATH NAME: PATH is an image (not through a symlink check) holding file NAME.
+is_image() {
+	"$SQK" ls "$1" >"$TMP/ls.out" 2>"$TMP/ls.err" || { cat "$TMP/ls.err" >&2; fail "sqk ls $1"; }
+	grep -qx "$2" "$TMP/ls.out" || fail "$1 does not hold '$2': $(tr '\n' ' ' <"$TMP/ls.out")"
+}
+
+# ---- (a) device nodes, FIFO, socket, directory ------------------------------------------------
+mknod "$W/full" c 1 7 || fail "mknod failed"
+refused "a: character device" "$W/full" "'$W/full' is a character device: not replaced" \
+	"$SQK" mkimage -q "$S" "$W/full"
+refused "a: character device, --force" "$W/full" "is a character device: not replaced" \
+	"$SQK" mkimage -q --force "$S" "$W/full"
+[ "$(stat -c '%F %t:%T' "$W/full")" = "character special file 1:7" ] ||
+	fail "a: the node is now $(stat -c '%F %t:%T' "$W/full")"
+mkfifo "$W/srcfifo"
+refused "a: refused before the source is read" "$W/full" "is a character device" \
+	"$SQK" mkimage -q --tar "$W/srcfifo" "$W/full"
+mkfifo "$W/fifo"
+refused "a: FIFO" "$W/fifo" "'$W/fifo' is a FIFO: not replaced" "$SQK" mkimage -q "$S" "$W/fifo"
+[ -p "$W/fifo" ] || fail "a: the FIFO is gone"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$W/sock" ||
+	fail "cannot make a socket"
+refused "a: socket" "$W/sock" "'$W/sock' is a socket: not replaced" "$SQK" mkimage -q "$S" "$W/sock"
+mkdir "$W/adir" && echo keep >"$W/adir/inside"
+refused "a: directory" "$W/adir" "'$W/adir' is a directory: not replaced" \
+	"$SQK" mkimage -q "$S" "$W/adir"
+[ "$(cat "$W/adir/inside")" = keep ] || fail "a: the directory's file changed"
+[ -z "$(ls -A "$W" | grep -v -e '^src' -e '^full$' -e '^fifo$' -e '^sock$' -e '^adir$')" ] ||
+	fail "a: files left behind: $(ls -A "$W" | tr '\n' ' ')"
+
+# ---- (b) regular files -------------------------------------------------------------------------
+echo "my notes" >"$W/notes.txt"
+ln "$W/notes.txt" "$W/notes-other.txt"
+refused "b: text file (2 hard links)" "$W/notes.txt" \
+	"'$W/notes.txt' is a file \(one of 2 hard links\) that is not a SquashFS image: not replaced \(--force replaces it\)" \
+	"$SQK" mkimage -q "$S" "$W/notes.txt"
+[ "$(stat -c %h "$W/notes-other.txt")" = 2 ] || fail "b: the hard link was broken"
+printf 'hsq' >"$W/short"
+refused "b: 3 bytes" "$W/short" "not a SquashFS image" "$SQK" mkimage -q "$S" "$W/short"
+must "$SQK" mkimage -q --force "$S" "$W/notes.txt"
+is_image "$W/notes.txt" a
+[ "$(cat "$W/notes-other.txt")" = "my notes" ] || fail "b: --force changed the other name"
+[ "$(stat -c %h "$W/notes-other.txt")" = 1 ] || fail "b: the other name still has 2 links"
+echo "more notes" >"$W/notes2.txt"
+must "$SQK" mkimage -q -noappend "$S" "$W/notes2.txt"
+is_image "$W/notes2.txt" a
+: >"$W/empty"
+must "$SQK" mkimage -q "$S" "$W/empty"
+is_image "$W/empty" a
+must "$SQK" mkimage -q "$S" "$W/img.sqsh"
+must "$SQK" mkimage -q "$S2" "$W/img.sqsh" # an old image: replaced without --force
+is_image "$W/img.sqsh" b
+refused "b: standard output" "$W/img.sqsh" \
+	"writing an image to standard output is not supported: name a file" \
+	"$SQK" mkimage -q "$S" -
+[ -e "$W/-" ] && fail "b: a file named '-' was written"
+
+# ---- (c) symlinks ------------------------------------------------------------------------------
+echo "linked notes" >"$W/ln-target.txt"
+ln -s ln-target.txt "$W/l-txt"
+refused "c: symlink to a text file" "$W/ln-target.txt" \
+	"'$W/l-txt' \(a symlink to '$W/ln-target.txt'\) is a file that is not a SquashFS image" \
+	"$SQK" mkimage -q "$S" "$W/l-txt"
+[ -L "$W/l-txt" ] || fail "c: the symlink is gone"
+mkdir "$W/sub"
+ln -s ../img.sqsh "$W/sub/l-img"
+must "$SQK" mkimage -q "$S" "$W/sub/l-img"
+[ -L "$W/sub/l-img" ] && [ "$(readlink "$W/sub/l-img")" = ../img.sqsh ] ||
+	fail "c: the symlink to the image is no longer that symlink"
+is_image "$W/img.sqsh" a
+ln -s new-target.sqsh "$W/l-dangling"
+must "$SQK" mkimage -q "$S" "$W/l-dangling"
+[ -L "$W/l-dangling" ] || fail "c: the dangling symlink was replaced"
+is_image "$W/new-target.sqsh" a
+ln -s full "$W/l-full"
+refused "c: symlink to a character device" "$W/full" \
+	"'$W/l-full' \(a symlink to '$W/full'\) is a character device: not replaced" \
+	"$SQK" mkimage -q "$S" "$W/l-full"
+ln -s adir "$W/l-dir"
+refused "c: symlink to a directory" "$W/adir" "is a directory: not replaced" \
+	"$SQK" mkimage -q "$S" "$W/l-dir"
+ln -s l-loop2 "$W/l-loop1" && ln -s l-loop1 "$W/l-loop2"
+refused "c: symlink loop" "$W/l-loop1" "[Tt]oo many levels of symbolic links" \
+	"$SQK" mkimage -q "$S" "$W/l-loop1"
+
+# ---- (d) sqk tar -o ----------------------------------------------------------------------------
+IMG=$W/img.sqsh
+"$SQK" tar "$IMG" >"$W/ref.tar" || fail "sqk tar to stdout failed"
+refused "d: tar -o character device" "$W/full" "'$W/full' is a character device: not replaced" \
+	"$SQK" tar -o "$W/full" "$IMG"
+refused "d: tar -o FIFO" "$W/fifo" "is a FIFO: not replaced" "$SQK" tar -o "$W/fifo" "$IMG"
+refused "d: tar -o directory" "$W/adir" "is a directory: not replaced" \
+	"$SQK" tar -o "$W/adir" "$IMG"
+echo "tar notes" >"$W/t-notes.txt"
+refused "d: tar -o text file" "$W/t-notes.txt" \
+	"'$W/t-notes.txt' is a file that is not a tar archive: not replaced \(--force replaces it\)" \
+	"$SQK" tar -o "$W/t-notes.txt" "$IMG"
+refused "d: tar -o over an image" "$IMG" "is a file that is not a tar archive" \
+	"$SQK" tar -o "$IMG" "$IMG"
+must "$SQK" tar --force -o "$W/t-notes.txt" "$IMG"
+cmp -s "$W/t-notes.txt" "$W/ref.tar" || fail "d: --force did not write the archive"
+tar -cf "$W/old.tar" -C "$S" a
+ln -s old.tar "$W/l-tar"
+must "$SQK" tar -o "$W/l-tar" "$IMG" # an older archive, through a symlink: replaced
+[ -L "$W/l-tar" ] || fail "d: the symlink to the archive was replaced"
+cmp -s "$W/old.tar" "$W/ref.tar" || fail "d: the older archive was not replaced"
+gzip -c "$W/ref.tar" >"$W/old.tgz"
+must "$SQK" tar -z -o "$W/old.tgz" "$IMG" # a gzip file: taken for an archive
+gzip -dc "$W/old.tgz" | cmp -s - "$W/ref.tar" || fail "d: the .tgz differs"
+
+# ---- (e) block devices -------------------------------------------------------------------------
+NOLOOP=""
+if ! command -v losetup >/dev/null 2>&1; then
+	NOLOOP="losetup not installed"
+elif ! [ -e /dev/loop-control ] && ! ls /dev/loop[0-9]* >/dev/null 2>&1; then
+	NOLOOP="no /dev/loop devices"
+elif ! grep -qw squashfs /proc/filesystems && ! modprobe squashfs 2>/dev/null; then
+	NOLOOP="kernel has no squashfs support"
+fi
+# new_loop FILE SIZE: a loop device on a new FILE of SIZE; detached on exit. Sets LOOP.
+new_loop() {
+	truncate -s "$2" "$1" || fail "truncate $1"
+	LOOP=$(losetup -f --show "$1" 2>"$TMP/losetup.err") || LOOP=""
+	[ -n "$LOOP" ] && at_exit "losetup -d $LOOP"
+}
+if [ -z "$NOLOOP" ]; then
+	new_loop "$W/dev.bin" 16M
+	[ -n "$LOOP" ] || NOLOOP="losetup -f failed: $(head -n 1 "$TMP/losetup.err")"
+fi
+if [ -n "$NOLOOP" ]; then
+	skip "block-device cases (e): $NOLOOP; cases (a)-(d) passed"
+fi
+L=$LOOP
+info "e: loop device $L"
+head -c 3000000 /dev/urandom >"$S/d/random"
+must "$SQK" mkimage -q "$S" "$L"
+[ -b "$L" ] || fail "e: $L is no longer a block device"
+[ "$(losetup -n -O BACK-FILE "$L" | xargs basename)" = dev.bin ] || fail "e: $L lost its file"
+"$SQK" verify "$L" >"$TMP/verify.out" 2>&1 || { cat "$TMP/verify.out" >&2; fail "e: sqk verify $L"; }
+grep -q "clean" "$TMP/verify.out" && ! grep -q "integrity: none" "$TMP/verify.out" ||
+	{ cat "$TMP/verify.out" >&2; fail "e: verify did not check the integrity data"; }
+info "e: $(cat "$TMP/verify.out")"
+[ "$("$SQK" ls -R "$L" | tr '\n' ' ')" = "a d d/numbers d/random " ] ||
+	fail "e: sqk ls -R $L gives '$("$SQK" ls -R "$L" | tr '\n' ' ')'"
+"$SQK" cat "$L" d/random | cmp -s - "$S/d/random" || fail "e: sqk cat $L d/random differs"
+mkdir -p "$W/m"
+mount -t squashfs -o ro "$L" "$W/m" || fail "e: kernel mount of $L failed"
+_MOUNTS="$W/m $_MOUNTS"
+diff -r "$S" "$W/m" >/dev/null || fail "e: the mounted device differs from the source"
+refused "e: mounted device" "$L" "'$L' is a block device in use \(mounted" \
+	"$SQK" mkimage -q "$S2" "$L"
+refused "e: tar -o to the mounted device" "$L" "in use" "$SQK" tar -o "$L" "$IMG"
+diff -r "$S" "$W/m" >/dev/null || fail "e: the mount changed after a refused write"
+umount "$W/m" || fail "e: umount"
+_MOUNTS=${_MOUNTS#"$W/m "}
+# an image twice as big as an old one on the same device: the new trailer is found, not the old
+ln -s "$L" "$W/l-dev"
+must "$SQK" mkimage -q --checksum-chunk 4K "$S2" "$W/l-dev"
+[ -L "$W/l-dev" ] && [ -b "$L" ] || fail "e: the symlink to the device or the device changed"
+"$SQK" verify "$L" >"$TMP/verify.out" 2>&1 || { cat "$TMP/verify.out" >&2; fail "e: verify 2"; }
+[ "$("$SQK" cat "$L" b)" = beta ] || fail "e: the second image on $L is not read"
+
+# too small: an old image on a 1 MiB device, then one that needs more
+new_loop "$W/small.bin" 1M
+[ -n "$LOOP" ] || fail "e: second loop device: $(head -n 1 "$TMP/losetup.err")"
+L2=$LOOP
+must "$SQK" mkimage -q "$S2" "$L2"
+must "$SQK" verify "$L2"
+run_capture small "$SQK" mkimage -q "$S" "$L2"
+[ "$RC" = 1 ] || { show_err; fail "e: too small: exit $RC"; }
+need=$(sed -n "s/.*the image needs \([0-9]*\) bytes, the block device '.*' holds 1048576.*/\1/p" "$ERR_FILE")
+[ -n "$need" ] && [ "$need" -gt 3000000 ] || { show_err; fail "e: too small: no message with both sizes"; }
+grep -q "old superblock is zeroed" "$ERR_FILE" || { show_err; fail "e: too small: not said"; }
+info "e: too small: $(head -n 1 "$ERR_FILE")"
+cmp -s -n 96 "$L2" /dev/zero || fail "e: the old superblock on $L2 is still there"
+[ -b "$L2" ] || fail "e: $L2 is no longer a block device"
+"$SQK" ls "$L2" >/dev/null 2>&1 && fail "e: the old image on $L2 still reads"
+if mount -t squashfs -o ro "$L2" "$W/m" 2>/dev/null; then
+	umount "$W/m"
+	fail "e: the kernel mounts the invalidated $L2"
+fi
+
+# sqk tar -o onto a device: the archive at its start; one too big for it: ENOSPC, both named
+must "$SQK" tar -o "$L2" "$IMG"
+head -c "$(stat -c %s "$W/ref.tar")" "$L2" | cmp -s - "$W/ref.tar" || fail "e: tar -o $L2 differs"
+[ -b "$L2" ] || fail "e: tar -o replaced $L2"
+must "$SQK" mkimage -q "$S" "$W/big.sqsh"
+run_capture tar_small "$SQK" tar -o "$L2" "$W/big.sqsh"
+[ "$RC" = 1 ] && grep -q "$L2 (a block device of 1048576 bytes): No space left on device" "$ERR_FILE" ||
+	{ show_err; fail "e: tar -o onto a device too small: exit $RC"; }
+info "e: tar too big: $(head -n 1 "$ERR_FILE")"
+[ -b "$L2" ] || fail "e: tar -o replaced $L2"
+info "e: all block-device cases passed"
