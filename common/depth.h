@@ -10,10 +10,14 @@
  *    another tool made, or a crafted one): no walk recurses deeper, whatever the image says.
  * Why 2048: a path of N levels needs at least 2N bytes with its NUL ("a/" per level), so at 2048
  * levels every entry still has a relative path of at most PATH_MAX (4096) bytes, which one
- * open(2) or a tar header can take; a walk that keeps a stack frame per level (a few hundred
- * bytes) stays far inside any thread's stack; no real tree comes near it. The kernel and
- * squashfs-tools set no limit of their own (mksquashfs and unsquashfs recurse once per level,
- * unsquashfs -max-depth is opt-in), so a deeper image from them may overflow their stacks. */
+ * open(2) takes whole (a tar archive holds it in a pax or GNU long name). A walk that keeps a
+ * stack frame per level stays far inside a thread's stack: measured at the limit, ls -R,
+ * verify, tar and extract run in 1.25 MiB of stack (under 4 MiB with ASan) on the main thread's
+ * 8 MiB; no other thread of sqk or sqkfuse walks (glibc gives threads 8 MiB, 2 MiB when the
+ * stack rlimit is unlimited); the builder's emit recursion needs less. No real tree comes near
+ * 2048 levels. The kernel and squashfs-tools set no limit of their own (mksquashfs and
+ * unsquashfs recurse once per level, unsquashfs -max-depth is opt-in), so a deeper image from
+ * them may overflow their stacks; sqk refuses to walk it. */
 #ifndef SQK_DEPTH_H
 #define SQK_DEPTH_H
 
