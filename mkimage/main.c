@@ -28,6 +28,15 @@ static const struct sqk_outfile_kind image_kind = {
 	.devices = true,
 };
 
+/* Whether --reuse OLD is the block device IMAGE names: its blocks would be overwritten while
+ * they are copied (a file is not: the old one stays until the rename). */
+static bool reuse_is_output(const struct mk_options *o)
+{
+	struct stat a, b;
+	return o->reuse && !stat(o->reuse, &a) && !stat(o->image, &b) && S_ISBLK(a.st_mode) &&
+	       S_ISBLK(b.st_mode) && a.st_rdev == b.st_rdev;
+}
+
 /* Judges and opens the output (outfile.h), and makes c->out write to it: a device through a
  * capped sink, so an image too big for it is found whole and never half-lands there. */
 static int out_open(struct mk_ctx *c, struct sqk_outfile *o)
@@ -38,6 +47,9 @@ static int out_open(struct mk_ctx *c, struct sqk_outfile *o)
 	if (!strcmp(c->opt->image, "-"))
 		return mk_fail(c, SQK_EINVAL, "writing an image to standard output is not "
 			       "supported: name a file (./- for a file named '-')");
+	if (reuse_is_output(c->opt))
+		return mk_fail(c, SQK_EINVAL, "--reuse '%s' is the block device the image goes to, "
+			       "written in place: copy the old image to a file first", c->opt->reuse);
 	if (sqk_outfile_create(o, c->opt->image, &image_kind, c->opt->force, ".sqk", msg,
 			       sizeof(msg)))
 		return mk_fail(c, errno ? sqk_from_errno(errno) : SQK_EINVAL, "%s", msg);

@@ -214,6 +214,9 @@ must "$SQK" mkimage -q --checksum-chunk 4K "$S2" "$W/l-dev"
 [ -L "$W/l-dev" ] && [ -b "$L" ] || fail "e: the symlink to the device or the device changed"
 "$SQK" verify "$L" >"$TMP/verify.out" 2>&1 || { cat "$TMP/verify.out" >&2; fail "e: verify 2"; }
 [ "$("$SQK" cat "$L" b)" = beta ] || fail "e: the second image on $L is not read"
+refused "e: --reuse of the device written" "$L" "--reuse '$L' is the block device the image goes to" \
+	"$SQK" mkimage -q --reuse "$L" "$S2" "$L"
+"$SQK" verify "$L" >/dev/null 2>&1 || fail "e: the refused --reuse harmed the image on $L"
 
 # too small: an old image on a 1 MiB device, then one that needs more
 new_loop "$W/small.bin" 1M
