@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -729,21 +728,6 @@ static void x_summary(struct sqk_extract *x)
 			     x->made_other, x->dest, secs, rate);
 }
 
-/* The tree phase keeps one directory open per level, SQK_DEPTH_MAX of them for an image at the
- * limit of common/depth.h: more than the usual soft limit of 1024 descriptors, so the soft
- * limit is raised (up to the hard one) to twice that. */
-static void x_raise_fd_limit(void)
-{
-	struct rlimit rl;
-	rlim_t want = 2 * (rlim_t)SQK_DEPTH_MAX;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 /* Checks the PATHs, opens DEST, runs the phases with the progress line. */
 static int x_run(struct sqk_extract *x, char **paths, int npaths)
 {
@@ -764,7 +748,6 @@ static int x_run(struct sqk_extract *x, char **paths, int npaths)
 	if (root.ino == 0 || root.ino > s->inode_count || x_add(x, -1, "", &root) != 0)
 		return -1;
 	x->first[root.ino] = 0;
-	x_raise_fd_limit();
 	if (x_check_paths(x, paths, npaths) || x_open_dest(x))
 		return -1;
 	x->ents[0].made = true;
