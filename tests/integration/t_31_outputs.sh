@@ -208,7 +208,19 @@ refused "e: tar -o to the mounted device" "$L" "in use" "$SQK" tar -o "$L" "$IMG
 diff -r "$S" "$W/m" >/dev/null || fail "e: the mount changed after a refused write"
 umount "$W/m" || fail "e: umount"
 _MOUNTS=${_MOUNTS#"$W/m "}
-# an image twice as big as an old one on the same device: the new trailer is found, not the old
+# a --no-checksums image over one of the same padded size: the old trailer, still where the new
+# image's would be, is not taken for its integrity data (its first digest does not match)
+must "$SQK" mkimage -q --mtime 1000 "$S" "$L"
+used1=$("$SQK" info "$L" | sed -n 's/^bytes used: *//p')
+must "$SQK" mkimage -q --no-checksums --mtime 2000 "$S" "$L"
+used2=$("$SQK" info "$L" | sed -n 's/^bytes used: *//p')
+[ -n "$used1" ] && [ $(((used1 + 4095) / 4096)) = $(((used2 + 4095) / 4096)) ] ||
+	fail "e: the two images differ in padded size ($used1, $used2 bytes): the case is not made"
+"$SQK" verify "$L" >"$TMP/verify.out" 2>&1 || { cat "$TMP/verify.out" >&2; fail "e: stale trailer"; }
+grep -q "integrity: none" "$TMP/verify.out" ||
+	{ cat "$TMP/verify.out" >&2; fail "e: an old trailer was taken for the new image's"; }
+"$SQK" cat "$L" d/random | cmp -s - "$S/d/random" || fail "e: sqk cat after the stale trailer"
+# an image smaller than an old one on the same device: the new trailer is found, not the old
 ln -s "$L" "$W/l-dev"
 must "$SQK" mkimage -q --checksum-chunk 4K "$S2" "$W/l-dev"
 [ -L "$W/l-dev" ] && [ -b "$L" ] || fail "e: the symlink to the device or the device changed"
