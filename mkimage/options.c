@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include <errno.h>
+#include <regex.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,12 +75,14 @@ static void usage(FILE *f)
 		"-noappend, -all-root, -root-owned, -force-uid N, -force-gid N, -no-xattrs, -xattrs,\n"
 		"-no-fragments, -no-duplicates, -no-exports, -exports, -no-tailends, -tailends,\n"
 		"-always-use-fragments, -quiet, -no-progress, -p DEF, -pf FILE, -sort FILE, -tar,\n"
-		"-ef FILE (exclude paths, one a line), -wildcards.\n"
+		"-ef FILE (exclude paths, one a line), -wildcards, -regex.\n"
 		"  -e PATH...              every argument after -e is an exclude: an exact path, absolute\n"
 		"                          (/, ./ or ../ in front) or relative to each source; with\n"
 		"                          -wildcards a pattern matched a path component at a time (*, ?,\n"
 		"                          [...], extended globs), from the root, or at any depth after\n"
-		"                          \"... \". An exclude that matched nothing is warned about.\n"
+		"                          \"... \"; with -regex, POSIX extended regular expressions\n"
+		"                          found in a component. An exclude that matched nothing is\n"
+		"                          warned about.\n"
 		"  -mem is refused: mksquashfs's total cache size has no counterpart here (--mem is the\n"
 		"  budget of what waits until the end, a different thing).\n"
 		"SOURCE_DATE_EPOCH (environment) sets the image time and clamps newer mtimes.\n"
@@ -393,13 +396,10 @@ static int handle_flag(struct mk_options *o, int c)
 	case OPT_TAR: o->tar = true; return 0;
 	case OPT_FORCE: o->force = true; return 0;
 	case OPT_XHC: o->comp.lz4_hc = true; return 0;
-	case OPT_WILDCARDS: o->wildcards = true; return 0;
+	case OPT_WILDCARDS: o->wildcards = true; o->regex = false; return 0;
+	case OPT_REGEX: o->wildcards = true; o->regex = true; return 0;
 	case 'q': o->quiet = true; return 0;
 	case OPT_NOPROGRESS: o->no_progress = true; return 0;
-	case OPT_REGEX:
-		fprintf(stderr, "sqk mkimage: -regex is not supported: give the excludes as "
-			"-wildcards patterns, or as --exclude GLOB\n");
-		return -1;
 	default: return 1;
 	}
 }
@@ -606,7 +606,11 @@ static int parse_short(int argc, char **argv, int *i, struct mk_options *o,
 		const char *val = p + 1;
 		if (!*val && next_value(argc, argv, i, opt, &val))
 			return -1;
-		return handle_opt(o, *p, val, NULL, ps);
+		int r = handle_opt(o, *p, val, NULL, ps);
+		if (r && val == p + 1 && p == w + 1 && strlen(val) > 1)
+			fprintf(stderr, "sqk mkimage: ('%s' was read as %s '%s'; mksquashfs's options are "
+				"whole words, listed by --help)\n", w, opt, val);
+		return r;
 	}
 	return 0;
 }
@@ -688,20 +692,52 @@ static int parse_env(struct mk_options *o)
 	return 0;
 }
 
-/* The rules of mksquashfs's wildcard excludes it checks when it reads them. */
-static int check_wildcards(const struct mk_options *o)
+/* -regex: each component of pat (between '/') must compile, as mksquashfs requires. */
+static int check_regex(const char *x, const char *pat)
 {
-	for (int i = 0; o->wildcards && i < o->nmks_excludes; i++) {
-		const char *x = o->mks_excludes[i];
-		const char *why = NULL, *pat = strncmp(x, "... ", 4) ? x : x + 4;
-		if (x[0] == '/' || !strncmp(x, "./", 2) || !strncmp(x, "../", 3))
-			why = "/, ./ and ../ in front are not supported with -wildcards (as in mksquashfs)";
-		else if (!*pat || !strcmp(x, "..."))
-			why = "no pattern";
-		if (why) {
-			fprintf(stderr, "sqk mkimage: -e '%s': %s\n", x, why);
+	char comp[4096];
+	while (*pat) {
+		size_t n = strcspn(pat, "/");
+		regex_t re;
+		int rc = 0;
+		if (n >= sizeof(comp)) {
+			fprintf(stderr, "sqk mkimage: -e '%s': a component is too long\n", x);
 			return -1;
 		}
+		memcpy(comp, pat, n);
+		comp[n] = 0;
+		if (n && (rc = regcomp(&re, comp, REG_EXTENDED | REG_NOSUB)) != 0) {
+			char why[256];
+			regerror(rc, &re, why, sizeof(why));
+			fprintf(stderr, "sqk mkimage: -e '%s': invalid regular expression '%s': %s\n",
+				x, comp, why);
+			return -1;
+		}
+		if (n)
+			regfree(&re);
+		pat += n + (pat[n] == '/');
+	}
+	return 0;
+}
+
+/* The rules of mksquashfs's wildcard and regex excludes it checks when it reads them. */
+static int check_wildcards(const struct mk_options *o)
+{
+	const char *opt = o->regex ? "-regex" : "-wildcards";
+	for (int i = 0; o->wildcards && i < o->nmks_excludes; i++) {
+		const char *x = o->mks_excludes[i];
+		const char *pat = strncmp(x, "... ", 4) ? x : x + 4;
+		if (x[0] == '/' || !strncmp(x, "./", 2) || !strncmp(x, "../", 3)) {
+			fprintf(stderr, "sqk mkimage: -e '%s': /, ./ and ../ in front are not supported "
+				"with %s (as in mksquashfs)\n", x, opt);
+			return -1;
+		}
+		if (!pat[strspn(pat, "/")]) {
+			fprintf(stderr, "sqk mkimage: -e '%s': no pattern\n", x);
+			return -1;
+		}
+		if (o->regex && check_regex(x, pat))
+			return -1;
 	}
 	return 0;
 }

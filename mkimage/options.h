@@ -39,7 +39,8 @@ struct mk_options {
 	 * borrowed from argv or owned by mks_exclude_text. */
 	const char **mks_excludes;
 	int nmks_excludes;
-	bool wildcards;      /* -wildcards */
+	bool wildcards;      /* -wildcards or -regex: the -e excludes are patterns */
+	bool regex;          /* -regex: POSIX extended regular expressions, not shell patterns */
 	char **mks_exclude_text; /* owned: the lines of -ef files */
 	int nmks_exclude_text;
 	bool all_root;

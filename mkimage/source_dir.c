@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +35,11 @@ struct exact_excl {
 	int idx; /* in opt->mks_excludes */
 };
 
-/* One -e pattern (-wildcards), split into its path components. */
+/* One -e pattern (-wildcards or -regex), split into its path components. */
 struct wild_excl {
 	char *buf;          /* the components, each NUL-terminated */
 	const char **comp;
+	regex_t *re;        /* -regex: each component compiled; NULL for shell patterns */
 	size_t n;
 	bool anchored;      /* from the root; else ("... " in front) ending at any depth */
 	int idx;
@@ -149,14 +151,16 @@ static ssize_t split_path(struct excludes *x, const char *rel)
 }
 
 /* Whether pattern w matches the path in x->parts (n components), as mksquashfs matches its
- * wildcard excludes: one component against one, leading dots only explicitly. */
+ * wildcard excludes: one component against one, leading dots only explicitly (a regex: found
+ * anywhere in the component, unless anchored with ^ and $). */
 static bool wild_match(const struct wild_excl *w, const struct excludes *x, size_t n)
 {
 	if (w->anchored ? n != w->n : n < w->n)
 		return false;
 	const char *const *parts = x->parts + (n - w->n);
 	for (size_t i = 0; i < w->n; i++)
-		if (fnmatch(w->comp[i], parts[i], FNM_PATHNAME | FNM_PERIOD | FNM_EXTMATCH))
+		if (w->re ? regexec(&w->re[i], parts[i], 0, NULL, 0) != 0 :
+			    fnmatch(w->comp[i], parts[i], FNM_PATHNAME | FNM_PERIOD | FNM_EXTMATCH))
 			return false;
 	return true;
 }
@@ -251,8 +255,26 @@ static int resolve_exact(struct mk_ctx *c, struct dir_source *d, int idx)
 	return err;
 }
 
-/* An -e pattern of -wildcards: "... " in front matches at any depth; empty components (a
- * doubled or trailing '/') are dropped, as mksquashfs does. */
+/* -regex: compiles w's components (options.c checked that they compile). */
+static int compile_regex(struct mk_ctx *c, struct wild_excl *w, const char *pat)
+{
+	if (!(w->re = calloc(w->n, sizeof(*w->re))))
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	for (size_t i = 0; i < w->n; i++)
+		if (regcomp(&w->re[i], w->comp[i], REG_EXTENDED | REG_NOSUB)) {
+			int err = mk_fail(c, SQK_EINVAL, "-e '%s': cannot compile '%s'", pat,
+					  w->comp[i]);
+			while (i--)
+				regfree(&w->re[i]);
+			free(w->re);
+			w->re = NULL;
+			return err;
+		}
+	return 0;
+}
+
+/* An -e pattern of -wildcards or -regex: "... " in front matches at any depth; empty
+ * components (a doubled or trailing '/') are dropped, as mksquashfs does. */
 static int add_wild(struct mk_ctx *c, struct excludes *x, const char *pat, int idx)
 {
 	struct wild_excl w = { .anchored = strncmp(pat, "... ", 4) != 0, .idx = idx };
@@ -273,7 +295,7 @@ static int add_wild(struct mk_ctx *c, struct excludes *x, const char *pat, int i
 	for (char *tok = strtok(w.buf, "/"); tok; tok = strtok(NULL, "/"))
 		w.comp[w.n++] = tok;
 	x->wild[x->nwild++] = w;
-	return 0;
+	return c->opt->regex ? compile_regex(c, &x->wild[x->nwild - 1], pat) : 0;
 }
 
 /* Compiles opt's excludes for d, once its sources are known. */
@@ -302,6 +324,9 @@ static void excludes_free(struct excludes *x)
 		free(x->exact[i].rel);
 	free(x->exact);
 	for (size_t i = 0; i < x->nwild; i++) {
+		for (size_t k = 0; x->wild[i].re && k < x->wild[i].n; k++)
+			regfree(&x->wild[i].re[k]);
+		free(x->wild[i].re);
 		free(x->wild[i].buf);
 		free(x->wild[i].comp);
 	}
@@ -350,7 +375,6 @@ static void warn_exact(struct dir_source *d, const struct mk_options *o, int i)
 	fprintf(stderr, "sqk mkimage: -e '%s' matched nothing%s%s\n", p, why ? ": " : "",
 		why ? why : "");
 }
-
 
 static void frame_free(struct frame *f)
 {
@@ -1080,8 +1104,8 @@ void mk_source_dir_warn_excludes(struct mk_source *s, struct mk_ctx *c)
 		if (d->ex.hit[o->nexcludes + i])
 			continue;
 		if (o->wildcards)
-			fprintf(stderr, "sqk mkimage: -e '%s' (-wildcards) matched nothing\n",
-				o->mks_excludes[i]);
+			fprintf(stderr, "sqk mkimage: -e '%s' (%s) matched nothing\n",
+				o->mks_excludes[i], o->regex ? "-regex" : "-wildcards");
 		else
 			warn_exact(d, o, i);
 	}

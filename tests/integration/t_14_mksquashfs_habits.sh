@@ -2,9 +2,10 @@
 # mksquashfs habits of `sqk mkimage` (issue 17, point 4): options anywhere (mksquashfs puts
 # them after SOURCE... IMAGE), "--", the mksquashfs spellings (-comp, -processors, -all-root,
 # -no-xattrs, -quiet, -no-progress, -noappend...), mksquashfs's -e (every argument after it an
-# exact path, absolute or relative to each source; -wildcards patterns), -ef, a warning naming
-# every exclude that matched nothing, -mem refused with its reason, an unknown option named as
-# typed. Exclude lists are compared with real mksquashfs (unsquashfs -l vs sqk ls -R).
+# exact path, absolute or relative to each source; -wildcards and -regex patterns), -ef, a
+# warning naming every exclude that matched nothing, -mem refused with its reason, an unknown
+# option named as typed. Exclude lists are compared with real mksquashfs (unsquashfs -l vs
+# sqk ls -R).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -147,6 +148,11 @@ vs_mks wild_sub "$SRC" -- -wildcards -e '*/a' 'x/*'
 hasnt wild_sub deep/a; has wild_sub a; has wild_sub x; hasnt wild_sub x/h
 vs_mks wild_ext "$SRC" -- -wildcards -e '!(x|a)'
 vs_mks wild_multi "$SRC" "$S2" -- -wildcards -e s2 '*/x'
+# -regex: POSIX extended, found anywhere in a component, one component at a time
+vs_mks regex "$SRC" -- -regex -e 'gz$' '^st.r$' 'x/^h'
+hasnt regex top.gz; hasnt regex .hid.gz; has regex x/y.gz; hasnt regex x/h; has regex x/text
+vs_mks regex_any "$SRC" -- -regex -e '... ^[ab]$'
+hasnt regex_any a; hasnt regex_any deep/a; has regex_any deep
 # "... a/?" (several components at any depth): what mksquashfs documents since 4.6 (4.5.1
 # excluded every 'a' instead), so checked directly
 sqk_build "$SRC" "$W/wild_deep.sqsh" -q -wildcards -e '... a/?'
@@ -201,7 +207,7 @@ grep -q "'2'" "$ERR_FILE" && fail "the unknown option's message names the value 
 refused unknown_long 2 "unknown option '--frobnicate'" -b 64K --frobnicate "$SRC" "$W/no.sqsh"
 refused unknown_bundle 2 "unknown option '-Z' \(in '-qZ'" "$SRC" "$W/no.sqsh" -qZ
 refused e_first 2 "put the paths before -e" -e a "$SRC" "$W/no.sqsh"
-refused regex 2 "-regex is not supported" "$SRC" "$W/no.sqsh" -regex -e a
+refused regex 2 "invalid regular expression 'a\('" "$SRC" "$W/no.sqsh" -regex -e 'x/a(' 
 refused tar_e 2 "excludes are not applied to a tar stream" --tar /dev/null "$W/no.sqsh" -e a
 
 # ---- 8. "--" ends the options; --tar [FILE] IMAGE with options after it ----------------------

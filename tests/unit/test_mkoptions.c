@@ -1,8 +1,8 @@
 /* Check suite for `sqk mkimage`'s command line (mkimage/options.c) and the excludes of the
  * directory walker (mkimage/source_dir.c): options before, between and after the paths, "--",
  * the mksquashfs spellings, mksquashfs's -e (the rest of the command line) with exact paths and
- * with -wildcards, -ef files, the refusals (-mem, -regex, an unknown option named as typed), and
- * which entries a walk gives under each kind of exclude. */
+ * with -wildcards or -regex, -ef files, the refusals (-mem, an unknown option named as typed, an
+ * invalid regex), and which entries a walk gives under each kind of exclude. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -180,7 +180,8 @@ START_TEST(test_refusals)
 		{ { "s", "i", "--quiet=1" }, "'--quiet' takes no value" },
 		{ { "s", "i", "-mem", "1G" }, "-mem is not supported" },
 		{ { "s", "i", "-mem-percent", "10" }, "--mem SIZE is another thing" },
-		{ { "s", "i", "-regex", "-e", "x" }, "-regex is not supported" },
+		{ { "s", "i", "-regex", "-e", "x/a(" }, "invalid regular expression 'a('" },
+		{ { "s", "i", "-regex", "-e", "./x" }, "not supported with -regex" },
 		{ { "s", "i", "-e" }, "-e needs at least one path" },
 		{ { "-e", "s", "i" }, "put the paths before -e" },
 		{ { "s", "i", "-processors", "0" }, "invalid -processors '0'" },
@@ -310,6 +311,13 @@ START_TEST(test_walk_excludes)
 	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "... a/?"),
 			 ".hid.gz a deep deep/a st*r st*r/i stxr top.gz x x/h x/y.gz");
 	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "!(x|a)"), "a a/b a/b/f x x/h x/y.gz");
+	/* -regex: found anywhere in a component; the last of -wildcards and -regex counts */
+	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-regex", "-e", "gz$", "^st.r$", "x/^h"),
+			 "a a/b a/b/f deep deep/a deep/a/g x x/y.gz");
+	ck_assert_str_eq(WALK("src", "i", "-regex", "-wildcards", "-e", "^st.r$"),
+			 ".hid.gz a a/b a/b/f deep deep/a deep/a/g st*r st*r/i stxr top.gz x x/h x/y.gz");
+	ck_assert_str_eq(WALK("src", "i", "-regex", "-e", "... ^[ab]$"),
+			 ".hid.gz deep st*r st*r/i stxr top.gz x x/h x/y.gz");
 	/* several sources: relative to each; a whole source by an absolute path or a pattern */
 	ck_assert_str_eq(WALK("src", "s2", "i", "-e", "a", "./s2/q"), "s2 src src/.hid.gz "
 			 "src/deep src/deep/a src/deep/a/g src/st*r src/st*r/i src/stxr src/top.gz "
