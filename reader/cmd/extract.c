@@ -3,6 +3,7 @@
  * contents and metadata by N workers; deferred hard links to regular files; directory metadata,
  * deepest first. Everything is created relative to directory fds without following symlinks. */
 #include "extract.h"
+#include "common/depth.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -264,6 +266,14 @@ static int x_walk(struct sqk_extract *x, size_t didx, int dfd)
 	int r;
 
 	x->ents[didx].walked = true;
+	/* the recursion (one open directory per level) is bounded by common/depth.h */
+	if (x->ents[didx].depth >= SQK_DEPTH_MAX && x->ents[didx].ino.size > 3) {
+		char b[2 * SQK_DEPTH_SHOWN + 4];
+		sqk_cmd_err(&x->c, sqk_depth_shown(x->ents[didx].path, b), SQK_ETOOBIG,
+			    "directories nested deeper than %u levels (the most sqk walks)",
+			    SQK_DEPTH_MAX);
+		return -1;
+	}
 	r = sqk_dir_iter_init(x->c.img, &x->ents[didx].ino, &it);
 	while (r == 0 && (r = sqk_dir_iter_next(&it, &e)) == 1) {
 		if (!x_name_ok(&e)) {
@@ -728,6 +738,21 @@ static void x_summary(struct sqk_extract *x)
 			     x->made_other, x->dest, secs, rate);
 }
 
+/* The tree phase keeps one directory open per level, SQK_DEPTH_MAX of them for an image at the
+ * limit of common/depth.h: more than the usual soft limit of 1024 descriptors, so the soft
+ * limit is raised (up to the hard one) to twice that. */
+static void x_raise_fd_limit(void)
+{
+	struct rlimit rl;
+	rlim_t want = 2 * (rlim_t)SQK_DEPTH_MAX;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /* Checks the PATHs, opens DEST, runs the phases with the progress line. */
 static int x_run(struct sqk_extract *x, char **paths, int npaths)
 {
@@ -748,6 +773,7 @@ static int x_run(struct sqk_extract *x, char **paths, int npaths)
 	if (root.ino == 0 || root.ino > s->inode_count || x_add(x, -1, "", &root) != 0)
 		return -1;
 	x->first[root.ino] = 0;
+	x_raise_fd_limit();
 	if (x_check_paths(x, paths, npaths) || x_open_dest(x))
 		return -1;
 	x->ents[0].made = true;

@@ -3,15 +3,13 @@
  * xattrs, symlink targets, device numbers, hard links as link entries to the first name, and
  * regular files 1 MiB at a time, with the image's sparse blocks as pax sparse holes. */
 #include "tar.h"
+#include "common/depth.h"
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Bounds the recursion (and the stack) whatever the image says. */
-#define TAR_MAX_DEPTH 4096u
 
 /* Returns p grown to hold at least need elements (*cap updated), or NULL (p unchanged). */
 static void *tar_grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -371,8 +369,13 @@ static int tar_entry(struct sqk_tar *t, const struct sqk_inode *ino, const char 
 /* A directory is walked once: a second visit is a loop (or a second name) in a corrupt image. */
 static int tar_mark_dir(struct sqk_tar *t, const struct sqk_inode *dir, unsigned depth)
 {
-	if (depth > TAR_MAX_DEPTH) {
-		sqk_cmd_err(&t->c, t->path, SQK_ETOOBIG, "directories nested too deeply");
+	/* dir is at depth `depth`, its entries one more: the recursion (and the stack) is
+	 * bounded by the policy of common/depth.h whatever the image says */
+	if (depth >= SQK_DEPTH_MAX && dir->size > 3) {
+		char b[2 * SQK_DEPTH_SHOWN + 4];
+		sqk_cmd_err(&t->c, sqk_depth_shown(t->path, b), SQK_ETOOBIG,
+			    "directories nested deeper than %u levels (the most sqk walks)",
+			    SQK_DEPTH_MAX);
 		return -1;
 	}
 	if (dir->ino == 0 || dir->ino > sqk_image_super(t->c.img)->inode_count ||
