@@ -556,7 +556,7 @@ struct opts {
 	char *cache;
 	char *stats;
 	char *trace;
-	int verify;
+	int verify, noverify; /* -o verify: the default; -o noverify turns it off */
 	int nonopts;
 	/* numbers as given, parsed by num_opts() with the project's one number rule */
 	char *offset_s, *readahead_s, *threads_s, *fill_s, *retries_s, *timeout_s, *names_s;
@@ -582,6 +582,7 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("stats=%s", stats),
 	OPT("trace=%s", trace),
 	OPT("verify", verify),
+	OPT("noverify", noverify),
 	OPT("cache_dir=%s", cache_dir),
 	OPT("cache_size=%s", cache_size),
 	OPT("root_hash=%s", root_hash),
@@ -638,9 +639,10 @@ static void usage(const char *prog)
 	       "                      their first read, one path a line relative to the image\n"
 	       "                      root (also with subdir=), bytes other than printable ASCII\n"
 	       "                      and '\\' as \\xHH: input for sqk mkimage --order\n"
-	       "  -o verify           check every byte read against the image's integrity data\n"
-	       "                      (a mismatch gives EIO and a log line; an image without\n"
-	       "                      integrity data is served unchecked, as the log says)\n"
+	       "  -o noverify         do not check reads against the image's integrity data (by\n"
+	       "                      default every byte read is, when the image has it: a\n"
+	       "                      mismatch gives EIO and one log line; remote images are\n"
+	       "                      always checked); -o verify: the default\n"
 	       "  -o root_hash=HEX    refuse an image whose integrity root digest is not HEX\n"
 	       "Remote images (IMAGE is an http://, https:// or s3:// URL, fetched lazily with\n"
 	       "range requests, every chunk checked against its SHA-256 when the image has integrity\n"
@@ -832,7 +834,7 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 {
 	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = (unsigned)o->readahead,
 				    .threads = (unsigned)o->threads, .log = lib_log, .log_ctx = fs,
-				    .verify = o->verify != 0, .no_prefetch = true };
+				    .no_verify = o->noverify != 0, .no_prefetch = true };
 	if (o->cache && (parse_size(o->cache, &so.cache_bytes) || !so.cache_bytes)) {
 		/* 0 would silently be the default: refused */
 		fprintf(stderr, "%s: invalid cache=%s (a size above 0, K, M, G suffixes)\n", prog,
@@ -863,6 +865,9 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 				sqk_strerror(err));
 		return 1;
 	}
+	if (o->verify && !o->noverify && !sqk_image_verified(fs->img))
+		fprintf(stderr, "%s: %s: no integrity data; reads are not verified\n", prog,
+			o->shown ? o->shown : o->image);
 	return 0;
 }
 

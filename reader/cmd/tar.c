@@ -34,7 +34,7 @@ struct tar_opts {
 static void tar_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk tar [-o FILE [--force]] [-z|-J|--zstd] [--no-sparse] [--verify]\n"
+		"usage: sqk tar [-o FILE [--force]] [-z|-J|--zstd] [--no-sparse] [--no-verify]\n"
 		"               [--offset N] [OPTIONS] IMAGE|URL [PATH]\n"
 		"\n"
 		"Writes the image, or the subtree at PATH, as a POSIX pax tar archive to\n"
@@ -69,8 +69,6 @@ static void tar_usage(FILE *f)
 		"                     1.0 support\n"
 		"      --offset N     the image starts N bytes into the file\n"
 		"      --no-progress  no progress line on a terminal's stderr\n"
-		"      --verify       check every byte read against the image's integrity\n"
-		"                     data\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help         this text\n"
 		"\n"
@@ -88,7 +86,6 @@ static int tar_option(struct sqk_tar *t, struct tar_opts *o, int ch)
 	case 'z': case 'J': case TAR_OPT_ZSTD: o->filter = ch; return -1;
 	case TAR_OPT_NO_SPARSE: t->sparse = false; return -1;
 	case TAR_OPT_NO_PROGRESS: t->no_progress = true; return -1;
-	case TAR_OPT_VERIFY: t->c.verify = 1; return -1;
 	case 'h': tar_usage(stdout); return 0;
 	case TAR_OPT_OFFSET:
 		if (!sqk_parse_u64(optarg, UINT64_MAX, &t->c.offset))
@@ -115,7 +112,6 @@ static int tar_parse(struct sqk_tar *t, struct tar_opts *o, int argc, char **arg
 		{ "zstd", no_argument, NULL, TAR_OPT_ZSTD },
 		{ "no-sparse", no_argument, NULL, TAR_OPT_NO_SPARSE },
 		{ "offset", required_argument, NULL, TAR_OPT_OFFSET },
-		{ "verify", no_argument, NULL, TAR_OPT_VERIFY },
 		{ "no-progress", no_argument, NULL, TAR_OPT_NO_PROGRESS },
 		{ "force", no_argument, NULL, TAR_OPT_FORCE },
 		{ "help", no_argument, NULL, 'h' },

@@ -177,9 +177,10 @@ static int tar_read(struct sqk_tar *t, const struct sqk_inode *ino, uint64_t off
 			return -1;
 		n = sqk_read(t->c.img, ino, t->buf + got, len - got, off + got);
 		if (n <= 0) {
-			sqk_cmd_err(&t->c, t->path, n ? (int)n : SQK_ECORRUPT,
-				    "read failed at file offset %llu (file size %llu)",
-				    (unsigned long long)(off + got), (unsigned long long)ino->size);
+			sqk_cmd_read_err(&t->c, t->path, ino, n ? (int)n : SQK_ECORRUPT,
+					 "read failed at file offset %llu (file size %llu)",
+					 (unsigned long long)(off + got),
+					 (unsigned long long)ino->size);
 			return -1;
 		}
 		got += (size_t)n;

@@ -48,7 +48,7 @@ static void usage(FILE *f)
 		   "      --json        one JSON object with the counts and the findings\n"
 		   "      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		   "      --no-progress no progress line on a terminal's stderr\n"
-		   SQK_CMD_REMOTE_HELP
+		   SQK_CMD_REMOTE_ONLY_HELP
 		   "  -h, --help        this text\n"
 		   "\n"
 		   "Exit status: 0 clean, 4 errors found, 8 operational error, 16 usage error.\n");

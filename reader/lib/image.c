@@ -1,7 +1,7 @@
 /* Opening an image: the superblock validated as the kernel does it, the compressor options block,
- * the integrity data when reads are verified (verified_reads.c), the table layout (tables.c),
- * then the shared cache, the compressor pool and the readahead workers. Also the small accessors
- * of the handle. */
+ * the integrity data (verified_reads.c: reads are verified unless opts.no_verify), the table
+ * layout (tables.c), then the shared cache, the compressor pool and the readahead workers. Also
+ * the small accessors of the handle. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -171,10 +171,11 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	img->owned_io = owned;
 	img->base = owned ? 0 : (o ? o->offset : 0);
 	img->at_zero = !o || o->offset == 0;
+	img->verify_req = !o || !o->no_verify; /* verified unless asked not to */
+	pthread_mutex_init(&img->bad_mu, NULL);
 	if (o) {
 		img->log = o->log;
 		img->log_ctx = o->log_ctx;
-		img->verify_req = o->verify;
 	}
 	img->name = strdup(name ? name : "image");
 	rc = img->name ? setup(img, o) : SQK_ENOMEM;
@@ -182,6 +183,8 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 		sqk_image_close(img);
 		return rc;
 	}
+	/* from now on: a mismatch while opening is logged, as the caller has no image to ask */
+	img->quiet_mismatch = o && o->quiet_mismatch;
 	*out = img;
 	return 0;
 }
@@ -286,7 +289,7 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 	if (rc)
 		return rc;
 	prefetch_tables(io);
-	o.verify = false; /* the backend checks every chunk it fetches */
+	o.no_verify = true; /* the backend checks every chunk it fetches, whatever opts say */
 	o.http = NULL;
 	o.root_hash = NULL;
 	rc = open_common(io, io, &o, sqk_io_http_name(io), out);
@@ -389,6 +392,7 @@ void sqk_image_close(struct sqk_image *img)
 	free(img->frags);
 	free(img->xattr_index);
 	sqk_verify_free(img);
+	pthread_mutex_destroy(&img->bad_mu);
 	free(img->hint);
 	free(img->name);
 	free(img);
@@ -416,4 +420,5 @@ void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out)
 	out->cache_misses = atomic_load(&img->st.misses);
 	out->bytes_read = atomic_load(&img->st.bytes);
 	out->readahead_batches = atomic_load(&img->st.batches);
+	out->chunks_hashed = atomic_load(&img->st.hashed);
 }

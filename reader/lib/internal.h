@@ -45,7 +45,7 @@ void sqk_cache_set_block_size(struct sqk_cache *c, size_t block_size);
 uint8_t *sqk_cache_buf(struct sqk_cache *c);
 
 struct sqk_counters {
-	atomic_uint_fast64_t data, frag, meta, hits, misses, bytes, batches;
+	atomic_uint_fast64_t data, frag, meta, hits, misses, bytes, batches, hashed;
 };
 
 struct sqk_comp_pool {
@@ -78,6 +78,8 @@ struct sqk_walk {
 	atomic_bool on;         /* run long enough: data reads may be fetched ahead across files */
 };
 
+#define SQK_BAD_KEPT 16 /* mismatches kept for sqk_image_mismatch */
+
 struct sqk_image {
 	struct sqk_io *io;
 	struct sqk_io *owned_io;
@@ -106,13 +108,18 @@ struct sqk_image {
 	bool workers_tried;
 	struct sqk_counters st;
 	bool at_zero;           /* the image starts at offset 0 of its file */
-	bool verify_req;        /* opts.verify */
+	bool verify_req;        /* !opts.no_verify */
+	bool quiet_mismatch;    /* opts.quiet_mismatch */
 	bool integ_on;          /* integrity data loaded: every read is verified */
 	bool remote_verified;   /* a remote image whose backend checks every chunk it fetches */
 	bool lazy_first;        /* no readahead on a file's first one-block read (remote images) */
 	struct sqk_integ integ;
 	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
 	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */
+	atomic_uint_fast64_t *vbad;   /* chunks found bad (logged once; checked again if read) */
+	pthread_mutex_t bad_mu;       /* guards the recent mismatches */
+	struct sqk_mismatch bad[SQK_BAD_KEPT]; /* failed reads' chunks, oldest first */
+	unsigned nbad;
 	struct sqk_walk walk;
 	struct sqk_hint_range *hint; /* remote: the prefetch hint's ranges, set at open */
 	size_t nhint;

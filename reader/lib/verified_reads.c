@@ -1,7 +1,10 @@
-/* Verified reads: with opts.verify, the integrity data at the end of the file is loaded and
- * authenticated at open, and every byte range read from the image (superblock, tables,
- * metadata, data and fragment blocks) is checked chunk by chunk before anything decodes it.
- * A bitmap remembers verified chunks, so each chunk is hashed once per open. */
+/* Verified reads (the default; opts.no_verify turns them off): the integrity data at the end
+ * of the file is loaded and authenticated at open, and every byte range read from the image
+ * (superblock, tables, metadata, data and fragment blocks) is checked chunk by chunk before
+ * anything decodes it. A bitmap remembers verified chunks, so each chunk is hashed once per
+ * open whatever the number of readers; a chunk that fails is logged once, hashed again when
+ * read again (its bytes may read right the next time), and each failed read's chunk is kept
+ * for sqk_image_mismatch so the caller can name it with the path it knows. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +45,9 @@ static bool chunk_claim(struct sqk_image *img, uint64_t k)
 	}
 }
 
-/* Loads and authenticates the integrity data when opts.verify asked for it. Absent data is not
- * an error (reads stay unverified, said once in the log); corrupt data fails the open. */
+/* Loads and authenticates the integrity data unless opts.no_verify. Absent data is not an
+ * error (reads stay unverified, which sqk_image_verified tells; not logged, as it is the rule
+ * for images from other tools); corrupt data fails the open. */
 int sqk_verify_init(struct sqk_image *img)
 {
 	int rc;
@@ -51,10 +55,8 @@ int sqk_verify_init(struct sqk_image *img)
 	if (!img->verify_req)
 		return 0;
 	rc = img->at_zero ? sqk_integ_load(img->io, img->file_size, &img->integ) : SQK_ENOENT;
-	if (rc == SQK_ENOENT) {
-		sqk_logf(img, "no integrity data; reads are not verified");
+	if (rc == SQK_ENOENT)
 		return 0;
-	}
 	if (rc) {
 		sqk_logf(img, "integrity data at the end of the file is not valid: %s",
 			 sqk_strerror(rc));
@@ -62,7 +64,8 @@ int sqk_verify_init(struct sqk_image *img)
 	}
 	img->vbits = calloc((size_t)(img->integ.t.nchunks + 63) / 64, sizeof(*img->vbits));
 	img->vclaim = calloc((size_t)(img->integ.t.nchunks + 63) / 64, sizeof(*img->vclaim));
-	if (!img->vbits || !img->vclaim)
+	img->vbad = calloc((size_t)(img->integ.t.nchunks + 63) / 64, sizeof(*img->vbad));
+	if (!img->vbits || !img->vclaim || !img->vbad)
 		return SQK_ENOMEM;
 	img->integ_on = true;
 	return 0;
@@ -111,25 +114,47 @@ void sqk_verify_free(struct sqk_image *img)
 	sqk_integ_free(&img->integ);
 	free(img->vbits);
 	free(img->vclaim);
+	free(img->vbad);
 	img->vbits = NULL;
 	img->vclaim = NULL;
+	img->vbad = NULL;
 }
 
+/* Keeps chunk k, [s, e), as the latest mismatch (the oldest kept is dropped when full). */
+static void keep_mismatch(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t e, uint32_t ino)
+{
+	struct sqk_mismatch m = { .start = s, .end = e, .chunk = k, .ino = ino };
+
+	pthread_mutex_lock(&img->bad_mu);
+	if (img->nbad == SQK_BAD_KEPT) {
+		memmove(img->bad, img->bad + 1, (SQK_BAD_KEPT - 1) * sizeof(img->bad[0]));
+		img->nbad--;
+	}
+	img->bad[img->nbad++] = m;
+	pthread_mutex_unlock(&img->bad_mu);
+}
+
+/* A failed check of chunk k, [s, e): logged the first time (unless the caller reports it),
+ * kept for sqk_image_mismatch when its bytes did not match. */
 static void log_mismatch(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t e, uint32_t ino,
 			 int rc)
 {
 	char what[48] = "";
 
+	if (rc != SQK_ECORRUPT) { /* an I/O error reading the rest of the chunk: not a verdict */
+		sqk_logf(img, "integrity check of image bytes %llu..%llu (chunk %llu) failed: %s",
+			 (unsigned long long)s, (unsigned long long)e - 1, (unsigned long long)k,
+			 sqk_strerror(rc));
+		return;
+	}
+	keep_mismatch(img, k, s, e, ino);
+	if (bit_set(img->vbad, k) || img->quiet_mismatch)
+		return;
 	if (ino)
-		snprintf(what, sizeof(what), " (inode %u)", ino);
-	if (rc == SQK_ECORRUPT)
-		sqk_logf(img, "integrity check failed: chunk %llu, bytes %llu..%llu, does not "
-			 "match its digest%s", (unsigned long long)k, (unsigned long long)s,
-			 (unsigned long long)e, what);
-	else
-		sqk_logf(img, "integrity check of chunk %llu, bytes %llu..%llu, failed: %s%s",
-			 (unsigned long long)k, (unsigned long long)s, (unsigned long long)e,
-			 sqk_strerror(rc), what);
+		snprintf(what, sizeof(what), " (read of inode %u)", ino);
+	sqk_logf(img, "integrity check failed at image offset %llu: bytes %llu..%llu (chunk %llu) "
+		 "do not match their digest%s", (unsigned long long)s, (unsigned long long)s,
+		 (unsigned long long)e - 1, (unsigned long long)k, what);
 }
 
 /* Checks chunk k, [s, e), of which buf holds [bpos, bpos + blen): the rest is read. */
@@ -162,6 +187,7 @@ static int check_one(struct sqk_image *img, uint64_t k, uint64_t bpos, const uin
 	int rc;
 
 	sqk_integ_chunk_range(&img->integ, k, &s, &e);
+	atomic_fetch_add_explicit(&img->st.hashed, 1, memory_order_relaxed);
 	if (s >= bpos && e <= bpos + blen)
 		rc = sqk_integ_check_chunk(&img->integ, k, buf + (s - bpos), (size_t)(e - s));
 	else
@@ -232,5 +258,31 @@ int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out)
 	if (!rc)
 		*out = ig.t;
 	sqk_integ_free(&ig);
+	return rc;
+}
+
+/* Borrows img; fills the caller's *out. */
+int sqk_image_mismatch(struct sqk_image *img, uint32_t ino, struct sqk_mismatch *out)
+{
+	unsigned i, n = 0;
+	int rc = SQK_ENOENT;
+
+	if (!img || !out)
+		return SQK_EINVAL;
+	pthread_mutex_lock(&img->bad_mu);
+	for (i = img->nbad; i-- > 0;) {
+		if (!ino || img->bad[i].ino == ino || img->bad[i].ino == 0) {
+			*out = img->bad[i];
+			rc = 0;
+			break;
+		}
+	}
+	/* forget every record of it: a readahead worker and the read it served both kept one */
+	for (i = 0; rc == 0 && i < img->nbad; i++)
+		if (img->bad[i].chunk != out->chunk || img->bad[i].ino != out->ino)
+			img->bad[n++] = img->bad[i];
+	if (rc == 0)
+		img->nbad = n;
+	pthread_mutex_unlock(&img->bad_mu);
 	return rc;
 }

@@ -162,7 +162,7 @@ static void walk_image(struct sqk_io *io, bool verify, uint64_t budget)
 		.readahead_blocks = 4,
 		.threads = 1,
 		.name = "fuzz",
-		.verify = verify,
+		.no_verify = !verify,
 	};
 	struct walk w = { .out_left = budget };
 	struct sqk_integ_trailer tr;

@@ -318,7 +318,7 @@ static void walk(struct sqk_io *io, bool verify, bool has_integrity)
 	struct oracle o = { .verify = verify };
 	struct sqk_open_opts opts = { .cache_bytes = 64u << 10, /* small: eviction happens */
 				      .readahead_blocks = 4, .threads = 1, .name = "fuzz",
-				      .verify = verify, .log = keep_log, .log_ctx = &o };
+				      .no_verify = !verify, .log = keep_log, .log_ctx = &o };
 	struct sqk_inode root;
 	uint32_t count;
 	int rc;

@@ -446,7 +446,7 @@ static int open_pinned(struct sqk_io *io, uint64_t offset, bool verify, const ui
 		       struct sqk_image **img)
 {
 	struct sqk_open_opts o = { .offset = offset, .log = log_cb, .name = "test.sqsh",
-				   .verify = verify, .root_hash = pin };
+				   .no_verify = !verify, .root_hash = pin };
 	logbuf[0] = 0;
 	return sqk_image_open_io(io, &o, img);
 }
