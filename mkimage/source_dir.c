@@ -372,8 +372,9 @@ static void warn_exact(struct dir_source *d, const struct mk_options *o, int i)
 							       "no such path in the source";
 	else if (d->ex.found[i] == EX_OUTSIDE)
 		why = "it is not inside a source";
-	fprintf(stderr, "sqk mkimage: -e '%s' matched nothing%s%s\n", p, why ? ": " : "",
-		why ? why : "");
+	fprintf(stderr, "sqk mkimage: -e '%s' matched nothing%s%s%s\n", p, why ? ": " : "",
+		why ? why : "", d->ex.found[i] == EX_NOWHERE && strpbrk(p, "*?[") ?
+		" (-e takes exact paths; a pattern wants -wildcards before -e, or --exclude)" : "");
 }
 
 static void frame_free(struct frame *f)

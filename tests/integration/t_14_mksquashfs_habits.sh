@@ -180,6 +180,10 @@ grep -q "\-e 'nosuch' matched nothing: no such path in the source" "$ERR_FILE" |
 grep -q "\-e '/etc/passwd' matched nothing: it is not inside a source" "$ERR_FILE" ||
 	{ show_err; fail "no warning naming -e /etc/passwd"; }
 [ "$(wc -l <"$ERR_FILE")" = 3 ] || { show_err; fail "expected 3 warning lines (a, a/b and *.gz matched)"; }
+# an old habit: -e as the glob --exclude was; the warning says what -e takes now
+run_capture glob_e "$SQK" mkimage "$SRC" "$W/um3.sqsh" -q -e '*.gz'
+grep -q "\-e '\*.gz' matched nothing: no such path in the source (-e takes exact paths; a pattern wants -wildcards" \
+	"$ERR_FILE" || { show_err; fail "no hint for -e with a glob"; }
 run_capture wild_unmatched "$SQK" mkimage "$SRC" "$W/um2.sqsh" -q -wildcards -e '... *.zip' a
 grep -q "\-e '... \*.zip' (-wildcards) matched nothing" "$ERR_FILE" ||
 	{ show_err; fail "no warning naming -wildcards '... *.zip'"; }
