@@ -135,7 +135,7 @@ static void format_line(struct sqk_progress *p, char *buf, size_t cap)
 	sqk_progress_rate(rate, sizeof(rate), (uint64_t)r, 1.0);
 	if (bytes > p->total_bytes)
 		bytes = p->total_bytes;
-	if (r > 0)
+	if (r > 0 && now >= 1.0) /* the first reads say little of the rate to come */
 		fmt_eta(eta, sizeof(eta), (double)(p->total_bytes - bytes) / r);
 	else
 		snprintf(eta, sizeof(eta), "-:--");

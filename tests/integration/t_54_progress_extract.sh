@@ -170,7 +170,7 @@ progress_seen x_tty extract files
 grep -Eq "^sqk extract: 9 files \\(16\\.0 MiB\\), 4 directories, 0 other entries extracted into $W/x.tty in [0-9.]+ s, $SIZE/s\$" \
 	"$TMP/x_tty.lines" || { tty_show x_tty; fail "extract of the URL: no summary line"; }
 tree_equal "extract of the URL on a terminal" "$W/big" "$W/x.tty"
-on_tty v_tty "'$SQK' verify -j 1 '$PROXY_URL/_f/delay=300/big.sqsh'"
+on_tty v_tty "'$SQK' verify -j 1 '$PROXY_URL/_f/delay=600/big.sqsh'"
 [ "$RC" = 0 ] || { tty_show v_tty; fail "verify of the URL on a terminal exited $RC"; }
 progress_seen v_tty verify
 grep -q "^verify: .*big.sqsh: clean" "$TMP/v_tty.lines" ||
