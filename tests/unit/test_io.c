@@ -433,8 +433,9 @@ START_TEST(test_capped_sink)
 	ck_assert_mem_eq(d + 64, a, 36);
 	ck_assert_int_eq(sqk_io_sync(cap), 0);
 	ck_assert_uint_eq(sqk_io_capped_overflow(mem), 0); /* not a capped sink */
+	sqk_io_destroy(cap); /* destroys mem too */
 	ck_assert_int_eq(sqk_io_capped_create(NULL, 1, &cap), SQK_EINVAL);
-	sqk_io_destroy(cap); /* NULL after the failed create; the first one destroyed mem too */
+	ck_assert_ptr_null(cap);
 }
 END_TEST
 
