@@ -186,21 +186,21 @@ static void draw(struct sqk_progress *p)
 	if (len > width)
 		len = width;
 	flockfile(stderr);
-	pad = p->shown > len ? p->shown - len : 0;
+	pad = atomic_load(&p->shown) > len ? atomic_load(&p->shown) - len : 0;
 	fprintf(stderr, "\r%.*s%*s", (int)len, line, (int)pad, "");
 	if (pad)
 		fprintf(stderr, "\r%.*s", (int)len, line);
-	p->shown = len;
-	p->ever_shown = true;
+	atomic_store(&p->shown, len);
+	atomic_store(&p->ever_shown, true);
 	funlockfile(stderr);
 }
 
 void sqk_progress_clear(struct sqk_progress *p)
 {
-	if (!p || !p->shown)
+	if (!p || !atomic_load(&p->shown))
 		return;
-	erase(p->shown);
-	p->shown = 0;
+	erase(atomic_load(&p->shown));
+	atomic_store(&p->shown, 0);
 }
 
 static void *progress_thread(void *arg)
@@ -271,7 +271,7 @@ void sqk_progress_summary(const struct sqk_progress *p, const char *fmt, ...)
 	char msg[512];
 	va_list ap;
 
-	if (!p->on || (p->delay > 0 && !p->ever_shown))
+	if (!p->on || (p->delay > 0 && !atomic_load(&p->ever_shown)))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -38,10 +38,10 @@ struct sqk_progress {
 	bool running, stop;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	/* Under flockfile(stderr): the width of the line on the screen (0 = none); whether one
-	 * was ever drawn. */
-	size_t shown;
-	bool ever_shown;
+	/* Changed under flockfile(stderr) (atomic for the race checkers, which do not see that
+	 * lock): the width of the line on the screen (0 = none); whether one was ever drawn. */
+	atomic_size_t shown;
+	atomic_bool ever_shown;
 	/* The drawing thread's samples of (time, bytes) for the rate. */
 	double win_t[SQK_PROGRESS_WINDOW];
 	uint64_t win_b[SQK_PROGRESS_WINDOW];
