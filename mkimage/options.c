@@ -41,6 +41,8 @@ static void usage(FILE *f)
 		"      --exclude GLOB      skip paths (relative to the source) matching GLOB; repeatable\n"
 		"                          (-e is mksquashfs's exclude now, see below)\n"
 		"      --all-root          make every file owned by root (uid 0, gid 0)\n"
+		"      --keep-as-directory one source directory becomes an entry of the root (named\n"
+		"                          after it), as each of several sources does\n"
 		"      --force             replace an IMAGE that is not a SquashFS image (-noappend)\n"
 		"      --force-uid N       make every file owned by uid N\n"
 		"      --force-gid N       make every file owned by gid N\n"
@@ -74,8 +76,8 @@ static void usage(FILE *f)
 		"-Xcompression-level N, -Xalgorithm A, -Xbcj F1,F2,.., -Xhc (lz4 HC), -processors N,\n"
 		"-noappend, -all-root, -root-owned, -force-uid N, -force-gid N, -no-xattrs, -xattrs,\n"
 		"-no-fragments, -no-duplicates, -no-exports, -exports, -no-tailends, -tailends,\n"
-		"-always-use-fragments, -quiet, -no-progress, -p DEF, -pf FILE, -sort FILE, -tar,\n"
-		"-ef FILE (exclude paths, one a line), -wildcards, -regex.\n"
+		"-always-use-fragments, -keep-as-directory, -quiet, -no-progress, -p DEF, -pf FILE,\n"
+		"-sort FILE, -tar, -ef FILE (exclude paths, one a line), -wildcards, -regex.\n"
 		"  -e PATH...              every argument after -e is an exclude: an exact path, absolute\n"
 		"                          (/, ./ or ../ in front) or relative to each source; with\n"
 		"                          -wildcards a pattern matched a path component at a time (*, ?,\n"
@@ -223,7 +225,7 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
-       OPT_WILDCARDS, OPT_REGEX, OPT_EF };
+       OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -241,6 +243,7 @@ static const struct option long_opts[] = {
 	{ "checksum-chunk", required_argument, NULL, OPT_CSUMCHUNK },
 	{ "exclude", required_argument, NULL, 'e' },
 	{ "all-root", no_argument, NULL, OPT_ALLROOT },
+	{ "keep-as-directory", no_argument, NULL, OPT_KEEPDIR },
 	{ "force-uid", required_argument, NULL, OPT_FUID },
 	{ "force-gid", required_argument, NULL, OPT_FGID },
 	{ "mtime", required_argument, NULL, OPT_MTIME },
@@ -287,7 +290,7 @@ static const struct {
 	{ "-tar", OPT_TAR, false },	      { "-ef", OPT_EF, true },
 	{ "-wildcards", OPT_WILDCARDS, false }, { "-regex", OPT_REGEX, false },
 	{ "-mem", OPT_MKSMEM, true },	      { "-mem-percent", OPT_MKSMEM, true },
-	{ "-help", 'h', false },
+	{ "-keep-as-directory", OPT_KEEPDIR, false }, { "-help", 'h', false },
 };
 
 /* What the parse keeps besides o. */
@@ -394,6 +397,7 @@ static int handle_flag(struct mk_options *o, int c)
 	case OPT_NOCSUM: o->no_checksums = true; return 0;
 	case OPT_ALLROOT: o->force_uid = 0; o->force_gid = 0; return 0;
 	case OPT_TAR: o->tar = true; return 0;
+	case OPT_KEEPDIR: o->keep_as_directory = true; return 0;
 	case OPT_FORCE: o->force = true; return 0;
 	case OPT_XHC: o->comp.lz4_hc = true; return 0;
 	case OPT_WILDCARDS: o->wildcards = true; o->regex = false; return 0;

@@ -44,6 +44,7 @@ struct mk_options {
 	char **mks_exclude_text; /* owned: the lines of -ef files */
 	int nmks_exclude_text;
 	bool all_root;
+	bool keep_as_directory; /* one source directory: an entry of the root, as several are */
 	int64_t force_uid;   /* -1 = keep */
 	int64_t force_gid;
 	int64_t set_mtime;   /* -1 = keep (--mtime) */

@@ -824,7 +824,8 @@ int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out)
 	d->base.ops = &dir_ops;
 	d->fd = -1;
 	int err = set_str(c, &d->rel, &d->rel_cap, 0, "", false);
-	if (!err && o->nsources == 1 && stat(o->sources[0], &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (!err && o->nsources == 1 && !o->keep_as_directory && stat(o->sources[0], &st) == 0 &&
+	    S_ISDIR(st.st_mode)) {
 		/* A symlink to a directory is followed, as its contents are what was asked for. */
 		struct stat lst;
 		bool via_link = lstat(o->sources[0], &lst) == 0 && S_ISLNK(lst.st_mode);

@@ -137,6 +137,8 @@ vs_mks abs "$SRC" -- -e "$SRC/deep/a" ./src/x "../$(basename "$W")/src/a/b/f"
 hasnt abs deep/a; has abs deep; hasnt abs x; hasnt abs a/b/f; has abs a/b
 # a relative source path, and several sources (relative to each)
 vs_mks relsrc src -- -e deep x/text
+vs_mks keepdir "$SRC" -- -keep-as-directory -e a
+has keepdir src; hasnt keepdir src/a; has keepdir src/deep/a
 vs_mks multi "$SRC" "$S2" -- -e a ./s2/q
 hasnt multi src/a; hasnt multi s2/a; hasnt multi s2/q; has multi s2; has multi src/deep/a
 # -wildcards: anchored, one component at a time, leading dots explicit; "... " at any depth
@@ -205,7 +207,7 @@ refused() {
 refused mem 2 "-mem is not supported: it is mksquashfs's total memory.*--mem SIZE is another" \
 	"$SRC" "$W/no.sqsh" -mem 512M
 sqk_build "$SRC" "$W/mem.sqsh" -q --mem 8M
-refused unknown_word 2 "unknown option '-keep-as-directory'" "$SRC" "$W/no.sqsh" -keep-as-directory
+refused unknown_word 2 "unknown option '-one-file-system'" "$SRC" "$W/no.sqsh" -one-file-system
 refused unknown_after_value 2 "unknown option '-Y'" "$SRC" "$W/no.sqsh" -j 2 -Y
 grep -q "'2'" "$ERR_FILE" && fail "the unknown option's message names the value before it"
 refused unknown_long 2 "unknown option '--frobnicate'" -b 64K --frobnicate "$SRC" "$W/no.sqsh"

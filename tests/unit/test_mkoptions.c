@@ -172,7 +172,7 @@ START_TEST(test_refusals)
 		const char *args[6];
 		const char *says;
 	} bad[] = {
-		{ { "s", "i", "-keep-as-directory" }, "unknown option '-keep-as-directory'" },
+		{ { "s", "i", "-one-file-system" }, "unknown option '-one-file-system'" },
 		{ { "s", "-frob", "i" }, "unknown option '-frob'" },
 		{ { "s", "i", "-qZ" }, "'-Z' (in '-qZ'" },
 		{ { "s", "i", "--frobnicate=1" }, "unknown option '--frobnicate'" },
@@ -324,6 +324,10 @@ START_TEST(test_walk_excludes)
 			 "src/x src/x/h src/x/y.gz");
 	ck_assert_str_eq(WALK("src", "s2", "i", "-wildcards", "-e", "src", "*/a"),
 			 "s2 s2/q s2/q/w");
+	/* -keep-as-directory: one source as an entry of the root; -e still relative to it */
+	ck_assert_str_eq(WALK("s2", "i", "-keep-as-directory", "-e", "a"), "s2 s2/q s2/q/w");
+	ck_assert_str_eq(WALK("s2", "i", "--keep-as-directory", "-wildcards", "-e", "s2/q"),
+			 "s2 s2/a s2/a/z");
 	ck_assert_int_eq(chdir(cwd), 0);
 	remove_trees();
 }
