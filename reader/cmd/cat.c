@@ -106,8 +106,9 @@ static int cat_run(struct sqk_cmd *c, char **paths, int n, void *buf, bool progr
 		secs = sqk_progress_elapsed(&pr);
 		sqk_progress_size(size, sizeof(size), pr.total_bytes);
 		sqk_progress_rate(rate, sizeof(rate), pr.total_bytes, secs);
-		sqk_progress_summary(&pr, "%llu files (%s) written in %.1f s, %s",
-				     (unsigned long long)pr.total_files, size, secs, rate);
+		sqk_progress_summary(&pr, "%llu %s (%s) written in %.1f s, %s",
+				     (unsigned long long)pr.total_files,
+				     sqk_plural(pr.total_files, "file", "files"), size, secs, rate);
 	}
 	return status;
 }

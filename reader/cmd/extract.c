@@ -683,13 +683,14 @@ static void x_left(struct sqk_extract *x, bool files_started)
 	sqk_progress_stop(&x->pr); /* no line drawn under the last messages */
 	x_dir_meta(x);
 	if (files_started)
-		sqk_cmd_err(&x->c, NULL, 0, "extracted %zu of %zu files into %s before the error; "
-			    "%s is incomplete", atomic_load(&x->files_done), x->njobs, x->dest,
-			    x->dest);
+		sqk_cmd_err(&x->c, NULL, 0, "extracted %zu of %zu %s into %s before the error; "
+			    "%s is incomplete", atomic_load(&x->files_done), x->njobs,
+			    sqk_plural(x->njobs, "file", "files"), x->dest, x->dest);
 	else
-		sqk_cmd_err(&x->c, NULL, 0, "extracted no file into %s before the error (%zu "
-			    "directories, %zu other entries made); %s is incomplete", x->dest,
-			    x->made_dirs, x->made_other, x->dest);
+		sqk_cmd_err(&x->c, NULL, 0, "extracted no file into %s before the error (%zu %s, "
+			    "%zu other %s made); %s is incomplete", x->dest, x->made_dirs,
+			    sqk_plural(x->made_dirs, "directory", "directories"), x->made_other,
+			    sqk_plural(x->made_other, "entry", "entries"), x->dest);
 }
 
 /* Phases 1 (every PATH, or the whole image) to 4. Returns 0 or -1 (messages printed). */
@@ -710,8 +711,9 @@ static int x_phases(struct sqk_extract *x, char **paths, int npaths)
 		return -1;
 	}
 	if (x_dir_meta(x)) {
-		sqk_cmd_err(&x->c, NULL, 0, "extracted all %zu files into %s, but not all the "
-			    "directories' attributes", x->njobs, x->dest);
+		sqk_cmd_err(&x->c, NULL, 0, "extracted all %zu %s into %s, but not all the "
+			    "directories' attributes", x->njobs,
+			    sqk_plural(x->njobs, "file", "files"), x->dest);
 		return -1;
 	}
 	return 0;
@@ -729,9 +731,11 @@ static void x_summary(struct sqk_extract *x)
 		bytes += x->ents[x->jobs[j]].ino.size;
 	sqk_progress_size(size, sizeof(size), bytes);
 	sqk_progress_rate(rate, sizeof(rate), bytes, secs);
-	sqk_progress_summary(&x->pr, "%zu files (%s), %zu directories, %zu other entries "
-			     "extracted into %s in %.1f s, %s", x->njobs, size, x->made_dirs,
-			     x->made_other, x->dest, secs, rate);
+	sqk_progress_summary(&x->pr, "%zu %s (%s), %zu %s, %zu other %s extracted into %s in "
+			     "%.1f s, %s", x->njobs, sqk_plural(x->njobs, "file", "files"), size,
+			     x->made_dirs, sqk_plural(x->made_dirs, "directory", "directories"),
+			     x->made_other, sqk_plural(x->made_other, "entry", "entries"), x->dest,
+			     secs, rate);
 }
 
 /* The tree phase keeps one directory open per level, SQK_DEPTH_MAX of them for an image at the

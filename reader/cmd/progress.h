@@ -95,6 +95,12 @@ void sqk_progress_stop(struct sqk_progress *p);
 void sqk_progress_summary(const struct sqk_progress *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* "file" or "files" for a count of n (one, many: borrowed). */
+static inline const char *sqk_plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
 /* Seconds since sqk_progress_start (or init). */
 double sqk_progress_elapsed(const struct sqk_progress *p);
 

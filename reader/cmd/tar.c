@@ -322,15 +322,15 @@ static void tar_progress_start(struct sqk_tar *t, const struct sqk_inode *top)
 /* The terminal's summary line after a complete archive. */
 static void tar_summary(const struct sqk_tar *t)
 {
-	uint64_t bytes = atomic_load(&t->pr.bytes);
+	uint64_t bytes = atomic_load(&t->pr.bytes), files = atomic_load(&t->pr.files);
 	double secs = sqk_progress_elapsed(&t->pr);
 	char size[32], rate[32];
 
 	sqk_progress_size(size, sizeof(size), bytes);
 	sqk_progress_rate(rate, sizeof(rate), bytes, secs);
-	sqk_progress_summary(&t->pr, "%llu files (%s) archived to %s in %.1f s, %s",
-			     (unsigned long long)atomic_load(&t->pr.files), size, t->out_name,
-			     secs, rate);
+	sqk_progress_summary(&t->pr, "%llu %s (%s) archived to %s in %.1f s, %s",
+			     (unsigned long long)files, sqk_plural(files, "file", "files"), size,
+			     t->out_name, secs, rate);
 }
 
 /* Opens the image and the output, writes the archive. Returns 0 or -1 (message printed). */
