@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/depth.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "mk.h"
@@ -48,6 +49,7 @@ struct tar_source {
 	int64_t start;             /* stream offset of the current tar reader's first byte */
 	struct feed_region last[2]; /* the last two regions handed to a tar reader, [1] newest */
 	bool raw_eof;
+	char shown[2 * SQK_DEPTH_SHOWN + 4]; /* the entry as messages name it (origin_shown) */
 	const char *name;          /* the archive as messages name it */
 	struct archive_entry *ae;  /* current entry (owned by a) */
 	char *path, *link, *origin;
@@ -63,6 +65,12 @@ struct tar_source {
 	bool eof;
 	bool warned_dotdot;
 };
+
+/* The current entry for messages: a name of thousands of levels by its two ends. */
+static const char *origin_shown(struct tar_source *t)
+{
+	return sqk_depth_shown(t->origin ? t->origin : "", t->shown);
+}
 
 static int64_t stream_pos(struct tar_source *t)
 {
@@ -80,7 +88,7 @@ static int fail_archive(struct mk_ctx *c, struct tar_source *t, const char *what
 {
 	const char *msg = archive_error_string(t->a);
 	return mk_fail(c, archive_err(t), "tar '%s': '%s' (header at offset %lld): %s at offset "
-		       "%lld: %s", t->name, t->origin ? t->origin : "", (long long)t->header_at,
+		       "%lld: %s", t->name, origin_shown(t), (long long)t->header_at,
 		       what, (long long)stream_pos(t), msg ? msg : "unreadable");
 }
 
@@ -97,7 +105,7 @@ static int fail_header(struct mk_ctx *c, struct tar_source *t)
 	bool prev = t->origin && *t->origin;
 	return mk_fail(c, archive_err(t), "tar '%s': bad entry header at offset %lld (%s%s%s): %s",
 		       t->name, (long long)at, prev ? "after '" : "the first entry",
-		       prev ? t->origin : "", prev ? "'" : "", msg ? msg : "unreadable");
+		       prev ? origin_shown(t) : "", prev ? "'" : "", msg ? msg : "unreadable");
 }
 
 static int grow_str(struct mk_ctx *c, char **buf, size_t *cap, size_t need)
@@ -132,8 +140,9 @@ static int confine(struct mk_ctx *c, struct tar_source *t, const char *name, cha
 		size_t n = j - i;
 		if (n == 2 && name[i] == '.' && name[i + 1] == '.') {
 			if (!o && !t->warned_dotdot) {
+				char b[2 * SQK_DEPTH_SHOWN + 4];
 				fprintf(stderr, "sqk mkimage: tar '%s': '%s' climbs above the root; "
-						"kept inside it\n", t->name, name);
+						"kept inside it\n", t->name, sqk_depth_shown(name, b));
 				t->warned_dotdot = true;
 			}
 			while (o && p[o - 1] != '/')
@@ -210,7 +219,7 @@ static int fill_entry(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e
 	int64_t uid = archive_entry_uid(ae), gid = archive_entry_gid(ae);
 	if (uid < 0 || uid > UINT32_MAX || gid < 0 || gid > UINT32_MAX)
 		return mk_fail(c, SQK_ETOOBIG, "tar '%s': '%s' at offset %lld: owner %lld:%lld is "
-			       "not storable", t->name, t->origin, (long long)t->header_at,
+			       "not storable", t->name, origin_shown(t), (long long)t->header_at,
 			       (long long)uid, (long long)gid);
 	e->uid = (uint32_t)uid;
 	e->gid = (uint32_t)gid;
@@ -224,7 +233,7 @@ static int fill_entry(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e
 		 * fails too) */
 		if (!strcmp(t->link, t->path))
 			return mk_fail(c, SQK_EINVAL, "tar '%s': '%s' at offset %lld: hard link to "
-				       "itself", t->name, t->origin, (long long)t->header_at);
+				       "itself", t->name, origin_shown(t), (long long)t->header_at);
 		e->link = t->link;
 		return entry_xattrs(c, t, e);
 	}
@@ -249,7 +258,7 @@ static int fill_entry(struct mk_ctx *c, struct tar_source *t, struct mk_entry *e
 		break;
 	default:
 		return mk_fail(c, SQK_EUNSUPPORTED, "tar '%s': '%s' at offset %lld: unsupported "
-			       "entry type", t->name, t->origin, (long long)t->header_at);
+			       "entry type", t->name, origin_shown(t), (long long)t->header_at);
 	}
 	return entry_xattrs(c, t, e);
 }
@@ -509,13 +518,13 @@ static int tar_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 	/* names are taken as bytes (libarchive keeps them as they are when a pax UTF-8 name does
 	 * not convert to the locale's charset), so a failed conversion is no loss */
 	const char *w = archive_error_string(t->a);
-	if (r == ARCHIVE_WARN && !strstr(w ? w : "", "converted"))
-		fprintf(stderr, "sqk mkimage: tar '%s': '%s' at offset %lld: %s\n", t->name, name,
-			(long long)t->header_at, w ? w : "warning");
 	int err = grow_str(c, &t->origin, &t->origin_cap, strlen(name) + 1);
 	if (err)
 		return err;
 	strcpy(t->origin, name);
+	if (r == ARCHIVE_WARN && !strstr(w ? w : "", "converted"))
+		fprintf(stderr, "sqk mkimage: tar '%s': '%s' at offset %lld: %s\n", t->name,
+			origin_shown(t), (long long)t->header_at, w ? w : "warning");
 	if ((err = confine(c, t, name, &t->path, &t->path_cap)))
 		return err;
 	t->blk = NULL;
@@ -564,7 +573,7 @@ static int tar_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *b
 			if (t->eof && archive_entry_size(t->ae) >= 0 &&
 			    off + len > (uint64_t)archive_entry_size(t->ae))
 				return mk_fail(c, SQK_ECORRUPT, "tar '%s': '%s' at offset %lld: data "
-					       "ends early", t->name, t->origin,
+					       "ends early", t->name, origin_shown(t),
 					       (long long)t->header_at);
 			memset(p, 0, n);
 			p += n;
