@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/counts.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/sigwatch.h"
@@ -99,16 +100,17 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 	printf("size       %llu bytes (%.2f MiB) for %llu bytes of file data: %.1f%%\n",
 	       (unsigned long long)fsize, (double)fsize / 1048576.0, (unsigned long long)total,
 	       total ? 100.0 * (double)fsize / (double)total : 100.0);
-	printf("inodes     %u: %llu files, %llu directories, %llu symlinks, %llu devices, "
-	       "%llu fifos/sockets; %llu extra hard links\n", sb->inode_count,
-	       (unsigned long long)s->files, (unsigned long long)s->dirs,
-	       (unsigned long long)s->symlinks, (unsigned long long)s->devices,
-	       (unsigned long long)s->ipc, (unsigned long long)s->hardlinks);
-	printf("blocks     %llu data (%llu stored raw), %llu sparse, %u fragment blocks\n",
-	       (unsigned long long)s->data_blocks, (unsigned long long)s->raw_blocks,
-	       (unsigned long long)atomic_load(&s->sparse_blocks), sb->fragment_count);
-	printf("duplicates %llu files, %llu bytes\n", (unsigned long long)s->dup_files,
-	       (unsigned long long)s->dup_bytes);
+	struct sqk_counts k = { sb->inode_count, s->files, s->dirs, s->symlinks, s->devices, s->ipc,
+				s->hardlinks, s->data_blocks, s->raw_blocks,
+				atomic_load(&s->sparse_blocks), sb->fragment_count, s->dup_files,
+				s->dup_bytes };
+	char line[256];
+	sqk_counts_inodes(&k, line, sizeof(line)); /* the words of sqk info and sqk verify */
+	printf("inodes     %s\n", line);
+	sqk_counts_blocks(&k, line, sizeof(line));
+	printf("blocks     %s\n", line);
+	sqk_counts_dups(&k, line, sizeof(line));
+	printf("duplicates %s\n", line);
 	printf("ids        %u; xattr sets %u\n", sb->id_count, mk_xattrs_count(c->xattrs));
 	if (c->opt->reuse)
 		printf("reused     %llu blocks (%.2f MiB) and %llu fragment blocks of %s\n",

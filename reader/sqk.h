@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/counts.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/integrity.h"
@@ -133,6 +134,11 @@ struct sqk_image_info {
 	uint64_t directory_table_bytes; /* directory_table_start to the first lookup table */
 	uint64_t inode_metadata_blocks;
 	uint64_t directory_metadata_blocks;
+	/* What sqk mkimage's summary counts, in its words (common/counts.h): the inodes by kind
+	 * as above (devices, fifos and sockets together), the extra names of files, data_blocks
+	 * and those stored raw, the sparse blocks (duplicates' once), the fragment blocks of the
+	 * superblock, the duplicates (a file whose data is an earlier file's, by size and place). */
+	struct sqk_counts counts;
 };
 
 /* Opens the image at path, or at an http:// or https:// URL (opts may be NULL). Caller owns *out

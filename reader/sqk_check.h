@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/counts.h"
 #include "common/error.h"
 #include "common/io.h"
 
@@ -40,7 +41,11 @@ struct sqk_check_result {
 	bool root_hash_ok;        /* the trailer's root digest equals opts->root_hash */
 	uint64_t chunks, chunks_bad;
 	uint64_t inodes, dirs, files;
-	uint64_t data_blocks, fragment_blocks, metadata_blocks;
+	uint64_t data_blocks, fragment_blocks, metadata_blocks; /* checked (duplicates' again) */
+	/* What the image holds in the words of sqk info and sqk mkimage's summary (sqk_image_info),
+	 * when its inodes walk (counts_ok). */
+	bool counts_ok;
+	struct sqk_counts counts;
 };
 
 /* Checks the image behind io (borrowed; file_size bytes; opts borrowed, NULL = defaults).

@@ -37,14 +37,21 @@ static void info_usage(FILE *f)
 		"\n"
 		"      --json        one JSON object instead of text; keys: image, inodes,\n"
 		"                    inodes_found, mkfs_time, block_size, fragment_blocks, compressor,\n"
-		"                    compressor_options, flags, flag_names, id_count, bytes_used,\n"
-		"                    tables, inode_kinds, data_blocks, metadata_blocks,\n"
+		"                    compressor_options (those the compressor has),\n"
+		"                    compressor_options_stored (false: the defaults), flags,\n"
+		"                    flag_names, id_count, bytes_used, tables, inode_kinds,\n"
+		"                    data_blocks, counts (as sqk mkimage's summary and sqk verify\n"
+		"                    count: inodes, files, directories, symlinks, devices,\n"
+		"                    fifos_sockets, extra_hard_links, data_blocks, raw_blocks,\n"
+		"                    sparse_blocks, fragment_blocks, duplicate_files,\n"
+		"                    duplicate_bytes), metadata_blocks,\n"
 		"                    inode_metadata_blocks, directory_metadata_blocks, file_bytes,\n"
 		"                    sparse_bytes, integrity (\"ok\", \"none\", \"corrupt\"),\n"
 		"                    root_hash (hex or null), integrity_chunk_size (or null),\n"
 		"                    compression_ratio, prefetch_hint (the ranges sqk mkimage --order\n"
 		"                    or -sort recorded: [{start, length}...], [] for none, null when\n"
-		"                    not valid), http_bytes and http_bytes_unused (remote images)\n"
+		"                    not valid), http_bytes and http_bytes_unused (remote images);\n"
+		"                    a failure: {image, error, exit_status}\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
@@ -86,38 +93,43 @@ static void info_json_str(const char *s)
 	putchar('"');
 }
 
-/* Compressor options as "key": value pairs (JSON) or "key=value" words (text). */
-static void info_comp_opts(const struct sqk_comp_config *cc, int json)
+/* The compressor options an image can store, as "key": value pairs (JSON) or "key=value" words
+ * (text): only those its compressor has (xz and lz4 have no level; lzo's other algorithms
+ * take none). Without an options block the values are the defaults it implies. */
+static void info_comp_opts(const struct sqk_comp_config *cc, bool stored, int json)
 {
-	const char *fmt = json ? "\"%s\": %llu" : "%s=%llu";
+	const char *fmt = json ? "%s\"%s\": %llu" : "%s%s=%llu";
 	const char *sep = json ? ", " : " ";
 
-	printf(fmt, "level", (unsigned long long)cc->level);
 	switch (cc->id) {
 	case SQK_COMP_XZ:
-		printf("%s", sep);
-		printf(fmt, "dictionary_size", (unsigned long long)(cc->xz_dict ? cc->xz_dict :
-								    cc->block_size));
-		printf("%s", sep);
-		printf(fmt, "bcj_filters", (unsigned long long)cc->xz_bcj);
+		printf(fmt, "", "dictionary_size",
+		       (unsigned long long)(cc->xz_dict ? cc->xz_dict : cc->block_size));
+		printf(fmt, sep, "bcj_filters", (unsigned long long)cc->xz_bcj);
 		break;
 	case SQK_COMP_GZIP:
-		printf("%s", sep);
-		printf(fmt, "window_bits", (unsigned long long)(cc->gzip_window ? cc->gzip_window : 15));
-		printf("%s", sep);
-		printf(fmt, "strategies", (unsigned long long)cc->gzip_strategies);
+		printf(fmt, "", "level", (unsigned long long)cc->level);
+		printf(fmt, sep, "window_bits",
+		       (unsigned long long)(cc->gzip_window ? cc->gzip_window : 15));
+		printf(fmt, sep, "strategies", (unsigned long long)cc->gzip_strategies);
 		break;
 	case SQK_COMP_LZ4:
-		printf("%s", sep);
-		printf(fmt, "hc", (unsigned long long)cc->lz4_hc);
+		printf(fmt, "", "hc", (unsigned long long)cc->lz4_hc);
 		break;
-	case SQK_COMP_LZO: /* level is lzo1x_999's, 0 for the other algorithms */
-		printf(json ? "%s\"algorithm\": \"%s\"" : "%salgorithm=%s", sep,
+	case SQK_COMP_LZO:
+		printf(json ? "\"algorithm\": \"%s\"" : "algorithm=%s",
 		       sqk_lzo_algorithm_name(cc->lzo_algorithm));
+		if (cc->lzo_algorithm == SQK_LZO1X_999)
+			printf(fmt, sep, "level", (unsigned long long)cc->level);
+		break;
+	case SQK_COMP_ZSTD:
+		printf(fmt, "", "level", (unsigned long long)cc->level);
 		break;
 	default:
 		break;
 	}
+	if (!json && !stored && cc->id != SQK_COMP_LZMA)
+		printf("; not stored: the defaults");
 }
 
 static double info_ratio(const struct sqk_info *in, const struct sqk_super *s)
@@ -241,8 +253,10 @@ static void info_print_json(const struct sqk_info *in)
 	printf("  \"fragment_blocks\": %u,\n  \"compressor\": \"%s\",\n", s->fragment_count,
 	       info_comp_name(s->compressor));
 	printf("  \"compressor_options\": {");
-	info_comp_opts(cc, 1);
-	printf("},\n  \"flags\": %u,\n  \"flag_names\": [", s->flags);
+	info_comp_opts(cc, s->flags & SQK_FLAG_COMP_OPTS, 1);
+	printf("},\n  \"compressor_options_stored\": %s,\n",
+	       s->flags & SQK_FLAG_COMP_OPTS ? "true" : "false");
+	printf("  \"flags\": %u,\n  \"flag_names\": [", s->flags);
 	for (i = 0; i < 12; i++) {
 		if (s->flags & (1u << i)) {
 			printf("%s\"%s\"", first ? "" : ", ", info_flag_names[i]);
@@ -263,6 +277,9 @@ static void info_print_json(const struct sqk_info *in)
 		printf("%s\"%s\": %llu", i > 1 ? ", " : "", info_kind_names[i],
 		       (unsigned long long)in->st.kinds[i]);
 	printf("},\n  \"data_blocks\": %llu,\n", (unsigned long long)in->st.data_blocks);
+	printf("  \"counts\": {\n");
+	sqk_counts_json(&in->st.counts, stdout, "    ");
+	printf("\n  },\n");
 	printf("  \"metadata_blocks\": %llu,\n  \"inode_metadata_blocks\": %llu,\n"
 	       "  \"directory_metadata_blocks\": %llu,\n",
 	       (unsigned long long)(in->st.inode_metadata_blocks + in->st.directory_metadata_blocks),
@@ -289,7 +306,7 @@ static void info_print_text(const struct sqk_info *in)
 	const struct sqk_super *s = sqk_image_super(in->c.img);
 	time_t t = s->mkfs_time;
 	struct tm tm;
-	char when[64] = "?";
+	char when[64] = "?", line[256];
 	unsigned i;
 
 	if (gmtime_r(&t, &tm))
@@ -297,13 +314,16 @@ static void info_print_text(const struct sqk_info *in)
 	printf("image:                   %s", in->c.shown ? in->c.shown : in->c.image);
 	if (in->c.offset)
 		printf(" (at offset %llu)", (unsigned long long)in->c.offset);
-	printf("\ninodes:                  %u (%llu reached from the root)\n", s->inode_count,
-	       (unsigned long long)in->st.inodes_found);
+	sqk_counts_inodes(&in->st.counts, line, sizeof(line));
+	printf("\ninodes:                  %s", line); /* the words of sqk mkimage's summary */
+	if (in->st.inodes_found != s->inode_count)
+		printf("; only %llu reached from the root", (unsigned long long)in->st.inodes_found);
+	printf("\n");
 	printf("created:                 %s (%u)\n", when, s->mkfs_time);
 	printf("block size:              %u\n", s->block_size);
 	printf("fragment blocks:         %u\n", s->fragment_count);
 	printf("compressor:              %s (", info_comp_name(s->compressor));
-	info_comp_opts(sqk_image_comp(in->c.img), 0);
+	info_comp_opts(sqk_image_comp(in->c.img), s->flags & SQK_FLAG_COMP_OPTS, 0);
 	printf(")\nflags:                   0x%04x", s->flags);
 	for (i = 0; i < 12; i++)
 		if (s->flags & (1u << i))
@@ -320,8 +340,10 @@ static void info_print_text(const struct sqk_info *in)
 	printf("inodes by kind:\n");
 	for (i = 1; i < 8; i++)
 		printf("  %-22s %llu\n", info_kind_names[i], (unsigned long long)in->st.kinds[i]);
-	printf("data blocks:             %llu\n", (unsigned long long)in->st.data_blocks);
-	printf("fragment blocks:         %u\n", s->fragment_count);
+	sqk_counts_blocks(&in->st.counts, line, sizeof(line));
+	printf("blocks:                  %s\n", line);
+	sqk_counts_dups(&in->st.counts, line, sizeof(line));
+	printf("duplicates:              %s\n", line);
 	printf("metadata blocks:         %llu (inodes %llu, directories %llu)\n",
 	       (unsigned long long)(in->st.inode_metadata_blocks + in->st.directory_metadata_blocks),
 	       (unsigned long long)in->st.inode_metadata_blocks,

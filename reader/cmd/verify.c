@@ -203,42 +203,74 @@ static int parse(struct verify *v, int argc, char **argv)
 	return -1;
 }
 
+/* The counts: those of sqk info and sqk mkimage's summary, in their words, when the inodes walk
+ * (common/counts.h); else what the checker reached. */
+static void summary_counts(const struct sqk_check_result *r)
+{
+	char line[256];
+
+	if (!r->counts_ok) {
+		printf("; checked %llu inodes, %llu directories, %llu files, %llu data blocks, %llu "
+		       "fragment blocks, %llu metadata blocks", (unsigned long long)r->inodes,
+		       (unsigned long long)r->dirs, (unsigned long long)r->files,
+		       (unsigned long long)r->data_blocks, (unsigned long long)r->fragment_blocks,
+		       (unsigned long long)r->metadata_blocks);
+		return;
+	}
+	sqk_counts_inodes(&r->counts, line, sizeof(line));
+	printf("; inodes %s", line);
+	sqk_counts_blocks(&r->counts, line, sizeof(line));
+	printf("; blocks %s", line);
+	sqk_counts_dups(&r->counts, line, sizeof(line));
+	printf("; duplicates %s; %llu metadata blocks", line,
+	       (unsigned long long)r->metadata_blocks);
+}
+
 static void summary(const struct verify *v, const struct sqk_check_result *r)
 {
-	char integ[96];
-
-	if (r->has_integrity)
-		snprintf(integ, sizeof(integ), "%llu chunks checked, %llu bad",
-			 (unsigned long long)r->chunks, (unsigned long long)r->chunks_bad);
-	else
-		snprintf(integ, sizeof(integ), "none");
 	if (r->errors)
 		printf("verify: %s: %llu errors (%llu corrupt ranges, %llu structural)", v->image,
 		       (unsigned long long)r->errors, (unsigned long long)r->corrupt_ranges,
 		       (unsigned long long)r->structural);
 	else
 		printf("verify: %s: clean", v->image);
-	printf("; %llu inodes, %llu directories, %llu files, %llu data blocks, %llu fragment "
-	       "blocks, %llu metadata blocks; integrity: %s\n", (unsigned long long)r->inodes,
-	       (unsigned long long)r->dirs, (unsigned long long)r->files,
-	       (unsigned long long)r->data_blocks, (unsigned long long)r->fragment_blocks,
-	       (unsigned long long)r->metadata_blocks, integ);
+	summary_counts(r);
+	if (r->has_integrity)
+		printf("; integrity: %llu chunks checked, %llu bad\n", (unsigned long long)r->chunks,
+		       (unsigned long long)r->chunks_bad);
+	else
+		printf("; integrity: none\n");
 }
 
+/* inodes, dirs, files, data_blocks and fragment_blocks are sqk info's when the inodes walk
+ * (counts, in its words); data_blocks_checked counts a duplicate's blocks again. */
 static void json_result(const struct verify *v, const struct sqk_check_result *r)
 {
+	const struct sqk_counts *k = r->counts_ok ? &r->counts : NULL;
+
 	printf("%s],\n  \"errors\": %llu, \"corrupt_ranges\": %llu, \"structural\": %llu,\n"
 	       "  \"has_integrity\": %s, \"root_hash_checked\": %s, \"root_hash_ok\": %s,\n"
 	       "  \"chunks\": %llu, \"chunks_bad\": %llu, \"inodes\": %llu, \"dirs\": %llu,\n"
 	       "  \"files\": %llu, \"data_blocks\": %llu, \"fragment_blocks\": %llu,\n"
-	       "  \"metadata_blocks\": %llu\n}\n", v->nfound ? "\n  " : "",
+	       "  \"metadata_blocks\": %llu, \"data_blocks_checked\": %llu,\n  \"counts\": ",
+	       v->nfound ? "\n  " : "",
 	       (unsigned long long)r->errors, (unsigned long long)r->corrupt_ranges,
 	       (unsigned long long)r->structural, r->has_integrity ? "true" : "false",
 	       v->has_root ? "true" : "false", r->root_hash_ok ? "true" : "false",
 	       (unsigned long long)r->chunks, (unsigned long long)r->chunks_bad,
-	       (unsigned long long)r->inodes, (unsigned long long)r->dirs,
-	       (unsigned long long)r->files, (unsigned long long)r->data_blocks,
-	       (unsigned long long)r->fragment_blocks, (unsigned long long)r->metadata_blocks);
+	       (unsigned long long)(k ? k->inodes : r->inodes),
+	       (unsigned long long)(k ? k->dirs : r->dirs),
+	       (unsigned long long)(k ? k->files : r->files),
+	       (unsigned long long)(k ? k->data_blocks : r->data_blocks),
+	       (unsigned long long)(k ? k->fragment_blocks : r->fragment_blocks),
+	       (unsigned long long)r->metadata_blocks, (unsigned long long)r->data_blocks);
+	if (k) {
+		printf("{\n");
+		sqk_counts_json(k, stdout, "    ");
+		printf("\n  }\n}\n");
+	} else {
+		printf("null\n}\n");
+	}
 }
 
 /* A file that is no SquashFS 4.0 image at all (empty, another format, another version) and

@@ -281,6 +281,17 @@ static int open_image(struct chk *c)
 	return 0;
 }
 
+/* The counts sqk info prints, through the same walk (sqk_image_info), so both say the same. */
+static void chk_counts(struct chk *c)
+{
+	struct sqk_image_info in;
+
+	if (sqk_image_info(c->img, &in) == 0) {
+		c->res->counts = in.counts;
+		c->res->counts_ok = true;
+	}
+}
+
 static int run(struct chk *c)
 {
 	struct sqk_integ ig = { 0 };
@@ -297,6 +308,8 @@ static int run(struct chk *c)
 		rc = chk_walk(c);
 	if (rc == 0 && c->img)
 		rc = chk_blocks(c);
+	if (rc == 0 && c->img)
+		chk_counts(c);
 	if (rc == 0)
 		rc = report_bad(c);
 	if (loaded)

@@ -19,32 +19,38 @@ struct info_level {
 	size_t plen;
 };
 
+/* A distinct regular file: where its data is, for the data blocks (a block list shared by
+ * duplicates counts once) and for telling duplicates apart (same size and same data). */
+struct info_file {
+	uint64_t size, start;       /* start is 0 when no block is stored (the data is the tail) */
+	uint32_t frag, off;
+	uint64_t stored, raw;       /* size words that are not 0; of those, stored raw */
+};
+
 struct info_walk {
 	struct sqk_image *img;
 	struct sqk_image_info *out;
 	uint8_t *seen;              /* by inode number */
-	uint64_t *runs;             /* (blocks_start, stored blocks) pairs of distinct files */
-	size_t nruns, caprun;
+	struct info_file *files;
+	size_t nfiles, capfiles;
 	struct info_level *stack;
 	size_t depth, capdepth;
 	char *path;                 /* "/a/b" of the entry at hand; "" is the root */
 	size_t plen, pcap;
 };
 
-static int add_run(struct info_walk *w, uint64_t start, uint64_t count)
+static int add_file(struct info_walk *w, const struct info_file *f)
 {
-	if (w->nruns == w->caprun) {
-		size_t cap = w->caprun ? w->caprun * 2 : 256;
-		uint64_t *p = realloc(w->runs, cap * 2 * sizeof(*p));
+	if (w->nfiles == w->capfiles) {
+		size_t cap = w->capfiles ? w->capfiles * 2 : 256;
+		struct info_file *p = realloc(w->files, cap * sizeof(*p));
 
 		if (!p)
 			return SQK_ENOMEM;
-		w->runs = p;
-		w->caprun = cap;
+		w->files = p;
+		w->capfiles = cap;
 	}
-	w->runs[2 * w->nruns] = start;
-	w->runs[2 * w->nruns + 1] = count;
-	w->nruns++;
+	w->files[w->nfiles++] = *f;
 	return 0;
 }
 
@@ -57,8 +63,9 @@ static const char *shown(const struct info_walk *w)
 /* Adds a regular file's bytes and the number of its non-zero (stored) size words. */
 static int file_stats(struct info_walk *w, const struct sqk_inode *f)
 {
-	uint64_t bs = w->img->sb.block_size, stored = 0;
+	uint64_t bs = w->img->sb.block_size;
 	uint64_t n = f->size / bs + (f->frag_index == SQK_NONE32 && f->size % bs);
+	struct info_file r = { f->size, f->blocks_start, f->frag_index, f->frag_offset, 0, 0 };
 	uint32_t words[WORDS_PER_READ];
 	struct sqk_mcur c;
 
@@ -74,10 +81,17 @@ static int file_stats(struct info_walk *w, const struct sqk_inode *f)
 				 sqk_strerror(rc));
 			return rc;
 		}
-		for (size_t i = 0; i < m; i++, k++)
-			stored += sqk_get_le32(&words[i]) != 0;
+		for (size_t i = 0; i < m; i++, k++) {
+			uint32_t word = sqk_get_le32(&words[i]);
+
+			r.stored += word != 0;
+			r.raw += (word & SQK_BLOCK_RAW) != 0;
+		}
 	}
-	return stored ? add_run(w, f->blocks_start, stored) : 0;
+	w->out->counts.sparse_blocks += n - r.stored;
+	if (!r.stored)
+		r.start = 0;
+	return add_file(w, &r);
 }
 
 /* Starts listing dir (whose path is the current one) on top of the stack. */
@@ -135,8 +149,10 @@ static int visit(struct info_walk *w, const struct sqk_inode *in)
 {
 	uint16_t basic = sqk_basic_type(in->type);
 
-	if (w->seen[in->ino])
+	if (w->seen[in->ino]) {
+		w->out->counts.hard_links += basic != SQK_T_DIR; /* another name of a file */
 		return 0;
+	}
 	w->seen[in->ino] = 1;
 	w->out->inodes_found++;
 	w->out->kinds[basic & 7]++;
@@ -182,26 +198,76 @@ static int walk(struct info_walk *w, const struct sqk_inode *root)
 	return rc;
 }
 
-static int run_cmp(const void *a, const void *b)
+/* By blocks_start, the longest block list first. */
+static int start_cmp(const void *a, const void *b)
 {
-	const uint64_t *x = a, *y = b;
+	const struct info_file *x = a, *y = b;
 
-	if (x[0] != y[0])
-		return x[0] < y[0] ? -1 : 1;
-	return x[1] < y[1] ? 1 : x[1] > y[1];
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->stored < y->stored ? 1 : x->stored > y->stored;
 }
 
-/* Data blocks: each distinct blocks_start counted once, with its longest block list. */
-static uint64_t count_data(struct info_walk *w)
+/* By what the data is: size, blocks, fragment. */
+static int data_cmp(const void *a, const void *b)
 {
-	uint64_t n = 0;
+	const struct info_file *x = a, *y = b;
 
-	if (w->nruns)
-		qsort(w->runs, w->nruns, 2 * sizeof(uint64_t), run_cmp);
-	for (size_t i = 0; i < w->nruns; i++)
-		if (i == 0 || w->runs[2 * i] != w->runs[2 * (i - 1)])
-			n += w->runs[2 * i + 1];
-	return n;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->frag != y->frag)
+		return x->frag < y->frag ? -1 : 1;
+	return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Data blocks: each distinct blocks_start counted once, with its longest block list. Then the
+ * duplicates, as sqk mkimage counts them: a file whose data (stored blocks or a tail) is that
+ * of an earlier file of the same size; its sparse blocks were counted twice. */
+static void count_data(struct info_walk *w)
+{
+	struct sqk_counts *o = &w->out->counts;
+	uint64_t bs = w->img->sb.block_size;
+
+	if (w->nfiles)
+		qsort(w->files, w->nfiles, sizeof(*w->files), start_cmp);
+	for (size_t i = 0; i < w->nfiles; i++) {
+		const struct info_file *f = &w->files[i];
+
+		if (f->stored && (i == 0 || f->start != w->files[i - 1].start)) {
+			o->data_blocks += f->stored;
+			o->raw_blocks += f->raw;
+		}
+	}
+	if (w->nfiles)
+		qsort(w->files, w->nfiles, sizeof(*w->files), data_cmp);
+	for (size_t i = 1; i < w->nfiles; i++) {
+		const struct info_file *f = &w->files[i];
+
+		if (!f->size || (!f->stored && f->frag == SQK_NONE32) ||
+		    data_cmp(f, &w->files[i - 1]))
+			continue;
+		o->dup_files++;
+		o->dup_bytes += f->size;
+		o->sparse_blocks -= f->size / bs + (f->frag == SQK_NONE32 && f->size % bs) -
+				    f->stored;
+	}
+}
+
+/* The rest of out->counts, from the kinds and the superblock. */
+static void fill_counts(const struct sqk_image *img, struct sqk_image_info *out)
+{
+	struct sqk_counts *c = &out->counts;
+
+	out->data_blocks = c->data_blocks;
+	c->inodes = img->sb.inode_count;
+	c->files = out->kinds[SQK_T_FILE];
+	c->dirs = out->kinds[SQK_T_DIR];
+	c->symlinks = out->kinds[SQK_T_SYMLINK];
+	c->devices = out->kinds[SQK_T_BLKDEV] + out->kinds[SQK_T_CHRDEV];
+	c->fifos_sockets = out->kinds[SQK_T_FIFO] + out->kinds[SQK_T_SOCKET];
+	c->fragment_blocks = img->sb.fragment_count;
 }
 
 /* Counts the metadata blocks of [start, end) by following their headers. */
@@ -256,7 +322,8 @@ int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out)
 	if (rc == 0)
 		rc = walk(&w, &root);
 	if (rc == 0) {
-		out->data_blocks = count_data(&w);
+		count_data(&w);
+		fill_counts(img, out);
 		rc = count_meta(img, sb->inode_table_start, img->inode_end,
 				&out->inode_metadata_blocks);
 	}
@@ -264,7 +331,7 @@ int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out)
 		rc = count_meta(img, sb->directory_table_start, img->dir_end,
 				&out->directory_metadata_blocks);
 	free(w.seen);
-	free(w.runs);
+	free(w.files);
 	free(w.stack);
 	free(w.path);
 	return rc;

@@ -76,7 +76,7 @@ print('  info: %d inodes, %d data blocks, %d fragment blocks, %d metadata blocks
          j['compression_ratio']))
 PYEOF
 	run_capture infotext "$SQK" info "$img"
-	[ "$RC" = 0 ] && grep -q '^data blocks:' "$OUT_FILE" || { show_err; fail "$what: info"; }
+	[ "$RC" = 0 ] && grep -q '^blocks: .* data ' "$OUT_FILE" || { show_err; fail "$what: info"; }
 }
 
 check_image "$W/m.sqsh" "mksquashfs xz 64K"
