@@ -9,7 +9,7 @@
 #     an older image at the output path stays as it was;
 #  2. a chain exactly at the limit (a file 2048 levels deep, 4095 bytes of path) builds; sqk
 #     ls -R lists every entry, sqk extract (under a soft limit of 1024 open files) and the
-#     kernel mount give the tree GNU tar extracts
+#     kernel and sqkfuse mounts give the tree GNU tar extracts
 #     from the archive (compared by directory fds: the paths are longer than PATH_MAX), sqk tar
 #     lists what the source lists, sqk verify is clean, sqk info counts 2048 directories,
 #     unsquashfs -l lists it all; pseudo definitions 2048 deep build;
@@ -99,6 +99,15 @@ mount_sq "$W/limit.sqsh" "$W/mnt"
 $H fcmp "$W/gnu" "$W/mnt" >"$TMP/fcmp.out" || { cat "$TMP/fcmp.out" >&2; fail "the kernel mount differs from GNU tar's extraction"; }
 umount_sq "$W/mnt"
 info "kernel mount = GNU tar -x"
+SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
+if [ -x "$SQKFUSE" ] && [ -e /dev/fuse ] && command -v fusermount3 >/dev/null; then
+	fuse_mount "$W/limit.sqsh" "$W/fmnt"
+	$H fcmp "$W/gnu" "$W/fmnt" >"$TMP/fcmp.out" || { cat "$TMP/fcmp.out" >&2; fail "the sqkfuse mount differs from GNU tar's extraction"; }
+	fuse_umount "$W/fmnt"
+	info "sqkfuse mount = GNU tar -x"
+else
+	info "no sqkfuse or /dev/fuse: the FUSE mount at the limit is not checked"
+fi
 
 run_capture tarout "$SQK" tar -o "$W/back.tar" "$W/limit.sqsh"
 [ "$RC" = 0 ] || { show_err; fail "sqk tar at the limit: exit $RC"; }
