@@ -113,10 +113,10 @@ SQK_API unsigned sqk_io_fault_calls(struct sqk_io *io, enum sqk_io_fault_op op);
  * every write is dropped but reported done, so that a build runs on to learn its full size and
  * nothing after the overflow (the superblock, written last) reaches the device. Reads, size and
  * sync go to inner. Caller owns *out. */
-int sqk_io_capped_create(struct sqk_io *inner, uint64_t capacity, struct sqk_io **out);
+SQK_API int sqk_io_capped_create(struct sqk_io *inner, uint64_t capacity, struct sqk_io **out);
 
 /* 0 while every write of a capped sink fitted (and for other backends), else the furthest end
  * offset any write reached. */
-uint64_t sqk_io_capped_overflow(struct sqk_io *io);
+SQK_API uint64_t sqk_io_capped_overflow(struct sqk_io *io);
 
 #endif

@@ -10,7 +10,7 @@ LIBSQK_PC := $(BUILD)/lib/libsqk.pc
 # headers include each other by), so none of them shadows a system header of the same name.
 LIBSQK_HEADERS := reader/sqk.h reader/sqk_check.h
 LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/format.h common/io.h common/io_http.h \
-	common/compressor.h common/integrity.h common/hint.h
+	common/compressor.h common/integrity.h common/hint.h common/counts.h
 
 SQK_BIN := $(BUILD)/bin/sqk
 SQK_SRCS := reader/sqk.c $(wildcard reader/cmd/*.c)
