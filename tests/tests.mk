@@ -8,6 +8,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) 
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS)
 
+# test_progress tests a module of the sqk command itself (reader/cmd/progress.c), linked after
+# the libraries: they come again after it for what it calls.
+$(BUILD)/tests/test_progress: $(BUILD)/obj/reader/cmd/progress.o
+$(BUILD)/tests/test_progress: CHECK_LIBS += $(LIBSQK_A) $(LIBCOMMON)
+
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 unit: $(UNIT_BINS)
