@@ -364,7 +364,7 @@ static int open_file(struct verify *v, int *fd)
 	struct stat st;
 	int e;
 
-	*fd = open(v->image, O_RDONLY | O_CLOEXEC);
+	*fd = open(v->image, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: named, not waited on */
 	if (*fd < 0 && errno == ENOENT && sqk_looks_like_url(v->image))
 		return fail(v, EXIT_OPER, "%s: unsupported URL scheme; http, https and s3 are",
 			    v->image);
@@ -378,8 +378,10 @@ static int open_file(struct verify *v, int *fd)
 	if (!(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
 		close(*fd);
 		return fail(v, EXIT_OPER, "'%s' is %s", v->image, S_ISDIR(st.st_mode) ?
-			    "a directory" : "not a regular file or a block device");
+			    "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO: not a SquashFS image" :
+			    "not a regular file or a block device");
 	}
+	fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
 	return -1;
 }
 

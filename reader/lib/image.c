@@ -356,16 +356,18 @@ int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sq
 		return SQK_EINVAL;
 	if (sqk_is_url(path))
 		return sqk_image_open_url(path, opts, out);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: judged, not waited on */
 	if (fd < 0 && errno == ENOENT && sqk_looks_like_url(path))
 		return not_a_file(path, opts, SQK_ESCHEME, "%s: unsupported URL scheme; http, https "
 				  "and s3 are");
 	if (fd < 0)
 		return sqk_from_errno(errno);
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISFIFO(st.st_mode))) {
 		close(fd);
-		return not_a_file(path, opts, SQK_EISDIR, "'%s' is a directory");
+		return S_ISDIR(st.st_mode) ? not_a_file(path, opts, SQK_EISDIR, "'%s' is a directory")
+		       : not_a_file(path, opts, SQK_ENOTSQFS, "'%s' is a FIFO: not a SquashFS image");
 	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	rc = sqk_io_fd_create(fd, opts ? opts->offset : 0, true, &io);
 	if (rc) {
 		close(fd);

@@ -3,8 +3,8 @@
 # command (ls, cat, info, verify, extract, tar, sqkfuse, sqk mount): an empty file, files of other
 # formats (random bytes, zeros, gzip, tar, ELF), SquashFS 1.0/2.0/2.1/3.0/3.1 superblocks in both
 # byte orders (crafted) and a real 3.1 image (util-linux's libblkid test case, fixtures/), a
-# truncated sqk image, a directory, an unsupported URL scheme. Each message is the command's only
-# line on stderr. info --json and verify --json print JSON with an "error" field for every
+# truncated sqk image, a directory, a FIFO (named, not waited on), an unsupported URL scheme.
+# Each message is the command's only line on stderr. info --json and verify --json print JSON with an "error" field for every
 # failure (usage errors after --json included) and keep their exit codes.
 . "$(dirname "$0")/lib.sh"
 need_sqk
@@ -22,6 +22,7 @@ echo "some text" | gzip -c >text.gz
 echo "a file" >member && tar cf archive.tar member
 cp "$SQK" elf
 mkdir adir
+mkfifo fifo
 mkdir -p src/d && head -c 300000 /dev/urandom >src/d/big && echo small >src/small
 sqk_build src good.sqsh
 USED=$(python3 -c 'import struct,sys; print(struct.unpack_from("<Q", open(sys.argv[1],"rb").read(96), 40)[0])' good.sqsh)
@@ -49,6 +50,7 @@ text.gz|'text.gz' is not a SquashFS image: it is gzip data|8
 archive.tar|'archive.tar' is not a SquashFS image: it is a tar archive|8
 elf|'elf' is not a SquashFS image: it is an ELF file|8
 adir|'adir' is a directory|8
+fifo|'fifo' is a FIFO: not a SquashFS image|8
 cut.sqsh|cut.sqsh: truncated image: file is $CUT bytes, the superblock says $USED|4
 real3.sqsh|real3.sqsh: SquashFS 3.1 image: only 4.0 is supported|8
 ftp://example.org/x.sqsh|ftp://example.org/x.sqsh: unsupported URL scheme; http, https and s3 are|8"
