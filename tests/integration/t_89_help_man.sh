@@ -6,7 +6,7 @@
 # groff or mandoc warning.
 . "$(dirname "$0")/lib.sh"
 need_sqk
-need_cmd groff col python3
+need_cmd man groff col python3
 TOP=$(cd "$IT_DIR/../.." && pwd)
 MAN=$TOP/cli/man
 SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
