@@ -319,8 +319,10 @@ static la_ssize_t feed_read(struct archive *a, void *ud, const void **buf)
 		}
 		r.at = t->pulled - (int64_t)r.len;
 	}
-	t->last[0] = t->last[1];
-	t->last[1] = r;
+	if (r.len) { /* the end of the stream (0 bytes) keeps the last two regions */
+		t->last[0] = t->last[1];
+		t->last[1] = r;
+	}
 	*buf = r.p;
 	return (la_ssize_t)r.len;
 }
@@ -430,13 +432,14 @@ static int ignore_rest(struct mk_ctx *c, struct tar_source *t, int64_t at)
 			       t->name, err == -2 ? "out of memory" : archive_error_string(t->raw));
 	t->pend_off = t->pend_len;
 	if (zeros)
-		fprintf(stderr, "sqk mkimage: tar '%s': %llu zero bytes after the end of the "
-			"archive (offset %lld) are not a whole 512-byte block: ignored\n", t->name,
-			(unsigned long long)n, (long long)at);
+		fprintf(stderr, "sqk mkimage: tar '%s': %llu zero byte%s after the end of the "
+			"archive (offset %lld) %s not a whole 512-byte block: ignored\n", t->name,
+			(unsigned long long)n, n == 1 ? "" : "s", (long long)at, n == 1 ? "is" : "are");
 	else
-		fprintf(stderr, "sqk mkimage: tar '%s': %llu bytes after the end of the archive "
-			"(offset %lld) are not a tar header: ignored, as GNU tar and bsdtar do\n",
-			t->name, (unsigned long long)n, (long long)at);
+		fprintf(stderr, "sqk mkimage: tar '%s': %llu byte%s after the end of the archive "
+			"(offset %lld) %s not a tar header: ignored, as GNU tar and bsdtar do\n",
+			t->name, (unsigned long long)n, n == 1 ? "" : "s", (long long)at,
+			n == 1 ? "is" : "are");
 	return 0;
 }
 

@@ -192,12 +192,17 @@ a, b, c = arc('a', b'one\n'), arc('b', b'two\n'), arc('c', b'three\n')
 c_entries = c[:1024]          # header and data block, no end blocks
 open(w + '/cat.tar', 'wb').write(a + b + b'\0' * 512 + c + b'junk after it all\n')
 open(w + '/junk_mid.tar', 'wb').write(c_entries + b'\xab' * 512 + a)
+# a lone zero block, then an archive whose end is 700 zero bytes (the stream ends in a short piece)
+open(w + '/short_end.tar', 'wb').write(a[:1024] + b'\0' * 512 + b[:1024] + b'\0' * 700)
 EOF
 run_capture cat "$SQK" mkimage -q --tar "$W/cat.tar" "$W/cat.sqsh"
 [ "$RC" = 0 ] || { show_err; fail "concatenated archives with junk at the end: exit $RC"; }
 [ "$("$SQK" ls "$W/cat.sqsh" | tr '\n' ' ')" = "a b c " ] || fail "concatenated archives: $("$SQK" ls "$W/cat.sqsh")"
 [ "$("$SQK" cat "$W/cat.sqsh" c)" = three ] || fail "concatenated archives: c has the wrong content"
 grep -q "18 bytes after the end of the archive" "$ERR_FILE" || { show_err; fail "concatenated: the junk at the end was not warned about"; }
+run_capture short_end "$SQK" mkimage -q --tar "$W/short_end.tar" "$W/short_end.sqsh"
+[ "$RC" = 0 ] && [ "$("$SQK" ls "$W/short_end.sqsh" | tr '\n' ' ')" = "a b " ] || { show_err; fail "a short end after a lone zero block: exit $RC"; }
+grep -q "188 zero bytes after the end of the archive (offset 3072)" "$ERR_FILE" || { show_err; fail "a short end: no warning"; }
 info "concatenated archives (after padding, after a lone zero block): all read; junk after them warned"
 run_capture junk_mid "$SQK" mkimage -q --tar "$W/junk_mid.tar" "$W/junk_mid.sqsh"
 [ "$RC" = 1 ] && [ ! -e "$W/junk_mid.sqsh" ] || { show_err; fail "junk right after an entry: exit $RC"; }
