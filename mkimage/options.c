@@ -583,7 +583,7 @@ static int parse_long(int argc, char **argv, int *i, struct mk_options *o,
 }
 
 /* "-qj4" at argv[*i]: short options, the last one's value attached or the next word. An
- * unknown letter is named with the word it is in; "-keep-as-directory" by its whole word. */
+ * unknown letter is named with the word it is in; "-one-file-system" by its whole word. */
 static int parse_short(int argc, char **argv, int *i, struct mk_options *o,
 		       struct parse_state *ps)
 {
@@ -656,8 +656,19 @@ static int take_mks_excludes(int argc, char **argv, int i, struct mk_options *o,
 	return 0;
 }
 
+/* A positional argument (a source, the image or the tar file), borrowed from argv. */
+static int add_path(struct mk_options *o, char *w)
+{
+	char **n = realloc(o->sources, sizeof(*n) * (size_t)(o->nsources + 1));
+	if (!n)
+		return oom();
+	o->sources = n;
+	n[o->nsources++] = w;
+	return 0;
+}
+
 /* Walks argv: options, mksquashfs words and positional arguments (into o->sources, all of
- * them: main_checks splits off the image). 0, 1 (help printed) or -1. */
+ * them: mk_options_parse splits off the image). 0, 1 (help printed) or -1. */
 static int parse_argv(int argc, char **argv, struct mk_options *o, struct parse_state *ps)
 {
 	bool options = true;
@@ -665,7 +676,7 @@ static int parse_argv(int argc, char **argv, struct mk_options *o, struct parse_
 		const char *w = argv[i];
 		int r;
 		if (!options || w[0] != '-' || !w[1]) {
-			r = push_str((const char ***)&o->sources, &o->nsources, w);
+			r = add_path(o, argv[i]);
 		} else if (!strcmp(w, "--")) {
 			options = false;
 			r = 0;
@@ -762,6 +773,11 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 	if (o->tar && (o->order_file || o->sort_file)) {
 		fprintf(stderr, "sqk mkimage: %s needs source directories: a tar stream is read once, "
 			"in its own order\n", o->order_file ? "--order" : "-sort");
+		return -1;
+	}
+	if (o->tar && o->keep_as_directory) {
+		fprintf(stderr, "sqk mkimage: --keep-as-directory needs a source directory, not a tar "
+			"stream\n");
 		return -1;
 	}
 	if (o->tar && (o->nexcludes || o->nmks_excludes)) {

@@ -194,6 +194,7 @@ START_TEST(test_refusals)
 		{ { "s", "i", "-ef", "/nonexistent/excludes" }, "-ef '/nonexistent/excludes'" },
 		{ { "--tar", "t", "i", "-e", "x" }, "excludes are not applied to a tar stream" },
 		{ { "--tar", "t", "i", "--exclude", "x" }, "--exclude needs source directories" },
+		{ { "--tar", "t", "i", "-keep-as-directory" }, "needs a source directory" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[8] = { "mkimage" };
