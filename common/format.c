@@ -7,6 +7,7 @@
 
 #include "endian.h"
 #include "error.h"
+#include "integrity.h"
 #include "meta.h"
 
 _Static_assert(SQK_SUPER_SIZE == 96, "superblock is 96 bytes");
@@ -123,9 +124,42 @@ static int diagnose_magic(const char *name, uint64_t offset, const uint8_t *head
 	return SQK_ENOTSQFS;
 }
 
-/* Borrows name and head; writes why. */
-int sqk_super_diagnose(const char *name, uint64_t offset, const uint8_t *head, size_t n,
-		       uint64_t size, char *why, size_t len)
+/* Where the image covered by the integrity trailer in tail (the file's last bytes) starts: the
+ * trailer ends on a 4 KiB boundary of the image. SQK_NONE64 when tail holds no valid trailer. */
+static uint64_t trailer_start(const uint8_t *tail, size_t tail_len, uint64_t size)
+{
+	struct sqk_integ_trailer t;
+	uint64_t len;
+
+	if (!tail || tail_len != SQK_INTEG_TRAILER_SIZE || size < tail_len ||
+	    sqk_integ_trailer_decode(tail, &t) || t.nchunks > size / SQK_INTEG_DIGEST_SIZE ||
+	    t.covered > size)
+		return SQK_NONE64;
+	len = t.covered + t.nchunks * SQK_INTEG_DIGEST_SIZE + SQK_INTEG_TRAILER_SIZE;
+	len = (len + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
+	return len <= size ? size - len : SQK_NONE64;
+}
+
+/* Not a 4.0 superblock, but sqk's integrity data ends the file: the image it covers starts here
+ * (a damaged superblock: 0, the callers say more) or further on (named, for --offset). */
+static int diagnose_trailer(const char *name, uint64_t offset, const uint8_t *tail,
+			    size_t tail_len, uint64_t size, int rc, char *why, size_t len)
+{
+	uint64_t at = trailer_start(tail, tail_len, size);
+
+	if (at == 0)
+		return 0;
+	if (at != SQK_NONE64)
+		snprintf(why, len, "'%s' is not a SquashFS image at offset %llu: its integrity data "
+			 "covers an image at offset %llu (--offset %llu)", name,
+			 (unsigned long long)offset, (unsigned long long)(offset + at),
+			 (unsigned long long)(offset + at));
+	return rc;
+}
+
+/* sqk_super_diagnose without the trailer. */
+static int diagnose_head(const char *name, uint64_t offset, const uint8_t *head, size_t n,
+			 uint64_t size, char *why, size_t len)
 {
 	char w[320], q[320];
 	uint32_t m = n >= 4 ? sqk_get_le32(head) : 0;
@@ -155,6 +189,17 @@ int sqk_super_diagnose(const char *name, uint64_t offset, const uint8_t *head, s
 		return SQK_ETRUNCATED;
 	}
 	return 0;
+}
+
+/* Borrows name, head and tail; writes why. */
+int sqk_super_diagnose(const char *name, uint64_t offset, const uint8_t *head, size_t n,
+		       const uint8_t *tail, size_t tail_len, uint64_t size, char *why, size_t len)
+{
+	int rc = diagnose_head(name, offset, head, n, size, why, len);
+
+	if (rc == SQK_ENOTSQFS || rc == SQK_EVERSION)
+		rc = diagnose_trailer(name, offset, tail, tail_len, size, rc, why, len);
+	return rc;
 }
 
 void sqk_super_encode(const struct sqk_super *s, uint8_t out[SQK_SUPER_SIZE])

@@ -125,14 +125,19 @@ struct sqk_xattr_header {
 #define SQK_PROBE_SIZE 4096u
 
 /* Judges the start of a file before it is read as an image: head holds its first n bytes (n is
- * min(size, SQK_PROBE_SIZE)), size the bytes of the file from the image start (offset bytes in,
- * named in the message when not 0). Returns 0 for a SquashFS 4.0 superblock whose bytes_used
- * fits in size; else SQK_EEMPTY, SQK_ENOTSQFS, SQK_EVERSION or SQK_ETRUNCATED with one line in
- * why naming name: "'x' is empty: not a SquashFS image", "'x' is not a SquashFS image: it is
- * gzip data", "x: SquashFS 3.0 image, big-endian: only 4.0 is supported", "x: truncated image:
- * file is N bytes, the superblock says M". Borrows everything; writes at most len bytes. */
+ * min(size, SQK_PROBE_SIZE)), tail its last tail_len bytes (SQK_INTEG_TRAILER_SIZE of them, or
+ * 0: not looked at), size the bytes of the file from the image start (offset bytes in, named in
+ * the message when not 0). Returns 0 for a SquashFS 4.0 superblock whose bytes_used fits in
+ * size, and for a damaged one that sqk's integrity trailer at the end says covers an image
+ * starting here (the callers' later checks say what is wrong); else SQK_EEMPTY, SQK_ENOTSQFS,
+ * SQK_EVERSION or SQK_ETRUNCATED with one line in why naming name: "'x' is empty: not a
+ * SquashFS image", "'x' is not a SquashFS image: it is gzip data", "x: SquashFS 3.0 image,
+ * big-endian: only 4.0 is supported", "x: truncated image: file is N bytes, the superblock says
+ * M", "'x' is not a SquashFS image at offset 0: its integrity data covers an image at offset K
+ * (--offset K)". Borrows everything; writes at most len bytes. */
 SQK_API int sqk_super_diagnose(const char *name, uint64_t offset, const uint8_t *head, size_t n,
-			       uint64_t size, char *why, size_t len);
+			       const uint8_t *tail, size_t tail_len, uint64_t size, char *why,
+			       size_t len);
 
 /* What a file that is not SquashFS holds, judged by its first n bytes: "gzip data", "a tar
  * archive", "an ELF file", "an EROFS image"... or NULL when the magic is not one known. */

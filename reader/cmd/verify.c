@@ -273,32 +273,31 @@ static void json_result(const struct verify *v, const struct sqk_check_result *r
 	}
 }
 
-/* A file that is no SquashFS 4.0 image at all (empty, another format, another version) and
- * carries no integrity trailer is not checked: exit 8 with what it is, as fsck does for a bad
- * magic. With a trailer it is an sqk image whose superblock is damaged, and a truncated image
- * is damaged too: the checker reports those (exit 4). Returns -1 to go on, else the status. */
+/* A file that is no SquashFS 4.0 image at all (empty, another format, another version, an
+ * image at another offset) is not checked: exit 8 with what it is, as fsck does for a bad magic.
+ * An sqk image whose superblock is damaged (its integrity data says the image starts here) and a
+ * truncated image are: the checker reports them (exit 4). Returns -1 to go on, else the status. */
 static int probe(struct verify *v, struct sqk_io *io, uint64_t size)
 {
-	uint8_t head[SQK_PROBE_SIZE] = { 0 };
-	struct sqk_integ ig;
+	uint8_t head[SQK_PROBE_SIZE] = { 0 }, tail[SQK_INTEG_TRAILER_SIZE];
+	size_t n, t = 0;
 	char why[512];
 	int rc = 0;
 
 	size = size > v->offset ? size - v->offset : 0;
-	if (size)
-		rc = sqk_io_read_at(io, v->offset, head, size < sizeof(head) ? (size_t)size :
-				    sizeof(head));
+	n = size < sizeof(head) ? (size_t)size : sizeof(head);
+	if (n)
+		rc = sqk_io_read_at(io, v->offset, head, n);
+	if (rc == 0 && !v->offset && size >= sizeof(tail)) { /* an image's integrity data? */
+		t = sizeof(tail);
+		rc = sqk_io_read_at(io, size - t, tail, t);
+	}
 	if (rc)
 		return fail(v, EXIT_OPER, "%s: read of the superblock failed: %s", v->image,
 			    sqk_strerror(rc));
-	rc = sqk_super_diagnose(v->image, v->offset, head, size < sizeof(head) ? (size_t)size :
-				sizeof(head), size, why, sizeof(why));
+	rc = sqk_super_diagnose(v->image, v->offset, head, n, tail, t, size, why, sizeof(why));
 	if (rc == 0 || rc == SQK_ETRUNCATED)
 		return -1;
-	if (!v->offset && size && sqk_integ_load(io, size, &ig) != SQK_ENOENT) {
-		sqk_integ_free(&ig);
-		return -1;
-	}
 	return fail(v, EXIT_OPER, "%s", why);
 }
 

@@ -16,23 +16,38 @@
 #define DEFAULT_CACHE (64u << 20)
 #define DEFAULT_READAHEAD 16u
 
+/* The superblock as the kernel judges it; each refusal logged with the field and its value. */
 static int check_super(struct sqk_image *img)
 {
 	const struct sqk_super *sb = &img->sb;
 
-	if (sb->magic != SQK_MAGIC)
+	if (sb->magic != SQK_MAGIC || sb->version_major != 4 || sb->version_minor != 0) {
+		sqk_logf(img, "bad superblock: magic 0x%08x, version %u.%u (the integrity data says "
+			 "it was a SquashFS 4.0 image: it is damaged)", sb->magic, sb->version_major,
+			 sb->version_minor);
 		return SQK_ECORRUPT;
-	if (sb->version_major != 4 || sb->version_minor != 0)
-		return SQK_EUNSUPPORTED;
+	}
 	if (sb->block_size < SQK_MIN_BLOCK || sb->block_size > SQK_MAX_BLOCK ||
-	    sb->block_log > 20 || sb->block_size != 1u << sb->block_log)
+	    sb->block_log > 20 || sb->block_size != 1u << sb->block_log) {
+		sqk_logf(img, "bad superblock: block size %u with block_log %u (a power of two from "
+			 "4 KiB to 1 MiB, 2^block_log)", sb->block_size, sb->block_log);
 		return SQK_ECORRUPT;
-	if (sb->flags & SQK_FLAG_CHECK)
+	}
+	if (sb->flags & SQK_FLAG_CHECK) {
+		sqk_logf(img, "bad superblock: flag 0x0004 (check data, SquashFS 1.x-3.x) set in a "
+			 "4.0 image");
 		return SQK_EUNSUPPORTED;
-	if (sb->bytes_used > img->file_size || sb->bytes_used < SQK_SUPER_SIZE)
+	}
+	if (sb->bytes_used > img->file_size || sb->bytes_used < SQK_SUPER_SIZE) {
+		sqk_logf(img, "bad superblock: bytes_used %llu, the file has %llu bytes",
+			 (unsigned long long)sb->bytes_used, (unsigned long long)img->file_size);
 		return SQK_ECORRUPT;
-	if ((sb->root_inode & 0xFFFF) > SQK_META_SIZE || sb->inode_count == 0)
+	}
+	if ((sb->root_inode & 0xFFFF) > SQK_META_SIZE || sb->inode_count == 0) {
+		sqk_logf(img, "bad superblock: root inode reference 0x%llx, %u inodes",
+			 (unsigned long long)sb->root_inode, sb->inode_count);
 		return SQK_ECORRUPT;
+	}
 	return 0;
 }
 
@@ -42,7 +57,8 @@ static int check_super(struct sqk_image *img)
  * judged. offset is the caller's, for the message. */
 static int probe_super(struct sqk_image *img, uint64_t offset)
 {
-	uint8_t head[SQK_PROBE_SIZE] = { 0 };
+	uint8_t head[SQK_PROBE_SIZE] = { 0 }, tail[SQK_INTEG_TRAILER_SIZE];
+	size_t n, t = sizeof(tail);
 	char why[512];
 	uint64_t size;
 	int rc = sqk_io_get_size(img->io, &size);
@@ -50,13 +66,14 @@ static int probe_super(struct sqk_image *img, uint64_t offset)
 	if (rc)
 		return rc;
 	size = img->owned_io ? size : size > img->base ? size - img->base : 0;
-	if (size)
-		rc = sqk_io_read_at(img->io, img->base, head,
-				    size < sizeof(head) ? (size_t)size : sizeof(head));
-	if (rc)
+	n = size < sizeof(head) ? (size_t)size : sizeof(head);
+	if (n && (rc = sqk_io_read_at(img->io, img->base, head, n)) != 0)
 		return rc;
-	rc = sqk_super_diagnose(img->name, offset, head, size < sizeof(head) ? (size_t)size :
-				sizeof(head), size, why, sizeof(why));
+	rc = sqk_super_diagnose(img->name, offset, head, n, NULL, 0, size, why, sizeof(why));
+	/* not SquashFS 4.0 at its start: the end may be the integrity data of an image */
+	if ((rc == SQK_ENOTSQFS || rc == SQK_EVERSION) && img->at_zero && size >= t &&
+	    sqk_io_read_at(img->io, img->base + size - t, tail, t) == 0)
+		rc = sqk_super_diagnose(img->name, offset, head, n, tail, t, size, why, sizeof(why));
 	if (rc && img->log)
 		img->log(img->log_ctx, why);
 	return rc;
@@ -108,11 +125,9 @@ static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 	if (rc)
 		return rc == SQK_EBOUNDS ? SQK_ECORRUPT : rc;
 	sqk_super_decode(raw, &img->sb);
-	rc = check_super(img);
-	if (rc) {
-		sqk_logf(img, "bad superblock: %s", sqk_strerror(rc));
+	rc = check_super(img); /* logs why */
+	if (rc)
 		return rc;
-	}
 	rc = sqk_comp_supported(img->sb.compressor, why, sizeof(why));
 	if (rc) {
 		sqk_logf(img, "%s", why);

@@ -28,6 +28,7 @@ sqk_build src good.sqsh
 USED=$(python3 -c 'import struct,sys; print(struct.unpack_from("<Q", open(sys.argv[1],"rb").read(96), 40)[0])' good.sqsh)
 CUT=$((USED / 2))
 head -c "$CUT" good.sqsh >cut.sqsh
+(head -c 8192 /dev/zero && cat good.sqsh) >padded.sqsh   # an image at offset 8192
 # SquashFS 1.x-3.x superblocks: magic, then six u32 (inodes, bytes_used_2, uid_start_2,
 # guid_start_2, inode_table_start_2, directory_table_start_2), then s_major and s_minor (u16) at
 # 28 and 30; big-endian images have the magic "sqsh" and big-endian fields.
@@ -53,6 +54,7 @@ adir|'adir' is a directory|8
 fifo|'fifo' is a FIFO: not a SquashFS image|8
 cut.sqsh|cut.sqsh: truncated image: file is $CUT bytes, the superblock says $USED|4
 real3.sqsh|real3.sqsh: SquashFS 3.1 image: only 4.0 is supported|8
+padded.sqsh|'padded.sqsh' is not a SquashFS image at offset 0: its integrity data covers an image at offset 8192 (--offset 8192)|8
 ftp://example.org/x.sqsh|ftp://example.org/x.sqsh: unsupported URL scheme; http, https and s3 are|8"
 for v in 1.0 2.0 2.1 3.0 3.1; do
 	CASES="$CASES
@@ -134,6 +136,22 @@ if [ -e /dev/fuse ] && [ -x "$SQKFUSE" ] && [ "$(id -u)" = 0 ]; then
 else
 	info "sqkfuse not run (no /dev/fuse, no sqkfuse or not root)"
 fi
+
+# an sqk image whose magic is damaged is not "another format": its integrity data says it was an
+# image; verified reads name the chunk, --no-verify the field, verify reports both (exit 4)
+cp good.sqsh damaged.sqsh
+printf 'X' | dd of=damaged.sqsh bs=1 seek=0 conv=notrunc 2>/dev/null
+run_capture dmg "$SQK" ls damaged.sqsh
+[ "$RC" = 1 ] && grep -q "integrity check failed at image offset 0" "$ERR_FILE" ||
+	{ show_err; fail "sqk ls of a damaged magic: not the integrity failure"; }
+run_capture dmg2 "$SQK" ls --no-verify damaged.sqsh
+[ "$RC" = 1 ] && grep -q "bad superblock: magic 0x73717358, version 4.0" "$ERR_FILE" ||
+	{ show_err; fail "sqk ls --no-verify of a damaged magic: not the bad superblock"; }
+run_capture dmg3 "$SQK" verify damaged.sqsh
+[ "$RC" = 4 ] && grep -q "integrity error in superblock" "$OUT_FILE" ||
+	{ cat "$OUT_FILE" >&2; fail "sqk verify of a damaged magic: exit $RC, no integrity error"; }
+run_capture pad "$SQK" ls --offset 8192 padded.sqsh
+[ "$RC" = 0 ] || { show_err; fail "sqk ls --offset 8192 of the padded image: exit $RC"; }
 
 # a good image still works, and an offset names itself
 run_capture ok "$SQK" ls good.sqsh
