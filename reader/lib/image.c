@@ -188,6 +188,8 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	img->at_zero = !o || o->offset == 0;
 	img->verify_req = !o || !o->no_verify; /* verified unless asked not to */
 	pthread_mutex_init(&img->bad_mu, NULL);
+	pthread_mutex_init(&img->vmu, NULL);
+	pthread_cond_init(&img->vcv, NULL);
 	if (o) {
 		img->log = o->log;
 		img->log_ctx = o->log_ctx;
@@ -410,6 +412,8 @@ void sqk_image_close(struct sqk_image *img)
 	free(img->xattr_index);
 	sqk_verify_free(img);
 	pthread_mutex_destroy(&img->bad_mu);
+	pthread_mutex_destroy(&img->vmu);
+	pthread_cond_destroy(&img->vcv);
 	free(img->hint);
 	free(img->name);
 	free(img);

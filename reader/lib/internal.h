@@ -117,6 +117,8 @@ struct sqk_image {
 	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
 	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */
 	atomic_uint_fast64_t *vbad;   /* chunks found bad (logged once; checked again if read) */
+	pthread_mutex_t vmu;          /* with vcv: waiting for a chunk another thread hashes */
+	pthread_cond_t vcv;
 	pthread_mutex_t bad_mu;       /* guards the recent mismatches */
 	struct sqk_mismatch bad[SQK_BAD_KEPT]; /* failed reads' chunks, oldest first */
 	unsigned nbad;
@@ -201,6 +203,8 @@ size_t sqk_findex_expected(const struct sqk_image *img, const struct sqk_findex 
 int sqk_workers_start(struct sqk_image *img, unsigned n);
 void sqk_workers_stop(struct sqk_image *img);
 void sqk_rabufs_free(struct sqk_rabufs *r);
+uint8_t *sqk_rabuf_get(struct sqk_rabufs *r, size_t len, size_t *cap);
+void sqk_rabuf_put(struct sqk_rabufs *r, uint8_t *buf, size_t cap);
 int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 		  struct sqk_cblock **out);
 void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k);

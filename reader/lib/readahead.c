@@ -85,6 +85,18 @@ static void rabuf_put(struct sqk_rabufs *r, uint8_t *buf, size_t cap)
 	free(buf);
 }
 
+/* The pool for the other reads into a temporary buffer: the rest of a chunk being verified
+ * (verified_reads.c), whose fresh 64 KiB from malloc were page-faulted in on every read. */
+uint8_t *sqk_rabuf_get(struct sqk_rabufs *r, size_t len, size_t *cap)
+{
+	return rabuf_get(r, len, cap);
+}
+
+void sqk_rabuf_put(struct sqk_rabufs *r, uint8_t *buf, size_t cap)
+{
+	rabuf_put(r, buf, cap);
+}
+
 /* Frees the kept buffers (no batch may be in flight). */
 void sqk_rabufs_free(struct sqk_rabufs *r)
 {

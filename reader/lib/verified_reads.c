@@ -5,7 +5,6 @@
  * open whatever the number of readers; a chunk that fails is logged once, hashed again when
  * read again (its bytes may read right the next time), and each failed read's chunk is kept
  * for sqk_image_mismatch so the caller can name it with the path it knows. */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +31,8 @@ static void bit_clear(atomic_uint_fast64_t *bits, uint64_t k)
 }
 
 /* Claims chunk k for hashing: true when the caller must hash it, false once another thread
- * has verified it (a thread hashing it now is waited for, so no chunk is hashed twice). */
+ * has verified it (a thread hashing it now is waited for, asleep: a spin would burn the CPU
+ * the hashing thread needs on a loaded machine; so no chunk is hashed twice). */
 static bool chunk_claim(struct sqk_image *img, uint64_t k)
 {
 	for (;;) {
@@ -40,9 +40,20 @@ static bool chunk_claim(struct sqk_image *img, uint64_t k)
 			return false;
 		if (!bit_set(img->vclaim, k))
 			return true;
+		pthread_mutex_lock(&img->vmu);
 		while (bit_get(img->vclaim, k) && !bit_get(img->vbits, k))
-			sched_yield();
+			pthread_cond_wait(&img->vcv, &img->vmu);
+		pthread_mutex_unlock(&img->vmu);
 	}
+}
+
+/* After a verdict on a claimed chunk (its bits set): wakes the threads waiting for one. The
+ * waiters test the bits under vmu, so taking it here loses no wakeup. */
+static void chunk_done(struct sqk_image *img)
+{
+	pthread_mutex_lock(&img->vmu);
+	pthread_cond_broadcast(&img->vcv);
+	pthread_mutex_unlock(&img->vmu);
 }
 
 /* Loads and authenticates the integrity data unless opts.no_verify. Absent data is not an
@@ -162,7 +173,8 @@ static int check_partial(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 			 const uint8_t *buf, size_t blen)
 {
 	uint64_t lo = s > bpos ? s : bpos, hi = e < bpos + blen ? e : bpos + blen;
-	uint8_t *tmp = malloc((size_t)(e - s));
+	size_t cap;
+	uint8_t *tmp = sqk_rabuf_get(&img->rabufs, (size_t)(e - s), &cap);
 	int rc = tmp ? 0 : SQK_ENOMEM;
 
 	if (lo > hi)
@@ -175,7 +187,7 @@ static int check_partial(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 		memcpy(tmp + (lo - s), buf + (lo - bpos), (size_t)(hi - lo));
 		rc = sqk_integ_check_chunk(&img->integ, k, tmp, (size_t)(e - s));
 	}
-	free(tmp);
+	sqk_rabuf_put(&img->rabufs, tmp, cap);
 	return rc;
 }
 
@@ -194,10 +206,12 @@ static int check_one(struct sqk_image *img, uint64_t k, uint64_t bpos, const uin
 		rc = check_partial(img, k, s, e, bpos, buf, blen);
 	if (rc) {
 		bit_clear(img->vclaim, k);
+		chunk_done(img);
 		log_mismatch(img, k, s, e, ino, rc);
 		return rc;
 	}
 	bit_set(img->vbits, k);
+	chunk_done(img);
 	return 0;
 }
 
