@@ -4,7 +4,7 @@
 # formats (random bytes, zeros, gzip, tar, ELF), SquashFS 1.0/2.0/2.1/3.0/3.1 superblocks in both
 # byte orders (crafted) and a real 3.1 image (util-linux's libblkid test case, fixtures/), a
 # truncated sqk image, a directory, a FIFO (named, not waited on), an unsupported URL scheme.
-# Each message is the command's only line on stderr. info --json and verify --json print JSON with an "error" field for every
+# Each message is the command's only line on stderr; remote images (nginx) get the same lines. info --json and verify --json print JSON with an "error" field for every
 # failure (usage errors after --json included) and keep their exit codes.
 . "$(dirname "$0")/lib.sh"
 need_sqk
@@ -152,6 +152,35 @@ run_capture dmg3 "$SQK" verify damaged.sqsh
 	{ cat "$OUT_FILE" >&2; fail "sqk verify of a damaged magic: exit $RC, no integrity error"; }
 run_capture pad "$SQK" ls --offset 8192 padded.sqsh
 [ "$RC" = 0 ] || { show_err; fail "sqk ls --offset 8192 of the padded image: exit $RC"; }
+
+# the same lines for remote images (served by nginx when it is installed)
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+	mkdir -p www && cp random text.gz v3.0-be.sqsh cut.sqsh www/
+	http_serve "$W/www"
+	while IFS='|' read -r f msg; do
+		u=$HTTP_URL/$f
+		msg=${msg//URL/$u}
+		run_capture rls "$SQK" ls "$u"
+		[ "$RC" = 1 ] || { show_err; fail "sqk ls $u: exit $RC"; }
+		only_line "sqk ls $u" "sqk ls: $msg"
+		run_capture rinfo "$SQK" info --json "$u"
+		json_error "sqk info --json $u" "$msg" 1
+	done <<'LIST'
+random|'URL' is not a SquashFS image (no SquashFS magic)
+text.gz|'URL' is not a SquashFS image: it is gzip data
+v3.0-be.sqsh|URL: SquashFS 3.0 image, big-endian: only 4.0 is supported
+LIST
+	run_capture rcut "$SQK" ls "$HTTP_URL/cut.sqsh"
+	only_line "sqk ls URL/cut.sqsh" \
+		"sqk ls: $HTTP_URL/cut.sqsh: truncated image: file is $CUT bytes, the superblock says $USED"
+	run_capture rv "$SQK" verify "$HTTP_URL/v3.0-be.sqsh"
+	[ "$RC" = 8 ] || { show_err; fail "sqk verify of a remote 3.0 image: exit $RC"; }
+	only_line "sqk verify URL" \
+		"sqk verify: $HTTP_URL/v3.0-be.sqsh: SquashFS 3.0 image, big-endian: only 4.0 is supported"
+	info "remote images: the same lines"
+else
+	info "remote images not run (no nginx)"
+fi
 
 # a good image still works, and an offset names itself
 run_capture ok "$SQK" ls good.sqsh
