@@ -82,6 +82,16 @@ static void json_begin(struct verify *v)
 	v->begun = true;
 }
 
+/* Ends the JSON object of a failure: its "error" and the exit status. */
+static void json_error(struct verify *v, int status, const char *msg)
+{
+	if (!v->begun)
+		json_begin(v);
+	printf("%s],\n  \"error\": ", v->nfound ? "\n  " : "");
+	json_str(msg);
+	printf(",\n  \"exit_status\": %d\n}\n", status);
+}
+
 /* A failure that ends the command (usage, a file that is not an image, I/O): the message on
  * stderr and, with --json, in the object's "error" field, so --json always prints JSON.
  * Returns status. */
@@ -97,15 +107,9 @@ static int fail(struct verify *v, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fflush(stdout);
-	if (status != EXIT_USAGE || strncmp(fmt, "bad --", 6)) /* else: already printed */
-		fprintf(stderr, "sqk verify: %s\n", msg);
-	if (!v->json)
-		return status;
-	if (!v->begun)
-		json_begin(v);
-	printf("%s],\n  \"error\": ", v->nfound ? "\n  " : "");
-	json_str(msg);
-	printf(",\n  \"exit_status\": %d\n}\n", status);
+	fprintf(stderr, "sqk verify: %s\n", msg);
+	if (v->json)
+		json_error(v, status, msg);
 	return status;
 }
 
@@ -153,6 +157,7 @@ static int parse(struct verify *v, int argc, char **argv)
 					    { "help", no_argument, NULL, 'h' },
 					    SQK_CMD_REMOTE_LONGOPTS,
 					    { NULL, 0, NULL, 0 } };
+	char bad[256];
 	uint64_t n;
 	int ch, li = 0;
 
@@ -177,9 +182,15 @@ static int parse(struct verify *v, int argc, char **argv)
 		} else if (ch >= SQK_OPT_CACHE_DIR && ch <= SQK_OPT_CACERT) {
 			if (sqk_cmd_remote_opt("verify", &v->remote, ch, optarg) == 0)
 				continue;
-			if (ch == SQK_OPT_HEADER) /* the line may hold a secret: not shown */
-				return fail(v, EXIT_USAGE, "bad --header: need 'Name: value'");
-			return fail(v, EXIT_USAGE, "bad --%s argument '%s'", lo[li].name, optarg);
+			/* sqk_cmd_remote_opt printed the message; a header may hold a secret */
+			if (ch == SQK_OPT_HEADER)
+				snprintf(bad, sizeof(bad), "bad --header: need 'Name: value'");
+			else
+				snprintf(bad, sizeof(bad), "bad --%s argument '%.200s'", lo[li].name,
+					 optarg);
+			if (v->json)
+				json_error(v, EXIT_USAGE, bad);
+			return EXIT_USAGE;
 		} else if (ch == '?' && strncmp(argv[optind - 1], "--", 2)) {
 			return fail(v, EXIT_USAGE, "%s option '-%c' (see --help)",
 				    optopt == 'j' ? "missing argument of" : "unknown", optopt);
