@@ -157,6 +157,7 @@ int sqk_cat_main(int argc, char **argv)
 		return 1;
 	}
 	if (sqk_cmd_open(&c)) {
+		sqk_cmd_close(&c); /* what the options and the URL's name hold */
 		free(buf);
 		return 1;
 	}

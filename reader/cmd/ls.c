@@ -274,8 +274,10 @@ int sqk_ls_main(int argc, char **argv)
 	r = ls_parse(&l, argc, argv, &path);
 	if (r >= 0)
 		return r;
-	if (sqk_cmd_open(&l.c))
+	if (sqk_cmd_open(&l.c)) {
+		sqk_cmd_close(&l.c); /* what the options and the URL's name hold */
 		return 1;
+	}
 	while (*path == '/')
 		path++;
 	r = sqk_cmd_lookup(&l.c, path, &ino);
