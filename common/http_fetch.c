@@ -171,6 +171,14 @@ static bool check_response(struct http_job *j)
 	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &st);
 	j->status = st;
 	if (st == 200) {
+		curl_off_t body = -1;
+
+		curl_easy_getinfo(j->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &body);
+		if (j->probe && body == 0) { /* the range of an empty file cannot be satisfied */
+			j->fail_rc = SQK_EEMPTY;
+			set_why(j, true, "the file is empty: not a SquashFS image");
+			return false;
+		}
 		set_why(j, true, "the server ignored the Range request (200 with the whole body)");
 		return false;
 	}
@@ -335,9 +343,9 @@ static int start(struct sqk_http *h, struct http_job *j)
 static int outcome(struct http_job *j, CURLcode res)
 {
 	if (j->why[0])
-		return SQK_EIO;
+		return j->fail_rc ? j->fail_rc : SQK_EIO;
 	if (res == CURLE_OK && j->status == 0 && !check_response(j) && !j->bad_status)
-		return SQK_EIO; /* an answer without a body */
+		return j->fail_rc ? j->fail_rc : SQK_EIO; /* an answer without a body */
 	if (j->bad_status) {
 		set_status_why(j);
 		return j->fail_rc ? j->fail_rc : SQK_EIO;

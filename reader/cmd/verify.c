@@ -357,6 +357,11 @@ static int run_url(struct verify *v, const char *url)
 	v->shown = sqk_url_display(url);
 	v->image = v->shown ? v->shown : "URL";
 	rc = sqk_io_http_create(url, &v->remote.o, &io);
+	if (rc && sqk_err_not_image(rc) && v->why[0]) { /* log_line printed what it is */
+		if (v->json)
+			json_error(v, EXIT_OPER, v->why);
+		return EXIT_OPER;
+	}
 	if (rc && v->why[0])
 		return fail(v, EXIT_OPER, "%s: %s (%s)", v->image, sqk_strerror(rc), v->why);
 	if (rc)

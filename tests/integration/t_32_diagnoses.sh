@@ -155,7 +155,7 @@ run_capture pad "$SQK" ls --offset 8192 padded.sqsh
 
 # the same lines for remote images (served by nginx when it is installed)
 if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
-	mkdir -p www && cp random text.gz v3.0-be.sqsh cut.sqsh www/
+	mkdir -p www && cp empty random text.gz v3.0-be.sqsh cut.sqsh www/
 	http_serve "$W/www"
 	while IFS='|' read -r f msg; do
 		u=$HTTP_URL/$f
@@ -170,6 +170,14 @@ random|'URL' is not a SquashFS image (no SquashFS magic)
 text.gz|'URL' is not a SquashFS image: it is gzip data
 v3.0-be.sqsh|URL: SquashFS 3.0 image, big-endian: only 4.0 is supported
 LIST
+	# an empty file: the server cannot answer a range of it (nginx: 200, no body)
+	run_capture rempty "$SQK" ls "$HTTP_URL/empty"
+	[ "$RC" = 1 ] && [ "$(wc -l <"$ERR_FILE")" = 1 ] &&
+		grep -q "^sqk ls: $HTTP_URL/empty: .*the file is empty: not a SquashFS image$" "$ERR_FILE" ||
+		{ show_err; fail "sqk ls of a remote empty file: exit $RC, not the one line"; }
+	run_capture rvempty "$SQK" verify --json "$HTTP_URL/empty"
+	json_error "sqk verify --json URL/empty" "" 8
+	grep -q "the file is empty" "$OUT_FILE" || fail "sqk verify --json URL/empty: not the message"
 	run_capture rcut "$SQK" ls "$HTTP_URL/cut.sqsh"
 	only_line "sqk ls URL/cut.sqsh" \
 		"sqk ls: $HTTP_URL/cut.sqsh: truncated image: file is $CUT bytes, the superblock says $USED"
