@@ -9,6 +9,7 @@
 #include "common/endian.h"
 #include "common/error.h"
 #include "common/format.h"
+#include "common/integrity.h"
 #include "testutil.h"
 
 /* The project's headers are included by their repo-relative paths with -I. only: the system's
@@ -293,6 +294,30 @@ START_TEST(test_super_diagnose)
 }
 END_TEST
 
+/* No superblock at the start, but sqk's integrity trailer at the end: the image it covers starts
+ * at 0 (a damaged superblock: 0, the callers say more) or further on (named for --offset). */
+START_TEST(test_super_diagnose_trailer)
+{
+	struct sqk_integ_trailer t = { .version = SQK_INTEG_VERSION, .chunk_size = 65536,
+				       .covered = 8192, .hashes_at = 8192, .nchunks = 1 };
+	uint8_t head[SQK_PROBE_SIZE] = { 0 }, tail[SQK_INTEG_TRAILER_SIZE];
+	char why[512];
+
+	sqk_integ_trailer_encode(&t, tail);
+	/* 8192 bytes of image, 32 of digest, padding, the trailer: 12288 bytes in all */
+	ck_assert_int_eq(sqk_super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 12288,
+					    why, sizeof(why)), 0);
+	ck_assert_int_eq(sqk_super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 16384,
+					    why, sizeof(why)), SQK_ENOTSQFS);
+	ck_assert_str_eq(why, "'f' is not a SquashFS image at offset 0: its integrity data covers "
+			      "an image at offset 4096 (--offset 4096)");
+	tail[0] ^= 1; /* no trailer: the head alone */
+	ck_assert_int_eq(sqk_super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 12288,
+					    why, sizeof(why)), SQK_ENOTSQFS);
+	ck_assert_str_eq(why, "'f' is not a SquashFS image: its first 4096 bytes are zero");
+}
+END_TEST
+
 START_TEST(test_basic_type)
 {
 	ck_assert_uint_eq(sqk_basic_type(SQK_T_LDIR), SQK_T_DIR);
@@ -319,6 +344,7 @@ static Suite *endian_format_suite(void)
 	tcase_add_test(tc, test_rdev);
 	tcase_add_test(tc, test_basic_type);
 	tcase_add_test(tc, test_super_diagnose);
+	tcase_add_test(tc, test_super_diagnose_trailer);
 	suite_add_tcase(s, tc);
 	return s;
 }
