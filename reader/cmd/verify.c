@@ -340,8 +340,10 @@ static void log_line(void *ctx, const char *msg)
 {
 	struct verify *v = ctx;
 
+	flockfile(stderr); /* also guards v->why: the fetches of a check run on its threads */
 	snprintf(v->why, sizeof(v->why), "%s", msg);
 	fprintf(stderr, "sqk verify: %s\n", msg);
+	funlockfile(stderr);
 }
 
 /* A remote image: raw bytes, straight from the server (the checker judges every chunk). */
