@@ -6,19 +6,33 @@
 #   mount     sqkfuse vs kernel loop mount vs squashfuse_ll, page cache dropped before each run:
 #             whole-tree tar (goal <= 1.0x kernel), large files sequentially (goal <= 0.6x
 #             squashfuse_ll), fio random 4 KiB psync IOPS (goal >= kernel), one decompression
-#             per block (stats=), peak RSS; sqkfuse -o verify overhead (goal <= 15%).
-# The image: mksquashfs -comp zstd of the bench corpus plus a few large binaries, on tmpfs.
-# Environment: SQK (default build/bin/sqk), BENCH_CORPUS=DIR (reuse a corpus), BENCH_ROUNDS (3).
+#             per block (stats=), peak RSS.
+#   verify    verified reads (the default) against --no-verify / -o noverify, on an image sqk
+#             built (it carries integrity data): the tree read (sqk extract of the tree; tar of
+#             it through a sqkfuse mount) and the big-file read (sqk cat; cat through sqkfuse),
+#             wall and CPU (the process, or the daemon plus the readers), best of
+#             BENCH_VERIFY_ROUNDS (2), each run on a fresh process or mount so that every
+#             chunk is hashed: goal <= 1.10x wall, <= 1.15x CPU.
+# The image of the peer cases: mksquashfs -comp zstd of the bench corpus plus a few large
+# binaries, on tmpfs. The verify case: sqk mkimage of the directories BENCH_VERIFY_TREE
+# ("/usr/include /usr/share/doc": text, and mostly gzip files stored raw) and the two largest of
+# those binaries.
+# Environment: SQK (default build/bin/sqk), BENCH_CORPUS=DIR (reuse a corpus), BENCH_ROUNDS (3),
+# BENCH_READ_CASES (default "peer verify": which parts run).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SQK=${SQK:-$HERE/../../build/bin/sqk}
 SQKFUSE=$(dirname "$SQK")/sqkfuse
 ROUNDS=${BENCH_ROUNDS:-3}
+CASES=" ${BENCH_READ_CASES:-peer verify} "
+has_case() { case $CASES in *" $1 "*) return 0;; esac; return 1; }
 die() { echo "bench_read: $*" >&2; exit 2; }
 log() { echo "bench_read: $*"; }
 [ "$(id -u)" = 0 ] || die "needs root (mounts, drop_caches)"
 [ -x "$SQK" ] && [ -x "$SQKFUSE" ] || die "build first (make)"
-for c in mksquashfs unsquashfs sqfscat squashfuse_ll fio /usr/bin/time; do
+NEED="/usr/bin/time"
+has_case peer && NEED="$NEED mksquashfs unsquashfs sqfscat squashfuse_ll fio"
+for c in $NEED; do
 	command -v "$c" >/dev/null 2>&1 && continue
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio time squashfs-tools-ng \
 		squashfuse squashfs-tools >/dev/null 2>&1
@@ -38,25 +52,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# ---- corpus and image ----
-if [ -n "${BENCH_CORPUS:-}" ]; then
-	C=$BENCH_CORPUS
-else
-	C=$S/corpus
-	mkdir -p "$C"
-	cp -a /usr/include "$C/include"
-	cp -a /usr/share/doc "$C/doc"
-	cp -a "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" "$C/pylib"
-fi
 mkdir -p "$S/bigsrc"
-find /usr/lib /usr/bin -xdev -type f -size +5M 2>/dev/null | xargs -r ls -S | head -n 4 |
-	while read -r f; do cp "$f" "$S/bigsrc/"; done
-IMG=$T/corpus.sqsh
-mksquashfs "$C" "$S/bigsrc" "$IMG" -comp zstd -noappend -quiet -no-progress >/dev/null ||
-	die "mksquashfs failed"
-BIG=$(cd "$S/bigsrc" && ls -S | head -n 1)
-log "image $(stat -c %s "$IMG") bytes; large files: $(ls "$S/bigsrc" | tr '\n' ' ')"
-
+find /usr/lib /usr/bin -xdev -type f -size +5M -print0 2>/dev/null | xargs -0r ls -S 2>/dev/null |
+	head -n 4 | while read -r f; do cp "$f" "$S/bigsrc/"; done
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # t CMD...: wall seconds of CMD (output discarded), peak RSS in $RSS (KiB)
 t() {
@@ -67,6 +65,28 @@ t() {
 }
 median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
+tree_read() { (cd "$1" && tar -cf - . | cat >/dev/null); }
+big_read() { for f in "$1"/bigsrc/* "$1"/*; do [ -f "$f" ] && cat "$f" >/dev/null; done; }
+# cpu_ticks PID: user+system clock ticks used so far by a daemon (0 for the kernel mount)
+cpu_ticks() { if [ -n "$1" ]; then awk '{print $14 + $15}' "/proc/$1/stat"; else echo 0; fi; }
+HZ=$(getconf CLK_TCK)
+
+peer_case() {
+# ---- corpus and image ----
+if [ -n "${BENCH_CORPUS:-}" ]; then
+	C=$BENCH_CORPUS
+else
+	C=$S/corpus
+	mkdir -p "$C"
+	cp -a /usr/include "$C/include"
+	cp -a /usr/share/doc "$C/doc"
+	cp -a "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" "$C/pylib"
+fi
+IMG=$T/corpus.sqsh
+mksquashfs "$C" "$S/bigsrc" "$IMG" -comp zstd -noappend -quiet -no-progress >/dev/null ||
+	die "mksquashfs failed"
+BIG=$(cd "$S/bigsrc" && ls -S | head -n 1)
+log "image $(stat -c %s "$IMG") bytes; large files: $(ls "$S/bigsrc" | tr '\n' ' ')"
 
 # ---- extract, cat, verify ----
 ext_sqk=(); ext_uns=(); cat_sqk=(); cat_sfs=(); ver=()
@@ -88,18 +108,13 @@ mount -t squashfs -o loop,ro "$IMG" "$S/m/kernel" 2>/dev/null || { mkdir -p "$S/
 mkdir -p "$S/m/sqkfuse" "$S/m/sqkfusev" "$S/m/sqfuse"
 "$SQKFUSE" "$IMG" "$S/m/sqkfuse" -o stats="$S/stats.json" || die "sqkfuse mount failed"
 squashfuse_ll "$IMG" "$S/m/sqfuse" || die "squashfuse_ll mount failed"
-tree_read() { (cd "$1" && tar -cf - . | cat >/dev/null); }
-big_read() { for f in "$1"/bigsrc/* "$1"/*; do [ -f "$f" ] && cat "$f" >/dev/null; done; }
 fio_iops() {
 	fio --name=r --filename="$1/bigsrc/$BIG" --rw=randread --bs=4k --ioengine=psync \
 		--runtime=10 --time_based --readonly --invalidate=1 --output-format=terse 2>/dev/null |
 		awk -F';' '{print $8}'
 }
-# cpu_ticks PID: user+system clock ticks used so far by a daemon (0 for the kernel mount)
-cpu_ticks() { if [ -n "$1" ]; then awk '{print $14 + $15}' "/proc/$1/stat"; else echo 0; fi; }
 declare -A TREE BIGT IOPS BIGCPU PID
 PID[kernel]=""; PID[sqkfuse]=$(pgrep -n -x sqkfuse); PID[sqfuse]=$(pgrep -n -x squashfuse_ll)
-HZ=$(getconf CLK_TCK)
 for m in kernel sqkfuse sqfuse; do
 	a=(); b=(); c=()
 	for r in $(seq "$ROUNDS"); do
@@ -119,18 +134,6 @@ done
 FUSE_RSS=$(ps -o rss= -C sqkfuse | sort -n | tail -n 1)
 fusermount3 -u "$S/m/sqkfuse"
 sleep 0.5
-# verified reads: sequential large files with and without -o verify (fresh mounts, cold cache)
-# (an image with integrity data: the large files packed by sqk mkimage)
-"$SQK" mkimage -q "$S/bigsrc" "$T/big.sqsh" || die "sqk mkimage of the large files failed"
-"$SQKFUSE" "$T/big.sqsh" "$S/m/sqkfuse" || die "sqkfuse remount failed"
-"$SQKFUSE" "$T/big.sqsh" "$S/m/sqkfusev" -o verify || die "sqkfuse -o verify mount failed"
-nv=(); vv=()
-for r in $(seq "$ROUNDS"); do
-	drop; nv+=("$( { /usr/bin/time -f %e bash -c "$(declare -f big_read); big_read $S/m/sqkfuse" ; } 2>&1 | tail -n 1)")
-	drop; vv+=("$( { /usr/bin/time -f %e bash -c "$(declare -f big_read); big_read $S/m/sqkfusev" ; } 2>&1 | tail -n 1)")
-done
-NV=$(printf '%s\n' "${nv[@]}" | median); VV=$(printf '%s\n' "${vv[@]}" | median)
-
 echo
 echo "== squashkit read bench (image $(stat -c %s "$IMG") bytes, $ROUNDS rounds, medians) =="
 printf '%-34s %8s %8s %7s  %s\n' test sqk peer ratio goal
@@ -140,7 +143,6 @@ printf '%-34s %8s %8s %7s  %s\n' "verify -j2 vs unsquashfs -p2 (s)" "$V1" "$E2" 
 printf '%-34s %8s %8s %7s  %s\n' "mount: tree tar vs kernel (s)" "${TREE[sqkfuse]}" "${TREE[kernel]}" "$(ratio "${TREE[sqkfuse]}" "${TREE[kernel]}")x" "<= 1.0x"
 printf '%-34s %8s %8s %7s  %s\n' "mount: large files vs squashfuse_ll" "${BIGT[sqkfuse]}" "${BIGT[sqfuse]}" "$(ratio "${BIGT[sqkfuse]}" "${BIGT[sqfuse]}")x" "<= 0.6x"
 printf '%-34s %8s %8s %7s  %s\n' "mount: random 4K IOPS vs kernel" "${IOPS[sqkfuse]}" "${IOPS[kernel]}" "$(ratio "${IOPS[sqkfuse]}" "${IOPS[kernel]}")x" ">= 1.0x"
-printf '%-34s %8s %8s %7s  %s\n' "mount -o verify vs plain (s)" "$VV" "$NV" "$(ratio "$VV" "$NV")x" "<= 1.15x"
 echo "also: tree tar squashfuse_ll ${TREE[sqfuse]} s; large files kernel ${BIGT[kernel]} s; IOPS squashfuse_ll ${IOPS[sqfuse]}"
 NCPU=$(nproc)
 echo "large files, CPU seconds (daemon + readers): sqkfuse ${BIGCPU[sqkfuse]}, squashfuse_ll ${BIGCPU[sqfuse]};" \
@@ -148,3 +150,108 @@ echo "large files, CPU seconds (daemon + readers): sqkfuse ${BIGCPU[sqkfuse]}, s
 	"($(ratio "$(python3 -c "print(${BIGCPU[sqkfuse]} / $NCPU)")" "${BIGT[sqfuse]}")x squashfuse_ll)"
 echo "peak RSS: sqk cat $((CAT_RSS / 1024)) MiB, sqkfuse $((FUSE_RSS / 1024)) MiB (default cache 64 MiB)"
 echo "sqkfuse stats after the runs: $(cat "$S/stats.json" 2>/dev/null)"
+}
+
+# ---- verified reads (the default) against --no-verify, on an image with integrity data ----
+# CPU is taken from wait4's rusage (exact sums, not 10 ms ticks: the runs are short).
+# measure.py wall-cpu CMD...: "wall cpu" seconds of CMD (output discarded).
+# measure.py fuse IMAGE MNT KIND [OPT...]: mounts IMAGE on MNT with sqkfuse -f OPT... (our own
+# child: its CPU comes from wait4 at exit, after the unmount), runs the read (KIND tree: tar of
+# MNT/tree; big: cat of MNT/bigsrc/*), unmounts; "wall cpu", wall of the read, cpu of the
+# daemon plus the readers.
+cat >"$S/measure.py" <<'PY'
+import os, subprocess, sys, time
+def run(argv, err):
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+    _, st, ru = os.wait4(p.pid, 0)
+    if st:
+        sys.exit("failed (%d): %s" % (st, " ".join(argv)))
+    return time.monotonic() - t0, ru.ru_utime + ru.ru_stime
+err = open(os.environ.get("MEASURE_ERR", "/dev/null"), "w")
+if sys.argv[1] == "wall-cpu":
+    w, c = run(sys.argv[2:], err)
+else:
+    fuse, img, mnt, kind = sys.argv[2:6]
+    d = subprocess.Popen([fuse, img, mnt, "-f"] + sys.argv[6:], stderr=err)
+    for _ in range(200):
+        if os.path.ismount(mnt):
+            break
+        time.sleep(0.05)
+    else:
+        sys.exit("sqkfuse did not mount")
+    read = ("cd %s/tree && tar -cf - . | cat >/dev/null" % mnt if kind == "tree"
+            else "cat %s/bigsrc/* >/dev/null" % mnt)
+    w, c = run(["bash", "-c", read], err)
+    subprocess.run(["fusermount3", "-u", mnt], check=True)
+    _, st, ru = os.wait4(d.pid, 0)
+    if st:
+        sys.exit("sqkfuse exited %d" % st)
+    c += ru.ru_utime + ru.ru_stime
+print("%.3f %.3f" % (w, c))
+PY
+tc() { MEASURE_ERR=$S/err python3 "$S/measure.py" wall-cpu "$@" || { cat "$S/err" >&2; die "failed: $*"; }; }
+# fuse_run MODE KIND: a fresh mount of the verify image (MODE verify: the default; noverify:
+# -o noverify), every chunk hashed anew; KIND tree or big.
+fuse_run() {
+	local opt=()
+	[ "$1" = noverify ] && opt=(-o noverify)
+	mkdir -p "$S/m/v"
+	MEASURE_ERR=$S/err python3 "$S/measure.py" fuse "$SQKFUSE" "$T/v.sqsh" "$S/m/v" "$2" "${opt[@]}" ||
+		{ cat "$S/err" >&2; die "sqkfuse ${opt[*]} $2 read failed"; }
+}
+# best FILE: of its "wall cpu" lines, the least wall and the least cpu
+best() {
+	echo "$(sort -n -k1,1 "$1" | head -n 1 | cut -d' ' -f1) $(sort -n -k2,2 "$1" | head -n 1 | cut -d' ' -f2)"
+}
+
+verify_case() {
+	local vr=${BENCH_VERIFY_ROUNDS:-2} tree=${BENCH_VERIFY_TREE:-/usr/include /usr/share/doc} r m k d
+	local -A RES
+	mkdir -p "$S/vsrc/bigsrc" "$S/vsrc/tree"
+	for d in $tree; do cp -a "$d" "$S/vsrc/tree/" || die "cannot copy $d"; done
+	ls -S "$S/bigsrc" | head -n 2 | while read -r f; do cp "$S/bigsrc/$f" "$S/vsrc/bigsrc/"; done
+	"$SQK" mkimage -q "$S/vsrc" "$T/v.sqsh" || die "sqk mkimage of the verify corpus failed"
+	"$SQK" info "$T/v.sqsh" | grep -q '^root hash:' || die "the sqk image has no integrity data"
+	local bigs=() f
+	for f in "$S"/vsrc/bigsrc/*; do bigs+=("bigsrc/${f##*/}"); done
+	log "verify case: image $(stat -c %s "$T/v.sqsh") bytes (tree $tree: $(du -sb "$S/vsrc/tree" | cut -f1) bytes; big files: $(du -sb "$S/vsrc/bigsrc" | cut -f1) bytes); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	for r in $(seq "$vr"); do
+		# alternate the order of the two modes between rounds
+		for m in $( [ $((r % 2)) = 1 ] && echo "verify noverify" || echo "noverify verify"); do
+			local nv=()
+			[ "$m" = noverify ] && nv=(--no-verify)
+			tc "$SQK" cat "${nv[@]}" "$T/v.sqsh" "${bigs[@]}" >>"$S/r.cat.$m"
+			rm -rf "$T/vx"
+			tc "$SQK" extract -j 2 "${nv[@]}" "$T/v.sqsh" "$T/vx" tree >>"$S/r.extract.$m"
+			rm -rf "$T/vx"
+			fuse_run "$m" tree >>"$S/r.ftree.$m"
+			fuse_run "$m" big >>"$S/r.fbig.$m"
+		done
+	done
+	for k in cat extract ftree fbig; do
+		for m in verify noverify; do
+			RES[$k.$m]=$(best "$S/r.$k.$m")
+		done
+	done
+	echo
+	echo "== verified reads vs --no-verify (sqk-built image, best of $vr; load after: $(cut -d' ' -f1-3 /proc/loadavg)) =="
+	printf '%-34s %15s %15s %7s %7s  %s\n' test "verified w/cpu" "no-verify w/cpu" wall cpu "goal (wall, cpu)"
+	for k in extract cat ftree fbig; do
+		local v n name
+		read -r -a v <<<"${RES[$k.verify]}"
+		read -r -a n <<<"${RES[$k.noverify]}"
+		case $k in
+		extract) name="sqk extract -j2 of the tree (s)";;
+		cat) name="sqk cat of the big files (s)";;
+		ftree) name="sqkfuse: tree tar (s)";;
+		fbig) name="sqkfuse: big files (s)";;
+		esac
+		printf '%-34s %15s %15s %6sx %6sx  %s\n' "$name" "${v[0]}/${v[1]}" "${n[0]}/${n[1]}" \
+			"$(ratio "${v[0]}" "${n[0]}")" "$(ratio "${v[1]}" "${n[1]}")" "<= 1.10x, <= 1.15x"
+	done
+}
+
+has_case peer && peer_case
+has_case verify && verify_case
+exit 0

@@ -79,7 +79,9 @@ mktar 10 300 d005/big.txt | "$SQK" mkimage -q -c gzip --tar - "$S/img.sqsh" ||
 	fail "sqk mkimage --tar of the small tree failed"
 python3 "$IT_DIR/sqfs_patch.py" patch "$S/img.sqsh" data-garbage /d005/big.txt >/dev/null ||
 	fail "patching the data block of /d005/big.txt failed"
-fuse_mount "$S/img.sqsh" "$S/mnt" -o names=64,stats="$S/stats.json"
+# noverify (here and below): the garbage lies in the superblock's integrity chunk (a verified
+# mount refuses the image); this is about the names in the log of a block that does not decode
+fuse_mount "$S/img.sqsh" "$S/mnt" -o noverify,names=64,stats="$S/stats.json"
 ino=$(stat -c %i "$S/mnt/d005/big.txt") || fail "cannot stat /d005/big.txt"
 [ "$(find "$S/mnt" -type f | wc -l)" = 3001 ] || fail "find through names=64 does not count 3001 files"
 ls -lR "$S/mnt" >/dev/null || fail "ls -lR through names=64 failed"
@@ -110,7 +112,7 @@ names=$(json_get "$S/stats.json" node_names)
 info "names=64: log lines name the broken file rightly, also after forgets; $names names at unmount"
 
 # 2. No names at all: the inode number.
-fuse_mount "$S/img.sqsh" "$S/mnt" -o names=0
+fuse_mount "$S/img.sqsh" "$S/mnt" -o noverify,names=0
 if cat "$S/mnt/d005/big.txt" >/dev/null 2>&1; then fail "reading the corrupted file succeeded"; fi
 grep -qF "img.sqsh: inode $ino: read " "$TMP/fuse.err" ||
 	fail "names=0: no log line names inode $ino: $(cat "$TMP/fuse.err")"
