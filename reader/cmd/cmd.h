@@ -88,7 +88,6 @@ struct sqk_cmd {
 	const char *image;    /* image path as given */
 	uint64_t offset;      /* --offset */
 	struct sqk_image *img;
-	int verify;           /* --verify of a command's own option table: as remote.verify_asked */
 	struct sqk_remote remote;
 	char *shown;          /* the image name in messages: a URL without query or credentials */
 	char why[512];        /* the library's last line (after a failed open: why it failed) */

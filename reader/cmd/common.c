@@ -174,8 +174,7 @@ int sqk_cmd_open(struct sqk_cmd *c)
 		else
 			sqk_cmd_err(c, NULL, err, "cannot open image%s", hint);
 	}
-	if (!err && (c->remote.verify_asked || c->verify) && !c->remote.no_verify &&
-	    !sqk_image_verified(c->img))
+	if (!err && c->remote.verify_asked && !c->remote.no_verify && !sqk_image_verified(c->img))
 		sqk_cmd_err(c, NULL, 0, "no integrity data (or not at offset 0); reads are not "
 			    "verified");
 	return err;
