@@ -1,7 +1,9 @@
 /* Integrity data (layout in integrity.h): the builder streams every byte it writes through a
- * writer that hashes fixed-size chunks as they pass (chunk 0 last: the superblock is written at
- * the end), then appends the digest array, zero padding and the trailer. Readers load and
- * authenticate the digests from the end of the file and check chunks against them. */
+ * writer that hashes fixed-size chunks as they pass with SHA-256 and XXH3-64 (chunk 0 last: the
+ * superblock is written at the end), writes the fast checksum block at the end of the covered
+ * bytes, then appends the digest array, zero padding and the trailer. Readers load and
+ * authenticate the digests from the end of the file and check chunks against them, or against
+ * the fast checksums (which the digests authenticate) when no root digest is pinned. */
 #include "integrity.h"
 
 #include <openssl/crypto.h>
@@ -12,6 +14,9 @@
 
 #include "endian.h"
 #include "error.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #define PAD 4096u
 #define MAGIC_LEN 8u
@@ -25,6 +30,10 @@ struct sqk_integ_writer {
 	uint8_t *digests;     /* 32 bytes per chunk, slot 0 filled at finish */
 	uint64_t ndigests;    /* slots in use (slot 0 is reserved for chunk 0) */
 	uint64_t cap;
+	XXH3_state_t *xs;     /* XXH3-64 of the chunk that stream_pos is in */
+	uint64_t *sums;       /* XXH3-64 per chunk, like digests (slot 0 at sqk_integ_writer_fast) */
+	bool chunk0_frozen;   /* the fast block has chunk 0's checksum: no more rewrites */
+	bool fast_done;
 };
 
 /* SHA-256 of data into out (one shot; thread-safe). */
@@ -176,8 +185,11 @@ int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
 	w->chunk0 = calloc(1, chunk_size);
 	w->cap = 64;
 	w->digests = malloc(w->cap * SQK_INTEG_DIGEST_SIZE);
+	w->sums = malloc(w->cap * sizeof(*w->sums));
 	w->ctx = EVP_MD_CTX_new();
-	if (!w->chunk0 || !w->digests || !w->ctx ||
+	w->xs = XXH3_createState();
+	if (!w->chunk0 || !w->digests || !w->sums || !w->ctx || !w->xs ||
+	    XXH3_64bits_reset(w->xs) != XXH_OK ||
 	    !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL)) {
 		sqk_integ_writer_destroy(w);
 		return SQK_ENOMEM;
@@ -192,8 +204,11 @@ void sqk_integ_writer_destroy(struct sqk_integ_writer *w)
 	if (!w)
 		return;
 	EVP_MD_CTX_free(w->ctx);
+	if (w->xs)
+		XXH3_freeState(w->xs);
 	free(w->chunk0);
 	free(w->digests);
+	free(w->sums);
 	free(w);
 }
 
@@ -207,10 +222,17 @@ static int close_chunk(struct sqk_integ_writer *w)
 		if (!n)
 			return SQK_ENOMEM;
 		w->digests = n;
+		n = realloc(w->sums, cap * sizeof(*w->sums));
+		if (!n)
+			return SQK_ENOMEM;
+		w->sums = n;
 		w->cap = cap;
 	}
 	if (!EVP_DigestFinal_ex(w->ctx, w->digests + w->ndigests * SQK_INTEG_DIGEST_SIZE, NULL) ||
 	    !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL))
+		return SQK_ENOMEM;
+	w->sums[w->ndigests] = XXH3_64bits_digest(w->xs);
+	if (XXH3_64bits_reset(w->xs) != XXH_OK)
 		return SQK_ENOMEM;
 	w->ndigests++;
 	return 0;
@@ -221,6 +243,8 @@ int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void
 {
 	const uint8_t *p = data;
 
+	if (off < w->chunk_size && len && w->chunk0_frozen)
+		return SQK_EINVAL; /* the fast block already holds chunk 0's checksum */
 	if (off < w->chunk_size) {
 		size_t n = w->chunk_size - off < len ? (size_t)(w->chunk_size - off) : len;
 
@@ -236,7 +260,7 @@ int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void
 		size_t n = room < len ? room : len;
 		int err;
 
-		if (!EVP_DigestUpdate(w->ctx, p, n))
+		if (!EVP_DigestUpdate(w->ctx, p, n) || XXH3_64bits_update(w->xs, p, n) != XXH_OK)
 			return SQK_ENOMEM;
 		p += n;
 		len -= n;
@@ -406,4 +430,135 @@ int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *da
 	if (CRYPTO_memcmp(d, ig->digests + k * SQK_INTEG_DIGEST_SIZE, sizeof(d)))
 		return SQK_ECORRUPT;
 	return 0;
+}
+
+/* ---- fast checksums ---- */
+
+/* Borrows data. */
+uint64_t sqk_xxh3_64(const void *data, size_t len)
+{
+	return XXH3_64bits(data, len);
+}
+
+uint64_t sqk_integ_fast_len(uint64_t n)
+{
+	if (n > (UINT64_MAX - SQK_FAST_FOOTER_SIZE - SQK_FAST_ALIGN) / 8)
+		return 0;
+	return (n * 8 + SQK_FAST_FOOTER_SIZE + SQK_FAST_ALIGN - 1) / SQK_FAST_ALIGN * SQK_FAST_ALIGN;
+}
+
+/* Encodes the block of n entries sums[0..n) into a new buffer of len bytes (caller frees). */
+static int fast_encode(const uint64_t *sums, uint64_t n, uint8_t **blk, size_t *len)
+{
+	uint64_t l = sqk_integ_fast_len(n);
+	uint8_t *b, *f;
+
+	if (!l || l > SIZE_MAX)
+		return SQK_EOVERFLOW;
+	b = calloc(1, (size_t)l);
+	if (!b)
+		return SQK_ENOMEM;
+	for (uint64_t k = 0; k < n; k++)
+		sqk_put_le64(b + 8 * k, sums[k]);
+	f = b + l - SQK_FAST_FOOTER_SIZE;
+	sqk_put_le64(f, n);
+	sqk_put_le64(f + 8, l);
+	sqk_put_le32(f + 16, SQK_FAST_VERSION);
+	sqk_put_le32(f + 20, SQK_FAST_XXH3_64);
+	memcpy(f + 24, SQK_FAST_MAGIC, MAGIC_LEN);
+	*blk = b;
+	*len = (size_t)l;
+	return 0;
+}
+
+/* Caller owns *blk (free). */
+int sqk_integ_writer_fast(struct sqk_integ_writer *w, uint64_t at, uint8_t **blk, size_t *len)
+{
+	uint64_t n = at / w->chunk_size;
+
+	*blk = NULL;
+	*len = 0;
+	if (w->fast_done || at % SQK_FAST_ALIGN || (at > w->chunk_size && w->stream_pos != at))
+		return SQK_EINVAL;
+	w->fast_done = true;
+	if (n == 0)
+		return 0; /* no whole chunk before the block: every chunk is checked by SHA-256 */
+	if (n > w->ndigests)
+		return SQK_EINVAL; /* not all fed */
+	w->chunk0_frozen = true;
+	w->sums[0] = XXH3_64bits(w->chunk0, w->chunk_size);
+	return fast_encode(w->sums, n, blk, len);
+}
+
+/* Borrows footer and t; fills the caller's *at, *len, *n. */
+int sqk_integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
+			  const struct sqk_integ_trailer *t, uint64_t min_start, uint64_t *at,
+			  uint64_t *len, uint64_t *n)
+{
+	uint64_t nn = sqk_get_le64(footer), l = sqk_get_le64(footer + 8);
+
+	if (memcmp(footer + 24, SQK_FAST_MAGIC, MAGIC_LEN))
+		return SQK_ENOENT;
+	if (!l || l % SQK_FAST_ALIGN || min_start > t->covered || l > t->covered - min_start)
+		return SQK_ECORRUPT;
+	*at = t->covered - l;
+	*len = l;
+	*n = nn;
+	if (sqk_get_le32(footer + 16) != SQK_FAST_VERSION ||
+	    sqk_get_le32(footer + 20) != SQK_FAST_XXH3_64)
+		return SQK_EUNSUPPORTED;
+	/* exactly the chunks wholly before the block, in exactly the bytes they need */
+	if (nn != *at / t->chunk_size || sqk_integ_fast_len(nn) != l)
+		return SQK_ECORRUPT;
+	return 0;
+}
+
+/* Frees what f owns; NULL-safe. */
+void sqk_integ_fast_free(struct sqk_integ_fast *f)
+{
+	if (!f)
+		return;
+	free(f->sums);
+	f->sums = NULL;
+	f->n = 0;
+}
+
+/* Borrows blk and t; fills the caller's out. */
+int sqk_integ_fast_decode(const uint8_t *blk, size_t len, const struct sqk_integ_trailer *t,
+			  uint64_t min_start, struct sqk_integ_fast *out)
+{
+	uint64_t at, l, n;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (len < SQK_FAST_FOOTER_SIZE)
+		return SQK_ECORRUPT;
+	rc = sqk_integ_fast_footer(blk + len - SQK_FAST_FOOTER_SIZE, t, min_start, &at, &l, &n);
+	if (rc)
+		return rc;
+	if (l != len)
+		return SQK_ECORRUPT;
+	/* nothing else hides between the entries and the footer */
+	for (size_t i = (size_t)n * 8; i < len - SQK_FAST_FOOTER_SIZE; i++)
+		if (blk[i])
+			return SQK_ECORRUPT;
+	out->sums = malloc(n ? (size_t)n * sizeof(*out->sums) : 1);
+	if (!out->sums)
+		return SQK_ENOMEM;
+	for (uint64_t k = 0; k < n; k++)
+		out->sums[k] = sqk_get_le64(blk + 8 * k);
+	out->at = at;
+	out->len = l;
+	out->n = n;
+	out->algorithm = SQK_FAST_XXH3_64;
+	return 0;
+}
+
+/* Borrows ig, f and data. */
+int sqk_integ_fast_check_chunk(const struct sqk_integ *ig, const struct sqk_integ_fast *f,
+			       uint64_t k, const void *data, size_t len)
+{
+	if (k >= f->n || len != ig->t.chunk_size)
+		return SQK_ECORRUPT;
+	return XXH3_64bits(data, len) == f->sums[k] ? 0 : SQK_ECORRUPT;
 }

@@ -1,9 +1,14 @@
 /* squashkit integrity data: SHA-256 hashes of every chunk of the image file, appended after the
- * (padded) SquashFS image, found from the end of the file and protected by a root digest.
- * The kernel, unsquashfs and squashfuse ignore everything past bytes_used.
+ * (padded) SquashFS image, found from the end of the file and protected by a root digest, and
+ * a block of fast checksums (XXH3-64) of the same chunks inside the covered bytes, which
+ * verified reads use when no root hash is pinned. The kernel, unsquashfs and squashfuse ignore
+ * everything past bytes_used.
  *
  * File layout (all integers little-endian):
- *   [0, covered)                 the SquashFS image, padded to 4 KiB (covered = its length)
+ *   [0, covered)                 the SquashFS image, padded to 4 KiB (covered = its length),
+ *                                then, still inside `covered` (so the digests cover them):
+ *                                  the prefetch hint block, if any (common/hint.h), and
+ *                                  the fast checksum block, if any, ending at `covered`
  *   [covered, covered + 32*n)    n = ceil(covered / chunk_size) SHA-256 digests, chunk k covering
  *                                bytes [k*chunk_size, min((k+1)*chunk_size, covered))
  *   zero bytes                   so that the trailer ends on a 4 KiB boundary
@@ -18,7 +23,24 @@
  *     72  u8[48] zero
  *     120 u8[8]  magic "SQKINTG1"
  * The root digest authenticates the trailer and every chunk digest, hence every byte of the
- * image: `sqk verify --root-hash HEX` compares it with a digest published out of band. */
+ * image: `sqk verify --root-hash HEX` compares it with a digest published out of band.
+ *
+ * The fast checksum block, [at, covered) with at = covered - len (sqk mkimage writes it with
+ * the integrity data; images from before it have none, and readers that do not know it see
+ * bytes the digests cover, like the hint):
+ *   at + 8*k          u64 XXH3-64 (seed 0) of chunk k, for k in [0, n), n = at / chunk_size:
+ *                     every chunk that ends at or before `at` (the chunks from there on hold the
+ *                     hint or this block, or straddle them, and are always checked by SHA-256)
+ *   ...               zero
+ *   covered - 32      footer: u64 n, u64 len (a multiple of 4096, exactly what n entries and the
+ *                     footer round up to), u32 version (1), u32 algorithm (1 = XXH3-64),
+ *                     u8[8] magic "SQKFAST1"
+ * The hint, if any, then ends at `at` (instead of at `covered`). A block of another version or
+ * algorithm (same footer positions of len and magic) is skipped: reads use SHA-256.
+ * What each protects against: XXH3-64 is a checksum, it detects corruption (a flipped bit, a
+ * torn or misplaced write) but not a deliberate change, which can keep it; the fast block's own
+ * bytes are covered by the SHA-256 digests, checked when it is loaded. Only SHA-256 reads with
+ * a pinned root digest (opts.root_hash, sqk verify --root-hash) detect tampering. */
 #ifndef SQK_INTEGRITY_H
 #define SQK_INTEGRITY_H
 
@@ -102,5 +124,62 @@ SQK_API void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE], char out[2 * 
 
 /* Parses 64 hex digits; SQK_EINVAL otherwise. */
 SQK_API int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+
+/* ---- fast checksums (XXH3-64 per chunk, inside `covered`) ---- */
+
+#define SQK_FAST_MAGIC "SQKFAST1"
+#define SQK_FAST_VERSION 1u
+#define SQK_FAST_XXH3_64 1u
+#define SQK_FAST_FOOTER_SIZE 32u
+#define SQK_FAST_ALIGN 4096u
+
+/* A decoded fast checksum block. */
+struct sqk_integ_fast {
+	uint64_t at;        /* offset of the block (its end is the trailer's covered) */
+	uint64_t len;       /* its length */
+	uint64_t n;         /* entries: chunks [0, n) */
+	uint32_t algorithm; /* SQK_FAST_XXH3_64 */
+	uint64_t *sums;     /* n checksums (owned; sqk_integ_fast_free) */
+};
+
+/* XXH3-64 (seed 0) of data. */
+SQK_API uint64_t sqk_xxh3_64(const void *data, size_t len);
+
+/* The length of a block of n entries (a multiple of 4096), 0 when it would overflow. */
+SQK_API uint64_t sqk_integ_fast_len(uint64_t n);
+
+/* Reads the footer (the last 32 bytes of [0, t->covered)) of a block that must start at or
+ * after min_start (the padded image, or the end of what precedes it). SQK_ENOENT without the
+ * magic; SQK_ECORRUPT when len is not a multiple of 4096 or does not fit in
+ * [min_start, covered); *at and *len are then set, and SQK_EUNSUPPORTED is returned for another
+ * version or algorithm (a block to skip); SQK_ECORRUPT when n is not at / chunk_size or len not
+ * the length n entries take. */
+SQK_API int sqk_integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
+				  const struct sqk_integ_trailer *t, uint64_t min_start,
+				  uint64_t *at, uint64_t *len, uint64_t *n);
+
+/* Decodes the whole block blk[0..len) (borrowed), distrusting every field: the footer as
+ * above, the zero bytes between the entries and the footer. Fills out (sqk_integ_fast_free,
+ * also after a failure); errors as sqk_integ_fast_footer, or SQK_ENOMEM. */
+SQK_API int sqk_integ_fast_decode(const uint8_t *blk, size_t len,
+				  const struct sqk_integ_trailer *t, uint64_t min_start,
+				  struct sqk_integ_fast *out);
+
+/* Frees what f owns; NULL-safe. */
+SQK_API void sqk_integ_fast_free(struct sqk_integ_fast *f);
+
+/* Checks data (the whole of chunk k < f->n) against its fast checksum: 0 or SQK_ECORRUPT.
+ * Thread-safe. */
+SQK_API int sqk_integ_fast_check_chunk(const struct sqk_integ *ig,
+				       const struct sqk_integ_fast *f, uint64_t k,
+				       const void *data, size_t len);
+
+/* The builder: the fast checksum block to write at `at` (everything before it fed, the
+ * superblock included: chunk 0 may not change after this call; at a multiple of 4096), for
+ * the chunks [0, at / chunk_size). Returns in *blk (caller frees) the block of *len bytes, to
+ * feed through sqk_integ_writer_update at `at` like the image; *blk NULL and *len 0 when
+ * there is no whole chunk before `at` (no block). Once per writer. */
+SQK_API int sqk_integ_writer_fast(struct sqk_integ_writer *w, uint64_t at, uint8_t **blk,
+				  size_t *len);
 
 #endif

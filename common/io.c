@@ -16,6 +16,7 @@
 #include "error.h"
 #include "format.h"
 #include "hint.h"
+#include "endian.h"
 #include "integrity.h"
 
 /* Largest transfer handed to one pread/pwrite (POSIX leaves > SSIZE_MAX unspecified). */
@@ -109,6 +110,25 @@ static uint64_t device_hint_len(struct sqk_io *io, uint64_t padded, uint64_t dev
 	return 0;
 }
 
+/* The length of the fast checksum block that starts at `at` (after the image and its hint), 0
+ * if there is none (integrity.h: n = at / chunk_size entries for one of the chunk sizes, its
+ * footer ending the block). */
+static uint64_t device_fast_len(struct sqk_io *io, uint64_t at, uint64_t dev)
+{
+	uint8_t footer[SQK_FAST_FOOTER_SIZE];
+
+	for (uint64_t c = SQK_INTEG_CHUNK_MIN; c <= SQK_INTEG_CHUNK_MAX; c *= 2) {
+		uint64_t n = at / c, len = sqk_integ_fast_len(n);
+
+		if (n && len && at + len <= dev &&
+		    !fd_read_at(io, at + len - sizeof(footer), footer, sizeof(footer)) &&
+		    !memcmp(footer + 24, SQK_FAST_MAGIC, 8) && sqk_get_le64(footer) == n &&
+		    sqk_get_le64(footer + 8) == len)
+			return len;
+	}
+	return 0;
+}
+
 /* Whether the first digest after covered is that of the image's first chunk (of c bytes): a
  * trailer left by an older, different image on the device is not taken for this one's. */
 static bool device_chunk0_ok(struct sqk_io *io, uint64_t covered, uint64_t c)
@@ -161,6 +181,7 @@ static uint64_t device_extent(struct sqk_io *io, uint64_t dev)
 	if (padded > dev)
 		return dev;
 	uint64_t covered = padded + device_hint_len(io, padded, dev);
+	covered += device_fast_len(io, covered, dev);
 	uint64_t end = device_integ_end(io, covered, dev);
 	if (!end && covered != padded) /* a hint footer without a trailer: not a hint */
 		end = device_integ_end(io, padded, dev);

@@ -1,5 +1,6 @@
 /* The builder: one pass over a source (entries into the tree, file content into blocks and
- * tails as it comes), then the fragment blocks, the tables, padding, the integrity data and the
+ * tails as it comes), then the fragment blocks, the tables, padding, the prefetch hint and the
+ * fast checksums (inside the covered bytes), the integrity data and the
  * superblock last (so a torn image has no valid magic). Every byte written is hashed on its way
  * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (main.c),
  * memory in the tests. */
@@ -162,6 +163,22 @@ static int write_hint(struct mk_ctx *c, const struct sqk_super *sb)
 	return err;
 }
 
+/* Appends the fast checksum block (XXH3-64 of every chunk before it; integrity.h) at the end of
+ * the covered bytes, after the hint: the superblock is hashed already, so chunk 0 is final. */
+static int write_fast(struct mk_ctx *c)
+{
+	uint8_t *blk;
+	size_t len;
+	int err = sqk_integ_writer_fast(c->integ, c->pos, &blk, &len);
+
+	if (err)
+		return mk_fail(c, err, "cannot make the fast checksums of '%s': %s", c->opt->image,
+			       sqk_strerror(err));
+	err = len ? mk_write(c, blk, len) : 0;
+	free(blk);
+	return err;
+}
+
 static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 {
 	const struct mk_options *o = c->opt;
@@ -183,6 +200,8 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	sqk_super_encode(sb, raw);
 	if (!err)
 		err = hash_super(c, raw);
+	if (!err && c->integ)
+		err = write_fast(c);
 	if (!err && c->integ)
 		err = write_integrity(c);
 	if (!err)

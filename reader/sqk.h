@@ -117,6 +117,8 @@ struct sqk_stats {
 	uint64_t bytes_read;        /* bytes read from the image */
 	uint64_t readahead_batches;
 	uint64_t chunks_hashed;     /* verified reads: integrity chunks hashed (once each when good) */
+	uint64_t chunks_xxh3;       /* of those, checked with their XXH3-64 fast checksum */
+	uint64_t chunks_sha256;     /* of those, checked with their SHA-256 digest */
 };
 
 /* What a walk of every inode reachable from the root finds (sqk_image_info). Plain data. The
@@ -274,6 +276,13 @@ SQK_API int sqk_image_mismatch(struct sqk_image *img, uint32_t ino, struct sqk_m
  * size). SQK_ENOENT when the image has none (or does not start at offset 0 of its file),
  * SQK_ECORRUPT when it does not match its root digest. */
 SQK_API int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out);
+
+/* Whether the image carries fast checksums (an XXH3-64 per chunk, common/integrity.h): 0 and
+ * the number of chunks they cover in *nchunks when a valid block is there; *used when verified
+ * reads of img check those chunks with them (not with a pinned root digest, nor --no-verify).
+ * SQK_ENOENT without a block (or without integrity data), SQK_EUNSUPPORTED for a block of
+ * another version or algorithm, SQK_ECORRUPT for one that does not decode. */
+SQK_API int sqk_image_fast_checksums(struct sqk_image *img, uint64_t *nchunks, bool *used);
 
 /* Copies the counters. */
 SQK_API void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);

@@ -17,6 +17,9 @@ struct sqk_info {
 	struct sqk_image_info st;
 	int integ_rc;           /* sqk_image_integrity: 0, SQK_ENOENT or an error */
 	struct sqk_integ_trailer integ;
+	int fast_rc;            /* sqk_image_fast_checksums: 0, SQK_ENOENT or an error */
+	uint64_t fast_chunks;
+	bool fast_used;
 	int hint_rc;            /* sqk_image_hint: 0, SQK_ENOENT or an error */
 	size_t nhint;
 	struct sqk_hint_range hint[SQK_HINT_MAX_RANGES];
@@ -48,6 +51,9 @@ static void info_usage(FILE *f)
 		"                    inode_metadata_blocks, directory_metadata_blocks, file_bytes,\n"
 		"                    sparse_bytes, integrity (\"ok\", \"none\", \"corrupt\"),\n"
 		"                    root_hash (hex or null), integrity_chunk_size (or null),\n"
+		"                    checksums ([\"SHA-256\"], with \"XXH3-64\" when the image has\n"
+		"                    fast checksums; [] without integrity data),\n"
+		"                    fast_checksum_chunks (the chunks they cover, or null),\n"
 		"                    compression_ratio, prefetch_hint (the ranges sqk mkimage --order\n"
 		"                    or -sort recorded: [{start, length}...], [] for none, null when\n"
 		"                    not valid), http_bytes and http_bytes_unused (remote images);\n"
@@ -149,11 +155,30 @@ static void info_integrity_json(const struct sqk_info *in)
 	printf("  \"integrity\": \"%s\",\n", info_integ_state(in));
 	if (in->integ_rc) {
 		printf("  \"root_hash\": null,\n  \"integrity_chunk_size\": null,\n");
+		printf("  \"checksums\": [],\n  \"fast_checksum_chunks\": null,\n");
 		return;
 	}
 	sqk_integ_hex(in->integ.root, hex);
 	printf("  \"root_hash\": \"%s\",\n  \"integrity_chunk_size\": %u,\n", hex,
 	       in->integ.chunk_size);
+	if (in->fast_rc)
+		printf("  \"checksums\": [\"SHA-256\"],\n  \"fast_checksum_chunks\": null,\n");
+	else
+		printf("  \"checksums\": [\"SHA-256\", \"XXH3-64\"],\n"
+		       "  \"fast_checksum_chunks\": %llu,\n", (unsigned long long)in->fast_chunks);
+}
+
+/* Which checksums the integrity data holds, in one line. */
+static void info_checksums_text(const struct sqk_info *in)
+{
+	printf("integrity:               SHA-256 per %u KiB chunk", in->integ.chunk_size / 1024);
+	if (in->fast_rc == 0)
+		printf(", XXH3-64 for verified reads%s\n",
+		       in->fast_used ? "" : " (not used by this open)");
+	else if (in->fast_rc == SQK_ENOENT)
+		printf("\n");
+	else
+		printf("; fast checksums not valid (%s)\n", sqk_strerror(in->fast_rc));
 }
 
 static void info_integrity_text(const struct sqk_info *in)
@@ -168,6 +193,7 @@ static void info_integrity_text(const struct sqk_info *in)
 		sqk_integ_hex(in->integ.root, hex);
 		printf("root hash:               %s\n", hex);
 		printf("integrity chunk size:    %u\n", in->integ.chunk_size);
+		info_checksums_text(in);
 	}
 }
 
@@ -446,6 +472,8 @@ static int info_run(struct sqk_info *in)
 		return 1;
 	}
 	in->integ_rc = sqk_image_integrity(in->c.img, &in->integ);
+	in->fast_rc = in->integ_rc ? SQK_ENOENT :
+		      sqk_image_fast_checksums(in->c.img, &in->fast_chunks, &in->fast_used);
 	in->hint_rc = sqk_image_hint(in->c.img, in->hint, SQK_HINT_MAX_RANGES, &in->nhint);
 	if (in->json)
 		info_print_json(in);

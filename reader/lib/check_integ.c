@@ -2,7 +2,9 @@
  * on worker threads with large reads, merges adjacent bad chunks into ranges (mapped to regions
  * later), compares the root digest with the one the caller expects, checks that the chunks
  * cover the whole image, and notices a file that has bytes past its image but no trailer (a
- * truncated integrity area). */
+ * truncated integrity area). The fast checksum block that ends the covered bytes, if any, is
+ * decoded and each of its XXH3-64 entries compared with its chunk: a wrong one (of a chunk
+ * that matches its SHA-256 digest) is a finding naming the chunk. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,8 @@ struct integ_work {
 	atomic_uint_fast64_t next;
 	uint64_t per;             /* chunks per claim */
 	uint8_t *bad;             /* by chunk */
+	const struct sqk_integ_fast *fast; /* the fast checksums (n 0 when none) */
+	uint8_t *fbad;            /* by chunk: its fast checksum is wrong */
 };
 
 /* Checks chunks [k0, k1) read with one pread. */
@@ -36,6 +40,9 @@ static int check_span(struct integ_work *w, uint8_t *buf, uint64_t k0, uint64_t 
 		sqk_integ_chunk_range(w->ig, k, &s, &e);
 		if (sqk_integ_check_chunk(w->ig, k, buf + (s - s0), (size_t)(e - s)))
 			w->bad[k] = 1;
+		else if (k < w->fast->n &&
+			 sqk_integ_fast_check_chunk(w->ig, w->fast, k, buf + (s - s0), (size_t)(e - s)))
+			w->fbad[k] = 1;
 	}
 	return 0;
 }
@@ -86,9 +93,31 @@ static int merge_bad(struct chk *c, const struct sqk_integ *ig, const uint8_t *b
 	return 0;
 }
 
-static int check_chunks(struct chk *c, const struct sqk_integ *ig)
+/* One finding per chunk whose fast checksum is wrong, at its entry in the block; none when a
+ * chunk of the block itself fails its digest (its entries are then not the builder's, and that
+ * chunk is the finding). */
+static void report_fast_bad(struct chk *c, const struct sqk_integ *ig,
+			    const struct sqk_integ_fast *f, const uint8_t *bad, const uint8_t *fbad)
 {
-	struct integ_work w = { .c = c, .ig = ig };
+	for (uint64_t k = f->at / ig->t.chunk_size; f->n && k < ig->t.nchunks; k++)
+		if (bad[k])
+			return;
+	for (uint64_t k = 0; k < f->n; k++) {
+		uint64_t s, e;
+
+		if (!fbad[k])
+			continue;
+		sqk_integ_chunk_range(ig, k, &s, &e);
+		chk_report(c, false, f->at + 8 * k, f->at + 8 * k + 8, "fast checksums",
+			   "fast checksum of chunk %llu (bytes %llu..%llu) does not match the chunk, "
+			   "which matches its SHA-256 digest", (unsigned long long)k,
+			   (unsigned long long)s, (unsigned long long)e - 1);
+	}
+}
+
+static int check_chunks(struct chk *c, const struct sqk_integ *ig, const struct sqk_integ_fast *f)
+{
+	struct integ_work w = { .c = c, .ig = ig, .fast = f };
 	int rc;
 
 	w.per = READ_SPAN / ig->t.chunk_size;
@@ -96,13 +125,20 @@ static int check_chunks(struct chk *c, const struct sqk_integ *ig)
 		w.per = 1;
 	atomic_init(&w.next, 0);
 	w.bad = calloc(ig->t.nchunks ? ig->t.nchunks : 1, 1);
-	if (!w.bad)
+	w.fbad = calloc(ig->t.nchunks ? ig->t.nchunks : 1, 1);
+	if (!w.bad || !w.fbad) {
+		free(w.bad);
+		free(w.fbad);
 		return SQK_ENOMEM;
+	}
 	rc = chk_parallel(c->threads, integ_worker, &w);
 	c->res->chunks = ig->t.nchunks;
 	if (rc == 0)
 		rc = merge_bad(c, ig, w.bad);
+	if (rc == 0)
+		report_fast_bad(c, ig, f, w.bad, w.fbad);
 	free(w.bad);
+	free(w.fbad);
 	return rc;
 }
 
@@ -168,7 +204,73 @@ static void check_covers(struct chk *c, const struct sqk_integ *ig)
 
 /* Bytes between the padded image and the digests (inside `covered`) are a prefetch hint
  * (common/hint.h; sqk mkimage --order): labelled as such when they decode, else reported. */
-static int check_hint(struct chk *c, const struct sqk_integ *ig)
+/* The padded end of the image (file offset), 0 when there is no superblock to say. */
+static uint64_t padded_end(struct chk *c)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	struct sqk_super sb;
+
+	if (c->offset > c->file_size || c->file_size - c->offset < sizeof(raw) ||
+	    sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
+		return 0;
+	sqk_super_decode(raw, &sb);
+	if (sb.magic != SQK_MAGIC)
+		return 0;
+	return (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
+}
+
+/* The fast checksum block that ends the covered bytes (integrity.h), into *f (n 0 when there is
+ * none or it is not valid: a finding). Labelled; sets *start to where it begins (covered
+ * without one), so the hint check takes what lies before it. */
+static int load_fast(struct chk *c, const struct sqk_integ *ig, struct sqk_integ_fast *f,
+		     uint64_t *start)
+{
+	uint64_t end = padded_end(c), at, len, n;
+	uint8_t foot[SQK_FAST_FOOTER_SIZE];
+	uint8_t *blk;
+	uint32_t l;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	*start = ig->t.covered;
+	if (!end || ig->t.covered < end + SQK_FAST_ALIGN ||
+	    sqk_io_read_at(c->io, ig->t.covered - sizeof(foot), foot, sizeof(foot)))
+		return 0;
+	rc = sqk_integ_fast_footer(foot, &ig->t, end, &at, &len, &n);
+	if (rc == SQK_ENOENT) {
+		/* a footer that is right but for its magic: the block, damaged */
+		memcpy(foot + 24, SQK_FAST_MAGIC, 8);
+		if (sqk_integ_fast_footer(foot, &ig->t, end, &at, &len, &n))
+			return 0;
+		*start = at;
+		rc = SQK_ECORRUPT;
+	}
+	if (rc == 0 || rc == SQK_EUNSUPPORTED)
+		*start = at;
+	if (rc == 0) {
+		blk = len <= SIZE_MAX ? malloc((size_t)len) : NULL;
+		if (!blk)
+			return SQK_ENOMEM;
+		rc = sqk_io_read_at(c->io, at, blk, (size_t)len);
+		if (!rc)
+			rc = sqk_integ_fast_decode(blk, (size_t)len, &ig->t, end, f);
+		free(blk);
+		if (rc == SQK_ENOMEM)
+			return rc;
+	}
+	if (rc && rc != SQK_EUNSUPPORTED) {
+		sqk_integ_fast_free(f);
+		chk_report(c, false, ig->t.covered - sizeof(foot), ig->t.covered, "fast checksums",
+			   "the fast checksum block ending at %llu is not valid (%s)",
+			   (unsigned long long)ig->t.covered, sqk_strerror(rc));
+		if (*start == ig->t.covered)
+			return 0;
+	}
+	rc = chk_label(c, "fast checksums", &l);
+	return rc ? rc : chk_ival_add(c, *start - c->offset, ig->t.covered - c->offset, l);
+}
+
+static int check_hint(struct chk *c, const struct sqk_integ *ig, uint64_t hint_end)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
 	struct sqk_super sb;
@@ -181,9 +283,9 @@ static int check_hint(struct chk *c, const struct sqk_integ *ig)
 		return 0;
 	sqk_super_decode(raw, &sb);
 	uint64_t end = (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
-	if (sb.magic != SQK_MAGIC || ig->t.covered <= end || ig->t.covered - end > SQK_HINT_MAX_LEN)
+	if (sb.magic != SQK_MAGIC || hint_end <= end || hint_end - end > SQK_HINT_MAX_LEN)
 		return 0;
-	size_t len = (size_t)(ig->t.covered - end);
+	size_t len = (size_t)(hint_end - end);
 	uint8_t *blk = malloc(len);
 	if (!blk)
 		return SQK_ENOMEM;
@@ -192,13 +294,14 @@ static int check_hint(struct chk *c, const struct sqk_integ *ig)
 		rc = sqk_hint_decode(blk, len, sb.bytes_used, r, 4, &n);
 	free(blk);
 	if (rc && rc != SQK_ETOOBIG) {
-		chk_report(c, false, end, ig->t.covered, "prefetch hint",
-			   "%zu bytes between the image and the integrity digests are not a valid "
-			   "prefetch hint (%s)", len, sqk_strerror(rc));
+		chk_report(c, false, end, hint_end, "prefetch hint",
+			   "%zu bytes between the image and the %s are not a valid prefetch hint "
+			   "(%s)", len, hint_end < ig->t.covered ? "fast checksums" : "integrity digests",
+			   sqk_strerror(rc));
 		return 0;
 	}
 	rc = chk_label(c, "prefetch hint", &l);
-	return rc ? rc : chk_ival_add(c, end - c->offset, ig->t.covered - c->offset, l);
+	return rc ? rc : chk_ival_add(c, end - c->offset, hint_end - c->offset, l);
 }
 
 int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
@@ -224,11 +327,17 @@ int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 			chk_report(c, false, c->file_size - SQK_INTEG_TRAILER_SIZE, c->file_size,
 				   "integrity data", "root digest differs from --root-hash");
 	}
-	rc = check_chunks(c, ig);
+	struct sqk_integ_fast fast;
+	uint64_t hint_end;
+
+	rc = load_fast(c, ig, &fast, &hint_end);
+	if (rc == 0)
+		rc = check_chunks(c, ig, &fast);
+	sqk_integ_fast_free(&fast);
 	if (rc == 0)
 		check_covers(c, ig);
 	if (rc == 0)
-		rc = check_hint(c, ig);
+		rc = check_hint(c, ig, hint_end);
 	if (rc == 0 && ig->t.covered >= c->offset && ig->t.covered < c->file_size) {
 		uint32_t l;
 

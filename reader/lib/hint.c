@@ -1,4 +1,5 @@
-/* The prefetch hint of an image (common/hint.h): found from the integrity trailer's `covered`,
+/* The prefetch hint of an image (common/hint.h): found from the integrity trailer's `covered`
+ * (or from the start of the fast checksum block that ends the covered bytes, integrity.h),
  * read through the image's read path (verified when reads are), decoded distrusting every
  * field. Two small reads: the hint's last 32 bytes, then its block. */
 #include <stdlib.h>
@@ -21,12 +22,15 @@ int sqk_image_hint(struct sqk_image *img, struct sqk_hint_range *out, size_t max
 	uint64_t padded = (img->sb.bytes_used + SQK_HINT_ALIGN - 1) / SQK_HINT_ALIGN * SQK_HINT_ALIGN;
 	if (t.covered < padded || t.covered - padded < SQK_HINT_ALIGN || t.covered > img->file_size)
 		return SQK_ENOENT;
-	rc = sqk_img_read(img, t.covered - sizeof(foot), foot, sizeof(foot));
+	uint64_t end = sqk_verify_fast_start(img, &t, padded);
+	if (end - padded < SQK_HINT_ALIGN)
+		return SQK_ENOENT;
+	rc = sqk_img_read(img, end - sizeof(foot), foot, sizeof(foot));
 	if (!rc)
-		rc = sqk_hint_footer(foot, t.covered - padded, &nranges, &len);
+		rc = sqk_hint_footer(foot, end - padded, &nranges, &len);
 	if (rc)
 		return rc;
-	if (t.covered - len != padded)
+	if (end - len != padded)
 		return SQK_ECORRUPT; /* a hint is the whole of what lies between image and digests */
 	uint8_t *blk = malloc(len);
 	if (!blk)

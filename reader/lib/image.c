@@ -134,6 +134,8 @@ static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 		return rc;
 	}
 	rc = sqk_verify_covers(img);
+	if (rc == 0)
+		rc = sqk_verify_fast(img, root_hash != NULL);
 	if (rc)
 		return rc;
 	rc = read_options(img);
@@ -442,4 +444,6 @@ void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out)
 	out->bytes_read = atomic_load(&img->st.bytes);
 	out->readahead_batches = atomic_load(&img->st.batches);
 	out->chunks_hashed = atomic_load(&img->st.hashed);
+	out->chunks_xxh3 = atomic_load(&img->st.xxh3);
+	out->chunks_sha256 = atomic_load(&img->st.sha256);
 }

@@ -46,6 +46,7 @@ uint8_t *sqk_cache_buf(struct sqk_cache *c);
 
 struct sqk_counters {
 	atomic_uint_fast64_t data, frag, meta, hits, misses, bytes, batches, hashed;
+	atomic_uint_fast64_t xxh3, sha256; /* of hashed: chunks checked by each */
 };
 
 struct sqk_comp_pool {
@@ -114,6 +115,8 @@ struct sqk_image {
 	bool remote_verified;   /* a remote image whose backend checks every chunk it fetches */
 	bool lazy_first;        /* no readahead on a file's first one-block read (remote images) */
 	struct sqk_integ integ;
+	struct sqk_integ_fast fast;  /* fast_on: XXH3-64 checks for chunks [0, fast.n) */
+	bool fast_on;
 	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
 	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */
 	atomic_uint_fast64_t *vbad;   /* chunks found bad (logged once; checked again if read) */
@@ -147,6 +150,9 @@ int sqk_verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_
 int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bpos,
 		    const void *buf, size_t blen, uint32_t ino);
 void sqk_verify_free(struct sqk_image *img);
+int sqk_verify_fast(struct sqk_image *img, bool pinned);
+uint64_t sqk_verify_fast_start(struct sqk_image *img, const struct sqk_integ_trailer *t,
+			       uint64_t min_start);
 int sqk_img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
 int sqk_img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
 			   const struct sqk_io_ahead *ahead);

@@ -4,7 +4,10 @@
  * anything decodes it. A bitmap remembers verified chunks, so each chunk is hashed once per
  * open whatever the number of readers; a chunk that fails is logged once, hashed again when
  * read again (its bytes may read right the next time), and each failed read's chunk is kept
- * for sqk_image_mismatch so the caller can name it with the path it knows. */
+ * for sqk_image_mismatch so the caller can name it with the path it knows.
+ * A chunk is checked with its XXH3-64 checksum from the image's fast checksum block when it has
+ * one and no root digest is pinned (the block is loaded at open through SHA-256-checked reads:
+ * the digests authenticate it), else with its SHA-256 digest (common/integrity.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +57,18 @@ static void chunk_done(struct sqk_image *img)
 	pthread_mutex_lock(&img->vmu);
 	pthread_cond_broadcast(&img->vcv);
 	pthread_mutex_unlock(&img->vmu);
+}
+
+/* Checks chunk k, whose bytes data holds, with XXH3-64 when the fast block has it, else with
+ * SHA-256; counts which. */
+static int chunk_check(struct sqk_image *img, uint64_t k, const void *data, size_t len)
+{
+	if (img->fast_on && k < img->fast.n) {
+		atomic_fetch_add_explicit(&img->st.xxh3, 1, memory_order_relaxed);
+		return sqk_integ_fast_check_chunk(&img->integ, &img->fast, k, data, len);
+	}
+	atomic_fetch_add_explicit(&img->st.sha256, 1, memory_order_relaxed);
+	return sqk_integ_check_chunk(&img->integ, k, data, len);
 }
 
 /* Loads and authenticates the integrity data unless opts.no_verify. Absent data is not an
@@ -119,9 +134,172 @@ int sqk_verify_pin(struct sqk_image *img, const uint8_t *root_hash)
 	return SQK_ECORRUPT;
 }
 
+/* Reads [pos, pos + len) into buf (caller's) at open, every chunk it touches checked with
+ * SHA-256 (and remembered as verified) without the mismatch log: a failure is the caller's to
+ * word. Bounded by the covered bytes. */
+static int read_sha_checked(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
+			    uint64_t *bad)
+{
+	uint64_t cs = img->integ.t.chunk_size, k0 = pos / cs, k1 = (pos + len - 1) / cs, s, e, e0;
+	uint8_t *span;
+	int rc;
+
+	sqk_integ_chunk_range(&img->integ, k0, &s, &e0);
+	sqk_integ_chunk_range(&img->integ, k1, &e0, &e);
+	span = malloc((size_t)(e - s));
+	if (!span)
+		return SQK_ENOMEM;
+	rc = sqk_img_read_raw(img, s, span, (size_t)(e - s));
+	for (uint64_t k = k0; !rc && k <= k1; k++) {
+		uint64_t cs0, ce0;
+
+		if (bit_get(img->vbits, k))
+			continue; /* the footer's chunk, or the superblock's */
+		sqk_integ_chunk_range(&img->integ, k, &cs0, &ce0);
+		atomic_fetch_add_explicit(&img->st.hashed, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&img->st.sha256, 1, memory_order_relaxed);
+		rc = sqk_integ_check_chunk(&img->integ, k, span + (cs0 - s), (size_t)(ce0 - cs0));
+		if (rc) {
+			*bad = k;
+			break;
+		}
+		bit_set(img->vclaim, k);
+		bit_set(img->vbits, k);
+	}
+	if (!rc)
+		memcpy(buf, span + (pos - s), len);
+	free(span);
+	return rc;
+}
+
+/* The fast block ending the covered bytes is not used: says why (reads stay fully verified,
+ * with SHA-256); why NULL: chunk failed its digest. */
+static void fast_skip(struct sqk_image *img, const char *why, uint64_t chunk)
+{
+	unsigned long long end = (unsigned long long)img->integ.t.covered;
+
+	if (why)
+		sqk_logf(img, "fast checksum block ending at image offset %llu not used (%s): reads "
+			 "are checked with SHA-256", end, why);
+	else
+		sqk_logf(img, "fast checksum block ending at image offset %llu not used (chunk %llu "
+			 "does not match its digest): reads are checked with SHA-256", end,
+			 (unsigned long long)chunk);
+}
+
+/* Reads and decodes the block whose footer said [at, at + len). */
+static int fast_load_block(struct sqk_image *img, uint64_t at, uint64_t len, uint64_t min_start)
+{
+	uint64_t bad = 0;
+	uint8_t *blk = len <= SIZE_MAX ? malloc((size_t)len) : NULL;
+	int rc = blk ? read_sha_checked(img, at, blk, (size_t)len, &bad) : SQK_ENOMEM;
+
+	if (rc == SQK_ECORRUPT)
+		fast_skip(img, NULL, bad);
+	if (!rc) {
+		rc = sqk_integ_fast_decode(blk, (size_t)len, &img->integ.t, min_start, &img->fast);
+		if (rc == SQK_ECORRUPT)
+			fast_skip(img, "it is not valid", 0);
+	}
+	free(blk);
+	if (rc) {
+		sqk_integ_fast_free(&img->fast);
+		return rc == SQK_EIO || rc == SQK_ENOMEM ? rc : 0;
+	}
+	img->fast_on = true;
+	return 0;
+}
+
+/* After the superblock, unless a root digest is pinned (then every read is checked with
+ * SHA-256: XXH3-64 is no defence against a deliberate change): loads the fast checksum block
+ * that ends the covered bytes, if any. The block is read through SHA-256 checks; a block that
+ * fails them or does not decode is not used (logged: reads stay verified, with SHA-256, as for
+ * an image without one); a block of another version or algorithm is skipped silently. Fails
+ * only for an I/O error or no memory. */
+int sqk_verify_fast(struct sqk_image *img, bool pinned)
+{
+	const struct sqk_integ_trailer *t = &img->integ.t;
+	uint64_t padded = (img->sb.bytes_used + SQK_FAST_ALIGN - 1) / SQK_FAST_ALIGN * SQK_FAST_ALIGN;
+	uint8_t foot[SQK_FAST_FOOTER_SIZE];
+	uint64_t at, len, n, bad = 0;
+	int rc;
+
+	if (!img->integ_on || pinned || t->covered < padded + SQK_FAST_ALIGN)
+		return 0;
+	rc = read_sha_checked(img, t->covered - sizeof(foot), foot, sizeof(foot), &bad);
+	if (rc) {
+		if (rc == SQK_ECORRUPT)
+			fast_skip(img, NULL, bad);
+		return rc == SQK_EIO || rc == SQK_ENOMEM ? rc : 0;
+	}
+	rc = sqk_integ_fast_footer(foot, t, padded, &at, &len, &n);
+	if (rc == SQK_ECORRUPT)
+		fast_skip(img, "its footer is not valid", 0);
+	if (rc)
+		return 0;
+	return fast_load_block(img, at, len, padded);
+}
+
+/* Borrows img and t. */
+uint64_t sqk_verify_fast_start(struct sqk_image *img, const struct sqk_integ_trailer *t,
+			       uint64_t min_start)
+{
+	uint8_t foot[SQK_FAST_FOOTER_SIZE];
+	uint64_t at, len, n;
+	int rc;
+
+	if (img->fast_on)
+		return img->fast.at;
+	if (t->covered < min_start + SQK_FAST_ALIGN || t->covered > img->file_size ||
+	    sqk_img_read(img, t->covered - sizeof(foot), foot, sizeof(foot)))
+		return t->covered;
+	rc = sqk_integ_fast_footer(foot, t, min_start, &at, &len, &n);
+	return rc == 0 || rc == SQK_EUNSUPPORTED ? at : t->covered;
+}
+
+/* Borrows img; fills the caller's *nchunks and *used. */
+int sqk_image_fast_checksums(struct sqk_image *img, uint64_t *nchunks, bool *used)
+{
+	struct sqk_integ_trailer t;
+	struct sqk_integ_fast f = { 0 };
+	uint8_t foot[SQK_FAST_FOOTER_SIZE];
+	uint64_t padded, at, len, n;
+	uint8_t *blk;
+	int rc;
+
+	*nchunks = 0;
+	*used = img->fast_on;
+	if (img->fast_on) {
+		*nchunks = img->fast.n;
+		return 0;
+	}
+	rc = sqk_image_integrity(img, &t);
+	if (rc)
+		return rc;
+	padded = (img->sb.bytes_used + SQK_FAST_ALIGN - 1) / SQK_FAST_ALIGN * SQK_FAST_ALIGN;
+	if (t.covered < padded + SQK_FAST_ALIGN || t.covered > img->file_size)
+		return SQK_ENOENT;
+	rc = sqk_img_read(img, t.covered - sizeof(foot), foot, sizeof(foot));
+	if (!rc)
+		rc = sqk_integ_fast_footer(foot, &t, padded, &at, &len, &n);
+	if (rc)
+		return rc;
+	blk = len <= SIZE_MAX ? malloc((size_t)len) : NULL;
+	rc = blk ? sqk_img_read(img, at, blk, (size_t)len) : SQK_ENOMEM;
+	if (!rc)
+		rc = sqk_integ_fast_decode(blk, (size_t)len, &t, padded, &f);
+	if (!rc)
+		*nchunks = f.n;
+	sqk_integ_fast_free(&f);
+	free(blk);
+	return rc;
+}
+
 /* Frees the integrity state of img. */
 void sqk_verify_free(struct sqk_image *img)
 {
+	sqk_integ_fast_free(&img->fast);
+	img->fast_on = false;
 	sqk_integ_free(&img->integ);
 	free(img->vbits);
 	free(img->vclaim);
@@ -185,7 +363,7 @@ static int check_partial(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 		rc = sqk_io_read_at(img->io, hi, tmp + (hi - s), (size_t)(e - hi));
 	if (!rc) {
 		memcpy(tmp + (lo - s), buf + (lo - bpos), (size_t)(hi - lo));
-		rc = sqk_integ_check_chunk(&img->integ, k, tmp, (size_t)(e - s));
+		rc = chunk_check(img, k, tmp, (size_t)(e - s));
 	}
 	sqk_rabuf_put(&img->rabufs, tmp, cap);
 	return rc;
@@ -201,7 +379,7 @@ static int check_one(struct sqk_image *img, uint64_t k, uint64_t bpos, const uin
 	sqk_integ_chunk_range(&img->integ, k, &s, &e);
 	atomic_fetch_add_explicit(&img->st.hashed, 1, memory_order_relaxed);
 	if (s >= bpos && e <= bpos + blen)
-		rc = sqk_integ_check_chunk(&img->integ, k, buf + (s - bpos), (size_t)(e - s));
+		rc = chunk_check(img, k, buf + (s - bpos), (size_t)(e - s));
 	else
 		rc = check_partial(img, k, s, e, bpos, buf, blen);
 	if (rc) {

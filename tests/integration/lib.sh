@@ -211,16 +211,43 @@ if tr[:8] != b'SQKINTG1' or any(tr[72:120]):
 ver, cs, covered, hashes_at, n = struct.unpack_from('<IIQQQ', tr, 8)
 if ver != 1 or cs < 4096 or cs > 1 << 20 or cs & (cs - 1):
     sys.exit("bad integrity trailer version %d / chunk size %d" % (ver, cs))
+hint_end = covered
 if covered != padded:
-    # a prefetch hint block (common/hint.h) may lie between the padded image and the digests
+    # the fast checksum block (common/integrity.h) ends the covered bytes: an XXH3-64 of every
+    # chunk before it, checked here with libxxhash through ctypes
     with open(p, 'rb') as f:
         f.seek(covered - 32)
         foot = f.read(32)
+    if foot[24:] == b'SQKFAST1':
+        import ctypes
+        fn, flen, fver, falg = struct.unpack_from('<QQII', foot, 0)
+        at = covered - flen
+        if (fver != 1 or falg != 1 or flen % 4096 or flen == 0 or at < padded
+                or fn != at // cs or flen != (8 * fn + 32 + 4095) // 4096 * 4096):
+            sys.exit("fast checksum block: n %d len %d version %d algorithm %d, covered %d, "
+                     "padded image %d, chunk size %d" % (fn, flen, fver, falg, covered, padded, cs))
+        with open(p, 'rb') as f:
+            data = f.read(covered)
+        if any(data[at + 8 * fn:covered - 32]):
+            sys.exit("fast checksum block: padding is not zero")
+        xxh3 = ctypes.CDLL('libxxhash.so.0').XXH3_64bits
+        xxh3.restype = ctypes.c_uint64
+        xxh3.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        for k in range(fn):
+            if xxh3(data[k * cs:(k + 1) * cs], cs) != struct.unpack_from('<Q', data, at + 8 * k)[0]:
+                sys.exit("fast checksum of chunk %d does not match" % k)
+        hint_end = at
+if hint_end != padded:
+    # a prefetch hint block (common/hint.h) may lie between the padded image and the digests
+    # (or the fast checksums)
+    with open(p, 'rb') as f:
+        f.seek(hint_end - 32)
+        foot = f.read(32)
     hn, hver, hlen, hz = struct.unpack_from('<IIQQ', foot, 0)
-    if (foot[24:] != b'SQKHINT1' or hver != 1 or hz or hlen != covered - padded or hlen % 4096
+    if (foot[24:] != b'SQKHINT1' or hver != 1 or hz or hlen != hint_end - padded or hlen % 4096
             or hlen > 65536 or 16 * hn > hlen - 32):
         sys.exit("integrity trailer: covered %d, padded image %d, and no valid hint block between"
-                 % (covered, padded))
+                 % (hint_end, padded))
 if hashes_at != covered or n != (covered + cs - 1) // cs:
     sys.exit("integrity trailer: covered %d hashes_at %d nchunks %d, padded image %d"
              % (covered, hashes_at, n, padded))

@@ -150,6 +150,12 @@ class Image:
         bu = sb['bytes_used']
         r.append((bu, (bu + 4095) // 4096 * 4096, 'padding'))
         if len(img) > (bu + 4095) // 4096 * 4096:
+            # the fast checksum block ends the covered bytes (common/integrity.h)
+            if len(img) >= 128 and img[-8:] == b'SQKINTG1':
+                covered = struct.unpack_from('<Q', img, len(img) - 112)[0]
+                if 32 <= covered <= len(img) and img[covered - 8:covered] == b'SQKFAST1':
+                    flen = struct.unpack_from('<Q', img, covered - 24)[0]
+                    r.append((covered - flen, covered, 'fast checksums'))
             r.append(((bu + 4095) // 4096 * 4096, len(img), 'integrity data'))
         for i in range(sb['fragment_count']):
             s, ln = self.frag_entry(i)

@@ -125,12 +125,15 @@ sb = im.sb
 assert hint == [{'start': 0, 'length': pos},
                 {'start': sb['inode_table_start'], 'length': sb['bytes_used'] - sb['inode_table_start']}], \
     'hint %s, expected [0, %d) and the tables' % (hint, pos)
-# the hint block: right after the padded image, inside covered, before the digests
+# the hint block: right after the padded image, inside covered, before the fast checksums
+# (which end the covered bytes: common/integrity.h) and the digests
 data = open(sys.argv[2], 'rb').read()
 tr = data[-128:]
 covered = struct.unpack_from('<Q', tr, 16)[0]
 padded = (sb['bytes_used'] + 4095) // 4096 * 4096
-assert covered == padded + 4096, 'covered %d, padded image %d' % (covered, padded)
+assert data[covered - 8:covered] == b'SQKFAST1', 'no fast checksum block ends the covered bytes'
+covered -= struct.unpack_from('<Q', data, covered - 24)[0]
+assert covered == padded + 4096, 'hint ends at %d, padded image %d' % (covered, padded)
 foot = data[covered - 32:covered]
 assert foot[24:] == b'SQKHINT1' and struct.unpack_from('<IIQQ', foot) == (2, 1, 4096, 0), foot
 print('  ordered data and %d fragment blocks end at %d; hint %s' % (k, pos, hint))

@@ -587,6 +587,370 @@ START_TEST(test_no_integrity_data)
 }
 END_TEST
 
+/* ---- fast checksums ---- */
+
+/* Builds data || fast block || digests, padding, trailer into *file (caller frees), as the
+ * builder does: everything fed, then the block (computed with chunk 0 final) fed at len. The
+ * block's offset is len; returns the file length, its block length in *blen. */
+static size_t make_fast_file(const uint8_t *data, size_t len, uint32_t cs, uint8_t **file,
+			     size_t *blen)
+{
+	struct sqk_integ_writer *w;
+	uint8_t *blk, *blob, root[32];
+	size_t bl, tl;
+
+	ck_assert_int_eq(sqk_integ_writer_create(cs, &w), 0);
+	feed(w, data, len);
+	ck_assert_int_eq(sqk_integ_writer_fast(w, len, &blk, &bl), 0);
+	ck_assert_ptr_nonnull(blk);
+	/* chunk 0 is final now, and there is one block per writer */
+	ck_assert_int_eq(sqk_integ_writer_update(w, 0, data, 96), SQK_EINVAL);
+	{
+		uint8_t *b2;
+		size_t l2;
+		ck_assert_int_eq(sqk_integ_writer_fast(w, len, &b2, &l2), SQK_EINVAL);
+	}
+	ck_assert_int_eq(sqk_integ_writer_update(w, len, blk, bl), 0);
+	ck_assert_int_eq(sqk_integ_writer_finish(w, len + bl, &blob, &tl, root), 0);
+	sqk_integ_writer_destroy(w);
+	*file = malloc(len + bl + tl);
+	memcpy(*file, data, len);
+	memcpy(*file + len, blk, bl);
+	memcpy(*file + len + bl, blob, tl);
+	free(blk);
+	free(blob);
+	*blen = bl;
+	return len + bl + tl;
+}
+
+/* The writer's block: one XXH3-64 per chunk wholly before it (chunk 0 as rewritten last), zero
+ * padding, the footer; it decodes, it is covered by the SHA-256 digests, and each entry checks
+ * its chunk (a flipped byte fails). No whole chunk before `at`: no block. */
+START_TEST(test_fast_writer)
+{
+	size_t len = 5 * 65536 + 8192, bl;
+	uint8_t *data = pattern(len, 21), *file;
+	size_t flen = make_fast_file(data, len, 0, &file, &bl);
+	struct sqk_integ ig;
+	struct sqk_integ_fast f;
+
+	ck_assert_uint_eq(bl, 4096);
+	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
+	ck_assert_uint_eq(ig.t.covered, len + bl);
+	ck_assert_int_eq(memcmp(file + bl + len - 8, SQK_FAST_MAGIC, 8), 0);
+	ck_assert_uint_eq(sqk_get_le64(file + len + bl - 32), 5);         /* n = at / cs */
+	ck_assert_uint_eq(sqk_get_le64(file + len + bl - 24), 4096);      /* len */
+	ck_assert_uint_eq(sqk_get_le32(file + len + bl - 16), 1);         /* version */
+	ck_assert_uint_eq(sqk_get_le32(file + len + bl - 12), SQK_FAST_XXH3_64);
+	for (uint64_t k = 0; k < 5; k++)
+		ck_assert_uint_eq(sqk_get_le64(file + len + 8 * k),
+				  sqk_xxh3_64(data + k * 65536, 65536));
+	for (size_t i = len + 40; i < len + bl - 32; i++)
+		ck_assert_uint_eq(file[i], 0);
+	ck_assert_int_eq(sqk_integ_fast_decode(file + len, bl, &ig.t, len, &f), 0);
+	ck_assert_uint_eq(f.at, len);
+	ck_assert_uint_eq(f.n, 5);
+	for (uint64_t k = 0; k < 5; k++) {
+		ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536), 0);
+		file[k * 65536 + 1000 + k] ^= 0x08;
+		ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536),
+				 SQK_ECORRUPT);
+		file[k * 65536 + 1000 + k] ^= 0x08;
+	}
+	/* the chunk holding the block has no entry */
+	ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, 5, file + 5 * 65536, 65536),
+			 SQK_ECORRUPT);
+	/* the block's bytes are covered by the digests: a flipped entry fails chunk 5's digest */
+	file[len + 3] ^= 1;
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 5, file + 5 * 65536, len + bl - 5 * 65536),
+			 SQK_ECORRUPT);
+	file[len + 3] ^= 1;
+	sqk_integ_fast_free(&f);
+	sqk_integ_fast_free(NULL);
+	sqk_integ_free(&ig);
+	free(file);
+
+	/* no whole chunk before the block: none; an unaligned or early offset is refused */
+	struct sqk_integ_writer *w;
+	uint8_t *blk;
+	ck_assert_int_eq(sqk_integ_writer_create(0, &w), 0);
+	feed(w, data, 8192);
+	ck_assert_int_eq(sqk_integ_writer_fast(w, 8192, &blk, &bl), 0);
+	ck_assert_ptr_null(blk);
+	ck_assert_uint_eq(bl, 0);
+	sqk_integ_writer_destroy(w);
+	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
+	feed(w, data, 5 * 4096);
+	ck_assert_int_eq(sqk_integ_writer_fast(w, 5 * 4096 + 100, &blk, &bl), SQK_EINVAL);
+	sqk_integ_writer_destroy(w);
+	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
+	feed(w, data, 5 * 4096);
+	ck_assert_int_eq(sqk_integ_writer_fast(w, 4 * 4096, &blk, &bl), SQK_EINVAL); /* not all fed */
+	sqk_integ_writer_destroy(w);
+	ck_assert_uint_eq(sqk_integ_fast_len(0), 4096);
+	ck_assert_uint_eq(sqk_integ_fast_len(508), 4096);
+	ck_assert_uint_eq(sqk_integ_fast_len(509), 8192);
+	ck_assert_uint_eq(sqk_integ_fast_len(UINT64_MAX / 4), 0);
+	free(data);
+}
+END_TEST
+
+/* Hostile footers and blocks: every field distrusted, no allocation beyond the block. */
+START_TEST(test_fast_hostile)
+{
+	size_t len = 3 * 65536, bl;
+	uint8_t *data = pattern(len, 22), *file;
+	size_t flen = make_fast_file(data, len, 0, &file, &bl);
+	struct sqk_integ ig;
+	struct sqk_integ_fast f;
+	uint8_t *blk = malloc(bl), *foot;
+	uint64_t at, l, n;
+
+	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
+	memcpy(blk, file + len, bl);
+	foot = blk + bl - SQK_FAST_FOOTER_SIZE;
+	ck_assert_int_eq(sqk_integ_fast_decode(blk, bl, &ig.t, len, &f), 0);
+	sqk_integ_fast_free(&f);
+#define HOSTILE(edit, undo, want)                                                           \
+	do {                                                                                \
+		edit;                                                                       \
+		ck_assert_int_eq(sqk_integ_fast_decode(blk, bl, &ig.t, len, &f), want);     \
+		ck_assert_ptr_null(f.sums);                                                 \
+		undo;                                                                       \
+	} while (0)
+	HOSTILE(foot[24] ^= 1, foot[24] ^= 1, SQK_ENOENT);                   /* bad magic */
+	HOSTILE(sqk_put_le64(foot, 4), sqk_put_le64(foot, 3), SQK_ECORRUPT); /* n too many */
+	HOSTILE(sqk_put_le64(foot, 2), sqk_put_le64(foot, 3), SQK_ECORRUPT); /* n too few */
+	HOSTILE(sqk_put_le64(foot, UINT64_MAX / 8), sqk_put_le64(foot, 3), SQK_ECORRUPT);
+	HOSTILE(sqk_put_le64(foot + 8, 4000), sqk_put_le64(foot + 8, 4096), SQK_ECORRUPT);
+	HOSTILE(sqk_put_le64(foot + 8, 0), sqk_put_le64(foot + 8, 4096), SQK_ECORRUPT);
+	/* a block longer than its entries need (it would reach into the image or the hint) */
+	HOSTILE(sqk_put_le64(foot + 8, 8192), sqk_put_le64(foot + 8, 4096), SQK_ECORRUPT);
+	/* len beyond covered */
+	HOSTILE(sqk_put_le64(foot + 8, ig.t.covered + 4096), sqk_put_le64(foot + 8, 4096),
+		SQK_ECORRUPT);
+	HOSTILE(sqk_put_le64(foot + 8, UINT64_MAX - 4095), sqk_put_le64(foot + 8, 4096),
+		SQK_ECORRUPT);
+	HOSTILE(blk[100] = 1, blk[100] = 0, SQK_ECORRUPT); /* non-zero padding */
+	HOSTILE(foot[16] = 2, foot[16] = 1, SQK_EUNSUPPORTED); /* another version: skipped */
+	HOSTILE(foot[20] = 2, foot[20] = 1, SQK_EUNSUPPORTED); /* another algorithm */
+	/* overlapping what must precede it (the hint, the image): min_start past its start */
+	ck_assert_int_eq(sqk_integ_fast_decode(blk, bl, &ig.t, len + 4096, &f), SQK_ECORRUPT);
+	ck_assert_int_eq(sqk_integ_fast_footer(foot, &ig.t, len + 4096, &at, &l, &n), SQK_ECORRUPT);
+	ck_assert_int_eq(sqk_integ_fast_footer(foot, &ig.t, len, &at, &l, &n), 0);
+	ck_assert_uint_eq(at, len);
+	ck_assert_uint_eq(l, 4096);
+	ck_assert_uint_eq(n, 3);
+	/* a block shorter than its footer */
+	ck_assert_int_eq(sqk_integ_fast_decode(blk, 16, &ig.t, len, &f), SQK_ECORRUPT);
+#undef HOSTILE
+	sqk_integ_free(&ig);
+	free(blk);
+	free(file);
+	free(data);
+}
+END_TEST
+
+/* Rewrites the SHA-256 digest of chunk k of an image (bytes changed) and the root digest, as a
+ * builder would have: the integrity data stays valid (a test of what only XXH3 catches). */
+static void resign_chunk(uint8_t *file, size_t flen, uint64_t k)
+{
+	struct sqk_integ_trailer t;
+	uint8_t *tr = file + flen - SQK_INTEG_TRAILER_SIZE;
+
+	ck_assert_int_eq(sqk_integ_trailer_decode(tr, &t), 0);
+	uint64_t s = k * t.chunk_size, e = s + t.chunk_size < t.covered ? s + t.chunk_size : t.covered;
+	sqk_sha256(file + s, e - s, file + t.covered + 32 * k);
+	uint8_t *buf = malloc(128 + 32 * t.nchunks);
+	memcpy(buf, tr, 128);
+	memset(buf + 40, 0, 32);
+	memcpy(buf + 128, file + t.covered, 32 * t.nchunks);
+	sqk_sha256(buf, 128 + 32 * t.nchunks, tr + 40);
+	free(buf);
+}
+
+/* The image's fast block as libsqk sees it: where it is and its entries' count. */
+static void fast_of(const uint8_t *file, size_t flen, uint64_t *at, uint64_t *n)
+{
+	struct sqk_integ_trailer t;
+
+	ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - SQK_INTEG_TRAILER_SIZE, &t), 0);
+	const uint8_t *foot = file + t.covered - SQK_FAST_FOOTER_SIZE;
+	ck_assert_int_eq(memcmp(foot + 24, SQK_FAST_MAGIC, 8), 0);
+	*n = sqk_get_le64(foot);
+	*at = t.covered - sqk_get_le64(foot + 8);
+}
+
+/* Verified reads use XXH3-64 when the image has fast checksums: counted, and a wrong entry (the
+ * SHA-256 digests re-signed to match) fails the read of its chunk, while a pinned root digest
+ * reads with SHA-256 only and gets the right bytes; a flipped raw byte is caught by XXH3. */
+START_TEST(test_fast_reads)
+{
+	uint8_t *a, *b;
+	struct sqk_io *mem = build_image(&a, &b, NULL), *io;
+	size_t len;
+	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
+	uint8_t *copy = malloc(len);
+	struct logbuf log = { "", 0 };
+	struct sqk_integ_trailer t;
+	struct sqk_image *img;
+	struct sqk_stats st;
+	uint64_t at, n, nchunks;
+	bool used;
+	int rc;
+
+	memcpy(copy, bytes, len);
+	fast_of(copy, len, &at, &n);
+	ck_assert_uint_gt(n, 5);
+	img = open_copy(copy, len, OPEN_DEFAULT, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(sqk_image_fast_checksums(img, &nchunks, &used), 0);
+	ck_assert_uint_eq(nchunks, n);
+	ck_assert(used);
+	ck_assert_int_eq(sqk_image_integrity(img, &t), 0);
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
+	ck_assert_int_eq(read_whole(img, "b.bin", b, 300 * 1024), 0);
+	sqk_image_stats(img, &st);
+	ck_assert_uint_gt(st.chunks_xxh3, 400 * 1024 / 65536);
+	ck_assert_uint_ge(st.chunks_sha256, 1); /* the superblock's chunk, before the block */
+	ck_assert_uint_eq(st.chunks_xxh3 + st.chunks_sha256, st.chunks_hashed);
+	ck_assert_uint_le(st.chunks_hashed, t.nchunks);
+	ck_assert_int_eq(log.lines, 0);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+
+	/* a pinned root digest: SHA-256 for every chunk */
+	{
+		struct sqk_open_opts o = { .log = logger, .log_ctx = &log, .root_hash = t.root };
+		ck_assert_int_eq(sqk_io_mem_create(copy, len, &io), 0);
+		ck_assert_int_eq(sqk_image_open_io(io, &o, &img), 0);
+		ck_assert_int_eq(sqk_image_fast_checksums(img, &nchunks, &used), 0);
+		ck_assert(!used);
+		ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
+		sqk_image_stats(img, &st);
+		ck_assert_uint_eq(st.chunks_xxh3, 0);
+		ck_assert_uint_gt(st.chunks_sha256, 400 * 1024 / 65536);
+		sqk_image_close(img);
+		sqk_io_destroy(io);
+	}
+
+	/* a wrong fast entry for the chunk holding a.bin's byte 200 KiB, digests re-signed */
+	const uint8_t *hit = memmem(copy, len, a + 200 * 1024, 64);
+	ck_assert_ptr_nonnull(hit);
+	uint64_t k = (uint64_t)(hit - copy) / t.chunk_size;
+	ck_assert_uint_lt(k, n);
+	copy[at + 8 * k] ^= 0x10;
+	resign_chunk(copy, len, at / t.chunk_size);
+	ck_assert_int_eq(sqk_integ_trailer_decode(copy + len - 128, &t), 0);
+	img = open_copy(copy, len, OPEN_DEFAULT, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), SQK_ECORRUPT);
+	ck_assert_int_eq(read_whole(img, "b.bin", b, 300 * 1024), 0);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	{
+		struct sqk_open_opts o = { .log = logger, .log_ctx = &log, .root_hash = t.root };
+		ck_assert_int_eq(sqk_io_mem_create(copy, len, &io), 0);
+		ck_assert_int_eq(sqk_image_open_io(io, &o, &img), 0);
+		ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
+		sqk_image_close(img);
+		sqk_io_destroy(io);
+	}
+	memcpy(copy, bytes, len);
+
+	/* a flipped raw byte of a.bin: caught by its XXH3-64 */
+	uint8_t *flip = memmem(copy, len, a + 100 * 1024, 64);
+	flip[7] ^= 0x01;
+	log.text[0] = 0;
+	log.lines = 0;
+	img = open_copy(copy, len, OPEN_DEFAULT, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), SQK_ECORRUPT);
+	sqk_image_stats(img, &st);
+	ck_assert_uint_gt(st.chunks_xxh3, 0);
+	ck_assert_int_eq(log.lines, 1);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	flip[7] ^= 0x01;
+
+	/* a flipped byte inside the fast block: the open falls back to SHA-256, saying so once,
+	 * and every read is still checked (right bytes) */
+	copy[at + 5] ^= 0x80;
+	log.text[0] = 0;
+	log.lines = 0;
+	img = open_copy(copy, len, OPEN_DEFAULT, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(sqk_image_fast_checksums(img, &nchunks, &used), SQK_ECORRUPT);
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
+	ck_assert_int_eq(read_whole(img, "b.bin", b, 300 * 1024), 0);
+	sqk_image_stats(img, &st);
+	ck_assert_uint_eq(st.chunks_xxh3, 0);
+	ck_assert_msg(strstr(log.text, "fast checksum block ending at image offset") &&
+		      strstr(log.text, "not used (chunk") &&
+		      strstr(log.text, "reads are checked with SHA-256"), "%s", log.text);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	free(copy);
+	free(a);
+	free(b);
+	sqk_io_destroy(mem);
+}
+END_TEST
+
+/* An image from before the fast checksums (the writer without sqk_integ_writer_fast: its
+ * integrity data rebuilt over the image alone): no block, every chunk checked with SHA-256,
+ * a flipped raw byte caught. */
+START_TEST(test_fast_absent)
+{
+	uint8_t *a, *b;
+	struct sqk_io *mem = build_image(&a, &b, NULL), *io;
+	size_t len;
+	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
+	struct logbuf log = { "", 0 };
+	struct sqk_integ_writer *w;
+	struct sqk_image *img;
+	struct sqk_stats st;
+	uint64_t at, n, nchunks;
+	uint8_t *blob, root[32];
+	size_t blen;
+	bool used;
+	int rc;
+
+	fast_of(bytes, len, &at, &n);
+	ck_assert_int_eq(sqk_integ_writer_create(0, &w), 0);
+	feed(w, bytes, at);
+	ck_assert_int_eq(sqk_integ_writer_finish(w, at, &blob, &blen, root), 0);
+	sqk_integ_writer_destroy(w);
+	uint8_t *old = malloc(at + blen);
+	memcpy(old, bytes, at);
+	memcpy(old + at, blob, blen);
+	free(blob);
+	img = open_copy(old, at + blen, OPEN_DEFAULT, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert(sqk_image_verified(img));
+	ck_assert_int_eq(sqk_image_fast_checksums(img, &nchunks, &used), SQK_ENOENT);
+	ck_assert(!used);
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
+	sqk_image_stats(img, &st);
+	ck_assert_uint_eq(st.chunks_xxh3, 0);
+	ck_assert_uint_eq(st.chunks_sha256, st.chunks_hashed);
+	ck_assert_uint_gt(st.chunks_sha256, 400 * 1024 / 65536);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	uint8_t *flip = memmem(old, at, a + 100 * 1024, 64);
+	flip[7] ^= 0x01;
+	img = open_copy(old, at + blen, OPEN_DEFAULT, &log, &io, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), SQK_ECORRUPT);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	free(old);
+	free(a);
+	free(b);
+	sqk_io_destroy(mem);
+}
+END_TEST
+
 static Suite *integrity_suite(void)
 {
 	Suite *s = suite_create("integrity");
@@ -603,6 +967,10 @@ static Suite *integrity_suite(void)
 	tcase_add_test(tc, test_verified_reads);
 	tcase_add_test(tc, test_verified_concurrent);
 	tcase_add_test(tc, test_no_integrity_data);
+	tcase_add_test(tc, test_fast_writer);
+	tcase_add_test(tc, test_fast_hostile);
+	tcase_add_test(tc, test_fast_reads);
+	tcase_add_test(tc, test_fast_absent);
 	suite_add_tcase(s, tc);
 	return s;
 }
