@@ -4,6 +4,7 @@
  * times, only from the old image's data), and a tail with the old file's tail. Old fragment
  * blocks whose pieces mostly live on are copied whole; the other tails are packed anew. The old
  * image must use the same compressor and block size; otherwise nothing is reused (with a note). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,18 +16,38 @@
 #include "reader/sqk.h"
 #include "reuse.h"
 
+/* The library's lines about OLD: while it opens, the first one is kept as the reason an open
+ * failed (it names what OLD is: empty, another format, SquashFS 3.0...); afterwards (a corrupt
+ * block met by a worker, from any thread) each is printed. */
+static void reuse_log(void *ctx, const char *msg)
+{
+	struct mk_reuse *r = ctx;
+
+	if (!atomic_load(&r->opened)) {
+		if (!r->why[0])
+			snprintf(r->why, sizeof(r->why), "%s", msg);
+		return;
+	}
+	fprintf(stderr, "sqk mkimage: --reuse: %s\n", msg);
+}
+
 int mk_reuse_open(struct mk_ctx *c, const char *path, struct mk_reuse **out)
 {
 	*out = NULL;
 	struct mk_reuse *r = calloc(1, sizeof(*r));
 	if (!r)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	struct sqk_open_opts oo = { 0 }; /* verified reads (the default) */
+	/* verified reads (the default) */
+	struct sqk_open_opts oo = { .log = reuse_log, .log_ctx = r };
 	int err = sqk_image_open(path, &oo, &r->img);
 	if (err) {
+		char why[sizeof(r->why)];
+
+		snprintf(why, sizeof(why), "%s", r->why[0] ? r->why : sqk_strerror(err));
 		free(r);
-		return mk_fail(c, err, "--reuse: cannot open '%s': %s", path, sqk_strerror(err));
+		return mk_fail(c, err, "--reuse: cannot open '%s': %s", path, why);
 	}
+	atomic_store(&r->opened, true);
 	const struct sqk_super *sb = sqk_image_super(r->img);
 	const struct sqk_comp_config *oc = sqk_image_comp(r->img);
 	if (sb->block_size != c->opt->block_size || sb->compressor != c->opt->comp.id) {

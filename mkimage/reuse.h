@@ -2,6 +2,7 @@
 #ifndef SQK_MK_REUSE_H
 #define SQK_MK_REUSE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,6 +38,8 @@ struct mk_reuse {
 	size_t dir_len, dir_cap; /* time), and its inode when dir_ok */
 	struct sqk_inode dir;
 	bool dir_ok;
+	atomic_bool opened;    /* the open is over: the library's lines are printed, not kept */
+	char why[256];         /* the library's first line while it opened OLD */
 };
 
 /* Opens the old image (verified reads). *out stays NULL (with a note on stderr) when its block

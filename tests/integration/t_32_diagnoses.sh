@@ -232,3 +232,14 @@ if [ -e /dev/null ]; then
 	[ "$(wc -l <"$ERR_FILE")" = 1 ] || { show_err; fail "sqk verify /dev/null: more lines"; }
 fi
 info "--json failures print JSON with an error; verify of a character device names it"
+
+# mkimage --reuse OLD says what OLD is, as the reading commands do, and builds nothing
+: >empty-old
+run_capture r1 "$SQK" mkimage -q src reused.sqsh --reuse empty-old
+[ "$RC" = 1 ] || fail "mkimage --reuse of an empty file: exit $RC"
+only_line "mkimage --reuse empty" "sqk mkimage: --reuse: cannot open 'empty-old': 'empty-old' is empty: not a SquashFS image; no image written"
+run_capture r2 "$SQK" mkimage -q src reused.sqsh --reuse real3.sqsh
+[ "$RC" = 1 ] || fail "mkimage --reuse of a 3.1 image: exit $RC"
+only_line "mkimage --reuse 3.1" "sqk mkimage: --reuse: cannot open 'real3.sqsh': real3.sqsh: SquashFS 3.1 image: only 4.0 is supported; no image written"
+[ ! -e reused.sqsh ] || fail "a failed --reuse left reused.sqsh"
+info "mkimage --reuse names what OLD is"
