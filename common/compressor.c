@@ -116,6 +116,14 @@ const char *sqk_lzo_algorithm_name(int algorithm)
 }
 
 /* Borrows name; 0 when unknown. */
+const char *sqk_xz_bcj_name(uint32_t bit)
+{
+	for (size_t i = 0; i < sizeof(bcj_names) / sizeof(bcj_names[0]); i++)
+		if (bcj_names[i].bit == bit)
+			return bcj_names[i].name;
+	return NULL;
+}
+
 uint32_t sqk_xz_bcj_from_name(const char *name)
 {
 	size_t i;

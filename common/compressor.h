@@ -121,5 +121,7 @@ SQK_API const char *sqk_lzo_algorithm_name(int algorithm);
 
 /* Parses a BCJ filter name ("x86", "powerpc", "ia64", "arm", "armthumb", "sparc"); 0 if unknown. */
 SQK_API uint32_t sqk_xz_bcj_from_name(const char *name);
+/* The name of one filter bit (SQK_BCJ_X86...), NULL for another value. */
+SQK_API const char *sqk_xz_bcj_name(uint32_t bit);
 
 #endif

@@ -99,6 +99,27 @@ static void info_json_str(const char *s)
 	putchar('"');
 }
 
+/* The xz filters as words: " bcj=x86,arm", " bcj=none". */
+static void info_bcj_names(uint32_t bits)
+{
+	const char *sep = "";
+
+	printf(" bcj=");
+	if (!bits)
+		printf("none");
+	for (uint32_t b = 1; b && b <= bits; b <<= 1) {
+		const char *n = sqk_xz_bcj_name(b);
+
+		if (!(bits & b))
+			continue;
+		if (n)
+			printf("%s%s", sep, n);
+		else
+			printf("%s0x%x", sep, (unsigned)b);
+		sep = ",";
+	}
+}
+
 /* The compressor options an image can store, as "key": value pairs (JSON) or "key=value" words
  * (text): only those its compressor has (xz and lz4 have no level; lzo's other algorithms
  * take none). Without an options block the values are the defaults it implies. */
@@ -111,7 +132,10 @@ static void info_comp_opts(const struct sqk_comp_config *cc, bool stored, int js
 	case SQK_COMP_XZ:
 		printf(fmt, "", "dictionary_size",
 		       (unsigned long long)(cc->xz_dict ? cc->xz_dict : cc->block_size));
-		printf(fmt, sep, "bcj_filters", (unsigned long long)cc->xz_bcj);
+		if (json)
+			printf(fmt, sep, "bcj_filters", (unsigned long long)cc->xz_bcj);
+		else
+			info_bcj_names(cc->xz_bcj);
 		break;
 	case SQK_COMP_GZIP:
 		printf(fmt, "", "level", (unsigned long long)cc->level);

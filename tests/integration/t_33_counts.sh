@@ -138,7 +138,8 @@ while IFS='|' read -r args want; do
 done <<'LIST'
 -c zstd|zstd (level=15; not stored: the defaults)
 -c zstd -l 3|zstd (level=3)
--c xz|xz (dictionary_size=131072 bcj_filters=0; not stored: the defaults)
+-c xz|xz (dictionary_size=131072 bcj=none; not stored: the defaults)
+-c xz --bcj x86 --bcj arm|xz (dictionary_size=131072 bcj=x86,arm)
 -c gzip -l 5|gzip (level=5 window_bits=15 strategies=0)
 -c lz4|lz4 (hc=0)
 -c lzo -Xalgorithm lzo1x_1|lzo (algorithm=lzo1x_1)
