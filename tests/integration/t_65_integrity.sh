@@ -89,7 +89,14 @@ at = img.find(needle)
 assert at > 0 and img.find(needle, at + 1) < 0, at
 img[at + 16] ^= 0x5a
 open(sys.argv[1], 'wb').write(img)
+# the flipped chunk has a fast checksum: the default reads below check it with XXH3-64
+import struct
+covered = struct.unpack_from('<Q', img, len(img) - 112)[0]
+assert img[covered - 8:covered] == b'SQKFAST1', 'no fast checksum block'
+assert (at + 16) // 65536 < struct.unpack_from('<Q', img, covered - 32)[0], 'chunk without an entry'
 PY
+"$SQK" info "$C/good.sqsh" | grep -q '^integrity: *SHA-256 per 64 KiB chunk, XXH3-64 for verified reads$' ||
+	fail "sqk info does not say the reads use XXH3-64"
 for v in "" --verify; do
 	run_capture catbad "$SQK" cat $v "$C/bad.sqsh" raw.bin
 	[ "$RC" = 1 ] || fail "sqk cat $v of the corrupted file exited $RC"

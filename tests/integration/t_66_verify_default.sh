@@ -31,6 +31,9 @@ PY
 sqk_build -q "$W/src" "$W/good.sqsh"
 "$SQK" info "$W/good.sqsh" | grep -q '^root hash: *[0-9a-f]\{64\}$' ||
 	fail "sqk info shows no root hash: the image has no integrity data"
+"$SQK" info "$W/good.sqsh" | grep -q '^integrity: *SHA-256 per 64 KiB chunk, XXH3-64 for verified reads$' ||
+	fail "sqk info: the image has no fast checksums (the default reads below would use SHA-256)"
+ROOT=$("$SQK" info "$W/good.sqsh" | awk '/^root hash:/ { print $3 }')
 
 # Flip one byte at big.bin's file offset 600016 (block 4 of 128 KiB, from file offset 524288).
 # Prints the image offset of the byte and writes the flipped 32-byte window, which must never
@@ -77,8 +80,9 @@ one_message() {
 	[ "$(grep -c "integrity" "$ERR_FILE")" = 1 ] || { show_err; fail "sqk $1: the mismatch is not printed once"; }
 }
 
-# 1. cat: exit 1, one precise message, a prefix of the right bytes; the other files read.
-for opt in "" --verify; do
+# 1. cat: exit 1, one precise message, a prefix of the right bytes; the other files read. By
+# default the chunk is checked with its XXH3-64; with --root-hash, with its SHA-256.
+for opt in "" --verify "--root-hash $ROOT"; do
 	run_capture cat "$SQK" cat $opt "$W/bad.sqsh" big.bin
 	[ "$RC" = 1 ] || { show_err; fail "sqk cat $opt of the corrupted file exited $RC"; }
 	one_message cat
