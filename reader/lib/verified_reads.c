@@ -140,12 +140,12 @@ int sqk_verify_pin(struct sqk_image *img, const uint8_t *root_hash)
 static int read_sha_checked(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
 			    uint64_t *bad)
 {
-	uint64_t cs = img->integ.t.chunk_size, k0 = pos / cs, k1 = (pos + len - 1) / cs, s, e, e0;
+	uint64_t cs = img->integ.t.chunk_size, k0 = pos / cs, k1 = (pos + len - 1) / cs, s, e, x;
 	uint8_t *span;
 	int rc;
 
-	sqk_integ_chunk_range(&img->integ, k0, &s, &e0);
-	sqk_integ_chunk_range(&img->integ, k1, &e0, &e);
+	sqk_integ_chunk_range(&img->integ, k0, &s, &x); /* from the first chunk's start */
+	sqk_integ_chunk_range(&img->integ, k1, &x, &e); /* to the last one's end */
 	span = malloc((size_t)(e - s));
 	if (!span)
 		return SQK_ENOMEM;
