@@ -15,6 +15,8 @@ struct sqk_ls {
 	int recursive;
 	int escape;   /* 1: names with C escapes (-b), 0: as stored (-N), -1: escape on a tty */
 	int status;   /* exit status so far */
+	uint8_t *dir_seen; /* -R: a bit per inode number, set once its directory is listed (owned) */
+	uint32_t inode_count;
 };
 
 static void ls_usage(FILE *f)
@@ -159,6 +161,18 @@ static int ls_check_loop(struct sqk_ls *l, const struct sqk_inode *dir, const st
 			return SQK_ECORRUPT;
 		}
 	}
+	/* A directory reached under a second name (a crafted image: two entries of each level
+	 * naming one child) would be listed again at every level, 2^depth times in all. */
+	if (l->dir_seen) {
+		uint32_t n = dir->ino;
+
+		if (n == 0 || n > l->inode_count || (l->dir_seen[n / 8] >> (n % 8) & 1)) {
+			sqk_cmd_err(&l->c, where, SQK_ECORRUPT,
+				    "directory inode %u reached twice (a directory loop)", n);
+			return SQK_ECORRUPT;
+		}
+		l->dir_seen[n / 8] |= (uint8_t)(1u << (n % 8));
+	}
 	/* dir is at depth up->depth + 1 below PATH, its entries one more (common/depth.h) */
 	if (up && up->depth + 1 >= SQK_DEPTH_MAX && dir->size > 3) {
 		char b[2 * SQK_DEPTH_SHOWN + 4];
@@ -282,7 +296,15 @@ int sqk_ls_main(int argc, char **argv)
 		path++;
 	r = sqk_cmd_lookup(&l.c, path, &ino);
 	if (!r) {
-		if (sqk_cmd_is(&ino, SQK_T_DIR))
+		if (sqk_cmd_is(&ino, SQK_T_DIR) && l.recursive) {
+			l.inode_count = sqk_image_super(l.c.img)->inode_count;
+			l.dir_seen = calloc((size_t)l.inode_count / 8 + 1, 1);
+			if (!l.dir_seen) {
+				sqk_cmd_err(&l.c, NULL, SQK_ENOMEM, "cannot allocate the walk's table");
+				r = SQK_ENOMEM;
+			}
+		}
+		if (!r && sqk_cmd_is(&ino, SQK_T_DIR))
 			r = ls_dir(&l, &ino, "", path, NULL);
 		else
 			ls_print(&l, path, &ino);
@@ -292,6 +314,7 @@ int sqk_ls_main(int argc, char **argv)
 		sqk_cmd_err(&l.c, NULL, 0, "error writing to stdout");
 		r = 1;
 	}
+	free(l.dir_seen);
 	sqk_cmd_close(&l.c);
 	return r || l.status ? 1 : 0;
 }
