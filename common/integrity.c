@@ -115,9 +115,14 @@ void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
 int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 			     struct sqk_integ_trailer *t)
 {
-	if (memcmp(in + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN))
+	/* Either magic in place is a trailer: a damaged one must not pass for "no integrity
+	 * data", which would turn verified reads off without a word. */
+	bool head = memcmp(in, SQK_INTEG_MAGIC, MAGIC_LEN) == 0;
+	bool tail = memcmp(in + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN) == 0;
+
+	if (!head && !tail)
 		return SQK_ENOENT;
-	if (memcmp(in, SQK_INTEG_MAGIC, MAGIC_LEN))
+	if (!head || !tail)
 		return SQK_ECORRUPT;
 	for (unsigned i = ROOT_AT + SQK_INTEG_DIGEST_SIZE; i < SQK_INTEG_TRAILER_SIZE - MAGIC_LEN;
 	     i++)

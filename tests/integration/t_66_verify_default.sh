@@ -199,3 +199,19 @@ for fuse in "$SQKFUSE" "$W/sqk-mount"; do
 		fail "$fuse -o noverify: not exactly the flipped byte differs"
 	SQKFUSE=$fuse fuse_umount "$W/m"
 done
+
+# A trailer with one magic damaged is damaged integrity data, not "no integrity data": reads
+# must not quietly go unverified.
+python3 - "$W/good.sqsh" "$W/badmagic.sqsh" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+d[-1] ^= 0x01
+open(sys.argv[2], 'wb').write(d)
+PY
+"$SQK" cat "$W/badmagic.sqsh" small.txt >"$W/bm.out" 2>"$W/bm.err" &&
+	fail "sqk cat of an image whose trailer magic is damaged read it unverified"
+grep -q "integrity data at the end of the file is not valid" "$W/bm.err" ||
+	{ cat "$W/bm.err" >&2; fail "damaged trailer magic: no message"; }
+"$SQK" cat --no-verify "$W/badmagic.sqsh" small.txt | cmp -s - "$W/src/small.txt" ||
+	fail "--no-verify of an image whose trailer magic is damaged"
+info "a damaged trailer magic fails verified opens (--no-verify reads)"

@@ -74,7 +74,9 @@ START_TEST(test_trailer_rejects)
 	}
 	t = good_trailer();
 	sqk_integ_trailer_encode(&t, raw);
-	raw[127] ^= 1;
+	raw[127] ^= 1; /* one magic damaged: a damaged trailer, not none */
+	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &t), SQK_ECORRUPT);
+	raw[0] ^= 1; /* neither magic: no trailer */
 	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &t), SQK_ENOENT);
 }
 END_TEST
