@@ -403,7 +403,7 @@ int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bp
 
 	if (!img->integ_on || len == 0)
 		return 0;
-	if (pos + len > img->integ.t.covered) {
+	if (len > img->integ.t.covered || pos > img->integ.t.covered - len) { /* no wrap */
 		sqk_logf(img, "read of %zu bytes at offset %llu is outside the checksummed range",
 			 len, (unsigned long long)pos);
 		return SQK_ECORRUPT;
