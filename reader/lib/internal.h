@@ -110,7 +110,7 @@ struct sqk_image {
 	struct sqk_counters st;
 	bool at_zero;           /* the image starts at offset 0 of its file */
 	bool verify_req;        /* !opts.no_verify */
-	bool quiet_mismatch;    /* opts.quiet_mismatch */
+	atomic_bool quiet_mismatch; /* opts.quiet_mismatch, set once the open is over (workers read it) */
 	bool integ_on;          /* integrity data loaded: every read is verified */
 	bool remote_verified;   /* a remote image whose backend checks every chunk it fetches */
 	bool lazy_first;        /* no readahead on a file's first one-block read (remote images) */
