@@ -197,10 +197,22 @@ static int check_frags(struct sqk_image *img, uint64_t *next)
 }
 
 /* Validates the table layout back to front and loads the id and fragment tables. */
+/* The number of failed chunk checks kept so far (verified reads). */
+static unsigned mismatches(struct sqk_image *img)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&img->bad_mu);
+	n = img->nbad;
+	pthread_mutex_unlock(&img->bad_mu);
+	return n;
+}
+
 int sqk_load_tables(struct sqk_image *img)
 {
 	struct sqk_super *sb = &img->sb;
 	uint64_t next = sb->bytes_used;
+	unsigned bad = mismatches(img);
 	int rc = check_xattr(img, &next);
 
 	if (rc == 0)
@@ -218,7 +230,9 @@ int sqk_load_tables(struct sqk_image *img)
 					  1) * (SQK_META_SIZE / SQK_MIN_INODE_SIZE))
 		rc = SQK_ECORRUPT;
 	if (rc) {
-		sqk_logf(img, "bad table layout: %s", sqk_strerror(rc));
+		/* a chunk that failed its checksum is already named: the layout is not to blame */
+		if (mismatches(img) == bad)
+			sqk_logf(img, "bad table layout: %s", sqk_strerror(rc));
 		return rc == SQK_EBOUNDS ? SQK_ECORRUPT : rc;
 	}
 	img->inode_end = sb->directory_table_start;

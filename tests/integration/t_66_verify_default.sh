@@ -215,3 +215,20 @@ grep -q "integrity data at the end of the file is not valid" "$W/bm.err" ||
 "$SQK" cat --no-verify "$W/badmagic.sqsh" small.txt | cmp -s - "$W/src/small.txt" ||
 	fail "--no-verify of an image whose trailer magic is damaged"
 info "a damaged trailer magic fails verified opens (--no-verify reads)"
+
+# A bad chunk under the tables read at open is named once; the layout is not blamed for it.
+mkdir -p "$W/tsrc"
+head -c 1000000 "$W/src/big.bin" >"$W/tsrc/r"
+sqk_build -q "$W/tsrc" "$W/tables.sqsh"
+python3 - "$W/tables.sqsh" "$W/tables-bad.sqsh" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+d[struct.unpack_from('<Q', d, 48)[0]] ^= 1  # a byte of the id table
+open(sys.argv[2], 'wb').write(d)
+PY
+"$SQK" ls "$W/tables-bad.sqsh" >/dev/null 2>"$W/tb.err" && fail "sqk ls of an image with a bad table chunk succeeded"
+[ "$(grep -c "integrity check failed at image offset" "$W/tb.err")" = 1 ] ||
+	{ cat "$W/tb.err" >&2; fail "bad table chunk: not named once"; }
+grep -q "bad table layout" "$W/tb.err" && { cat "$W/tb.err" >&2; fail "bad table chunk: the layout is blamed"; }
+"$SQK" ls --no-verify "$W/tables-bad.sqsh" >/dev/null 2>&1 || true
+info "a bad chunk under the tables is named once, the layout not blamed"
