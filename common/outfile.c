@@ -169,6 +169,7 @@ int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, boo
 	t->path = NULL;
 	t->why[0] = 0;
 	t->verdict = SQK_OUT_REFUSED;
+	memset(&t->st, 0, sizeof(t->st));
 	if (follow_links(path, &t->path, &st, &lerr)) {
 		if (errno == ENOMEM)
 			return -1;
@@ -192,6 +193,8 @@ int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, boo
 	} else {
 		judge_file(&st, kind, force, name, t);
 	}
+	if (!lerr)
+		t->st = st;
 	return 0;
 }
 
@@ -221,19 +224,24 @@ static int wipe_head(int fd, uint64_t size)
 	return fsync(fd);
 }
 
-int sqk_outfile_open_device(struct sqk_outfile *o, const char *path)
+int sqk_outfile_open_device(struct sqk_outfile *o, const char *path, dev_t rdev)
 {
 	struct stat st;
-	o->fd = open(path, O_WRONLY | O_EXCL | O_CLOEXEC);
-	o->device = o->fd >= 0;
+	int fl;
+	o->fd = open(path, O_WRONLY | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (o->fd < 0)
 		return -1;
 	if (fstat(o->fd, &st))
 		return -1;
-	if (!S_ISBLK(st.st_mode)) { /* replaced since it was judged */
+	if (!S_ISBLK(st.st_mode) || (rdev && st.st_rdev != rdev)) { /* replaced since judged */
+		close(o->fd);
+		o->fd = -1;
 		errno = ENOTBLK;
 		return -1;
 	}
+	o->device = true;
+	if ((fl = fcntl(o->fd, F_GETFL)) < 0 || fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK))
+		return -1;
 	if (ioctl(o->fd, BLKGETSIZE64, &o->dev_size))
 		return -1;
 	return wipe_head(o->fd, o->dev_size);
@@ -244,7 +252,10 @@ static void create_msg(const struct sqk_outfile *o, const struct sqk_outfile_tar
 		       const char *path, char *msg, size_t msglen)
 {
 	int e = errno;
-	if (t->verdict == SQK_OUT_DEVICE && e == EBUSY)
+	if (t->verdict == SQK_OUT_DEVICE && e == ENOTBLK)
+		snprintf(msg, msglen, "'%s' changed since it was looked at (not the block device "
+			 "judged): not written", path);
+	else if (t->verdict == SQK_OUT_DEVICE && e == EBUSY)
 		snprintf(msg, msglen, "'%s' is a block device in use (mounted, or open exclusively "
 			 "elsewhere): not written", path);
 	else if (t->verdict == SQK_OUT_DEVICE)
@@ -255,11 +266,37 @@ static void create_msg(const struct sqk_outfile *o, const struct sqk_outfile_tar
 	errno = e;
 }
 
+int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
+			      struct sqk_outfile_target *t, const char *prefix, char *msg,
+			      size_t msglen)
+{
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	o->prefix = prefix;
+	if (t->verdict == SQK_OUT_REFUSED) {
+		snprintf(msg, msglen, "%s", t->why);
+		sqk_outfile_target_free(t);
+		errno = 0;
+		return -1;
+	}
+	if (t->verdict == SQK_OUT_DEVICE) {
+		r = sqk_outfile_open_device(o, t->path, t->st.st_rdev);
+	} else {
+		r = sqk_outfile_open(o, t->path, prefix);
+	}
+	if (r)
+		create_msg(o, t, path, msg, msglen);
+	o->path = t->path; /* freed by commit or abort */
+	t->path = NULL;
+	return r;
+}
+
 int sqk_outfile_create(struct sqk_outfile *o, const char *path, const struct sqk_outfile_kind *kind,
 		       bool force, const char *prefix, char *msg, size_t msglen)
 {
 	struct sqk_outfile_target t;
-	int r;
 
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
@@ -268,18 +305,7 @@ int sqk_outfile_create(struct sqk_outfile *o, const char *path, const struct sqk
 		snprintf(msg, msglen, "out of memory");
 		return -1;
 	}
-	if (t.verdict == SQK_OUT_REFUSED) {
-		snprintf(msg, msglen, "%s", t.why);
-		sqk_outfile_target_free(&t);
-		errno = 0;
-		return -1;
-	}
-	r = t.verdict == SQK_OUT_DEVICE ? sqk_outfile_open_device(o, t.path) :
-					  sqk_outfile_open(o, t.path, prefix);
-	if (r)
-		create_msg(o, &t, path, msg, msglen);
-	o->path = t.path; /* freed by commit or abort */
-	return r;
+	return sqk_outfile_create_judged(o, path, &t, prefix, msg, msglen);
 }
 
 int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix)
@@ -374,4 +400,5 @@ void sqk_outfile_abort(struct sqk_outfile *o)
 	o->tmpname = NULL;
 	o->dir = NULL;
 	o->path = NULL;
+	o->device = false;
 }

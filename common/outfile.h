@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* Bytes of an existing file that a kind's recogniser sees (a tar header is 512). */
 #define SQK_OUTFILE_HEAD 512
@@ -49,12 +50,13 @@ struct sqk_outfile_target {
 	enum sqk_outfile_verdict verdict;
 	char *path;      /* where the output goes: path, or the end of its symlinks (owned) */
 	char why[600];   /* SQK_OUT_REFUSED: "'X' is a character device: not replaced" */
+	struct stat st;  /* the lstat of path when the verdict is not SQK_OUT_NEW */
 };
 
 /* Judges what path names as an output of kind (borrowed), reading nothing but the first
  * SQK_OUTFILE_HEAD bytes of an existing regular file; force lets a regular file of another kind
- * be replaced. Fills *t (free t->path with sqk_outfile_target_free). 0, or -1 with errno set
- * (out of memory) and nothing to free. */
+ * be replaced. No side effects. Fills *t (free t->path with sqk_outfile_target_free). 0, or -1
+ * with errno set (out of memory) and nothing to free. */
 int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, bool force,
 		      struct sqk_outfile_target *t);
 
@@ -82,11 +84,19 @@ int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix
 int sqk_outfile_create(struct sqk_outfile *o, const char *path, const struct sqk_outfile_kind *kind,
 		       bool force, const char *prefix, char *msg, size_t msglen);
 
-/* Opens the block device path for writing in place: O_WRONLY | O_EXCL (a mounted device gives
- * EBUSY), its size taken (BLKGETSIZE64), its first SQK_OUTFILE_DEV_WIPE bytes zeroed and synced,
- * so that an older image there is gone before anything new is written. 0, or -1 with errno set;
- * o must then be aborted. */
-int sqk_outfile_open_device(struct sqk_outfile *o, const char *path);
+/* Opens o for what t (judged by sqk_outfile_judge, not refused; t->path taken over, freed by
+ * commit or abort) says: a temporary, or the block device in place, which must still be the
+ * device judged (st_rdev). The same failure contract as sqk_outfile_create. */
+int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
+			      struct sqk_outfile_target *t, const char *prefix, char *msg,
+			      size_t msglen);
+
+/* Opens the block device path for writing in place: O_WRONLY | O_EXCL | O_NOFOLLOW (a mounted
+ * device gives EBUSY), opened O_NONBLOCK and then made blocking, its size taken (BLKGETSIZE64),
+ * its first SQK_OUTFILE_DEV_WIPE bytes zeroed and synced, so that an older image there is gone
+ * before anything new is written; rdev, when not 0, is the device it must be (else ENOTBLK).
+ * 0, or -1 with errno set; o must then be aborted. */
+int sqk_outfile_open_device(struct sqk_outfile *o, const char *path, dev_t rdev);
 
 /* Gives the complete temporary the name path (NULL: the path sqk_outfile_create chose; the
  * caller synced the file) and closes it; a device is only closed. 0, or -1 with errno set (the

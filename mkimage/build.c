@@ -252,28 +252,34 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 	return err ? err : walk ? mk_walk_finish(c) : mk_tree_finish(c);
 }
 
-int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
+int mk_build_inputs(struct mk_ctx *c)
 {
-	bool comp_opts = false;
 	int err = 0;
 
+	c->inputs_ready = true;
 	if (!c->opt->no_checksums && !c->integ) {
 		err = sqk_integ_writer_create(c->opt->checksum_chunk, &c->integ);
 		if (err)
 			return mk_fail(c, err, "cannot set up the integrity writer: %s",
 				       sqk_strerror(err));
 	}
-	struct mk_pseudo *ps = NULL;
-	err = mk_pseudo_load(c, &ps);
+	err = mk_pseudo_load(c, &c->pseudo);
 	if (!err && c->opt->reuse && !c->reuse)
 		err = mk_reuse_open(c, c->opt->reuse, &c->reuse);
 	if (!err && !c->order)
 		err = mk_order_load(c);
+	return err;
+}
+
+int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
+{
+	bool comp_opts = false;
+	int err = c->inputs_ready ? 0 : mk_build_inputs(c);
+
 	if (!err)
 		err = write_head(c, &comp_opts);
 	if (!err)
-		err = take_source(c, src, ps);
-	mk_pseudo_free(ps);
+		err = take_source(c, src, c->pseudo);
 	if (!err && mk_cancelled(c))
 		err = mk_fail(c, SQK_EINTR, "interrupted");
 	if (!err)
@@ -308,6 +314,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	sqk_io_destroy(c->out);
 	sqk_integ_writer_destroy(c->integ);
 	mk_reuse_close(c->reuse);
+	mk_pseudo_free(c->pseudo);
 	mk_order_free(c);
 	free(c->frags);
 	pthread_mutex_destroy(&c->errmu);

@@ -38,21 +38,32 @@ static bool reuse_is_output(const struct mk_options *o)
 	       S_ISBLK(b.st_mode) && a.st_rdev == b.st_rdev;
 }
 
-/* Judges and opens the output (outfile.h), and makes c->out write to it: a device through a
- * capped sink, so an image too big for it is found whole and never half-lands there. */
-static int out_open(struct mk_ctx *c, struct sqk_outfile *o)
+/* Judges the output (outfile.h) before anything is read or written, with no side effects: a
+ * refusal ends the run there. Fills *t (the caller frees it). */
+static int out_judge(struct mk_ctx *c, struct sqk_outfile_target *t)
 {
-	char msg[700];
-	int err;
-
 	if (!strcmp(c->opt->image, "-"))
 		return mk_fail(c, SQK_EINVAL, "writing an image to standard output is not "
 			       "supported: name a file (./- for a file named '-')");
 	if (reuse_is_output(c->opt))
 		return mk_fail(c, SQK_EINVAL, "--reuse '%s' is the block device the image goes to, "
 			       "written in place: copy the old image to a file first", c->opt->reuse);
-	if (sqk_outfile_create(o, c->opt->image, &image_kind, c->opt->force, ".sqk", msg,
-			       sizeof(msg)))
+	if (sqk_outfile_judge(c->opt->image, &image_kind, c->opt->force, t))
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	if (t->verdict == SQK_OUT_REFUSED)
+		return mk_fail(c, SQK_EINVAL, "%s", t->why);
+	return 0;
+}
+
+/* Opens the judged output t (taken over), once the sources are open: a device's start is
+ * zeroed only now. Makes c->out write to it: a device through a capped sink, so an image too
+ * big for it is found whole and never half-lands there. */
+static int out_open(struct mk_ctx *c, struct sqk_outfile_target *t, struct sqk_outfile *o)
+{
+	char msg[700];
+	int err;
+
+	if (sqk_outfile_create_judged(o, c->opt->image, t, ".sqk", msg, sizeof(msg)))
 		return mk_fail(c, errno ? sqk_from_errno(errno) : SQK_EINVAL, "%s", msg);
 	err = sqk_io_fd_create(o->fd, 0, false, &c->out);
 	if (!err && o->device) {
@@ -73,10 +84,11 @@ static int out_commit(struct mk_ctx *c, struct sqk_outfile *o)
 		return mk_fail(c, SQK_ENOSPC, "the image needs %llu bytes, the block device '%s' "
 			       "holds %llu", (unsigned long long)need, c->opt->image,
 			       (unsigned long long)o->dev_size);
-	if (sqk_outfile_commit(o, NULL))
-		return mk_fail(c, sqk_from_errno(errno), "cannot %s '%s': %s",
-			       o->device ? "close" : "rename to", c->opt->image, strerror(errno));
-	return 0;
+	bool dev = o->device;
+	if (!sqk_outfile_commit(o, NULL))
+		return 0;
+	return mk_fail(c, sqk_from_errno(errno), "cannot %s '%s': %s", dev ? "close" : "rename to",
+		       c->opt->image, strerror(errno));
 }
 
 static void remember_skip(struct mk_ctx *c, const char *path, int fd)
@@ -137,16 +149,26 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 	printf("time       %.2f s with %d threads\n", secs, c->opt->threads);
 }
 
+/* Judges the output, opens the sources and the other inputs, only then creates the output
+ * (a missing source or a bad --reuse leaves an old image, on a file or a device, as it was),
+ * builds and commits. */
 static int run(struct mk_ctx *c, struct sqk_outfile *of, struct sqk_super *sb)
 {
-	remember_skip(c, c->opt->image, -1);
-	int err = out_open(c, of);
-	if (!err)
-		remember_skip(c, NULL, of->fd);
+	struct sqk_outfile_target t = { 0 };
 	struct mk_source *src = NULL;
+
+	remember_skip(c, c->opt->image, -1);
+	int err = out_judge(c, &t);
 	if (!err)
 		err = c->opt->tar ? mk_source_tar_create(c, c->opt->tar_path, &src) :
 				    mk_source_dir_create(c, &src);
+	if (!err)
+		err = mk_build_inputs(c);
+	if (!err && mk_cancelled(c))
+		err = mk_fail(c, SQK_EINTR, "interrupted");
+	if (!err && !(err = out_open(c, &t, of)))
+		remember_skip(c, NULL, of->fd);
+	sqk_outfile_target_free(&t);
 	if (!err)
 		err = mk_build(c, src, sb);
 	if (!err)

@@ -107,6 +107,7 @@ struct mk_source;
 struct mk_entry;
 struct mk_xattr_kv;
 struct mk_order;
+struct mk_pseudo;
 struct sqk_hint_range;
 
 struct mk_ctx {
@@ -117,6 +118,8 @@ struct mk_ctx {
 	struct mk_data *data;       /* the data stage while files are read (data.c) */
 	struct mk_reuse *reuse;     /* --reuse: the old image, or NULL (reuse.c) */
 	struct mk_order *order;     /* --order / -sort, or NULL (order.c) */
+	struct mk_pseudo *pseudo;   /* --pseudo definitions, or NULL (pseudo.c) */
+	bool inputs_ready;          /* mk_build_inputs done */
 	uint64_t dir_table_end;     /* set by tables.c (the hint names the tables) */
 	size_t hint_ranges;         /* ranges of the prefetch hint written, 0 = none */
 	struct mk_node **nodes;     /* canonical nodes in tree (walk) order; owned array */
@@ -151,6 +154,12 @@ int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel
 
 /* Frees what c owns, including c->out. */
 void mk_ctx_free(struct mk_ctx *c);
+
+/* What the build reads besides its source, opened and checked before the output is created
+ * (a typo must not cost an old image): the integrity writer, the pseudo definitions (kept in c),
+ * --reuse OLD, the --order/-sort lists. mk_build calls it when the caller did not. On error the
+ * first message is in c->errmsg. */
+int mk_build_inputs(struct mk_ctx *c);
 
 /* The builder: reads every entry of src (borrowed) once, in order, and writes the image into
  * c->out (set by the caller; positions from 0), superblock last, then the integrity data, then

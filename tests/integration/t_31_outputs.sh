@@ -13,7 +13,8 @@
 #  (e) block devices (loop devices on files): the image written in place (still a block device),
 #      `sqk verify`, `sqk ls`, `sqk cat` and a kernel mount of the device; a device mounted
 #      elsewhere refused (EBUSY) and its mount unharmed; a device too small: both sizes named,
-#      its old superblock zeroed (no stale image); sqk tar -o onto a device
+#      its old superblock zeroed (no stale image); sqk tar -o onto a device; a missing source,
+#      --tar, --reuse or --pseudo file leaves the device's old image
 # Skips (exit 77, after running the rest) when loop devices or kernel squashfs are unavailable.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -229,6 +230,17 @@ must "$SQK" mkimage -q --checksum-chunk 4K "$S2" "$W/l-dev"
 refused "e: --reuse of the device written" "$L" "--reuse '$L' is the block device the image goes to" \
 	"$SQK" mkimage -q --reuse "$L" "$S2" "$L"
 "$SQK" verify "$L" >/dev/null 2>&1 || fail "e: the refused --reuse harmed the image on $L"
+# a source or an input that is not there: refused before the device is touched (the old image
+# on it still reads)
+for args in "$W/no-such-dir" "--tar $W/no-such.tar" "--reuse $W/no-such.sqsh $S2" \
+	"--pseudo $W/no-such.pseudo $S2"; do
+	run_capture "e: missing input" "$SQK" mkimage -q $args "$L"
+	[ "$RC" = 1 ] && grep -q "no-such" "$ERR_FILE" || { show_err; fail "e: $args: exit $RC"; }
+	grep -q "superblock is zeroed" "$ERR_FILE" && { show_err; fail "e: $args: device touched"; }
+	[ "$(head -c 4 "$L")" = hsqs ] || fail "e: mkimage $args $L zeroed the device's old image"
+	[ "$("$SQK" cat "$L" b)" = beta ] || fail "e: mkimage $args $L harmed the old image"
+done
+info "e: a missing source leaves the device's image: $(head -n 1 "$ERR_FILE")"
 
 # too small: an old image on a 1 MiB device, then one that needs more
 new_loop "$W/small.bin" 1M
