@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format.h"
+
 /* Symlinks followed from an output path before giving up (the kernel's limit). */
 #define MAX_LINK_HOPS 40
 
@@ -132,6 +134,72 @@ static const char *refused_type(mode_t mode, bool devices)
 	return S_ISREG(mode) ? NULL : "not a regular file";
 }
 
+/* Reads the first SQK_OUTFILE_DEV_WIPE bytes of the block device path (opened read-only,
+ * without following a symlink or blocking), which must be the device rdev. The count, or -1
+ * with errno. */
+static ssize_t read_dev_head(const char *path, dev_t rdev, uint8_t *head)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	ssize_t got = 0;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISBLK(st.st_mode) || st.st_rdev != rdev) {
+		close(fd);
+		errno = EAGAIN; /* replaced since the lstat */
+		return -1;
+	}
+	while (got < SQK_OUTFILE_DEV_WIPE) {
+		ssize_t n = pread(fd, head + got, SQK_OUTFILE_DEV_WIPE - (size_t)got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0)
+				got = -1;
+			break;
+		}
+		got += n;
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return got;
+}
+
+/* Judges the block device t->path (named name in messages): zeros or the kind are written
+ * over, anything else only when forced. */
+static void judge_device(const struct stat *st, const struct sqk_outfile_kind *kind, bool force,
+			 const char *name, struct sqk_outfile_target *t)
+{
+	static const uint8_t zeros[SQK_OUTFILE_DEV_WIPE];
+	uint8_t head[SQK_OUTFILE_DEV_WIPE];
+	ssize_t n = read_dev_head(t->path, st->st_rdev, head);
+
+	if (n >= 0 && (!memcmp(head, zeros, (size_t)n) ||
+		       kind->ours(head, n < SQK_OUTFILE_HEAD ? (size_t)n : SQK_OUTFILE_HEAD))) {
+		t->verdict = SQK_OUT_DEVICE;
+		return;
+	}
+	t->verdict = force ? SQK_OUT_DEVICE : SQK_OUT_REFUSED;
+	if (n < 0) {
+		snprintf(t->why, sizeof(t->why),
+			 "cannot read the block device %s to tell what it holds: %s: not replaced "
+			 "(--force replaces it)", name, strerror(errno));
+		return;
+	}
+	const char *what = sqk_magic_name(head, (size_t)n);
+	if (sqk_outfile_is_squashfs(head, (size_t)n))
+		what = "a SquashFS image";
+	if (what)
+		snprintf(t->why, sizeof(t->why),
+			 "%s is a block device holding %s: not replaced (--force replaces it)",
+			 name, what);
+	else
+		snprintf(t->why, sizeof(t->why),
+			 "%s is a block device holding data that is neither zeros nor %s: not "
+			 "replaced (--force replaces it)", name, kind->what);
+}
+
 /* Judges the existing regular file t->path (named name in messages). */
 static void judge_file(const struct stat *st, const struct sqk_outfile_kind *kind, bool force,
 		       const char *name, struct sqk_outfile_target *t)
@@ -189,7 +257,7 @@ int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, boo
 		snprintf(t->why, sizeof(t->why), "%s is %s: not replaced", name,
 			 refused_type(st.st_mode, kind->devices));
 	} else if (S_ISBLK(st.st_mode)) {
-		t->verdict = SQK_OUT_DEVICE;
+		judge_device(&st, kind, force, name, t);
 	} else {
 		judge_file(&st, kind, force, name, t);
 	}
@@ -239,7 +307,7 @@ int sqk_outfile_open_device(struct sqk_outfile *o, const char *path, dev_t rdev)
 		errno = ENOTBLK;
 		return -1;
 	}
-	o->device = true;
+	o->device = true; /* from here on, an abort zeroes its start */
 	if ((fl = fcntl(o->fd, F_GETFL)) < 0 || fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK))
 		return -1;
 	if (ioctl(o->fd, BLKGETSIZE64, &o->dev_size))
@@ -389,6 +457,8 @@ int sqk_outfile_commit(struct sqk_outfile *o, const char *path)
 
 void sqk_outfile_abort(struct sqk_outfile *o)
 {
+	if (o->fd >= 0 && o->device)
+		(void)wipe_head(o->fd, o->dev_size); /* best effort: no partial output stays */
 	if (o->fd >= 0)
 		close(o->fd);
 	if (o->tmpname)

@@ -42,7 +42,7 @@ enum sqk_outfile_verdict {
 	SQK_OUT_NEW,      /* nothing there (or a dangling symlink's target): created */
 	SQK_OUT_REPLACE,  /* an empty regular file or one of the kind: replaced atomically */
 	SQK_OUT_FORCED,   /* a regular file of another kind, replaced because forced */
-	SQK_OUT_DEVICE,   /* a block device: written in place */
+	SQK_OUT_DEVICE,   /* a block device holding zeros, the kind or forced: written in place */
 	SQK_OUT_REFUSED,  /* anything else; why says what and why */
 };
 
@@ -54,9 +54,11 @@ struct sqk_outfile_target {
 };
 
 /* Judges what path names as an output of kind (borrowed), reading nothing but the first
- * SQK_OUTFILE_HEAD bytes of an existing regular file; force lets a regular file of another kind
- * be replaced. No side effects. Fills *t (free t->path with sqk_outfile_target_free). 0, or -1
- * with errno set (out of memory) and nothing to free. */
+ * SQK_OUTFILE_HEAD bytes of an existing regular file or the first SQK_OUTFILE_DEV_WIPE bytes of
+ * a block device (opened read-only); force lets a regular file of another kind, or a block
+ * device holding something else than zeros or the kind, be replaced. No side effects. Fills
+ * *t (free t->path with sqk_outfile_target_free). 0, or -1 with errno set (out of memory) and
+ * nothing to free. */
 int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, bool force,
 		      struct sqk_outfile_target *t);
 
@@ -103,8 +105,9 @@ int sqk_outfile_open_device(struct sqk_outfile *o, const char *path, dev_t rdev)
  * temporary is still there: abort it). */
 int sqk_outfile_commit(struct sqk_outfile *o, const char *path);
 
-/* Closes and removes the temporary (closes a device), frees what o owns; o may be aborted
- * again. */
+/* Closes and removes the temporary, frees what o owns; o may be aborted again. A device not
+ * committed has its first SQK_OUTFILE_DEV_WIPE bytes zeroed again and synced (no partial output
+ * at its start), then is closed. */
 void sqk_outfile_abort(struct sqk_outfile *o);
 
 #endif

@@ -13,8 +13,9 @@
 #  (e) block devices (loop devices on files): the image written in place (still a block device),
 #      `sqk verify`, `sqk ls`, `sqk cat` and a kernel mount of the device; a device mounted
 #      elsewhere refused (EBUSY) and its mount unharmed; a device too small: both sizes named,
-#      its old superblock zeroed (no stale image); sqk tar -o onto a device; a missing source,
-#      --tar, --reuse or --pseudo file leaves the device's old image
+#      its old superblock zeroed (no stale image); sqk tar -o onto a device, one failing
+#      leaves zeros at its start; a missing source, --tar, --reuse or --pseudo file leaves the
+#      device's old image; a device holding ext4 refused (mkimage, tar -o) unless --force
 # Skips (exit 77, after running the rest) when loop devices or kernel squashfs are unavailable.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -205,7 +206,9 @@ _MOUNTS="$W/m $_MOUNTS"
 diff -r "$S" "$W/m" >/dev/null || fail "e: the mounted device differs from the source"
 refused "e: mounted device" "$L" "'$L' is a block device in use \(mounted" \
 	"$SQK" mkimage -q "$S2" "$L"
-refused "e: tar -o to the mounted device" "$L" "in use" "$SQK" tar -o "$L" "$IMG"
+refused "e: tar -o to the mounted device" "$L" "holding a SquashFS image: not replaced" \
+	"$SQK" tar -o "$L" "$IMG"
+refused "e: tar --force -o to the mounted device" "$L" "in use" "$SQK" tar --force -o "$L" "$IMG"
 diff -r "$S" "$W/m" >/dev/null || fail "e: the mount changed after a refused write"
 umount "$W/m" || fail "e: umount"
 _MOUNTS=${_MOUNTS#"$W/m "}
@@ -242,6 +245,25 @@ for args in "$W/no-such-dir" "--tar $W/no-such.tar" "--reuse $W/no-such.sqsh $S2
 done
 info "e: a missing source leaves the device's image: $(head -n 1 "$ERR_FILE")"
 
+# a device holding another file system: refused (mkimage and tar -o) unless --force
+truncate -s 8M "$W/ext.bin" && mkfs.ext4 -q -F "$W/ext.bin" || fail "e: mkfs.ext4"
+L3=$(losetup -f --show "$W/ext.bin") || fail "e: losetup ext.bin"
+at_exit "losetup -d $L3"
+ext_magic() { od -An -tx1 -j 1080 -N 2 "$L3" | tr -d ' \n'; }
+[ "$(ext_magic)" = 53ef ] || fail "e: no ext magic on $L3"
+refused "e: device holding ext4" "$L3" \
+	"'$L3' is a block device holding an ext2/3/4 file system: not replaced \(--force replaces it\)" \
+	"$SQK" mkimage -q "$S2" "$L3"
+refused "e: tar -o to a device holding ext4" "$L3" \
+	"'$L3' is a block device holding an ext2/3/4 file system: not replaced" \
+	"$SQK" tar -o "$L3" "$IMG"
+[ "$(ext_magic)" = 53ef ] && cmp -s -n 4096 "$L3" "$W/ext.bin" ||
+	fail "e: the refused writes changed the ext4 device"
+must "$SQK" mkimage -q --force "$S2" "$L3"
+[ "$("$SQK" cat "$L3" b)" = beta ] || fail "e: --force did not write $L3"
+refused "e: tar -o to a device holding an image" "$L3" "holding a SquashFS image: not replaced" \
+	"$SQK" tar -o "$L3" "$IMG"
+
 # too small: an old image on a 1 MiB device, then one that needs more
 new_loop "$W/small.bin" 1M
 [ -n "$LOOP" ] || fail "e: second loop device: $(head -n 1 "$TMP/losetup.err")"
@@ -272,4 +294,5 @@ run_capture tar_small "$SQK" tar -o "$L2" "$W/big.sqsh"
 	{ show_err; fail "e: tar -o onto a device too small: exit $RC"; }
 info "e: tar too big: $(head -n 1 "$ERR_FILE")"
 [ -b "$L2" ] || fail "e: tar -o replaced $L2"
+cmp -s -n 4096 "$L2" /dev/zero || fail "e: the failed tar -o left a partial archive on $L2"
 info "e: all block-device cases passed"

@@ -492,8 +492,9 @@ END_TEST
 
 /* The judge, by what the path names: nothing (new), an empty file or an image (replaced), a
  * file of another kind (refused, also hard-linked, unless forced), a directory, a FIFO, a socket,
- * character and block device nodes; symlinks followed to their end (relative ones from their own
- * directory, a dangling one to the file it would create), a loop of them refused. */
+ * character and block device nodes (one that cannot be read refused unless forced); symlinks
+ * followed to their end (relative ones from their own directory, a dangling one to the file it
+ * would create), a loop of them refused. */
 START_TEST(test_outfile_judge)
 {
 	char dir[] = "/tmp/sqk-judge-XXXXXX", p[40][128];
@@ -519,7 +520,7 @@ START_TEST(test_outfile_judge)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", sock);
 	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	bool nodes = mknod(chr, S_IFCHR | 0644, makedev(1, 7)) == 0 &&
-		     mknod(blk, S_IFBLK | 0644, makedev(7, 200)) == 0;
+		     mknod(blk, S_IFBLK | 0644, makedev(240, 200)) == 0; /* no such device */
 	ck_assert_int_eq(symlink("old.sqsh", l_img), 0);
 	ck_assert_int_eq(symlink("../notes.txt", l_txt), 0);
 	ck_assert_int_eq(symlink("new.sqsh", l_dang), 0);
@@ -546,7 +547,10 @@ START_TEST(test_outfile_judge)
 	if (nodes) {
 		snprintf(want, sizeof(want), "'%s' is a character device: not replaced", chr);
 		expect_verdict(chr, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
-		expect_verdict(blk, &img_kind, false, SQK_OUT_DEVICE, blk, NULL);
+		/* what it holds cannot be read: refused unless forced */
+		expect_verdict(blk, &img_kind, false, SQK_OUT_REFUSED, NULL,
+			       "cannot read the block device");
+		expect_verdict(blk, &img_kind, true, SQK_OUT_DEVICE, blk, NULL);
 		snprintf(want, sizeof(want), "'%s' is a block device: not replaced", blk);
 		expect_verdict(blk, &nodev_kind, true, SQK_OUT_REFUSED, NULL, want);
 		snprintf(want, sizeof(want), "'%s' (a symlink to '%s/full') is a character device",
