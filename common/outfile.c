@@ -334,6 +334,15 @@ static void create_msg(const struct sqk_outfile *o, const struct sqk_outfile_tar
 	errno = e;
 }
 
+/* Gives the temporary o->fd the mode and owner of the file st it replaces: the owner first
+ * (which clears set-id bits), as far as permitted (EPERM is not an error). 0, or -1 with errno. */
+static int keep_mode(struct sqk_outfile *o, const struct stat *st)
+{
+	if (fchown(o->fd, st->st_uid, st->st_gid) && errno != EPERM)
+		return -1;
+	return fchmod(o->fd, st->st_mode & 07777);
+}
+
 int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
 			      struct sqk_outfile_target *t, const char *prefix, char *msg,
 			      size_t msglen)
@@ -353,6 +362,8 @@ int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
 		r = sqk_outfile_open_device(o, t->path, t->st.st_rdev);
 	} else {
 		r = sqk_outfile_open(o, t->path, prefix);
+		if (!r && t->verdict != SQK_OUT_NEW)
+			r = keep_mode(o, &t->st);
 	}
 	if (r)
 		create_msg(o, t, path, msg, msglen);

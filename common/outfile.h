@@ -74,9 +74,10 @@ struct sqk_outfile {
 	uint64_t dev_size; /* a device's size in bytes */
 };
 
-/* Creates the temporary for path, with mode 0666 & ~umask, temporary names starting with
- * prefix (borrowed, e.g. ".sqk"). Judges nothing: callers that take a user's path use
- * sqk_outfile_create. 0, or -1 with errno set; o must then be aborted. */
+/* Creates the temporary for path, with mode 0666 & ~umask (sqk_outfile_create and
+ * sqk_outfile_create_judged then give it the mode and owner of a file it replaces), temporary
+ * names starting with prefix (borrowed, e.g. ".sqk"). Judges nothing: callers that take a
+ * user's path use sqk_outfile_create. 0, or -1 with errno set; o must then be aborted. */
 int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix);
 
 /* Judges path (sqk_outfile_judge) and opens o for it: a temporary in the directory of the path
@@ -87,8 +88,9 @@ int sqk_outfile_create(struct sqk_outfile *o, const char *path, const struct sqk
 		       bool force, const char *prefix, char *msg, size_t msglen);
 
 /* Opens o for what t (judged by sqk_outfile_judge, not refused; t->path taken over, freed by
- * commit or abort) says: a temporary, or the block device in place, which must still be the
- * device judged (st_rdev). The same failure contract as sqk_outfile_create. */
+ * commit or abort) says: a temporary, given the mode and owner of the file it replaces (the
+ * owner as far as permitted), or the block device in place, which must still be the device
+ * judged (st_rdev). The same failure contract as sqk_outfile_create. */
 int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
 			      struct sqk_outfile_target *t, const char *prefix, char *msg,
 			      size_t msglen);

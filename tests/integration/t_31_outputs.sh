@@ -10,6 +10,7 @@
 #  (c) symlinks: followed and their target judged (text refused, old image replaced through the
 #      link, which stays a link; a dangling link creates its target; to a device node refused)
 #  (d) sqk tar -o: the same rules, with "a tar archive" (ustar, or gzip/xz/zstd) for "an image"
+#  (f) a replaced image or archive keeps its mode and owner
 #  (e) block devices (loop devices on files): the image written in place (still a block device),
 #      `sqk verify`, `sqk ls`, `sqk cat` and a kernel mount of the device; a device mounted
 #      elsewhere refused (EBUSY) and its mount unharmed; a device too small: both sizes named,
@@ -164,6 +165,19 @@ cmp -s "$W/old.tar" "$W/ref.tar" || fail "d: the older archive was not replaced"
 gzip -c "$W/ref.tar" >"$W/old.tgz"
 must "$SQK" tar -z -o "$W/old.tgz" "$IMG" # a gzip file: taken for an archive
 gzip -dc "$W/old.tgz" | cmp -s - "$W/ref.tar" || fail "d: the .tgz differs"
+
+# ---- (f) replacing a file: its mode and owner kept ---------------------------------------------
+must "$SQK" mkimage -q "$S" "$W/owned.sqsh"
+chmod 600 "$W/owned.sqsh" && chown nobody "$W/owned.sqsh" || fail "f: chmod/chown"
+must "$SQK" mkimage -q "$S2" "$W/owned.sqsh"
+is_image "$W/owned.sqsh" b
+[ "$(stat -c '%a %U' "$W/owned.sqsh")" = "600 nobody" ] ||
+	fail "f: the rebuilt image is $(stat -c '%a %U' "$W/owned.sqsh"), not 600 nobody"
+"$SQK" tar -o "$W/owned.tar" "$W/owned.sqsh" || fail "f: tar -o"
+chmod 640 "$W/owned.tar" && chown nobody "$W/owned.tar" || fail "f: chmod/chown"
+must "$SQK" tar -o "$W/owned.tar" "$W/owned.sqsh"
+[ "$(stat -c '%a %U' "$W/owned.tar")" = "640 nobody" ] ||
+	fail "f: the rewritten archive is $(stat -c '%a %U' "$W/owned.tar"), not 640 nobody"
 
 # ---- (e) block devices -------------------------------------------------------------------------
 NOLOOP=""
