@@ -362,7 +362,12 @@ int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
 		r = sqk_outfile_open_device(o, t->path, t->st.st_rdev);
 	} else {
 		r = sqk_outfile_open(o, t->path, prefix);
-		if (!r && t->verdict != SQK_OUT_NEW)
+		o->judged = true;
+		o->was_new = t->verdict == SQK_OUT_NEW;
+		o->old_dev = t->st.st_dev;
+		o->old_ino = t->st.st_ino;
+		o->old_ctime = t->st.st_ctim;
+		if (!r && !o->was_new)
 			r = keep_mode(o, &t->st);
 	}
 	if (r)
@@ -396,6 +401,7 @@ int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix
 	o->path = NULL;
 	o->device = false;
 	o->dev_size = 0;
+	o->judged = false;
 	o->dir = copy ? strdup(dirname(copy)) : NULL;
 	free(copy);
 	if (!o->dir)
@@ -444,6 +450,38 @@ static int give_name(struct sqk_outfile *o)
 	}
 }
 
+/* Gives the temporary the name path where nothing was: linked (the unnamed temporary) or
+ * renamed without replacing (the named one); EEXIST when something appeared there since. */
+static int place_new(struct sqk_outfile *o, const char *path)
+{
+	char proc[64];
+	if (o->tmpname) {
+		if (!renameat2(AT_FDCWD, o->tmpname, AT_FDCWD, path, RENAME_NOREPLACE))
+			return 0;
+		if (errno != EINVAL) /* EINVAL: the file system cannot; link never replaces either */
+			return -1;
+		if (link(o->tmpname, path))
+			return -1;
+		unlink(o->tmpname);
+		return 0;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+}
+
+/* Whether path is still the file the judge saw, unchanged (0: a file removed and made again may
+ * get the same inode, not the same ctime), else -1 with errno EEXIST. */
+static int still_there(const struct sqk_outfile *o, const char *path)
+{
+	struct stat st;
+	if (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_dev == o->old_dev &&
+	    st.st_ino == o->old_ino && st.st_ctim.tv_sec == o->old_ctime.tv_sec &&
+	    st.st_ctim.tv_nsec == o->old_ctime.tv_nsec)
+		return 0;
+	errno = EEXIST;
+	return -1;
+}
+
 int sqk_outfile_commit(struct sqk_outfile *o, const char *path)
 {
 	if (!path)
@@ -454,10 +492,17 @@ int sqk_outfile_commit(struct sqk_outfile *o, const char *path)
 		sqk_outfile_abort(o);
 		return r;
 	}
-	if (!o->tmpname && give_name(o))
-		return -1;
-	if (rename(o->tmpname, path))
-		return -1;
+	if (o->judged && o->was_new) {
+		if (place_new(o, path))
+			return -1;
+	} else {
+		if (o->judged && still_there(o, path))
+			return -1;
+		if (!o->tmpname && give_name(o))
+			return -1;
+		if (rename(o->tmpname, path))
+			return -1;
+	}
 	free(o->tmpname);
 	o->tmpname = NULL;
 	close(o->fd);

@@ -72,6 +72,11 @@ struct sqk_outfile {
 	char *path;      /* sqk_outfile_create: the path to commit to (owned), NULL otherwise */
 	bool device;     /* fd is a block device, written in place: no temporary, no rename */
 	uint64_t dev_size; /* a device's size in bytes */
+	bool judged;     /* created from a verdict: the commit checks path still holds what it saw */
+	bool was_new;    /* judged: nothing was there (the commit never replaces what appears) */
+	dev_t old_dev;   /* judged, not new: the file replaced (st_dev, st_ino, st_ctim) */
+	ino_t old_ino;
+	struct timespec old_ctime;
 };
 
 /* Creates the temporary for path, with mode 0666 & ~umask (sqk_outfile_create and
@@ -103,8 +108,11 @@ int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
 int sqk_outfile_open_device(struct sqk_outfile *o, const char *path, dev_t rdev);
 
 /* Gives the complete temporary the name path (NULL: the path sqk_outfile_create chose; the
- * caller synced the file) and closes it; a device is only closed. 0, or -1 with errno set (the
- * temporary is still there: abort it). */
+ * caller synced the file) and closes it; a device is only closed. When o was judged, path must
+ * still hold what the judge saw: nothing (the name is linked, never replacing what appeared
+ * since) or the same file unchanged (st_dev, st_ino, st_ctim); else -1 with errno EEXIST
+ * ("changed during the write"). 0, or -1 with errno set (the temporary is still there: abort
+ * it). */
 int sqk_outfile_commit(struct sqk_outfile *o, const char *path);
 
 /* Closes and removes the temporary, frees what o owns; o may be aborted again. A device not

@@ -87,6 +87,9 @@ static int out_commit(struct mk_ctx *c, struct sqk_outfile *o)
 	bool dev = o->device;
 	if (!sqk_outfile_commit(o, NULL))
 		return 0;
+	if (errno == EEXIST) /* something else took the name since it was judged */
+		return mk_fail(c, sqk_from_errno(errno), "'%s' changed during the build: not "
+			       "replaced", c->opt->image);
 	return mk_fail(c, sqk_from_errno(errno), "cannot %s '%s': %s", dev ? "close" : "rename to",
 		       c->opt->image, strerror(errno));
 }

@@ -364,7 +364,12 @@ static int tar_run(struct sqk_tar *t, struct tar_opts *o, struct sqk_outfile *ou
 		return -1;
 	}
 	if (o->out && tar_out_commit(out)) {
-		sqk_cmd_err(&t->c, NULL, 0, "cannot write '%s': %s", o->out, strerror(errno));
+		if (errno == EEXIST) /* something else took the name since it was judged */
+			sqk_cmd_err(&t->c, NULL, 0, "'%s' changed during the write: not replaced",
+				    o->out);
+		else
+			sqk_cmd_err(&t->c, NULL, 0, "cannot write '%s': %s", o->out,
+				    strerror(errno));
 		return -1;
 	}
 	tar_summary(t);

@@ -10,7 +10,8 @@
 #  (c) symlinks: followed and their target judged (text refused, old image replaced through the
 #      link, which stays a link; a dangling link creates its target; to a device node refused)
 #  (d) sqk tar -o: the same rules, with "a tar archive" (ustar, or gzip/xz/zstd) for "an image"
-#  (f) a replaced image or archive keeps its mode and owner
+#  (f) a replaced image or archive keeps its mode and owner; something put at the name during
+#      the build (a node, a new file) is not replaced and nothing is left
 #  (e) block devices (loop devices on files): the image written in place (still a block device),
 #      `sqk verify`, `sqk ls`, `sqk cat` and a kernel mount of the device; a device mounted
 #      elsewhere refused (EBUSY) and its mount unharmed; a device too small: both sizes named,
@@ -166,7 +167,7 @@ gzip -c "$W/ref.tar" >"$W/old.tgz"
 must "$SQK" tar -z -o "$W/old.tgz" "$IMG" # a gzip file: taken for an archive
 gzip -dc "$W/old.tgz" | cmp -s - "$W/ref.tar" || fail "d: the .tgz differs"
 
-# ---- (f) replacing a file: its mode and owner kept ---------------------------------------------
+# ---- (f) replacing a file: its mode and owner kept; what appears meanwhile is not replaced -----
 must "$SQK" mkimage -q "$S" "$W/owned.sqsh"
 chmod 600 "$W/owned.sqsh" && chown nobody "$W/owned.sqsh" || fail "f: chmod/chown"
 must "$SQK" mkimage -q "$S2" "$W/owned.sqsh"
@@ -178,6 +179,32 @@ chmod 640 "$W/owned.tar" && chown nobody "$W/owned.tar" || fail "f: chmod/chown"
 must "$SQK" tar -o "$W/owned.tar" "$W/owned.sqsh"
 [ "$(stat -c '%a %U' "$W/owned.tar")" = "640 nobody" ] ||
 	fail "f: the rewritten archive is $(stat -c '%a %U' "$W/owned.tar"), not 640 nobody"
+mkdir "$W/race"
+# race NAME MAKE: sqk mkimage --tar FIFO race/NAME, while it waits MAKE (run in race/) puts
+# something at race/NAME; the build then fails, what MAKE put there stays, nothing else is left.
+race() {
+	local name=$1 make=$2 pid before
+	rm -f "$W/race/in" && mkfifo "$W/race/in"
+	"$SQK" mkimage -q --tar "$W/race/in" "$W/race/$name" >"$TMP/race.out" 2>"$TMP/race.err" &
+	pid=$!
+	sleep 1
+	(cd "$W/race" && eval "$make") || fail "f: $make"
+	before=$(node_state "$W/race/$name")
+	tar -cf - -C "$S" a >"$W/race/in"
+	wait "$pid"
+	RC=$?
+	[ "$RC" = 1 ] || { cat "$TMP/race.err" >&2; fail "f: $make during the build: exit $RC"; }
+	grep -q "'$W/race/$name' changed during the build: not replaced" "$TMP/race.err" ||
+		{ cat "$TMP/race.err" >&2; fail "f: $make during the build: not said"; }
+	[ "$(node_state "$W/race/$name")" = "$before" ] || fail "f: $make: race/$name was replaced"
+	[ "$(ls -A "$W/race" | tr '\n' ' ')" = "in $name " ] ||
+		fail "f: $make: left in race/: $(ls -A "$W/race" | tr '\n' ' ')"
+	info "f: $(head -n 1 "$TMP/race.err")"
+}
+race out "mknod out c 1 3"
+rm -f "$W/race/out"
+cp "$W/owned.sqsh" "$W/race/old.sqsh"
+race old.sqsh "rm old.sqsh && echo notes >old.sqsh"
 
 # ---- (e) block devices -------------------------------------------------------------------------
 NOLOOP=""

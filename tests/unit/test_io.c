@@ -630,6 +630,32 @@ START_TEST(test_outfile_create)
 	ck_assert_int_eq(stat(img, &st), 0);
 	ck_assert_int_eq(st.st_size, 10);
 	ck_assert_int_eq(entries_in(dir), 4);
+
+	/* judged new, made meanwhile: not replaced, nothing left */
+	snprintf(buf, sizeof(buf), "new");
+	char nw[80];
+	snprintf(nw, sizeof(nw), "%s/%s", dir, buf);
+	ck_assert_int_eq(sqk_outfile_create(&o, nw, &img_kind, false, ".t", msg, sizeof(msg)), 0);
+	ck_assert_int_eq(write(o.fd, "hsqs", 4), 4);
+	write_file(nw, "theirs", 6);
+	errno = 0;
+	ck_assert_int_eq(sqk_outfile_commit(&o, NULL), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	sqk_outfile_abort(&o);
+	ck_assert_int_eq(stat(nw, &st), 0);
+	ck_assert_int_eq(st.st_size, 6);
+	ck_assert_int_eq(entries_in(dir), 5);
+	/* judged an old image, replaced by another file meanwhile: not replaced */
+	ck_assert_int_eq(sqk_outfile_create(&o, img, &img_kind, false, ".t", msg, sizeof(msg)), 0);
+	ck_assert_int_eq(unlink(img), 0);
+	write_file(img, "hsqs-theirs", 11);
+	ck_assert_int_eq(sqk_outfile_commit(&o, NULL), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	sqk_outfile_abort(&o);
+	ck_assert_int_eq(stat(img, &st), 0);
+	ck_assert_int_eq(st.st_size, 11);
+	ck_assert_int_eq(entries_in(dir), 5);
+	unlink(nw);
 	unlink(lnk);
 	unlink(img);
 	unlink(txt);
