@@ -249,7 +249,10 @@ int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, boo
 		snprintf(name, sizeof(name), "'%s' (a symlink to '%s')", path, t->path);
 	else
 		snprintf(name, sizeof(name), "'%s'", path);
-	if (lerr == ENOENT) {
+	if (lerr == ENOENT && strcmp(t->path, path)) {
+		snprintf(t->why, sizeof(t->why), "'%s' is a dangling symbolic link (to '%s'): not "
+			 "written through", path, t->path);
+	} else if (lerr == ENOENT) {
 		t->verdict = SQK_OUT_NEW;
 	} else if (lerr) {
 		snprintf(t->why, sizeof(t->why), "cannot look at %s: %s", name, strerror(lerr));

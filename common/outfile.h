@@ -1,13 +1,16 @@
 /* An output file that never clobbers what it should not, and that appears under its name only
- * once it is complete. What the name holds is judged first (sqk_outfile_judge): a character
- * device, FIFO, socket or directory is refused, and so is a non-empty regular file of another
- * kind than the output unless forced; a symlink is followed and its target judged. A file is
- * written as an unnamed temporary in its destination directory (O_TMPFILE), or as a named
- * ".PREFIX-XXXXXX" temporary there where O_TMPFILE is unsupported, then linked and renamed into
- * place, atomically replacing an older file; a failed or interrupted write leaves the directory
- * as it was. A block device (where the output allows it) is written in place instead: opened
- * O_EXCL, its first 4 KiB zeroed and synced before anything else is written. Used by
- * `sqk mkimage` (the image), `sqk tar -o` (the archive) and the FUSE trace. */
+ * once it is complete. What the name holds is judged first (sqk_outfile_judge, no side
+ * effects): a character device, FIFO, socket or directory is refused, and so is a non-empty
+ * regular file of another kind than the output, or a block device holding something else than
+ * zeros or that kind, unless forced; a symlink is followed and its target judged (a dangling one
+ * refused). A file is written as an unnamed temporary in its destination directory (O_TMPFILE),
+ * or as a named ".PREFIX-XXXXXX" temporary there where O_TMPFILE is unsupported, given the mode
+ * and owner of the file it replaces, then linked and renamed into place, atomically replacing
+ * the older file if it is still the one judged (never what appeared since); a failed or
+ * interrupted write leaves the directory as it was. A block device (where the output allows it)
+ * is written in place instead: opened O_EXCL, its first 4 KiB zeroed and synced before anything
+ * else is written, and again if the write fails. Used by `sqk mkimage` (the image), `sqk tar
+ * -o` (the archive) and the FUSE trace. */
 #ifndef SQK_OUTFILE_H
 #define SQK_OUTFILE_H
 
@@ -39,7 +42,7 @@ bool sqk_outfile_is_squashfs(const uint8_t *head, size_t len);
 bool sqk_outfile_is_tar(const uint8_t *head, size_t len);
 
 enum sqk_outfile_verdict {
-	SQK_OUT_NEW,      /* nothing there (or a dangling symlink's target): created */
+	SQK_OUT_NEW,      /* nothing there: created (never through a dangling symlink) */
 	SQK_OUT_REPLACE,  /* an empty regular file or one of the kind: replaced atomically */
 	SQK_OUT_FORCED,   /* a regular file of another kind, replaced because forced */
 	SQK_OUT_DEVICE,   /* a block device holding zeros, the kind or forced: written in place */
@@ -56,9 +59,9 @@ struct sqk_outfile_target {
 /* Judges what path names as an output of kind (borrowed), reading nothing but the first
  * SQK_OUTFILE_HEAD bytes of an existing regular file or the first SQK_OUTFILE_DEV_WIPE bytes of
  * a block device (opened read-only); force lets a regular file of another kind, or a block
- * device holding something else than zeros or the kind, be replaced. No side effects. Fills
- * *t (free t->path with sqk_outfile_target_free). 0, or -1 with errno set (out of memory) and
- * nothing to free. */
+ * device holding something else than zeros or the kind, be replaced. A dangling symlink is
+ * refused. No side effects. Fills *t (free t->path with sqk_outfile_target_free). 0, or -1
+ * with errno set (out of memory) and nothing to free. */
 int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, bool force,
 		      struct sqk_outfile_target *t);
 

@@ -8,7 +8,8 @@
 #      and -noappend replace it (its other name keeps the old content); an empty file and an old
 #      image are replaced; '-' is refused and nothing goes to stdout
 #  (c) symlinks: followed and their target judged (text refused, old image replaced through the
-#      link, which stays a link; a dangling link creates its target; to a device node refused)
+#      link, which stays a link; a dangling link refused, its target not made; to a device node
+#      refused)
 #  (d) sqk tar -o: the same rules, with "a tar archive" (ustar, or gzip/xz/zstd) for "an image"
 #  (f) a replaced image or archive keeps its mode and owner; something put at the name during
 #      the build (a node, a new file) is not replaced and nothing is left
@@ -128,9 +129,13 @@ must "$SQK" mkimage -q "$S" "$W/sub/l-img"
 	fail "c: the symlink to the image is no longer that symlink"
 is_image "$W/img.sqsh" a
 ln -s new-target.sqsh "$W/l-dangling"
-must "$SQK" mkimage -q "$S" "$W/l-dangling"
-[ -L "$W/l-dangling" ] || fail "c: the dangling symlink was replaced"
-is_image "$W/new-target.sqsh" a
+refused "c: dangling symlink" "$W/l-dangling" \
+	"'$W/l-dangling' is a dangling symbolic link \(to '$W/new-target.sqsh'\): not written through" \
+	"$SQK" mkimage -q "$S" "$W/l-dangling"
+[ -e "$W/new-target.sqsh" ] && fail "c: the dangling symlink's target was created"
+refused "c: tar -o dangling symlink" "$W/l-dangling" "is a dangling symbolic link" \
+	"$SQK" tar -o "$W/l-dangling" "$W/img.sqsh"
+[ -e "$W/new-target.sqsh" ] && fail "c: tar -o created the dangling symlink's target"
 ln -s full "$W/l-full"
 refused "c: symlink to a character device" "$W/full" \
 	"'$W/l-full' \(a symlink to '$W/full'\) is a character device: not replaced" \

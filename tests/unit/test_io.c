@@ -493,8 +493,8 @@ END_TEST
 /* The judge, by what the path names: nothing (new), an empty file or an image (replaced), a
  * file of another kind (refused, also hard-linked, unless forced), a directory, a FIFO, a socket,
  * character and block device nodes (one that cannot be read refused unless forced); symlinks
- * followed to their end (relative ones from their own directory, a dangling one to the file it
- * would create), a loop of them refused. */
+ * followed to their end (relative ones from their own directory), a dangling one and a loop of
+ * them refused. */
 START_TEST(test_outfile_judge)
 {
 	char dir[] = "/tmp/sqk-judge-XXXXXX", p[40][128];
@@ -563,7 +563,9 @@ START_TEST(test_outfile_judge)
 	snprintf(want, sizeof(want), "'%s' (a symlink to '%s/sub/../notes.txt') is a file", l_txt,
 		 dir);
 	expect_verdict(l_txt, &img_kind, false, SQK_OUT_REFUSED, NULL, want);
-	expect_verdict(l_dang, &img_kind, false, SQK_OUT_NEW, dang_end, NULL);
+	snprintf(want, sizeof(want), "'%.120s' is a dangling symbolic link (to '%.120s'): not written "
+		 "through", l_dang, dang_end);
+	expect_verdict(l_dang, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
 	expect_verdict(l_dir, &img_kind, false, SQK_OUT_REFUSED, NULL, "is a directory");
 	expect_verdict(l_loop1, &img_kind, true, SQK_OUT_REFUSED, NULL,
 		       "Too many levels of symbolic links");
