@@ -238,6 +238,12 @@ int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, boo
 	t->why[0] = 0;
 	t->verdict = SQK_OUT_REFUSED;
 	memset(&t->st, 0, sizeof(t->st));
+	size_t plen = strlen(path);
+	if (plen > 1 && path[plen - 1] == '/') { /* never made: rename would fail after the work */
+		snprintf(t->why, sizeof(t->why), "'%s' names a directory: not written (name the "
+			 "file without a trailing '/')", path);
+		return (t->path = strdup(path)) ? 0 : -1;
+	}
 	if (follow_links(path, &t->path, &st, &lerr)) {
 		if (errno == ENOMEM)
 			return -1;

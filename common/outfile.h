@@ -59,9 +59,9 @@ struct sqk_outfile_target {
 /* Judges what path names as an output of kind (borrowed), reading nothing but the first
  * SQK_OUTFILE_HEAD bytes of an existing regular file or the first SQK_OUTFILE_DEV_WIPE bytes of
  * a block device (opened read-only); force lets a regular file of another kind, or a block
- * device holding something else than zeros or the kind, be replaced. A dangling symlink is
- * refused. No side effects. Fills *t (free t->path with sqk_outfile_target_free). 0, or -1
- * with errno set (out of memory) and nothing to free. */
+ * device holding something else than zeros or the kind, be replaced. A dangling symlink and a
+ * path ending in '/' are refused. No side effects. Fills *t (free t->path with
+ * sqk_outfile_target_free). 0, or -1 with errno set (out of memory) and nothing to free. */
 int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, bool force,
 		      struct sqk_outfile_target *t);
 

@@ -12,7 +12,7 @@
 #      refused)
 #  (d) sqk tar -o: the same rules, with "a tar archive" (ustar, or gzip/xz/zstd) for "an image"
 #  (f) a replaced image or archive keeps its mode and owner; something put at the name during
-#      the build (a node, a new file) is not replaced and nothing is left
+#      the build (a node, a new file) is not replaced and nothing is left; 'new/' refused
 #  (e) block devices (loop devices on files): the image written in place (still a block device),
 #      `sqk verify`, `sqk ls`, `sqk cat` and a kernel mount of the device; a device mounted
 #      elsewhere refused (EBUSY) and its mount unharmed; a device too small: both sizes named,
@@ -210,6 +210,8 @@ race out "mknod out c 1 3"
 rm -f "$W/race/out"
 cp "$W/owned.sqsh" "$W/race/old.sqsh"
 race old.sqsh "rm old.sqsh && echo notes >old.sqsh"
+refused "f: trailing slash" "$W" "'$W/newdir/' names a directory" "$SQK" mkimage -q "$S" "$W/newdir/"
+[ -e "$W/newdir" ] && fail "f: the trailing-slash name was made"
 
 # ---- (e) block devices -------------------------------------------------------------------------
 NOLOOP=""

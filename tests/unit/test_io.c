@@ -494,7 +494,7 @@ END_TEST
  * file of another kind (refused, also hard-linked, unless forced), a directory, a FIFO, a socket,
  * character and block device nodes (one that cannot be read refused unless forced); symlinks
  * followed to their end (relative ones from their own directory), a dangling one and a loop of
- * them refused. */
+ * them refused; a name ending in '/' refused. */
 START_TEST(test_outfile_judge)
 {
 	char dir[] = "/tmp/sqk-judge-XXXXXX", p[40][128];
@@ -566,6 +566,8 @@ START_TEST(test_outfile_judge)
 	snprintf(want, sizeof(want), "'%.120s' is a dangling symbolic link (to '%.120s'): not written "
 		 "through", l_dang, dang_end);
 	expect_verdict(l_dang, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
+	snprintf(want, sizeof(want), "%.120s/", missing);
+	expect_verdict(want, &img_kind, true, SQK_OUT_REFUSED, NULL, "names a directory");
 	expect_verdict(l_dir, &img_kind, false, SQK_OUT_REFUSED, NULL, "is a directory");
 	expect_verdict(l_loop1, &img_kind, true, SQK_OUT_REFUSED, NULL,
 		       "Too many levels of symbolic links");
