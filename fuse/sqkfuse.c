@@ -874,8 +874,11 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 /* Prepares -o trace=FILE: a path that cannot be written fails the mount now, naming it. */
 static int open_trace(struct fs *fs, const struct opts *o, const char *prog)
 {
-	int err = sqk_trace_create(o->trace, o->subdir, &fs->trace);
-	if (err)
+	char why[640];
+	int err = sqk_trace_create(o->trace, o->subdir, why, sizeof(why), &fs->trace);
+	if (err && why[0])
+		fprintf(stderr, "%s: -o trace: %s\n", prog, why);
+	else if (err)
 		fprintf(stderr, "%s: cannot write the trace to '%s': %s\n", prog, o->trace,
 			err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
 	return err ? 1 : 0;

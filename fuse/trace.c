@@ -113,20 +113,23 @@ static char *tmp_prefix(const char *path)
 }
 
 /* Refuses a path naming a directory (a rename at unmount would fail) before any temporary. */
-static int not_a_directory(const char *path)
+/* A trace replaces an earlier trace or any regular file, as `>` would; a device, FIFO,
+ * socket, directory or dangling symlink is refused (common/outfile.h). */
+static bool any_file(const uint8_t *head, size_t len)
 {
-	struct stat st;
-	size_t len = strlen(path);
-	if ((len && path[len - 1] == '/') || (!stat(path, &st) && S_ISDIR(st.st_mode))) {
-		errno = EISDIR;
-		return -1;
-	}
-	return 0;
+	(void)head;
+	(void)len;
+	return true;
 }
 
-int sqk_trace_create(const char *path, const char *subdir, struct sqk_trace **out)
+static const struct sqk_outfile_kind trace_kind = { "a trace", any_file, false };
+
+int sqk_trace_create(const char *path, const char *subdir, char *why, size_t whylen,
+		     struct sqk_trace **out)
 {
 	struct sqk_trace *t = calloc(1, sizeof(*t));
+	if (why && whylen)
+		why[0] = '\0';
 	if (!t)
 		return SQK_ENOMEM;
 	t->out.fd = -1;
@@ -138,7 +141,7 @@ int sqk_trace_create(const char *path, const char *subdir, struct sqk_trace **ou
 		sqk_trace_destroy(t);
 		return SQK_ENOMEM;
 	}
-	if (not_a_directory(path) || sqk_outfile_open(&t->out, path, t->tmp_prefix)) {
+	if (sqk_outfile_create(&t->out, path, &trace_kind, false, t->tmp_prefix, why, whylen)) {
 		int e = errno;
 		sqk_trace_destroy(t);
 		errno = e;
@@ -415,7 +418,7 @@ int sqk_trace_write(struct sqk_trace *t)
 		if (t->recs[i].off != NO_PATH)
 			put_line(b, t, &t->recs[i]);
 	flush(b);
-	bool failed = b->failed || fsync(t->out.fd) || sqk_outfile_commit(&t->out, t->path);
+	bool failed = b->failed || fsync(t->out.fd) || sqk_outfile_commit(&t->out, NULL);
 	free(b);
 	if (failed) {
 		int e = errno;

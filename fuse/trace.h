@@ -16,12 +16,16 @@
 
 struct sqk_trace;
 
-/* Prepares the trace file path (borrowed; absolute, as the daemon changes to /): refuses a
- * directory and creates the temporary in path's directory, so that a path that cannot be written
- * fails now, before anything is mounted. subdir (borrowed, NULL = none) is the mounted directory
- * as given to -o subdir, already looked up: traced paths start with its canonical form.
- * 0, or SQK_EIO with errno set, or SQK_ENOMEM. Caller owns *out (sqk_trace_destroy). */
-int sqk_trace_create(const char *path, const char *subdir, struct sqk_trace **out);
+/* Prepares the trace file path (borrowed; absolute, as the daemon changes to /): judges it as
+ * sqk mkimage judges its IMAGE (common/outfile.h: a regular file is replaced, as by `>`; a
+ * device, FIFO, socket, directory or dangling symlink is refused) and creates the temporary in
+ * the directory of the file it names, so that a path that cannot be written fails now, before
+ * anything is mounted. subdir (borrowed, NULL = none) is the mounted directory as given to
+ * -o subdir, already looked up: traced paths start with its canonical form. 0, or SQK_EIO with
+ * errno set (0 when refused) and why (whylen bytes, borrowed; "" when not filled) naming path
+ * and the reason, or SQK_ENOMEM. Caller owns *out (sqk_trace_destroy). */
+int sqk_trace_create(const char *path, const char *subdir, char *why, size_t whylen,
+		     struct sqk_trace **out);
 
 /* Sizes the first-read flags for inode numbers 1..inode_count (the image's). Call once, before
  * any sqk_trace_read. 0 or SQK_ENOMEM. */

@@ -178,11 +178,25 @@ for bad in "$W/missing/trace.txt" "$W/plain/trace.txt" "$W/out" "$W/out/" ${AS:+
 	timeout 20 $as "$SQKFUSE" "$W/img.sqsh" "$W/mnt5" -f -o trace="$bad" 2>"$W/err5" && rc=0 || rc=$?
 	[ "$rc" = 1 ] || fail "trace=$bad: exit status $rc, want 1"
 	mountpoint -q "$W/mnt5" && fail "trace=$bad: something is mounted"
-	grep -qF "trace to '$bad'" "$W/err5" || fail "trace=$bad: the message does not name it: $(cat "$W/err5")"
+	grep -qF "'$bad'" "$W/err5" || fail "trace=$bad: the message does not name it: $(cat "$W/err5")"
 	[ "$(ls -A "$W/out" "$W/ro")" = "$before" ] || fail "trace=$bad: files appeared in $W/out or $W/ro"
 	[ ! -e "$W/missing" ] || fail "trace=$bad: $W/missing was created"
 done
 info "unwritable trace paths: exit 1 before mounting, naming the path: $(head -n 1 "$W/err5")"
+# a trace is judged as sqk mkimage judges IMAGE: a device node or a dangling symlink is refused
+# (the node stays a node), before anything is mounted
+mknod "$W/cdev" c 1 7
+ln -s "$W/nowhere" "$W/dangling"
+for bad in "$W/cdev" "$W/dangling"; do
+	timeout 20 "$SQKFUSE" "$W/img.sqsh" "$W/mnt5" -f -o trace="$bad" 2>"$W/err5" && rc=0 || rc=$?
+	[ "$rc" = 1 ] || fail "trace=$bad: exit status $rc, want 1"
+	mountpoint -q "$W/mnt5" && fail "trace=$bad: something is mounted"
+	grep -qE "'$bad' is a (character device|dangling symbolic link)" "$W/err5" ||
+		fail "trace=$bad: no reason naming it: $(cat "$W/err5")"
+done
+[ -c "$W/cdev" ] && [ "$(stat -c %t:%T "$W/cdev")" = 1:7 ] || fail "trace=cdev: the device node was replaced"
+[ ! -e "$W/nowhere" ] || fail "trace=dangling: its target was created"
+info "a trace onto a device node or a dangling symlink is refused, the node kept"
 [ -n "$AS" ] || info "no setpriv: the unwritable directory case was not run"
 
 # 6. The traces feed sqk mkimage --order.
