@@ -88,21 +88,24 @@ static int follow_links(const char *path, char **end, struct stat *st, int *lerr
 	return -1;
 }
 
-/* Reads up to SQK_OUTFILE_HEAD bytes of the regular file path. The count, or -1 with errno. */
-static ssize_t read_head(const char *path, uint8_t *head)
+/* Reads up to len bytes from the start of path, opened read-only without following a symlink
+ * or blocking, which must still be what the lstat saw: a regular file, or (blk) the block
+ * device rdev. The count, or -1 with errno (EAGAIN when it was replaced since). */
+static ssize_t read_start(const char *path, bool blk, dev_t rdev, uint8_t *head, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	ssize_t got = 0;
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) { /* replaced since the lstat */
+	if (fstat(fd, &st) || (blk ? !S_ISBLK(st.st_mode) || st.st_rdev != rdev
+				    : !S_ISREG(st.st_mode))) {
 		close(fd);
 		errno = EAGAIN;
 		return -1;
 	}
-	while (got < SQK_OUTFILE_HEAD) {
-		ssize_t n = read(fd, head + got, SQK_OUTFILE_HEAD - (size_t)got);
+	while ((size_t)got < len) {
+		ssize_t n = pread(fd, head + got, len - (size_t)got, (off_t)got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -134,38 +137,6 @@ static const char *refused_type(mode_t mode, bool devices)
 	return S_ISREG(mode) ? NULL : "not a regular file";
 }
 
-/* Reads the first SQK_OUTFILE_DEV_WIPE bytes of the block device path (opened read-only,
- * without following a symlink or blocking), which must be the device rdev. The count, or -1
- * with errno. */
-static ssize_t read_dev_head(const char *path, dev_t rdev, uint8_t *head)
-{
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	ssize_t got = 0;
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) || !S_ISBLK(st.st_mode) || st.st_rdev != rdev) {
-		close(fd);
-		errno = EAGAIN; /* replaced since the lstat */
-		return -1;
-	}
-	while (got < SQK_OUTFILE_DEV_WIPE) {
-		ssize_t n = pread(fd, head + got, SQK_OUTFILE_DEV_WIPE - (size_t)got, (off_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n < 0)
-				got = -1;
-			break;
-		}
-		got += n;
-	}
-	int e = errno;
-	close(fd);
-	errno = e;
-	return got;
-}
-
 /* Judges the block device t->path (named name in messages): zeros or the kind are written
  * over, anything else only when forced. */
 static void judge_device(const struct stat *st, const struct sqk_outfile_kind *kind, bool force,
@@ -173,7 +144,7 @@ static void judge_device(const struct stat *st, const struct sqk_outfile_kind *k
 {
 	static const uint8_t zeros[SQK_OUTFILE_DEV_WIPE];
 	uint8_t head[SQK_OUTFILE_DEV_WIPE];
-	ssize_t n = read_dev_head(t->path, st->st_rdev, head);
+	ssize_t n = read_start(t->path, true, st->st_rdev, head, SQK_OUTFILE_DEV_WIPE);
 
 	if (n >= 0 && (!memcmp(head, zeros, (size_t)n) ||
 		       kind->ours(head, n < SQK_OUTFILE_HEAD ? (size_t)n : SQK_OUTFILE_HEAD))) {
@@ -206,7 +177,7 @@ static void judge_file(const struct stat *st, const struct sqk_outfile_kind *kin
 {
 	uint8_t head[SQK_OUTFILE_HEAD];
 	char links[48] = "";
-	ssize_t n = st->st_size > 0 ? read_head(t->path, head) : 0;
+	ssize_t n = st->st_size > 0 ? read_start(t->path, false, 0, head, SQK_OUTFILE_HEAD) : 0;
 
 	if (n == 0 || (n > 0 && kind->ours(head, (size_t)n))) {
 		t->verdict = SQK_OUT_REPLACE;
