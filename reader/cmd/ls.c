@@ -163,15 +163,10 @@ static int ls_check_loop(struct sqk_ls *l, const struct sqk_inode *dir, const st
 	}
 	/* A directory reached under a second name (a crafted image: two entries of each level
 	 * naming one child) would be listed again at every level, 2^depth times in all. */
-	if (l->dir_seen) {
-		uint32_t n = dir->ino;
-
-		if (n == 0 || n > l->inode_count || (l->dir_seen[n / 8] >> (n % 8) & 1)) {
-			sqk_cmd_err(&l->c, where, SQK_ECORRUPT,
-				    "directory inode %u reached twice (a directory loop)", n);
-			return SQK_ECORRUPT;
-		}
-		l->dir_seen[n / 8] |= (uint8_t)(1u << (n % 8));
+	if (l->dir_seen && !sqk_cmd_ino_mark(l->dir_seen, l->inode_count, dir->ino)) {
+		sqk_cmd_err(&l->c, where, SQK_ECORRUPT,
+			    "directory inode %u reached twice (a directory loop)", dir->ino);
+		return SQK_ECORRUPT;
 	}
 	/* dir is at depth up->depth + 1 below PATH, its entries one more (common/depth.h) */
 	if (up && up->depth + 1 >= SQK_DEPTH_MAX && dir->size > 3) {
@@ -298,7 +293,7 @@ int sqk_ls_main(int argc, char **argv)
 	if (!r) {
 		if (sqk_cmd_is(&ino, SQK_T_DIR) && l.recursive) {
 			l.inode_count = sqk_image_super(l.c.img)->inode_count;
-			l.dir_seen = calloc((size_t)l.inode_count / 8 + 1, 1);
+			l.dir_seen = calloc(sqk_cmd_ino_set_bytes(l.inode_count), 1);
 			if (!l.dir_seen) {
 				sqk_cmd_err(&l.c, NULL, SQK_ENOMEM, "cannot allocate the walk's table");
 				r = SQK_ENOMEM;

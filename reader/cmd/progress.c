@@ -3,6 +3,7 @@
  * stderr with "\r", padding over what the last line left (no terminal escapes: dumb terminals
  * and script(1) logs read it as well). Also the totals walk and a counting I/O object. */
 #include "progress.h"
+#include "cmd.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -284,31 +285,21 @@ void sqk_progress_summary(const struct sqk_progress *p, const char *fmt, ...)
 struct count_walk {
 	struct sqk_image *img;
 	uint32_t ninodes;
-	uint8_t *seen;                /* 2 bits by inode number: directory entered, file counted */
+	uint8_t *dirs, *files_seen;   /* inode sets: directories entered, files counted */
 	struct sqk_inode *stack;      /* directories to list */
 	size_t n, cap;
 	uint64_t files, bytes;
 };
 
-/* Marks bit (0 directory, 1 file) of inode ino; false when it was set already (or ino is out
- * of range: not counted, the real walk reports it). */
-static bool count_mark(struct count_walk *w, uint32_t ino, unsigned bit)
-{
-	uint64_t i = (uint64_t)ino * 2 + bit;
-
-	if (ino == 0 || ino > w->ninodes || (w->seen[i / 8] & (1u << (i % 8))))
-		return false;
-	w->seen[i / 8] |= (uint8_t)(1u << (i % 8));
-	return true;
-}
-
 static int count_visit(struct count_walk *w, const struct sqk_inode *in)
 {
-	if (sqk_basic_type(in->type) == SQK_T_FILE && count_mark(w, in->ino, 1)) {
+	/* an inode seen already, or out of range, is not counted (the real walk reports it) */
+	if (sqk_basic_type(in->type) == SQK_T_FILE &&
+	    sqk_cmd_ino_mark(w->files_seen, w->ninodes, in->ino)) {
 		w->files++;
 		w->bytes += in->size;
 	}
-	if (sqk_basic_type(in->type) != SQK_T_DIR || !count_mark(w, in->ino, 0))
+	if (sqk_basic_type(in->type) != SQK_T_DIR || !sqk_cmd_ino_mark(w->dirs, w->ninodes, in->ino))
 		return 0;
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 64;
@@ -345,13 +336,18 @@ int sqk_progress_count(struct sqk_image *img, const struct sqk_inode *top, uint6
 	struct count_walk w = { .img = img, .ninodes = sqk_image_super(img)->inode_count };
 	int r;
 
-	w.seen = calloc(((size_t)w.ninodes * 2 + 2) / 8 + 1, 1);
-	if (!w.seen)
+	w.dirs = calloc(sqk_cmd_ino_set_bytes(w.ninodes), 1);
+	w.files_seen = calloc(sqk_cmd_ino_set_bytes(w.ninodes), 1);
+	if (!w.dirs || !w.files_seen) {
+		free(w.dirs);
+		free(w.files_seen);
 		return SQK_ENOMEM;
+	}
 	r = count_visit(&w, top);
 	while (r == 0 && w.n)
 		r = count_dir(&w);
-	free(w.seen);
+	free(w.dirs);
+	free(w.files_seen);
 	free(w.stack);
 	*files = w.files;
 	*bytes = w.bytes;

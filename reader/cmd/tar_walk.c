@@ -68,10 +68,6 @@ void sqk_tar_archive_err(struct sqk_tar *t, const char *what)
 						       : "libarchive error");
 }
 
-static bool tar_bit(const uint8_t *bits, uint32_t i)
-{
-	return bits[i / 8] & (1u << (i % 8));
-}
 
 /* Rehashes the first-name table into twice the slots. */
 static int tar_links_grow(struct sqk_tar *t)
@@ -379,13 +375,11 @@ static int tar_mark_dir(struct sqk_tar *t, const struct sqk_inode *dir, unsigned
 			    SQK_DEPTH_MAX);
 		return -1;
 	}
-	if (dir->ino == 0 || dir->ino > sqk_image_super(t->c.img)->inode_count ||
-	    tar_bit(t->dir_seen, dir->ino)) {
+	if (!sqk_cmd_ino_mark(t->dir_seen, sqk_image_super(t->c.img)->inode_count, dir->ino)) {
 		sqk_cmd_err(&t->c, t->path, SQK_ECORRUPT, "directory inode %u reached twice "
 			    "(a directory loop)", dir->ino);
 		return -1;
 	}
-	t->dir_seen[dir->ino / 8] |= (uint8_t)(1u << (dir->ino % 8));
 	return 0;
 }
 
@@ -431,7 +425,7 @@ int sqk_tar_walk(struct sqk_tar *t, const struct sqk_inode *top)
 	uint32_t count = sqk_image_super(t->c.img)->inode_count;
 
 	t->block_size = sqk_image_super(t->c.img)->block_size;
-	t->dir_seen = calloc((size_t)count / 8 + 1, 1);
+	t->dir_seen = calloc(sqk_cmd_ino_set_bytes(count), 1);
 	t->ent = archive_entry_new();
 	t->buf = malloc(SQK_TAR_CHUNK);
 	t->words = tar_grow(NULL, &t->capwords, 1024, sizeof(*t->words));
