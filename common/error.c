@@ -28,6 +28,7 @@ const char *sqk_strerror(int err)
 	case SQK_ETRUNCATED: return "truncated image: the file is shorter than the superblock says";
 	case SQK_EISDIR: return "is a directory";
 	case SQK_ESCHEME: return "unsupported URL scheme; http, https and s3 are";
+	case SQK_EABI: return "struct size not supported by this libsqk (see sqk_version())";
 	default: return "unknown error";
 	}
 }

@@ -31,6 +31,9 @@ enum sqk_error {
 	SQK_ETRUNCATED = -19,  /* the file is shorter than the superblock's bytes_used */
 	SQK_EISDIR = -20,      /* a directory given as the image */
 	SQK_ESCHEME = -21,     /* a URL of a scheme other than http, https and s3 */
+	/* A versioned struct whose size field this library does not accept (too small for its
+	 * first version, or larger with non-zero bytes it does not know): see common/abi.h. */
+	SQK_EABI = -22,
 };
 
 /* Returns a static, human-readable message for an SQK_E* code (never NULL). */

@@ -15,6 +15,7 @@
 
 #include <openssl/crypto.h>
 
+#include "abi.h"
 #include "error.h"
 #include "http_internal.h"
 
@@ -33,6 +34,8 @@
  * the first bytes arrive first, `connections` parts at a time at full speed. */
 #define PREFETCH_PART ((uint64_t)1 << 20)
 #define TAB_SIZE 4096u
+#define HTTP_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_http_opts, no_sign_request)
+#define HTTP_STATS_V1 SQK_ABI_SIZE_V1(struct sqk_http_stats, corrupt)
 
 static const struct sqk_io_ops http_ops;
 
@@ -788,9 +791,10 @@ void sqk_io_http_cancel(struct sqk_io *io)
 }
 
 /* Borrows io; fills the caller's *out. */
-int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out)
+int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 {
 	struct sqk_http *h = (struct sqk_http *)io;
+	struct sqk_http_stats s = { .size = sizeof(s) }, *out = &s;
 
 	if (!sqk_io_is_http(io))
 		return SQK_EINVAL;
@@ -802,7 +806,13 @@ int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out)
 	out->disk_hits = atomic_load(&h->n_disk_hits);
 	out->disk_misses = atomic_load(&h->n_disk_misses);
 	out->corrupt = atomic_load(&h->n_corrupt);
-	return 0;
+	return sqk_abi_copy_out(user, out, sizeof(*out), HTTP_STATS_V1);
+}
+
+/* Fills the caller's *o with the defaults. */
+void sqk_http_opts_init(struct sqk_http_opts *o)
+{
+	sqk_abi_copy_in(o, sizeof(*o), NULL, HTTP_OPTS_V1);
 }
 
 /* Borrows io. */
@@ -1094,8 +1104,9 @@ static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts
 }
 
 /* Borrows url and opts; caller owns *out. */
-int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out)
+int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct sqk_io **out)
 {
+	struct sqk_http_opts mine, *opts = &mine; /* the caller's, as this library's version */
 	struct sqk_http *h;
 	uint8_t *head = NULL;
 	size_t head_len = 0;
@@ -1104,6 +1115,8 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct
 	*out = NULL;
 	if (!sqk_is_url(url))
 		return SQK_EINVAL;
+	if (sqk_abi_copy_in(&mine, sizeof(mine), user, HTTP_OPTS_V1))
+		return SQK_EABI;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return SQK_ENOMEM;

@@ -23,6 +23,7 @@
 #define SQK_HTTP_CACHE_SIZE_DEFAULT ((uint64_t)1 << 30) /* bytes of on-disk cache */
 
 struct sqk_http_opts {
+	size_t size;             /* sizeof(struct sqk_http_opts): sqk_http_opts_init sets it */
 	/* On-disk cache folder; NULL = $XDG_CACHE_HOME/squashkit (or ~/.cache/squashkit). */
 	const char *cache_dir;
 	bool cache_size_set;     /* cache_size given (0 then turns the disk cache off) */
@@ -51,6 +52,7 @@ struct sqk_http_opts {
 };
 
 struct sqk_http_stats {
+	size_t size;             /* the caller's sizeof(struct sqk_http_stats), set before the call */
 	uint64_t requests;       /* HTTP requests sent (retries included) */
 	uint64_t bytes;          /* body bytes received */
 	uint64_t bytes_unused;   /* of those, chunk bytes no read has used (yet) */
@@ -59,6 +61,9 @@ struct sqk_http_stats {
 	uint64_t disk_misses;    /* chunks looked up there and not found (then fetched) */
 	uint64_t corrupt;        /* chunks that failed their SHA-256 check */
 };
+
+/* Sets *o to the defaults (zero) with o->size set; NULL opts mean the same. */
+SQK_API void sqk_http_opts_init(struct sqk_http_opts *o);
 
 /* True when s starts with http://, https:// or s3:// (case-insensitive). Borrows s. */
 SQK_API bool sqk_is_url(const char *s);

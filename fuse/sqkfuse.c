@@ -738,7 +738,7 @@ static int parse_size(const char *s, size_t *out)
 /* Ends the stats object: the transfer and disk-cache counters of a remote image. */
 static void write_http_stats(struct fs *fs, FILE *f)
 {
-	struct sqk_http_stats h;
+	struct sqk_http_stats h = { .size = sizeof(h) };
 
 	if (!sqk_image_http_stats(fs->img, &h))
 		fprintf(f, ", \"http_requests\": %llu, \"http_bytes\": %llu, "
@@ -754,7 +754,7 @@ static void write_http_stats(struct fs *fs, FILE *f)
 
 static int write_stats(struct fs *fs, const char *path)
 {
-	struct sqk_stats s;
+	struct sqk_stats s = { .size = sizeof(s) };
 	sqk_image_stats(fs->img, &s);
 	FILE *f = fopen(path, "w");
 	if (!f)
@@ -832,7 +832,8 @@ static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *pro
 /* Opens the image and the mounted root; errors are printed (we have not detached yet). */
 static int open_image(struct fs *fs, struct opts *o, const char *prog)
 {
-	struct sqk_open_opts so = { .offset = o->offset, .readahead_blocks = (unsigned)o->readahead,
+	struct sqk_open_opts so = { .size = sizeof(so), .offset = o->offset,
+				    .readahead_blocks = (unsigned)o->readahead,
 				    .threads = (unsigned)o->threads, .log = lib_log, .log_ctx = fs,
 				    .no_verify = o->noverify != 0, .no_prefetch = true };
 	if (o->cache && (parse_size(o->cache, &so.cache_bytes) || !so.cache_bytes)) {
@@ -841,7 +842,7 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 			o->cache);
 		return 2;
 	}
-	struct sqk_http_opts ho = { 0 };
+	struct sqk_http_opts ho = { .size = sizeof(ho) };
 	if (remote_opts(o, &ho, prog))
 		return 2;
 	so.http = &ho;

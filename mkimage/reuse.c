@@ -38,7 +38,7 @@ int mk_reuse_open(struct mk_ctx *c, const char *path, struct mk_reuse **out)
 	if (!r)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	/* verified reads (the default) */
-	struct sqk_open_opts oo = { .log = reuse_log, .log_ctx = r };
+	struct sqk_open_opts oo = { .size = sizeof(oo), .log = reuse_log, .log_ctx = r };
 	int err = sqk_image_open(path, &oo, &r->img);
 	if (err) {
 		char why[sizeof(r->why)];

@@ -3,7 +3,11 @@
 LIBSQK_SRCS := $(wildcard reader/lib/*.c)
 LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBSQK_A := $(BUILD)/lib/libsqk.a
-LIBSQK_SONAME := libsqk.so.0
+# The SONAME's number is the ABI's (README, "Library ABI"); the version script exports exactly
+# the API, every other symbol (the codecs, the builder's and the tools' helpers) stays local:
+# they come from the static libraries.
+LIBSQK_SONAME := libsqk.so.1
+LIBSQK_MAP := reader/libsqk.map
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
 # Installed as <sqk/sqk.h>, <sqk/sqk_check.h> and <sqk/common/*.h> (the layout the public
@@ -23,9 +27,10 @@ $(LIBSQK_A): $(LIBSQK_OBJS) $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS)
+$(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS) $(LIBSQK_MAP)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,$(LIBSQK_SONAME) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+	$(CC) -shared -Wl,-soname,$(LIBSQK_SONAME) -Wl,--version-script=$(LIBSQK_MAP) $(LDFLAGS_ALL) \
+		-o $@ $(filter %.o,$^) $(PKG_LIBS)
 	ln -sf $(LIBSQK_SONAME) $(BUILD)/lib/libsqk.so
 
 $(LIBSQK_PC): reader/libsqk.pc.in Makefile

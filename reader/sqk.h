@@ -1,5 +1,14 @@
 /* libsqk — read SquashFS 4.0 images (from squashkit, mksquashfs, gensquashfs, tar2sqfs).
  *
+ * ABI: the options structs a caller passes (sqk_open_opts, sqk_http_opts) and the result structs
+ * the library fills (sqk_stats, sqk_image_info, sqk_http_stats) start with `size_t size`, the
+ * sizeof of the caller's version: set it with the *_init functions (options, with every
+ * default) or to sizeof (results). Fields are only appended; the library accepts every size
+ * from a struct's first version on (common/abi.h), so a program built against an older
+ * libsqk.so.1 runs with a newer one. The hot per-entry structs (sqk_inode, sqk_dirent,
+ * sqk_mismatch) have no size field: they change only with the SONAME (libsqk.so.N). A size
+ * the library does not accept is SQK_EABI.
+ *
  * Every function returns 0 (or a length) on success and a negative SQK_E* code (common/error.h,
  * sqk_strerror()) on failure. An image handle is thread-safe: any number of threads may call
  * any function on one image concurrently. Nothing read from an image is trusted: every offset,
@@ -24,7 +33,12 @@
 
 struct sqk_image;
 
+/* The version of the library running ("MAJOR.MINOR.PATCH", static storage): the SONAME's
+ * number (libsqk.so.1) changes with every incompatible change, MINOR with every addition. */
+SQK_API const char *sqk_version(void);
+
 struct sqk_open_opts {
+	size_t size;                /* sizeof(struct sqk_open_opts): sqk_open_opts_init sets it */
 	uint64_t offset;            /* byte offset of the superblock in the file (embedded images) */
 	size_t cache_bytes;         /* decompressed block cache limit; 0 = 64 MiB */
 	unsigned readahead_blocks;  /* sequential readahead window in blocks; 0 = default (16) */
@@ -56,6 +70,10 @@ struct sqk_open_opts {
 	 * sqk_image_prefetch). */
 	bool no_prefetch;
 };
+
+/* Sets *o to the defaults (zero: verified reads, 64 MiB cache, ...) with o->size set. NULL opts
+ * to the sqk_image_open* functions mean the same. */
+SQK_API void sqk_open_opts_init(struct sqk_open_opts *o);
 
 /* An inode as decoded from the image. Plain data: the caller owns it, copies are fine. */
 struct sqk_inode {
@@ -109,6 +127,7 @@ struct sqk_dir_iter {
 };
 
 struct sqk_stats {
+	size_t size;                /* the caller's sizeof(struct sqk_stats), set before the call */
 	uint64_t data_blocks_decompressed;
 	uint64_t fragment_blocks_decompressed;
 	uint64_t metadata_blocks_decompressed;
@@ -125,6 +144,7 @@ struct sqk_stats {
  * superblock fields are in sqk_image_super, the compressor options in sqk_image_comp, the
  * integrity trailer in sqk_image_integrity. */
 struct sqk_image_info {
+	size_t size;                /* the caller's sizeof(struct sqk_image_info), set before the call */
 	uint64_t inodes_found;      /* distinct inode numbers reached from the root (root included) */
 	uint64_t kinds[8];          /* of those, by basic type 1..7 (SQK_T_DIR..SQK_T_SOCKET) */
 	uint64_t file_bytes;        /* sum of the sizes of the distinct regular files */
@@ -284,8 +304,8 @@ SQK_API int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer 
  * another version or algorithm, SQK_ECORRUPT for one that does not decode. */
 SQK_API int sqk_image_fast_checksums(struct sqk_image *img, uint64_t *nchunks, bool *used);
 
-/* Copies the counters. */
-SQK_API void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);
+/* Copies the counters into the caller's *out (out->size set): 0 or SQK_EABI. */
+SQK_API int sqk_image_stats(struct sqk_image *img, struct sqk_stats *out);
 
 /* The stored form of data, for copying compressed blocks verbatim (sqk mkimage --reuse).
  * sqk_file_blocks: the size words of file's blocks (without a tail kept in a fragment) into
@@ -302,8 +322,9 @@ SQK_API int sqk_fragment_entry(struct sqk_image *img, uint32_t idx, uint64_t *st
 SQK_API int sqk_image_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
 
 /* Walks every inode reachable from the root once, and the metadata block headers of the inode
- * and directory tables, filling the caller's *out (borrows img). A failure is logged naming the
- * path or the offset; *out is then partial. */
+ * and directory tables, filling the caller's *out (out->size set; borrows img). A failure is
+ * logged naming the path or the offset; *out is then partial. SQK_EABI for a size it does not
+ * accept (nothing walked). */
 SQK_API int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out);
 
 /* The prefetch hint (common/hint.h; sqk mkimage --order or -sort): the byte ranges a start

@@ -23,7 +23,9 @@ struct sqk_check_report {
 	const char *msg;
 };
 
+/* Versioned by their size fields as sqk.h says (sqk_check_opts_init; results: size = sizeof). */
 struct sqk_check_opts {
+	size_t size;              /* sizeof(struct sqk_check_opts): sqk_check_opts_init sets it */
 	unsigned threads;         /* 0 = online CPUs */
 	const uint8_t *root_hash; /* 32 bytes, NULL = not checked */
 	uint64_t offset;          /* byte offset of the superblock in the file */
@@ -34,6 +36,7 @@ struct sqk_check_opts {
 };
 
 struct sqk_check_result {
+	size_t size;              /* the caller's sizeof(struct sqk_check_result), set before */
 	uint64_t errors;          /* findings reported (integrity + structure) */
 	uint64_t corrupt_ranges;  /* merged corrupt byte ranges found by the chunk digests */
 	uint64_t structural;      /* structural findings */
@@ -48,9 +51,13 @@ struct sqk_check_result {
 	struct sqk_counts counts;
 };
 
+/* Sets *o to the defaults (zero) with o->size set; NULL opts mean the same. */
+SQK_API void sqk_check_opts_init(struct sqk_check_opts *o);
+
 /* Checks the image behind io (borrowed; file_size bytes; opts borrowed, NULL = defaults).
- * Returns 0 when the check ran (errors counted in *res), or SQK_E* on an operational error
- * (out of memory, I/O failure on an in-range read). */
+ * Returns 0 when the check ran (errors counted in the caller's *res, res->size set), or SQK_E*
+ * on an operational error (out of memory, I/O failure on an in-range read; SQK_EABI for a
+ * size it does not accept). */
 SQK_API int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_check_opts *o,
 		    struct sqk_check_result *res);
 

@@ -149,7 +149,7 @@ int sqk_cmd_open(struct sqk_cmd *c)
 	struct sqk_open_opts o;
 	int err;
 
-	memset(&o, 0, sizeof(o));
+	sqk_open_opts_init(&o);
 	o.offset = c->offset;
 	o.log = sqk_cmd_log;
 	o.log_ctx = c;

@@ -224,7 +224,7 @@ static void info_integrity_text(const struct sqk_info *in)
 /* Remote images: what the transfers and the disk cache did for this command. */
 static void info_http(const struct sqk_info *in, bool json)
 {
-	struct sqk_http_stats h;
+	struct sqk_http_stats h = { .size = sizeof(h) };
 
 	if (sqk_image_http_stats(in->c.img, &h))
 		return;
@@ -486,8 +486,10 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 static int info_run(struct sqk_info *in)
 {
 	char msg[1024];
-	int rc = sqk_image_info(in->c.img, &in->st);
+	int rc;
 
+	in->st.size = sizeof(in->st);
+	rc = sqk_image_info(in->c.img, &in->st);
 	if (rc) {
 		snprintf(msg, sizeof(msg), "%s: cannot walk the inodes: %s", in->c.shown ?
 			 in->c.shown : in->c.image, sqk_strerror(rc));

@@ -315,9 +315,9 @@ static int probe(struct verify *v, struct sqk_io *io, uint64_t size)
 /* Runs the checker on the image behind io (borrowed); returns the exit status. */
 static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 {
-	struct sqk_check_opts o = { .threads = v->threads, .root_hash = v->has_root ? v->root : NULL,
+	struct sqk_check_opts o = { .size = sizeof(o), .threads = v->threads, .root_hash = v->has_root ? v->root : NULL,
 				    .offset = v->offset, .report = on_report, .ctx = v };
-	struct sqk_check_result r;
+	struct sqk_check_result r = { .size = sizeof(r) };
 	int rc;
 
 	rc = probe(v, io, size);

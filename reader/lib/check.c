@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check_internal.h"
+#include "common/abi.h"
 #include "common/integrity.h"
 
 #define MAX_NAMES 12
@@ -257,7 +258,7 @@ static int report_bad(struct chk *c)
 /* Opens the image through the library; a failure is a structural finding. */
 static int open_image(struct chk *c)
 {
-	struct sqk_open_opts oo = { .offset = c->offset, .cache_bytes = 256u << 20,
+	struct sqk_open_opts oo = { .size = sizeof(oo), .offset = c->offset, .cache_bytes = 256u << 20,
 				    .readahead_blocks = 1, .threads = 1, .log = chk_log,
 				    .log_ctx = c, .name = "image",
 				    .no_verify = true }; /* bad chunks are findings (chk_integrity) */
@@ -284,7 +285,7 @@ static int open_image(struct chk *c)
 /* The counts sqk info prints, through the same walk (sqk_image_info), so both say the same. */
 static void chk_counts(struct chk *c)
 {
-	struct sqk_image_info in;
+	struct sqk_image_info in = { .size = sizeof(in) };
 
 	if (sqk_image_info(c->img, &in) == 0) {
 		c->res->counts = in.counts;
@@ -332,17 +333,30 @@ static void chk_free(struct chk *c)
 }
 
 /* Borrows io and o; fills the caller's *res. */
-int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_check_opts *o,
+#define CHECK_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_check_opts, max_errors)
+#define CHECK_RESULT_V1 SQK_ABI_SIZE_V1(struct sqk_check_result, counts)
+
+/* Fills the caller's *o with the defaults. */
+void sqk_check_opts_init(struct sqk_check_opts *o)
+{
+	sqk_abi_copy_in(o, sizeof(*o), NULL, CHECK_OPTS_V1);
+}
+
+/* The check runs on this library's versions of the options and the result, copied from and to
+ * the caller's by their sizes. */
+int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_check_opts *user,
 		    struct sqk_check_result *res)
 {
-	static const struct sqk_check_opts defaults;
-	struct chk c = { .io = io, .file_size = file_size, .o = o ? o : &defaults, .res = res };
+	struct sqk_check_opts o;
+	struct sqk_check_result mine = { .size = sizeof(mine) };
+	struct chk c = { .io = io, .file_size = file_size, .o = &o, .res = &mine };
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int rc;
 
 	if (!io || !res)
 		return SQK_EINVAL;
-	memset(res, 0, sizeof(*res));
+	if (res->size < CHECK_RESULT_V1 || sqk_abi_copy_in(&o, sizeof(o), user, CHECK_OPTS_V1))
+		return SQK_EABI;
 	c.offset = c.o->offset;
 	c.threads = c.o->threads ? c.o->threads : (cpus > 0 ? (unsigned)cpus : 1);
 	if (c.threads > 256)
@@ -351,5 +365,6 @@ int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_chec
 	atomic_init(&c.stop, false);
 	rc = run(&c);
 	chk_free(&c);
+	sqk_abi_copy_out(res, &mine, sizeof(mine), CHECK_RESULT_V1);
 	return rc;
 }

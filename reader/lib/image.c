@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "common/abi.h"
 #include "common/meta.h"
 
 #define DEFAULT_CACHE (64u << 20)
@@ -208,27 +209,52 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	return 0;
 }
 
+#define OPEN_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_open_opts, no_prefetch)
+#define HTTP_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_http_opts, no_sign_request)
+#define STATS_V1 SQK_ABI_SIZE_V1(struct sqk_stats, chunks_sha256)
+
+/* Borrows o; fills the caller's *o with the defaults. */
+void sqk_open_opts_init(struct sqk_open_opts *o)
+{
+	sqk_abi_copy_in(o, sizeof(*o), NULL, OPEN_OPTS_V1);
+}
+
+/* The caller's opts (NULL = defaults) as this library's struct, in *o: 0 or SQK_EABI. */
+static int take_opts(const struct sqk_open_opts *opts, struct sqk_open_opts *o)
+{
+	return sqk_abi_copy_in(o, sizeof(*o), opts, OPEN_OPTS_V1);
+}
+
 /* Borrows io (must outlive the image); caller owns *out. */
 int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opts,
 		      struct sqk_image **out)
 {
+	struct sqk_open_opts o;
+
 	if (!io || !out)
 		return SQK_EINVAL;
-	return open_common(io, NULL, opts, NULL, out);
+	*out = NULL;
+	if (take_opts(opts, &o))
+		return SQK_EABI;
+	return open_common(io, NULL, &o, NULL, out);
 }
 
 /* Borrows fd (must stay open until close); caller owns *out. */
 int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image **out)
 {
+	struct sqk_open_opts o;
 	struct sqk_io *io;
 	int rc;
 
 	if (!out)
 		return SQK_EINVAL;
-	rc = sqk_io_fd_create(fd, opts ? opts->offset : 0, false, &io);
+	*out = NULL;
+	if (take_opts(opts, &o))
+		return SQK_EABI;
+	rc = sqk_io_fd_create(fd, o.offset, false, &io);
 	if (rc)
 		return rc;
-	return open_common(io, io, opts, NULL, out);
+	return open_common(io, io, &o, NULL, out);
 }
 
 /* Metadata tables at most this large are fetched whole at open; larger ones (millions of
@@ -284,19 +310,16 @@ static void load_hint(struct sqk_image *img, bool fetch)
 /* Borrows url and opts; caller owns *out. */
 int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out)
 {
-	struct sqk_http_opts ho = { 0 };
-	struct sqk_open_opts o = { 0 };
+	struct sqk_http_opts ho;
+	struct sqk_open_opts o;
 	struct sqk_io *io;
 	int rc;
 
 	if (!url || !out)
 		return SQK_EINVAL;
 	*out = NULL;
-	if (opts) {
-		o = *opts;
-		if (opts->http)
-			ho = *opts->http;
-	}
+	if (take_opts(opts, &o) || sqk_abi_copy_in(&ho, sizeof(ho), o.http, HTTP_OPTS_V1))
+		return SQK_EABI;
 	if (o.offset || ho.root_hash) /* the pin is o.root_hash */
 		return SQK_EINVAL;
 	if (!ho.log) {
@@ -365,14 +388,18 @@ static int not_a_file(const char *path, const struct sqk_open_opts *o, int err, 
 }
 
 /* Borrows path; caller owns *out. */
-int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out)
+int sqk_image_open(const char *path, const struct sqk_open_opts *user, struct sqk_image **out)
 {
+	struct sqk_open_opts o, *opts = &o;
 	struct stat st;
 	struct sqk_io *io;
 	int fd, rc;
 
 	if (!path || !out)
 		return SQK_EINVAL;
+	*out = NULL;
+	if (take_opts(user, &o))
+		return SQK_EABI;
 	if (sqk_is_url(path))
 		return sqk_image_open_url(path, opts, out);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: judged, not waited on */
@@ -387,7 +414,7 @@ int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sq
 		       : not_a_file(path, opts, SQK_ENOTSQFS, "'%s' is a FIFO: not a SquashFS image");
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	rc = sqk_io_fd_create(fd, opts ? opts->offset : 0, true, &io);
+	rc = sqk_io_fd_create(fd, o.offset, true, &io);
 	if (rc) {
 		close(fd);
 		return rc;
@@ -433,17 +460,26 @@ const struct sqk_comp_config *sqk_image_comp(const struct sqk_image *img)
 	return &img->comp;
 }
 
-/* Copies the counters into the caller's *out. */
-void sqk_image_stats(struct sqk_image *img, struct sqk_stats *out)
+/* Copies the counters into the caller's *out (its size set). */
+int sqk_image_stats(struct sqk_image *img, struct sqk_stats *out)
 {
-	out->data_blocks_decompressed = atomic_load(&img->st.data);
-	out->fragment_blocks_decompressed = atomic_load(&img->st.frag);
-	out->metadata_blocks_decompressed = atomic_load(&img->st.meta);
-	out->cache_hits = atomic_load(&img->st.hits);
-	out->cache_misses = atomic_load(&img->st.misses);
-	out->bytes_read = atomic_load(&img->st.bytes);
-	out->readahead_batches = atomic_load(&img->st.batches);
-	out->chunks_hashed = atomic_load(&img->st.hashed);
-	out->chunks_xxh3 = atomic_load(&img->st.xxh3);
-	out->chunks_sha256 = atomic_load(&img->st.sha256);
+	struct sqk_stats s = { .size = sizeof(s) };
+
+	s.data_blocks_decompressed = atomic_load(&img->st.data);
+	s.fragment_blocks_decompressed = atomic_load(&img->st.frag);
+	s.metadata_blocks_decompressed = atomic_load(&img->st.meta);
+	s.cache_hits = atomic_load(&img->st.hits);
+	s.cache_misses = atomic_load(&img->st.misses);
+	s.bytes_read = atomic_load(&img->st.bytes);
+	s.readahead_batches = atomic_load(&img->st.batches);
+	s.chunks_hashed = atomic_load(&img->st.hashed);
+	s.chunks_xxh3 = atomic_load(&img->st.xxh3);
+	s.chunks_sha256 = atomic_load(&img->st.sha256);
+	return sqk_abi_copy_out(out, &s, sizeof(s), STATS_V1);
+}
+
+/* Static storage. */
+const char *sqk_version(void)
+{
+	return SQK_VERSION;
 }

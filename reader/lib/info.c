@@ -10,6 +10,7 @@
 #include "common/endian.h"
 #include "common/meta.h"
 #include "internal.h"
+#include "common/abi.h"
 
 #define WORDS_PER_READ 512u
 
@@ -302,15 +303,20 @@ static int count_meta(struct sqk_image *img, uint64_t start, uint64_t end, uint6
 	return 0;
 }
 
-/* Borrows img; fills the caller's *out. */
-int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out)
+#define INFO_V1 SQK_ABI_SIZE_V1(struct sqk_image_info, counts)
+
+/* Borrows img; fills the caller's *out (its size set), through a struct of this library's
+ * version (whatever the walk found, also after a failure). */
+int sqk_image_info(struct sqk_image *img, struct sqk_image_info *user)
 {
+	struct sqk_image_info mine = { .size = sizeof(mine) }, *out = &mine;
 	const struct sqk_super *sb = &img->sb;
 	struct info_walk w = { .img = img, .out = out };
 	struct sqk_inode root;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
+	if (!user || user->size < INFO_V1)
+		return SQK_EABI;
 	out->inode_table_bytes = img->inode_end - sb->inode_table_start;
 	out->directory_table_bytes = img->dir_end - sb->directory_table_start;
 	w.seen = calloc((size_t)sb->inode_count + 1, 1);
@@ -334,5 +340,6 @@ int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out)
 	free(w.files);
 	free(w.stack);
 	free(w.path);
+	sqk_abi_copy_out(user, out, sizeof(*out), INFO_V1);
 	return rc;
 }

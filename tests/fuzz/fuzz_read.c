@@ -158,6 +158,7 @@ static void lookup_paths(struct walk *w, const struct sqk_inode *root)
 static void walk_image(struct sqk_io *io, bool verify, uint64_t budget)
 {
 	struct sqk_open_opts opts = {
+		.size = sizeof(opts),
 		.cache_bytes = verify ? 16u << 10 : 256u << 10, /* small: eviction happens */
 		.readahead_blocks = 4,
 		.threads = 1,

@@ -316,7 +316,8 @@ static void oracle_free(struct oracle *o)
 static void walk(struct sqk_io *io, bool verify, bool has_integrity)
 {
 	struct oracle o = { .verify = verify };
-	struct sqk_open_opts opts = { .cache_bytes = 64u << 10, /* small: eviction happens */
+	struct sqk_open_opts opts = { .size = sizeof(opts),
+				      .cache_bytes = 64u << 10, /* small: eviction happens */
 				      .readahead_blocks = 4, .threads = 1, .name = "fuzz",
 				      .no_verify = !verify, .log = keep_log, .log_ctx = &o };
 	struct sqk_inode root;
@@ -359,8 +360,8 @@ static void drop_report(void *ctx, const struct sqk_check_report *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sqk_check_opts opts = { .threads = 1, .report = drop_report };
-	struct sqk_check_result res;
+	struct sqk_check_opts opts = { .size = sizeof(opts), .threads = 1, .report = drop_report };
+	struct sqk_check_result res = { .size = sizeof(res) };
 	struct sqk_io *io = NULL;
 
 	if (sqk_io_mem_create(data, size, &io) < 0)

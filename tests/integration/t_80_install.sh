@@ -9,7 +9,7 @@ W=$(scratch inst)
 D=$W/root
 make -s -C "$TOP" install PREFIX=/usr DESTDIR="$D" BUILD="$(dirname "$(dirname "$SQK")")" \
 	>"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; fail "make install failed"; }
-for f in usr/bin/sqk usr/bin/sqkfuse usr/lib/libsqk.a usr/lib/libsqk.so.0 usr/lib/libsqk.so \
+for f in usr/bin/sqk usr/bin/sqkfuse usr/lib/libsqk.a usr/lib/libsqk.so.1 usr/lib/libsqk.so \
 	usr/include/sqk/sqk.h usr/include/sqk/sqk_check.h usr/include/sqk/common/io_http.h \
 	usr/lib/pkgconfig/libsqk.pc; do
 	[ -e "$D/$f" ] || fail "make install did not install $f"
@@ -89,7 +89,7 @@ info "installed libsqk used through pkg-config: $out"
 
 # libsqk.so exports exactly the functions its installed headers declare (SQK_API): no internals
 need_cmd nm
-nm -D --defined-only "$D/usr/lib/libsqk.so.0" | awk '$2 ~ /^[TW]$/ {print $3}' | sort >"$TMP/exported"
+nm -D --defined-only "$D/usr/lib/libsqk.so.1" | awk '$2 ~ /^[TW]$/ {print $3}' | sort >"$TMP/exported"
 python3 - "$D/usr/include/sqk" "$TMP/exported" <<'PY' || fail "libsqk.so's exports differ from its headers"
 import os, re, sys
 decl, bare = set(), set()

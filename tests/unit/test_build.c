@@ -468,7 +468,7 @@ static struct sqk_io *build_both(const struct spec *v, size_t n, const char *con
 static void assert_checks(struct sqk_io *mem)
 {
 	size_t len;
-	struct sqk_check_result r;
+	struct sqk_check_result r = { .size = sizeof(r) };
 	sqk_io_mem_data(mem, &len);
 	ck_assert_int_eq(sqk_check_image(mem, len, NULL, &r), 0);
 	ck_assert_uint_eq(r.errors, 0);

@@ -368,7 +368,8 @@ enum open_how { OPEN_DEFAULT, OPEN_NO_VERIFY, OPEN_QUIET, OPEN_NULL };
 static struct sqk_image *open_copy(const uint8_t *data, size_t len, enum open_how how,
 				   struct logbuf *log, struct sqk_io **io, int *rc)
 {
-	struct sqk_open_opts o = { .log = logger, .log_ctx = log, .name = "mem.sqsh",
+	struct sqk_open_opts o = { .size = sizeof(o),
+		.log = logger, .log_ctx = log, .name = "mem.sqsh",
 				   .no_verify = how == OPEN_NO_VERIFY,
 				   .quiet_mismatch = how == OPEN_QUIET };
 	struct sqk_image *img = NULL;
@@ -406,7 +407,7 @@ START_TEST(test_verified_reads)
 	struct logbuf log = { "", 0 };
 	struct sqk_image *img;
 	struct sqk_integ_trailer t;
-	struct sqk_stats st;
+	struct sqk_stats st = { .size = sizeof(st) };
 	struct sqk_inode ino;
 	char want[256];
 	int rc;
@@ -536,12 +537,12 @@ START_TEST(test_verified_concurrent)
 {
 	uint8_t *a, *b;
 	struct sqk_io *mem = build_image(&a, &b, NULL);
-	struct sqk_open_opts o = { .threads = 4, .cache_bytes = 1 << 20 };
+	struct sqk_open_opts o = { .size = sizeof(o), .threads = 4, .cache_bytes = 1 << 20 };
 	struct sqk_integ_trailer t;
 	struct reader_arg r[8];
 	pthread_t th[8];
 	struct sqk_image *img;
-	struct sqk_stats st;
+	struct sqk_stats st = { .size = sizeof(st) };
 
 	ck_assert_int_eq(sqk_image_open_io(mem, &o, &img), 0);
 	ck_assert(sqk_image_verified(img));
@@ -796,7 +797,7 @@ START_TEST(test_fast_reads)
 	struct logbuf log = { "", 0 };
 	struct sqk_integ_trailer t;
 	struct sqk_image *img;
-	struct sqk_stats st;
+	struct sqk_stats st = { .size = sizeof(st) };
 	uint64_t at, n, nchunks;
 	bool used;
 	int rc;
@@ -823,7 +824,8 @@ START_TEST(test_fast_reads)
 
 	/* a pinned root digest: SHA-256 for every chunk */
 	{
-		struct sqk_open_opts o = { .log = logger, .log_ctx = &log, .root_hash = t.root };
+		struct sqk_open_opts o = { .size = sizeof(o),
+			.log = logger, .log_ctx = &log, .root_hash = t.root };
 		ck_assert_int_eq(sqk_io_mem_create(copy, len, &io), 0);
 		ck_assert_int_eq(sqk_image_open_io(io, &o, &img), 0);
 		ck_assert_int_eq(sqk_image_fast_checksums(img, &nchunks, &used), 0);
@@ -851,7 +853,8 @@ START_TEST(test_fast_reads)
 	sqk_image_close(img);
 	sqk_io_destroy(io);
 	{
-		struct sqk_open_opts o = { .log = logger, .log_ctx = &log, .root_hash = t.root };
+		struct sqk_open_opts o = { .size = sizeof(o),
+			.log = logger, .log_ctx = &log, .root_hash = t.root };
 		ck_assert_int_eq(sqk_io_mem_create(copy, len, &io), 0);
 		ck_assert_int_eq(sqk_image_open_io(io, &o, &img), 0);
 		ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
@@ -911,7 +914,7 @@ START_TEST(test_fast_absent)
 	struct logbuf log = { "", 0 };
 	struct sqk_integ_writer *w;
 	struct sqk_image *img;
-	struct sqk_stats st;
+	struct sqk_stats st = { .size = sizeof(st) };
 	uint64_t at, n, nchunks;
 	uint8_t *blob, root[32];
 	size_t blen;

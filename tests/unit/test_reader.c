@@ -185,7 +185,8 @@ static void log_cb(void *ctx, const char *msg)
 
 static struct sqk_image *open_mem(struct sqk_io *io, unsigned ra, unsigned threads)
 {
-	struct sqk_open_opts o = { .readahead_blocks = ra, .threads = threads, .log = log_cb,
+	struct sqk_open_opts o = { .size = sizeof(o),
+		.readahead_blocks = ra, .threads = threads, .log = log_cb,
 				   .name = "test.sqsh" };
 	struct sqk_image *img;
 	int rc = sqk_image_open_io(io, &o, &img);
@@ -374,7 +375,7 @@ START_TEST(test_info)
 {
 	struct sqk_image *img = open_mem(mem, 0, 1);
 	const struct sqk_super *sb = sqk_image_super(img);
-	struct sqk_image_info inf;
+	struct sqk_image_info inf = { .size = sizeof(inf) };
 	struct sqk_inode sp;
 	size_t len;
 	const uint8_t *d = sqk_io_mem_data(mem, &len);
@@ -436,7 +437,7 @@ START_TEST(test_info_empty)
 	ck_assert_int_eq(rmdir(dir), 0);
 	struct sqk_image *img = open_mem(io, 0, 1);
 	const struct sqk_super *sb = sqk_image_super(img);
-	struct sqk_image_info inf;
+	struct sqk_image_info inf = { .size = sizeof(inf) };
 	ck_assert_uint_ne(sb->export_table_start, SQK_NONE64);
 	ck_assert_int_eq(sqk_image_info(img, &inf), 0);
 	ck_assert_uint_eq(inf.inodes_found, 1);
@@ -455,7 +456,8 @@ END_TEST
 static int open_pinned(struct sqk_io *io, uint64_t offset, bool verify, const uint8_t *pin,
 		       struct sqk_image **img)
 {
-	struct sqk_open_opts o = { .offset = offset, .log = log_cb, .name = "test.sqsh",
+	struct sqk_open_opts o = { .size = sizeof(o),
+		.offset = offset, .log = log_cb, .name = "test.sqsh",
 				   .no_verify = !verify, .root_hash = pin };
 	logbuf[0] = 0;
 	return sqk_image_open_io(io, &o, img);
@@ -519,8 +521,8 @@ START_TEST(test_root_hash)
 	sqk_io_destroy(io);
 
 	/* one pin field: opts.http carrying one is refused, not ignored */
-	struct sqk_http_opts ho = { .root_hash = mem_root };
-	struct sqk_open_opts o = { .http = &ho };
+	struct sqk_http_opts ho = { .size = sizeof(ho), .root_hash = mem_root };
+	struct sqk_open_opts o = { .size = sizeof(o), .http = &ho };
 	ck_assert_int_eq(sqk_image_open_io(mem, &o, &img), SQK_EINVAL);
 	ck_assert_ptr_null(img);
 }
@@ -530,7 +532,7 @@ START_TEST(test_counters)
 {
 	struct sqk_image *img = open_mem(mem, 16, 2);
 	struct sqk_inode in;
-	struct sqk_stats s0, s1, s2;
+	struct sqk_stats s0 = { .size = sizeof(s0) }, s1 = s0, s2 = s0;
 	uint8_t buf[BS];
 	ck_assert_int_eq(sqk_lookup_path(img, "multi", &in), 0);
 	sqk_image_stats(img, &s0);
@@ -570,7 +572,7 @@ START_TEST(test_prefetch)
 {
 	struct sqk_image *img = open_mem(mem, 8, 2);
 	struct sqk_inode in;
-	struct sqk_stats s;
+	struct sqk_stats s = { .size = sizeof(s) };
 	static uint8_t buf[8 * BS];
 	ck_assert_int_eq(sqk_lookup_path(img, "multi", &in), 0);
 	ck_assert_int_eq(sqk_read(img, &in, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
@@ -604,7 +606,7 @@ START_TEST(test_read_aside)
 {
 	struct sqk_image *img = open_mem(mem, 8, 2);
 	struct sqk_inode in;
-	struct sqk_stats s;
+	struct sqk_stats s = { .size = sizeof(s) };
 	uint8_t buf[16];
 	ck_assert_int_eq(sqk_lookup_path(img, "multi", &in), 0);
 	ck_assert_int_eq(sqk_read_ex(img, &in, buf, sizeof(buf), 0, SQK_READ_ASIDE), 16);
@@ -662,7 +664,8 @@ START_TEST(test_open_offset)
 	uint8_t pad[1000] = { 0 }, buf[16];
 	ck_assert_int_eq(write(fd, pad, sizeof(pad)), (ssize_t)sizeof(pad));
 	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-	struct sqk_open_opts o = { .offset = sizeof(pad), .cache_bytes = 100000 };
+	struct sqk_open_opts o = { .size = sizeof(o),
+		.offset = sizeof(pad), .cache_bytes = 100000 };
 	struct sqk_image *img;
 	struct sqk_inode in;
 	ck_assert_int_eq(sqk_image_open(path, &o, &img), 0);
@@ -712,12 +715,13 @@ static void *reader_thread(void *arg)
 
 static void run_threads(unsigned ra, bool sequential, size_t cache)
 {
-	struct sqk_open_opts o = { .readahead_blocks = ra, .threads = 4, .cache_bytes = cache };
+	struct sqk_open_opts o = { .size = sizeof(o),
+		.readahead_blocks = ra, .threads = 4, .cache_bytes = cache };
 	struct sqk_image *img;
 	static struct thr t[8];
 	pthread_t th[8];
 	uint8_t touched[LARGE_SIZE / BS] = { 0 };
-	struct sqk_stats s;
+	struct sqk_stats s = { .size = sizeof(s) };
 	struct sqk_inode in;
 	ck_assert_int_eq(sqk_image_open_io(mem, &o, &img), 0);
 	ck_assert_int_eq(sqk_lookup_path(img, "large.bin", &in), 0);
@@ -930,7 +934,7 @@ static int craft_open(const struct craft *c, struct sqk_io **io, struct sqk_imag
 		      uint8_t **data)
 {
 	size_t len;
-	struct sqk_open_opts o = { .log = log_cb, .name = "crafted" };
+	struct sqk_open_opts o = { .size = sizeof(o), .log = log_cb, .name = "crafted" };
 	*data = craft_image(c, &len);
 	ck_assert_int_eq(sqk_io_mem_create(*data, len, io), 0);
 	logbuf[0] = 0;

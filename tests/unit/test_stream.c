@@ -151,7 +151,7 @@ static struct rec_io *rec_new(void)
 
 static struct sqk_image *open_rec(struct rec_io *r)
 {
-	struct sqk_open_opts o = { .readahead_blocks = 16, .threads = 1 };
+	struct sqk_open_opts o = { .size = sizeof(o), .readahead_blocks = 16, .threads = 1 };
 	struct sqk_image *img;
 
 	ck_assert_int_eq(sqk_image_open_io(&r->base, &o, &img), 0);

@@ -1,0 +1,275 @@
+/* Pins the public ABI of libsqk.so.1 (as squashfs-tools-ng's test/abi.c does): the size and
+ * every member offset of each public struct, on this platform (x86-64 / LP64). A failure here
+ * means the ABI changed: append fields only (and bump the minor version), or bump the SONAME
+ * (see the README's "Library ABI"). Also checks the size-field rules of common/abi.h and
+ * sqk_version(). */
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/abi.h"
+#include "common/error.h"
+#include "reader/sqk.h"
+#include "reader/sqk_check.h"
+#include "testutil.h"
+
+struct pin {
+	const char *what;
+	size_t got, want;
+};
+
+#define SIZE(t, n) { "sizeof(struct " #t ")", sizeof(struct t), n }
+#define OFF(t, m, n) { "offsetof(struct " #t ", " #m ")", offsetof(struct t, m), n }
+
+static const struct pin pins[] = {
+	SIZE(sqk_open_opts, 88),
+	OFF(sqk_open_opts, size, 0),
+	OFF(sqk_open_opts, offset, 8),
+	OFF(sqk_open_opts, cache_bytes, 16),
+	OFF(sqk_open_opts, readahead_blocks, 24),
+	OFF(sqk_open_opts, threads, 28),
+	OFF(sqk_open_opts, log, 32),
+	OFF(sqk_open_opts, log_ctx, 40),
+	OFF(sqk_open_opts, name, 48),
+	OFF(sqk_open_opts, no_verify, 56),
+	OFF(sqk_open_opts, quiet_mismatch, 57),
+	OFF(sqk_open_opts, http, 64),
+	OFF(sqk_open_opts, root_hash, 72),
+	OFF(sqk_open_opts, no_prefetch, 80),
+	SIZE(sqk_stats, 88),
+	OFF(sqk_stats, size, 0),
+	OFF(sqk_stats, data_blocks_decompressed, 8),
+	OFF(sqk_stats, fragment_blocks_decompressed, 16),
+	OFF(sqk_stats, metadata_blocks_decompressed, 24),
+	OFF(sqk_stats, cache_hits, 32),
+	OFF(sqk_stats, cache_misses, 40),
+	OFF(sqk_stats, bytes_read, 48),
+	OFF(sqk_stats, readahead_batches, 56),
+	OFF(sqk_stats, chunks_hashed, 64),
+	OFF(sqk_stats, chunks_xxh3, 72),
+	OFF(sqk_stats, chunks_sha256, 80),
+	SIZE(sqk_image_info, 240),
+	OFF(sqk_image_info, size, 0),
+	OFF(sqk_image_info, inodes_found, 8),
+	OFF(sqk_image_info, kinds, 16),
+	OFF(sqk_image_info, file_bytes, 80),
+	OFF(sqk_image_info, sparse_bytes, 88),
+	OFF(sqk_image_info, data_blocks, 96),
+	OFF(sqk_image_info, inode_table_bytes, 104),
+	OFF(sqk_image_info, directory_table_bytes, 112),
+	OFF(sqk_image_info, inode_metadata_blocks, 120),
+	OFF(sqk_image_info, directory_metadata_blocks, 128),
+	OFF(sqk_image_info, counts, 136),
+	SIZE(sqk_inode, 104),
+	OFF(sqk_inode, ref, 0),
+	OFF(sqk_inode, ino, 8),
+	OFF(sqk_inode, type, 12),
+	OFF(sqk_inode, mode, 16),
+	OFF(sqk_inode, uid, 20),
+	OFF(sqk_inode, gid, 24),
+	OFF(sqk_inode, mtime, 28),
+	OFF(sqk_inode, nlink, 32),
+	OFF(sqk_inode, size, 40),
+	OFF(sqk_inode, rdev, 48),
+	OFF(sqk_inode, xattr_idx, 52),
+	OFF(sqk_inode, blocks_start, 56),
+	OFF(sqk_inode, frag_index, 64),
+	OFF(sqk_inode, frag_offset, 68),
+	OFF(sqk_inode, sparse, 72),
+	OFF(sqk_inode, parent, 80),
+	OFF(sqk_inode, dir_block, 84),
+	OFF(sqk_inode, dir_offset, 88),
+	OFF(sqk_inode, index_count, 90),
+	OFF(sqk_inode, body_ref, 96),
+	SIZE(sqk_dirent, 32),
+	OFF(sqk_dirent, name, 0),
+	OFF(sqk_dirent, name_len, 8),
+	OFF(sqk_dirent, ino, 16),
+	OFF(sqk_dirent, type, 20),
+	OFF(sqk_dirent, ref, 24),
+	SIZE(sqk_mismatch, 32),
+	OFF(sqk_mismatch, start, 0),
+	OFF(sqk_mismatch, end, 8),
+	OFF(sqk_mismatch, chunk, 16),
+	OFF(sqk_mismatch, ino, 24),
+	SIZE(sqk_http_opts, 128),
+	OFF(sqk_http_opts, size, 0),
+	OFF(sqk_http_opts, cache_dir, 8),
+	OFF(sqk_http_opts, cache_size_set, 16),
+	OFF(sqk_http_opts, cache_size, 24),
+	OFF(sqk_http_opts, retries_set, 32),
+	OFF(sqk_http_opts, retries, 36),
+	OFF(sqk_http_opts, timeout_s, 40),
+	OFF(sqk_http_opts, headers, 48),
+	OFF(sqk_http_opts, nheaders, 56),
+	OFF(sqk_http_opts, root_hash, 64),
+	OFF(sqk_http_opts, ca_file, 72),
+	OFF(sqk_http_opts, raw, 80),
+	OFF(sqk_http_opts, connections, 84),
+	OFF(sqk_http_opts, mem_bytes, 88),
+	OFF(sqk_http_opts, log, 96),
+	OFF(sqk_http_opts, log_ctx, 104),
+	OFF(sqk_http_opts, s3_endpoint, 112),
+	OFF(sqk_http_opts, no_sign_request, 120),
+	SIZE(sqk_http_stats, 64),
+	OFF(sqk_http_stats, size, 0),
+	OFF(sqk_http_stats, requests, 8),
+	OFF(sqk_http_stats, bytes, 16),
+	OFF(sqk_http_stats, bytes_unused, 24),
+	OFF(sqk_http_stats, retries, 32),
+	OFF(sqk_http_stats, disk_hits, 40),
+	OFF(sqk_http_stats, disk_misses, 48),
+	OFF(sqk_http_stats, corrupt, 56),
+	SIZE(sqk_check_opts, 56),
+	OFF(sqk_check_opts, size, 0),
+	OFF(sqk_check_opts, threads, 8),
+	OFF(sqk_check_opts, root_hash, 16),
+	OFF(sqk_check_opts, offset, 24),
+	OFF(sqk_check_opts, report, 32),
+	OFF(sqk_check_opts, ctx, 40),
+	OFF(sqk_check_opts, max_errors, 48),
+	SIZE(sqk_check_result, 216),
+	OFF(sqk_check_result, size, 0),
+	OFF(sqk_check_result, errors, 8),
+	OFF(sqk_check_result, corrupt_ranges, 16),
+	OFF(sqk_check_result, structural, 24),
+	OFF(sqk_check_result, has_integrity, 32),
+	OFF(sqk_check_result, root_hash_ok, 33),
+	OFF(sqk_check_result, chunks, 40),
+	OFF(sqk_check_result, chunks_bad, 48),
+	OFF(sqk_check_result, inodes, 56),
+	OFF(sqk_check_result, dirs, 64),
+	OFF(sqk_check_result, files, 72),
+	OFF(sqk_check_result, data_blocks, 80),
+	OFF(sqk_check_result, fragment_blocks, 88),
+	OFF(sqk_check_result, metadata_blocks, 96),
+	OFF(sqk_check_result, counts_ok, 104),
+	OFF(sqk_check_result, counts, 112),
+	SIZE(sqk_check_report, 40),
+	OFF(sqk_check_report, kind, 0),
+	OFF(sqk_check_report, start, 8),
+	OFF(sqk_check_report, end, 16),
+	OFF(sqk_check_report, region, 24),
+	OFF(sqk_check_report, msg, 32),
+};
+
+START_TEST(test_layouts)
+{
+	for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
+		ck_assert_msg(pins[i].got == pins[i].want, "%s is %zu, pinned at %zu", pins[i].what,
+			      pins[i].got, pins[i].want);
+}
+END_TEST
+
+START_TEST(test_version)
+{
+	const char *v = sqk_version();
+	unsigned a, b, c;
+	char end;
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_msg(sscanf(v, "%u.%u.%u%c", &a, &b, &c, &end) == 3, "sqk_version() = '%s'", v);
+}
+END_TEST
+
+/* Options: a size below the first version's is refused before anything is opened; a larger
+ * struct (a newer caller) is taken when its unknown bytes are zero. */
+START_TEST(test_options_size)
+{
+	struct sqk_open_opts o;
+	struct {
+		struct sqk_open_opts o;
+		uint64_t newer;
+	} big;
+	struct sqk_image *img = (struct sqk_image *)&o;
+	const char *none = "/nonexistent/abi.sqsh";
+
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(sqk_image_open(none, &o, &img), SQK_EABI);
+	ck_assert_ptr_null(img);
+	sqk_open_opts_init(&o);
+	ck_assert_uint_eq(o.size, sizeof(o));
+	ck_assert_int_eq(sqk_image_open(none, &o, &img), SQK_ENOENT);
+	ck_assert_int_eq(sqk_image_open(none, NULL, &img), SQK_ENOENT);
+	o.size = offsetof(struct sqk_open_opts, no_prefetch);
+	ck_assert_int_eq(sqk_image_open(none, &o, &img), SQK_EABI);
+	memset(&big, 0, sizeof(big));
+	big.o.size = sizeof(big);
+	ck_assert_int_eq(sqk_image_open(none, &big.o, &img), SQK_ENOENT);
+	big.newer = 1;
+	ck_assert_int_eq(sqk_image_open(none, &big.o, &img), SQK_EABI);
+}
+END_TEST
+
+struct v2 {
+	size_t size;
+	uint32_t a, b;
+};
+
+/* Results: filled up to the caller's size, the rest of the caller's struct zeroed. */
+START_TEST(test_results_size)
+{
+	struct v2 lib = { sizeof(lib), 7, 9 };
+	struct {
+		struct v2 s;
+		uint32_t newer;
+	} big;
+	struct v2 out;
+	size_t v1 = SQK_ABI_SIZE_V1(struct v2, a);
+
+	memset(&out, 0xAA, sizeof(out));
+	out.size = v1;
+	ck_assert_int_eq(sqk_abi_copy_out(&out, &lib, sizeof(lib), v1), 0);
+	ck_assert_uint_eq(out.size, v1);
+	ck_assert_uint_eq(out.a, 7);
+	ck_assert_uint_eq(out.b, 0xAAAAAAAAu); /* past the caller's size: untouched */
+	memset(&big, 0xAA, sizeof(big));
+	big.s.size = sizeof(big);
+	ck_assert_int_eq(sqk_abi_copy_out(&big, &lib, sizeof(lib), v1), 0);
+	ck_assert_uint_eq(big.s.b, 9);
+	ck_assert_uint_eq(big.newer, 0);
+	ck_assert_uint_eq(big.s.size, sizeof(big));
+	out.size = v1 - 1;
+	ck_assert_int_eq(sqk_abi_copy_out(&out, &lib, sizeof(lib), v1), SQK_EABI);
+}
+END_TEST
+
+START_TEST(test_check_sizes)
+{
+	struct sqk_check_result r = { .size = 0 };
+	struct sqk_check_opts o;
+	struct sqk_io *io = NULL;
+
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &io), 0);
+	ck_assert_int_eq(sqk_check_image(io, 0, NULL, &r), SQK_EABI);
+	memset(&o, 0, sizeof(o));
+	r.size = sizeof(r);
+	ck_assert_int_eq(sqk_check_image(io, 0, &o, &r), SQK_EABI);
+	sqk_check_opts_init(&o);
+	ck_assert_int_eq(sqk_check_image(io, 0, &o, &r), 0);
+	ck_assert_uint_eq(r.size, sizeof(r));
+	ck_assert_uint_gt(r.errors, 0); /* an empty file is not an image */
+	sqk_io_destroy(io);
+}
+END_TEST
+
+static Suite *abi_suite(void)
+{
+	Suite *s = suite_create("abi");
+	TCase *tc = tcase_create("abi");
+
+	tcase_add_test(tc, test_layouts);
+	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_options_size);
+	tcase_add_test(tc, test_results_size);
+	tcase_add_test(tc, test_check_sizes);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(abi_suite());
+}
