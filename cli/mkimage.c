@@ -17,11 +17,12 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/sigwatch.h"
-#include "mk.h"
+#include "mkimage/mk.h"
 #include "mkimage.h"
+#include "mkimage_options.h"
 #include "common/outfile.h"
-#include "reuse.h"
-#include "source.h"
+#include "mkimage/reuse.h"
+#include "mkimage/source.h"
 
 static const struct sqk_outfile_kind image_kind = {
 	.what = "a SquashFS image",

@@ -1,5 +1,5 @@
 /* Command-line parsing for `sqk mkimage`. */
-#include "options.h"
+#include "mkimage_options.h"
 
 #include <errno.h>
 #include <regex.h>

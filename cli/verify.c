@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reader/sqk_check.h"
+#include "sqk/sqk_check.h"
 #include "common/format.h"
 #include "common/integrity.h"
 #include "common/io_http.h"

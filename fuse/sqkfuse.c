@@ -29,7 +29,7 @@
 #include "fuse/trace.h"
 #include "common/parse.h"
 #include "common/sigwatch.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 
 #ifndef SQK_VERSION
 #define SQK_VERSION "unknown" /* the Makefile's VERSION, given to this file */

@@ -2,7 +2,7 @@
  * tails as it comes), then the fragment blocks, the tables, padding, the prefetch hint and the
  * fast checksums (inside the covered bytes), the integrity data and the
  * superblock last (so a torn image has no valid magic). Every byte written is hashed on its way
- * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (main.c),
+ * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (cli/mkimage.c),
  * memory in the tests. */
 #include <errno.h>
 #include <stdarg.h>

@@ -16,9 +16,9 @@
 #include "common/integrity.h"
 #include "common/io.h"
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 #include "testutil.h"
 
 static struct sqk_integ_trailer good_trailer(void)
