@@ -48,7 +48,7 @@ VERSION_STAMP := $(BUILD)/.version
 $(VERSION_STAMP): FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
-VERSIONED_OBJS := $(BUILD)/obj/cli/sqk.o $(BUILD)/obj/fuse/sqkfuse.o
+VERSIONED_OBJS := $(BUILD)/obj/cli/sqk.o $(BUILD)/obj/fuse/mount.o
 $(VERSIONED_OBJS): $(VERSION_STAMP)
 $(VERSIONED_OBJS): CFLAGS_ALL += -DSQK_VERSION='"$(VERSION)"'
 

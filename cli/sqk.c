@@ -3,7 +3,7 @@
 #include <string.h>
 
 #ifndef SQK_NO_FUSE
-#include "fuse/sqkfuse.h"
+#include "fuse/mount.h"
 #endif
 #include "mkimage.h"
 #include "cmd.h"
