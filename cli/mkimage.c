@@ -1,7 +1,7 @@
 /* `sqk mkimage`: options, the output (judged before any source is read: a file is written as
  * an unnamed temporary in the destination directory, linked and renamed into place after the
  * one fsync, so a failed build leaves the destination as it was; a block device is written in
- * place), signals, the summary. The build itself is build.c. */
+ * place), signals, the summary. The build itself is mkimage/build.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>

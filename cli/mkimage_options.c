@@ -1,4 +1,4 @@
-/* Command-line parsing for `sqk mkimage`. */
+/* `sqk mkimage`'s command line parsed into the builder's options (cli/mkimage_options.h). */
 #include "mkimage_options.h"
 
 #include <errno.h>
