@@ -24,12 +24,15 @@ Policies:
                   files in image order never triggers on this trace and is left out)
   dirK            today + once K distinct files of a directory were read, the data (blocks and
                   fragment blocks) of all its other regular files is fetched in the background
+  dirKfrag, pkgKfrag  the same, fetching only the siblings' fragment blocks (small files, tails)
   pkgK            the same for a package subtree (lib/python3/dist-packages/X,
                   lib/python3.11/X; other files: their directory)
   unitN           cold demand reads fetch the aligned N-byte units around what they need
                   (crosses files: breaks t_87's laziness bound as written)
   fileN           cold demand reads of a file fetch up to N bytes of its own blocks from there
                   (stays inside the file: passes t_87)
+  hint            today + the image's prefetch hint ranges (--hint: sqk info --json's output)
+                  fetched at open, there from the first read
   oracle          every needed byte fetched at open in parallel (what an ordered image's hint
                   gives when the whole working set is in the hint); its waits are the hint's
 Combinations: "dir2+file1M" etc.
@@ -74,9 +77,15 @@ class Sim:
         self.unit = self.fileunit = 0
         self.oracle = False
         self.sowhole = False
+        self.sib_frag_only = False
+        self.hint = False
+        self.hint_ranges = []
         self.kind = None
         self.waits_by = {}
         for p in policy.split("+"):
+            if p.endswith("frag") and p[:3] in ("dir", "pkg"):
+                self.sib_frag_only = True
+                p = p[:-4]
             if p.startswith("dir"):
                 self.dir_k = int(p[3:])
             elif p.startswith("pkg"):
@@ -87,6 +96,8 @@ class Sim:
                 self.fileunit = parse_size(p[4:])
             elif p == "sowhole":
                 self.sowhole = True
+            elif p == "hint":
+                self.hint = True
             elif p == "oracle":
                 self.oracle = True
             elif p != "today":
@@ -151,7 +162,12 @@ class Sim:
             if seen[key] >= k:
                 done.add(key)
                 for m in members[key]:
-                    for a, b in self.lay.files[m].ranges():
+                    mf = self.lay.files[m]
+                    for a, b in mf.ranges():
+                        if self.sib_frag_only and mf.frag and a != mf.frag[0]:
+                            continue  # only the fragment blocks of the siblings
+                        if self.sib_frag_only and not mf.frag:
+                            continue
                         self.background(a, b)
 
     def read_file(self, f, so):
@@ -197,6 +213,10 @@ class Sim:
         self.fetch(0, OPEN_BYTES, 0)
         self.fetch(lay.inode_table, lay.size, 0)
         self.step = 2  # two round trips at open (probe, then tail + tables)
+        if self.hint:
+            # the image's prefetch hint, fetched at open in parallel (sqk_image_prefetch)
+            for st, ln in self.hint_ranges:
+                self.fetch(st, st + ln, self.step)
         if self.oracle:
             for p in self.trace:
                 f = lay.files.get(p)
@@ -235,7 +255,7 @@ def needed_bytes(lay, trace, g=CH):
     return len(ks) * g, sum(b - a for a, b in exact)
 
 
-DEFAULT = ["today", "sowhole", "dir2", "dir3", "dir4", "pkg2", "pkg3", "pkg4", "unit256K", "unit1M",
+DEFAULT = ["today", "sowhole", "dir2", "dir3", "dir4", "pkg2", "pkg3", "pkg4", "dir2frag", "pkg2frag", "pkg2frag+sowhole", "unit256K", "unit1M",
            "file256K", "file1M", "dir2+file1M", "pkg2+file1M", "dir2+unit256K", "pkg2+unit1M", "oracle"]
 
 
@@ -247,6 +267,7 @@ def main():
     ap.add_argument("--local", type=float, default=None, help="the start on a local sqkfuse mount, s")
     ap.add_argument("--rate", type=float, default=None, help="link rate, MB/s, for the bytes bound")
     ap.add_argument("--baseline", type=float, default=None, help="curl + loop mount + start, s")
+    ap.add_argument("--hint", default=None, help="sqk info --json output of the image (its prefetch_hint)")
     ap.add_argument("policies", nargs="*")
     a = ap.parse_intermixed_args()
     lay = sqsh_layout.Layout(a.image)
@@ -272,6 +293,9 @@ def main():
     print(hdr)
     for pol in a.policies or DEFAULT:
         sim = Sim(lay, trace, pol)
+        if a.hint:
+            import json
+            sim.hint_ranges = [(h["start"], h["length"]) for h in json.load(open(a.hint))["prefetch_hint"] or []]
         waits, served, reqs = sim.run()
         line = "%-16s %7d %8d %9.1f %7.1f%%" % (pol, waits, reqs, served / 1e6, 100.0 * served / lay.size)
         if a.local is not None:
