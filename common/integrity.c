@@ -689,6 +689,15 @@ int sqk_integ_group_accept(struct sqk_integ *ig, uint64_t g, const void *data, s
 	return 0;
 }
 
+/* Borrows ig. */
+const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g)
+{
+	if (!ig->lazy) /* version 1: one group, the whole array */
+		return ig->digests && g == 0 ? ig->digests : NULL;
+	return g < ig->t.ngroups ? atomic_load_explicit(&ig->lazy->gd[g], memory_order_acquire)
+				 : NULL;
+}
+
 /* The digest of chunk k, NULL when its group is not loaded. */
 static const uint8_t *chunk_digest(const struct sqk_integ *ig, uint64_t k)
 {

@@ -182,6 +182,10 @@ SQK_API void sqk_integ_group_range(const struct sqk_integ *ig, uint64_t g, uint6
 /* Whether the digests of group g are known (always after a full load). Thread-safe. */
 SQK_API bool sqk_integ_group_loaded(const struct sqk_integ *ig, uint64_t g);
 
+/* The chunk digests of group g (borrowed from ig: (k1 - k0) * 32 bytes, sqk_integ_group_range),
+ * or NULL when they are not known. Thread-safe. */
+SQK_API const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g);
+
 /* Checks data (the whole of group g's digests, sqk_integ_group_range) against its group digest:
  * 0 or SQK_ECORRUPT. Thread-safe; keeps nothing. */
 SQK_API int sqk_integ_group_check(const struct sqk_integ *ig, uint64_t g, const void *data,
