@@ -4,7 +4,8 @@ Input: the image file and the trace of the start on a local mount (sqkfuse IMAGE
 -o trace=FILE: every file whose data was read, in first-read order). The layout comes from the
 image's own tables (sqsh_layout.py). Output: for each policy, the serial round trips the
 program waits for one after another and the bytes served, with an estimated time
-    local sqkfuse start + round trips x RTT   (and bytes / link rate as the other bound).
+    local sqkfuse start + round trips x RTT [+ bytes of waited-for fetches / link rate]
+and, with --rate, at least all bytes served / link rate.
 
 The model of the program (single-threaded, as the Python start is):
 - the traced files are read one after another, in trace order;
@@ -90,6 +91,7 @@ class Sim:
         self.step = 0                 # serial round trips so far
         self.have = {}                # chunk -> step from which it is there
         self.bytes = 0
+        self.demand_bytes = 0         # of them, fetched by reads that wait (serial transfers)
         self.requests = 0
         self.dir_k = self.pkg_k = 0
         self.unit = self.fileunit = 0
@@ -134,16 +136,18 @@ class Sim:
     # ---- fetching ----
     def fetch(self, a, b, when):
         """Ask for the chunks of image bytes [a, b) not yet asked for; there from step when.
-        Returns whether anything was requested."""
+        Returns the bytes requested."""
         k0, k1 = a // CH, (b + CH - 1) // CH
         new = [k for k in range(k0, k1) if k not in self.have]
         if not new:
             return False
+        n = 0
         for k in new:
             self.have[k] = when
-            self.bytes += min(CH, self.lay.size - k * CH)
+            n += min(CH, self.lay.size - k * CH)
+        self.bytes += n
         self.requests += 1
-        return True
+        return n
 
     def background(self, a, b):
         self.fetch(a, b, self.step + 1)
@@ -169,7 +173,7 @@ class Sim:
         if self.fileunit and f is not None and f.data_end > f.blocks_start and f.blocks_start <= a < f.data_end:
             hi = max(hi, min(f.data_end, a + self.fileunit))
         self.wait()
-        self.fetch(lo, min(hi, self.lay.size), self.step)
+        self.demand_bytes += self.fetch(lo, min(hi, self.lay.size), self.step)
         return hi - lo
 
     # ---- the walk through the image in its own order (reader/lib/stream.c) ----
@@ -249,7 +253,7 @@ class Sim:
             # a shared object fetched whole at its first read: one wait
             if self.have.get(blocks[0][0] // CH, 1 << 60) > self.step:
                 self.wait()
-                self.fetch(f.blocks_start, f.data_end, self.step)
+                self.demand_bytes += self.fetch(f.blocks_start, f.data_end, self.step)
         elif so and len(blocks) >= 2:
             # header read, one random fault, then the whole file from the second one
             self.demand(blocks[0][0], blocks[0][0] + blocks[0][1], f)
@@ -280,7 +284,7 @@ class Sim:
         if self.have.get(mid[0] // CH, 1 << 60) <= self.step:
             return
         self.wait()
-        self.fetch(f.blocks_start, f.data_end, self.step)
+        self.demand_bytes += self.fetch(f.blocks_start, f.data_end, self.step)
 
     def run(self):
         lay = self.lay
@@ -380,7 +384,7 @@ def main():
         if a.local is not None:
             t = a.local + waits * a.rtt
             if a.rate:
-                t = max(t, served / 1e6 / a.rate)
+                t = max(t + sim.demand_bytes / 1e6 / a.rate, served / 1e6 / a.rate)
             line += " %9.2f" % t
             if a.baseline:
                 line += " %6.2f" % (t / a.baseline)
