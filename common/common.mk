@@ -1,5 +1,5 @@
 # common/: format structures, errors, I/O vtable, compressors, metadata blocks.
-COMMON_SRCS := common/error.c common/format.c common/io.c common/meta.c common/integrity.c common/hint.c \
+COMMON_SRCS := common/error.c common/grow.c common/format.c common/io.c common/meta.c common/integrity.c common/hint.c \
 	common/io_http.c common/http_fetch.c common/http_cache.c common/s3.c common/parse.c common/inode_codec.c \
 	common/compressor.c common/comp_zstd.c common/comp_xz.c common/comp_gzip.c common/comp_lz4.c \
 	common/comp_lzo.c

@@ -31,6 +31,7 @@ struct mk_options {
 	bool no_progress;    /* --no-progress, -no-progress: no progress line, summary kept */
 	bool no_checksums;   /* no integrity data after the image */
 	uint32_t checksum_chunk; /* integrity chunk size; 0 = default (64K) */
+	bool digest_tree;    /* --digest-tree: a digest tree whatever the digests' size */
 	bool progress;       /* progress bar (TTY and not quiet) */
 	const char **excludes; /* --exclude GLOB: owned array of borrowed strings */
 	int nexcludes;
