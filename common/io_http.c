@@ -471,6 +471,12 @@ static int group_need(struct sqk_http *h, uint64_t g)
 			rc = group_take(h, g, j);
 			pthread_mutex_lock(&h->mu);
 			gr->state = rc ? GR_ABSENT : GR_READY;
+			if (rc == SQK_EINTR && !h->cancelled) {
+				/* cut off by a quiesce (the transfer thread stopped before a fork),
+				 * not by this reader: ask again */
+				pthread_cond_broadcast(&h->cv);
+				continue;
+			}
 			if (rc) {
 				gr->err = rc;
 				gr->fails++;
