@@ -11,8 +11,8 @@
 
 #include "common/abi.h"
 #include "common/error.h"
-#include "reader/sqk.h"
-#include "reader/sqk_check.h"
+#include "sqk/sqk.h"
+#include "sqk/sqk_check.h"
 #include "testutil.h"
 
 struct pin {
@@ -113,7 +113,7 @@ static const struct pin pins[] = {
 	OFF(sqk_http_opts, log_ctx, 104),
 	OFF(sqk_http_opts, s3_endpoint, 112),
 	OFF(sqk_http_opts, no_sign_request, 120),
-	SIZE(sqk_http_stats, 64),
+	SIZE(sqk_http_stats, 72),
 	OFF(sqk_http_stats, size, 0),
 	OFF(sqk_http_stats, requests, 8),
 	OFF(sqk_http_stats, bytes, 16),
@@ -122,6 +122,7 @@ static const struct pin pins[] = {
 	OFF(sqk_http_stats, disk_hits, 40),
 	OFF(sqk_http_stats, disk_misses, 48),
 	OFF(sqk_http_stats, corrupt, 56),
+	OFF(sqk_http_stats, digest_groups, 64),
 	SIZE(sqk_check_opts, 56),
 	OFF(sqk_check_opts, size, 0),
 	OFF(sqk_check_opts, threads, 8),

@@ -155,6 +155,7 @@ int sqk_cmd_open(struct sqk_cmd *c)
 	o.log_ctx = c;
 	o.no_verify = c->remote.no_verify;
 	o.quiet_mismatch = true; /* named once, with the path, by sqk_cmd_err */
+	c->remote.o.size = sizeof(c->remote.o); /* the struct is zeroed with the command's */
 	o.http = &c->remote.o;
 	o.root_hash = c->remote.has_root ? c->remote.root : NULL;
 	o.no_prefetch = c->remote.no_prefetch;
