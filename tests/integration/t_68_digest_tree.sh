@@ -247,6 +247,23 @@ read -r TAIL got <<<"$out"
 [ -z "$got" ] || fail "with a warm disk cache, reading $F0 fetched digest groups '$got'"
 info "warm disk cache: no digest group fetched"
 
+# the groups are cached under keys above every chunk number (2^63 + g); without them, the file's
+# chunks still come from the disk cache, checked once their group arrives: only that group is
+# fetched (and the open's tail), no chunk of the file
+ng=$(find "$W/c1" -type f -name '80000000000000*' | wc -l)
+[ "$ng" -ge 1 ] || fail "no digest group in the disk cache (keys 8000000000000000 + g): $(ls -R "$W/c1" | head)"
+find "$W/c1" -type f -name '80000000000000*' -delete
+mark=$(http_log_mark)
+sqk_t cat --cache-dir "$W/c1" "$URL" "$F0"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 with its chunks but not its group cached exited $RC"; }
+cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 with its chunks but not its group cached gave wrong bytes"
+out=$(ranges_check "$mark" nogroup 0) || fail "chunks cached, groups not: wrong digest requests"
+read -r TAIL got <<<"$out"
+[ "$got" = 0 ] || [ "$got" = "0 $META_G" ] || fail "chunks cached, groups not: fetched groups '$got'"
+read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
+[ "$nbytes" -lt 1048576 ] || fail "chunks cached, groups not: $nbytes bytes fetched (the file's chunks again?)"
+info "groups dropped from the disk cache ($ng): the cached chunks are checked once group 0 arrives ($nreq requests, $nbytes bytes)"
+
 sqk_t info --json --cache-dir "$W/c3" "$URL"
 [ "$RC" = 0 ] || { show_err; fail "sqk info --json over the URL exited $RC"; }
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["digest_layout"] == "tree" and isinstance(j["http_digest_groups"], int), j' "$OUT_FILE" ||
