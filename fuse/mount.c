@@ -240,11 +240,11 @@ static void write_http_stats(struct fs *fs, FILE *f)
 		fprintf(f, ", \"http_requests\": %llu, \"http_bytes\": %llu, "
 			   "\"http_bytes_unused\": %llu, \"http_retries\": %llu, "
 			   "\"disk_cache_hits\": %llu, \"disk_cache_misses\": %llu, "
-			   "\"corrupt_chunks\": %llu",
+			   "\"corrupt_chunks\": %llu, \"http_digest_groups\": %llu",
 			(unsigned long long)h.requests, (unsigned long long)h.bytes,
 			(unsigned long long)h.bytes_unused, (unsigned long long)h.retries,
 			(unsigned long long)h.disk_hits, (unsigned long long)h.disk_misses,
-			(unsigned long long)h.corrupt);
+			(unsigned long long)h.corrupt, (unsigned long long)h.digest_groups);
 	fputs("}\n", f);
 }
 

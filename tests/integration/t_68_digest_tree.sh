@@ -288,7 +288,7 @@ fi
 G1=$(awk '$2 == 1 { print $1 }' "$W/groups" | head -n 8)
 [ "$(echo "$G1" | wc -l)" -ge 4 ] || fail "fewer than 4 files wholly inside group 1"
 mark=$(http_log_mark)
-fuse_mount "$URL" "$W/m" -o "cache_dir=$W/c5"
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/c5,stats=$W/stats5.json"
 pids=""
 for f in $G1; do
 	cmp -s "$W/src/$f" "$W/m/$f" >"$W/cmp.$(basename "$f")" 2>&1 &
@@ -299,6 +299,8 @@ for p in $pids; do
 done
 fuse_umount "$W/m"
 out=$(ranges_check "$mark" mount 1) || fail "concurrent readers: wrong digest requests"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["http_digest_groups"] >= 1, j' \
+	"$W/stats5.json" || fail "sqkfuse stats= does not count the digest groups: $(cat "$W/stats5.json")"
 info "$(echo "$G1" | wc -l) concurrent cold readers of group 1 through sqkfuse: right bytes, one request for the group ($out)"
 
 mark=$(http_log_mark)
