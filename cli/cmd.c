@@ -4,6 +4,7 @@
 #include "cmd.h"
 #include "common/parse.h"
 #include "progress.h"
+#include "common/integrity.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/compressor.h"
+#include "common/integrity.h"
 
 struct sqk_info {
 	struct sqk_cmd c;

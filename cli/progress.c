@@ -4,6 +4,7 @@
  * and script(1) logs read it as well). Also the totals walk and a counting I/O object. */
 #include "progress.h"
 #include "cmd.h"
+#include "common/integrity.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -4,55 +4,13 @@
 #ifndef SQK_COMPRESSOR_H
 #define SQK_COMPRESSOR_H
 
-#include "api.h"
+#include "types.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-enum sqk_comp_id {
-	SQK_COMP_GZIP = 1,
-	SQK_COMP_LZMA = 2,
-	SQK_COMP_LZO = 3,
-	SQK_COMP_XZ = 4,
-	SQK_COMP_LZ4 = 5,
-	SQK_COMP_ZSTD = 6,
-};
-
-/* xz BCJ filter bits as stored in the options block. */
-enum sqk_xz_bcj {
-	SQK_BCJ_X86 = 0x01,
-	SQK_BCJ_POWERPC = 0x02,
-	SQK_BCJ_IA64 = 0x04,
-	SQK_BCJ_ARM = 0x08,
-	SQK_BCJ_ARMTHUMB = 0x10,
-	SQK_BCJ_SPARC = 0x20,
-};
-
-/* LZO algorithms (mksquashfs -Xalgorithm). The options block stores the value minus one
- * (0 lzo1x_1 .. 4 lzo1x_999); 0 here is the default, lzo1x_999. */
-enum sqk_lzo_algorithm {
-	SQK_LZO_DEFAULT = 0,
-	SQK_LZO1X_1 = 1,
-	SQK_LZO1X_1_11 = 2,
-	SQK_LZO1X_1_12 = 3,
-	SQK_LZO1X_1_15 = 4,
-	SQK_LZO1X_999 = 5,
-};
-
-struct sqk_comp_config {
-	uint16_t id;         /* enum sqk_comp_id */
-	int level;           /* 0 = the codec's SquashFS default (zstd 15, xz 6, gzip 9, lz4 normal,
-			      * lzo1x_999 8; the other lzo algorithms take no level) */
-	uint32_t block_size; /* data block size of the image (xz dictionary default) */
-	uint32_t xz_bcj;     /* OR of enum sqk_xz_bcj; xz tries each and keeps the smallest */
-	uint32_t xz_dict;    /* 0 = block_size */
-	int gzip_window;     /* 0 = 15 */
-	uint16_t gzip_strategies;
-	bool lz4_hc;         /* lz4 high-compression mode (also set by level > 0) */
-	int lzo_algorithm;   /* enum sqk_lzo_algorithm */
-};
 
 struct sqk_compressor;
 
@@ -75,10 +33,10 @@ struct sqk_compressor {
 
 /* Creates an instance for cfg (copied). Caller owns *out. SQK_EUNSUPPORTED for lzma and
  * unknown ids. */
-SQK_API int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
 
 /* Destroys c; NULL-safe. */
-SQK_API void sqk_compressor_destroy(struct sqk_compressor *c);
+void sqk_compressor_destroy(struct sqk_compressor *c);
 
 static inline ssize_t sqk_compress(struct sqk_compressor *c, const void *in, size_t in_len,
 				   void *out, size_t out_cap)
@@ -94,34 +52,34 @@ static inline ssize_t sqk_decompress(struct sqk_compressor *c, const void *in, s
 
 /* Serialises the options block payload for cfg into buf (at least 8 bytes) as mksquashfs would:
  * sets *len to 0 when the defaults need no block (always writes one for lz4). */
-SQK_API int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len);
+int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len);
 
 /* Fills cfg from a compressor id, the image block size and an options payload (opts may be NULL
  * with len 0). Validates the payload as the kernel does. */
-SQK_API int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
+int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
 			  struct sqk_comp_config *cfg);
 
 /* "zstd", "xz", "gzip", "lz4", "lzma", "lzo"; NULL for an unknown id. */
-SQK_API const char *sqk_comp_name(uint16_t id);
+const char *sqk_comp_name(uint16_t id);
 
 /* Id for a name above, or 0 if unknown. */
-SQK_API uint16_t sqk_comp_id(const char *name);
+uint16_t sqk_comp_id(const char *name);
 
 /* Whether images with compressor id can be read and written: 0, or SQK_EUNSUPPORTED with a
  * message naming the compressor in buf ("compressor lzma (legacy, id 2) is not supported",
  * "unknown compressor id 9"); buf (cap bytes; may be NULL when cap is 0) is NUL-terminated. */
-SQK_API int sqk_comp_supported(uint16_t id, char *buf, size_t cap);
+int sqk_comp_supported(uint16_t id, char *buf, size_t cap);
 
 /* LZO algorithm for a name ("lzo1x_1", "lzo1x_1_11", "lzo1x_1_12", "lzo1x_1_15",
  * "lzo1x_999"), or SQK_LZO_DEFAULT if unknown. */
-SQK_API int sqk_lzo_algorithm_from_name(const char *name);
+int sqk_lzo_algorithm_from_name(const char *name);
 
 /* Name of an LZO algorithm (SQK_LZO_DEFAULT is "lzo1x_999"); NULL when out of range. */
-SQK_API const char *sqk_lzo_algorithm_name(int algorithm);
+const char *sqk_lzo_algorithm_name(int algorithm);
 
 /* Parses a BCJ filter name ("x86", "powerpc", "ia64", "arm", "armthumb", "sparc"); 0 if unknown. */
-SQK_API uint32_t sqk_xz_bcj_from_name(const char *name);
+uint32_t sqk_xz_bcj_from_name(const char *name);
 /* The name of one filter bit (SQK_BCJ_X86...), NULL for another value. */
-SQK_API const char *sqk_xz_bcj_name(uint32_t bit);
+const char *sqk_xz_bcj_name(uint32_t bit);
 
 #endif

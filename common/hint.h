@@ -15,47 +15,38 @@
 #ifndef SQK_HINT_H
 #define SQK_HINT_H
 
-#include "api.h"
+#include "types.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 #define SQK_HINT_MAGIC "SQKHINT1"
 #define SQK_HINT_VERSION 1u
-#define SQK_HINT_FOOTER_SIZE 32u
 #define SQK_HINT_ALIGN 4096u
-#define SQK_HINT_MAX_LEN 65536u
-/* The most ranges a block of SQK_HINT_MAX_LEN holds. */
-#define SQK_HINT_MAX_RANGES ((SQK_HINT_MAX_LEN - SQK_HINT_FOOTER_SIZE) / 16u)
-
-struct sqk_hint_range {
-	uint64_t start;
-	uint64_t length;
-};
 
 /* The block length that holds n ranges (a multiple of 4096), or 0 when n is too many. */
-SQK_API size_t sqk_hint_len(size_t n);
+size_t sqk_hint_len(size_t n);
 
 /* Checks r[0..n) against the rules above for an image of bytes_used bytes: 0 or SQK_ECORRUPT. */
-SQK_API int sqk_hint_check(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used);
+int sqk_hint_check(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used);
 
 /* Encodes r[0..n) (borrowed, checked) into out, a block of len bytes (len = sqk_hint_len(n)),
  * zeros included. SQK_EINVAL for bad ranges or a wrong len. */
-SQK_API int sqk_hint_encode(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used,
+int sqk_hint_encode(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used,
 			    uint8_t *out, size_t len);
 
 /* Reads the footer of a hint: footer is the last 32 bytes of the block. Sets *nranges and
  * *len after checking magic, version, zero field, len (a multiple of 4096, <= 64 KiB, at most
  * avail bytes) and that nranges fits in len. SQK_ENOENT when the magic is not there,
  * SQK_ECORRUPT for any other mismatch. */
-SQK_API int sqk_hint_footer(const uint8_t footer[SQK_HINT_FOOTER_SIZE], uint64_t avail,
+int sqk_hint_footer(const uint8_t footer[SQK_HINT_FOOTER_SIZE], uint64_t avail,
 			    uint32_t *nranges, size_t *len);
 
 /* Decodes the whole block in[0..len) (borrowed) for an image of bytes_used bytes: distrusts
  * every field (footer, ranges, the zero bytes). Writes up to max ranges to out (caller's array)
  * and the count in *n; SQK_ETOOBIG when there are more than max, SQK_ENOENT without the magic,
  * SQK_ECORRUPT otherwise. */
-SQK_API int sqk_hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used,
+int sqk_hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used,
 			    struct sqk_hint_range *out, size_t max, size_t *n);
 
 #endif

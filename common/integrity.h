@@ -63,7 +63,7 @@
 #ifndef SQK_INTEGRITY_H
 #define SQK_INTEGRITY_H
 
-#include "api.h"
+#include "types.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,10 +72,7 @@
 #include "io.h"
 
 #define SQK_INTEG_MAGIC "SQKINTG1"
-#define SQK_INTEG_VERSION 1u      /* flat: the root covers the chunk digest array */
-#define SQK_INTEG_VERSION_TREE 2u /* a digest tree: the root covers the group digests */
 #define SQK_INTEG_TRAILER_SIZE 128u
-#define SQK_INTEG_DIGEST_SIZE 32u
 #define SQK_INTEG_CHUNK_DEFAULT 65536u
 #define SQK_INTEG_CHUNK_MIN 4096u
 #define SQK_INTEG_CHUNK_MAX 1048576u
@@ -85,33 +82,21 @@
 #define SQK_INTEG_GROUP_MIN 64u
 #define SQK_INTEG_GROUP_MAX 65536u
 
-struct sqk_integ_trailer {
-	uint32_t version;
-	uint32_t chunk_size;
-	uint64_t covered;
-	uint64_t hashes_at;
-	uint64_t nchunks;
-	uint8_t root[SQK_INTEG_DIGEST_SIZE];
-	/* version 2 (a digest tree); all 0 in version 1 */
-	uint32_t group_chunks;
-	uint64_t groups_at;
-	uint64_t ngroups;
-};
 
-SQK_API void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t, uint8_t out[SQK_INTEG_TRAILER_SIZE]);
+void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t, uint8_t out[SQK_INTEG_TRAILER_SIZE]);
 /* Decodes and checks magics, version, chunk size, group size, the consistency of the counts
  * and offsets (without overflow) and the zero bytes. SQK_ENOENT without either magic. */
-SQK_API int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
+int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 			     struct sqk_integ_trailer *t);
 
 /* Where the integrity data of a decoded trailer ends (the file's size: the trailer ends on a
  * 4 KiB boundary after the digests, and the group digests in version 2); 0 when that would
  * overflow. The one computation of the area's length, for every version. */
-SQK_API uint64_t sqk_integ_end(const struct sqk_integ_trailer *t);
+uint64_t sqk_integ_end(const struct sqk_integ_trailer *t);
 
 /* Where what sqk_integ_load_lazy reads starts: the chunk digests (version 1), the group
  * digests (version 2). */
-SQK_API uint64_t sqk_integ_lazy_start(const struct sqk_integ_trailer *t);
+uint64_t sqk_integ_lazy_start(const struct sqk_integ_trailer *t);
 
 /* ---- writing (the builder) ---- */
 
@@ -120,26 +105,26 @@ struct sqk_integ_writer;
 /* Creates a streaming hasher for chunk_size (0 = default). Caller owns *out. It writes a flat
  * digest array (version 1) unless the digests exceed SQK_INTEG_FLAT_MAX, then a digest tree of
  * SQK_INTEG_GROUP_DEFAULT digests a group (sqk_integ_writer_tree changes both). */
-SQK_API int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out);
+int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out);
 
 /* Before finish: a digest tree of group_chunks digests a group (0 = SQK_INTEG_GROUP_DEFAULT;
  * else a power of two, SQK_INTEG_GROUP_MIN .. MAX) when the digests take more than flat_max
  * bytes (0: always). SQK_EINVAL for a bad group size. */
-SQK_API int sqk_integ_writer_tree(struct sqk_integ_writer *w, uint32_t group_chunks,
+int sqk_integ_writer_tree(struct sqk_integ_writer *w, uint32_t group_chunks,
 				  uint64_t flat_max);
 
 /* Feeds the bytes written at off. Writes must be sequential, except that bytes inside the first
  * chunk may be rewritten (the superblock is written last): that chunk is hashed at finish. */
-SQK_API int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void *data,
+int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void *data,
 			    size_t len);
 
 /* Ends at `covered` bytes (all fed). Returns in *blob (caller frees) the bytes to append at
  * `covered` (digests, padding, trailer) and the root digest. */
-SQK_API int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_t **blob,
+int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_t **blob,
 			    size_t *blob_len, uint8_t root[SQK_INTEG_DIGEST_SIZE]);
 
 /* Destroys w; NULL-safe. */
-SQK_API void sqk_integ_writer_destroy(struct sqk_integ_writer *w);
+void sqk_integ_writer_destroy(struct sqk_integ_writer *w);
 
 /* ---- reading ---- */
 
@@ -157,66 +142,66 @@ struct sqk_integ {
  * digest, checked (in version 2 each group against its group digest). SQK_ENOENT when there is
  * none (no trailer magic); SQK_ECORRUPT when the trailer, the padding, the digest array or a
  * group do not match the root digest. Fills out (free with sqk_integ_free). */
-SQK_API int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
+int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
 
 /* Loads the trailer and what the root digest covers, from sqk_integ_lazy_start on, and checks
  * the root: in version 1 that is the whole digest array (the same as sqk_integ_load); in
  * version 2 the group digests only, and no chunk digest is known until its group is accepted
  * (sqk_integ_group_accept; sqk_integ_check_chunk says SQK_ENOENT before). Errors and out as
  * sqk_integ_load. */
-SQK_API int sqk_integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
+int sqk_integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
 
 /* After sqk_integ_load_lazy: reads every group of chunk digests from io (borrowed) and accepts
  * those that match their group digest; *nbad counts the others (left unknown: their chunks
  * fail sqk_integ_check_chunk with SQK_ENOENT). 0, or an I/O error. No-op in version 1. */
-SQK_API int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad);
+int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad);
 
 /* The group of chunk k (0 in version 1, which has one "group": the whole array). */
-SQK_API uint64_t sqk_integ_group_of(const struct sqk_integ *ig, uint64_t k);
+uint64_t sqk_integ_group_of(const struct sqk_integ *ig, uint64_t k);
 
 /* Group g (< ngroups): its chunks [*k0, *k1) and the file bytes [*start, *end) that hold their
  * digests. Borrows ig. */
-SQK_API void sqk_integ_group_range(const struct sqk_integ *ig, uint64_t g, uint64_t *k0,
+void sqk_integ_group_range(const struct sqk_integ *ig, uint64_t g, uint64_t *k0,
 				   uint64_t *k1, uint64_t *start, uint64_t *end);
 
 /* Whether the digests of group g are known (always after a full load). Thread-safe. */
-SQK_API bool sqk_integ_group_loaded(const struct sqk_integ *ig, uint64_t g);
+bool sqk_integ_group_loaded(const struct sqk_integ *ig, uint64_t g);
 
 /* The chunk digests of group g (borrowed from ig: (k1 - k0) * 32 bytes, sqk_integ_group_range),
  * or NULL when they are not known. Thread-safe. */
-SQK_API const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g);
+const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g);
 
 /* Checks data (the whole of group g's digests, sqk_integ_group_range) against its group digest:
  * 0 or SQK_ECORRUPT. Thread-safe; keeps nothing. */
-SQK_API int sqk_integ_group_check(const struct sqk_integ *ig, uint64_t g, const void *data,
+int sqk_integ_group_check(const struct sqk_integ *ig, uint64_t g, const void *data,
 				  size_t len);
 
 /* After sqk_integ_load_lazy: checks data as sqk_integ_group_check and keeps a copy (ig owns
  * it), so the chunks of group g can be checked from then on. 0 also when it was known already;
  * SQK_ECORRUPT (nothing kept), SQK_ENOMEM, SQK_EINVAL without a lazy load. Thread-safe, also
  * against sqk_integ_check_chunk. Borrows data. */
-SQK_API int sqk_integ_group_accept(struct sqk_integ *ig, uint64_t g, const void *data,
+int sqk_integ_group_accept(struct sqk_integ *ig, uint64_t g, const void *data,
 				   size_t len);
 
 /* Frees what sqk_integ_load allocated; NULL-safe. */
-SQK_API void sqk_integ_free(struct sqk_integ *ig);
+void sqk_integ_free(struct sqk_integ *ig);
 
 /* Byte range [*start, *end) of chunk k. */
-SQK_API void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start,
+void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start,
 			   uint64_t *end);
 
 /* Checks data (the whole of chunk k) against its digest: 0 or SQK_ECORRUPT; SQK_ENOENT when
  * the digests of its group are not loaded yet (lazy loads). Thread-safe. */
-SQK_API int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len);
+int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len);
 
 /* SHA-256 of data into out. */
-SQK_API void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
 
 /* Lower-case hex of a digest (65 bytes with the NUL). */
-SQK_API void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE], char out[2 * SQK_INTEG_DIGEST_SIZE + 1]);
+void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE], char out[2 * SQK_INTEG_DIGEST_SIZE + 1]);
 
 /* Parses 64 hex digits; SQK_EINVAL otherwise. */
-SQK_API int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
 
 /* ---- fast checksums (XXH3-64 per chunk, inside `covered`) ---- */
 
@@ -236,10 +221,10 @@ struct sqk_integ_fast {
 };
 
 /* XXH3-64 (seed 0) of data. */
-SQK_API uint64_t sqk_xxh3_64(const void *data, size_t len);
+uint64_t sqk_xxh3_64(const void *data, size_t len);
 
 /* The length of a block of n entries (a multiple of 4096), 0 when it would overflow. */
-SQK_API uint64_t sqk_integ_fast_len(uint64_t n);
+uint64_t sqk_integ_fast_len(uint64_t n);
 
 /* Reads the footer (the last 32 bytes of [0, t->covered)) of a block that must start at or
  * after min_start (the padded image, or the end of what precedes it). SQK_ENOENT without the
@@ -247,23 +232,23 @@ SQK_API uint64_t sqk_integ_fast_len(uint64_t n);
  * [min_start, covered); *at and *len are then set, and SQK_EUNSUPPORTED is returned for another
  * version or algorithm (a block to skip); SQK_ECORRUPT when n is not at / chunk_size or len not
  * the length n entries take. */
-SQK_API int sqk_integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
+int sqk_integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
 				  const struct sqk_integ_trailer *t, uint64_t min_start,
 				  uint64_t *at, uint64_t *len, uint64_t *n);
 
 /* Decodes the whole block blk[0..len) (borrowed), distrusting every field: the footer as
  * above, the zero bytes between the entries and the footer. Fills out (sqk_integ_fast_free,
  * also after a failure); errors as sqk_integ_fast_footer, or SQK_ENOMEM. */
-SQK_API int sqk_integ_fast_decode(const uint8_t *blk, size_t len,
+int sqk_integ_fast_decode(const uint8_t *blk, size_t len,
 				  const struct sqk_integ_trailer *t, uint64_t min_start,
 				  struct sqk_integ_fast *out);
 
 /* Frees what f owns; NULL-safe. */
-SQK_API void sqk_integ_fast_free(struct sqk_integ_fast *f);
+void sqk_integ_fast_free(struct sqk_integ_fast *f);
 
 /* Checks data (the whole of chunk k < f->n) against its fast checksum: 0 or SQK_ECORRUPT.
  * Thread-safe. */
-SQK_API int sqk_integ_fast_check_chunk(const struct sqk_integ *ig,
+int sqk_integ_fast_check_chunk(const struct sqk_integ *ig,
 				       const struct sqk_integ_fast *f, uint64_t k,
 				       const void *data, size_t len);
 
@@ -272,7 +257,7 @@ SQK_API int sqk_integ_fast_check_chunk(const struct sqk_integ *ig,
  * the chunks [0, at / chunk_size). Returns in *blk (caller frees) the block of *len bytes, to
  * feed through sqk_integ_writer_update at `at` like the image; *blk NULL and *len 0 when
  * there is no whole chunk before `at` (no block). Once per writer. */
-SQK_API int sqk_integ_writer_fast(struct sqk_integ_writer *w, uint64_t at, uint8_t **blk,
+int sqk_integ_writer_fast(struct sqk_integ_writer *w, uint64_t at, uint8_t **blk,
 				  size_t *len);
 
 #endif

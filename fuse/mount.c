@@ -27,6 +27,7 @@
 #include "common/parse.h"
 #include "common/sigwatch.h"
 #include "sqk/sqk.h"
+#include "common/integrity.h"
 
 #ifndef SQK_VERSION
 #define SQK_VERSION "unknown" /* the Makefile's VERSION, given to this file */

@@ -12,9 +12,12 @@ LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
 # Installed as <sqk/sqk.h>, <sqk/sqk_check.h> and <sqk/common/*.h> (the layout the public
 # headers include each other by), so none of them shadows a system header of the same name.
+# Only the API: the reader's and the checker's headers, the I/O vtable (io.h), the error codes,
+# the plain data the API returns (types.h, counts.h) and the export mark (api.h); the on-disk
+# codecs (format.h, integrity.h, hint.h, compressor.h, inode_codec.h, meta.h) are not installed.
 LIBSQK_HEADERS := reader/include/sqk/sqk.h reader/include/sqk/sqk_check.h
-LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/format.h common/io.h common/io_http.h \
-	common/compressor.h common/integrity.h common/hint.h common/counts.h
+LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/io.h common/io_http.h common/types.h \
+	common/counts.h
 
 LIBS_OUT := $(LIBSQK_A) $(LIBSQK_SO) $(LIBSQK_PC)
 

@@ -15,6 +15,7 @@
 #include "common/endian.h"
 #include "common/hint.h"
 #include "common/integrity.h"
+#include "common/format.h"
 
 #define READ_SPAN (8u << 20)
 

@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/format.h"
+#include "common/integrity.h"
 #include "sqk/sqk_check.h"
 #include "internal.h"
 

@@ -8,6 +8,7 @@
 #include "check_internal.h"
 #include "common/endian.h"
 #include "common/meta.h"
+#include "common/format.h"
 
 static int region(struct chk *c, uint64_t start, uint64_t end, const char *name)
 {

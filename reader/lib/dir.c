@@ -6,6 +6,7 @@
 #include "common/endian.h"
 #include "internal.h"
 #include "common/meta.h"
+#include "common/format.h"
 
 static void iter_at(struct sqk_image *img, const struct sqk_inode *dir, uint32_t block,
 		    uint32_t off, uint32_t remaining, struct sqk_dir_iter *it)

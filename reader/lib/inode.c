@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "common/inode_codec.h"
 #include "common/meta.h"
+#include "common/format.h"
 
 static const uint32_t ifmt[8] = { 0, S_IFDIR, S_IFREG, S_IFLNK, S_IFBLK, S_IFCHR, S_IFIFO,
 				  S_IFSOCK };

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "common/compressor.h"
+#include "common/format.h"
+#include "common/hint.h"
 #include "common/integrity.h"
 #include "sqk/sqk.h"
 

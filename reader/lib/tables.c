@@ -7,6 +7,7 @@
 #include "common/endian.h"
 #include "internal.h"
 #include "common/meta.h"
+#include "common/format.h"
 
 #define SQK_MIN_INODE_SIZE 20u /* header + nlink (fifo, socket) */
 

@@ -4,6 +4,7 @@
 #include "common/endian.h"
 #include "internal.h"
 #include "common/meta.h"
+#include "common/format.h"
 
 
 struct xpair {

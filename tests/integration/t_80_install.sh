@@ -89,7 +89,13 @@ info "installed libsqk used through pkg-config: $out"
 
 # libsqk.so exports exactly the functions its installed headers declare (SQK_API): no internals
 need_cmd nm
-nm -D --defined-only "$D/usr/lib/libsqk.so.1" | awk '$2 ~ /^[TW]$/ {print $3}' | sort >"$TMP/exported"
+nm -D --defined-only "$D/usr/lib/libsqk.so.1" | awk '$2 ~ /^[TW]$/ {print $3}' | sort >"$TMP/versioned"
+# every function is in the version script's node (sqk_x@@LIBSQK_1.0), none unversioned
+bad=$(grep -v '@@LIBSQK_1\.[0-9]*$' "$TMP/versioned") &&
+	fail "libsqk.so exports functions outside its version script's nodes: $bad"
+sed 's/@@.*//' "$TMP/versioned" >"$TMP/exported"
+readelf -d "$D/usr/lib/libsqk.so.1" | grep -q 'SONAME.*\[libsqk\.so\.1\]' ||
+	fail "libsqk.so.1 does not carry the SONAME libsqk.so.1"
 python3 - "$D/usr/include/sqk" "$TMP/exported" <<'PY' || fail "libsqk.so's exports differ from its headers"
 import os, re, sys
 decl, bare = set(), set()

@@ -26,9 +26,8 @@
 
 #include "common/counts.h"
 #include "common/error.h"
-#include "common/format.h"
-#include "common/integrity.h"
 #include "common/io.h"
+#include "common/types.h"
 #include "common/io_http.h"
 
 struct sqk_image;
@@ -332,7 +331,6 @@ SQK_API int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out);
  * SQK_HINT_MAX_RANGES exist) and their count in *n (SQK_ETOOBIG with *n set when more than max).
  * SQK_ENOENT when the image has none (or no integrity data); SQK_ECORRUPT for a block that does
  * not decode. Two small reads, verified when reads of img are; thread-safe. */
-#include "common/hint.h"
 SQK_API int sqk_image_hint(struct sqk_image *img, struct sqk_hint_range *out, size_t max,
 			   size_t *n);
 
