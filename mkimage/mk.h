@@ -1,8 +1,9 @@
 /* Internal state of the image builder, shared by its stages:
- * a source (source.h: source_dir.c, source_tar.c) yields entries → tree (tree.c), xattrs and ids
- * (attrs.c) → each file's content read once (data.c: dedup in dedup.c, tails in tails.c, blocks
- * compressed and written by pipeline.c) → tables (tables.c) → build.c puts the image together;
- * main.c is `sqk mkimage` (options.c) with the image file. */
+ * a source (source.h: source_dir.c, source_tar.c) yields entries → tree (tree.c, or walk.c on
+ * disk), xattrs and ids (attrs.c) → each file's content read once (data.c: dedup in dedup.c,
+ * tails in the spill store spill.c, blocks compressed and written by pipeline.c) → tables
+ * (tables.c) → build.c puts the image together; main.c is `sqk mkimage` (options.c) with the
+ * image file. */
 #ifndef SQK_MK_H
 #define SQK_MK_H
 
@@ -292,17 +293,18 @@ int mk_dedup_find(struct mk_ctx *c, const struct mk_dedup *d, uint64_t size,
 int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_file *f,
 			 const uint8_t *digest, const struct mk_file **orig);
 
-/* tails.c: a store of byte strings (file tails for the fragment blocks, digests, directory
- * entries), in memory up to budget bytes, then in an unnamed temporary file; what names it in
- * messages. put copies data and gives its ref (the bytes put before it); get copies it back. */
-struct mk_tails;
-int mk_tails_create(struct mk_ctx *c, const char *what, size_t budget, struct mk_tails **out);
-void mk_tails_destroy(struct mk_tails *t);
-int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len,
+/* spill.c: the spill store of byte strings (file tails for the fragment blocks, digests,
+ * directory entries), in memory up to budget bytes, then in an unnamed temporary file; what
+ * names it in messages. put copies data and gives its ref (the bytes put before it); get
+ * copies it back. */
+struct mk_spill;
+int mk_spill_create(struct mk_ctx *c, const char *what, size_t budget, struct mk_spill **out);
+void mk_spill_destroy(struct mk_spill *t);
+int mk_spill_put(struct mk_ctx *c, struct mk_spill *t, const void *data, size_t len,
 		 uint64_t *ref);
-int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, size_t len);
+int mk_spill_get(struct mk_ctx *c, struct mk_spill *t, uint64_t ref, void *buf, size_t len);
 /* Forgets everything put so far (refs start again from 0); the memory and file are reused. */
-void mk_tails_reset(struct mk_tails *t);
+void mk_spill_reset(struct mk_spill *t);
 
 /* order.c: --order FILE and -sort FILE. mk_order_load reads both lists before anything is
  * written (a malformed line is an error naming FILE and its line; listed paths the source does

@@ -137,7 +137,7 @@ struct mk_order {
 	struct pathmap sort;       /* -sort: image path -> priority */
 	struct deferred *def;
 	size_t ndef, def_cap;
-	struct mk_tails *def_paths;
+	struct mk_spill *def_paths;
 	char *scratch;
 	size_t scratch_cap;
 	uint32_t front_frags;      /* fragment blocks [0, front_frags) hold the front files' tails */
@@ -516,7 +516,7 @@ int mk_order_load(struct mk_ctx *c)
 	if (!err && opt->sort_file)
 		err = sort_front(c, o);
 	if (!err)
-		err = mk_tails_create(c, "the paths of negative-priority files", MK_DEFER_MEM,
+		err = mk_spill_create(c, "the paths of negative-priority files", MK_DEFER_MEM,
 				      &o->def_paths);
 	if (err)
 		return err;
@@ -585,7 +585,7 @@ static int defer(struct mk_ctx *c, struct mk_order *o, const struct mk_file_ref 
 		return mk_fail(c, SQK_ETOOBIG, "'%s': path too long", e->origin);
 	*d = (struct deferred){ .file = fr->file, .len = (uint32_t)len, .order = fr->order,
 				.ldir = fr->ldir, .prio = prio };
-	err = mk_tails_put(c, o->def_paths, e->path, len, &d->ref);
+	err = mk_spill_put(c, o->def_paths, e->path, len, &d->ref);
 	if (!err)
 		o->ndef++;
 	return err;
@@ -636,7 +636,7 @@ int mk_order_deferred(struct mk_ctx *c)
 		struct deferred *d = &o->def[i];
 		struct mk_entry e;
 		if ((err = mk_grow(c, (void **)&o->scratch, &o->scratch_cap, d->len + 1, 1)) ||
-		    (err = mk_tails_get(c, o->def_paths, d->ref, o->scratch, d->len)))
+		    (err = mk_spill_get(c, o->def_paths, d->ref, o->scratch, d->len)))
 			break;
 		o->scratch[d->len] = 0;
 		int r = mk_source_dir_file(o->src, c, o->scratch, false, &e);
@@ -736,7 +736,7 @@ void mk_order_free(struct mk_ctx *c)
 	pm_free(&o->listed);
 	mk_idmap_free(&o->front_ids);
 	free(o->def);
-	mk_tails_destroy(o->def_paths);
+	mk_spill_destroy(o->def_paths);
 	free(o->scratch);
 	mk_source_destroy(o->src);
 	free(o);

@@ -29,7 +29,7 @@ static int drain(struct mk_tables *t)
 			return err;
 		struct mk_piece_ref *p = &t->dir_pieces[t->ndir_pieces++];
 		p->len = t->dirs.out_len;
-		err = mk_tails_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &p->ref);
+		err = mk_spill_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &p->ref);
 		sqk_meta_writer_drain(&t->dirs);
 	}
 	return err;
@@ -473,7 +473,7 @@ static int copy_dirs(struct mk_tables *t)
 	uint8_t *buf = cap ? malloc(cap) : NULL;
 	int err = cap && !buf ? mk_fail(c, SQK_ENOMEM, "out of memory") : 0;
 	for (size_t i = 0; i < t->ndir_pieces && !err; i++) {
-		err = mk_tails_get(c, t->dir_store, t->dir_pieces[i].ref, buf, t->dir_pieces[i].len);
+		err = mk_spill_get(c, t->dir_store, t->dir_pieces[i].ref, buf, t->dir_pieces[i].len);
 		if (!err)
 			err = mk_write(c, buf, t->dir_pieces[i].len);
 	}
@@ -485,7 +485,7 @@ static int write_inodes_dirs(struct mk_ctx *c, struct sqk_super *sb, struct mk_t
 {
 	uint64_t root_ref = 0;
 	sb->inode_table_start = c->pos;
-	int err = mk_tails_create(c, "the directory table", c->opt->entry_mem, &t->dir_store);
+	int err = mk_spill_create(c, "the directory table", c->opt->entry_mem, &t->dir_store);
 	if (!err && !(t->exports = calloc(c->inode_count ? c->inode_count : 1, 8)))
 		err = mk_fail(c, SQK_ENOMEM, "out of memory");
 	if (!err && c->walk)
@@ -517,7 +517,7 @@ int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb)
 	int err = write_inodes_dirs(c, sb, &t);
 	sqk_meta_writer_free(&t.inodes);
 	sqk_meta_writer_free(&t.dirs);
-	mk_tails_destroy(t.dir_store);
+	mk_spill_destroy(t.dir_store);
 	free(t.dir_pieces);
 	if (!err)
 		err = write_frag_table(c, sb);

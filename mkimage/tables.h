@@ -10,7 +10,7 @@
 struct mk_tables {
 	struct mk_ctx *c;
 	struct sqk_meta_writer inodes, dirs;
-	struct mk_tails *dir_store;  /* finished directory-table blocks (owned) */
+	struct mk_spill *dir_store;  /* finished directory-table blocks (owned) */
 	struct mk_piece_ref { uint64_t ref; size_t len; } *dir_pieces; /* what went in (owned) */
 	size_t ndir_pieces, dir_pieces_cap;
 	uint64_t *exports;           /* inode reference by inode number - 1 (owned) */

@@ -1,7 +1,7 @@
 /* The tree of an ordered source (the directory walker), held on disk rather than in memory.
  * Entries come depth first, each directory's in name order: the directories being listed form a
  * stack, each collecting its entries as compact records; once the walk has left a directory, its
- * records go to a store that spills to a temporary file (tails.c). Memory keeps what the tables
+ * records go to a store that spills to a temporary file (spill.c). Memory keeps what the tables
  * need from everywhere: the 32-byte file records (their data is placed while the walk goes on),
  * one record per directory, and the files with several names. At the end the inodes are
  * numbered as tree.c numbers them (root 1, then each directory's entries in turn, directories
@@ -66,7 +66,7 @@ struct wlname {
 };
 
 struct mk_walk {
-	struct mk_tails *store;
+	struct mk_spill *store;
 	struct wdir *dirs;
 	uint32_t ndirs, dirs_cap;
 	struct wopen *open;
@@ -169,7 +169,7 @@ static int close_dir(struct mk_ctx *c, struct mk_walk *w)
 	struct wopen *o = &w->open[--w->depth];
 	struct wdir *d = &w->dirs[o->dir];
 	d->bytes = o->len;
-	return o->len ? mk_tails_put(c, w->store, o->buf, o->len, &d->ref) : 0;
+	return o->len ? mk_spill_put(c, w->store, o->buf, o->len, &d->ref) : 0;
 }
 
 /* Closes open directories until the deepest is the one at path[0..len). */
@@ -355,7 +355,7 @@ int mk_walk_start(struct mk_ctx *c)
 	c->walk = w;
 	struct mk_attrs a;
 	uint32_t root;
-	int err = mk_tails_create(c, "directory entries", c->opt->entry_mem, &w->store);
+	int err = mk_spill_create(c, "directory entries", c->opt->entry_mem, &w->store);
 	if (!err)
 		err = mk_implied_attrs(c, &a);
 	if (!err)
@@ -539,7 +539,7 @@ static int emit_wdir(struct mk_ctx *c, struct mk_tables *t, uint32_t dir,
 	struct mk_dent *v = malloc(((size_t)d->n + 1) * sizeof(*v));
 	int err = !buf || !k || !v ? mk_fail(c, SQK_ENOMEM, "out of memory") : 0;
 	if (!err && d->bytes)
-		err = mk_tails_get(c, w->store, d->ref, buf, d->bytes);
+		err = mk_spill_get(c, w->store, d->ref, buf, d->bytes);
 	if (!err)
 		err = decode_dir(c, w, d, buf, k, v);
 	if (!err)
@@ -570,7 +570,7 @@ void mk_walk_free(struct mk_ctx *c)
 	struct mk_walk *w = c->walk;
 	if (!w)
 		return;
-	mk_tails_destroy(w->store);
+	mk_spill_destroy(w->store);
 	for (uint32_t i = 0; i < w->nfiles; i++) {
 		struct mk_file *f = file_at(w, i);
 		if (f->frag_index != MK_FRAG_DUP)

@@ -271,34 +271,34 @@ START_TEST(test_store_spill_reset)
 {
 	struct mk_options o;
 	struct mk_ctx c;
-	struct mk_tails *t;
+	struct mk_spill *t;
 	uint8_t a[40], b[40], back[40];
 	uint64_t ra, rb, rc;
 	memset(a, 'a', sizeof(a));
 	memset(b, 'b', sizeof(b));
 	ck_assert_int_eq(parse(&o, "1"), 0);
 	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
-	ck_assert_int_eq(mk_tails_create(&c, "test bytes", 64, &t), 0);
-	ck_assert_int_eq(mk_tails_put(&c, t, a, sizeof(a), &ra), 0);
-	ck_assert_int_eq(mk_tails_put(&c, t, b, sizeof(b), &rb), 0); /* over 64: the file */
-	ck_assert_int_eq(mk_tails_put(&c, t, a, 8, &rc), 0);          /* fits, but after a spill */
+	ck_assert_int_eq(mk_spill_create(&c, "test bytes", 64, &t), 0);
+	ck_assert_int_eq(mk_spill_put(&c, t, a, sizeof(a), &ra), 0);
+	ck_assert_int_eq(mk_spill_put(&c, t, b, sizeof(b), &rb), 0); /* over 64: the file */
+	ck_assert_int_eq(mk_spill_put(&c, t, a, 8, &rc), 0);          /* fits, but after a spill */
 	ck_assert_uint_lt(ra, 64);
 	ck_assert_uint_ge(rb, 64);
 	ck_assert_uint_ge(rc, 64);
-	ck_assert_int_eq(mk_tails_get(&c, t, rb, back, sizeof(b)), 0);
+	ck_assert_int_eq(mk_spill_get(&c, t, rb, back, sizeof(b)), 0);
 	ck_assert_mem_eq(back, b, sizeof(b));
-	ck_assert_int_eq(mk_tails_get(&c, t, ra, back, sizeof(a)), 0);
+	ck_assert_int_eq(mk_spill_get(&c, t, ra, back, sizeof(a)), 0);
 	ck_assert_mem_eq(back, a, sizeof(a));
-	mk_tails_reset(t);
-	ck_assert_int_eq(mk_tails_put(&c, t, b, sizeof(b), &ra), 0);
+	mk_spill_reset(t);
+	ck_assert_int_eq(mk_spill_put(&c, t, b, sizeof(b), &ra), 0);
 	ck_assert_uint_lt(ra, 64); /* memory again */
 	for (int i = 0; i < 4000; i++) /* then past the write buffer: read back from the file */
-		ck_assert_int_eq(mk_tails_put(&c, t, a, sizeof(a), &rb), 0);
-	ck_assert_int_eq(mk_tails_get(&c, t, ra, back, sizeof(b)), 0);
+		ck_assert_int_eq(mk_spill_put(&c, t, a, sizeof(a), &rb), 0);
+	ck_assert_int_eq(mk_spill_get(&c, t, ra, back, sizeof(b)), 0);
 	ck_assert_mem_eq(back, b, sizeof(b));
-	ck_assert_int_eq(mk_tails_get(&c, t, rb, back, sizeof(a)), 0);
+	ck_assert_int_eq(mk_spill_get(&c, t, rb, back, sizeof(a)), 0);
 	ck_assert_mem_eq(back, a, sizeof(a));
-	mk_tails_destroy(t);
+	mk_spill_destroy(t);
 	mk_ctx_free(&c);
 	mk_options_free(&o);
 }
