@@ -5,7 +5,6 @@
  * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (main.c),
  * memory in the tests. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,49 +15,6 @@
 #include "mk.h"
 #include "reuse.h"
 #include "source.h"
-
-int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
-{
-	pthread_mutex_lock(&c->errmu);
-	if (!c->first_err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
-		va_end(ap);
-		c->first_err = err;
-	}
-	pthread_mutex_unlock(&c->errmu);
-	return err;
-}
-
-int mk_grow(struct mk_ctx *c, void **v, size_t *cap, size_t need, size_t sz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *nv = ncap <= SIZE_MAX / sz ? realloc(*v, ncap * sz) : NULL;
-	if (!nv)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
-int mk_write(struct mk_ctx *c, const void *buf, size_t len)
-{
-	int err = sqk_io_write_at(c->out, c->pos, buf, len);
-	if (err)
-		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
-			       (unsigned long long)c->pos,
-			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
-	if (c->integ && (err = sqk_integ_writer_update(c->integ, c->pos, buf, len)))
-		return mk_fail(c, err, "cannot hash image '%s' at offset %llu: %s", c->opt->image,
-			       (unsigned long long)c->pos, sqk_strerror(err));
-	c->pos += len;
-	return 0;
-}
 
 static uint16_t image_flags(const struct mk_options *o, bool comp_opts, uint32_t nxattr_sets)
 {
@@ -288,35 +244,3 @@ int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
 		err = write_tail(c, sb, comp_opts);
 	return err;
 }
-
-int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel)
-{
-	memset(c, 0, sizeof(*c));
-	c->opt = o;
-	c->cancel = cancel;
-	pthread_mutex_init(&c->errmu, NULL);
-	if (mk_ids_create(&c->ids) || mk_xattrs_create(&c->xattrs))
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	int err = sqk_compressor_create(&o->comp, &c->comp);
-	if (err)
-		return mk_fail(c, err, "cannot set up the %s compressor: %s", sqk_comp_name(o->comp.id),
-			       sqk_strerror(err));
-	return 0;
-}
-
-void mk_ctx_free(struct mk_ctx *c)
-{
-	mk_tree_free(c);
-	mk_walk_free(c);
-	mk_ids_destroy(c->ids);
-	mk_xattrs_destroy(c->xattrs);
-	sqk_compressor_destroy(c->comp);
-	sqk_io_destroy(c->out);
-	sqk_integ_writer_destroy(c->integ);
-	mk_reuse_close(c->reuse);
-	mk_pseudo_free(c->pseudo);
-	mk_order_free(c);
-	free(c->frags);
-	pthread_mutex_destroy(&c->errmu);
-}
-

@@ -233,7 +233,7 @@ static int put_key(struct mk_ctx *c, struct mk_data *d, struct piece *pc, const 
 	size_t cls_len = strlen(cls), stem_len = strcspn(name, ".");
 	if (cls_len == 3 && !memcmp(cls, "pyc", 3))
 		cls_len = 2;
-	int err = mk_grow(c, (void **)&d->keys, &d->keys_cap,
+	int err = mk_grow(c, &d->keys, &d->keys_cap,
 			  d->keys_len + cls_len + stem_len, 1);
 	if (err)
 		return err;
@@ -257,7 +257,7 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, const struct file_pass
 	int err = d->npieces >= batch ? flush_pieces(c, d, false) : 0;
 	if (err)
 		return err;
-	if ((err = mk_grow(c, (void **)&d->pieces, &d->pieces_cap, d->npieces + 1,
+	if ((err = mk_grow(c, &d->pieces, &d->pieces_cap, d->npieces + 1,
 			   sizeof(*d->pieces))))
 		return err;
 	struct piece *pc = &d->pieces[d->npieces];

@@ -9,6 +9,7 @@
 
 #include "common/endian.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/integrity.h"
 #include "mk.h"
 
@@ -20,7 +21,8 @@ struct dd_entry {
 struct mk_dedup {
 	struct mk_spill *digests;   /* entry i's digest at ref 32 * i */
 	struct dd_entry *v;         /* entries in the order files came */
-	uint32_t n, cap;
+	uint32_t n;
+	size_t cap;
 	uint32_t *slots;            /* entry number + 1; 0 = empty */
 	uint32_t nslots;
 	uint64_t *sizes;            /* open addressing; 0 = empty (empty files are never indexed) */
@@ -164,16 +166,8 @@ int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_f
 	int err = 0;
 	if ((d->n + 1) * 2 > d->nslots)
 		err = grow(d);
-	if (!err && d->n == d->cap) {
-		uint32_t ncap = d->cap ? d->cap + d->cap / 2 : 1024;
-		struct dd_entry *nv = realloc(d->v, (size_t)ncap * sizeof(*nv));
-		if (!nv)
-			err = SQK_ENOMEM;
-		else {
-			d->v = nv;
-			d->cap = ncap;
-		}
-	}
+	if (!err)
+		err = sqk_grow(&d->v, &d->cap, (size_t)d->n + 1, sizeof(*d->v), 0);
 	if (!err)
 		err = sizes_add(d, size);
 	if (!err && d->n == UINT32_MAX - 1)

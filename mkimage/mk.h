@@ -168,9 +168,10 @@ int mk_build_inputs(struct mk_ctx *c);
  * c->errmsg. */
 int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb);
 
-/* Grows the array *v of *cap elements of sz bytes (doubling, from 16) to hold need; an
- * allocation failure is reported through c. */
-int mk_grow(struct mk_ctx *c, void **v, size_t *cap, size_t need, size_t sz);
+/* ctx.c: the context helpers. mk_grow is sqk_grow (common/grow.h: arrp is a T **, the array
+ * of *cap elements of sz bytes grows to hold need, overflow-checked) with the failure reported
+ * through c. */
+int mk_grow(struct mk_ctx *c, void *arrp, size_t *cap, size_t need, size_t sz);
 
 /* Records the first error message (printf-style) and returns err. Thread-safe. */
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)

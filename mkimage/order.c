@@ -266,7 +266,7 @@ static int add_front(struct mk_ctx *c, struct mk_order *o, const char *path, int
 	int err = pm_put(c, &o->front_idx, path, (int64_t)o->nfront, &added);
 	if (err || !added)
 		return err;
-	if ((err = mk_grow(c, (void **)&o->front, &o->front_cap, o->nfront + 1, sizeof(*o->front))))
+	if ((err = mk_grow(c, &o->front, &o->front_cap, o->nfront + 1, sizeof(*o->front))))
 		return err;
 	struct front *f = &o->front[o->nfront];
 	memset(f, 0, sizeof(*f));
@@ -386,7 +386,7 @@ static int priority(struct mk_ctx *c, struct mk_order *o, const char *p, int *pr
 	*prio = 0;
 	if (!o->sort.used)
 		return 0;
-	int err = mk_grow(c, (void **)&o->scratch, &o->scratch_cap, n + 1, 1);
+	int err = mk_grow(c, &o->scratch, &o->scratch_cap, n + 1, 1);
 	if (err)
 		return err;
 	memcpy(o->scratch, p, n + 1);
@@ -442,7 +442,7 @@ static int cand_visit(void *arg, struct mk_ctx *c, const char *rel)
 		return err < 0 ? err : 0;
 	if (prio <= 0 || (err = pm_put(c, &cs->seen, rel, 0, &added)) || !added)
 		return err;
-	if ((err = mk_grow(c, (void **)&cs->v, &cs->cap, cs->n + 1, sizeof(*cs->v))))
+	if ((err = mk_grow(c, &cs->v, &cs->cap, cs->n + 1, sizeof(*cs->v))))
 		return err;
 	if (!(cs->v[cs->n].path = strdup(rel)))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
@@ -576,7 +576,7 @@ int mk_order_front(struct mk_ctx *c)
 static int defer(struct mk_ctx *c, struct mk_order *o, const struct mk_file_ref *fr,
 		 const struct mk_entry *e, int prio)
 {
-	int err = mk_grow(c, (void **)&o->def, &o->def_cap, o->ndef + 1, sizeof(*o->def));
+	int err = mk_grow(c, &o->def, &o->def_cap, o->ndef + 1, sizeof(*o->def));
 	if (err)
 		return err;
 	struct deferred *d = &o->def[o->ndef];
@@ -635,7 +635,7 @@ int mk_order_deferred(struct mk_ctx *c)
 	for (size_t i = 0; i < o->ndef && !err; i++) {
 		struct deferred *d = &o->def[i];
 		struct mk_entry e;
-		if ((err = mk_grow(c, (void **)&o->scratch, &o->scratch_cap, d->len + 1, 1)) ||
+		if ((err = mk_grow(c, &o->scratch, &o->scratch_cap, d->len + 1, 1)) ||
 		    (err = mk_spill_get(c, o->def_paths, d->ref, o->scratch, d->len)))
 			break;
 		o->scratch[d->len] = 0;

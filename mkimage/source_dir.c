@@ -97,16 +97,9 @@ static int set_str(struct mk_ctx *c, char **buf, size_t *cap, size_t at, const c
 		   bool slash)
 {
 	size_t la = strlen(add), need = at + la + 2;
-	if (need > *cap) {
-		size_t ncap = *cap ? *cap : 256;
-		while (ncap < need)
-			ncap *= 2;
-		char *nb = realloc(*buf, ncap);
-		if (!nb)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		*buf = nb;
-		*cap = ncap;
-	}
+	int err = mk_grow(c, buf, cap, need, 1);
+	if (err)
+		return err;
 	if (slash && at && (*buf)[at - 1] != '/')
 		(*buf)[at++] = '/';
 	memcpy(*buf + at, add, la + 1);
@@ -386,15 +379,10 @@ static void frame_free(struct frame *f)
 
 static int push_frame(struct mk_ctx *c, struct dir_source *d, struct frame *f)
 {
-	if (d->depth == d->cap) {
-		size_t ncap = d->cap ? d->cap * 2 : 16;
-		struct frame *ns = realloc(d->stack, ncap * sizeof(*ns));
-		if (!ns) {
-			frame_free(f);
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		}
-		d->stack = ns;
-		d->cap = ncap;
+	int err = mk_grow(c, &d->stack, &d->cap, d->depth + 1, sizeof(*d->stack));
+	if (err) {
+		frame_free(f);
+		return err;
 	}
 	d->stack[d->depth++] = *f;
 	return 0;
@@ -402,14 +390,9 @@ static int push_frame(struct mk_ctx *c, struct dir_source *d, struct frame *f)
 
 static int add_name(struct mk_ctx *c, struct frame *f, size_t *cap, const char *name)
 {
-	if (f->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		char **nn = realloc(f->names, ncap * sizeof(*nn));
-		if (!nn)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		f->names = nn;
-		*cap = ncap;
-	}
+	int err = mk_grow(c, &f->names, cap, f->n + 1, sizeof(*f->names));
+	if (err)
+		return err;
 	if (!(f->names[f->n] = strdup(name)))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	f->n++;
@@ -500,14 +483,9 @@ static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *
 			return mk_fail(c, vl < 0 ? sqk_from_errno(errno) : SQK_ETOOBIG,
 				       "cannot read xattr %s of '%s': %s", nm, d->path,
 				       vl < 0 ? strerror(errno) : "too large");
-		if (vtotal + (size_t)vl + 1 > d->xvals_cap) {
-			size_t ncap = (vtotal + (size_t)vl + 1) * 2;
-			uint8_t *nv = realloc(d->xvals, ncap);
-			if (!nv)
-				return mk_fail(c, SQK_ENOMEM, "out of memory");
-			d->xvals = nv;
-			d->xvals_cap = ncap;
-		}
+		int err = mk_grow(c, &d->xvals, &d->xvals_cap, vtotal + (size_t)vl + 1, 1);
+		if (err)
+			return err;
 		ssize_t got = vl ? lgetxattr(d->path, nm, d->xvals + vtotal, (size_t)vl) : 0;
 		if (got != vl)
 			return mk_fail(c, SQK_ECHANGED, "xattr %s of '%s' changed while being read", nm,

@@ -24,7 +24,7 @@ static int drain(struct mk_tables *t)
 		sqk_meta_writer_drain(&t->inodes);
 	}
 	if (!err && t->dirs.out_len >= DRAIN_AT) {
-		if ((err = mk_grow(c, (void **)&t->dir_pieces, &t->dir_pieces_cap,
+		if ((err = mk_grow(c, &t->dir_pieces, &t->dir_pieces_cap,
 				   t->ndir_pieces + 1, sizeof(*t->dir_pieces))))
 			return err;
 		struct mk_piece_ref *p = &t->dir_pieces[t->ndir_pieces++];
@@ -146,7 +146,7 @@ struct listing {
 static int add_index(struct mk_ctx *c, struct listing *l, uint32_t at, uint64_t ref,
 		     const struct mk_dent *first)
 {
-	int err = mk_grow(c, (void **)&l->idx, &l->cap, l->nidx + 1, sizeof(*l->idx));
+	int err = mk_grow(c, &l->idx, &l->cap, l->nidx + 1, sizeof(*l->idx));
 	if (err)
 		return err;
 	l->idx[l->nidx++] = (struct dindex){

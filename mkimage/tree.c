@@ -160,14 +160,9 @@ void mk_idmap_free(struct mk_idmap *m)
 
 static int push_node(struct mk_ctx *c, struct mk_node *n)
 {
-	if (c->nnodes == c->nodes_cap) {
-		size_t ncap = c->nodes_cap ? c->nodes_cap * 2 : 1024;
-		struct mk_node **nn = realloc(c->nodes, ncap * sizeof(*nn));
-		if (!nn)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		c->nodes = nn;
-		c->nodes_cap = ncap;
-	}
+	int err = mk_grow(c, &c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof(*c->nodes));
+	if (err)
+		return err;
 	if (c->nnodes >= UINT32_MAX - 2)
 		return mk_fail(c, SQK_ETOOBIG, "too many inodes");
 	n->order = (uint32_t)c->nnodes;
@@ -497,14 +492,9 @@ static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry 
 static int bury(struct mk_ctx *c, struct mk_node *old)
 {
 	struct mk_tree *t = c->tree;
-	if (t->ndead == t->dead_cap) {
-		size_t ncap = t->dead_cap ? t->dead_cap * 2 : 16;
-		struct mk_node **nd = realloc(t->dead, ncap * sizeof(*nd));
-		if (!nd)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		t->dead = nd;
-		t->dead_cap = ncap;
-	}
+	int err = mk_grow(c, &t->dead, &t->dead_cap, t->ndead + 1, sizeof(*t->dead));
+	if (err)
+		return err;
 	old->dead = true;
 	t->dead[t->ndead++] = old;
 	return 0;

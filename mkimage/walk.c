@@ -88,7 +88,7 @@ struct mk_walk {
 	size_t epath_cap;
 };
 
-static int grow32(struct mk_ctx *c, void **v, uint32_t *cap, size_t need, size_t sz)
+static int grow32(struct mk_ctx *c, void *v, uint32_t *cap, size_t need, size_t sz)
 {
 	size_t cz = *cap;
 	if (need > UINT32_MAX / 2)
@@ -134,9 +134,9 @@ static struct wrec rec_of(const struct mk_attrs *a)
 static int push_dir(struct mk_ctx *c, struct mk_walk *w, uint32_t dir, const char *path,
 		    size_t len)
 {
-	int err = grow32(c, (void **)&w->open, &w->open_cap, w->depth + 1, sizeof(*w->open));
+	int err = grow32(c, &w->open, &w->open_cap, w->depth + 1, sizeof(*w->open));
 	if (!err)
-		err = mk_grow(c, (void **)&w->path, &w->path_cap, len + 1, 1);
+		err = mk_grow(c, &w->path, &w->path_cap, len + 1, 1);
 	if (err)
 		return err;
 	struct wopen *o = &w->open[w->depth];
@@ -154,7 +154,7 @@ static int push_dir(struct mk_ctx *c, struct mk_walk *w, uint32_t dir, const cha
 
 static int new_dir(struct mk_ctx *c, struct mk_walk *w, uint32_t *dir)
 {
-	int err = grow32(c, (void **)&w->dirs, &w->dirs_cap, (size_t)w->ndirs + 1,
+	int err = grow32(c, &w->dirs, &w->dirs_cap, (size_t)w->ndirs + 1,
 			 sizeof(*w->dirs));
 	if (err)
 		return err;
@@ -205,7 +205,7 @@ static int put_rec(struct mk_ctx *c, struct mk_walk *w, struct wrec *r, const ch
 			return mk_fail(c, SQK_EINVAL, "'%.*s': entries out of name order in the walk "
 				       "(internal error)", (int)r->name_len, name);
 	}
-	int err = mk_grow(c, (void **)&o->buf, &o->cap, need, 1);
+	int err = mk_grow(c, &o->buf, &o->cap, need, 1);
 	if (err)
 		return err;
 	o->last = o->len;
@@ -250,7 +250,7 @@ static int add_group_name(struct mk_ctx *c, struct mk_walk *w, const struct mk_e
 	int err = mk_idmap_find_or_put(&w->ids, e->id_dev, e->id_ino, (uint64_t)w->ngroups + 1,
 				       &found);
 	if (!err)
-		err = mk_grow(c, (void **)&w->lnames, &w->lnames_cap, w->nlnames + 1,
+		err = mk_grow(c, &w->lnames, &w->lnames_cap, w->nlnames + 1,
 			   sizeof(*w->lnames));
 	if (err)
 		return err == SQK_ENOMEM ? mk_fail(c, err, "out of memory") : err;
@@ -269,7 +269,7 @@ static int add_group_name(struct mk_ctx *c, struct mk_walk *w, const struct mk_e
 static int new_group(struct mk_ctx *c, struct mk_walk *w, const struct wrec *r,
 		     const char *target)
 {
-	int err = grow32(c, (void **)&w->groups, &w->groups_cap, (size_t)w->ngroups + 1,
+	int err = grow32(c, &w->groups, &w->groups_cap, (size_t)w->ngroups + 1,
 			 sizeof(*w->groups));
 	if (err)
 		return err;
@@ -449,7 +449,7 @@ struct wkid {
 static int set_epath(struct mk_ctx *c, struct mk_walk *w, size_t plen, const char *name,
 		     size_t nlen)
 {
-	int err = mk_grow(c, (void **)&w->epath, &w->epath_cap, plen + nlen + 2, 1);
+	int err = mk_grow(c, &w->epath, &w->epath_cap, plen + nlen + 2, 1);
 	if (err)
 		return err;
 	w->epath[plen] = '/';
@@ -557,7 +557,7 @@ static int emit_wdir(struct mk_ctx *c, struct mk_tables *t, uint32_t dir,
 int mk_walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
 {
 	struct mk_walk *w = c->walk;
-	int err = mk_grow(c, (void **)&w->epath, &w->epath_cap, 2, 1);
+	int err = mk_grow(c, &w->epath, &w->epath_cap, 2, 1);
 	if (err)
 		return err;
 	strcpy(w->epath, "/");
