@@ -167,13 +167,23 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	return err;
 }
 
-/* Reads every entry of src: each into the tree, each file's content right after its entry. A
- * walked tree (ordered) is kept on disk (walk.c) unless pseudo definitions will change it. */
+/* The one choice of a tree backend: a walked tree (an ordered source) is kept on disk
+ * (walk.c) unless pseudo definitions will change it; anything else in memory (tree.c). */
+static int start_tree(struct mk_ctx *c, bool ordered, bool pseudo)
+{
+	if (ordered && !pseudo) {
+		c->tops = &mk_tree_disk_ops;
+		return mk_walk_start(c);
+	}
+	c->tops = &mk_tree_mem_ops;
+	return mk_tree_start(c, ordered);
+}
+
+/* Reads every entry of src: each into the tree, each file's content right after its entry. */
 static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_pseudo *ps)
 {
 	struct mk_entry e;
-	bool walk = src->ops->ordered && !ps;
-	int err = walk ? mk_walk_start(c) : mk_tree_start(c, src->ops->ordered);
+	int err = start_tree(c, src->ops->ordered, ps != NULL);
 	if (!err)
 		err = mk_data_start(c);
 	if (!err)
@@ -183,7 +193,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 		int r = src->ops->next(src, c, &e);
 		if (r == 1)
 			break;
-		err = r ? r : walk ? mk_walk_add(c, &e, &fr) : mk_tree_add(c, &e, &fr);
+		err = r ? r : c->tops->add(c, &e, &fr);
 		int taken = !err && fr.file && c->order ? mk_order_take(c, &fr, &e) : 0;
 		if (taken < 0)
 			err = taken;
@@ -205,7 +215,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 		return perr ? perr : err;
 	}
 	err = mk_data_finish(c);
-	return err ? err : walk ? mk_walk_finish(c) : mk_tree_finish(c);
+	return err ? err : c->tops->finish(c);
 }
 
 int mk_build_inputs(struct mk_ctx *c)

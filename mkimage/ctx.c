@@ -64,8 +64,8 @@ int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel
 
 void mk_ctx_free(struct mk_ctx *c)
 {
-	mk_tree_free(c);
-	mk_walk_free(c);
+	if (c->tops)
+		c->tops->free(c);
 	mk_ids_destroy(c->ids);
 	mk_xattrs_destroy(c->xattrs);
 	sqk_compressor_destroy(c->comp);

@@ -116,6 +116,7 @@ struct mk_ctx {
 	struct mk_node *root;
 	struct mk_tree *tree;       /* lookups while the tree is built (tree.c) */
 	struct mk_walk *walk;       /* or: a walked tree, its entries on disk (walk.c) */
+	const struct mk_tree_ops *tops; /* the one of the two in use (NULL before the source) */
 	struct mk_data *data;       /* the data stage while files are read (data.c) */
 	struct mk_reuse *reuse;     /* --reuse: the old image, or NULL (reuse.c) */
 	struct mk_order *order;     /* --order / -sort, or NULL (order.c) */
@@ -234,12 +235,23 @@ void mk_idmap_free(struct mk_idmap *m);
 
 /* walk.c: the tree of an ordered source (the directory walker) held on disk: each directory's
  * entries go to a store that spills to a temporary file once it is complete; memory keeps the
- * 32-byte file records, the directories and the hard links. Same interface as mk_tree_*; the
- * image is byte for byte the one the tree in memory gives. */
+ * 32-byte file records, the directories and the hard links. mk_walk_start, then
+ * mk_tree_disk_ops; the image is byte for byte the one the tree in memory gives. */
 int mk_walk_start(struct mk_ctx *c);
-int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data);
-int mk_walk_finish(struct mk_ctx *c);
-void mk_walk_free(struct mk_ctx *c);
+
+/* The two tree backends behind one table, chosen once per build (build.c): add places an
+ * entry (as mk_tree_add), finish numbers the inodes, emit writes the inode and directory tables
+ * through tables.c (*root_ref = the root's inode reference), free releases the tree (NULL-safe).
+ * The backends call tables.c; tables.c knows only this table. */
+struct mk_tables;
+struct mk_tree_ops {
+	int (*add)(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data);
+	int (*finish)(struct mk_ctx *c);
+	int (*emit)(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref);
+	void (*free)(struct mk_ctx *c);
+};
+extern const struct mk_tree_ops mk_tree_mem_ops;  /* tree.c */
+extern const struct mk_tree_ops mk_tree_disk_ops; /* walk.c */
 
 /* pseudo.c: --pseudo / --pseudo-def definitions, parsed before the source is read (errors name
  * FILE:LINE) and applied after it. */

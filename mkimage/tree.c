@@ -16,6 +16,7 @@
 #include "common/format.h"
 #include "mk.h"
 #include "source.h"
+#include "tables.h"
 
 /* Open-addressing maps: (parent, name) → node for lookups by path, and (dev, ino) → canonical
  * node for the hard links of a walked tree. */
@@ -748,6 +749,83 @@ int mk_tree_finish(struct mk_ctx *c)
 		mk_count_kind(c, c->nodes[i]->mode, c->nodes[i]->file);
 	return number_inodes(c);
 }
+
+/* ---- the tables of the tree in memory ---- */
+
+static struct mk_node *target_of(struct mk_node *n)
+{
+	return n->link ? n->link : n;
+}
+
+static void node_inode(const struct mk_node *n, struct mk_inode *a)
+{
+	*a = (struct mk_inode){ .mode = n->mode, .uid_idx = n->uid_idx, .gid_idx = n->gid_idx,
+				.mtime = n->mtime, .ino = n->ino, .nlink = n->nlink,
+				.xattr_idx = n->xattr_idx, .rdev = n->rdev, .target = n->target,
+				.target_len = n->target_len, .file = n->file };
+}
+
+/* d's listing and inode, once its entries' inodes are written. Not inlined: its buffers stay
+ * out of the frames of the recursion. */
+static __attribute__((noinline)) int emit_listing(struct mk_tables *t, struct mk_node *d)
+{
+	struct mk_inode a;
+	struct mk_dent *v = malloc((d->nchildren + 1) * sizeof(*v));
+	if (!v)
+		return mk_fail(t->c, SQK_ENOMEM, "out of memory");
+	for (size_t i = 0; i < d->nchildren; i++) {
+		const struct mk_node *ch = d->children[i], *tg = target_of(d->children[i]);
+		v[i] = (struct mk_dent){ .name = ch->name, .name_len = ch->name_len, .ino = tg->ino,
+					 .mode = tg->mode, .ref = tg->inode_ref };
+	}
+	char where[1024];
+	mk_node_path(d, where, sizeof(where));
+	node_inode(d, &a);
+	int err = mk_tables_dir(t, &a, v, d->nchildren, d->nsubdirs,
+				d->parent ? d->parent->ino : t->c->inode_count + 1, where,
+				&d->inode_ref);
+	d->emitted = true;
+	free(v);
+	return err;
+}
+
+static __attribute__((noinline)) int emit_leaf(struct mk_tables *t, struct mk_node *tg)
+{
+	struct mk_inode a;
+	node_inode(tg, &a);
+	tg->emitted = true;
+	return mk_tables_inode(t, &a, &tg->inode_ref);
+}
+
+/* Post-order: sub-directories, then the other entries' inodes, then the listing and inode.
+ * The recursion is as deep as the tree, which the builder bounds by SQK_DEPTH_MAX
+ * (common/depth.h: mk_check_depth refuses a deeper entry); a frame holds a few words. */
+static int emit_dir(struct mk_tables *t, struct mk_node *d)
+{
+	int err = 0;
+	for (size_t i = 0; i < d->nchildren && !err; i++) {
+		struct mk_node *tg = target_of(d->children[i]);
+		if (S_ISDIR(tg->mode))
+			err = emit_dir(t, tg);
+	}
+	for (size_t i = 0; i < d->nchildren && !err; i++) {
+		struct mk_node *tg = target_of(d->children[i]);
+		if (!tg->emitted)
+			err = emit_leaf(t, tg);
+	}
+	return err ? err : emit_listing(t, d);
+}
+
+static int tree_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
+{
+	int err = emit_dir(t, c->root);
+	*root_ref = c->root->inode_ref;
+	return err;
+}
+
+const struct mk_tree_ops mk_tree_mem_ops = {
+	.add = mk_tree_add, .finish = mk_tree_finish, .emit = tree_emit, .free = mk_tree_free,
+};
 
 void mk_node_path(const struct mk_node *n, char *buf, size_t cap)
 {

@@ -294,7 +294,7 @@ static int walk_root(struct mk_ctx *c, struct mk_walk *w, const struct mk_entry 
 	return err;
 }
 
-int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data)
+static int walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data)
 {
 	struct mk_walk *w = c->walk;
 	data->file = NULL;
@@ -405,7 +405,7 @@ static int number_inodes(struct mk_ctx *c, struct mk_walk *w)
 	return 0;
 }
 
-int mk_walk_finish(struct mk_ctx *c)
+static int walk_finish(struct mk_ctx *c)
 {
 	struct mk_walk *w = c->walk;
 	int err = 0;
@@ -554,7 +554,7 @@ static int emit_wdir(struct mk_ctx *c, struct mk_tables *t, uint32_t dir,
 	return err;
 }
 
-int mk_walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
+static int walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
 {
 	struct mk_walk *w = c->walk;
 	int err = mk_grow(c, &w->epath, &w->epath_cap, 2, 1);
@@ -565,7 +565,7 @@ int mk_walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
 	return emit_wdir(c, t, 0, &a, c->inode_count + 1, 0, root_ref);
 }
 
-void mk_walk_free(struct mk_ctx *c)
+static void walk_free(struct mk_ctx *c)
 {
 	struct mk_walk *w = c->walk;
 	if (!w)
@@ -593,3 +593,7 @@ void mk_walk_free(struct mk_ctx *c)
 	free(w);
 	c->walk = NULL;
 }
+
+const struct mk_tree_ops mk_tree_disk_ops = {
+	.add = walk_add, .finish = walk_finish, .emit = walk_emit, .free = walk_free,
+};
