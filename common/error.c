@@ -28,6 +28,8 @@ const char *sqk_strerror(int err)
 	case SQK_ETRUNCATED: return "truncated image: the file is shorter than the superblock says";
 	case SQK_EISDIR: return "is a directory";
 	case SQK_ESCHEME: return "unsupported URL scheme; http, https and s3 are";
+	case SQK_ESIZE: return "a struct's size is not one this library knows (built against "
+			       "another version?)";
 	default: return "unknown error";
 	}
 }
@@ -68,6 +70,7 @@ int sqk_to_errno(int err)
 	case SQK_ETOOBIG: return EFBIG;
 	case SQK_EISDIR: return EISDIR;
 	case SQK_ESCHEME: return EPROTONOSUPPORT;
+	case SQK_ESIZE: return EINVAL;
 	default: return EIO;
 	}
 }

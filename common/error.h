@@ -31,6 +31,7 @@ enum sqk_error {
 	SQK_ETRUNCATED = -19,  /* the file is shorter than the superblock's bytes_used */
 	SQK_EISDIR = -20,      /* a directory given as the image */
 	SQK_ESCHEME = -21,     /* a URL of a scheme other than http, https and s3 */
+	SQK_ESIZE = -22,       /* a caller's struct has a size field this library does not know */
 };
 
 /* Returns a static, human-readable message for an SQK_E* code (never NULL). */

@@ -16,7 +16,7 @@
 #include "reuse.h"
 #include "source.h"
 
-static uint16_t image_flags(const struct mk_options *o, bool comp_opts, uint32_t nxattr_sets)
+static uint16_t image_flags(const struct sqk_build_opts *o, bool comp_opts, uint32_t nxattr_sets)
 {
 	uint16_t f = 0;
 	if (!o->no_dedup)
@@ -137,7 +137,7 @@ static int write_fast(struct mk_ctx *c)
 
 static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_opts *o = c->opt;
 	static const uint8_t zeros[SQK_PAD];
 	sb->magic = SQK_MAGIC;
 	sb->mkfs_time = o->clamp_time >= 0 ? (uint32_t)o->clamp_time :

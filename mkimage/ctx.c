@@ -47,11 +47,36 @@ int mk_write(struct mk_ctx *c, const void *buf, size_t len)
 	return 0;
 }
 
-int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel)
+void mk_opts_derive(struct sqk_build_opts *o)
+{
+	size_t quarter = (size_t)(o->mem / 4);
+	if (!o->image)
+		o->image = "image";
+	if (!o->tail_mem)
+		o->tail_mem = quarter;
+	if (!o->digest_mem)
+		o->digest_mem = quarter;
+	if (!o->entry_mem)
+		o->entry_mem = quarter;
+	o->comp.block_size = o->block_size;
+	if (o->comp.id == SQK_COMP_LZ4 && o->comp.level > 0)
+		o->comp.lz4_hc = true;
+	if (o->set_mtime >= 0)
+		o->default_mtime = o->set_mtime;
+	else if (o->clamp_time >= 0 && o->default_mtime > o->clamp_time)
+		o->default_mtime = o->clamp_time;
+}
+
+int mk_ctx_init(struct mk_ctx *c, const struct sqk_build_opts *opts,
+		const struct sqk_build_source *s)
 {
 	memset(c, 0, sizeof(*c));
-	c->opt = o;
-	c->cancel = cancel;
+	c->optv = *opts;
+	mk_opts_derive(&c->optv);
+	c->opt = &c->optv;
+	c->src = s;
+	c->cancel = opts->cancel;
+	const struct sqk_build_opts *o = c->opt;
 	pthread_mutex_init(&c->errmu, NULL);
 	if (mk_ids_create(&c->ids) || mk_xattrs_create(&c->xattrs))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
@@ -69,7 +94,6 @@ void mk_ctx_free(struct mk_ctx *c)
 	mk_ids_destroy(c->ids);
 	mk_xattrs_destroy(c->xattrs);
 	sqk_compressor_destroy(c->comp);
-	sqk_io_destroy(c->out);
 	sqk_integ_writer_destroy(c->integ);
 	mk_reuse_close(c->reuse);
 	mk_pseudo_free(c->pseudo);

@@ -19,7 +19,7 @@
 #include "common/integrity.h"
 #include "common/io.h"
 #include "common/meta.h"
-#include "options.h"
+#include "sqk/build.h"
 
 /* The full blocks of a regular file (none for a file that is all fragment): their size words
  * and what was not stored. */
@@ -112,7 +112,9 @@ struct mk_pseudo;
 struct sqk_hint_range;
 
 struct mk_ctx {
-	const struct mk_options *opt;
+	const struct sqk_build_opts *opt; /* = &optv */
+	struct sqk_build_opts optv;  /* the caller's options, defaults derived (ctx.c) */
+	const struct sqk_build_source *src; /* borrowed */
 	struct mk_node *root;
 	struct mk_tree *tree;       /* lookups while the tree is built (tree.c) */
 	struct mk_walk *walk;       /* or: a walked tree, its entries on disk (walk.c) */
@@ -131,7 +133,7 @@ struct mk_ctx {
 	struct mk_xattrs *xattrs;
 	struct mk_ids *ids;
 	struct sqk_compressor *comp; /* main-thread compressor (metadata) */
-	struct sqk_io *out;          /* image output */
+	struct sqk_io *out;          /* image output (borrowed) */
 	uint64_t pos;                /* next write position (owned by the writer during data) */
 	struct sqk_integ_writer *integ; /* hashes every byte written; NULL with --no-checksums */
 	bool have_root;              /* root_hash set: integrity data was appended */
@@ -141,7 +143,7 @@ struct mk_ctx {
 	size_t frags_cap;            /* frags: grown by the writer thread as it writes them */
 	struct mk_stats st;
 	uint64_t mtimes_clamped;     /* entries whose mtime was outside 0..2^32-1 (tree.c) */
-	atomic_int *cancel;          /* set to a signal number on SIGINT/SIGTERM */
+	atomic_int *cancel;          /* opt->cancel: non-zero = stop (a signal number) */
 	dev_t skip_dev[2];           /* the existing image and our temp file: skipped by the walk */
 	ino_t skip_ino[2];
 	int nskip;
@@ -150,11 +152,17 @@ struct mk_ctx {
 	char errmsg[1024];           /* first error, with the path */
 };
 
-/* Sets up c for options o (borrowed, must outlive c); cancel may be NULL. On error the message
- * is in c->errmsg and c must still be freed with mk_ctx_free. */
-int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel);
+/* Sets up c for options o (copied, its derived defaults filled in: mk_opts_derive) and the
+ * source description s (borrowed, must outlive c). On error the message is in c->errmsg and c
+ * must still be freed with mk_ctx_free. */
+int mk_ctx_init(struct mk_ctx *c, const struct sqk_build_opts *o,
+		const struct sqk_build_source *s);
 
-/* Frees what c owns, including c->out. */
+/* Fills the options' values that default to others: the memory shares, the compressor's block
+ * size and lz4's high-compression mode when a level is set, the implied directories' mtime. */
+void mk_opts_derive(struct sqk_build_opts *o);
+
+/* Frees what c owns (not c->out, the caller's). */
 void mk_ctx_free(struct mk_ctx *c);
 
 /* What the build reads besides its source, opened and checked before the output is created
@@ -163,10 +171,9 @@ void mk_ctx_free(struct mk_ctx *c);
  * first message is in c->errmsg. */
 int mk_build_inputs(struct mk_ctx *c);
 
-/* The builder: reads every entry of src (borrowed) once, in order, and writes the image into
- * c->out (set by the caller; positions from 0), superblock last, then the integrity data, then
- * one sync; fills sb. Creates, renames and removes no file. On error the first message is in
- * c->errmsg. */
+/* The build behind sqk_build: reads every entry of src (borrowed) once, in order, and writes
+ * the image into c->out (positions from 0), superblock last, then the integrity data, then one
+ * sync; fills sb. On error the first message is in c->errmsg. */
 int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb);
 
 /* ctx.c: the context helpers. mk_grow is sqk_grow (common/grow.h: arrp is a T **, the array
@@ -210,7 +217,7 @@ int mk_entry_attrs(struct mk_ctx *c, const struct mk_entry *e, struct mk_attrs *
 /* The attributes of a directory no entry listed: the --default-* options. */
 int mk_implied_attrs(struct mk_ctx *c, struct mk_attrs *a);
 /* The mtime stored for t (--set-mtime, --clamp-time, 32 bits). */
-uint32_t mk_clamp_time(const struct mk_options *o, int64_t t);
+uint32_t mk_clamp_time(const struct sqk_build_opts *o, int64_t t);
 /* Refuses an entry deeper than SQK_DEPTH_MAX (common/depth.h), naming it and its depth. */
 int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e);
 /* The count of clamped mtimes when more than the first (named when met) were clamped. */

@@ -1,36 +1,22 @@
-/* Options of `sqk mkimage`, parsed from the command line and the environment. */
+/* Options of `sqk mkimage`, parsed from the command line and the environment into the builder's
+ * structs (sqk/build.h) plus what only the command line uses. */
 #ifndef SQK_MK_OPTIONS_H
 #define SQK_MK_OPTIONS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/compressor.h"
-
-/* One --pseudo FILE or --pseudo-def DEF, in command-line order. */
-struct mk_pseudo_arg {
-	bool file;
-	const char *arg;     /* borrowed from argv */
-};
+#include "sqk/build.h"
 
 struct mk_options {
+	struct sqk_build_opts build;  /* the builder's options (build.image = image) */
+	struct sqk_build_source src;  /* the source: its arrays point at the ones below */
 	char **sources;      /* owned array of strings borrowed from argv */
 	int nsources;
 	const char *image;   /* borrowed from argv */
 	bool force;          /* --force, -noappend: replace an IMAGE that is not a SquashFS image */
-	uint32_t block_size;
-	struct sqk_comp_config comp;
-	int threads;
-	bool no_fragments;
-	bool no_tailends;
-	bool no_dedup;
-	bool no_xattrs;
-	bool no_exports;
 	bool quiet;          /* -q, -quiet: no progress line, no summary (warnings still print) */
 	bool no_progress;    /* --no-progress, -no-progress: no progress line, summary kept */
-	bool no_checksums;   /* no integrity data after the image */
-	uint32_t checksum_chunk; /* integrity chunk size; 0 = default (64K) */
-	bool progress;       /* progress bar (TTY and not quiet) */
 	const char **excludes; /* --exclude GLOB: owned array of borrowed strings */
 	int nexcludes;
 	/* mksquashfs's excludes (-e PATH... to the end of the command line, -ef FILE): exact
@@ -43,26 +29,10 @@ struct mk_options {
 	bool regex;          /* -regex: POSIX extended regular expressions, not shell patterns */
 	char **mks_exclude_text; /* owned: the lines of -ef files */
 	int nmks_exclude_text;
-	bool all_root;
 	bool keep_as_directory; /* one source directory: an entry of the root, as several are */
-	int64_t force_uid;   /* -1 = keep */
-	int64_t force_gid;
-	int64_t set_mtime;   /* -1 = keep (--mtime) */
-	int64_t clamp_time;  /* -1 = none (SOURCE_DATE_EPOCH) */
 	bool tar;            /* --tar: the source is a tar stream */
 	const char *tar_path; /* --tar FILE; NULL or "-" = standard input */
-	uint32_t default_mode; /* directories a source implies but never lists */
-	uint32_t default_uid, default_gid;
-	int64_t default_mtime;
-	uint64_t mem;        /* --mem: memory budget for what waits until the end */
-	size_t tail_mem;     /* of which file tails, */
-	size_t digest_mem;   /* file digests (dedup), */
-	size_t entry_mem;    /* directory entries of a walked tree (the rest: temporary files) */
-	uint32_t piece_batch; /* tails sorted together into fragments (0: MK_PIECE_BATCH); tests */
-	const char *order_file; /* --order FILE: a trace of first reads (paths in that order) */
-	const char *sort_file;  /* -sort FILE: mksquashfs priorities */
-	const char *reuse;   /* --reuse OLD: an earlier image whose blocks may be copied */
-	struct mk_pseudo_arg *pseudo; /* owned array */
+	struct sqk_build_pseudo *pseudo; /* owned array: --pseudo, --pseudo-def in order */
 	int npseudo;
 };
 
@@ -70,7 +40,7 @@ struct mk_options {
  * paths), "--" ends them, mksquashfs's "-e" takes every argument after it. Returns 0, 1 when
  * help was printed, or -1 after printing an error naming the option. o borrows argv; what it
  * owns after 0 is freed with mk_options_free (after 1 or -1 nothing is left to free; calling
- * it then is harmless). */
+ * it then is harmless). o->build and o->src are ready for sqk_build after 0. */
 int mk_options_parse(int argc, char **argv, struct mk_options *o);
 
 /* Frees what mk_options_parse allocated. */

@@ -500,7 +500,7 @@ static void warn_missing(const char *opt, const struct missing *m)
 
 int mk_order_load(struct mk_ctx *c)
 {
-	const struct mk_options *opt = c->opt;
+	const struct sqk_build_opts *opt = c->opt;
 	if (!opt->order_file && !opt->sort_file)
 		return 0;
 	struct mk_order *o = calloc(1, sizeof(*o));

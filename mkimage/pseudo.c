@@ -249,7 +249,7 @@ static int load_file(struct mk_ctx *c, struct mk_pseudo *p, const char *file)
 
 int mk_pseudo_load(struct mk_ctx *c, struct mk_pseudo **out)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	*out = NULL;
 	if (!o->npseudo)
 		return 0;

@@ -171,7 +171,7 @@ static int push_node(struct mk_ctx *c, struct mk_node *n)
 	return 0;
 }
 
-uint32_t mk_clamp_time(const struct mk_options *o, int64_t t)
+uint32_t mk_clamp_time(const struct sqk_build_opts *o, int64_t t)
 {
 	if (o->set_mtime >= 0)
 		return (uint32_t)o->set_mtime;
@@ -188,7 +188,7 @@ uint32_t mk_clamp_time(const struct mk_options *o, int64_t t)
  * counted (mk_report_clamped), so a big archive of odd times prints two lines, not thousands. */
 static void note_clamped(struct mk_ctx *c, const struct mk_entry *e, uint32_t stored)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_opts *o = c->opt;
 	if (o->set_mtime >= 0 || e->mtime == MK_MTIME_NEWEST || (e->mtime >= 0 &&
 								 e->mtime <= UINT32_MAX))
 		return;
@@ -226,7 +226,7 @@ int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e)
 
 int mk_owner(struct mk_ctx *c, uint32_t uid, uint32_t gid, uint16_t *uid_idx, uint16_t *gid_idx)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_opts *o = c->opt;
 	uid = o->force_uid >= 0 ? (uint32_t)o->force_uid : uid;
 	gid = o->force_gid >= 0 ? (uint32_t)o->force_gid : gid;
 	int err = mk_ids_index(c, uid, uid_idx);
@@ -318,7 +318,7 @@ static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *chil
 /* Attributes of a directory no entry has listed: the --default-* options. */
 int mk_implied_attrs(struct mk_ctx *c, struct mk_attrs *a)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_opts *o = c->opt;
 	memset(a, 0, sizeof(*a));
 	a->mode = S_IFDIR | (o->default_mode & 07777);
 	a->mtime = mk_clamp_time(o, o->default_mtime);

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/hint.h"
 #include "mkimage/mk.h"
+#include "mkimage/options.h"
 #include "testutil.h"
 
 static const struct sqk_hint_range three[] = {
@@ -242,8 +243,8 @@ START_TEST(test_sort_file_line)
 	struct mk_options o;
 	struct mk_ctx c;
 	ck_assert_int_eq(mk_options_parse(6, argv, &o), 0);
-	ck_assert_str_eq(o.sort_file, sortf);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	ck_assert_str_eq(o.build.sort_file, sortf);
+	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
 	ck_assert_int_eq(mk_order_load(&c), SQK_EINVAL);
 	ck_assert_ptr_nonnull(strstr(c.errmsg, sortf));
 	ck_assert_ptr_nonnull(strstr(c.errmsg, "line 4"));
@@ -251,7 +252,7 @@ START_TEST(test_sort_file_line)
 	f = fopen(sortf, "w");
 	fputs("# comment\na 5\n\nmissing -3\n", f);
 	fclose(f);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
 	ck_assert_int_eq(mk_order_load(&c), 0);
 	uint64_t bytes;
 	ck_assert_uint_eq(mk_order_count(&c, &bytes), 0); /* found when read, not yet */
