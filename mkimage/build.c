@@ -225,6 +225,8 @@ int mk_build_inputs(struct mk_ctx *c)
 	c->inputs_ready = true;
 	if (!c->opt->no_checksums && !c->integ) {
 		err = sqk_integ_writer_create(c->opt->checksum_chunk, &c->integ);
+		if (!err && c->opt->digest_tree)
+			err = sqk_integ_writer_tree(c->integ, 0, 0);
 		if (err)
 			return mk_fail(c, err, "cannot set up the integrity writer: %s",
 				       sqk_strerror(err));

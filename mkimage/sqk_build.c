@@ -55,6 +55,8 @@ static int check_opts(struct mk_ctx *c, const struct sqk_build_opts *o,
 	if (o->checksum_chunk && !pow2_in(o->checksum_chunk, 4096, 1u << 20))
 		return mk_fail(c, SQK_EINVAL, "checksum chunk %u: need a power of two, 4K..1M",
 			       o->checksum_chunk);
+	if (o->digest_tree && o->no_checksums)
+		return mk_fail(c, SQK_EINVAL, "a digest tree needs integrity data (not no_checksums)");
 	if (o->threads < 1 || o->threads > 1024)
 		return mk_fail(c, SQK_EINVAL, "%d threads: need 1..1024", o->threads);
 	if (s->kind == SQK_BUILD_DIRS ? s->nsources < 1 :

@@ -31,6 +31,8 @@ struct sqk_build_opts {
 	bool no_exports;
 	bool no_checksums;      /* no integrity data after the image */
 	uint32_t checksum_chunk; /* integrity chunk size, 4K..1M (0 = 64K) */
+	bool digest_tree;       /* a digest tree whatever the digests' size (by default only past
+				 * 4 MiB of digests) */
 	bool progress;          /* a progress line on stderr (false) */
 	bool quiet;             /* no notes on stderr (warnings still print) */
 	int64_t force_uid;      /* -1 = keep each entry's owner */
