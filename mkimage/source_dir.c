@@ -924,17 +924,17 @@ const char *mk_source_dir_disk_path(const struct mk_source *s)
 	return ((const struct dir_source *)s)->path;
 }
 
-/* One directory of a subtree listing: lists, sorts and visits d->path / d->rel. */
+/* One directory of a subtree listing: lists, sorts and visits d->path / d->rel. Its frame is
+ * looked up again after every entry: a deeper listing may have moved the stack. */
 static int list_dir(struct mk_ctx *c, struct dir_source *d, mk_source_dir_visit visit, void *arg)
 {
 	int err = enter_dir(c, d);
 	if (err)
 		return err;
-	struct frame *f = &d->stack[d->depth - 1];
 	size_t depth = d->depth;
-	for (size_t i = 0; i < f->n && !err; i++) {
+	for (size_t i = 0; !err && i < d->stack[depth - 1].n; i++) {
 		struct stat st;
-		f = &d->stack[depth - 1];
+		const struct frame *f = &d->stack[depth - 1];
 		err = set_str(c, &d->path, &d->path_cap, f->path_len, f->names[i], true);
 		if (!err)
 			err = set_str(c, &d->rel, &d->rel_cap, f->rel_len, f->names[i], true);
