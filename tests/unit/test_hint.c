@@ -12,7 +12,6 @@
 #include "common/error.h"
 #include "common/hint.h"
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
 #include "sqk/build.h"
 #include "testutil.h"
 
@@ -227,8 +226,9 @@ START_TEST(test_sort_lines)
 }
 END_TEST
 
-/* A malformed line in a sort file stops the build with the file and its line number; the same
- * file without it loads. */
+/* A malformed line in a sort file stops the build (sqk_build, nothing written) with the file
+ * and its line number in the result's message; the same file without it builds, the listed
+ * file laid out first, the missing path only warned about. */
 START_TEST(test_sort_file_line)
 {
 	char dir[] = "/tmp/test_hint_XXXXXX", path[512], sortf[512];
@@ -241,25 +241,32 @@ START_TEST(test_sort_file_line)
 	f = fopen(sortf, "w");
 	fputs("# comment\na 5\n\na nine\n", f);
 	fclose(f);
-	char *argv[] = { "mkimage", "-q", "-sort", sortf, dir, "/tmp/test_hint_unused.sqk", NULL };
-	struct mk_options o;
-	struct mk_ctx c;
-	ck_assert_int_eq(mk_options_parse(6, argv, &o), 0);
-	ck_assert_str_eq(o.build.sort_file, sortf);
-	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
-	ck_assert_int_eq(mk_order_load(&c), SQK_EINVAL);
-	ck_assert_ptr_nonnull(strstr(c.errmsg, sortf));
-	ck_assert_ptr_nonnull(strstr(c.errmsg, "line 4"));
-	mk_ctx_free(&c);
+	char *sources[1] = { dir };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+	struct sqk_io *mem;
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.sort_file = sortf;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	ck_assert_int_eq(sqk_build(&o, &s, mem, &r), SQK_EINVAL);
+	ck_assert_msg(strstr(r.msg, sortf) && strstr(r.msg, "line 4"), "%s", r.msg);
+	size_t len;
+	sqk_io_mem_data(mem, &len);
+	ck_assert_uint_eq(len, 0);
 	f = fopen(sortf, "w");
 	fputs("# comment\na 5\n\nmissing -3\n", f);
 	fclose(f);
-	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
-	ck_assert_int_eq(mk_order_load(&c), 0);
-	uint64_t bytes;
-	ck_assert_uint_eq(mk_order_count(&c, &bytes), 0); /* found when read, not yet */
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+	ck_assert_msg(sqk_build(&o, &s, mem, &r) == 0, "%s", r.msg);
+	ck_assert(r.ordered);
+	ck_assert_uint_eq(r.order_files, 1);
+	ck_assert_uint_eq(r.order_bytes, 1);
+	sqk_io_destroy(mem);
 	unlink(sortf);
 	unlink(path);
 	rmdir(dir);
