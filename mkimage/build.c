@@ -1,9 +1,9 @@
-/* The builder: one pass over a source (entries into the tree, file content into blocks and
- * tails as it comes), then the fragment blocks, the tables, padding, the prefetch hint and the
- * fast checksums (inside the covered bytes), the integrity data and the
- * superblock last (so a torn image has no valid magic). Every byte written is hashed on its way
- * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (main.c),
- * memory in the tests. */
+/* The build's orchestration, behind sqk_build (sqk_build.c): one pass over a source (entries
+ * into the tree backend chosen here, file content into blocks and tails as it comes), then the
+ * fragment blocks, the tables, padding, the prefetch hint and the fast checksums (inside the
+ * covered bytes), the integrity data and the superblock last (so a torn image has no valid
+ * magic). Every byte written is hashed on its way out; nothing is read back. The output is an
+ * I/O object: a file for `sqk mkimage` (main.c), memory in the tests. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
