@@ -1,6 +1,7 @@
 /* The builder's public entry (sqk/build.h): the defaults, the checks of the callers' structs
  * (their sizes, then the values), the source opened from its description, the other inputs
  * (mk_build_inputs), only then the output asked for, the build (build.c), and the result. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,26 +46,52 @@ static bool pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
 	return v >= lo && v <= hi && !(v & (v - 1));
 }
 
-/* The values sqk_build_opts_init documents, checked before anything is opened. */
-static int check_opts(struct mk_ctx *c, const struct sqk_build_opts *o,
-		      const struct sqk_build_source *s)
+/* Puts the message in r and returns err. */
+static int refuse(struct sqk_build_result *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int refuse(struct sqk_build_result *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* SQK_ESIZE when o or s (either may be NULL) has a size this library does not know. */
+static int check_sizes(const struct sqk_build_opts *o, const struct sqk_build_source *s,
+		       struct sqk_build_result *r)
+{
+	if (!o || o->size != sizeof(*o))
+		return refuse(r, SQK_ESIZE, "struct sqk_build_opts of %zu bytes: this library knows "
+			      "%zu", o ? o->size : 0, sizeof(*o));
+	if (!s || s->size != sizeof(*s))
+		return refuse(r, SQK_ESIZE, "struct sqk_build_source of %zu bytes: this library "
+			      "knows %zu", s ? s->size : 0, sizeof(*s));
+	return 0;
+}
+
+/* The values sqk_build_opts_init documents, checked before anything is set up. */
+static int check_opts(const struct sqk_build_opts *o, const struct sqk_build_source *s,
+		      struct sqk_build_result *r)
 {
 	if (!pow2_in(o->block_size, 4096, 1u << 20))
-		return mk_fail(c, SQK_EINVAL, "block size %u: need a power of two, 4K..1M",
-			       o->block_size);
+		return refuse(r, SQK_EINVAL, "block size %u: need a power of two, 4K..1M",
+			      o->block_size);
 	if (o->checksum_chunk && !pow2_in(o->checksum_chunk, 4096, 1u << 20))
-		return mk_fail(c, SQK_EINVAL, "checksum chunk %u: need a power of two, 4K..1M",
-			       o->checksum_chunk);
-	if (o->digest_tree && o->no_checksums)
-		return mk_fail(c, SQK_EINVAL, "a digest tree needs integrity data (not no_checksums)");
+		return refuse(r, SQK_EINVAL, "checksum chunk %u: need a power of two, 4K..1M",
+			      o->checksum_chunk);
 	if (o->threads < 1 || o->threads > 1024)
-		return mk_fail(c, SQK_EINVAL, "%d threads: need 1..1024", o->threads);
+		return refuse(r, SQK_EINVAL, "%d threads: need 1..1024", o->threads);
+	if (o->digest_tree && o->no_checksums)
+		return refuse(r, SQK_EINVAL, "a digest tree needs integrity data (not no_checksums)");
 	if (s->kind == SQK_BUILD_DIRS ? s->nsources < 1 :
 	    s->kind == SQK_BUILD_CUSTOM ? !s->custom : s->kind != SQK_BUILD_TAR)
-		return mk_fail(c, SQK_EINVAL, "no source to build from");
+		return refuse(r, SQK_EINVAL, "no source to build from");
 	if (s->kind != SQK_BUILD_DIRS && (o->order_file || o->sort_file))
-		return mk_fail(c, SQK_EINVAL, "%s needs source directories",
-			       o->order_file ? "--order" : "-sort");
+		return refuse(r, SQK_EINVAL, "%s needs source directories",
+			      o->order_file ? "--order" : "-sort");
 	return 0;
 }
 
@@ -114,9 +141,7 @@ static int run(struct mk_ctx *c, struct sqk_io *out_io, struct sqk_super *sb)
 	struct mk_source *own = NULL;
 
 	remember_skip(c, c->opt->image, -1);
-	int err = check_opts(c, c->opt, c->src);
-	if (!err)
-		err = open_source(c, &own);
+	int err = open_source(c, &own);
 	if (!err)
 		err = mk_build_inputs(c);
 	if (!err && mk_cancelled(c))
@@ -168,18 +193,13 @@ int sqk_build(const struct sqk_build_opts *opts, const struct sqk_build_source *
 
 	if (!result || result->size != sizeof(*result))
 		return SQK_ESIZE;
-	size_t rsize = result->size;
-	memset(result, 0, sizeof(*result));
-	result->size = rsize;
-	if (!opts || !src || opts->size != sizeof(*opts) || src->size != sizeof(*src)) {
-		snprintf(result->msg, sizeof(result->msg), "struct sqk_build_%s of %zu bytes: this "
-			 "library knows %zu", !opts || opts->size != sizeof(*opts) ? "opts" : "source",
-			 !opts ? (size_t)0 : opts->size != sizeof(*opts) ? opts->size :
-			 !src ? (size_t)0 : src->size,
-			 !opts || opts->size != sizeof(*opts) ? sizeof(*opts) : sizeof(*src));
-		return result->err = SQK_ESIZE;
-	}
-	int err = mk_ctx_init(&c, opts, src);
+	sqk_build_result_init(result);
+	int err = check_sizes(opts, src, result);
+	if (!err)
+		err = check_opts(opts, src, result);
+	if (err)
+		return result->err = err;
+	err = mk_ctx_init(&c, opts, src);
 	if (!err)
 		err = run(&c, out_io, &sb);
 	if (err)
