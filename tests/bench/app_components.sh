@@ -7,7 +7,7 @@
 # per case in OUT/CASE.log (msec is the end of the response; its start is msec - request_time).
 # Usage: app_components.sh IMAGEDIR OUT [IMAGE...]   (IMAGEDIR holds IMAGE.sqsh, default
 #   "plain ordered"; it should be a tmpfs). Environment: SQK (build/bin/sqk), BENCH_DELAY_MS
-#   (10, one way), APP (the tree of bench_app.sh: /var/tmp/sqk-bench-app/app), RATE=100mbit for
+#   (10, one way), SQKFUSE_OPTS (more -o options), APP (the tree of bench_app.sh: /var/tmp/sqk-bench-app/app), RATE=100mbit for
 #   the tbf limit of bench_app.sh's slow cases. Reference output: APP/../app.out.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -49,7 +49,7 @@ inner() {
 		# sqkfuse URL + start
 		rm -rf "$S/cache"; mkdir -p "$S/cache"; drop; mark=$(logmark "$ALOG")
 		t0=$(now)
-		XDG_CACHE_HOME=$S/cache "$SQKFUSE" "$BASE/$img.sqsh" "$m" -f -o "cache_dir=$S/cache,stats=$OUT/$img.stats.json" 2>"$OUT/$img.sqkfuse.err" &
+		XDG_CACHE_HOME=$S/cache "$SQKFUSE" "$BASE/$img.sqsh" "$m" -f -o "cache_dir=$S/cache,stats=$OUT/$img.stats.json${SQKFUSE_OPTS:+,$SQKFUSE_OPTS}" 2>"$OUT/$img.sqkfuse.err" &
 		pid=$!
 		MOUNT_TMO=60; wait_mount "$m" "$pid" || die "sqkfuse did not mount"
 		t1=$(now)
@@ -94,6 +94,7 @@ ALOG=$S/nginx/access.log
 BASE=http://127.0.0.1:8080
 log "RTT $(rtt_ms "$BASE/plain.sqsh") ms ($DELAY_HOW)"
 : >"$ALOG"
-declare -p SQKFUSE BASE ALOG OUT IMAGES APP_OUT DELAY_HOW >"$S/vars"
+SQKFUSE_OPTS=${SQKFUSE_OPTS:-}
+declare -p SQKFUSE BASE ALOG OUT IMAGES APP_OUT DELAY_HOW SQKFUSE_OPTS >"$S/vars"
 [ -n "${RATE:-}" ] && echo "RATE=$RATE" >>"$S/vars"
 ip netns exec "$NS" bash "$SELF" --inner "$S"

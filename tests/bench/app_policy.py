@@ -4,7 +4,8 @@ Input: the image file and the trace of the start on a local mount (sqkfuse IMAGE
 -o trace=FILE: every file whose data was read, in first-read order). The layout comes from the
 image's own tables (sqsh_layout.py). Output: for each policy, the serial round trips the
 program waits for one after another and the bytes served, with an estimated time
-    local sqkfuse start + round trips x RTT   (and bytes / link rate as the other bound).
+    local sqkfuse start + round trips x RTT [+ bytes of waited-for fetches / link rate]
+and, with --rate, at least all bytes served / link rate.
 
 The model of the program (single-threaded, as the Python start is):
 - the traced files are read one after another, in trace order;
@@ -20,8 +21,10 @@ The model of the program (single-threaded, as the Python start is):
   256 KiB read (RA_START), windows of 2 MiB doubling to 64 MiB, within its own blocks.
 
 Policies:
-  today           as above (reader/lib/stream.c, common/io_http.c; the walk across files of 8
-                  files in image order never triggers on this trace and is left out)
+  today           as above (reader/lib/stream.c, common/io_http.c), with the walk: 8 files with
+                  data blocks read whole, each starting within 4 blocks of the end of the one
+                  before, turn on readahead across files (to the end of the image or of the
+                  hint range) for the walk's files and for fragment reads
   dirK            today + once K distinct files of a directory were read, the data (blocks and
                   fragment blocks) of all its other regular files is fetched in the background
   dirKfrag, pkgKfrag  the same, fetching only the siblings' fragment blocks (small files, tails)
@@ -31,13 +34,26 @@ Policies:
                   (crosses files: breaks t_87's laziness bound as written)
   fileN           cold demand reads of a file fetch up to N bytes of its own blocks from there
                   (stays inside the file: passes t_87)
+  sowhole         a .so fetched whole at its first read (one wait instead of up to three)
   hint            today + the image's prefetch hint ranges (--hint: sqk info --json's output)
                   fetched at open, there from the first read
-  oracle          every needed byte fetched at open in parallel (what an ordered image's hint
-                  gives when the whole working set is in the hint); its waits are the hint's
+  oracle          every chunk of the traced files fetched at open in parallel: a prefetch list
+                  for the plain image (what the ordered image's hint gives, without reordering)
 Combinations: "dir2+file1M" etc.
 
-    python3 app_policy.py IMAGE TRACE [--rtt 0.020] [--local 4.3] [--rate MB/s] [POLICY...]
+"waits" is the number of serial round trips (open included); the columns after it split the
+waits on cold chunks by the kind of file read (waits on a background fetch issued at the same
+step count in the total only). "% image" is of the image file.
+
+Checked against tests/bench/app_components.sh runs (20 ms RTT, 2026-12-02): the plain image,
+today: model 903 waits, 88.9 MB; nginx 890 requests, 880 serial (gaps >= one RTT), 89.4 MB.
+The ordered image with its hint: model 2 waits, 62.0 MB; nginx 63 requests, 62.1 MB, the start
+as fast as locally. The ordered image with -o noprefetch: nginx 125 requests, 103 serial, 62.1
+MB; the model brackets it (369 waits, or 57 with --so-read-whole): how far the walk runs
+depends on whether the kernel reads a mapped .so whole, which the trace does not record.
+
+    python3 app_policy.py IMAGE TRACE [--rtt 0.020] [--local S] [--rate MB/s] [--baseline S]
+                          [--hint INFO.json] [--so-read-whole] [POLICY...]
 """
 import argparse
 import os
@@ -50,6 +66,9 @@ CH = 65536
 RA_START = 256 << 10
 RA_MIN = 2 << 20
 RA_MAX = 64 << 20
+RA_SLACK = 8 << 20
+WALK_FILES = 8
+WALK_GAP_BLOCKS = 4
 OPEN_BYTES = 65536  # the probe at open; the tail (digests) and metadata tables are added
 
 
@@ -72,6 +91,7 @@ class Sim:
         self.step = 0                 # serial round trips so far
         self.have = {}                # chunk -> step from which it is there
         self.bytes = 0
+        self.demand_bytes = 0         # of them, fetched by reads that wait (serial transfers)
         self.requests = 0
         self.dir_k = self.pkg_k = 0
         self.unit = self.fileunit = 0
@@ -102,6 +122,10 @@ class Sim:
                 self.oracle = True
             elif p != "today":
                 raise SystemExit("unknown policy " + p)
+        self.walk_run = self.walk_start = self.walk_end = 0
+        self.walk_on = False
+        self.so_whole_read = False
+        self.walk_streams = []   # [next, ra_end, window, got]
         self.seen_dir, self.seen_pkg = {}, {}
         self.done_dir, self.done_pkg = set(), set()
         self.members_dir, self.members_pkg = {}, {}
@@ -112,22 +136,27 @@ class Sim:
     # ---- fetching ----
     def fetch(self, a, b, when):
         """Ask for the chunks of image bytes [a, b) not yet asked for; there from step when.
-        Returns whether anything was requested."""
+        Returns the bytes requested."""
         k0, k1 = a // CH, (b + CH - 1) // CH
         new = [k for k in range(k0, k1) if k not in self.have]
         if not new:
             return False
+        n = 0
         for k in new:
             self.have[k] = when
-            self.bytes += min(CH, self.lay.size - k * CH)
+            n += min(CH, self.lay.size - k * CH)
+        self.bytes += n
         self.requests += 1
-        return True
+        return n
 
     def background(self, a, b):
         self.fetch(a, b, self.step + 1)
 
-    def demand(self, a, b, f=None):
-        """A read the program waits for needs image bytes [a, b) (of file f)."""
+    def demand(self, a, b, f=None, walk=False):
+        """A read the program waits for needs image bytes [a, b) (of file f); walk: the read
+        may be fetched ahead across files (a walk in image order is on)."""
+        if walk and self.walk_on:
+            self.walk_ahead(a, b)
         k0, k1 = a // CH, (b + CH - 1) // CH
         missing = [k for k in range(k0, k1) if self.have.get(k, 1 << 60) > self.step]
         if not missing:
@@ -144,8 +173,54 @@ class Sim:
         if self.fileunit and f is not None and f.data_end > f.blocks_start and f.blocks_start <= a < f.data_end:
             hi = max(hi, min(f.data_end, a + self.fileunit))
         self.wait()
-        self.fetch(lo, min(hi, self.lay.size), self.step)
+        self.demand_bytes += self.fetch(lo, min(hi, self.lay.size), self.step)
         return hi - lo
+
+    # ---- the walk through the image in its own order (reader/lib/stream.c) ----
+    def walk_first_read(self, f):
+        bs = self.lay.block_size
+        if self.walk_run and self.walk_start <= f.blocks_start < self.walk_end:
+            return "aside"
+        if self.walk_run and 0 <= f.blocks_start - self.walk_end <= WALK_GAP_BLOCKS * bs:
+            return "in"
+        self.walk_run, self.walk_on = 0, False
+        return "out"
+
+    def walk_read_whole(self, f, state):
+        if state == "aside":
+            return
+        self.walk_run = self.walk_run + 1 if state == "in" and self.walk_run else 1
+        if self.walk_run == 1:
+            self.walk_start = f.blocks_start
+        self.walk_end = f.data_end
+        if self.walk_run >= WALK_FILES:
+            self.walk_on = True
+
+    def walk_limit(self, pos):
+        for st, ln in self.hint_ranges:
+            if st <= pos < st + ln:
+                return st + ln
+        return self.lay.size
+
+    def walk_ahead(self, a, b):
+        """io_http.c's plan_ahead for the walk's streams (told apart by position)."""
+        for t in self.walk_streams:
+            if a + CH >= t[0] and a <= max(t[1], t[0]) + RA_SLACK:
+                break
+        else:
+            self.walk_streams = (self.walk_streams + [[b, b, 0, b - a]])[-8:]
+            return
+        t[3] += b - a
+        t[0] = max(t[0], b)
+        if t[3] < RA_START:
+            return
+        t[2] = min(RA_MAX, t[2] * 2) if t[2] else RA_MIN
+        t[1] = max(t[1], t[0])
+        lim = self.walk_limit(a)
+        if t[1] - t[0] >= t[2] // 2 or t[1] >= lim:
+            return
+        lo, t[1] = t[1], min(lim, t[0] + t[2])
+        self.background(lo, t[1])
 
     def wait(self):
         self.step += 1
@@ -172,11 +247,13 @@ class Sim:
 
     def read_file(self, f, so):
         blocks = f.blocks
+        state = self.walk_first_read(f) if blocks else None
+        inwalk = state == "in"
         if so and self.sowhole and blocks:
             # a shared object fetched whole at its first read: one wait
             if self.have.get(blocks[0][0] // CH, 1 << 60) > self.step:
                 self.wait()
-                self.fetch(f.blocks_start, f.data_end, self.step)
+                self.demand_bytes += self.fetch(f.blocks_start, f.data_end, self.step)
         elif so and len(blocks) >= 2:
             # header read, one random fault, then the whole file from the second one
             self.demand(blocks[0][0], blocks[0][0] + blocks[0][1], f)
@@ -186,7 +263,7 @@ class Sim:
         else:
             got, ra_end, window = 0, f.blocks_start, 0
             for off, ln in blocks:
-                self.demand(off, off + ln, f)
+                self.demand(off, off + ln, f, walk=inwalk)
                 got += ln
                 if got < RA_START or got < 2 * CH:
                     continue
@@ -197,7 +274,9 @@ class Sim:
                     a, ra_end = ra_end, min(f.data_end, nxt + window)
                     self.background(a, ra_end)
         if f.frag:
-            self.demand(f.frag[0], f.frag[0] + f.frag[1], f)
+            self.demand(f.frag[0], f.frag[0] + f.frag[1], f, walk=True)
+        if blocks and (not so or self.so_whole_read):
+            self.walk_read_whole(f, state)
 
     def step_whole(self, f):
         """The second random read: the whole file asked for; the fault waits for its part."""
@@ -205,7 +284,7 @@ class Sim:
         if self.have.get(mid[0] // CH, 1 << 60) <= self.step:
             return
         self.wait()
-        self.fetch(f.blocks_start, f.data_end, self.step)
+        self.demand_bytes += self.fetch(f.blocks_start, f.data_end, self.step)
 
     def run(self):
         lay = self.lay
@@ -268,6 +347,9 @@ def main():
     ap.add_argument("--rate", type=float, default=None, help="link rate, MB/s, for the bytes bound")
     ap.add_argument("--baseline", type=float, default=None, help="curl + loop mount + start, s")
     ap.add_argument("--hint", default=None, help="sqk info --json output of the image (its prefetch_hint)")
+    ap.add_argument("--so-read-whole", action="store_true",
+                    help="count a mapped .so as read whole for the walk (brackets the measured walk "
+                         "on an ordered image without its hint; no effect on the plain image)")
     ap.add_argument("policies", nargs="*")
     a = ap.parse_intermixed_args()
     lay = sqsh_layout.Layout(a.image)
@@ -293,6 +375,7 @@ def main():
     print(hdr)
     for pol in a.policies or DEFAULT:
         sim = Sim(lay, trace, pol)
+        sim.so_whole_read = a.so_read_whole
         if a.hint:
             import json
             sim.hint_ranges = [(h["start"], h["length"]) for h in json.load(open(a.hint))["prefetch_hint"] or []]
@@ -301,7 +384,7 @@ def main():
         if a.local is not None:
             t = a.local + waits * a.rtt
             if a.rate:
-                t = max(t, served / 1e6 / a.rate)
+                t = max(t + sim.demand_bytes / 1e6 / a.rate, served / 1e6 / a.rate)
             line += " %9.2f" % t
             if a.baseline:
                 line += " %6.2f" % (t / a.baseline)
