@@ -1,28 +1,24 @@
-/* `sqk mkimage`: options, the output (judged before any source is read: a file is written as
- * an unnamed temporary in the destination directory, linked and renamed into place after the
- * one fsync, so a failed build leaves the destination as it was; a block device is written in
- * place), signals, the summary. The build itself is mkimage/build.c. */
+/* `sqk mkimage`: argv into the builder's options (cli/mkimage_options.c), the output (judged before any
+ * source is read: a file is written as an unnamed temporary in the destination directory,
+ * linked and renamed into place after the one fsync, so a failed build leaves the destination
+ * as it was; a block device is written in place), signals, sqk_build (sqk/build.h), the
+ * summary. */
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/counts.h"
 #include "common/error.h"
 #include "common/format.h"
+#include "common/outfile.h"
 #include "common/sigwatch.h"
-#include "mkimage/mk.h"
 #include "mkimage.h"
 #include "mkimage_options.h"
-#include "common/outfile.h"
-#include "mkimage/reuse.h"
-#include "mkimage/source.h"
+#include "sqk/build.h"
 
 static const struct sqk_outfile_kind image_kind = {
 	.what = "a SquashFS image",
@@ -30,96 +26,120 @@ static const struct sqk_outfile_kind image_kind = {
 	.devices = true,
 };
 
+/* The output of one run: judged first, created when the builder asks (out_open), committed
+ * after the build. */
+struct output {
+	const struct mk_options *o;
+	struct sqk_outfile_target t;
+	struct sqk_outfile of;
+	struct sqk_io *io;       /* writes to of.fd (a device: through a capped sink) */
+	char msg[1024];          /* why the output failed, when it did */
+};
+
+static int out_fail(struct output *out, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int out_fail(struct output *out, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out->msg, sizeof(out->msg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 /* Whether --reuse OLD is the block device IMAGE names: its blocks would be overwritten while
  * they are copied (a file is not: the old one stays until the rename). */
 static bool reuse_is_output(const struct mk_options *o)
 {
 	struct stat a, b;
-	return o->reuse && !stat(o->reuse, &a) && !stat(o->image, &b) && S_ISBLK(a.st_mode) &&
+	const char *reuse = o->build.reuse;
+	return reuse && !stat(reuse, &a) && !stat(o->image, &b) && S_ISBLK(a.st_mode) &&
 	       S_ISBLK(b.st_mode) && a.st_rdev == b.st_rdev;
 }
 
 /* Judges the output (outfile.h) before anything is read or written, with no side effects: a
- * refusal ends the run there. Fills *t (the caller frees it). */
-static int out_judge(struct mk_ctx *c, struct sqk_outfile_target *t)
+ * refusal ends the run there. */
+static int out_judge(struct output *out)
 {
-	if (!strcmp(c->opt->image, "-"))
-		return mk_fail(c, SQK_EINVAL, "writing an image to standard output is not "
-			       "supported: name a file (./- for a file named '-')");
-	if (reuse_is_output(c->opt))
-		return mk_fail(c, SQK_EINVAL, "--reuse '%s' is the block device the image goes to, "
-			       "written in place: copy the old image to a file first", c->opt->reuse);
-	if (sqk_outfile_judge(c->opt->image, &image_kind, c->opt->force, t))
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	if (t->verdict == SQK_OUT_REFUSED)
-		return mk_fail(c, SQK_EINVAL, "%s", t->why);
+	const struct mk_options *o = out->o;
+	if (!strcmp(o->image, "-"))
+		return out_fail(out, SQK_EINVAL, "writing an image to standard output is not "
+				"supported: name a file (./- for a file named '-')");
+	if (reuse_is_output(o))
+		return out_fail(out, SQK_EINVAL, "--reuse '%s' is the block device the image goes "
+				"to, written in place: copy the old image to a file first",
+				o->build.reuse);
+	if (sqk_outfile_judge(o->image, &image_kind, o->force, &out->t))
+		return out_fail(out, SQK_ENOMEM, "out of memory");
+	if (out->t.verdict == SQK_OUT_REFUSED)
+		return out_fail(out, SQK_EINVAL, "%s", out->t.why);
 	return 0;
 }
 
-/* Opens the judged output t (taken over), once the sources are open: a device's start is
- * zeroed only now. Makes c->out write to it: a device through a capped sink, so an image too
- * big for it is found whole and never half-lands there. */
-static int out_open(struct mk_ctx *c, struct sqk_outfile_target *t, struct sqk_outfile *o)
+/* open_output of sqk_build_opts: opens the judged output once the sources and the other inputs
+ * are open (a device's start is zeroed only now), a device through a capped sink, so an image
+ * too big for it is found whole and never half-lands there. */
+static int out_open(void *arg, struct sqk_io **io, int *skip_fd, char *msg, size_t cap)
 {
-	char msg[700];
+	struct output *out = arg;
 	int err;
 
-	if (sqk_outfile_create_judged(o, c->opt->image, t, ".sqk", msg, sizeof(msg)))
-		return mk_fail(c, errno ? sqk_from_errno(errno) : SQK_EINVAL, "%s", msg);
-	err = sqk_io_fd_create(o->fd, 0, false, &c->out);
-	if (!err && o->device) {
-		struct sqk_io *fd_io = c->out;
-		if ((err = sqk_io_capped_create(fd_io, o->dev_size, &c->out)))
+	if (sqk_outfile_create_judged(&out->of, out->o->image, &out->t, ".sqk", msg, cap))
+		return errno ? sqk_from_errno(errno) : SQK_EINVAL;
+	err = sqk_io_fd_create(out->of.fd, 0, false, &out->io);
+	if (!err && out->of.device) {
+		struct sqk_io *fd_io = out->io;
+		if ((err = sqk_io_capped_create(fd_io, out->of.dev_size, &out->io)))
 			sqk_io_destroy(fd_io);
 	}
-	return err ? mk_fail(c, err, "out of memory") : 0;
+	if (err) {
+		out->io = NULL;
+		snprintf(msg, cap, "out of memory");
+		return err;
+	}
+	*io = out->io;
+	*skip_fd = out->of.fd;
+	return 0;
 }
 
 /* A device: checks the image fitted. A file: gives the finished temporary the image's name,
  * atomically replacing an old image. */
-static int out_commit(struct mk_ctx *c, struct sqk_outfile *o)
+static int out_commit(struct output *out)
 {
-	uint64_t need = sqk_io_capped_overflow(c->out);
+	const char *image = out->o->image;
+	uint64_t need = sqk_io_capped_overflow(out->io);
 
 	if (need)
-		return mk_fail(c, SQK_ENOSPC, "the image needs %llu bytes, the block device '%s' "
-			       "holds %llu", (unsigned long long)need, c->opt->image,
-			       (unsigned long long)o->dev_size);
-	bool dev = o->device;
-	if (!sqk_outfile_commit(o, NULL))
+		return out_fail(out, SQK_ENOSPC, "the image needs %llu bytes, the block device '%s' "
+				"holds %llu", (unsigned long long)need, image,
+				(unsigned long long)out->of.dev_size);
+	bool dev = out->of.device;
+	if (!sqk_outfile_commit(&out->of, NULL))
 		return 0;
 	if (errno == EEXIST) /* something else took the name since it was judged */
-		return mk_fail(c, sqk_from_errno(errno), "'%s' changed during the build: not "
-			       "replaced", c->opt->image);
-	return mk_fail(c, sqk_from_errno(errno), "cannot %s '%s': %s", dev ? "close" : "rename to",
-		       c->opt->image, strerror(errno));
-}
-
-static void remember_skip(struct mk_ctx *c, const char *path, int fd)
-{
-	struct stat st;
-	if ((path ? stat(path, &st) : fstat(fd, &st)) == 0 && S_ISREG(st.st_mode) && c->nskip < 2) {
-		c->skip_dev[c->nskip] = st.st_dev;
-		c->skip_ino[c->nskip++] = st.st_ino;
-	}
+		return out_fail(out, sqk_from_errno(errno), "'%s' changed during the build: not "
+				"replaced", image);
+	return out_fail(out, sqk_from_errno(errno), "cannot %s '%s': %s",
+			dev ? "close" : "rename to", image, strerror(errno));
 }
 
 /* ---- summary ---- */
 
-static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double secs)
+static void summary(const struct mk_options *o, const struct sqk_build_result *r, double secs)
 {
-	const struct mk_stats *s = &c->st;
-	uint64_t total = s->file_bytes, fsize = c->pos; /* the file, integrity data included */
-	printf("image      %s\n", c->opt->image);
+	const struct sqk_build_counts *s = &r->counts;
+	const struct sqk_super *sb = &r->super;
+	uint64_t total = s->file_bytes, fsize = r->image_bytes; /* integrity data included */
+	printf("image      %s\n", o->image);
 	printf("format     SquashFS 4.0, %s, %u KiB blocks%s\n", sqk_comp_name(sb->compressor),
-	       sb->block_size / 1024, c->opt->no_fragments ? ", no fragments" : "");
+	       sb->block_size / 1024, o->build.no_fragments ? ", no fragments" : "");
 	printf("size       %llu bytes (%.2f MiB) for %llu bytes of file data: %.1f%%\n",
 	       (unsigned long long)fsize, (double)fsize / 1048576.0, (unsigned long long)total,
 	       total ? 100.0 * (double)fsize / (double)total : 100.0);
 	struct sqk_counts k = { sb->inode_count, s->files, s->dirs, s->symlinks, s->devices, s->ipc,
-				s->hardlinks, s->data_blocks, s->raw_blocks,
-				atomic_load(&s->sparse_blocks), sb->fragment_count, s->dup_files,
-				s->dup_bytes };
+				s->hardlinks, s->data_blocks, s->raw_blocks, s->sparse_blocks,
+				sb->fragment_count, s->dup_files, s->dup_bytes };
 	char line[256];
 	sqk_counts_inodes(&k, line, sizeof(line)); /* the words of sqk info and sqk verify */
 	printf("inodes     %s\n", line);
@@ -127,72 +147,61 @@ static void summary(const struct mk_ctx *c, const struct sqk_super *sb, double s
 	printf("blocks     %s\n", line);
 	sqk_counts_dups(&k, line, sizeof(line));
 	printf("duplicates %s\n", line);
-	printf("ids        %u; xattr sets %u\n", sb->id_count, mk_xattrs_count(c->xattrs));
-	if (c->opt->reuse)
+	printf("ids        %u; xattr sets %u\n", sb->id_count, s->xattr_sets);
+	if (o->build.reuse)
 		printf("reused     %llu blocks (%.2f MiB) and %llu fragment blocks of %s\n",
-		       (unsigned long long)(c->reuse ? c->reuse->blocks : 0),
-		       c->reuse ? (double)c->reuse->bytes / 1048576.0 : 0.0,
-		       (unsigned long long)(c->reuse ? c->reuse->frag_blocks : 0), c->opt->reuse);
-	if (c->order) {
-		uint64_t bytes;
-		size_t n = mk_order_count(c, &bytes);
-		printf("order      %zu files laid out first (%.2f MiB); prefetch hint: ", n,
-		       (double)bytes / 1048576.0);
-		if (c->hint_ranges)
-			printf("%zu ranges\n", c->hint_ranges);
+		       (unsigned long long)r->reused_blocks, (double)r->reused_bytes / 1048576.0,
+		       (unsigned long long)r->reused_frag_blocks, o->build.reuse);
+	if (r->ordered) {
+		printf("order      %llu files laid out first (%.2f MiB); prefetch hint: ",
+		       (unsigned long long)r->order_files, (double)r->order_bytes / 1048576.0);
+		if (r->hint_ranges)
+			printf("%zu ranges\n", r->hint_ranges);
 		else
 			printf("none\n");
 	}
-	if (c->have_root) {
+	if (r->have_root) {
 		char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
-		sqk_integ_hex(c->root_hash, hex);
+		sqk_integ_hex(r->root_hash, hex);
 		printf("root hash  %s\n", hex);
 	} else {
 		printf("root hash  none (--no-checksums)\n");
 	}
-	printf("time       %.2f s with %d threads\n", secs, c->opt->threads);
+	printf("time       %.2f s with %d threads\n", secs, o->build.threads);
 }
 
-/* Judges the output, opens the sources and the other inputs, only then creates the output
- * (a missing source or a bad --reuse leaves an old image, on a file or a device, as it was),
- * builds and commits. */
-static int run(struct mk_ctx *c, struct sqk_outfile *of, struct sqk_super *sb)
+/* Judges the output, then builds: sqk_build opens the sources and the other inputs and only
+ * then asks for the output (out_open; a missing source or a bad --reuse leaves an old image,
+ * on a file or a device, as it was); then commits. The message of a failure is in *msg. */
+static int run(struct mk_options *o, struct output *out, struct sqk_build_result *res,
+	       const char **msg)
 {
-	struct sqk_outfile_target t = { 0 };
-	struct mk_source *src = NULL;
+	int err = out_judge(out);
 
-	remember_skip(c, c->opt->image, -1);
-	int err = out_judge(c, &t);
-	if (!err)
-		err = c->opt->tar ? mk_source_tar_create(c, c->opt->tar_path, &src) :
-				    mk_source_dir_create(c, &src);
-	if (!err)
-		err = mk_build_inputs(c);
-	if (!err && mk_cancelled(c))
-		err = mk_fail(c, SQK_EINTR, "interrupted");
-	if (!err && !(err = out_open(c, &t, of)))
-		remember_skip(c, NULL, of->fd);
-	sqk_outfile_target_free(&t);
-	if (!err)
-		err = mk_build(c, src, sb);
-	if (!err)
-		mk_source_dir_warn_excludes(src, c);
-	mk_source_destroy(src);
-	if (!err && mk_cancelled(c))
-		err = mk_fail(c, SQK_EINTR, "interrupted");
-	if (!err)
-		err = out_commit(c, of);
-	return err;
+	*msg = out->msg;
+	if (err)
+		return err;
+	o->build.open_output = out_open;
+	o->build.open_arg = out;
+	err = sqk_build(&o->build, &o->src, NULL, res);
+	sqk_outfile_target_free(&out->t);
+	if (err) {
+		*msg = res->msg;
+		return err;
+	}
+	if (o->build.cancel && atomic_load(o->build.cancel))
+		return out_fail(out, SQK_EINTR, "interrupted");
+	return out_commit(out);
 }
 
 int sqk_mkimage_main(int argc, char **argv)
 {
 	struct mk_options o;
-	struct mk_ctx c;
 	struct sqk_sigwatch sw;
-	struct sqk_outfile of = { .fd = -1 };
-	struct sqk_super sb = { 0 };
+	struct output out = { .o = &o, .of = { .fd = -1 } };
+	struct sqk_build_result res;
 	struct timespec t0, t1;
+	const char *msg = "";
 	int r = mk_options_parse(argc, argv, &o);
 	if (r)
 		return r > 0 ? 0 : 2;
@@ -202,29 +211,28 @@ int sqk_mkimage_main(int argc, char **argv)
 		mk_options_free(&o);
 		return 1;
 	}
-	int err = mk_ctx_init(&c, &o, &sw.sig);
-	if (!err)
-		err = run(&c, &of, &sb);
+	o.build.cancel = &sw.sig;
+	sqk_build_result_init(&res);
+	int err = run(&o, &out, &res, &msg);
 	sqk_sigwatch_stop(&sw);
+	sqk_io_destroy(out.io);
 	if (err) {
 		int sig = atomic_load(&sw.sig);
-		const char *dev = of.device ? " (the device's old superblock is zeroed: an older "
-					      "image there is gone)" : "";
-		sqk_outfile_abort(&of);
+		const char *dev = out.of.device ? " (the device's old superblock is zeroed: an older "
+						  "image there is gone)" : "";
+		sqk_outfile_abort(&out.of);
 		if (sig)
 			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written%s\n",
 				strsignal(sig), dev);
 		else
-			fprintf(stderr, "sqk mkimage: %s; no image written%s\n", c.errmsg, dev);
-		mk_ctx_free(&c);
+			fprintf(stderr, "sqk mkimage: %s; no image written%s\n", msg, dev);
 		mk_options_free(&o);
 		return sig ? 128 + sig : 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!o.quiet)
-		summary(&c, &sb, (double)(t1.tv_sec - t0.tv_sec) +
-				     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	mk_ctx_free(&c);
+		summary(&o, &res, (double)(t1.tv_sec - t0.tv_sec) +
+				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	mk_options_free(&o);
 	return 0;
 }

@@ -1,4 +1,5 @@
-/* `sqk mkimage`'s command line parsed into the builder's options (cli/mkimage_options.h). */
+/* Command-line parsing for `sqk mkimage`: argv and SOURCE_DATE_EPOCH into the builder's
+ * sqk_build_opts and sqk_build_source (sqk/build.h), plus the few options only cli/mkimage.c uses. */
 #include "mkimage_options.h"
 
 #include <errno.h>
@@ -127,11 +128,11 @@ static int oom(void)
 
 static int add_pseudo(struct mk_options *o, bool file, const char *arg)
 {
-	struct mk_pseudo_arg *n = realloc(o->pseudo, sizeof(*n) * (size_t)(o->npseudo + 1));
+	struct sqk_build_pseudo *n = realloc(o->pseudo, sizeof(*n) * (size_t)(o->npseudo + 1));
 	if (!n)
 		return oom();
 	o->pseudo = n;
-	o->pseudo[o->npseudo++] = (struct mk_pseudo_arg){ .file = file, .arg = arg };
+	o->pseudo[o->npseudo++] = (struct sqk_build_pseudo){ .file = file, .arg = arg };
 	return 0;
 }
 
@@ -210,17 +211,7 @@ static int read_exclude_file(struct mk_options *o, const char *path)
 static void set_defaults(struct mk_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->block_size = 131072;
-	o->comp.id = SQK_COMP_ZSTD;
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	o->threads = n > 0 ? (int)n : 1;
-	o->force_uid = -1;
-	o->force_gid = -1;
-	o->set_mtime = -1;
-	o->clamp_time = -1;
-	o->default_mode = 0755;
-	o->default_mtime = 0;
-	o->mem = 4u << 20;
+	sqk_build_opts_init(&o->build);
 }
 
 enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEXPORT,
@@ -306,20 +297,20 @@ struct parse_state {
 /* As mksquashfs: a level is for lzo1x_999 only, whichever option came first. */
 static int check_lzo(const struct mk_options *o, const char *level_arg)
 {
-	if (o->comp.lzo_algorithm && o->comp.id != SQK_COMP_LZO) {
+	if (o->build.comp.lzo_algorithm && o->build.comp.id != SQK_COMP_LZO) {
 		fprintf(stderr, "sqk mkimage: --lzo-algorithm needs --compressor lzo\n");
 		return -1;
 	}
-	if (o->comp.id == SQK_COMP_LZO && level_arg && o->comp.lzo_algorithm &&
-	    o->comp.lzo_algorithm != SQK_LZO1X_999)
+	if (o->build.comp.id == SQK_COMP_LZO && level_arg && o->build.comp.lzo_algorithm &&
+	    o->build.comp.lzo_algorithm != SQK_LZO1X_999)
 		return opt_error("--level", level_arg, "only lzo1x_999 takes a level");
 	return 0;
 }
 
 static int check_level(const struct mk_options *o, const char *arg)
 {
-	int lv = o->comp.level, lo = 1, hi = 22;
-	switch (o->comp.id) {
+	int lv = o->build.comp.level, lo = 1, hi = 22;
+	switch (o->build.comp.id) {
 	case SQK_COMP_XZ: hi = 9; break;
 	case SQK_COMP_GZIP: hi = 9; break;
 	case SQK_COMP_LZ4: hi = 12; break;
@@ -329,7 +320,7 @@ static int check_level(const struct mk_options *o, const char *arg)
 	if (arg && (lv < lo || lv > hi)) {
 		char why[64];
 		snprintf(why, sizeof(why), "must be %d..%d for %s", lo, hi,
-			 sqk_comp_name(o->comp.id));
+			 sqk_comp_name(o->build.comp.id));
 		return opt_error("--level", arg, why);
 	}
 	return 0;
@@ -351,7 +342,7 @@ static int parse_xbcj(struct mk_options *o, const char *arg)
 		if (!f)
 			return opt_error("-Xbcj", arg, "a comma-separated list of x86, powerpc, ia64, "
 				"arm, armthumb, sparc");
-		o->comp.xz_bcj |= f;
+		o->build.comp.xz_bcj |= f;
 		p += n;
 	} while (*p++ == ',');
 	return 0;
@@ -390,21 +381,21 @@ static int parse_time(const char *as, const char *arg, int64_t *out)
 static int handle_flag(struct mk_options *o, int c)
 {
 	switch (c) {
-	case OPT_NOFRAG: o->no_fragments = true; return 0;
-	case OPT_NOTAIL: o->no_tailends = true; return 0;
-	case OPT_TAILENDS: o->no_tailends = false; return 0;
-	case OPT_NODEDUP: o->no_dedup = true; return 0;
-	case OPT_NOXATTR: o->no_xattrs = true; return 0;
-	case OPT_XATTRS: o->no_xattrs = false; return 0;
-	case OPT_NOEXPORT: o->no_exports = true; return 0;
-	case OPT_EXPORTS: o->no_exports = false; return 0;
-	case OPT_NOCSUM: o->no_checksums = true; return 0;
-	case OPT_DTREE: o->digest_tree = true; return 0;
-	case OPT_ALLROOT: o->force_uid = 0; o->force_gid = 0; return 0;
+	case OPT_NOFRAG: o->build.no_fragments = true; return 0;
+	case OPT_NOTAIL: o->build.no_tailends = true; return 0;
+	case OPT_TAILENDS: o->build.no_tailends = false; return 0;
+	case OPT_NODEDUP: o->build.no_dedup = true; return 0;
+	case OPT_NOXATTR: o->build.no_xattrs = true; return 0;
+	case OPT_XATTRS: o->build.no_xattrs = false; return 0;
+	case OPT_NOEXPORT: o->build.no_exports = true; return 0;
+	case OPT_EXPORTS: o->build.no_exports = false; return 0;
+	case OPT_NOCSUM: o->build.no_checksums = true; return 0;
+	case OPT_DTREE: o->build.digest_tree = true; return 0;
+	case OPT_ALLROOT: o->build.force_uid = 0; o->build.force_gid = 0; return 0;
 	case OPT_TAR: o->tar = true; return 0;
 	case OPT_KEEPDIR: o->keep_as_directory = true; return 0;
 	case OPT_FORCE: o->force = true; return 0;
-	case OPT_XHC: o->comp.lz4_hc = true; return 0;
+	case OPT_XHC: o->build.comp.lz4_hc = true; return 0;
 	case OPT_WILDCARDS: o->wildcards = true; o->regex = false; return 0;
 	case OPT_REGEX: o->wildcards = true; o->regex = true; return 0;
 	case 'q': o->quiet = true; return 0;
@@ -420,47 +411,47 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 	uint64_t v;
 	switch (c) {
 	case 'b':
-		if (parse_block_size(arg, &o->block_size))
+		if (parse_block_size(arg, &o->build.block_size))
 			return opt_error(as, arg, "need a power of two, 4K..1M");
 		return 0;
 	case 'c':
-		o->comp.id = sqk_comp_id(arg);
-		if (sqk_comp_supported(o->comp.id, NULL, 0))
+		o->build.comp.id = sqk_comp_id(arg);
+		if (sqk_comp_supported(o->build.comp.id, NULL, 0))
 			return opt_error(as, arg, "choose zstd, xz, gzip, lz4 or lzo");
 		return 0;
 	case 'l':
 		if (sqk_parse_u64(arg, 22, &v))
 			return opt_error(as, arg, "not a level");
-		o->comp.level = (int)v;
+		o->build.comp.level = (int)v;
 		ps->level_arg = arg;
 		return 0;
 	case OPT_BCJ: {
 		uint32_t f = sqk_xz_bcj_from_name(arg);
 		if (!f)
 			return opt_error(as, arg, "choose x86, powerpc, ia64, arm, armthumb or sparc");
-		o->comp.xz_bcj |= f;
+		o->build.comp.xz_bcj |= f;
 		return 0;
 	}
 	case OPT_XBCJ: return parse_xbcj(o, arg);
 	case OPT_LZOALG:
-		o->comp.lzo_algorithm = sqk_lzo_algorithm_from_name(arg);
-		if (!o->comp.lzo_algorithm)
+		o->build.comp.lzo_algorithm = sqk_lzo_algorithm_from_name(arg);
+		if (!o->build.comp.lzo_algorithm)
 			return opt_error(as, arg, "choose lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 "
 					 "or lzo1x_999");
 		return 0;
 	case 'j':
 		if (sqk_parse_u64(arg, 1024, &v) || v == 0)
 			return opt_error(as, arg, "need 1..1024");
-		o->threads = (int)v;
+		o->build.threads = (int)v;
 		return 0;
 	case OPT_CSUMCHUNK:
-		if (parse_block_size(arg, &o->checksum_chunk))
+		if (parse_block_size(arg, &o->build.checksum_chunk))
 			return opt_error(as, arg, "need a power of two, 4K..1M");
 		return 0;
 	case OPT_MEM:
 		if (sqk_parse_size(arg, UINT64_MAX / 2, &v) || v < (1u << 20))
 			return opt_error(as, arg, "need a size of at least 1M");
-		o->mem = v;
+		o->build.mem = v;
 		return 0;
 	case OPT_MKSMEM: return refuse_mks_mem(as);
 	default: return 1;
@@ -474,26 +465,26 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 	switch (c) {
 	case 'e': return add_exclude(o, arg);
 	case OPT_EF: return read_exclude_file(o, arg);
-	case OPT_FUID: return parse_id(as, arg, &o->force_uid);
-	case OPT_FGID: return parse_id(as, arg, &o->force_gid);
-	case OPT_MTIME: return parse_time(as, arg, &o->set_mtime);
-	case OPT_REUSE: o->reuse = arg; return 0;
-	case OPT_ORDER: o->order_file = arg; return 0;
-	case OPT_SORT: o->sort_file = arg; return 0;
+	case OPT_FUID: return parse_id(as, arg, &o->build.force_uid);
+	case OPT_FGID: return parse_id(as, arg, &o->build.force_gid);
+	case OPT_MTIME: return parse_time(as, arg, &o->build.set_mtime);
+	case OPT_REUSE: o->build.reuse = arg; return 0;
+	case OPT_ORDER: o->build.order_file = arg; return 0;
+	case OPT_SORT: o->build.sort_file = arg; return 0;
 	case OPT_PSEUDO:
 	case OPT_PSEUDODEF:
 		return add_pseudo(o, c == OPT_PSEUDO, arg);
 	case OPT_DMODE:
-		if (sqk_parse_mode(arg, &o->default_mode))
+		if (sqk_parse_mode(arg, &o->build.default_mode))
 			return opt_error(as, arg, "need an octal mode 0..07777");
 		return 0;
 	case OPT_DUID:
 	case OPT_DGID:
 		if (parse_id(as, arg, &t))
 			return -1;
-		*(c == OPT_DUID ? &o->default_uid : &o->default_gid) = (uint32_t)t;
+		*(c == OPT_DUID ? &o->build.default_uid : &o->build.default_gid) = (uint32_t)t;
 		return 0;
-	case OPT_DMTIME: return parse_time(as, arg, &o->default_mtime);
+	case OPT_DMTIME: return parse_time(as, arg, &o->build.default_mtime);
 	default: return 1;
 	}
 }
@@ -708,7 +699,7 @@ static int parse_env(struct mk_options *o)
 				"0..4294967295\n", sde);
 		return -1;
 	}
-	o->clamp_time = (int64_t)v;
+	o->build.clamp_time = (int64_t)v;
 	return 0;
 }
 
@@ -767,21 +758,21 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 {
 	if (check_level(o, ps->level_arg) || check_lzo(o, ps->level_arg) || check_wildcards(o))
 		return -1;
-	if (o->digest_tree && o->no_checksums) {
+	if (o->build.digest_tree && o->build.no_checksums) {
 		fprintf(stderr, "sqk mkimage: --digest-tree needs integrity data (not --no-checksums)\n");
 		return -1;
 	}
-	if (o->comp.xz_bcj && o->comp.id != SQK_COMP_XZ) {
+	if (o->build.comp.xz_bcj && o->build.comp.id != SQK_COMP_XZ) {
 		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");
 		return -1;
 	}
-	if (o->comp.lz4_hc && o->comp.id != SQK_COMP_LZ4) {
+	if (o->build.comp.lz4_hc && o->build.comp.id != SQK_COMP_LZ4) {
 		fprintf(stderr, "sqk mkimage: -Xhc needs -comp lz4\n");
 		return -1;
 	}
-	if (o->tar && (o->order_file || o->sort_file)) {
+	if (o->tar && (o->build.order_file || o->build.sort_file)) {
 		fprintf(stderr, "sqk mkimage: %s needs source directories: a tar stream is read once, "
-			"in its own order\n", o->order_file ? "--order" : "-sort");
+			"in its own order\n", o->build.order_file ? "--order" : "-sort");
 		return -1;
 	}
 	if (o->tar && o->keep_as_directory) {
@@ -809,6 +800,27 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 	return 0;
 }
 
+/* Points the builder's structs at what the parse collected. */
+static void fill_source(struct mk_options *o)
+{
+	struct sqk_build_source *s = &o->src;
+	sqk_build_source_init(s, o->tar ? SQK_BUILD_TAR : SQK_BUILD_DIRS);
+	s->sources = o->sources;
+	s->nsources = o->nsources;
+	s->keep_as_directory = o->keep_as_directory;
+	s->excludes = o->excludes;
+	s->nexcludes = o->nexcludes;
+	s->mks_excludes = o->mks_excludes;
+	s->nmks_excludes = o->nmks_excludes;
+	s->wildcards = o->wildcards;
+	s->regex = o->regex;
+	s->tar_path = o->tar_path;
+	s->pseudo = o->pseudo;
+	s->npseudo = o->npseudo;
+	o->build.image = o->image;
+	o->build.quiet = o->quiet;
+}
+
 int mk_options_parse(int argc, char **argv, struct mk_options *o)
 {
 	struct parse_state ps = { 0 };
@@ -820,22 +832,13 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 		mk_options_free(o);
 		return r > 0 ? 1 : -1;
 	}
-	o->tail_mem = (size_t)(o->mem / 4);
-	o->digest_mem = (size_t)(o->mem / 4);
-	o->entry_mem = (size_t)(o->mem / 4);
-	if (o->set_mtime >= 0)
-		o->default_mtime = o->set_mtime;
-	else if (o->clamp_time >= 0 && o->default_mtime > o->clamp_time)
-		o->default_mtime = o->clamp_time;
 	int npos = o->nsources;
 	o->image = o->sources[npos - 1];
 	if (o->tar)
 		o->tar_path = npos == 2 ? o->sources[0] : NULL;
 	o->nsources = o->tar ? 0 : npos - 1;
-	o->comp.block_size = o->block_size;
-	if (o->comp.id == SQK_COMP_LZ4 && o->comp.level > 0)
-		o->comp.lz4_hc = true;
-	o->progress = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);
+	fill_source(o);
+	o->build.progress = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);
 	return 0;
 }
 

@@ -1,14 +1,46 @@
-/* `sqk mkimage`'s command line: argv and the environment parsed into the builder's options. */
+/* `sqk mkimage`'s command line: argv and the environment parsed into the builder's structs
+ * (sqk/build.h) plus what only the command line uses. */
 #ifndef SQK_CLI_MKIMAGE_OPTIONS_H
 #define SQK_CLI_MKIMAGE_OPTIONS_H
 
-#include "mkimage/options.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sqk/build.h"
+
+struct mk_options {
+	struct sqk_build_opts build;  /* the builder's options (build.image = image) */
+	struct sqk_build_source src;  /* the source: its arrays point at the ones below */
+	char **sources;      /* owned array of strings borrowed from argv */
+	int nsources;
+	const char *image;   /* borrowed from argv */
+	bool force;          /* --force, -noappend: replace an IMAGE that is not a SquashFS image */
+	bool quiet;          /* -q, -quiet: no progress line, no summary (warnings still print) */
+	bool no_progress;    /* --no-progress, -no-progress: no progress line, summary kept */
+	const char **excludes; /* --exclude GLOB: owned array of borrowed strings */
+	int nexcludes;
+	/* mksquashfs's excludes (-e PATH... to the end of the command line, -ef FILE): exact
+	 * paths, absolute (/, ./, ../) or relative to each source, or with -wildcards patterns
+	 * matched a component at a time ("... " in front: at any depth). Owned array of strings
+	 * borrowed from argv or owned by mks_exclude_text. */
+	const char **mks_excludes;
+	int nmks_excludes;
+	bool wildcards;      /* -wildcards or -regex: the -e excludes are patterns */
+	bool regex;          /* -regex: POSIX extended regular expressions, not shell patterns */
+	char **mks_exclude_text; /* owned: the lines of -ef files */
+	int nmks_exclude_text;
+	bool keep_as_directory; /* one source directory: an entry of the root, as several are */
+	bool tar;            /* --tar: the source is a tar stream */
+	const char *tar_path; /* --tar FILE; NULL or "-" = standard input */
+	struct sqk_build_pseudo *pseudo; /* owned array: --pseudo, --pseudo-def in order */
+	int npseudo;
+};
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the
  * paths), "--" ends them, mksquashfs's "-e" takes every argument after it. Returns 0, 1 when
  * help was printed, or -1 after printing an error naming the option. o borrows argv; what it
  * owns after 0 is freed with mk_options_free (after 1 or -1 nothing is left to free; calling
- * it then is harmless). */
+ * it then is harmless). o->build and o->src are ready for sqk_build after 0. */
 int mk_options_parse(int argc, char **argv, struct mk_options *o);
 
 /* Frees what mk_options_parse allocated. */

@@ -69,6 +69,7 @@ int sqk_to_errno(int err)
 	case SQK_ETOOBIG: return EFBIG;
 	case SQK_EISDIR: return EISDIR;
 	case SQK_ESCHEME: return EPROTONOSUPPORT;
+	case SQK_EABI: return EINVAL;
 	default: return EIO;
 	}
 }

@@ -8,6 +8,7 @@
 
 #include "common/endian.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/format.h"
 #include "mk.h"
 #include "source.h"
@@ -16,7 +17,8 @@
 
 struct mk_ids {
 	uint32_t *values;
-	uint32_t count, cap;
+	uint32_t count;
+	size_t cap;
 	uint32_t *slots; /* open addressing: index + 1, 0 = empty */
 	uint32_t nslots;
 };
@@ -76,14 +78,9 @@ int mk_ids_index(struct mk_ctx *c, uint32_t id, uint16_t *idx)
 	}
 	if (ids->count >= 65535)
 		return mk_fail(c, SQK_ETOOBIG, "more than 65535 distinct owner ids");
-	if (ids->count == ids->cap) {
-		uint32_t ncap = ids->cap ? ids->cap * 2 : 16;
-		uint32_t *nv = realloc(ids->values, ncap * sizeof(*nv));
-		if (!nv)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		ids->values = nv;
-		ids->cap = ncap;
-	}
+	int err = mk_grow(c, &ids->values, &ids->cap, (size_t)ids->count + 1, sizeof(*ids->values));
+	if (err)
+		return err;
 	ids->values[ids->count++] = id;
 	ids->slots[j] = ids->count;
 	*idx = (uint16_t)(ids->count - 1);
@@ -120,7 +117,8 @@ struct xset {
 
 struct mk_xattrs {
 	struct xset *sets;
-	uint32_t nsets, cap;
+	uint32_t nsets;
+	size_t cap;
 	uint32_t *slots; /* set index + 1 */
 	uint32_t nslots;
 };
@@ -234,14 +232,8 @@ static int intern_set(struct mk_xattrs *x, struct xset *s, uint32_t *idx)
 		*idx = x->slots[j] - 1;
 		return 0;
 	}
-	if (x->nsets == x->cap) {
-		uint32_t ncap = x->cap ? x->cap * 2 : 16;
-		struct xset *nv = realloc(x->sets, ncap * sizeof(*nv));
-		if (!nv)
-			return SQK_ENOMEM;
-		x->sets = nv;
-		x->cap = ncap;
-	}
+	if (sqk_grow(&x->sets, &x->cap, (size_t)x->nsets + 1, sizeof(*x->sets), 0))
+		return SQK_ENOMEM;
 	x->sets[x->nsets] = *s;
 	x->slots[j] = ++x->nsets;
 	*idx = x->nsets - 1;

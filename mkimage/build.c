@@ -1,11 +1,10 @@
-/* The builder: one pass over a source (entries into the tree, file content into blocks and
- * tails as it comes), then the fragment blocks, the tables, padding, the prefetch hint and the
- * fast checksums (inside the covered bytes), the integrity data and the
- * superblock last (so a torn image has no valid magic). Every byte written is hashed on its way
- * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (cli/mkimage.c),
- * memory in the tests. */
+/* The build's orchestration, behind sqk_build (sqk_build.c): one pass over a source (entries
+ * into the tree backend chosen here, file content into blocks and tails as it comes), then the
+ * fragment blocks, the tables, padding, the prefetch hint and the fast checksums (inside the
+ * covered bytes), the integrity data and the superblock last (so a torn image has no valid
+ * magic). Every byte written is hashed on its way out; nothing is read back. The output is an
+ * I/O object: a file for `sqk mkimage` (cli/mkimage.c), memory in the tests. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,50 +16,7 @@
 #include "reuse.h"
 #include "source.h"
 
-int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
-{
-	pthread_mutex_lock(&c->errmu);
-	if (!c->first_err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
-		va_end(ap);
-		c->first_err = err;
-	}
-	pthread_mutex_unlock(&c->errmu);
-	return err;
-}
-
-int mk_grow(struct mk_ctx *c, void **v, size_t *cap, size_t need, size_t sz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *nv = ncap <= SIZE_MAX / sz ? realloc(*v, ncap * sz) : NULL;
-	if (!nv)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
-int mk_write(struct mk_ctx *c, const void *buf, size_t len)
-{
-	int err = sqk_io_write_at(c->out, c->pos, buf, len);
-	if (err)
-		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
-			       (unsigned long long)c->pos,
-			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
-	if (c->integ && (err = sqk_integ_writer_update(c->integ, c->pos, buf, len)))
-		return mk_fail(c, err, "cannot hash image '%s' at offset %llu: %s", c->opt->image,
-			       (unsigned long long)c->pos, sqk_strerror(err));
-	c->pos += len;
-	return 0;
-}
-
-static uint16_t image_flags(const struct mk_options *o, bool comp_opts, uint32_t nxattr_sets)
+static uint16_t image_flags(const struct sqk_build_opts *o, bool comp_opts, uint32_t nxattr_sets)
 {
 	uint16_t f = 0;
 	if (!o->no_dedup)
@@ -181,7 +137,7 @@ static int write_fast(struct mk_ctx *c)
 
 static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_opts *o = c->opt;
 	static const uint8_t zeros[SQK_PAD];
 	sb->magic = SQK_MAGIC;
 	sb->mkfs_time = o->clamp_time >= 0 ? (uint32_t)o->clamp_time :
@@ -211,13 +167,23 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	return err;
 }
 
-/* Reads every entry of src: each into the tree, each file's content right after its entry. A
- * walked tree (ordered) is kept on disk (walk.c) unless pseudo definitions will change it. */
+/* The one choice of a tree backend: a walked tree (an ordered source) is kept on disk
+ * (walk.c) unless pseudo definitions will change it; anything else in memory (tree.c). */
+static int start_tree(struct mk_ctx *c, bool ordered, bool pseudo)
+{
+	if (ordered && !pseudo) {
+		c->tops = &mk_tree_disk_ops;
+		return mk_walk_start(c);
+	}
+	c->tops = &mk_tree_mem_ops;
+	return mk_tree_start(c, ordered);
+}
+
+/* Reads every entry of src: each into the tree, each file's content right after its entry. */
 static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_pseudo *ps)
 {
 	struct mk_entry e;
-	bool walk = src->ops->ordered && !ps;
-	int err = walk ? mk_walk_start(c) : mk_tree_start(c, src->ops->ordered);
+	int err = start_tree(c, src->ops->ordered, ps != NULL);
 	if (!err)
 		err = mk_data_start(c);
 	if (!err)
@@ -227,7 +193,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 		int r = src->ops->next(src, c, &e);
 		if (r == 1)
 			break;
-		err = r ? r : walk ? mk_walk_add(c, &e, &fr) : mk_tree_add(c, &e, &fr);
+		err = r ? r : c->tops->add(c, &e, &fr);
 		int taken = !err && fr.file && c->order ? mk_order_take(c, &fr, &e) : 0;
 		if (taken < 0)
 			err = taken;
@@ -249,7 +215,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 		return perr ? perr : err;
 	}
 	err = mk_data_finish(c);
-	return err ? err : walk ? mk_walk_finish(c) : mk_tree_finish(c);
+	return err ? err : c->tops->finish(c);
 }
 
 int mk_build_inputs(struct mk_ctx *c)
@@ -290,35 +256,3 @@ int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
 		err = write_tail(c, sb, comp_opts);
 	return err;
 }
-
-int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel)
-{
-	memset(c, 0, sizeof(*c));
-	c->opt = o;
-	c->cancel = cancel;
-	pthread_mutex_init(&c->errmu, NULL);
-	if (mk_ids_create(&c->ids) || mk_xattrs_create(&c->xattrs))
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	int err = sqk_compressor_create(&o->comp, &c->comp);
-	if (err)
-		return mk_fail(c, err, "cannot set up the %s compressor: %s", sqk_comp_name(o->comp.id),
-			       sqk_strerror(err));
-	return 0;
-}
-
-void mk_ctx_free(struct mk_ctx *c)
-{
-	mk_tree_free(c);
-	mk_walk_free(c);
-	mk_ids_destroy(c->ids);
-	mk_xattrs_destroy(c->xattrs);
-	sqk_compressor_destroy(c->comp);
-	sqk_io_destroy(c->out);
-	sqk_integ_writer_destroy(c->integ);
-	mk_reuse_close(c->reuse);
-	mk_pseudo_free(c->pseudo);
-	mk_order_free(c);
-	free(c->frags);
-	pthread_mutex_destroy(&c->errmu);
-}
-

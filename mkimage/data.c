@@ -1,5 +1,5 @@
 /* File data, in the one pass over the source: each file's full blocks go to the pipeline as they
- * are read (holes skipped without reading), its tail is kept (tails.c) for a fragment block, and
+ * are read (holes skipped without reading), its tail is kept (spill.c) for a fragment block, and
  * its SHA-256 finds an earlier file of the same content (dedup.c). A file whose size an earlier
  * file has is held back by the writer until its hash says whether it is new (then written) or
  * a duplicate (then dropped: it shares the original's blocks). The tails are packed into fragment
@@ -49,7 +49,7 @@ struct progress {
 
 struct mk_data {
 	struct mk_pipeline *p;
-	struct mk_tails *tails;
+	struct mk_spill *tails;
 	struct mk_dedup *dd;
 	struct piece *pieces;
 	size_t npieces, pieces_cap;
@@ -233,7 +233,7 @@ static int put_key(struct mk_ctx *c, struct mk_data *d, struct piece *pc, const 
 	size_t cls_len = strlen(cls), stem_len = strcspn(name, ".");
 	if (cls_len == 3 && !memcmp(cls, "pyc", 3))
 		cls_len = 2;
-	int err = mk_grow(c, (void **)&d->keys, &d->keys_cap,
+	int err = mk_grow(c, &d->keys, &d->keys_cap,
 			  d->keys_len + cls_len + stem_len, 1);
 	if (err)
 		return err;
@@ -257,7 +257,7 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, const struct file_pass
 	int err = d->npieces >= batch ? flush_pieces(c, d, false) : 0;
 	if (err)
 		return err;
-	if ((err = mk_grow(c, (void **)&d->pieces, &d->pieces_cap, d->npieces + 1,
+	if ((err = mk_grow(c, &d->pieces, &d->pieces_cap, d->npieces + 1,
 			   sizeof(*d->pieces))))
 		return err;
 	struct piece *pc = &d->pieces[d->npieces];
@@ -272,7 +272,7 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, const struct file_pass
 		pc->old_idx = SQK_NONE32;
 	err = put_key(c, d, pc, fp->e->path);
 	if (!err)
-		err = mk_tails_put(c, d->tails, d->buf, len, &pc->ref);
+		err = mk_spill_put(c, d->tails, d->buf, len, &pc->ref);
 	if (!err)
 		d->npieces++;
 	return err;
@@ -425,7 +425,7 @@ static int write_fragments(struct mk_ctx *c, struct mk_data *d, size_t from)
 			j->frag_idx = f->frag_index;
 			j->in_len = 0;
 		}
-		err = mk_tails_get(c, d->tails, pc->ref, j->in + f->frag_offset, pc->len);
+		err = mk_spill_get(c, d->tails, pc->ref, j->in + f->frag_offset, pc->len);
 		if (err)
 			return err;
 		j->in_len = f->frag_offset + pc->len;
@@ -442,7 +442,7 @@ static void data_free(struct mk_ctx *c)
 	struct mk_data *d = c->data;
 	if (!d)
 		return;
-	mk_tails_destroy(d->tails);
+	mk_spill_destroy(d->tails);
 	mk_dedup_destroy(d->dd);
 	free(d->pieces);
 	free(d->keys);
@@ -463,7 +463,7 @@ int mk_data_start(struct mk_ctx *c)
 	d->sha = EVP_MD_CTX_new();
 	if (!d->buf || !d->sha)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	int err = mk_tails_create(c, "file tails", c->opt->tail_mem, &d->tails);
+	int err = mk_spill_create(c, "file tails", c->opt->tail_mem, &d->tails);
 	if (!err)
 		err = mk_dedup_create(c, &d->dd);
 	if (!err)
@@ -552,7 +552,7 @@ static int flush_pieces(struct mk_ctx *c, struct mk_data *d, bool in_order)
 		err = write_fragments(c, d, from);
 	d->npieces = 0;
 	d->keys_len = 0;
-	mk_tails_reset(d->tails);
+	mk_spill_reset(d->tails);
 	return err;
 }
 

@@ -3,12 +3,13 @@
  * has cannot be a duplicate, so the writer need not hold it back). An entry in memory is the
  * digest's first 8 bytes and the file (16 bytes; the hash table holds 32-bit entry numbers, so
  * about 24 bytes a file); the whole digests wait in a store that spills to a temporary file
- * (tails.c), read back only when size and first bytes match. */
+ * (spill.c), read back only when size and first bytes match. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/endian.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/integrity.h"
 #include "mk.h"
 
@@ -18,9 +19,10 @@ struct dd_entry {
 };
 
 struct mk_dedup {
-	struct mk_tails *digests;   /* entry i's digest at ref 32 * i */
+	struct mk_spill *digests;   /* entry i's digest at ref 32 * i */
 	struct dd_entry *v;         /* entries in the order files came */
-	uint32_t n, cap;
+	uint32_t n;
+	size_t cap;
 	uint32_t *slots;            /* entry number + 1; 0 = empty */
 	uint32_t nslots;
 	uint64_t *sizes;            /* open addressing; 0 = empty (empty files are never indexed) */
@@ -44,7 +46,7 @@ int mk_dedup_create(struct mk_ctx *c, struct mk_dedup **out)
 	}
 	/* a budget of whole digests, so that entry i's digest is at ref 32 * i */
 	int err = !d || !d->slots || !d->sizes ? mk_fail(c, SQK_ENOMEM, "out of memory") :
-		  mk_tails_create(c, "file digests",
+		  mk_spill_create(c, "file digests",
 				  c->opt->digest_mem & ~(size_t)(SQK_INTEG_DIGEST_SIZE - 1),
 				  &d->digests);
 	if (err) {
@@ -59,7 +61,7 @@ void mk_dedup_destroy(struct mk_dedup *d)
 {
 	if (!d)
 		return;
-	mk_tails_destroy(d->digests);
+	mk_spill_destroy(d->digests);
 	free(d->v);
 	free(d->slots);
 	free(d->sizes);
@@ -122,7 +124,7 @@ static int slot_of(struct mk_ctx *c, const struct mk_dedup *d, uint64_t size,
 		if (x->f->size != size || x->prefix != prefix)
 			continue;
 		uint8_t whole[SQK_INTEG_DIGEST_SIZE];
-		int err = mk_tails_get(c, d->digests, (uint64_t)(e - 1) * sizeof(whole), whole,
+		int err = mk_spill_get(c, d->digests, (uint64_t)(e - 1) * sizeof(whole), whole,
 				       sizeof(whole));
 		if (err)
 			return err;
@@ -164,16 +166,8 @@ int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_f
 	int err = 0;
 	if ((d->n + 1) * 2 > d->nslots)
 		err = grow(d);
-	if (!err && d->n == d->cap) {
-		uint32_t ncap = d->cap ? d->cap + d->cap / 2 : 1024;
-		struct dd_entry *nv = realloc(d->v, (size_t)ncap * sizeof(*nv));
-		if (!nv)
-			err = SQK_ENOMEM;
-		else {
-			d->v = nv;
-			d->cap = ncap;
-		}
-	}
+	if (!err)
+		err = sqk_grow(&d->v, &d->cap, (size_t)d->n + 1, sizeof(*d->v), 0);
 	if (!err)
 		err = sizes_add(d, size);
 	if (!err && d->n == UINT32_MAX - 1)
@@ -189,7 +183,7 @@ int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_f
 		return 0;
 	}
 	*orig = NULL;
-	if ((err = mk_tails_put(c, d->digests, digest, SQK_INTEG_DIGEST_SIZE, &ref)))
+	if ((err = mk_spill_put(c, d->digests, digest, SQK_INTEG_DIGEST_SIZE, &ref)))
 		return err;
 	d->v[d->n] = (struct dd_entry){ .prefix = sqk_get_le64(digest), .f = f };
 	d->slots[j] = ++d->n;

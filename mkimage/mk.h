@@ -1,8 +1,9 @@
 /* Internal state of the image builder, shared by its stages:
- * a source (source.h: source_dir.c, source_tar.c) yields entries → tree (tree.c), xattrs and ids
- * (attrs.c) → each file's content read once (data.c: dedup in dedup.c, tails in tails.c, blocks
- * compressed and written by pipeline.c) → tables (tables.c) → build.c puts the image together;
- * cli/mkimage.c is `sqk mkimage` (cli/mkimage_options.c) with the image file. */
+ * a source (source.h: source_dir.c, source_tar.c) yields entries → tree (tree.c, or walk.c on
+ * disk), xattrs and ids (attrs.c) → each file's content read once (data.c: dedup in dedup.c,
+ * tails in the spill store spill.c, blocks compressed and written by pipeline.c) → tables
+ * (tables.c) → build.c puts the image together; cli/mkimage.c is `sqk mkimage` (cli/mkimage_options.c) with the
+ * image file. */
 #ifndef SQK_MK_H
 #define SQK_MK_H
 
@@ -18,7 +19,7 @@
 #include "common/integrity.h"
 #include "common/io.h"
 #include "common/meta.h"
-#include "options.h"
+#include "sqk/build.h"
 
 /* The full blocks of a regular file (none for a file that is all fragment): their size words
  * and what was not stored. */
@@ -111,10 +112,13 @@ struct mk_pseudo;
 struct sqk_hint_range;
 
 struct mk_ctx {
-	const struct mk_options *opt;
+	const struct sqk_build_opts *opt; /* = &optv */
+	struct sqk_build_opts optv;  /* the caller's options, defaults derived (ctx.c) */
+	const struct sqk_build_source *src; /* borrowed */
 	struct mk_node *root;
 	struct mk_tree *tree;       /* lookups while the tree is built (tree.c) */
 	struct mk_walk *walk;       /* or: a walked tree, its entries on disk (walk.c) */
+	const struct mk_tree_ops *tops; /* the one of the two in use (NULL before the source) */
 	struct mk_data *data;       /* the data stage while files are read (data.c) */
 	struct mk_reuse *reuse;     /* --reuse: the old image, or NULL (reuse.c) */
 	struct mk_order *order;     /* --order / -sort, or NULL (order.c) */
@@ -129,7 +133,7 @@ struct mk_ctx {
 	struct mk_xattrs *xattrs;
 	struct mk_ids *ids;
 	struct sqk_compressor *comp; /* main-thread compressor (metadata) */
-	struct sqk_io *out;          /* image output */
+	struct sqk_io *out;          /* image output (borrowed) */
 	uint64_t pos;                /* next write position (owned by the writer during data) */
 	struct sqk_integ_writer *integ; /* hashes every byte written; NULL with --no-checksums */
 	bool have_root;              /* root_hash set: integrity data was appended */
@@ -139,7 +143,7 @@ struct mk_ctx {
 	size_t frags_cap;            /* frags: grown by the writer thread as it writes them */
 	struct mk_stats st;
 	uint64_t mtimes_clamped;     /* entries whose mtime was outside 0..2^32-1 (tree.c) */
-	atomic_int *cancel;          /* set to a signal number on SIGINT/SIGTERM */
+	atomic_int *cancel;          /* opt->cancel: non-zero = stop (a signal number) */
 	dev_t skip_dev[2];           /* the existing image and our temp file: skipped by the walk */
 	ino_t skip_ino[2];
 	int nskip;
@@ -148,11 +152,17 @@ struct mk_ctx {
 	char errmsg[1024];           /* first error, with the path */
 };
 
-/* Sets up c for options o (borrowed, must outlive c); cancel may be NULL. On error the message
- * is in c->errmsg and c must still be freed with mk_ctx_free. */
-int mk_ctx_init(struct mk_ctx *c, const struct mk_options *o, atomic_int *cancel);
+/* Sets up c for options o (copied, its derived defaults filled in: mk_opts_derive) and the
+ * source description s (borrowed, must outlive c). On error the message is in c->errmsg and c
+ * must still be freed with mk_ctx_free. */
+int mk_ctx_init(struct mk_ctx *c, const struct sqk_build_opts *o,
+		const struct sqk_build_source *s);
 
-/* Frees what c owns, including c->out. */
+/* Fills the options' values that default to others: the memory shares, the compressor's block
+ * size and lz4's high-compression mode when a level is set, the implied directories' mtime. */
+void mk_opts_derive(struct sqk_build_opts *o);
+
+/* Frees what c owns (not c->out, the caller's). */
 void mk_ctx_free(struct mk_ctx *c);
 
 /* What the build reads besides its source, opened and checked before the output is created
@@ -161,15 +171,15 @@ void mk_ctx_free(struct mk_ctx *c);
  * first message is in c->errmsg. */
 int mk_build_inputs(struct mk_ctx *c);
 
-/* The builder: reads every entry of src (borrowed) once, in order, and writes the image into
- * c->out (set by the caller; positions from 0), superblock last, then the integrity data, then
- * one sync; fills sb. Creates, renames and removes no file. On error the first message is in
- * c->errmsg. */
+/* The build behind sqk_build: reads every entry of src (borrowed) once, in order, and writes
+ * the image into c->out (positions from 0), superblock last, then the integrity data, then one
+ * sync; fills sb. On error the first message is in c->errmsg. */
 int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb);
 
-/* Grows the array *v of *cap elements of sz bytes (doubling, from 16) to hold need; an
- * allocation failure is reported through c. */
-int mk_grow(struct mk_ctx *c, void **v, size_t *cap, size_t need, size_t sz);
+/* ctx.c: the context helpers. mk_grow is sqk_grow (common/grow.h: arrp is a T **, the array
+ * of *cap elements of sz bytes grows to hold need, overflow-checked) with the failure reported
+ * through c. */
+int mk_grow(struct mk_ctx *c, void *arrp, size_t *cap, size_t need, size_t sz);
 
 /* Records the first error message (printf-style) and returns err. Thread-safe. */
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
@@ -207,7 +217,7 @@ int mk_entry_attrs(struct mk_ctx *c, const struct mk_entry *e, struct mk_attrs *
 /* The attributes of a directory no entry listed: the --default-* options. */
 int mk_implied_attrs(struct mk_ctx *c, struct mk_attrs *a);
 /* The mtime stored for t (--set-mtime, --clamp-time, 32 bits). */
-uint32_t mk_clamp_time(const struct mk_options *o, int64_t t);
+uint32_t mk_clamp_time(const struct sqk_build_opts *o, int64_t t);
 /* Refuses an entry deeper than SQK_DEPTH_MAX (common/depth.h), naming it and its depth. */
 int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e);
 /* The count of clamped mtimes when more than the first (named when met) were clamped. */
@@ -232,12 +242,23 @@ void mk_idmap_free(struct mk_idmap *m);
 
 /* walk.c: the tree of an ordered source (the directory walker) held on disk: each directory's
  * entries go to a store that spills to a temporary file once it is complete; memory keeps the
- * 32-byte file records, the directories and the hard links. Same interface as mk_tree_*; the
- * image is byte for byte the one the tree in memory gives. */
+ * 32-byte file records, the directories and the hard links. mk_walk_start, then
+ * mk_tree_disk_ops; the image is byte for byte the one the tree in memory gives. */
 int mk_walk_start(struct mk_ctx *c);
-int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data);
-int mk_walk_finish(struct mk_ctx *c);
-void mk_walk_free(struct mk_ctx *c);
+
+/* The two tree backends behind one table, chosen once per build (build.c): add places an
+ * entry (as mk_tree_add), finish numbers the inodes, emit writes the inode and directory tables
+ * through tables.c (*root_ref = the root's inode reference), free releases the tree (NULL-safe).
+ * The backends call tables.c; tables.c knows only this table. */
+struct mk_tables;
+struct mk_tree_ops {
+	int (*add)(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data);
+	int (*finish)(struct mk_ctx *c);
+	int (*emit)(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref);
+	void (*free)(struct mk_ctx *c);
+};
+extern const struct mk_tree_ops mk_tree_mem_ops;  /* tree.c */
+extern const struct mk_tree_ops mk_tree_disk_ops; /* walk.c */
 
 /* pseudo.c: --pseudo / --pseudo-def definitions, parsed before the source is read (errors name
  * FILE:LINE) and applied after it. */
@@ -292,17 +313,18 @@ int mk_dedup_find(struct mk_ctx *c, const struct mk_dedup *d, uint64_t size,
 int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_file *f,
 			 const uint8_t *digest, const struct mk_file **orig);
 
-/* tails.c: a store of byte strings (file tails for the fragment blocks, digests, directory
- * entries), in memory up to budget bytes, then in an unnamed temporary file; what names it in
- * messages. put copies data and gives its ref (the bytes put before it); get copies it back. */
-struct mk_tails;
-int mk_tails_create(struct mk_ctx *c, const char *what, size_t budget, struct mk_tails **out);
-void mk_tails_destroy(struct mk_tails *t);
-int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len,
+/* spill.c: the spill store of byte strings (file tails for the fragment blocks, digests,
+ * directory entries), in memory up to budget bytes, then in an unnamed temporary file; what
+ * names it in messages. put copies data and gives its ref (the bytes put before it); get
+ * copies it back. */
+struct mk_spill;
+int mk_spill_create(struct mk_ctx *c, const char *what, size_t budget, struct mk_spill **out);
+void mk_spill_destroy(struct mk_spill *t);
+int mk_spill_put(struct mk_ctx *c, struct mk_spill *t, const void *data, size_t len,
 		 uint64_t *ref);
-int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, size_t len);
+int mk_spill_get(struct mk_ctx *c, struct mk_spill *t, uint64_t ref, void *buf, size_t len);
 /* Forgets everything put so far (refs start again from 0); the memory and file are reused. */
-void mk_tails_reset(struct mk_tails *t);
+void mk_spill_reset(struct mk_spill *t);
 
 /* order.c: --order FILE and -sort FILE. mk_order_load reads both lists before anything is
  * written (a malformed line is an error naming FILE and its line; listed paths the source does

@@ -137,7 +137,7 @@ struct mk_order {
 	struct pathmap sort;       /* -sort: image path -> priority */
 	struct deferred *def;
 	size_t ndef, def_cap;
-	struct mk_tails *def_paths;
+	struct mk_spill *def_paths;
 	char *scratch;
 	size_t scratch_cap;
 	uint32_t front_frags;      /* fragment blocks [0, front_frags) hold the front files' tails */
@@ -266,7 +266,7 @@ static int add_front(struct mk_ctx *c, struct mk_order *o, const char *path, int
 	int err = pm_put(c, &o->front_idx, path, (int64_t)o->nfront, &added);
 	if (err || !added)
 		return err;
-	if ((err = mk_grow(c, (void **)&o->front, &o->front_cap, o->nfront + 1, sizeof(*o->front))))
+	if ((err = mk_grow(c, &o->front, &o->front_cap, o->nfront + 1, sizeof(*o->front))))
 		return err;
 	struct front *f = &o->front[o->nfront];
 	memset(f, 0, sizeof(*f));
@@ -386,7 +386,7 @@ static int priority(struct mk_ctx *c, struct mk_order *o, const char *p, int *pr
 	*prio = 0;
 	if (!o->sort.used)
 		return 0;
-	int err = mk_grow(c, (void **)&o->scratch, &o->scratch_cap, n + 1, 1);
+	int err = mk_grow(c, &o->scratch, &o->scratch_cap, n + 1, 1);
 	if (err)
 		return err;
 	memcpy(o->scratch, p, n + 1);
@@ -442,7 +442,7 @@ static int cand_visit(void *arg, struct mk_ctx *c, const char *rel)
 		return err < 0 ? err : 0;
 	if (prio <= 0 || (err = pm_put(c, &cs->seen, rel, 0, &added)) || !added)
 		return err;
-	if ((err = mk_grow(c, (void **)&cs->v, &cs->cap, cs->n + 1, sizeof(*cs->v))))
+	if ((err = mk_grow(c, &cs->v, &cs->cap, cs->n + 1, sizeof(*cs->v))))
 		return err;
 	if (!(cs->v[cs->n].path = strdup(rel)))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
@@ -500,7 +500,7 @@ static void warn_missing(const char *opt, const struct missing *m)
 
 int mk_order_load(struct mk_ctx *c)
 {
-	const struct mk_options *opt = c->opt;
+	const struct sqk_build_opts *opt = c->opt;
 	if (!opt->order_file && !opt->sort_file)
 		return 0;
 	struct mk_order *o = calloc(1, sizeof(*o));
@@ -516,7 +516,7 @@ int mk_order_load(struct mk_ctx *c)
 	if (!err && opt->sort_file)
 		err = sort_front(c, o);
 	if (!err)
-		err = mk_tails_create(c, "the paths of negative-priority files", MK_DEFER_MEM,
+		err = mk_spill_create(c, "the paths of negative-priority files", MK_DEFER_MEM,
 				      &o->def_paths);
 	if (err)
 		return err;
@@ -576,7 +576,7 @@ int mk_order_front(struct mk_ctx *c)
 static int defer(struct mk_ctx *c, struct mk_order *o, const struct mk_file_ref *fr,
 		 const struct mk_entry *e, int prio)
 {
-	int err = mk_grow(c, (void **)&o->def, &o->def_cap, o->ndef + 1, sizeof(*o->def));
+	int err = mk_grow(c, &o->def, &o->def_cap, o->ndef + 1, sizeof(*o->def));
 	if (err)
 		return err;
 	struct deferred *d = &o->def[o->ndef];
@@ -585,7 +585,7 @@ static int defer(struct mk_ctx *c, struct mk_order *o, const struct mk_file_ref 
 		return mk_fail(c, SQK_ETOOBIG, "'%s': path too long", e->origin);
 	*d = (struct deferred){ .file = fr->file, .len = (uint32_t)len, .order = fr->order,
 				.ldir = fr->ldir, .prio = prio };
-	err = mk_tails_put(c, o->def_paths, e->path, len, &d->ref);
+	err = mk_spill_put(c, o->def_paths, e->path, len, &d->ref);
 	if (!err)
 		o->ndef++;
 	return err;
@@ -635,8 +635,8 @@ int mk_order_deferred(struct mk_ctx *c)
 	for (size_t i = 0; i < o->ndef && !err; i++) {
 		struct deferred *d = &o->def[i];
 		struct mk_entry e;
-		if ((err = mk_grow(c, (void **)&o->scratch, &o->scratch_cap, d->len + 1, 1)) ||
-		    (err = mk_tails_get(c, o->def_paths, d->ref, o->scratch, d->len)))
+		if ((err = mk_grow(c, &o->scratch, &o->scratch_cap, d->len + 1, 1)) ||
+		    (err = mk_spill_get(c, o->def_paths, d->ref, o->scratch, d->len)))
 			break;
 		o->scratch[d->len] = 0;
 		int r = mk_source_dir_file(o->src, c, o->scratch, false, &e);
@@ -736,7 +736,7 @@ void mk_order_free(struct mk_ctx *c)
 	pm_free(&o->listed);
 	mk_idmap_free(&o->front_ids);
 	free(o->def);
-	mk_tails_destroy(o->def_paths);
+	mk_spill_destroy(o->def_paths);
 	free(o->scratch);
 	mk_source_destroy(o->src);
 	free(o);

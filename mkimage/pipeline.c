@@ -169,24 +169,11 @@ static int hold_block(struct mk_pipeline *p, const struct mk_job *j, const uint8
 		      uint32_t stored)
 {
 	struct held *h = &p->held;
-	if (h->n == h->cap) {
-		size_t ncap = h->cap ? h->cap * 2 : 64;
-		struct held_block *nv = realloc(h->v, ncap * sizeof(*nv));
-		if (!nv)
-			return mk_fail(p->c, SQK_ENOMEM, "out of memory");
-		h->v = nv;
-		h->cap = ncap;
-	}
-	if (h->len + stored > h->bytes_cap) {
-		size_t ncap = h->bytes_cap ? h->bytes_cap : 1u << 17;
-		while (ncap < h->len + stored)
-			ncap *= 2;
-		uint8_t *nb = realloc(h->bytes, ncap);
-		if (!nb)
-			return mk_fail(p->c, SQK_ENOMEM, "out of memory");
-		h->bytes = nb;
-		h->bytes_cap = ncap;
-	}
+	int err = mk_grow(p->c, &h->v, &h->cap, h->n + 1, sizeof(*h->v));
+	if (!err)
+		err = mk_grow(p->c, &h->bytes, &h->bytes_cap, h->len + stored, 1);
+	if (err)
+		return err;
 	memcpy(h->bytes + h->len, src, stored);
 	h->v[h->n++] = (struct held_block){ .block = j->block, .word = j->word,
 					    .len = (uint32_t)j->in_len, .at = h->len };
@@ -236,7 +223,7 @@ static int write_job(struct mk_pipeline *p, struct mk_job *j)
 		return err;
 	if (j->kind == MK_JOB_FRAG || j->kind == MK_JOB_COPY) {
 		/* grown here: the main thread reads them after the finish */
-		if ((err = mk_grow(c, (void **)&c->frags, &c->frags_cap, (size_t)j->frag_idx + 1,
+		if ((err = mk_grow(c, &c->frags, &c->frags_cap, (size_t)j->frag_idx + 1,
 				   sizeof(*c->frags))))
 			return err;
 		c->frags[j->frag_idx] = (struct sqk_frag_entry){ .start = at, .size = j->word };

@@ -189,7 +189,7 @@ static int add_line(struct mk_ctx *c, struct mk_pseudo *p, const char *line, con
 		s++;
 	if (!*s || *s == '#' || *s == '\n' || *s == '\r')
 		return 0;
-	int err = mk_grow(c, (void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v));
+	int err = mk_grow(c, &p->v, &p->cap, p->n + 1, sizeof(*p->v));
 	if (err)
 		return err;
 	struct pdef *d = &p->v[p->n];
@@ -249,7 +249,7 @@ static int load_file(struct mk_ctx *c, struct mk_pseudo *p, const char *file)
 
 int mk_pseudo_load(struct mk_ctx *c, struct mk_pseudo **out)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	*out = NULL;
 	if (!o->npseudo)
 		return 0;

@@ -32,7 +32,7 @@ struct frame {
 /* One -e path, resolved to the image path it names. */
 struct exact_excl {
 	char *rel;
-	int idx; /* in opt->mks_excludes */
+	int idx; /* in src->mks_excludes */
 };
 
 /* One -e pattern (-wildcards or -regex), split into its path components. */
@@ -72,7 +72,7 @@ struct dir_source {
 	size_t path_cap, rel_cap;
 	int state;                 /* 0: root next, 1: walking, 2: done */
 	bool synthetic;            /* several sources under a made-up root */
-	int *src_order;            /* synthetic root: frame position -> index in opt->sources */
+	int *src_order;            /* synthetic root: frame position -> index in src->sources */
 	bool descend;
 	char *root;                /* one directory source: its path (files by path) */
 	/* the current entry's content */
@@ -97,16 +97,9 @@ static int set_str(struct mk_ctx *c, char **buf, size_t *cap, size_t at, const c
 		   bool slash)
 {
 	size_t la = strlen(add), need = at + la + 2;
-	if (need > *cap) {
-		size_t ncap = *cap ? *cap : 256;
-		while (ncap < need)
-			ncap *= 2;
-		char *nb = realloc(*buf, ncap);
-		if (!nb)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		*buf = nb;
-		*cap = ncap;
-	}
+	int err = mk_grow(c, buf, cap, need, 1);
+	if (err)
+		return err;
 	if (slash && at && (*buf)[at - 1] != '/')
 		(*buf)[at++] = '/';
 	memcpy(*buf + at, add, la + 1);
@@ -189,8 +182,8 @@ static bool exact_match(struct excludes *x, int nglobs, const char *rel, bool co
 /* Whether the entry at image path rel is left out. With count (the walk), every exclude that
  * matches is remembered as having matched; else the first match answers (lookups by path).
  * top: rel is a source under a made-up root, which only mksquashfs's forms exclude. */
-static bool excluded(struct excludes *x, const struct mk_options *o, const char *rel, bool count,
-		     bool top)
+static bool excluded(struct excludes *x, const struct sqk_build_source *o, const char *rel,
+		     bool count, bool top)
 {
 	bool ex = false;
 	for (int i = 0; !top && i < o->nexcludes && (count || !ex); i++)
@@ -238,7 +231,7 @@ static int add_exact(struct mk_ctx *c, struct dir_source *d, const char *fs, int
  * directory), else relative to each source in turn. */
 static int resolve_exact(struct mk_ctx *c, struct dir_source *d, int idx)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	const char *p = o->mks_excludes[idx];
 	if (p[0] == '/' || !strncmp(p, "./", 2) || !strncmp(p, "../", 3))
 		return add_exact(c, d, p, idx);
@@ -295,13 +288,13 @@ static int add_wild(struct mk_ctx *c, struct excludes *x, const char *pat, int i
 	for (char *tok = strtok(w.buf, "/"); tok; tok = strtok(NULL, "/"))
 		w.comp[w.n++] = tok;
 	x->wild[x->nwild++] = w;
-	return c->opt->regex ? compile_regex(c, &x->wild[x->nwild - 1], pat) : 0;
+	return c->src->regex ? compile_regex(c, &x->wild[x->nwild - 1], pat) : 0;
 }
 
 /* Compiles opt's excludes for d, once its sources are known. */
 static int excludes_init(struct mk_ctx *c, struct dir_source *d)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	struct excludes *x = &d->ex;
 	int err = 0;
 	x->any = o->nexcludes || o->nmks_excludes;
@@ -338,7 +331,7 @@ static void excludes_free(struct excludes *x)
 }
 
 /* Whether a directory above image path rel is excluded (what is below it then never is). */
-static bool under_excluded(struct excludes *x, const struct mk_options *o, bool synthetic,
+static bool under_excluded(struct excludes *x, const struct sqk_build_source *o, bool synthetic,
 			   const char *rel)
 {
 	char *p = strdup(rel);
@@ -354,7 +347,7 @@ static bool under_excluded(struct excludes *x, const struct mk_options *o, bool 
 
 /* The line naming an -e path that excluded nothing, and why, unless what it names was left out
  * with a directory above it. */
-static void warn_exact(struct dir_source *d, const struct mk_options *o, int i)
+static void warn_exact(struct dir_source *d, const struct sqk_build_source *o, int i)
 {
 	const char *p = o->mks_excludes[i], *why = NULL;
 	bool abs = p[0] == '/' || !strncmp(p, "./", 2) || !strncmp(p, "../", 3);
@@ -386,15 +379,10 @@ static void frame_free(struct frame *f)
 
 static int push_frame(struct mk_ctx *c, struct dir_source *d, struct frame *f)
 {
-	if (d->depth == d->cap) {
-		size_t ncap = d->cap ? d->cap * 2 : 16;
-		struct frame *ns = realloc(d->stack, ncap * sizeof(*ns));
-		if (!ns) {
-			frame_free(f);
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		}
-		d->stack = ns;
-		d->cap = ncap;
+	int err = mk_grow(c, &d->stack, &d->cap, d->depth + 1, sizeof(*d->stack));
+	if (err) {
+		frame_free(f);
+		return err;
 	}
 	d->stack[d->depth++] = *f;
 	return 0;
@@ -402,14 +390,9 @@ static int push_frame(struct mk_ctx *c, struct dir_source *d, struct frame *f)
 
 static int add_name(struct mk_ctx *c, struct frame *f, size_t *cap, const char *name)
 {
-	if (f->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		char **nn = realloc(f->names, ncap * sizeof(*nn));
-		if (!nn)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		f->names = nn;
-		*cap = ncap;
-	}
+	int err = mk_grow(c, &f->names, cap, f->n + 1, sizeof(*f->names));
+	if (err)
+		return err;
 	if (!(f->names[f->n] = strdup(name)))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	f->n++;
@@ -441,7 +424,7 @@ static int enter_dir(struct mk_ctx *c, struct dir_source *d)
 		if (d->ex.any) {
 			if ((err = set_str(c, &d->rel, &d->rel_cap, f.rel_len, de->d_name, true)))
 				break;
-			bool ex = excluded(&d->ex, c->opt, d->rel, true, false);
+			bool ex = excluded(&d->ex, c->src, d->rel, true, false);
 			d->rel[f.rel_len] = 0;
 			if (ex)
 				continue;
@@ -500,14 +483,9 @@ static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *
 			return mk_fail(c, vl < 0 ? sqk_from_errno(errno) : SQK_ETOOBIG,
 				       "cannot read xattr %s of '%s': %s", nm, d->path,
 				       vl < 0 ? strerror(errno) : "too large");
-		if (vtotal + (size_t)vl + 1 > d->xvals_cap) {
-			size_t ncap = (vtotal + (size_t)vl + 1) * 2;
-			uint8_t *nv = realloc(d->xvals, ncap);
-			if (!nv)
-				return mk_fail(c, SQK_ENOMEM, "out of memory");
-			d->xvals = nv;
-			d->xvals_cap = ncap;
-		}
+		int err = mk_grow(c, &d->xvals, &d->xvals_cap, vtotal + (size_t)vl + 1, 1);
+		if (err)
+			return err;
 		ssize_t got = vl ? lgetxattr(d->path, nm, d->xvals + vtotal, (size_t)vl) : 0;
 		if (got != vl)
 			return mk_fail(c, SQK_ECHANGED, "xattr %s of '%s' changed while being read", nm,
@@ -607,7 +585,7 @@ static int root_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 	}
 	int r = stat_entry(c, d, e, true);
 	if (r == 1)
-		return mk_fail(c, SQK_EINVAL, "source '%s' is the image", c->opt->sources[0]);
+		return mk_fail(c, SQK_EINVAL, "source '%s' is the image", c->src->sources[0]);
 	return r;
 }
 
@@ -635,7 +613,7 @@ static int dir_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 		const char *name = f->names[f->next++];
 		if (d->synthetic && d->depth == 1) {
 			/* a source given on the command line: its path as given, named by its base */
-			const char *src = c->opt->sources[d->src_order[f->next - 1]];
+			const char *src = c->src->sources[d->src_order[f->next - 1]];
 			err = set_str(c, &d->path, &d->path_cap, 0, src, false);
 		} else {
 			err = set_str(c, &d->path, &d->path_cap, f->path_len, name, true);
@@ -776,7 +754,7 @@ static int named_cmp(const void *a, const void *b)
  * to the source it names. */
 static int multi_frame(struct mk_ctx *c, struct dir_source *d)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	struct frame f = { 0 };
 	size_t cap = 0;
 	int err = 0;
@@ -815,7 +793,7 @@ static int multi_frame(struct mk_ctx *c, struct dir_source *d)
 
 int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	struct stat st;
 	*out = NULL;
 	struct dir_source *d = calloc(1, sizeof(*d));
@@ -873,7 +851,7 @@ static int disk_path(struct mk_ctx *c, struct dir_source *d, const char *rel, si
 			i++;
 		if (!n || i == f->n)
 			return 1;
-		base = c->opt->sources[d->src_order[i]];
+		base = c->src->sources[d->src_order[i]];
 		rest = rel[n] ? rel + n + 1 : "";
 	}
 	if (!err)
@@ -912,7 +890,7 @@ static bool reachable(struct mk_ctx *c, struct dir_source *d, size_t base_len)
 		char ch = d->rel[j];
 		if (ch == '/' || !ch) {
 			d->rel[j] = 0;
-			bool ex = excluded(&d->ex, c->opt, d->rel, false, false);
+			bool ex = excluded(&d->ex, c->src, d->rel, false, false);
 			d->rel[j] = ch;
 			if (ex)
 				return false;
@@ -946,17 +924,17 @@ const char *mk_source_dir_disk_path(const struct mk_source *s)
 	return ((const struct dir_source *)s)->path;
 }
 
-/* One directory of a subtree listing: lists, sorts and visits d->path / d->rel. */
+/* One directory of a subtree listing: lists, sorts and visits d->path / d->rel. Its frame is
+ * looked up again after every entry: a deeper listing may have moved the stack. */
 static int list_dir(struct mk_ctx *c, struct dir_source *d, mk_source_dir_visit visit, void *arg)
 {
 	int err = enter_dir(c, d);
 	if (err)
 		return err;
-	struct frame *f = &d->stack[d->depth - 1];
 	size_t depth = d->depth;
-	for (size_t i = 0; i < f->n && !err; i++) {
+	for (size_t i = 0; !err && i < d->stack[depth - 1].n; i++) {
 		struct stat st;
-		f = &d->stack[depth - 1];
+		const struct frame *f = &d->stack[depth - 1];
 		err = set_str(c, &d->path, &d->path_cap, f->path_len, f->names[i], true);
 		if (!err)
 			err = set_str(c, &d->rel, &d->rel_cap, f->rel_len, f->names[i], true);
@@ -1025,7 +1003,7 @@ int mk_source_dir_resolve(struct mk_source *s, struct mk_ctx *c, const char *fs_
 			  char **out)
 {
 	struct dir_source *d = (struct dir_source *)s;
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	char *real = real_entry(fs_path);
 	int r = 1;
 	*out = NULL;
@@ -1056,7 +1034,7 @@ int mk_source_dir_in_sources(struct mk_source *s, struct mk_ctx *c, const char *
 			     char **out, int *count)
 {
 	struct dir_source *d = (struct dir_source *)s;
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	struct stat st;
 	*out = NULL;
 	*count = 0;
@@ -1095,7 +1073,7 @@ void mk_source_dir_warn_excludes(struct mk_source *s, struct mk_ctx *c)
 	if (!s || s->ops != &dir_ops)
 		return;
 	struct dir_source *d = (struct dir_source *)s;
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_source *o = c->src;
 	if (!d->ex.any)
 		return;
 	for (int i = 0; i < o->nexcludes; i++)

@@ -110,17 +110,7 @@ static int fail_header(struct mk_ctx *c, struct tar_source *t)
 
 static int grow_str(struct mk_ctx *c, char **buf, size_t *cap, size_t need)
 {
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 256;
-	while (ncap < need)
-		ncap *= 2;
-	char *nb = realloc(*buf, ncap);
-	if (!nb)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	*buf = nb;
-	*cap = ncap;
-	return 0;
+	return mk_grow(c, buf, cap, need, 1);
 }
 
 /* Writes the confined relative form of name into *out: components "" and "." dropped, ".."

@@ -1,5 +1,6 @@
 /* Everything after the data: inodes and directory listings (children before parents, so each
- * listing knows its entries' inode references), then the fragment, export, id and xattr tables
+ * listing knows its entries' inode references; the tree backend's emit walks its tree and calls
+ * mk_tables_inode and mk_tables_dir), then the fragment, export, id and xattr tables
  * in the order the kernel checks, then the superblock fields. */
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +25,12 @@ static int drain(struct mk_tables *t)
 		sqk_meta_writer_drain(&t->inodes);
 	}
 	if (!err && t->dirs.out_len >= DRAIN_AT) {
-		if ((err = mk_grow(c, (void **)&t->dir_pieces, &t->dir_pieces_cap,
+		if ((err = mk_grow(c, &t->dir_pieces, &t->dir_pieces_cap,
 				   t->ndir_pieces + 1, sizeof(*t->dir_pieces))))
 			return err;
 		struct mk_piece_ref *p = &t->dir_pieces[t->ndir_pieces++];
 		p->len = t->dirs.out_len;
-		err = mk_tails_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &p->ref);
+		err = mk_spill_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &p->ref);
 		sqk_meta_writer_drain(&t->dirs);
 	}
 	return err;
@@ -146,7 +147,7 @@ struct listing {
 static int add_index(struct mk_ctx *c, struct listing *l, uint32_t at, uint64_t ref,
 		     const struct mk_dent *first)
 {
-	int err = mk_grow(c, (void **)&l->idx, &l->cap, l->nidx + 1, sizeof(*l->idx));
+	int err = mk_grow(c, &l->idx, &l->cap, l->nidx + 1, sizeof(*l->idx));
 	if (err)
 		return err;
 	l->idx[l->nidx++] = (struct dindex){
@@ -282,70 +283,6 @@ int mk_tables_dir(struct mk_tables *t, const struct mk_inode *a, const struct mk
 
 /* ---- the tree in memory ---- */
 
-static struct mk_node *target_of(struct mk_node *n)
-{
-	return n->link ? n->link : n;
-}
-
-static void node_inode(const struct mk_node *n, struct mk_inode *a)
-{
-	*a = (struct mk_inode){ .mode = n->mode, .uid_idx = n->uid_idx, .gid_idx = n->gid_idx,
-				.mtime = n->mtime, .ino = n->ino, .nlink = n->nlink,
-				.xattr_idx = n->xattr_idx, .rdev = n->rdev, .target = n->target,
-				.target_len = n->target_len, .file = n->file };
-}
-
-/* d's listing and inode, once its entries' inodes are written. Not inlined: its buffers stay
- * out of the frames of the recursion. */
-static __attribute__((noinline)) int emit_listing(struct mk_tables *t, struct mk_node *d)
-{
-	struct mk_inode a;
-	struct mk_dent *v = malloc((d->nchildren + 1) * sizeof(*v));
-	if (!v)
-		return mk_fail(t->c, SQK_ENOMEM, "out of memory");
-	for (size_t i = 0; i < d->nchildren; i++) {
-		const struct mk_node *ch = d->children[i], *tg = target_of(d->children[i]);
-		v[i] = (struct mk_dent){ .name = ch->name, .name_len = ch->name_len, .ino = tg->ino,
-					 .mode = tg->mode, .ref = tg->inode_ref };
-	}
-	char where[1024];
-	mk_node_path(d, where, sizeof(where));
-	node_inode(d, &a);
-	int err = mk_tables_dir(t, &a, v, d->nchildren, d->nsubdirs,
-				d->parent ? d->parent->ino : t->c->inode_count + 1, where,
-				&d->inode_ref);
-	d->emitted = true;
-	free(v);
-	return err;
-}
-
-static __attribute__((noinline)) int emit_leaf(struct mk_tables *t, struct mk_node *tg)
-{
-	struct mk_inode a;
-	node_inode(tg, &a);
-	tg->emitted = true;
-	return mk_tables_inode(t, &a, &tg->inode_ref);
-}
-
-/* Post-order: sub-directories, then the other entries' inodes, then the listing and inode.
- * The recursion is as deep as the tree, which the builder bounds by SQK_DEPTH_MAX
- * (common/depth.h: mk_check_depth refuses a deeper entry); a frame holds a few words. */
-static int emit_dir(struct mk_tables *t, struct mk_node *d)
-{
-	int err = 0;
-	for (size_t i = 0; i < d->nchildren && !err; i++) {
-		struct mk_node *tg = target_of(d->children[i]);
-		if (S_ISDIR(tg->mode))
-			err = emit_dir(t, tg);
-	}
-	for (size_t i = 0; i < d->nchildren && !err; i++) {
-		struct mk_node *tg = target_of(d->children[i]);
-		if (!tg->emitted)
-			err = emit_leaf(t, tg);
-	}
-	return err ? err : emit_listing(t, d);
-}
-
 /* Appends a finished metadata stream at c->pos; fills pos[] with each block's position. */
 static int write_stream(struct mk_ctx *c, const struct sqk_meta_writer *w, uint64_t *pos)
 {
@@ -473,7 +410,7 @@ static int copy_dirs(struct mk_tables *t)
 	uint8_t *buf = cap ? malloc(cap) : NULL;
 	int err = cap && !buf ? mk_fail(c, SQK_ENOMEM, "out of memory") : 0;
 	for (size_t i = 0; i < t->ndir_pieces && !err; i++) {
-		err = mk_tails_get(c, t->dir_store, t->dir_pieces[i].ref, buf, t->dir_pieces[i].len);
+		err = mk_spill_get(c, t->dir_store, t->dir_pieces[i].ref, buf, t->dir_pieces[i].len);
 		if (!err)
 			err = mk_write(c, buf, t->dir_pieces[i].len);
 	}
@@ -485,15 +422,11 @@ static int write_inodes_dirs(struct mk_ctx *c, struct sqk_super *sb, struct mk_t
 {
 	uint64_t root_ref = 0;
 	sb->inode_table_start = c->pos;
-	int err = mk_tails_create(c, "the directory table", c->opt->entry_mem, &t->dir_store);
+	int err = mk_spill_create(c, "the directory table", c->opt->entry_mem, &t->dir_store);
 	if (!err && !(t->exports = calloc(c->inode_count ? c->inode_count : 1, 8)))
 		err = mk_fail(c, SQK_ENOMEM, "out of memory");
-	if (!err && c->walk)
-		err = mk_walk_emit(c, t, &root_ref);
-	else if (!err) {
-		err = emit_dir(t, c->root);
-		root_ref = c->root->inode_ref;
-	}
+	if (!err)
+		err = c->tops->emit(c, t, &root_ref);
 	sb->root_inode = root_ref;
 	if (!err)
 		err = sqk_meta_writer_finish(&t->inodes);
@@ -517,7 +450,7 @@ int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb)
 	int err = write_inodes_dirs(c, sb, &t);
 	sqk_meta_writer_free(&t.inodes);
 	sqk_meta_writer_free(&t.dirs);
-	mk_tails_destroy(t.dir_store);
+	mk_spill_destroy(t.dir_store);
 	free(t.dir_pieces);
 	if (!err)
 		err = write_frag_table(c, sb);

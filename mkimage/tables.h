@@ -1,5 +1,7 @@
 /* Writing the inode and directory tables, shared by the two ways the builder holds the tree:
- * in memory (tree.c; walked by tables.c) and on disk for a walked directory tree (walk.c). The
+ * in memory (tree.c) and on disk for a walked directory tree (walk.c). Each backend's emit
+ * (struct mk_tree_ops, mk.h) walks its tree and calls the two functions below; tables.c calls
+ * the backend only through that table. The
  * inode table goes to the image as it is made (it follows the data); the directory table waits
  * in a store that spills to a temporary file, then follows it. */
 #ifndef SQK_MK_TABLES_H
@@ -10,7 +12,7 @@
 struct mk_tables {
 	struct mk_ctx *c;
 	struct sqk_meta_writer inodes, dirs;
-	struct mk_tails *dir_store;  /* finished directory-table blocks (owned) */
+	struct mk_spill *dir_store;  /* finished directory-table blocks (owned) */
 	struct mk_piece_ref { uint64_t ref; size_t len; } *dir_pieces; /* what went in (owned) */
 	size_t ndir_pieces, dir_pieces_cap;
 	uint64_t *exports;           /* inode reference by inode number - 1 (owned) */
@@ -44,9 +46,5 @@ int mk_tables_inode(struct mk_tables *t, const struct mk_inode *a, uint64_t *ref
 int mk_tables_dir(struct mk_tables *t, const struct mk_inode *a, const struct mk_dent *v,
 		  size_t n, uint32_t nsubdirs, uint32_t parent_ino, const char *path,
 		  uint64_t *ref);
-
-/* walk.c: emits the tables of a walked tree (inode numbers set by mk_walk_finish);
- * *root_ref = the root directory's inode reference. */
-int mk_walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref);
 
 #endif

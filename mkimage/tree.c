@@ -16,6 +16,7 @@
 #include "common/format.h"
 #include "mk.h"
 #include "source.h"
+#include "tables.h"
 
 /* Open-addressing maps: (parent, name) → node for lookups by path, and (dev, ino) → canonical
  * node for the hard links of a walked tree. */
@@ -160,14 +161,9 @@ void mk_idmap_free(struct mk_idmap *m)
 
 static int push_node(struct mk_ctx *c, struct mk_node *n)
 {
-	if (c->nnodes == c->nodes_cap) {
-		size_t ncap = c->nodes_cap ? c->nodes_cap * 2 : 1024;
-		struct mk_node **nn = realloc(c->nodes, ncap * sizeof(*nn));
-		if (!nn)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		c->nodes = nn;
-		c->nodes_cap = ncap;
-	}
+	int err = mk_grow(c, &c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof(*c->nodes));
+	if (err)
+		return err;
 	if (c->nnodes >= UINT32_MAX - 2)
 		return mk_fail(c, SQK_ETOOBIG, "too many inodes");
 	n->order = (uint32_t)c->nnodes;
@@ -175,7 +171,7 @@ static int push_node(struct mk_ctx *c, struct mk_node *n)
 	return 0;
 }
 
-uint32_t mk_clamp_time(const struct mk_options *o, int64_t t)
+uint32_t mk_clamp_time(const struct sqk_build_opts *o, int64_t t)
 {
 	if (o->set_mtime >= 0)
 		return (uint32_t)o->set_mtime;
@@ -192,7 +188,7 @@ uint32_t mk_clamp_time(const struct mk_options *o, int64_t t)
  * counted (mk_report_clamped), so a big archive of odd times prints two lines, not thousands. */
 static void note_clamped(struct mk_ctx *c, const struct mk_entry *e, uint32_t stored)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_opts *o = c->opt;
 	if (o->set_mtime >= 0 || e->mtime == MK_MTIME_NEWEST || (e->mtime >= 0 &&
 								 e->mtime <= UINT32_MAX))
 		return;
@@ -230,7 +226,7 @@ int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e)
 
 int mk_owner(struct mk_ctx *c, uint32_t uid, uint32_t gid, uint16_t *uid_idx, uint16_t *gid_idx)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_opts *o = c->opt;
 	uid = o->force_uid >= 0 ? (uint32_t)o->force_uid : uid;
 	gid = o->force_gid >= 0 ? (uint32_t)o->force_gid : gid;
 	int err = mk_ids_index(c, uid, uid_idx);
@@ -322,7 +318,7 @@ static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *chil
 /* Attributes of a directory no entry has listed: the --default-* options. */
 int mk_implied_attrs(struct mk_ctx *c, struct mk_attrs *a)
 {
-	const struct mk_options *o = c->opt;
+	const struct sqk_build_opts *o = c->opt;
 	memset(a, 0, sizeof(*a));
 	a->mode = S_IFDIR | (o->default_mode & 07777);
 	a->mtime = mk_clamp_time(o, o->default_mtime);
@@ -497,14 +493,9 @@ static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry 
 static int bury(struct mk_ctx *c, struct mk_node *old)
 {
 	struct mk_tree *t = c->tree;
-	if (t->ndead == t->dead_cap) {
-		size_t ncap = t->dead_cap ? t->dead_cap * 2 : 16;
-		struct mk_node **nd = realloc(t->dead, ncap * sizeof(*nd));
-		if (!nd)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		t->dead = nd;
-		t->dead_cap = ncap;
-	}
+	int err = mk_grow(c, &t->dead, &t->dead_cap, t->ndead + 1, sizeof(*t->dead));
+	if (err)
+		return err;
 	old->dead = true;
 	t->dead[t->ndead++] = old;
 	return 0;
@@ -758,6 +749,83 @@ int mk_tree_finish(struct mk_ctx *c)
 		mk_count_kind(c, c->nodes[i]->mode, c->nodes[i]->file);
 	return number_inodes(c);
 }
+
+/* ---- the tables of the tree in memory ---- */
+
+static struct mk_node *target_of(struct mk_node *n)
+{
+	return n->link ? n->link : n;
+}
+
+static void node_inode(const struct mk_node *n, struct mk_inode *a)
+{
+	*a = (struct mk_inode){ .mode = n->mode, .uid_idx = n->uid_idx, .gid_idx = n->gid_idx,
+				.mtime = n->mtime, .ino = n->ino, .nlink = n->nlink,
+				.xattr_idx = n->xattr_idx, .rdev = n->rdev, .target = n->target,
+				.target_len = n->target_len, .file = n->file };
+}
+
+/* d's listing and inode, once its entries' inodes are written. Not inlined: its buffers stay
+ * out of the frames of the recursion. */
+static __attribute__((noinline)) int emit_listing(struct mk_tables *t, struct mk_node *d)
+{
+	struct mk_inode a;
+	struct mk_dent *v = malloc((d->nchildren + 1) * sizeof(*v));
+	if (!v)
+		return mk_fail(t->c, SQK_ENOMEM, "out of memory");
+	for (size_t i = 0; i < d->nchildren; i++) {
+		const struct mk_node *ch = d->children[i], *tg = target_of(d->children[i]);
+		v[i] = (struct mk_dent){ .name = ch->name, .name_len = ch->name_len, .ino = tg->ino,
+					 .mode = tg->mode, .ref = tg->inode_ref };
+	}
+	char where[1024];
+	mk_node_path(d, where, sizeof(where));
+	node_inode(d, &a);
+	int err = mk_tables_dir(t, &a, v, d->nchildren, d->nsubdirs,
+				d->parent ? d->parent->ino : t->c->inode_count + 1, where,
+				&d->inode_ref);
+	d->emitted = true;
+	free(v);
+	return err;
+}
+
+static __attribute__((noinline)) int emit_leaf(struct mk_tables *t, struct mk_node *tg)
+{
+	struct mk_inode a;
+	node_inode(tg, &a);
+	tg->emitted = true;
+	return mk_tables_inode(t, &a, &tg->inode_ref);
+}
+
+/* Post-order: sub-directories, then the other entries' inodes, then the listing and inode.
+ * The recursion is as deep as the tree, which the builder bounds by SQK_DEPTH_MAX
+ * (common/depth.h: mk_check_depth refuses a deeper entry); a frame holds a few words. */
+static int emit_dir(struct mk_tables *t, struct mk_node *d)
+{
+	int err = 0;
+	for (size_t i = 0; i < d->nchildren && !err; i++) {
+		struct mk_node *tg = target_of(d->children[i]);
+		if (S_ISDIR(tg->mode))
+			err = emit_dir(t, tg);
+	}
+	for (size_t i = 0; i < d->nchildren && !err; i++) {
+		struct mk_node *tg = target_of(d->children[i]);
+		if (!tg->emitted)
+			err = emit_leaf(t, tg);
+	}
+	return err ? err : emit_listing(t, d);
+}
+
+static int tree_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
+{
+	int err = emit_dir(t, c->root);
+	*root_ref = c->root->inode_ref;
+	return err;
+}
+
+const struct mk_tree_ops mk_tree_mem_ops = {
+	.add = mk_tree_add, .finish = mk_tree_finish, .emit = tree_emit, .free = mk_tree_free,
+};
 
 void mk_node_path(const struct mk_node *n, char *buf, size_t cap)
 {

@@ -1,7 +1,7 @@
 /* The tree of an ordered source (the directory walker), held on disk rather than in memory.
  * Entries come depth first, each directory's in name order: the directories being listed form a
  * stack, each collecting its entries as compact records; once the walk has left a directory, its
- * records go to a store that spills to a temporary file (tails.c). Memory keeps what the tables
+ * records go to a store that spills to a temporary file (spill.c). Memory keeps what the tables
  * need from everywhere: the 32-byte file records (their data is placed while the walk goes on),
  * one record per directory, and the files with several names. At the end the inodes are
  * numbered as tree.c numbers them (root 1, then each directory's entries in turn, directories
@@ -66,7 +66,7 @@ struct wlname {
 };
 
 struct mk_walk {
-	struct mk_tails *store;
+	struct mk_spill *store;
 	struct wdir *dirs;
 	uint32_t ndirs, dirs_cap;
 	struct wopen *open;
@@ -88,7 +88,7 @@ struct mk_walk {
 	size_t epath_cap;
 };
 
-static int grow32(struct mk_ctx *c, void **v, uint32_t *cap, size_t need, size_t sz)
+static int grow32(struct mk_ctx *c, void *v, uint32_t *cap, size_t need, size_t sz)
 {
 	size_t cz = *cap;
 	if (need > UINT32_MAX / 2)
@@ -134,9 +134,9 @@ static struct wrec rec_of(const struct mk_attrs *a)
 static int push_dir(struct mk_ctx *c, struct mk_walk *w, uint32_t dir, const char *path,
 		    size_t len)
 {
-	int err = grow32(c, (void **)&w->open, &w->open_cap, w->depth + 1, sizeof(*w->open));
+	int err = grow32(c, &w->open, &w->open_cap, w->depth + 1, sizeof(*w->open));
 	if (!err)
-		err = mk_grow(c, (void **)&w->path, &w->path_cap, len + 1, 1);
+		err = mk_grow(c, &w->path, &w->path_cap, len + 1, 1);
 	if (err)
 		return err;
 	struct wopen *o = &w->open[w->depth];
@@ -154,7 +154,7 @@ static int push_dir(struct mk_ctx *c, struct mk_walk *w, uint32_t dir, const cha
 
 static int new_dir(struct mk_ctx *c, struct mk_walk *w, uint32_t *dir)
 {
-	int err = grow32(c, (void **)&w->dirs, &w->dirs_cap, (size_t)w->ndirs + 1,
+	int err = grow32(c, &w->dirs, &w->dirs_cap, (size_t)w->ndirs + 1,
 			 sizeof(*w->dirs));
 	if (err)
 		return err;
@@ -169,7 +169,7 @@ static int close_dir(struct mk_ctx *c, struct mk_walk *w)
 	struct wopen *o = &w->open[--w->depth];
 	struct wdir *d = &w->dirs[o->dir];
 	d->bytes = o->len;
-	return o->len ? mk_tails_put(c, w->store, o->buf, o->len, &d->ref) : 0;
+	return o->len ? mk_spill_put(c, w->store, o->buf, o->len, &d->ref) : 0;
 }
 
 /* Closes open directories until the deepest is the one at path[0..len). */
@@ -205,7 +205,7 @@ static int put_rec(struct mk_ctx *c, struct mk_walk *w, struct wrec *r, const ch
 			return mk_fail(c, SQK_EINVAL, "'%.*s': entries out of name order in the walk "
 				       "(internal error)", (int)r->name_len, name);
 	}
-	int err = mk_grow(c, (void **)&o->buf, &o->cap, need, 1);
+	int err = mk_grow(c, &o->buf, &o->cap, need, 1);
 	if (err)
 		return err;
 	o->last = o->len;
@@ -250,7 +250,7 @@ static int add_group_name(struct mk_ctx *c, struct mk_walk *w, const struct mk_e
 	int err = mk_idmap_find_or_put(&w->ids, e->id_dev, e->id_ino, (uint64_t)w->ngroups + 1,
 				       &found);
 	if (!err)
-		err = mk_grow(c, (void **)&w->lnames, &w->lnames_cap, w->nlnames + 1,
+		err = mk_grow(c, &w->lnames, &w->lnames_cap, w->nlnames + 1,
 			   sizeof(*w->lnames));
 	if (err)
 		return err == SQK_ENOMEM ? mk_fail(c, err, "out of memory") : err;
@@ -269,7 +269,7 @@ static int add_group_name(struct mk_ctx *c, struct mk_walk *w, const struct mk_e
 static int new_group(struct mk_ctx *c, struct mk_walk *w, const struct wrec *r,
 		     const char *target)
 {
-	int err = grow32(c, (void **)&w->groups, &w->groups_cap, (size_t)w->ngroups + 1,
+	int err = grow32(c, &w->groups, &w->groups_cap, (size_t)w->ngroups + 1,
 			 sizeof(*w->groups));
 	if (err)
 		return err;
@@ -294,7 +294,7 @@ static int walk_root(struct mk_ctx *c, struct mk_walk *w, const struct mk_entry 
 	return err;
 }
 
-int mk_walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data)
+static int walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data)
 {
 	struct mk_walk *w = c->walk;
 	data->file = NULL;
@@ -355,7 +355,7 @@ int mk_walk_start(struct mk_ctx *c)
 	c->walk = w;
 	struct mk_attrs a;
 	uint32_t root;
-	int err = mk_tails_create(c, "directory entries", c->opt->entry_mem, &w->store);
+	int err = mk_spill_create(c, "directory entries", c->opt->entry_mem, &w->store);
 	if (!err)
 		err = mk_implied_attrs(c, &a);
 	if (!err)
@@ -405,7 +405,7 @@ static int number_inodes(struct mk_ctx *c, struct mk_walk *w)
 	return 0;
 }
 
-int mk_walk_finish(struct mk_ctx *c)
+static int walk_finish(struct mk_ctx *c)
 {
 	struct mk_walk *w = c->walk;
 	int err = 0;
@@ -449,7 +449,7 @@ struct wkid {
 static int set_epath(struct mk_ctx *c, struct mk_walk *w, size_t plen, const char *name,
 		     size_t nlen)
 {
-	int err = mk_grow(c, (void **)&w->epath, &w->epath_cap, plen + nlen + 2, 1);
+	int err = mk_grow(c, &w->epath, &w->epath_cap, plen + nlen + 2, 1);
 	if (err)
 		return err;
 	w->epath[plen] = '/';
@@ -539,7 +539,7 @@ static int emit_wdir(struct mk_ctx *c, struct mk_tables *t, uint32_t dir,
 	struct mk_dent *v = malloc(((size_t)d->n + 1) * sizeof(*v));
 	int err = !buf || !k || !v ? mk_fail(c, SQK_ENOMEM, "out of memory") : 0;
 	if (!err && d->bytes)
-		err = mk_tails_get(c, w->store, d->ref, buf, d->bytes);
+		err = mk_spill_get(c, w->store, d->ref, buf, d->bytes);
 	if (!err)
 		err = decode_dir(c, w, d, buf, k, v);
 	if (!err)
@@ -554,10 +554,10 @@ static int emit_wdir(struct mk_ctx *c, struct mk_tables *t, uint32_t dir,
 	return err;
 }
 
-int mk_walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
+static int walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
 {
 	struct mk_walk *w = c->walk;
-	int err = mk_grow(c, (void **)&w->epath, &w->epath_cap, 2, 1);
+	int err = mk_grow(c, &w->epath, &w->epath_cap, 2, 1);
 	if (err)
 		return err;
 	strcpy(w->epath, "/");
@@ -565,12 +565,12 @@ int mk_walk_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
 	return emit_wdir(c, t, 0, &a, c->inode_count + 1, 0, root_ref);
 }
 
-void mk_walk_free(struct mk_ctx *c)
+static void walk_free(struct mk_ctx *c)
 {
 	struct mk_walk *w = c->walk;
 	if (!w)
 		return;
-	mk_tails_destroy(w->store);
+	mk_spill_destroy(w->store);
 	for (uint32_t i = 0; i < w->nfiles; i++) {
 		struct mk_file *f = file_at(w, i);
 		if (f->frag_index != MK_FRAG_DUP)
@@ -593,3 +593,7 @@ void mk_walk_free(struct mk_ctx *c)
 	free(w);
 	c->walk = NULL;
 }
+
+const struct mk_tree_ops mk_tree_disk_ops = {
+	.add = walk_add, .finish = walk_finish, .emit = walk_emit, .free = walk_free,
+};

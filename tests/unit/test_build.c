@@ -1,4 +1,4 @@
-/* Check suite for the builder as a library: mk_build() over a synthetic source (entries and
+/* Check suite for the builder as a library: sqk_build() over a synthetic source (entries and
  * content made up in memory, no filesystem tree, no root) into a memory I/O object, read back
  * through libsqk. Covers implied and re-listed directories, owners and devices without root,
  * hard links by path, a replaced entry, xattrs, duplicates found in the single read pass (every
@@ -22,8 +22,8 @@
 #include "common/format.h"
 #include "common/io.h"
 #include "mkimage/mk.h"
-#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
+#include "sqk/build.h"
 #include "sqk/sqk.h"
 #include "sqk/sqk_check.h"
 #include "testutil.h"
@@ -140,7 +140,6 @@ static void synth_init(struct synth *y, const struct spec *v, size_t n)
 	y->read_end = calloc(n, sizeof(*y->read_end));
 }
 
-static char *argv_store[16];
 static uint32_t piece_batch; /* options.piece_batch for the next builds (0: default) */
 
 /* Frees what synth_init allocated. */
@@ -149,38 +148,46 @@ static void synth_free(struct synth *y)
 	y->base.ops->destroy(&y->base);
 }
 
-/* Builds y into *mem with extra options (NULL-terminated); returns the error, message in msg. */
-static int build(struct synth *y, const char *const *extra, struct sqk_io **mem,
-		 struct sqk_io *fault_over, struct mk_stats *st, char *msg)
+/* Changes the options of one build beyond the ones every build here has. */
+typedef void (*opts_tweak)(struct sqk_build_opts *o);
+
+static void tweak_nodedup(struct sqk_build_opts *o)
 {
-	struct mk_options o;
-	struct mk_ctx c;
-	int argc = 0;
-	argv_store[argc++] = "mkimage";
-	argv_store[argc++] = "-q";
-	argv_store[argc++] = "-b";
-	argv_store[argc++] = "4K";
-	for (size_t i = 0; extra && extra[i]; i++)
-		argv_store[argc++] = (char *)extra[i];
-	argv_store[argc++] = "src";
-	argv_store[argc++] = "/nonexistent/img";
-	argv_store[argc] = NULL;
-	ck_assert_int_eq(mk_options_parse(argc, argv_store, &o), 0);
+	o->no_dedup = true;
+}
+
+static void tweak_mem1m(struct sqk_build_opts *o)
+{
+	o->mem = 1u << 20;
+}
+
+/* Builds y through sqk_build into *mem (created here) or fault_over, with 4K blocks and
+ * tweak's changes (NULL: none); returns the error, message in msg, counts in *st. */
+static int build(struct synth *y, opts_tweak tweak, struct sqk_io **mem,
+		 struct sqk_io *fault_over, struct sqk_build_counts *st, char *msg)
+{
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.block_size = BS;
+	o.image = "/nonexistent/img";
 	o.piece_batch = piece_batch;
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	if (tweak)
+		tweak(&o);
+	sqk_build_source_init(&s, SQK_BUILD_CUSTOM);
+	s.custom = &y->base;
+	sqk_build_result_init(&r);
 	if (!fault_over)
 		ck_assert_int_eq(sqk_io_mem_create(NULL, 0, mem), 0);
-	c.out = fault_over ? fault_over : *mem;
-	struct sqk_super sb = { 0 };
-	int err = mk_build(&c, &y->base, &sb);
+	int err = sqk_build(&o, &s, fault_over ? fault_over : *mem, &r);
+	ck_assert_int_eq(r.err, err);
+	ck_assert(err || !*r.msg);
 	if (msg)
-		snprintf(msg, 1024, "%s", c.errmsg);
-	if (st) {
-		*st = c.st;
-	}
-	c.out = NULL;
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+		snprintf(msg, 1024, "%s", r.msg);
+	if (st)
+		*st = r.counts;
 	return err;
 }
 
@@ -235,7 +242,7 @@ START_TEST(test_synthetic_tree)
 {
 	struct synth y;
 	struct sqk_io *mem;
-	struct mk_stats st;
+	struct sqk_build_counts st;
 	char msg[1024];
 	synth_init(&y, tree_spec, NSPEC);
 	int err = build(&y, NULL, &mem, NULL, &st, msg);
@@ -320,13 +327,12 @@ START_TEST(test_dedup_saves)
 	struct synth y;
 	struct sqk_io *m1, *m2;
 	size_t l1, l2;
-	static const char *const nodedup[] = { "--no-dedup", NULL };
 	synth_init(&y, v, 3);
 	ck_assert_int_eq(build(&y, NULL, &m1, NULL, NULL, NULL), 0);
 	ck_assert_uint_eq(y.read_bytes[2], v[2].size); /* read once even though it was held */
 	synth_free(&y);
 	synth_init(&y, v, 3);
-	ck_assert_int_eq(build(&y, nodedup, &m2, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(build(&y, tweak_nodedup, &m2, NULL, NULL, NULL), 0);
 	synth_free(&y);
 	sqk_io_mem_data(m1, &l1);
 	sqk_io_mem_data(m2, &l2);
@@ -436,8 +442,8 @@ END_TEST
 
 /* Builds v both ways, the tree in memory and the tree on disk, with extra options; asserts
  * both succeed with the same bytes; returns the image (the caller destroys it). */
-static struct sqk_io *build_both(const struct spec *v, size_t n, const char *const *extra,
-				 struct mk_stats *st)
+static struct sqk_io *build_both(const struct spec *v, size_t n, opts_tweak extra,
+				 struct sqk_build_counts *st)
 {
 	struct synth a, b;
 	struct sqk_io *ma, *mb;
@@ -506,7 +512,7 @@ static const struct spec walk_spec[] = {
 
 START_TEST(test_walk_same_image)
 {
-	struct mk_stats st;
+	struct sqk_build_counts st;
 	struct sqk_io *mem = build_both(walk_spec, sizeof(walk_spec) / sizeof(walk_spec[0]), NULL,
 					&st);
 	struct sqk_image *img = open_mem(mem);
@@ -566,10 +572,9 @@ START_TEST(test_walk_spills)
 			k++;
 		}
 	}
-	static const char *const opts[] = { "--mem", "1M", NULL };
-	struct mk_stats st;
+	struct sqk_build_counts st;
 	piece_batch = 1000;
-	struct sqk_io *mem = build_both(v, k, opts, &st);
+	struct sqk_io *mem = build_both(v, k, tweak_mem1m, &st);
 	piece_batch = 0;
 	ck_assert_uint_eq(st.files, N);
 	ck_assert_uint_ge(st.dup_files, N / 2 - 100);
@@ -670,7 +675,7 @@ START_TEST(test_hardlink_replaced)
 	};
 	struct synth y;
 	struct sqk_io *mem;
-	struct mk_stats st;
+	struct sqk_build_counts st;
 	char msg[1024];
 	synth_init(&y, v, sizeof(v) / sizeof(v[0]));
 	ck_assert_msg(build(&y, NULL, &mem, NULL, &st, msg) == 0, "%s", msg);
@@ -727,6 +732,79 @@ START_TEST(test_mtime_clamped)
 }
 END_TEST
 
+/* The API's checks: a struct whose size the library does not know is refused with SQK_EABI
+ * (a result of the wrong size is left alone, the others get a message naming the struct); a
+ * value outside what sqk_build_opts documents is SQK_EINVAL naming it; a failed build's result
+ * carries the code and the message, nothing else; a good one carries the superblock written,
+ * the image's length and the root digest the trailer holds. */
+START_TEST(test_api_checks)
+{
+	static const struct spec v[] = {
+		{ .path = "", .mode = DIR_ },
+		{ .path = "f", .mode = REG, .size = 3 * BS + 5, .seed = 3 },
+	};
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+	struct sqk_io *mem;
+	struct synth y;
+	synth_init(&y, v, 2);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	sqk_build_opts_init(&o);
+	ck_assert_uint_eq(o.size, sizeof(o));
+	ck_assert_uint_eq(o.block_size, 131072);
+	ck_assert_int_eq(o.force_uid, -1);
+	ck_assert_int_eq(o.set_mtime, -1);
+	o.quiet = true;
+	sqk_build_source_init(&s, SQK_BUILD_CUSTOM);
+	s.custom = &y.base;
+
+	sqk_build_result_init(&r);
+	r.size = sizeof(r) - 8;
+	r.err = 12345;
+	ck_assert_int_eq(sqk_build(&o, &s, mem, &r), SQK_EABI);
+	ck_assert_int_eq(r.err, 12345); /* not written */
+	ck_assert_int_eq(sqk_build(&o, &s, mem, NULL), SQK_EABI);
+
+	sqk_build_result_init(&r);
+	o.size = sizeof(o) + 8;
+	ck_assert_int_eq(sqk_build(&o, &s, mem, &r), SQK_EABI);
+	ck_assert_int_eq(r.err, SQK_EABI);
+	ck_assert_msg(strstr(r.msg, "sqk_build_opts") && strstr(r.msg, "bytes"), "%s", r.msg);
+	o.size = sizeof(o);
+	s.size = 4;
+	ck_assert_int_eq(sqk_build(&o, &s, mem, &r), SQK_EABI);
+	ck_assert_msg(strstr(r.msg, "sqk_build_source of 4 bytes"), "%s", r.msg);
+	s.size = sizeof(s);
+
+	o.block_size = 3000;
+	ck_assert_int_eq(sqk_build(&o, &s, mem, &r), SQK_EINVAL);
+	ck_assert_msg(strstr(r.msg, "block size 3000"), "%s", r.msg);
+	ck_assert_uint_eq(r.image_bytes, 0);
+	ck_assert(!r.have_root);
+	o.block_size = BS;
+	size_t len;
+	sqk_io_mem_data(mem, &len);
+	ck_assert_uint_eq(len, 0); /* nothing written by the refused builds */
+
+	ck_assert_int_eq(sqk_build(&o, &s, mem, &r), 0);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert_str_eq(r.msg, "");
+	sqk_io_mem_data(mem, &len);
+	ck_assert_uint_eq(r.image_bytes, len);
+	ck_assert_uint_eq(r.super.block_size, BS);
+	ck_assert_uint_eq(r.super.inode_count, 2);
+	ck_assert_uint_eq(r.counts.files, 1);
+	ck_assert_uint_eq(r.counts.file_bytes, 3 * BS + 5);
+	ck_assert(r.have_root);
+	struct sqk_image *img = open_mem(mem);
+	assert_content(img, "f", 3 * BS + 5, 3);
+	sqk_image_close(img);
+	sqk_io_destroy(mem);
+	synth_free(&y);
+}
+END_TEST
+
 static Suite *build_suite(void)
 {
 	Suite *s = suite_create("build");
@@ -742,6 +820,7 @@ static Suite *build_suite(void)
 	tcase_add_test(tc, test_depth_limit);
 	tcase_add_test(tc, test_hardlink_replaced);
 	tcase_add_test(tc, test_mtime_clamped);
+	tcase_add_test(tc, test_api_checks);
 	suite_add_tcase(s, tc);
 	return s;
 }

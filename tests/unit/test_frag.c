@@ -28,10 +28,8 @@
 #include "common/format.h"
 #include "common/io.h"
 #include "common/meta.h"
-#include "mkimage/mk.h"
-#include "cli/mkimage_options.h"
-#include "mkimage/source.h"
 #include "sqk/sqk.h"
+#include "sqk/build.h"
 #include "testutil.h"
 
 #define BS 4096u
@@ -137,41 +135,31 @@ static void add_file(const char *rel, uint64_t size, bool text)
 /* ---- building and decoding ---- */
 
 /* o keeps pointers into argv, so it lives as long as the test program. */
-static char *parse_argv[12];
+enum { NO_TAILENDS = 1, NO_FRAGMENTS = 2 };
 
-/* Builds the tree with -b 4K, -j threads and extra (one option, or NULL) into a new memory I/O
- * (caller owns it). */
-static struct sqk_io *build(const char *threads, const char *extra)
+/* Builds the tree through sqk_build with 4K blocks, threads and flags (NO_TAILENDS,
+ * NO_FRAGMENTS) into a new memory I/O (caller owns it). */
+static struct sqk_io *build(const char *threads, unsigned flags)
 {
-	struct mk_options o;
-	struct mk_ctx c;
-	struct sqk_super sb;
+	static char *sources[1];
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
 	struct sqk_io *mem;
-	int argc = 0;
-	parse_argv[argc++] = "mkimage";
-	parse_argv[argc++] = "-q";
-	parse_argv[argc++] = "-b";
-	parse_argv[argc++] = "4K";
-	parse_argv[argc++] = "-j";
-	parse_argv[argc++] = (char *)threads;
-	if (extra)
-		parse_argv[argc++] = (char *)extra;
-	parse_argv[argc++] = tree;
-	parse_argv[argc++] = "/nonexistent/x.sqsh";
-	parse_argv[argc] = NULL;
-	ck_assert_int_eq(mk_options_parse(argc, parse_argv, &o), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.block_size = 4096;
+	o.threads = atoi(threads);
+	o.no_tailends = flags & NO_TAILENDS;
+	o.no_fragments = flags & NO_FRAGMENTS;
+	sources[0] = tree;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
-	c.out = mem;
-	struct mk_source *src = NULL;
-	int err = mk_source_dir_create(&c, &src);
-	if (!err)
-		err = mk_build(&c, src, &sb);
-	mk_source_destroy(src);
-	ck_assert_msg(err == 0, "build -j %s: %s (%s)", threads, sqk_strerror(err), c.errmsg);
-	c.out = NULL; /* the caller owns mem */
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+	int err = sqk_build(&o, &s, mem, &r);
+	ck_assert_msg(err == 0, "build -j %s: %s (%s)", threads, sqk_strerror(err), r.msg);
 	return mem;
 }
 
@@ -576,7 +564,7 @@ START_TEST(test_order_by_rule)
 	add_dir("pkg/__pycache__");
 	for (size_t i = 0; i < nw; i++)
 		add_file(want[i].rel, want[i].size, i % 2);
-	view_open(&v, build("2", NULL));
+	view_open(&v, build("2", 0));
 	ck_assert_uint_eq(v.sb.fragment_count, 4);
 	for (size_t i = 0; i < 4; i++)
 		ck_assert_msg(v.blen[i] == blen[i], "fragment block %zu: %zu bytes, expected %zu",
@@ -644,7 +632,7 @@ START_TEST(test_order_random_trees)
 			add_file(rel, random_size(&s), test_xorshift(&s) & 1);
 	}
 	ck_assert_uint_gt(nfiles, 40);
-	view_open(&v, build("2", NULL));
+	view_open(&v, build("2", 0));
 	ck_assert_uint_gt(v.sb.fragment_count, 2);
 	check_model(&v);
 	check_tails(&v, PIECES_ALL);
@@ -691,7 +679,7 @@ START_TEST(test_tails_inside_blocks)
 	}
 	add_file_as("r/copy.bin", 0, false, 4);
 	ck_assert_uint_eq(files[nfiles - 1].id, files[4].id);
-	view_open(&v, build("2", NULL));
+	view_open(&v, build("2", 0));
 	size_t tails = check_tails(&v, PIECES_ALL);
 	ck_assert_uint_gt(tails, 150);
 	ck_assert_uint_gt(v.sb.fragment_count, 40);
@@ -750,15 +738,15 @@ START_TEST(test_piece_selection)
 		snprintf(rel, sizeof(rel), "f%zu.bin", i);
 		add_file(rel, sizes[i], i % 2);
 	}
-	view_open(&v, build("2", NULL));
+	view_open(&v, build("2", 0));
 	ck_assert_uint_eq(check_tails(&v, PIECES_ALL), 6);
 	view_close(&v);
 	/* 1 + 100 in block 0; 4095 does not fit after them */
-	view_open(&v, build("2", "--no-tailends"));
+	view_open(&v, build("2", NO_TAILENDS));
 	ck_assert_uint_eq(check_tails(&v, PIECES_SMALL), 3);
 	ck_assert_uint_eq(v.sb.fragment_count, 2);
 	view_close(&v);
-	view_open(&v, build("2", "--no-fragments"));
+	view_open(&v, build("2", NO_FRAGMENTS));
 	ck_assert_uint_eq(check_tails(&v, PIECES_NONE), 0);
 	view_close(&v);
 	tree_remove();
@@ -791,7 +779,7 @@ START_TEST(test_same_image_any_threads)
 			add_file(rel, size, test_xorshift(&s) & 1);
 	}
 	for (int i = 0; i < 3; i++)
-		view_open(&v[i], build(threads[i], NULL));
+		view_open(&v[i], build(threads[i], 0));
 	ck_assert_uint_gt(v[0].sb.fragment_count, 20);
 	check_tails(&v[0], PIECES_ALL);
 	for (int i = 1; i < 3; i++) {

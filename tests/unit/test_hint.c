@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/endian.h"
@@ -12,6 +13,7 @@
 #include "common/hint.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/mk.h"
+#include "sqk/build.h"
 #include "testutil.h"
 
 static const struct sqk_hint_range three[] = {
@@ -225,8 +227,9 @@ START_TEST(test_sort_lines)
 }
 END_TEST
 
-/* A malformed line in a sort file stops the build with the file and its line number; the same
- * file without it loads. */
+/* A malformed line in a sort file stops the build (sqk_build, nothing written) with the file
+ * and its line number in the result's message; the same file without it builds, the listed
+ * file laid out first, the missing path only warned about. */
 START_TEST(test_sort_file_line)
 {
 	char dir[] = "/tmp/test_hint_XXXXXX", path[512], sortf[512];
@@ -239,28 +242,80 @@ START_TEST(test_sort_file_line)
 	f = fopen(sortf, "w");
 	fputs("# comment\na 5\n\na nine\n", f);
 	fclose(f);
-	char *argv[] = { "mkimage", "-q", "-sort", sortf, dir, "/tmp/test_hint_unused.sqk", NULL };
-	struct mk_options o;
-	struct mk_ctx c;
-	ck_assert_int_eq(mk_options_parse(6, argv, &o), 0);
-	ck_assert_str_eq(o.sort_file, sortf);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
-	ck_assert_int_eq(mk_order_load(&c), SQK_EINVAL);
-	ck_assert_ptr_nonnull(strstr(c.errmsg, sortf));
-	ck_assert_ptr_nonnull(strstr(c.errmsg, "line 4"));
-	mk_ctx_free(&c);
+	char *sources[1] = { dir };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+	struct sqk_io *mem;
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.sort_file = sortf;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	ck_assert_int_eq(sqk_build(&o, &s, mem, &r), SQK_EINVAL);
+	ck_assert_msg(strstr(r.msg, sortf) && strstr(r.msg, "line 4"), "%s", r.msg);
+	size_t len;
+	sqk_io_mem_data(mem, &len);
+	ck_assert_uint_eq(len, 0);
 	f = fopen(sortf, "w");
 	fputs("# comment\na 5\n\nmissing -3\n", f);
 	fclose(f);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
-	ck_assert_int_eq(mk_order_load(&c), 0);
-	uint64_t bytes;
-	ck_assert_uint_eq(mk_order_count(&c, &bytes), 0); /* found when read, not yet */
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+	ck_assert_msg(sqk_build(&o, &s, mem, &r) == 0, "%s", r.msg);
+	ck_assert(r.ordered);
+	ck_assert_uint_eq(r.order_files, 1);
+	ck_assert_uint_eq(r.order_bytes, 1);
+	sqk_io_destroy(mem);
 	unlink(sortf);
 	unlink(path);
 	rmdir(dir);
+}
+END_TEST
+
+/* A -sort priority on a directory applies to the files under it however deep they are: the
+ * listing of a subtree deeper than its first stack of frames (40 levels) lays the file at the
+ * bottom out first (it read freed memory once the stack moved). Built through sqk_build. */
+START_TEST(test_sort_deep_dir)
+{
+	char dir[] = "/tmp/test_hint_XXXXXX", path[1024], sortf[600];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	size_t n = (size_t)snprintf(path, sizeof(path), "%s", dir);
+	for (int i = 0; i < 40; i++) {
+		n += (size_t)snprintf(path + n, sizeof(path) - n, "/d");
+		ck_assert_int_eq(mkdir(path, 0755), 0);
+	}
+	snprintf(path + n, sizeof(path) - n, "/f");
+	FILE *f = fopen(path, "w");
+	fputs("deep", f);
+	fclose(f);
+	snprintf(sortf, sizeof(sortf), "%s.sort", dir);
+	f = fopen(sortf, "w");
+	fputs("d 5\n", f);
+	fclose(f);
+	char *sources[1] = { dir };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+	struct sqk_io *mem;
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.sort_file = sortf;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	ck_assert_msg(sqk_build(&o, &s, mem, &r) == 0, "%s", r.msg);
+	ck_assert(r.ordered);
+	ck_assert_uint_eq(r.order_files, 1);
+	ck_assert_uint_eq(r.order_bytes, 4);
+	ck_assert_uint_eq(r.counts.dirs, 41);
+	sqk_io_destroy(mem);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, sortf);
+	ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -276,6 +331,7 @@ static Suite *hint_suite(void)
 	tcase_add_test(tc, test_trace_lines);
 	tcase_add_test(tc, test_sort_lines);
 	tcase_add_test(tc, test_sort_file_line);
+	tcase_add_test(tc, test_sort_deep_dir);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -16,10 +16,8 @@
 #include "common/error.h"
 #include "common/integrity.h"
 #include "common/io.h"
-#include "mkimage/mk.h"
-#include "cli/mkimage_options.h"
-#include "mkimage/source.h"
 #include "sqk/sqk.h"
+#include "sqk/build.h"
 #include "testutil.h"
 
 static struct sqk_integ_trailer good_trailer(void)
@@ -290,17 +288,15 @@ static void write_file(const char *rel, const void *data, size_t len)
 	fclose(f);
 }
 
-static char *parse_argv[8];
-
-/* Builds a tree of two incompressible files (stored raw) into memory. */
-static struct sqk_io *build_image(uint8_t **a, uint8_t **b, const char *extra)
+/* Builds a tree of two incompressible files (stored raw) into memory through sqk_build, with
+ * or without integrity data. */
+static struct sqk_io *build_image(uint8_t **a, uint8_t **b, bool no_checksums)
 {
-	struct mk_options o;
-	struct mk_ctx c;
-	struct sqk_super sb;
+	static char *sources[1] = { tree };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
 	struct sqk_io *mem;
-	char *argv[] = { "mkimage", "-q", (char *)extra, tree, "/nonexistent/x.sqsh", NULL };
-	int argc = 5;
 
 	strcpy(tree, "/tmp/sqk-integ-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(tree));
@@ -308,23 +304,16 @@ static struct sqk_io *build_image(uint8_t **a, uint8_t **b, const char *extra)
 	*b = pattern(300 * 1024, 12);
 	write_file("a.bin", *a, 400 * 1024);
 	write_file("b.bin", *b, 300 * 1024);
-	if (!extra) {
-		argv[2] = argv[3];
-		argv[3] = argv[4];
-		argc = 4;
-	}
-	memcpy(parse_argv, argv, sizeof(argv));
-	ck_assert_int_eq(mk_options_parse(argc, parse_argv, &o), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.no_checksums = no_checksums;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
-	c.out = mem;
-	struct mk_source *src = NULL;
-	ck_assert_int_eq(mk_source_dir_create(&c, &src), 0);
-	ck_assert_msg(mk_build(&c, src, &sb) == 0, "build: %s", c.errmsg);
-	mk_source_destroy(src);
-	c.out = NULL;
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+	ck_assert_msg(sqk_build(&o, &s, mem, &r) == 0, "build: %s", r.msg);
+	ck_assert(r.have_root == !no_checksums);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
 	ck_assert_int_eq(system(cmd), 0);
@@ -401,7 +390,7 @@ static void assert_mismatch(struct sqk_image *img, uint32_t ino, uint64_t at)
 START_TEST(test_verified_reads)
 {
 	uint8_t *a, *b;
-	struct sqk_io *mem = build_image(&a, &b, NULL), *io;
+	struct sqk_io *mem = build_image(&a, &b, false), *io;
 	size_t len;
 	const uint8_t *img_bytes = sqk_io_mem_data(mem, &len);
 	uint8_t *copy = malloc(len);
@@ -537,7 +526,7 @@ static void *read_a(void *p)
 START_TEST(test_verified_concurrent)
 {
 	uint8_t *a, *b;
-	struct sqk_io *mem = build_image(&a, &b, NULL);
+	struct sqk_io *mem = build_image(&a, &b, false);
 	struct sqk_open_opts o = { .size = sizeof(o), .threads = 4, .cache_bytes = 1 << 20 };
 	struct sqk_integ_trailer t;
 	struct reader_arg r[8];
@@ -569,7 +558,7 @@ END_TEST
 START_TEST(test_no_integrity_data)
 {
 	uint8_t *a, *b;
-	struct sqk_io *mem = build_image(&a, &b, "--no-checksums"), *io;
+	struct sqk_io *mem = build_image(&a, &b, true), *io;
 	size_t len;
 	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
 	struct logbuf log = { "", 0 };
@@ -791,7 +780,7 @@ static void fast_of(const uint8_t *file, size_t flen, uint64_t *at, uint64_t *n)
 START_TEST(test_fast_reads)
 {
 	uint8_t *a, *b;
-	struct sqk_io *mem = build_image(&a, &b, NULL), *io;
+	struct sqk_io *mem = build_image(&a, &b, false), *io;
 	size_t len;
 	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
 	uint8_t *copy = malloc(len);
@@ -909,7 +898,7 @@ END_TEST
 START_TEST(test_fast_absent)
 {
 	uint8_t *a, *b;
-	struct sqk_io *mem = build_image(&a, &b, NULL), *io;
+	struct sqk_io *mem = build_image(&a, &b, false), *io;
 	size_t len;
 	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
 	struct logbuf log = { "", 0 };

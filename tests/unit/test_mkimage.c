@@ -1,6 +1,7 @@
-/* Check suite for the builder: options parsing, a build into memory through the I/O vtable
- * (superblock, root inode and root listing decoded back), byte-identical output for any thread
- * count, and write/sync failures injected with the fault double at many points of the build. */
+/* Check suite for the builder: options parsing, a build into memory through sqk_build and the
+ * I/O vtable (superblock, root inode and root listing decoded back), byte-identical output for
+ * any thread count, and write/sync failures injected with the fault double at many points of
+ * the build. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "mkimage/mk.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/source.h"
+#include "sqk/build.h"
 #include "testutil.h"
 
 static char tree[64];
@@ -63,43 +65,40 @@ static void remove_tree(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* o keeps pointers into argv, so it lives as long as the test program. */
-static char *parse_argv[7];
-
-static int parse(struct mk_options *o, const char *threads)
+/* The options of these builds: quiet, threads as given, the tree as the one source. */
+static void setup(struct sqk_build_opts *o, struct sqk_build_source *s, const char *threads)
 {
-	char *argv[] = { "mkimage", "-q", "-j", (char *)threads, tree, "/nonexistent/x.sqsh", NULL };
-	memcpy(parse_argv, argv, sizeof(argv));
-	return mk_options_parse(6, parse_argv, o);
+	static char *sources[1];
+	sqk_build_opts_init(o);
+	o->quiet = true;
+	o->threads = atoi(threads);
+	o->image = "/nonexistent/x.sqsh";
+	sources[0] = tree;
+	sqk_build_source_init(s, SQK_BUILD_DIRS);
+	s->sources = sources;
+	s->nsources = 1;
 }
 
-/* Builds the tree into *mem (wrapped in a fault double when fault != NULL). */
+/* Builds the tree through sqk_build into *mem (wrapped in a fault double when fault != NULL). */
 static int build(const char *threads, struct sqk_io **mem, struct sqk_io **fault,
 		 enum sqk_io_fault_op op, unsigned countdown, struct sqk_super *sb, char *msg)
 {
-	struct mk_options o;
-	struct mk_ctx c;
-	ck_assert_int_eq(parse(&o, threads), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+	setup(&o, &s, threads);
+	sqk_build_result_init(&r);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, mem), 0);
 	if (fault) {
 		ck_assert_int_eq(sqk_io_fault_create(*mem, fault), 0);
 		if (countdown != ~0u)
 			sqk_io_fault_arm(*fault, op, countdown, SQK_ENOSPC);
-		c.out = *fault;
-	} else {
-		c.out = *mem;
 	}
-	struct mk_source *src = NULL;
-	int err = mk_source_dir_create(&c, &src);
-	if (!err)
-		err = mk_build(&c, src, sb);
-	mk_source_destroy(src);
+	int err = sqk_build(&o, &s, fault ? *fault : *mem, &r);
 	if (msg)
-		snprintf(msg, 1024, "%s", c.errmsg);
-	c.out = NULL; /* the caller owns the I/O objects */
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+		snprintf(msg, 1024, "%s", r.msg);
+	if (sb)
+		*sb = r.super;
 	return err;
 }
 
@@ -109,12 +108,12 @@ START_TEST(test_options)
 	char *ok[] = { "mkimage", "-b", "64K", "-c", "xz", "--bcj", "x86", "-j", "3",
 		       "--exclude", "*.o", "--all-root", "src", "img", NULL };
 	ck_assert_int_eq(mk_options_parse(14, ok, &o), 0);
-	ck_assert_uint_eq(o.block_size, 65536);
-	ck_assert_uint_eq(o.comp.id, SQK_COMP_XZ);
-	ck_assert_uint_eq(o.comp.xz_bcj, SQK_BCJ_X86);
-	ck_assert_int_eq(o.threads, 3);
+	ck_assert_uint_eq(o.build.block_size, 65536);
+	ck_assert_uint_eq(o.build.comp.id, SQK_COMP_XZ);
+	ck_assert_uint_eq(o.build.comp.xz_bcj, SQK_BCJ_X86);
+	ck_assert_int_eq(o.build.threads, 3);
 	ck_assert_int_eq(o.nexcludes, 1);
-	ck_assert_int_eq(o.force_uid, 0);
+	ck_assert_int_eq(o.build.force_uid, 0);
 	ck_assert_str_eq(o.image, "img");
 	ck_assert_int_eq(o.nsources, 1);
 	mk_options_free(&o);
@@ -269,38 +268,38 @@ END_TEST
  * temporary file; every ref reads back its bytes; after a reset, memory again. */
 START_TEST(test_store_spill_reset)
 {
-	struct mk_options o;
+	struct sqk_build_opts o;
+	struct sqk_build_source src;
 	struct mk_ctx c;
-	struct mk_tails *t;
+	struct mk_spill *t;
 	uint8_t a[40], b[40], back[40];
 	uint64_t ra, rb, rc;
 	memset(a, 'a', sizeof(a));
 	memset(b, 'b', sizeof(b));
-	ck_assert_int_eq(parse(&o, "1"), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
-	ck_assert_int_eq(mk_tails_create(&c, "test bytes", 64, &t), 0);
-	ck_assert_int_eq(mk_tails_put(&c, t, a, sizeof(a), &ra), 0);
-	ck_assert_int_eq(mk_tails_put(&c, t, b, sizeof(b), &rb), 0); /* over 64: the file */
-	ck_assert_int_eq(mk_tails_put(&c, t, a, 8, &rc), 0);          /* fits, but after a spill */
+	setup(&o, &src, "1");
+	ck_assert_int_eq(mk_ctx_init(&c, &o, &src), 0);
+	ck_assert_int_eq(mk_spill_create(&c, "test bytes", 64, &t), 0);
+	ck_assert_int_eq(mk_spill_put(&c, t, a, sizeof(a), &ra), 0);
+	ck_assert_int_eq(mk_spill_put(&c, t, b, sizeof(b), &rb), 0); /* over 64: the file */
+	ck_assert_int_eq(mk_spill_put(&c, t, a, 8, &rc), 0);          /* fits, but after a spill */
 	ck_assert_uint_lt(ra, 64);
 	ck_assert_uint_ge(rb, 64);
 	ck_assert_uint_ge(rc, 64);
-	ck_assert_int_eq(mk_tails_get(&c, t, rb, back, sizeof(b)), 0);
+	ck_assert_int_eq(mk_spill_get(&c, t, rb, back, sizeof(b)), 0);
 	ck_assert_mem_eq(back, b, sizeof(b));
-	ck_assert_int_eq(mk_tails_get(&c, t, ra, back, sizeof(a)), 0);
+	ck_assert_int_eq(mk_spill_get(&c, t, ra, back, sizeof(a)), 0);
 	ck_assert_mem_eq(back, a, sizeof(a));
-	mk_tails_reset(t);
-	ck_assert_int_eq(mk_tails_put(&c, t, b, sizeof(b), &ra), 0);
+	mk_spill_reset(t);
+	ck_assert_int_eq(mk_spill_put(&c, t, b, sizeof(b), &ra), 0);
 	ck_assert_uint_lt(ra, 64); /* memory again */
 	for (int i = 0; i < 4000; i++) /* then past the write buffer: read back from the file */
-		ck_assert_int_eq(mk_tails_put(&c, t, a, sizeof(a), &rb), 0);
-	ck_assert_int_eq(mk_tails_get(&c, t, ra, back, sizeof(b)), 0);
+		ck_assert_int_eq(mk_spill_put(&c, t, a, sizeof(a), &rb), 0);
+	ck_assert_int_eq(mk_spill_get(&c, t, ra, back, sizeof(b)), 0);
 	ck_assert_mem_eq(back, b, sizeof(b));
-	ck_assert_int_eq(mk_tails_get(&c, t, rb, back, sizeof(a)), 0);
+	ck_assert_int_eq(mk_spill_get(&c, t, rb, back, sizeof(a)), 0);
 	ck_assert_mem_eq(back, a, sizeof(a));
-	mk_tails_destroy(t);
+	mk_spill_destroy(t);
 	mk_ctx_free(&c);
-	mk_options_free(&o);
 }
 END_TEST
 

@@ -52,12 +52,12 @@ START_TEST(test_options_anywhere)
 	ck_assert_int_eq(o.nsources, 1);
 	ck_assert_str_eq(o.sources[0], "src");
 	ck_assert_str_eq(o.image, "img");
-	ck_assert_uint_eq(o.comp.id, SQK_COMP_XZ);
-	ck_assert_uint_eq(o.block_size, 65536);
-	ck_assert_int_eq(o.threads, 3);
-	ck_assert(o.force && o.no_xattrs && o.quiet && !o.progress);
-	ck_assert_int_eq(o.force_uid, 0);
-	ck_assert_int_eq(o.force_gid, 0);
+	ck_assert_uint_eq(o.build.comp.id, SQK_COMP_XZ);
+	ck_assert_uint_eq(o.build.block_size, 65536);
+	ck_assert_int_eq(o.build.threads, 3);
+	ck_assert(o.force && o.build.no_xattrs && o.quiet && !o.build.progress);
+	ck_assert_int_eq(o.build.force_uid, 0);
+	ck_assert_int_eq(o.build.force_gid, 0);
 	mk_options_free(&o);
 
 	char *between[] = { "mkimage", "a", "--level", "4", "b", "-j2", "c", "img", "-c", "gzip",
@@ -68,8 +68,8 @@ START_TEST(test_options_anywhere)
 	ck_assert_str_eq(o.sources[1], "b");
 	ck_assert_str_eq(o.sources[2], "c");
 	ck_assert_str_eq(o.image, "img");
-	ck_assert_int_eq(o.comp.level, 4);
-	ck_assert_int_eq(o.threads, 2);
+	ck_assert_int_eq(o.build.comp.level, 4);
+	ck_assert_int_eq(o.build.threads, 2);
 	mk_options_free(&o);
 
 	/* "--" ends the options: a source named like an option */
@@ -78,7 +78,7 @@ START_TEST(test_options_anywhere)
 	ck_assert_int_eq(o.nsources, 1);
 	ck_assert_str_eq(o.sources[0], "-comp");
 	ck_assert_str_eq(o.image, "--quiet");
-	ck_assert_uint_eq(o.comp.id, SQK_COMP_ZSTD);
+	ck_assert_uint_eq(o.build.comp.id, SQK_COMP_ZSTD);
 	mk_options_free(&o);
 
 	/* --tar [FILE|-] IMAGE with options after it */
@@ -92,7 +92,7 @@ START_TEST(test_options_anywhere)
 	ck_assert(o.tar);
 	ck_assert_str_eq(o.tar_path, "-");
 	ck_assert_str_eq(o.image, "img");
-	ck_assert_uint_eq(o.block_size, 1048576);
+	ck_assert_uint_eq(o.build.block_size, 1048576);
 	mk_options_free(&o);
 }
 END_TEST
@@ -106,22 +106,23 @@ START_TEST(test_mksquashfs_words)
 		      "-force-uid", "7", "-force-gid", "8", "-p", "x d 755 0 0", "-pf", "defs",
 		      "-sort", "prio", NULL };
 	ck_assert_int_eq(mk_options_parse(NARGS(a), a, &o), 0);
-	ck_assert_uint_eq(o.comp.xz_bcj, SQK_BCJ_X86 | SQK_BCJ_ARM);
-	ck_assert(o.no_fragments && o.no_dedup && o.no_exports && o.no_tailends);
-	ck_assert_uint_eq(o.block_size, 131072);
-	ck_assert_int_eq(o.force_uid, 7);
-	ck_assert_int_eq(o.force_gid, 8);
+	ck_assert_uint_eq(o.build.comp.xz_bcj, SQK_BCJ_X86 | SQK_BCJ_ARM);
+	ck_assert(o.build.no_fragments && o.build.no_dedup && o.build.no_exports && o.build.no_tailends);
+	ck_assert_uint_eq(o.build.block_size, 131072);
+	ck_assert_int_eq(o.build.force_uid, 7);
+	ck_assert_int_eq(o.build.force_gid, 8);
 	ck_assert_int_eq(o.npseudo, 2);
 	ck_assert(!o.pseudo[0].file && o.pseudo[1].file);
-	ck_assert_str_eq(o.sort_file, "prio");
+	ck_assert_str_eq(o.build.sort_file, "prio");
 	mk_options_free(&o);
 
 	/* the defaults mksquashfs spells out, after their opposites */
 	char *b[] = { "mkimage", "s", "i", "--no-xattrs", "-xattrs", "--no-exports", "-exports",
 		      "--no-tailends", "-tailends", "-comp", "lz4", "-Xhc", "-root-owned", NULL };
 	ck_assert_int_eq(mk_options_parse(NARGS(b), b, &o), 0);
-	ck_assert(!o.no_xattrs && !o.no_exports && !o.no_tailends && o.comp.lz4_hc);
-	ck_assert_int_eq(o.force_uid, 0);
+	ck_assert(!o.build.no_xattrs && !o.build.no_exports && !o.build.no_tailends &&
+		  o.build.comp.lz4_hc);
+	ck_assert_int_eq(o.build.force_uid, 0);
 	mk_options_free(&o);
 }
 END_TEST
@@ -269,7 +270,7 @@ static char *walk(const char *const *args)
 	struct mk_source *src = NULL;
 	struct mk_entry e;
 	ck_assert_int_eq(mk_options_parse(argc, argv, &o), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
 	ck_assert_int_eq(mk_source_dir_create(&c, &src), 0);
 	out[0] = 0;
 	int r;

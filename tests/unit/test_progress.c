@@ -9,11 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mkimage/mk.h"
-#include "cli/mkimage_options.h"
-#include "mkimage/source.h"
 #include "cli/progress.h"
 #include "sqk/sqk.h"
+#include "sqk/build.h"
 #include "testutil.h"
 
 static char tree[64];
@@ -73,32 +71,25 @@ static void remove_tree(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-static char *parse_argv[8];
-
-/* The tree built into a memory image (4K blocks). Caller owns the result. */
+/* The tree built through sqk_build into a memory image (4K blocks). Caller owns the result. */
 static struct sqk_io *build(void)
 {
-	char *argv[] = { "mkimage", "-q", "-b", "4K", tree, "/nonexistent/x.sqsh", NULL };
-	struct mk_source *source = NULL;
-	struct mk_options o;
-	struct sqk_super sb;
+	char *sources[1] = { tree };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
 	struct sqk_io *out;
-	struct mk_ctx c;
-	int err;
 
-	memcpy(parse_argv, argv, sizeof(argv));
-	ck_assert_int_eq(mk_options_parse(6, parse_argv, &o), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.block_size = 4096;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
-	c.out = out;
-	err = mk_source_dir_create(&c, &source);
-	if (!err)
-		err = mk_build(&c, source, &sb);
-	mk_source_destroy(source);
-	ck_assert_msg(err == 0, "build: %d %s", err, c.errmsg);
-	c.out = NULL;
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+	int err = sqk_build(&o, &s, out, &r);
+	ck_assert_msg(err == 0, "build: %d %s", err, r.msg);
 	return out;
 }
 

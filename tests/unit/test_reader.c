@@ -15,10 +15,9 @@
 
 #include "common/endian.h"
 #include "common/meta.h"
-#include "mkimage/mk.h"
-#include "cli/mkimage_options.h"
-#include "mkimage/source.h"
+#include "common/integrity.h"
 #include "sqk/sqk.h"
+#include "sqk/build.h"
 #include "testutil.h"
 
 #define BS 4096u
@@ -115,49 +114,36 @@ static void remove_tree(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-static char *parse_argv[8];
-
-/* Builds src (4K blocks; extra: one more mkimage option or NULL) into a new memory image; *root
- * (when not NULL) gets the root digest of its integrity data. Caller owns the result. */
-static struct sqk_io *build_from(const char *src, const char *extra, uint8_t *root)
+/* Builds src through sqk_build (4K blocks; no integrity data when no_checksums) into a new
+ * memory image; *root (when not NULL) gets the root digest of its integrity data. Caller owns
+ * the result. */
+static struct sqk_io *build_from(const char *src, bool no_checksums, uint8_t *root)
 {
-	struct mk_options o;
-	struct mk_ctx c;
-	struct sqk_super sb;
+	char *sources[1] = { (char *)src };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
 	struct sqk_io *out;
-	char *argv[] = { "mkimage", "-q", "-b", "4K", (char *)src, "/nonexistent/x.sqsh", NULL,
-			 NULL };
-	int argc = 6;
-	if (extra) {
-		argv[6] = argv[5];
-		argv[5] = argv[4];
-		argv[4] = (char *)extra;
-		argc = 7;
-	}
-	memcpy(parse_argv, argv, sizeof(argv));
-	ck_assert_int_eq(mk_options_parse(argc, parse_argv, &o), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.block_size = 4096;
+	o.no_checksums = no_checksums;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
-	c.out = out;
-	struct mk_source *source = NULL;
-	int err = mk_source_dir_create(&c, &source);
-	if (!err)
-		err = mk_build(&c, source, &sb);
-	mk_source_destroy(source);
-	ck_assert_msg(err == 0, "build: %d %s", err, c.errmsg);
-	if (root) {
-		ck_assert(c.have_root);
-		memcpy(root, c.root_hash, SQK_INTEG_DIGEST_SIZE);
-	}
-	c.out = NULL;
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+	int err = sqk_build(&o, &s, out, &r);
+	ck_assert_msg(err == 0, "build: %d %s", err, r.msg);
+	ck_assert(r.have_root == !no_checksums);
+	if (root)
+		memcpy(root, r.root_hash, SQK_INTEG_DIGEST_SIZE);
 	return out;
 }
 
 static void build_image(void)
 {
-	mem = build_from(tree, NULL, mem_root);
+	mem = build_from(tree, false, mem_root);
 }
 
 static void setup_tree(void)
@@ -433,7 +419,7 @@ START_TEST(test_info_empty)
 {
 	char dir[] = "/tmp/sqk-reader-empty-XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	struct sqk_io *io = build_from(dir, NULL, NULL);
+	struct sqk_io *io = build_from(dir, false, NULL);
 	ck_assert_int_eq(rmdir(dir), 0);
 	struct sqk_image *img = open_mem(io, 0, 1);
 	const struct sqk_super *sb = sqk_image_super(img);
@@ -511,7 +497,7 @@ START_TEST(test_root_hash)
 	ck_assert_ptr_nonnull(fp);
 	fputs("x", fp);
 	fclose(fp);
-	io = build_from(dir, "--no-checksums", NULL);
+	io = build_from(dir, true, NULL);
 	ck_assert_int_eq(unlink(f), 0);
 	ck_assert_int_eq(rmdir(dir), 0);
 	ck_assert_int_eq(open_pinned(io, 0, false, mem_root, &img), SQK_ECORRUPT);

@@ -12,10 +12,8 @@
 #include <sys/stat.h>
 
 #include "common/io.h"
-#include "mkimage/mk.h"
-#include "cli/mkimage_options.h"
-#include "mkimage/source.h"
 #include "sqk/sqk.h"
+#include "sqk/build.h"
 #include "testutil.h"
 
 #define NFILES 14
@@ -88,12 +86,10 @@ static const struct sqk_io_ops rec_ops = {
  * FBLOCKS * BS bytes at its blocks_start), written in name order by the builder. */
 static void setup(void)
 {
-	static char *argv[] = { "mkimage", "-q", "-b", "4K", "--no-fragments", tree,
-				"/nonexistent/x.sqsh", NULL };
-	struct mk_options o;
-	struct mk_ctx c;
-	struct sqk_super sb;
-	struct mk_source *source = NULL;
+	static char *sources[1] = { tree };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
 	uint8_t buf[FBLOCKS * BS];
 	char p[128];
 
@@ -116,17 +112,16 @@ static void setup(void)
 	test_fill_random(buf, sizeof(buf), 1001u);
 	ck_assert_uint_eq(fwrite(buf, 1, sizeof(buf), d), sizeof(buf));
 	fclose(d);
-	argv[5] = tree;
-	ck_assert_int_eq(mk_options_parse(7, argv, &o), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o, NULL), 0);
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.block_size = BS;
+	o.no_fragments = true;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
 	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
-	c.out = mem;
-	ck_assert_int_eq(mk_source_dir_create(&c, &source), 0);
-	ck_assert_msg(mk_build(&c, source, &sb) == 0, "build: %s", c.errmsg);
-	mk_source_destroy(source);
-	c.out = NULL;
-	mk_ctx_free(&c);
-	mk_options_free(&o);
+	ck_assert_msg(sqk_build(&o, &s, mem, &r) == 0, "build: %s", r.msg);
 }
 
 static void teardown(void)

@@ -1,7 +1,8 @@
-/* The tail store: file tails (and whole small files) wait here from the read pass until they are
- * packed into fragment blocks at the end. The first bytes stay in memory; past the budget they
- * go to an unnamed temporary file (O_TMPFILE in $TMPDIR, else /tmp), so memory stays bounded
- * whatever the number of files. Nothing is ever read from the source twice. */
+/* The spill store: byte strings that wait until the end of a build (file tails and whole small
+ * files until they are packed into fragment blocks, file digests for dedup, the directory entries
+ * of a walked tree, finished directory-table blocks). The first bytes stay in memory; past the
+ * budget they go to an unnamed temporary file (O_TMPFILE in $TMPDIR, else /tmp), so memory stays
+ * bounded whatever the number of files. Nothing is ever read from the source twice. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@
 
 #define SPILL_BUF (128u << 10)
 
-struct mk_tails {
+struct mk_spill {
 	uint8_t *mem;
 	size_t used, cap, budget;
 	int fd;               /* spill file, -1 until needed */
@@ -25,9 +26,9 @@ struct mk_tails {
 	char dir[4096];
 };
 
-int mk_tails_create(struct mk_ctx *c, const char *what, size_t budget, struct mk_tails **out)
+int mk_spill_create(struct mk_ctx *c, const char *what, size_t budget, struct mk_spill **out)
 {
-	struct mk_tails *t = calloc(1, sizeof(*t));
+	struct mk_spill *t = calloc(1, sizeof(*t));
 	if (!t)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	t->fd = -1;
@@ -39,7 +40,7 @@ int mk_tails_create(struct mk_ctx *c, const char *what, size_t budget, struct mk
 	return 0;
 }
 
-void mk_tails_destroy(struct mk_tails *t)
+void mk_spill_destroy(struct mk_spill *t)
 {
 	if (!t)
 		return;
@@ -50,7 +51,7 @@ void mk_tails_destroy(struct mk_tails *t)
 	free(t);
 }
 
-void mk_tails_reset(struct mk_tails *t)
+void mk_spill_reset(struct mk_spill *t)
 {
 	t->used = 0;
 	t->spilled = 0;
@@ -60,12 +61,12 @@ void mk_tails_reset(struct mk_tails *t)
 	}
 }
 
-static int open_spill(struct mk_ctx *c, struct mk_tails *t)
+static int open_spill(struct mk_ctx *c, struct mk_spill *t)
 {
 	t->fd = open(t->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (t->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
 		char name[4200];
-		snprintf(name, sizeof(name), "%s/.sqk-tails-XXXXXX", t->dir);
+		snprintf(name, sizeof(name), "%s/.sqk-spill-XXXXXX", t->dir);
 		t->fd = mkostemp(name, O_CLOEXEC);
 		if (t->fd >= 0)
 			unlink(name);
@@ -77,7 +78,7 @@ static int open_spill(struct mk_ctx *c, struct mk_tails *t)
 	return 0;
 }
 
-static int write_all(struct mk_ctx *c, struct mk_tails *t, const uint8_t *p, size_t len,
+static int write_all(struct mk_ctx *c, struct mk_spill *t, const uint8_t *p, size_t len,
 		     uint64_t off)
 {
 	while (len) {
@@ -95,7 +96,7 @@ static int write_all(struct mk_ctx *c, struct mk_tails *t, const uint8_t *p, siz
 	return 0;
 }
 
-static int flush(struct mk_ctx *c, struct mk_tails *t)
+static int flush(struct mk_ctx *c, struct mk_spill *t)
 {
 	int err = t->wlen ? write_all(c, t, t->wbuf, t->wlen, t->spilled - t->wlen) : 0;
 	t->wlen = 0;
@@ -103,7 +104,7 @@ static int flush(struct mk_ctx *c, struct mk_tails *t)
 }
 
 /* Appends to the spill file through a buffer (tails are small: one write per 128 KiB). */
-static int spill(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len)
+static int spill(struct mk_ctx *c, struct mk_spill *t, const void *data, size_t len)
 {
 	if (t->fd < 0) {
 		int err = open_spill(c, t);
@@ -125,7 +126,7 @@ static int spill(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t 
 	return 0;
 }
 
-int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t len,
+int mk_spill_put(struct mk_ctx *c, struct mk_spill *t, const void *data, size_t len,
 		 uint64_t *ref)
 {
 	if (!t->spilled && t->used + len <= t->budget) { /* memory until the first spill */
@@ -150,7 +151,7 @@ int mk_tails_put(struct mk_ctx *c, struct mk_tails *t, const void *data, size_t 
 	return spill(c, t, data, len);
 }
 
-int mk_tails_get(struct mk_ctx *c, struct mk_tails *t, uint64_t ref, void *buf, size_t len)
+int mk_spill_get(struct mk_ctx *c, struct mk_spill *t, uint64_t ref, void *buf, size_t len)
 {
 	if (ref < t->budget) {
 		memcpy(buf, t->mem + ref, len);

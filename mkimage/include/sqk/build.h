@@ -1,0 +1,150 @@
+/* The image builder as a library: options with their defaults, a source description, one call
+ * that writes a SquashFS 4.0 image (with its integrity data) into an I/O object, and a result
+ * the library fills (the error's code and message, the root digest, the counts). Command lines
+ * only parse argv into these structs (mkimage/options.c) and print (mkimage/main.c). */
+#ifndef SQK_BUILD_H
+#define SQK_BUILD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/compressor.h"
+#include "common/format.h"
+#include "common/integrity.h"
+#include "common/io.h"
+
+/* ---- options ---- */
+
+struct sqk_build_opts {
+	size_t size;            /* sizeof(struct sqk_build_opts): set by sqk_build_opts_init */
+	const char *image;      /* the output's name in messages; a file there is never taken into
+				 * the image (NULL: "image") */
+	uint32_t block_size;    /* 4K..1M, a power of two (128K) */
+	struct sqk_comp_config comp; /* zstd at its default level; block_size is copied in */
+	int threads;            /* compression threads, 1..1024 (the online CPUs) */
+	bool no_fragments;      /* tails and small files get blocks of their own */
+	bool no_tailends;       /* fragments for small files only */
+	bool no_dedup;
+	bool no_xattrs;
+	bool no_exports;
+	bool no_checksums;      /* no integrity data after the image */
+	uint32_t checksum_chunk; /* integrity chunk size, 4K..1M (0 = 64K) */
+	bool digest_tree;       /* a digest tree whatever the digests' size (by default only past
+				 * 4 MiB of digests) */
+	bool progress;          /* a progress line on stderr (false) */
+	bool quiet;             /* no notes on stderr (warnings still print) */
+	int64_t force_uid;      /* -1 = keep each entry's owner */
+	int64_t force_gid;
+	int64_t set_mtime;      /* -1 = keep (--mtime: every mtime and the image time) */
+	int64_t clamp_time;     /* -1 = none (SOURCE_DATE_EPOCH: image time, newer mtimes clamped) */
+	uint32_t default_mode;  /* directories a source implies but never lists (0755) */
+	uint32_t default_uid, default_gid; /* (0, 0) */
+	int64_t default_mtime;  /* (0; set_mtime, or at most clamp_time, when those are set) */
+	uint64_t mem;           /* memory for what waits until the end (4M), a quarter each for: */
+	size_t tail_mem;        /* file tails (0 = mem / 4), */
+	size_t digest_mem;      /* file digests (0 = mem / 4), */
+	size_t entry_mem;       /* directory entries of a walked tree (0 = mem / 4) */
+	uint32_t piece_batch;   /* tails sorted together into fragments (0 = default); tests */
+	const char *order_file; /* --order FILE: paths laid out first, with a prefetch hint */
+	const char *sort_file;  /* -sort FILE: mksquashfs priorities */
+	const char *reuse;      /* an earlier image whose blocks may be copied (NULL) */
+	atomic_int *cancel;     /* when it becomes non-zero the build stops with SQK_EINTR (NULL) */
+	/* Called once the source and every input (pseudo files, --reuse, --order, -sort) are open
+	 * and checked, before the first byte is written, when sqk_build got no out_io: creates the
+	 * output (*io, owned by the caller, borrowed by the build until it returns) so that a typo
+	 * costs no old image. *skip_fd: a file the source must not take in (the temporary the
+	 * image goes to), or -1. Returns 0 or an SQK_E* code with a message in msg. */
+	int (*open_output)(void *arg, struct sqk_io **io, int *skip_fd, char *msg, size_t cap);
+	void *open_arg;
+};
+
+/* Fills o with every default and o->size. */
+void sqk_build_opts_init(struct sqk_build_opts *o);
+
+/* ---- the source ---- */
+
+enum sqk_build_source_kind {
+	SQK_BUILD_DIRS = 1,     /* files and directories on disk: sources[0..nsources) */
+	SQK_BUILD_TAR,          /* a tar stream (plain or compressed): tar_path */
+	SQK_BUILD_CUSTOM,       /* the caller's struct mk_source (mkimage/source.h): custom */
+};
+
+/* One pseudo definition (mksquashfs style): a file of them, or one line. */
+struct sqk_build_pseudo {
+	bool file;
+	const char *arg;        /* the path, or the definition (borrowed) */
+};
+
+struct mk_source;
+
+/* What the image holds. Every pointer is borrowed for the length of sqk_build. */
+struct sqk_build_source {
+	size_t size;            /* sizeof(struct sqk_build_source): set by sqk_build_source_init */
+	enum sqk_build_source_kind kind;
+	/* SQK_BUILD_DIRS: one directory's contents are the root; several paths (or a non-directory)
+	 * each become an entry of the root, by base name, as one does with keep_as_directory. */
+	char *const *sources;
+	int nsources;
+	bool keep_as_directory;
+	const char *const *excludes;     /* globs matched against source-relative paths */
+	int nexcludes;
+	const char *const *mks_excludes; /* mksquashfs's -e / -ef: exact paths, or patterns */
+	int nmks_excludes;
+	bool wildcards;                  /* mks_excludes are patterns (-wildcards) */
+	bool regex;                      /* ... POSIX extended regular expressions (-regex) */
+	const char *tar_path;            /* SQK_BUILD_TAR: NULL or "-" = standard input */
+	struct mk_source *custom;        /* SQK_BUILD_CUSTOM (not destroyed by the build) */
+	/* Any kind: definitions applied after the source, in order. */
+	const struct sqk_build_pseudo *pseudo;
+	int npseudo;
+};
+
+/* Fills s for kind with nothing listed yet, and s->size. */
+void sqk_build_source_init(struct sqk_build_source *s, enum sqk_build_source_kind kind);
+
+/* ---- the result ---- */
+
+/* Inodes of each kind, bytes and blocks, as the summary prints them. */
+struct sqk_build_counts {
+	uint64_t files, dirs, symlinks, devices, ipc, hardlinks;
+	uint64_t file_bytes;         /* sizes of the regular files (duplicates too) */
+	uint64_t dup_files, dup_bytes;
+	uint64_t bytes_in;           /* file bytes read and stored */
+	uint64_t data_blocks, raw_blocks, frag_blocks, sparse_blocks;
+	uint32_t xattr_sets;
+	uint64_t mtimes_clamped;     /* entries whose mtime was outside 0..2^32-1 */
+};
+
+struct sqk_build_result {
+	size_t size;                 /* sizeof(struct sqk_build_result): set by the caller
+				      * (sqk_build_result_init) */
+	int err;                     /* what sqk_build returned */
+	char msg[1024];              /* the first error, naming the path and offset ("" = none) */
+	struct sqk_super super;      /* the superblock written */
+	uint64_t image_bytes;        /* bytes written: the image, its hint and integrity data */
+	bool have_root;              /* root_hash is set: integrity data was appended */
+	uint8_t root_hash[SQK_INTEG_DIGEST_SIZE];
+	struct sqk_build_counts counts;
+	uint64_t reused_blocks, reused_bytes, reused_frag_blocks; /* --reuse */
+	bool ordered;                /* order_file or sort_file was given */
+	uint64_t order_files, order_bytes; /* files laid out first, and their bytes */
+	size_t hint_ranges;          /* ranges of the prefetch hint written (0 = none) */
+};
+
+/* Zeroes r and sets r->size. */
+void sqk_build_result_init(struct sqk_build_result *r);
+
+/* ---- the build ---- */
+
+/* Reads src once, in order, and writes the image into out_io (borrowed; positions from 0),
+ * superblock last, then the integrity data, then one sync; with out_io NULL, opts->open_output
+ * gives the output once the inputs are checked. Creates, renames and removes no file. opts and
+ * src are borrowed. Returns 0 or an SQK_E* code, also in result->err with the message in
+ * result->msg. SQK_EABI: opts, src or result has a size this library does not know (then
+ * result is only written when its own size is right). */
+int sqk_build(const struct sqk_build_opts *opts, const struct sqk_build_source *src,
+	      struct sqk_io *out_io, struct sqk_build_result *result);
+
+#endif
