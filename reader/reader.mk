@@ -1,6 +1,6 @@
-# reader/: the libsqk library (sources in reader/lib/, public headers in reader/include/sqk/,
-# included as "sqk/sqk.h" through -Ireader/include).
-LIBSQK_SRCS := $(wildcard reader/lib/*.c)
+# reader/: the libsqk library (sources in reader/lib/, the HTTP/S3 backend in reader/remote/,
+# public headers in reader/include/sqk/, included as "sqk/sqk.h" through -Ireader/include).
+LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(wildcard reader/remote/*.c)
 LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBSQK_A := $(BUILD)/lib/libsqk.a
 # The SONAME's number is the ABI's (README, "Library ABI"); the version script exports exactly
@@ -13,7 +13,7 @@ LIBSQK_PC := $(BUILD)/lib/libsqk.pc
 # Installed as <sqk/sqk.h>, <sqk/sqk_check.h> and <sqk/common/*.h> (the layout the public
 # headers include each other by), so none of them shadows a system header of the same name.
 LIBSQK_HEADERS := reader/include/sqk/sqk.h reader/include/sqk/sqk_check.h
-LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/format.h common/io.h common/io_http.h \
+LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/format.h common/io.h reader/remote/io_http.h \
 	common/compressor.h common/integrity.h common/hint.h common/counts.h
 
 LIBS_OUT := $(LIBSQK_A) $(LIBSQK_SO) $(LIBSQK_PC)

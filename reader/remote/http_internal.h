@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #include "http_cache.h"
-#include "integrity.h"
+#include "common/integrity.h"
 #include "io_http.h"
 #include "s3.h"
 

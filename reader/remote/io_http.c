@@ -19,8 +19,8 @@
 
 #include <openssl/crypto.h>
 
-#include "abi.h"
-#include "error.h"
+#include "common/abi.h"
+#include "common/error.h"
 #include "http_internal.h"
 
 #define PROBE_LEN 65536u

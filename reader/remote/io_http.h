@@ -10,13 +10,13 @@
 #ifndef SQK_IO_HTTP_H
 #define SQK_IO_HTTP_H
 
-#include "api.h"
+#include "common/api.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io.h"
+#include "common/io.h"
 
 #define SQK_HTTP_RETRIES_DEFAULT 4
 #define SQK_HTTP_TIMEOUT_DEFAULT 30u                    /* seconds */
