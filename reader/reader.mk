@@ -10,10 +10,11 @@ LIBSQK_SONAME := libsqk.so.1
 LIBSQK_MAP := reader/libsqk.map
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
-# Installed as <sqk/sqk.h>, <sqk/sqk_check.h> and <sqk/common/*.h> (the layout the public
-# headers include each other by), so none of them shadows a system header of the same name.
-LIBSQK_HEADERS := reader/include/sqk/sqk.h reader/include/sqk/sqk_check.h
-LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/format.h common/io.h reader/remote/io_http.h \
+# Installed as <sqk/sqk.h>, <sqk/sqk_check.h>, <sqk/remote.h> (the HTTP backend's API) and
+# <sqk/common/*.h> (the layout the public headers include each other by), so none of them
+# shadows a system header of the same name.
+LIBSQK_HEADERS := reader/include/sqk/sqk.h reader/include/sqk/sqk_check.h reader/include/sqk/remote.h
+LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/format.h common/io.h \
 	common/compressor.h common/integrity.h common/hint.h common/counts.h
 
 LIBS_OUT := $(LIBSQK_A) $(LIBSQK_SO) $(LIBSQK_PC)

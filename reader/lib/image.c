@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "common/abi.h"
 #include "common/meta.h"
+#include "reader/remote/io_http.h"
 
 #define DEFAULT_CACHE (64u << 20)
 #define DEFAULT_READAHEAD 16u

@@ -1,124 +1,41 @@
-/* Remote images: an sqk_io backend that reads an image served over HTTP(S) with range requests
- * (libcurl), fetching only what is read. Requests are aligned to the image's integrity chunks
- * (64 KiB chunks for images without integrity data); adjacent misses are coalesced into one
- * request; reads whose caller names their stream (sqk_io_read_ahead) are fetched ahead in larger
- * ranges on parallel connections, never past the caller's limit. Every
- * chunk of an image with integrity data is checked against its SHA-256 before use; fetched chunks
- * are kept in a bounded on-disk cache keyed by the URL, the server's validators and the root
- * digest. Transient faults (timeouts, resets, 5xx, short bodies) are retried with exponential
- * backoff and jitter; a server that ignores Range or answers another size is an error. */
+/* The remote backend's calls for libsqk and the tools beyond its API (<sqk/remote.h>): fetching
+ * ahead, stopping the transfer thread before fork(), display names, request headers. Not
+ * installed, not exported. */
 #ifndef SQK_IO_HTTP_H
 #define SQK_IO_HTTP_H
 
-#include "common/api.h"
-
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/io.h"
-
-#define SQK_HTTP_RETRIES_DEFAULT 4
-#define SQK_HTTP_TIMEOUT_DEFAULT 30u                    /* seconds */
-#define SQK_HTTP_CACHE_SIZE_DEFAULT ((uint64_t)1 << 30) /* bytes of on-disk cache */
-
-struct sqk_http_opts {
-	size_t size;             /* sizeof(struct sqk_http_opts): sqk_http_opts_init sets it */
-	/* On-disk cache folder; NULL = $XDG_CACHE_HOME/squashkit (or ~/.cache/squashkit). */
-	const char *cache_dir;
-	bool cache_size_set;     /* cache_size given (0 then turns the disk cache off) */
-	uint64_t cache_size;     /* bytes; default SQK_HTTP_CACHE_SIZE_DEFAULT */
-	bool retries_set;
-	unsigned retries;        /* retries after the first try; default SQK_HTTP_RETRIES_DEFAULT */
-	unsigned timeout_s;      /* a request without progress for this long fails; 0 = default */
-	const char *const *headers; /* "Name: value" lines sent with every request (borrowed) */
-	size_t nheaders;
-	/* 32 bytes: the image's root digest must equal it; NULL = any. For sqk_io_http_create:
-	 * sqk_image_open* refuse it here and pin with sqk_open_opts.root_hash. */
-	const uint8_t *root_hash;
-	const char *ca_file;        /* PEM bundle of CAs trusted for https (copied); NULL = system */
-	/* Fetch raw bytes: no chunk verification and no disk cache (for `sqk verify`, which checks
-	 * every chunk itself and reports what is wrong). */
-	bool raw;
-	unsigned connections;    /* parallel transfers; 0 = 4 */
-	size_t mem_bytes;        /* in-memory chunk cache; 0 = 64 MiB */
-	/* One-line messages (from any thread): errors, retries given up. Never holds secrets. */
-	void (*log)(void *log_ctx, const char *msg);
-	void *log_ctx;
-	/* s3:// URLs: the endpoint (copied; NULL = $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else
-	 * AWS itself) and whether to send unsigned requests (public buckets). */
-	const char *s3_endpoint;
-	bool no_sign_request;
-};
-
-struct sqk_http_stats {
-	size_t size;             /* the caller's sizeof(struct sqk_http_stats), set before the call */
-	uint64_t requests;       /* HTTP requests sent (retries included) */
-	uint64_t bytes;          /* body bytes received */
-	uint64_t bytes_unused;   /* of those, chunk bytes no read has used (yet) */
-	uint64_t retries;        /* requests retried after a transient fault */
-	uint64_t disk_hits;      /* chunks served from the on-disk cache */
-	uint64_t disk_misses;    /* chunks looked up there and not found (then fetched) */
-	uint64_t corrupt;        /* chunks that failed their SHA-256 check */
-	uint64_t digest_groups;  /* groups of chunk digests fetched (images with a digest tree) */
-};
-
-/* Sets *o to the defaults (zero) with o->size set; NULL opts mean the same. */
-SQK_API void sqk_http_opts_init(struct sqk_http_opts *o);
-
-/* True when s starts with http://, https:// or s3:// (case-insensitive). Borrows s. */
-SQK_API bool sqk_is_url(const char *s);
-
-/* True when s starts like a URL ("scheme://", RFC 3986 scheme characters) whatever its scheme:
- * a path that does not exist and looks like this is named an unsupported URL scheme. */
-SQK_API bool sqk_looks_like_url(const char *s);
-
-/* Opens the image at url (borrowed; opts borrowed, NULL = defaults): probes its size and
- * validators, loads and authenticates its integrity data, pins the root digest when asked.
- * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. */
-SQK_API int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out);
-
-/* True when io is a remote image. */
-SQK_API bool sqk_io_is_http(const struct sqk_io *io);
+#include "sqk/remote.h"
 
 /* Fetches [off, off + len) ahead of use, coalesced, in parallel parts, and waits for it (the
  * metadata tables at open). Best effort: errors surface when the bytes are read. */
-SQK_API void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
+void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
 
 /* Starts fetching [off, off + len) in parts of 1 MiB, in order, `connections` at a time,
  * and returns at once (the prefetch hint's ranges at open; a file read at random); a read of those bytes waits for them (its request is then moved ahead of
  * readahead). Best effort: errors surface when the bytes are read. */
-SQK_API void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len);
+void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len);
 
 /* Stops the transfer thread (it starts again on the next fetch): before fork(). */
-SQK_API void sqk_io_http_quiesce(struct sqk_io *io);
-
-/* Fails every pending and later fetch at once (SQK_EINTR): for shutdown while requests hang. */
-SQK_API void sqk_io_http_cancel(struct sqk_io *io);
-
-/* Copies the counters into *out. SQK_EINVAL when io is not a remote image. */
-SQK_API int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out);
-
-/* True when every byte read from io was checked against the image's integrity data. */
-SQK_API bool sqk_io_http_verified(const struct sqk_io *io);
+void sqk_io_http_quiesce(struct sqk_io *io);
 
 /* url without its query string or credentials, for messages. Caller frees; NULL on ENOMEM. */
-SQK_API char *sqk_url_display(const char *url);
-
-/* The URL without its query string or credentials, for messages (borrowed from io). */
-SQK_API const char *sqk_io_http_name(const struct sqk_io *io);
+char *sqk_url_display(const char *url);
 
 /* Splits the text of a header file (changed in place: each line NUL-terminated) into "Name:
  * value" lines appended to hdrs[*n..max) (pointers into text); empty lines and '#' comments are
  * skipped. SQK_EINVAL for a bad line, SQK_ETOOBIG past max headers. */
-SQK_API int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n);
+int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n);
 
 /* Reads the header file at path (borrowed) into *text (caller frees, also after an error) and
  * splits it as sqk_http_header_lines does. SQK_EIO (errno set) when the file cannot be read. */
-SQK_API int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_t max,
-				 size_t *n);
+int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_t max,
+			 size_t *n);
 
 /* Checks one "Name: value" header line (no CR/LF, a name before ':'). 0 or SQK_EINVAL. */
-SQK_API int sqk_http_header_check(const char *line);
+int sqk_http_header_check(const char *line);
 
 #endif

@@ -29,7 +29,7 @@
 #include "common/format.h"
 #include "common/integrity.h"
 #include "common/io.h"
-#include "reader/remote/io_http.h"
+#include "remote.h"
 
 struct sqk_image;
 
