@@ -89,7 +89,9 @@ info "installed libsqk used through pkg-config: $out"
 
 # libsqk.so exports exactly the functions its installed headers declare (SQK_API): no internals
 need_cmd nm
-nm -D --defined-only "$D/usr/lib/libsqk.so.1" | awk '$2 ~ /^[TW]$/ {print $3}' | sort >"$TMP/exported"
+# (without the version node nm appends: sqk_read@@LIBSQK_1.0)
+nm -D --defined-only "$D/usr/lib/libsqk.so.1" | awk '$2 ~ /^[TW]$/ {sub(/@.*/, "", $3); print $3}' |
+	sort >"$TMP/exported"
 python3 - "$D/usr/include/sqk" "$TMP/exported" <<'PY' || fail "libsqk.so's exports differ from its headers"
 import os, re, sys
 decl, bare = set(), set()
