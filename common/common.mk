@@ -1,8 +1,8 @@
-# common/: format structures, errors, I/O vtable, compressors, metadata blocks.
+# common/: format structures, errors, I/O vtable, compressors, metadata blocks (what the reader
+# and the builder share; the HTTP/S3 backend is the reader's, in reader/remote/).
 COMMON_SRCS := common/error.c common/abi.c common/grow.c common/format.c common/io.c common/meta.c common/integrity.c common/hint.c \
-	common/io_http.c common/http_fetch.c common/http_cache.c common/s3.c common/parse.c common/inode_codec.c \
-	common/compressor.c common/comp_zstd.c common/comp_xz.c common/comp_gzip.c common/comp_lz4.c \
-	common/comp_lzo.c
+	common/parse.c common/inode_codec.c common/compressor.c \
+	common/comp_zstd.c common/comp_xz.c common/comp_gzip.c common/comp_lz4.c common/comp_lzo.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBCOMMON := $(BUILD)/lib/libsqkcommon.a
 # The signal thread serves the programs (sqk mkimage, sqkfuse), not libsqk's users; so does the

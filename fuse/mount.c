@@ -26,6 +26,7 @@
 #include "fuse/trace.h"
 #include "common/parse.h"
 #include "common/sigwatch.h"
+#include "reader/remote/io_http.h"
 #include "sqk/sqk.h"
 #include "common/integrity.h"
 

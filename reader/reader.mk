@@ -1,6 +1,6 @@
-# reader/: the libsqk library (sources in reader/lib/, public headers in reader/include/sqk/,
-# included as "sqk/sqk.h" through -Ireader/include).
-LIBSQK_SRCS := $(wildcard reader/lib/*.c)
+# reader/: the libsqk library (sources in reader/lib/, the HTTP/S3 backend in reader/remote/,
+# public headers in reader/include/sqk/, included as "sqk/sqk.h" through -Ireader/include).
+LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(wildcard reader/remote/*.c)
 LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBSQK_A := $(BUILD)/lib/libsqk.a
 # The SONAME's number is the ABI's (README, "Library ABI"); the version script exports exactly
@@ -10,14 +10,14 @@ LIBSQK_SONAME := libsqk.so.1
 LIBSQK_MAP := reader/libsqk.map
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
-# Installed as <sqk/sqk.h>, <sqk/sqk_check.h> and <sqk/common/*.h> (the layout the public
-# headers include each other by), so none of them shadows a system header of the same name.
-# Only the API: the reader's and the checker's headers, the I/O vtable (io.h), the error codes,
-# the plain data the API returns (types.h, counts.h) and the export mark (api.h); the on-disk
-# codecs (format.h, integrity.h, hint.h, compressor.h, inode_codec.h, meta.h) are not installed.
-LIBSQK_HEADERS := reader/include/sqk/sqk.h reader/include/sqk/sqk_check.h
-LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/io.h common/io_http.h common/types.h \
-	common/counts.h
+# Installed as <sqk/sqk.h>, <sqk/sqk_check.h>, <sqk/remote.h> (the HTTP backend's API) and
+# <sqk/common/*.h> (the layout the public headers include each other by), so none of them
+# shadows a system header of the same name. Only the API: the reader's, the checker's and the
+# remote backend's headers, the I/O vtable (io.h), the error codes, the plain data the API
+# returns (types.h, counts.h) and the export mark (api.h); the on-disk codecs (format.h,
+# integrity.h, hint.h, compressor.h, inode_codec.h, meta.h) are not installed.
+LIBSQK_HEADERS := reader/include/sqk/sqk.h reader/include/sqk/sqk_check.h reader/include/sqk/remote.h
+LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/io.h common/types.h common/counts.h
 
 LIBS_OUT := $(LIBSQK_A) $(LIBSQK_SO) $(LIBSQK_PC)
 

@@ -14,6 +14,7 @@
 #include "common/abi.h"
 #include "common/meta.h"
 #include "common/format.h"
+#include "reader/remote/io_http.h"
 
 #define DEFAULT_CACHE (64u << 20)
 #define DEFAULT_READAHEAD 16u

@@ -8,7 +8,7 @@
  *   tar of the tree reads them. It runs to the end of the image, or of the prefetch hint's range
  *   it is in; the first file read further on ends it. Files without data blocks (all in
  *   fragment blocks) and duplicates (their blocks behind the walk) neither extend nor end it. */
-#include "common/io_http.h"
+#include "reader/remote/io_http.h"
 #include "internal.h"
 
 #define WALK_FILES 8u /* fewer: an import reading a few files of a package in order */

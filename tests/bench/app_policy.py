@@ -17,11 +17,11 @@ The model of the program (single-threaded, as the Python start is):
   earlier step (a background fetch issued at step s is there from step s + 1: the program's own
   CPU time between reads, which this ignores, only helps it);
 - chunks are the integrity chunks (64 KiB): a cold read fetches the chunks covering the stored
-  block it needs (one request), as common/io_http.c does; a file's stream fetches ahead after
+  block it needs (one request), as reader/remote/ does; a file's stream fetches ahead after
   256 KiB read (RA_START), windows of 2 MiB doubling to 64 MiB, within its own blocks.
 
 Policies:
-  today           as above (reader/lib/stream.c, common/io_http.c), with the walk: 8 files with
+  today           as above (reader/lib/stream.c, reader/remote/), with the walk: 8 files with
                   data blocks read whole, each starting within 4 blocks of the end of the one
                   before, turn on readahead across files (to the end of the image or of the
                   hint range) for the walk's files and for fragment reads
@@ -203,7 +203,7 @@ class Sim:
         return self.lay.size
 
     def walk_ahead(self, a, b):
-        """io_http.c's plan_ahead for the walk's streams (told apart by position)."""
+        """sqk_http_plan_ahead (reader/remote/ahead.c) for the walk's streams (told apart by position)."""
         for t in self.walk_streams:
             if a + CH >= t[0] and a <= max(t[1], t[0]) + RA_SLACK:
                 break

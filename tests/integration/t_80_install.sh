@@ -10,7 +10,7 @@ D=$W/root
 make -s -C "$TOP" install PREFIX=/usr DESTDIR="$D" BUILD="$(dirname "$(dirname "$SQK")")" \
 	>"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; fail "make install failed"; }
 for f in usr/bin/sqk usr/bin/sqkfuse usr/lib/libsqk.a usr/lib/libsqk.so.1 usr/lib/libsqk.so \
-	usr/include/sqk/sqk.h usr/include/sqk/sqk_check.h usr/include/sqk/common/io_http.h \
+	usr/include/sqk/sqk.h usr/include/sqk/sqk_check.h usr/include/sqk/remote.h \
 	usr/lib/pkgconfig/libsqk.pc; do
 	[ -e "$D/$f" ] || fail "make install did not install $f"
 done

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "common/http_cache.h"
-#include "common/io_http.h"
+#include "reader/remote/http_cache.h"
+#include "reader/remote/io_http.h"
 #include "testutil.h"
 
 START_TEST(test_url_display)

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "common/io_http.h"
-#include "common/s3.h"
+#include "reader/remote/s3.h"
+#include "sqk/remote.h"
 #include "testutil.h"
 
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -28,7 +28,7 @@
 #include "common/error.h"
 #include "common/io.h"
 #include "common/types.h"
-#include "common/io_http.h"
+#include "remote.h"
 
 struct sqk_image;
 

@@ -7,16 +7,16 @@
  * are kept in a bounded on-disk cache keyed by the URL, the server's validators and the root
  * digest. Transient faults (timeouts, resets, 5xx, short bodies) are retried with exponential
  * backoff and jitter; a server that ignores Range or answers another size is an error. */
-#ifndef SQK_IO_HTTP_H
-#define SQK_IO_HTTP_H
+#ifndef SQK_REMOTE_H
+#define SQK_REMOTE_H
 
-#include "api.h"
+#include "common/api.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io.h"
+#include "common/io.h"
 
 #define SQK_HTTP_RETRIES_DEFAULT 4
 #define SQK_HTTP_TIMEOUT_DEFAULT 30u                    /* seconds */
@@ -81,18 +81,6 @@ SQK_API int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts
 /* True when io is a remote image. */
 SQK_API bool sqk_io_is_http(const struct sqk_io *io);
 
-/* Fetches [off, off + len) ahead of use, coalesced, in parallel parts, and waits for it (the
- * metadata tables at open). Best effort: errors surface when the bytes are read. */
-SQK_API void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
-
-/* Starts fetching [off, off + len) in parts of 1 MiB, in order, `connections` at a time,
- * and returns at once (the prefetch hint's ranges at open; a file read at random); a read of those bytes waits for them (its request is then moved ahead of
- * readahead). Best effort: errors surface when the bytes are read. */
-SQK_API void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len);
-
-/* Stops the transfer thread (it starts again on the next fetch): before fork(). */
-SQK_API void sqk_io_http_quiesce(struct sqk_io *io);
-
 /* Fails every pending and later fetch at once (SQK_EINTR): for shutdown while requests hang. */
 SQK_API void sqk_io_http_cancel(struct sqk_io *io);
 
@@ -102,23 +90,7 @@ SQK_API int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out);
 /* True when every byte read from io was checked against the image's integrity data. */
 SQK_API bool sqk_io_http_verified(const struct sqk_io *io);
 
-/* url without its query string or credentials, for messages. Caller frees; NULL on ENOMEM. */
-SQK_API char *sqk_url_display(const char *url);
-
 /* The URL without its query string or credentials, for messages (borrowed from io). */
 SQK_API const char *sqk_io_http_name(const struct sqk_io *io);
-
-/* Splits the text of a header file (changed in place: each line NUL-terminated) into "Name:
- * value" lines appended to hdrs[*n..max) (pointers into text); empty lines and '#' comments are
- * skipped. SQK_EINVAL for a bad line, SQK_ETOOBIG past max headers. */
-SQK_API int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n);
-
-/* Reads the header file at path (borrowed) into *text (caller frees, also after an error) and
- * splits it as sqk_http_header_lines does. SQK_EIO (errno set) when the file cannot be read. */
-SQK_API int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_t max,
-				 size_t *n);
-
-/* Checks one "Name: value" header line (no CR/LF, a name before ':'). 0 or SQK_EINVAL. */
-SQK_API int sqk_http_header_check(const char *line);
 
 #endif

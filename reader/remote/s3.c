@@ -12,7 +12,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "s3.h"
 
 /* ---- a growing string ---- */

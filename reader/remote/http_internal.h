@@ -1,5 +1,7 @@
-/* Internals of the remote-image backend shared by io_http.c (chunks, reads, open) and
- * http_fetch.c (the transfer thread: libcurl multi, range checks, retries). */
+/* Internals of the remote-image backend shared by its files: io_http.c (open, the vtable),
+ * chunks.c (the chunk table, its caches, checks and reads), groups.c (groups of chunk digests),
+ * ahead.c (fetching ahead, prefetching) and http_fetch.c (the transfer thread: libcurl multi,
+ * range checks, retries). */
 #ifndef SQK_HTTP_INTERNAL_H
 #define SQK_HTTP_INTERNAL_H
 
@@ -11,12 +13,14 @@
 #include <sys/types.h>
 
 #include "http_cache.h"
-#include "integrity.h"
+#include "common/integrity.h"
 #include "io_http.h"
 #include "s3.h"
 
 /* Transfers at once for data readers wait on (readahead has `connections` of its own). */
 #define SQK_HTTP_DEMAND_MAX 32u
+#define PART_MIN ((uint64_t)1 << 20)  /* readahead parts: at least this, one per connection */
+#define RUN_MAX ((uint64_t)8 << 20)   /* the largest single request */
 
 /* A chunk's life: LOADING (a reader looks it up on disk, or a transfer is fetching it) ->
  * FETCHED (bytes in, not yet checked) -> VERIFYING (one reader hashes it) -> READY; or FAILED
@@ -162,9 +166,54 @@ void sqk_http_job_free(struct http_job *j);
  * sends; SQK_E* after logging why. Called from setup, before the other headers. */
 int sqk_http_s3_init(struct sqk_http *h, const char *url);
 
-/* io_http.c: a chunk transfer ended (mu held): its remaining chunks become FETCHED or FAILED. */
+/* io_http.c. Fetches [off, off + len) into *out (caller frees; with jout, the finished job
+ * too, caller frees it with sqk_http_job_free): 0 or SQK_E*. Without mu. */
+int sqk_http_fetch(struct sqk_http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
+		   struct http_job **jout);
+
+/* chunks.c: a chunk transfer ended (mu held): its remaining chunks become FETCHED or FAILED. */
 void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc);
-/* io_http.c: all bytes of chunk c are in (called by the transfer thread, without mu). */
+/* chunks.c: all bytes of chunk c are in (called by the transfer thread, without mu). */
 void sqk_http_chunk_arrived(struct sqk_http *h, struct http_chunk *c);
+/* chunks.c, mu held: the length of chunk k; the chunk k in the table (borrowed) or NULL; a new
+ * LOADING chunk k in the table, pinned once (NULL on ENOMEM); frees c (out of the table). */
+size_t sqk_http_chunk_len(const struct sqk_http *h, uint64_t k);
+struct http_chunk *sqk_http_chunk_find(struct sqk_http *h, uint64_t k);
+struct http_chunk *sqk_http_chunk_new(struct sqk_http *h, uint64_t k);
+void sqk_http_chunk_free(struct sqk_http *h, struct http_chunk *c);
+/* chunks.c, mu held: drops a pin of c (the last one puts it in the LRU, or frees a failed c);
+ * marks c FETCHED with bytes from the server. */
+void sqk_http_unpin(struct sqk_http *h, struct http_chunk *c);
+void sqk_http_fetched(struct sqk_http *h, struct http_chunk *c);
+/* chunks.c, without mu: resolves the caller's LOADING chunks own[0..n) (their pins pass on)
+ * from the disk cache, else by requests in parts of about `part` bytes. */
+void sqk_http_load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n, uint64_t part,
+			 bool demand);
+/* chunks.c, without mu: reads [off, off + len) below `covered` into the caller's buf through
+ * the chunks (ahead borrowed, may be NULL): 0 or SQK_E*. */
+int sqk_http_read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len,
+			 const struct sqk_io_ahead *ahead);
+/* chunks.c, at close (the thread stopped): checks the chunks fetched and never read and keeps
+ * them on disk. */
+void sqk_http_store_unread(struct sqk_http *h);
+
+/* groups.c. Whether chunk checks need the digest groups (a digest tree, checked reads). */
+bool sqk_http_uses_groups(const struct sqk_http *h);
+/* groups.c, without mu: starts loading the groups of chunks k0..k1 that are not known. */
+void sqk_http_kick_groups(struct sqk_http *h, uint64_t k0, uint64_t k1);
+/* groups.c, without mu: waits until group g's digests are known, loading them when nobody
+ * does: 0 or the error of the load waited for (SQK_ECORRUPT, SQK_EIO, SQK_EINTR). */
+int sqk_http_group_need(struct sqk_http *h, uint64_t g);
+/* groups.c, without mu: reads [off, off + len) of a tree's chunk digests into the caller's
+ * buf: 0 or SQK_E*. */
+int sqk_http_read_digest_area(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len);
+
+/* ahead.c, mu held: whether [off, end) continues the stream the reader named (ra borrowed, may
+ * be NULL); sets [*ra0, *ra1) to the bytes to fetch ahead (empty: none). */
+void sqk_http_plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
+			 const struct sqk_io_ahead *ra, uint64_t *ra0, uint64_t *ra1);
+/* ahead.c, without mu: fetches the chunks of [ra0, ra1) not yet present, in parallel parts of
+ * at most part_max bytes. */
+void sqk_http_fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max);
 
 #endif

@@ -16,7 +16,7 @@
 
 #include <openssl/crypto.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "http_internal.h"
 
 #define BACKOFF_MS 100u

@@ -20,8 +20,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "endian.h"
-#include "error.h"
+#include "common/endian.h"
+#include "common/error.h"
 
 #define HDR 16u
 #define TMP_PREFIX ".tmp."
