@@ -6,6 +6,10 @@ SQKFUSE_LIB_OBJS := $(BUILD)/obj/fuse/sqkfuse.o $(BUILD)/obj/fuse/nodes.o $(BUIL
 
 BINS += $(SQKFUSE_BIN)
 
+# Temporary (issue 18, branch i18-walk): the FUSE operations keep libsqk's by-value directory
+# iterator through a private shim until they move to sqk_dir_open.
+$(SQKFUSE_LIB_OBJS): CFLAGS_ALL += -include reader/lib/dir_compat.h
+
 $(SQKFUSE_BIN): $(BUILD)/obj/fuse/main.o $(SQKFUSE_LIB_OBJS) $(SIGWATCH_OBJ) $(OUTFILE_OBJ) $(LIBSQK_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(FUSE_LIBS) $(PKG_LIBS)
