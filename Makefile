@@ -28,7 +28,7 @@ CHECK_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
 OPT ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -fPIC -fvisibility=hidden -I.
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -fPIC -fvisibility=hidden -I. -Ireader/include
 CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = -pthread $(EXTRA_LDFLAGS)
 
@@ -48,17 +48,20 @@ VERSION_STAMP := $(BUILD)/.version
 $(VERSION_STAMP): FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
-VERSIONED_OBJS := $(BUILD)/obj/reader/sqk.o $(BUILD)/obj/fuse/sqkfuse.o
+VERSIONED_OBJS := $(BUILD)/obj/cli/sqk.o $(BUILD)/obj/fuse/mount.o
 $(VERSIONED_OBJS): $(VERSION_STAMP)
 $(VERSIONED_OBJS): CFLAGS_ALL += -DSQK_VERSION='"$(VERSION)"'
 
+# The folders in dependency order (each includes and links only those before it):
+# common/ -> reader/ (libsqk) -> mkimage/ (the builder) -> fuse/ -> cli/ (sqk, sqkfuse).
 BINS :=
 include common/common.mk
-include mkimage/mkimage.mk
 include reader/reader.mk
+include mkimage/mkimage.mk
 ifeq ($(HAVE_FUSE),1)
 include fuse/fuse.mk
 endif
+include cli/cli.mk
 include tests/tests.mk
 
 .DEFAULT_GOAL := all

@@ -132,12 +132,10 @@ static uint64_t trailer_start(const uint8_t *tail, size_t tail_len, uint64_t siz
 	uint64_t len;
 
 	if (!tail || tail_len != SQK_INTEG_TRAILER_SIZE || size < tail_len ||
-	    sqk_integ_trailer_decode(tail, &t) || t.nchunks > size / SQK_INTEG_DIGEST_SIZE ||
-	    t.covered > size)
+	    sqk_integ_trailer_decode(tail, &t) || t.covered > size)
 		return SQK_NONE64;
-	len = t.covered + t.nchunks * SQK_INTEG_DIGEST_SIZE + SQK_INTEG_TRAILER_SIZE;
-	len = (len + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
-	return len <= size ? size - len : SQK_NONE64;
+	len = sqk_integ_end(&t);
+	return len && len <= size ? size - len : SQK_NONE64;
 }
 
 /* Not a 4.0 superblock, but sqk's integrity data ends the file: the image it covers starts here

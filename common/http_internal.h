@@ -31,11 +31,26 @@ struct http_chunk {
 	bool detached;           /* out of the table (failed): freed at the last unpin */
 	bool in_lru;
 	bool net;                /* its bytes came from the server (counted in n_net) */
+	bool disk;               /* FETCHED from the disk cache, checked once its digest group
+				  * is in (a failed check fetches it from the server) */
 	atomic_bool used;        /* a read has copied from it (net bytes counted in n_used) */
 	uint8_t *data;
 	size_t len;
 	struct http_chunk *hnext;
 	struct http_chunk *prev, *next; /* LRU of unpinned chunks with data */
+};
+
+/* A group of chunk digests of an image with a digest tree (integrity.h): ABSENT (not known;
+ * also after a failed load, so a later read tries again) -> BUSY (one thread looks it up on
+ * disk or checks what the server sent; others wait) or NET (a request in flight: the first
+ * reader to find it done checks it) -> READY (accepted into h->integ). */
+enum { GR_ABSENT, GR_BUSY, GR_NET, GR_READY };
+
+struct http_group {
+	int state;
+	struct http_job *job;    /* NET: the flat request (owned here, not by the thread) */
+	unsigned fails;          /* loads that failed: waiters of a failed load get its error */
+	int err;                 /* the last failure */
 };
 
 /* One range request: [off, off + len), either into chunks (pinned by the job) or into flat. */
@@ -93,8 +108,11 @@ struct sqk_http {
 	uint64_t covered;
 	uint32_t csize;
 	bool has_integ;
-	struct sqk_integ integ;
-	uint8_t *tail;           /* [covered, size): digests and trailer */
+	struct sqk_integ integ;  /* a digest tree: lazily loaded (groups accepted as fetched) */
+	uint64_t tail_at;        /* where the integrity data read at open starts: covered (flat
+				  * digests), the group digests (a tree) */
+	uint8_t *tail;           /* [tail_at, size): digests (or group digests) and trailer */
+	struct http_group *groups; /* a digest tree: its ngroups groups of chunk digests */
 	struct sqk_dcache *dc;
 
 	pthread_mutex_t mu;
@@ -125,6 +143,7 @@ struct sqk_http {
 
 	atomic_uint_fast64_t n_requests, n_bytes, n_retries, n_disk_hits, n_disk_misses, n_corrupt;
 	atomic_uint_fast64_t n_net, n_used; /* chunk bytes from the server; of them, read */
+	atomic_uint_fast64_t n_groups; /* digest groups fetched from the server */
 };
 
 void sqk_http_logf(struct sqk_http *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,13 +1,17 @@
 /* Integrity data (layout in integrity.h): the builder streams every byte it writes through a
  * writer that hashes fixed-size chunks as they pass with SHA-256 and XXH3-64 (chunk 0 last: the
  * superblock is written at the end), writes the fast checksum block at the end of the covered
- * bytes, then appends the digest array, zero padding and the trailer. Readers load and
- * authenticate the digests from the end of the file and check chunks against them, or against
- * the fast checksums (which the digests authenticate) when no root digest is pinned. */
+ * bytes, then appends the digest array (and, for a digest tree, the group digests), zero
+ * padding and the trailer. Readers load and authenticate the digests from the end of the file
+ * and check chunks against them, or against the fast checksums (which the digests authenticate)
+ * when no root digest is pinned. A lazy load of a digest tree authenticates the group digests
+ * only and takes each group of chunk digests when its caller brings it (a remote image). */
 #include "integrity.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,8 @@
 #define PAD 4096u
 #define MAGIC_LEN 8u
 #define ROOT_AT 40u
+#define TREE_AT 72u   /* version 2: group_chunks, zero, groups_at, ngroups */
+#define TREE_END 96u
 
 struct sqk_integ_writer {
 	uint32_t chunk_size;
@@ -34,6 +40,14 @@ struct sqk_integ_writer {
 	uint64_t *sums;       /* XXH3-64 per chunk, like digests (slot 0 at sqk_integ_writer_fast) */
 	bool chunk0_frozen;   /* the fast block has chunk 0's checksum: no more rewrites */
 	bool fast_done;
+	uint32_t group_chunks; /* of a digest tree */
+	uint64_t flat_max;    /* a tree when the digests take more than this */
+};
+
+/* A lazy load's groups of chunk digests, each set once when accepted (then never changed). */
+struct sqk_integ_lazy {
+	pthread_mutex_t mu; /* serialises acceptance */
+	uint8_t *_Atomic *gd; /* ngroups: the group's chunk digests, or NULL */
 };
 
 /* SHA-256 of data into out (one shot; thread-safe). */
@@ -96,6 +110,11 @@ static bool chunk_size_ok(uint32_t cs)
 	return cs >= SQK_INTEG_CHUNK_MIN && cs <= SQK_INTEG_CHUNK_MAX && (cs & (cs - 1)) == 0;
 }
 
+static bool group_size_ok(uint32_t g)
+{
+	return g >= SQK_INTEG_GROUP_MIN && g <= SQK_INTEG_GROUP_MAX && (g & (g - 1)) == 0;
+}
+
 /* Borrows t; fills the caller's out. */
 void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
 			      uint8_t out[SQK_INTEG_TRAILER_SIZE])
@@ -108,7 +127,38 @@ void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
 	sqk_put_le64(out + 24, t->hashes_at);
 	sqk_put_le64(out + 32, t->nchunks);
 	memcpy(out + ROOT_AT, t->root, SQK_INTEG_DIGEST_SIZE);
+	if (t->version == SQK_INTEG_VERSION_TREE) {
+		sqk_put_le32(out + TREE_AT, t->group_chunks);
+		sqk_put_le64(out + TREE_AT + 8, t->groups_at);
+		sqk_put_le64(out + TREE_AT + 16, t->ngroups);
+	}
 	memcpy(out + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN);
+}
+
+/* Whether in[from, to) is all zero. */
+static bool zero_bytes(const uint8_t *in, unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to; i++)
+		if (in[i])
+			return false;
+	return true;
+}
+
+/* The fields of a digest tree, distrusted: group size, the group array right after the chunk
+ * digests (no overflow), the group count, and the zero bytes around them. */
+static int decode_tree(const uint8_t *in, struct sqk_integ_trailer *t)
+{
+	t->group_chunks = sqk_get_le32(in + TREE_AT);
+	t->groups_at = sqk_get_le64(in + TREE_AT + 8);
+	t->ngroups = sqk_get_le64(in + TREE_AT + 16);
+	if (!group_size_ok(t->group_chunks) || sqk_get_le32(in + TREE_AT + 4) ||
+	    !zero_bytes(in, TREE_END, SQK_INTEG_TRAILER_SIZE - MAGIC_LEN))
+		return SQK_ECORRUPT;
+	if (t->nchunks > (UINT64_MAX - t->covered) / SQK_INTEG_DIGEST_SIZE ||
+	    t->groups_at != t->covered + t->nchunks * SQK_INTEG_DIGEST_SIZE ||
+	    t->ngroups != t->nchunks / t->group_chunks + (t->nchunks % t->group_chunks != 0))
+		return SQK_ECORRUPT;
+	return sqk_integ_end(t) ? 0 : SQK_ECORRUPT;
 }
 
 /* Borrows in; fills the caller's t. */
@@ -124,10 +174,7 @@ int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 		return SQK_ENOENT;
 	if (!head || !tail)
 		return SQK_ECORRUPT;
-	for (unsigned i = ROOT_AT + SQK_INTEG_DIGEST_SIZE; i < SQK_INTEG_TRAILER_SIZE - MAGIC_LEN;
-	     i++)
-		if (in[i])
-			return SQK_ECORRUPT;
+	memset(t, 0, sizeof(*t));
 	t->version = sqk_get_le32(in + 8);
 	t->chunk_size = sqk_get_le32(in + 12);
 	t->covered = sqk_get_le64(in + 16);
@@ -135,25 +182,57 @@ int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 	t->nchunks = sqk_get_le64(in + 32);
 	memcpy(t->root, in + ROOT_AT, SQK_INTEG_DIGEST_SIZE);
 	/* Another version is indistinguishable from a damaged one: the root cannot be checked. */
-	if (t->version != SQK_INTEG_VERSION || !chunk_size_ok(t->chunk_size) || t->covered == 0 ||
-	    t->covered % PAD || t->hashes_at != t->covered ||
-	    t->nchunks != nchunks_for(t->covered, t->chunk_size))
+	if ((t->version != SQK_INTEG_VERSION && t->version != SQK_INTEG_VERSION_TREE) ||
+	    !chunk_size_ok(t->chunk_size) || t->covered == 0 || t->covered % PAD ||
+	    t->hashes_at != t->covered || t->nchunks != nchunks_for(t->covered, t->chunk_size))
 		return SQK_ECORRUPT;
-	return 0;
+	if (t->version == SQK_INTEG_VERSION_TREE)
+		return decode_tree(in, t);
+	if (!zero_bytes(in, TREE_AT, SQK_INTEG_TRAILER_SIZE - MAGIC_LEN))
+		return SQK_ECORRUPT;
+	return sqk_integ_end(t) ? 0 : SQK_ECORRUPT;
 }
 
-/* Bytes from the end of the digest array to the trailer, so that the file ends on 4 KiB. */
-static uint64_t pad_len(uint64_t covered, uint64_t nchunks)
+/* Where the digests that precede the padding end (the group digests' end in version 2), 0 on
+ * overflow. */
+static uint64_t digests_end(const struct sqk_integ_trailer *t)
 {
-	uint64_t end = covered + nchunks * SQK_INTEG_DIGEST_SIZE + SQK_INTEG_TRAILER_SIZE;
+	uint64_t at = t->version == SQK_INTEG_VERSION_TREE ? t->groups_at : t->covered;
+	uint64_t n = t->version == SQK_INTEG_VERSION_TREE ? t->ngroups : t->nchunks;
 
-	return (PAD - end % PAD) % PAD;
+	if (n > (UINT64_MAX - at) / SQK_INTEG_DIGEST_SIZE)
+		return 0;
+	return at + n * SQK_INTEG_DIGEST_SIZE;
 }
 
-/* Root digest: SHA-256(trailer with the root zeroed || digest array). */
+/* Borrows t. */
+uint64_t sqk_integ_end(const struct sqk_integ_trailer *t)
+{
+	uint64_t e = digests_end(t);
+
+	if (!e || e > UINT64_MAX - SQK_INTEG_TRAILER_SIZE - PAD)
+		return 0;
+	return (e + SQK_INTEG_TRAILER_SIZE + PAD - 1) / PAD * PAD;
+}
+
+/* Borrows t. */
+uint64_t sqk_integ_lazy_start(const struct sqk_integ_trailer *t)
+{
+	return t->version == SQK_INTEG_VERSION_TREE ? t->groups_at : t->hashes_at;
+}
+
+/* Bytes of padding between the digests (or group digests) and the trailer. */
+static uint64_t pad_len(const struct sqk_integ_trailer *t)
+{
+	return sqk_integ_end(t) - SQK_INTEG_TRAILER_SIZE - digests_end(t);
+}
+
+/* Root digest: SHA-256(trailer with the root zeroed || what it covers: the chunk digests in
+ * version 1, the group digests in version 2, passed as `digests`). */
 static int root_digest(const struct sqk_integ_trailer *t, const uint8_t *digests,
 		       uint8_t out[SQK_INTEG_DIGEST_SIZE])
 {
+	uint64_t n = t->version == SQK_INTEG_VERSION_TREE ? t->ngroups : t->nchunks;
 	struct sqk_integ_trailer z = *t;
 	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -163,7 +242,7 @@ static int root_digest(const struct sqk_integ_trailer *t, const uint8_t *digests
 	sqk_integ_trailer_encode(&z, raw);
 	ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
 	     EVP_DigestUpdate(ctx, raw, sizeof(raw)) &&
-	     EVP_DigestUpdate(ctx, digests, t->nchunks * SQK_INTEG_DIGEST_SIZE) &&
+	     EVP_DigestUpdate(ctx, digests, n * SQK_INTEG_DIGEST_SIZE) &&
 	     EVP_DigestFinal_ex(ctx, out, NULL);
 	EVP_MD_CTX_free(ctx);
 	return ok ? 0 : SQK_ENOMEM;
@@ -185,6 +264,8 @@ int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
 	if (!w)
 		return SQK_ENOMEM;
 	w->chunk_size = chunk_size;
+	w->group_chunks = SQK_INTEG_GROUP_DEFAULT;
+	w->flat_max = SQK_INTEG_FLAT_MAX;
 	w->stream_pos = chunk_size;
 	w->ndigests = 1;
 	w->chunk0 = calloc(1, chunk_size);
@@ -200,6 +281,18 @@ int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
 		return SQK_ENOMEM;
 	}
 	*out = w;
+	return 0;
+}
+
+/* Borrows w. */
+int sqk_integ_writer_tree(struct sqk_integ_writer *w, uint32_t group_chunks, uint64_t flat_max)
+{
+	if (!group_chunks)
+		group_chunks = SQK_INTEG_GROUP_DEFAULT;
+	if (!group_size_ok(group_chunks))
+		return SQK_EINVAL;
+	w->group_chunks = group_chunks;
+	w->flat_max = flat_max;
 	return 0;
 }
 
@@ -276,21 +369,45 @@ int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void
 	return 0;
 }
 
-/* Builds digests || zero padding || trailer into a new buffer the caller owns. */
-static int make_blob(const struct sqk_integ_trailer *t, const uint8_t *digests, uint8_t **blob,
+/* The group digests of a tree: G[g] over the digests of its chunks, into out (ngroups * 32). */
+static void group_digests(const struct sqk_integ_trailer *t, const uint8_t *digests,
+			  uint8_t *out)
+{
+	for (uint64_t g = 0; g < t->ngroups; g++) {
+		uint64_t k0 = g * t->group_chunks, k1 = k0 + t->group_chunks;
+
+		if (k1 > t->nchunks)
+			k1 = t->nchunks;
+		sqk_sha256(digests + k0 * SQK_INTEG_DIGEST_SIZE,
+			   (size_t)((k1 - k0) * SQK_INTEG_DIGEST_SIZE),
+			   out + g * SQK_INTEG_DIGEST_SIZE);
+	}
+}
+
+/* Builds digests || group digests (a tree) || zero padding || trailer (root set here) into a
+ * new buffer the caller owns. */
+static int make_blob(struct sqk_integ_trailer *t, const uint8_t *digests, uint8_t **blob,
 		     size_t *blob_len)
 {
-	uint64_t dlen = t->nchunks * SQK_INTEG_DIGEST_SIZE, pad = pad_len(t->covered, t->nchunks);
-	uint64_t total = dlen + pad + SQK_INTEG_TRAILER_SIZE;
+	uint64_t dlen = t->nchunks * SQK_INTEG_DIGEST_SIZE;
+	uint64_t total = sqk_integ_end(t) - t->covered;
 	uint8_t *b;
+	int err;
 
-	if (total > SIZE_MAX)
+	if (!sqk_integ_end(t) || total > SIZE_MAX)
 		return SQK_EOVERFLOW;
 	b = calloc(1, (size_t)total);
 	if (!b)
 		return SQK_ENOMEM;
 	memcpy(b, digests, (size_t)dlen);
-	sqk_integ_trailer_encode(t, b + dlen + pad);
+	if (t->version == SQK_INTEG_VERSION_TREE)
+		group_digests(t, digests, b + dlen);
+	err = root_digest(t, t->version == SQK_INTEG_VERSION_TREE ? b + dlen : digests, t->root);
+	if (err) {
+		free(b);
+		return err;
+	}
+	sqk_integ_trailer_encode(t, b + total - SQK_INTEG_TRAILER_SIZE);
 	*blob = b;
 	*blob_len = (size_t)total;
 	return 0;
@@ -315,17 +432,32 @@ int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_
 		return err;
 	if (w->ndigests != t.nchunks)
 		return SQK_EINVAL;
+	if (t.nchunks > w->flat_max / SQK_INTEG_DIGEST_SIZE || !w->flat_max) {
+		t.version = SQK_INTEG_VERSION_TREE;
+		t.group_chunks = w->group_chunks;
+		t.groups_at = covered + t.nchunks * SQK_INTEG_DIGEST_SIZE;
+		t.ngroups = t.nchunks / t.group_chunks + (t.nchunks % t.group_chunks != 0);
+	}
 	sqk_sha256(w->chunk0, covered < w->chunk_size ? (size_t)covered : w->chunk_size,
 		   w->digests);
-	err = root_digest(&t, w->digests, t.root);
-	if (!err)
-		err = make_blob(&t, w->digests, blob, blob_len);
+	err = make_blob(&t, w->digests, blob, blob_len);
 	if (!err)
 		memcpy(root, t.root, SQK_INTEG_DIGEST_SIZE);
 	return err;
 }
 
 /* ---- reading ---- */
+
+static void lazy_free(struct sqk_integ_lazy *l, uint64_t ngroups)
+{
+	if (!l)
+		return;
+	for (uint64_t g = 0; l->gd && g < ngroups; g++)
+		free(atomic_load(&l->gd[g]));
+	free((void *)l->gd);
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}
 
 /* Frees what ig owns; NULL-safe. */
 void sqk_integ_free(struct sqk_integ *ig)
@@ -334,9 +466,13 @@ void sqk_integ_free(struct sqk_integ *ig)
 		return;
 	free(ig->digests);
 	ig->digests = NULL;
+	free(ig->groups);
+	ig->groups = NULL;
+	lazy_free(ig->lazy, ig->t.ngroups);
+	ig->lazy = NULL;
 }
 
-/* Checks that the padding between the digest array and the trailer is zero. */
+/* Checks that the padding between the digests and the trailer is zero. */
 static int check_padding(struct sqk_io *io, uint64_t at, uint64_t len)
 {
 	uint8_t buf[PAD];
@@ -355,35 +491,74 @@ static int check_padding(struct sqk_io *io, uint64_t at, uint64_t len)
 	return 0;
 }
 
-static int load_digests(struct sqk_io *io, struct sqk_integ *out)
+/* Reads n digests at `at` into a new buffer (*out, caller frees). */
+static int read_digests(struct sqk_io *io, uint64_t at, uint64_t n, uint8_t **out)
 {
-	const struct sqk_integ_trailer *t = &out->t;
-	uint64_t dlen = t->nchunks * SQK_INTEG_DIGEST_SIZE;
-	uint8_t root[SQK_INTEG_DIGEST_SIZE];
+	uint64_t len = n * SQK_INTEG_DIGEST_SIZE;
 	int err;
 
-	if (dlen > SIZE_MAX)
+	if (n > SIZE_MAX / SQK_INTEG_DIGEST_SIZE)
 		return SQK_EOVERFLOW;
-	out->digests = malloc(dlen ? (size_t)dlen : 1);
-	if (!out->digests)
+	*out = malloc(len ? (size_t)len : 1);
+	if (!*out)
 		return SQK_ENOMEM;
-	err = sqk_io_read_at(io, t->hashes_at, out->digests, (size_t)dlen);
-	if (err)
-		return err == SQK_EBOUNDS ? SQK_ECORRUPT : err;
-	err = check_padding(io, t->hashes_at + dlen, pad_len(t->covered, t->nchunks));
+	err = sqk_io_read_at(io, at, *out, (size_t)len);
+	return err == SQK_EBOUNDS ? SQK_ECORRUPT : err;
+}
+
+/* Reads what the root covers (chunk digests in version 1, group digests in version 2) and
+ * the padding, and checks the root. */
+static int load_rooted(struct sqk_io *io, struct sqk_integ *out)
+{
+	const struct sqk_integ_trailer *t = &out->t;
+	bool tree = t->version == SQK_INTEG_VERSION_TREE;
+	uint8_t root[SQK_INTEG_DIGEST_SIZE];
+	int err = tree ? read_digests(io, t->groups_at, t->ngroups, &out->groups)
+		       : read_digests(io, t->hashes_at, t->nchunks, &out->digests);
+
 	if (!err)
-		err = root_digest(t, out->digests, root);
+		err = check_padding(io, digests_end(t), pad_len(t));
+	if (!err)
+		err = root_digest(t, tree ? out->groups : out->digests, root);
 	if (!err && CRYPTO_memcmp(root, t->root, sizeof(root)))
 		err = SQK_ECORRUPT;
 	return err;
 }
 
-/* Borrows io; fills the caller's out (sqk_integ_free, also after a failure). */
-int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
+/* Borrows io; ig from sqk_integ_load_lazy. */
+int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad)
+{
+	uint8_t *buf;
+	int err = 0;
+
+	*nbad = 0;
+	if (!ig->lazy)
+		return 0;
+	buf = malloc((size_t)ig->t.group_chunks * SQK_INTEG_DIGEST_SIZE);
+	if (!buf)
+		return SQK_ENOMEM;
+	for (uint64_t g = 0; !err && g < ig->t.ngroups; g++) {
+		uint64_t k0, k1, s, e;
+
+		sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
+		err = sqk_io_read_at(io, s, buf, (size_t)(e - s));
+		if (err == SQK_EBOUNDS)
+			err = SQK_ECORRUPT;
+		if (!err)
+			err = sqk_integ_group_accept(ig, g, buf, (size_t)(e - s));
+		if (err == SQK_ECORRUPT) {
+			(*nbad)++;
+			err = 0;
+		}
+	}
+	free(buf);
+	return err;
+}
+
+/* Reads and decodes the trailer and checks that the area it describes ends the file. */
+static int read_trailer(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
 {
 	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
-	struct sqk_integ_trailer *t = &out->t;
-	uint64_t room;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -393,22 +568,147 @@ int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
 	err = sqk_io_read_at(io, file_size - SQK_INTEG_TRAILER_SIZE, raw, sizeof(raw));
 	if (err)
 		return err;
-	err = sqk_integ_trailer_decode(raw, t);
+	err = sqk_integ_trailer_decode(raw, &out->t);
 	if (err)
 		return err;
-	if (file_size % PAD || t->covered >= file_size)
+	if (file_size % PAD || out->t.covered >= file_size || sqk_integ_end(&out->t) != file_size)
 		return SQK_ECORRUPT;
-	room = file_size - SQK_INTEG_TRAILER_SIZE - t->covered;
-	if (t->nchunks > room / SQK_INTEG_DIGEST_SIZE ||
-	    t->covered + t->nchunks * SQK_INTEG_DIGEST_SIZE + pad_len(t->covered, t->nchunks) !=
-		    file_size - SQK_INTEG_TRAILER_SIZE)
-		return SQK_ECORRUPT;
-	err = load_digests(io, out);
-	if (err) {
-		sqk_integ_free(out);
-		return err;
-	}
 	return 0;
+}
+
+/* Borrows io; fills the caller's out (sqk_integ_free, also after a failure). */
+int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
+{
+	int err = read_trailer(io, file_size, out);
+
+	uint64_t nbad = 0;
+
+	if (!err)
+		err = sqk_integ_load_lazy(io, file_size, out);
+	if (!err)
+		err = sqk_integ_accept_groups(io, out, &nbad);
+	if (!err && nbad)
+		err = SQK_ECORRUPT;
+	if (err)
+		sqk_integ_free(out);
+	return err;
+}
+
+/* Borrows io; fills the caller's out (sqk_integ_free, also after a failure). */
+int sqk_integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
+{
+	int err = read_trailer(io, file_size, out);
+
+	if (!err)
+		err = load_rooted(io, out);
+	if (!err && out->t.version == SQK_INTEG_VERSION_TREE) {
+		out->lazy = calloc(1, sizeof(*out->lazy));
+		if (out->lazy && !(out->lazy->gd = calloc((size_t)out->t.ngroups,
+							 sizeof(*out->lazy->gd)))) {
+			free(out->lazy);
+			out->lazy = NULL;
+		}
+		if (out->lazy)
+			pthread_mutex_init(&out->lazy->mu, NULL);
+		else
+			err = SQK_ENOMEM;
+	}
+	if (err)
+		sqk_integ_free(out);
+	return err;
+}
+
+/* Borrows ig. */
+uint64_t sqk_integ_group_of(const struct sqk_integ *ig, uint64_t k)
+{
+	return ig->t.version == SQK_INTEG_VERSION_TREE ? k / ig->t.group_chunks : 0;
+}
+
+/* Borrows ig; fills the caller's outputs. */
+void sqk_integ_group_range(const struct sqk_integ *ig, uint64_t g, uint64_t *k0, uint64_t *k1,
+			   uint64_t *start, uint64_t *end)
+{
+	uint64_t per = ig->t.version == SQK_INTEG_VERSION_TREE ? ig->t.group_chunks
+							       : ig->t.nchunks;
+
+	*k0 = g * per < ig->t.nchunks ? g * per : ig->t.nchunks;
+	*k1 = *k0 + per < ig->t.nchunks ? *k0 + per : ig->t.nchunks;
+	*start = ig->t.hashes_at + *k0 * SQK_INTEG_DIGEST_SIZE;
+	*end = ig->t.hashes_at + *k1 * SQK_INTEG_DIGEST_SIZE;
+}
+
+/* Borrows ig. */
+bool sqk_integ_group_loaded(const struct sqk_integ *ig, uint64_t g)
+{
+	if (!ig->lazy)
+		return ig->digests != NULL;
+	return g < ig->t.ngroups && atomic_load_explicit(&ig->lazy->gd[g], memory_order_acquire);
+}
+
+/* Borrows ig and data. */
+int sqk_integ_group_check(const struct sqk_integ *ig, uint64_t g, const void *data, size_t len)
+{
+	uint8_t d[SQK_INTEG_DIGEST_SIZE];
+	uint64_t k0, k1, s, e;
+
+	if (ig->t.version != SQK_INTEG_VERSION_TREE || !ig->groups || g >= ig->t.ngroups)
+		return SQK_EINVAL;
+	sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
+	if (len != e - s)
+		return SQK_ECORRUPT;
+	sqk_sha256(data, len, d);
+	return CRYPTO_memcmp(d, ig->groups + g * SQK_INTEG_DIGEST_SIZE, sizeof(d)) ? SQK_ECORRUPT
+										     : 0;
+}
+
+/* Borrows data; ig keeps its own copy. */
+int sqk_integ_group_accept(struct sqk_integ *ig, uint64_t g, const void *data, size_t len)
+{
+	uint8_t *copy;
+	int err;
+
+	if (!ig->lazy)
+		return ig->digests ? 0 : SQK_EINVAL;
+	if (sqk_integ_group_loaded(ig, g))
+		return 0;
+	err = sqk_integ_group_check(ig, g, data, len);
+	if (err)
+		return err;
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return SQK_ENOMEM;
+	memcpy(copy, data, len);
+	pthread_mutex_lock(&ig->lazy->mu);
+	if (atomic_load_explicit(&ig->lazy->gd[g], memory_order_relaxed)) {
+		free(copy); /* another thread was first */
+		copy = NULL;
+	} else {
+		atomic_store_explicit(&ig->lazy->gd[g], copy, memory_order_release);
+	}
+	pthread_mutex_unlock(&ig->lazy->mu);
+	return 0;
+}
+
+/* Borrows ig. */
+const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g)
+{
+	if (!ig->lazy) /* version 1: one group, the whole array */
+		return ig->digests && g == 0 ? ig->digests : NULL;
+	return g < ig->t.ngroups ? atomic_load_explicit(&ig->lazy->gd[g], memory_order_acquire)
+				 : NULL;
+}
+
+/* The digest of chunk k, NULL when its group is not loaded. */
+static const uint8_t *chunk_digest(const struct sqk_integ *ig, uint64_t k)
+{
+	const uint8_t *gd;
+	uint64_t g;
+
+	if (!ig->lazy)
+		return ig->digests ? ig->digests + k * SQK_INTEG_DIGEST_SIZE : NULL;
+	g = k / ig->t.group_chunks;
+	gd = atomic_load_explicit(&ig->lazy->gd[g], memory_order_acquire);
+	return gd ? gd + (k - g * ig->t.group_chunks) * SQK_INTEG_DIGEST_SIZE : NULL;
 }
 
 /* Borrows ig; fills the caller's *start and *end. */
@@ -424,15 +724,19 @@ void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *sta
 int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len)
 {
 	uint8_t d[SQK_INTEG_DIGEST_SIZE];
+	const uint8_t *want;
 	uint64_t s, e;
 
 	if (k >= ig->t.nchunks)
 		return SQK_ECORRUPT;
+	want = chunk_digest(ig, k);
+	if (!want)
+		return SQK_ENOENT;
 	sqk_integ_chunk_range(ig, k, &s, &e);
 	if (len != e - s)
 		return SQK_ECORRUPT;
 	sqk_sha256(data, len, d);
-	if (CRYPTO_memcmp(d, ig->digests + k * SQK_INTEG_DIGEST_SIZE, sizeof(d)))
+	if (CRYPTO_memcmp(d, want, sizeof(d)))
 		return SQK_ECORRUPT;
 	return 0;
 }

@@ -11,19 +11,38 @@
  *                                  the fast checksum block, if any, ending at `covered`
  *   [covered, covered + 32*n)    n = ceil(covered / chunk_size) SHA-256 digests, chunk k covering
  *                                bytes [k*chunk_size, min((k+1)*chunk_size, covered))
+ *   version 2 only (a digest tree):
+ *   [groups_at, groups_at + 32*ngroups)  group digests: G[g] = SHA-256 of the 32-byte digests
+ *                                of chunks [g*group_chunks, min((g+1)*group_chunks, n)), in order
  *   zero bytes                   so that the trailer ends on a 4 KiB boundary
  *   trailer, 128 bytes, last in the file:
  *     0   u8[8]  magic "SQKINTG1"
- *     8   u32    version (1)
+ *     8   u32    version (1: flat digests; 2: a digest tree)
  *     12  u32    chunk_size (power of two, 4 KiB .. 1 MiB)
  *     16  u64    covered
  *     24  u64    hashes_at (== covered)
  *     32  u64    nchunks
- *     40  u8[32] root digest = SHA-256(trailer with this field zeroed || digest array)
+ *     40  u8[32] root digest (below)
+ *     version 1:
  *     72  u8[48] zero
+ *     version 2:
+ *     72  u32    group_chunks (digests per group, power of two, 64 .. 65536)
+ *     76  u32    zero
+ *     80  u64    groups_at (== covered + 32*nchunks)
+ *     88  u64    ngroups (== ceil(nchunks / group_chunks))
+ *     96  u8[24] zero
  *     120 u8[8]  magic "SQKINTG1"
- * The root digest authenticates the trailer and every chunk digest, hence every byte of the
- * image: `sqk verify --root-hash HEX` compares it with a digest published out of band.
+ * Root digest, version 1: SHA-256(trailer with the root zeroed || chunk digest array);
+ * version 2: SHA-256(trailer with the root zeroed || group digest array).
+ * The root digest authenticates the trailer and every chunk digest (in version 2 through the
+ * group digests), hence every byte of the image: `sqk verify --root-hash HEX` compares it with
+ * a digest published out of band. Version 2 exists for images whose digest array is large
+ * (sqk mkimage writes it when the digests would exceed SQK_INTEG_FLAT_MAX, or always with
+ * --digest-tree; version 1 otherwise): a reader trusts one group of chunk digests after
+ * reading only the trailer, the group array and that group (a remote image fetches groups on
+ * demand). An sqk older than version 2 refuses such a trailer as damaged; the kernel,
+ * unsquashfs and squashfuse ignore it, as everything past bytes_used. The length of the whole
+ * area follows from the trailer alone (sqk_integ_end).
  *
  * The fast checksum block, [at, covered) with at = covered - len (sqk mkimage writes it with
  * the integrity data; images from before it have none, and readers that do not know it see
@@ -46,18 +65,25 @@
 
 #include "api.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "io.h"
 
 #define SQK_INTEG_MAGIC "SQKINTG1"
-#define SQK_INTEG_VERSION 1u
+#define SQK_INTEG_VERSION 1u      /* flat: the root covers the chunk digest array */
+#define SQK_INTEG_VERSION_TREE 2u /* a digest tree: the root covers the group digests */
 #define SQK_INTEG_TRAILER_SIZE 128u
 #define SQK_INTEG_DIGEST_SIZE 32u
 #define SQK_INTEG_CHUNK_DEFAULT 65536u
 #define SQK_INTEG_CHUNK_MIN 4096u
 #define SQK_INTEG_CHUNK_MAX 1048576u
+/* The builder writes a digest tree when the chunk digests would take more than this. */
+#define SQK_INTEG_FLAT_MAX ((uint64_t)4 << 20)
+#define SQK_INTEG_GROUP_DEFAULT 4096u /* digests per group: 128 KiB of them */
+#define SQK_INTEG_GROUP_MIN 64u
+#define SQK_INTEG_GROUP_MAX 65536u
 
 struct sqk_integ_trailer {
 	uint32_t version;
@@ -66,19 +92,41 @@ struct sqk_integ_trailer {
 	uint64_t hashes_at;
 	uint64_t nchunks;
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
+	/* version 2 (a digest tree); all 0 in version 1 */
+	uint32_t group_chunks;
+	uint64_t groups_at;
+	uint64_t ngroups;
 };
 
 SQK_API void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t, uint8_t out[SQK_INTEG_TRAILER_SIZE]);
-/* Decodes and checks magics, version, chunk size and the consistency of the counts. */
+/* Decodes and checks magics, version, chunk size, group size, the consistency of the counts
+ * and offsets (without overflow) and the zero bytes. SQK_ENOENT without either magic. */
 SQK_API int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 			     struct sqk_integ_trailer *t);
+
+/* Where the integrity data of a decoded trailer ends (the file's size: the trailer ends on a
+ * 4 KiB boundary after the digests, and the group digests in version 2); 0 when that would
+ * overflow. The one computation of the area's length, for every version. */
+SQK_API uint64_t sqk_integ_end(const struct sqk_integ_trailer *t);
+
+/* Where what sqk_integ_load_lazy reads starts: the chunk digests (version 1), the group
+ * digests (version 2). */
+SQK_API uint64_t sqk_integ_lazy_start(const struct sqk_integ_trailer *t);
 
 /* ---- writing (the builder) ---- */
 
 struct sqk_integ_writer;
 
-/* Creates a streaming hasher for chunk_size (0 = default). Caller owns *out. */
+/* Creates a streaming hasher for chunk_size (0 = default). Caller owns *out. It writes a flat
+ * digest array (version 1) unless the digests exceed SQK_INTEG_FLAT_MAX, then a digest tree of
+ * SQK_INTEG_GROUP_DEFAULT digests a group (sqk_integ_writer_tree changes both). */
 SQK_API int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out);
+
+/* Before finish: a digest tree of group_chunks digests a group (0 = SQK_INTEG_GROUP_DEFAULT;
+ * else a power of two, SQK_INTEG_GROUP_MIN .. MAX) when the digests take more than flat_max
+ * bytes (0: always). SQK_EINVAL for a bad group size. */
+SQK_API int sqk_integ_writer_tree(struct sqk_integ_writer *w, uint32_t group_chunks,
+				  uint64_t flat_max);
 
 /* Feeds the bytes written at off. Writes must be sequential, except that bytes inside the first
  * chunk may be rewritten (the superblock is written last): that chunk is hashed at finish. */
@@ -95,16 +143,60 @@ SQK_API void sqk_integ_writer_destroy(struct sqk_integ_writer *w);
 
 /* ---- reading ---- */
 
+struct sqk_integ_lazy;
+
 struct sqk_integ {
 	struct sqk_integ_trailer t;
-	uint8_t *digests; /* nchunks * 32 bytes (owned) */
+	uint8_t *digests; /* version 1: nchunks * 32 bytes (owned); NULL in version 2 */
+	uint8_t *groups;  /* version 2: ngroups * 32 group digests (owned); NULL in version 1 */
+	struct sqk_integ_lazy *lazy; /* version 2: the groups of chunk digests accepted (owned) */
 	uint64_t file_size;
 };
 
-/* Loads the integrity data of the file behind io (file_size bytes). SQK_ENOENT when there is
- * none (no trailer magic); SQK_ECORRUPT when the trailer, the padding or the digest array do
- * not match the root digest. Fills out (free with sqk_integ_free). */
+/* Loads the integrity data of the file behind io (file_size bytes), all of it: every chunk
+ * digest, checked (in version 2 each group against its group digest). SQK_ENOENT when there is
+ * none (no trailer magic); SQK_ECORRUPT when the trailer, the padding, the digest array or a
+ * group do not match the root digest. Fills out (free with sqk_integ_free). */
 SQK_API int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
+
+/* Loads the trailer and what the root digest covers, from sqk_integ_lazy_start on, and checks
+ * the root: in version 1 that is the whole digest array (the same as sqk_integ_load); in
+ * version 2 the group digests only, and no chunk digest is known until its group is accepted
+ * (sqk_integ_group_accept; sqk_integ_check_chunk says SQK_ENOENT before). Errors and out as
+ * sqk_integ_load. */
+SQK_API int sqk_integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
+
+/* After sqk_integ_load_lazy: reads every group of chunk digests from io (borrowed) and accepts
+ * those that match their group digest; *nbad counts the others (left unknown: their chunks
+ * fail sqk_integ_check_chunk with SQK_ENOENT). 0, or an I/O error. No-op in version 1. */
+SQK_API int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad);
+
+/* The group of chunk k (0 in version 1, which has one "group": the whole array). */
+SQK_API uint64_t sqk_integ_group_of(const struct sqk_integ *ig, uint64_t k);
+
+/* Group g (< ngroups): its chunks [*k0, *k1) and the file bytes [*start, *end) that hold their
+ * digests. Borrows ig. */
+SQK_API void sqk_integ_group_range(const struct sqk_integ *ig, uint64_t g, uint64_t *k0,
+				   uint64_t *k1, uint64_t *start, uint64_t *end);
+
+/* Whether the digests of group g are known (always after a full load). Thread-safe. */
+SQK_API bool sqk_integ_group_loaded(const struct sqk_integ *ig, uint64_t g);
+
+/* The chunk digests of group g (borrowed from ig: (k1 - k0) * 32 bytes, sqk_integ_group_range),
+ * or NULL when they are not known. Thread-safe. */
+SQK_API const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g);
+
+/* Checks data (the whole of group g's digests, sqk_integ_group_range) against its group digest:
+ * 0 or SQK_ECORRUPT. Thread-safe; keeps nothing. */
+SQK_API int sqk_integ_group_check(const struct sqk_integ *ig, uint64_t g, const void *data,
+				  size_t len);
+
+/* After sqk_integ_load_lazy: checks data as sqk_integ_group_check and keeps a copy (ig owns
+ * it), so the chunks of group g can be checked from then on. 0 also when it was known already;
+ * SQK_ECORRUPT (nothing kept), SQK_ENOMEM, SQK_EINVAL without a lazy load. Thread-safe, also
+ * against sqk_integ_check_chunk. Borrows data. */
+SQK_API int sqk_integ_group_accept(struct sqk_integ *ig, uint64_t g, const void *data,
+				   size_t len);
 
 /* Frees what sqk_integ_load allocated; NULL-safe. */
 SQK_API void sqk_integ_free(struct sqk_integ *ig);
@@ -113,7 +205,8 @@ SQK_API void sqk_integ_free(struct sqk_integ *ig);
 SQK_API void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start,
 			   uint64_t *end);
 
-/* Checks data (the whole of chunk k) against its digest: 0 or SQK_ECORRUPT. Thread-safe. */
+/* Checks data (the whole of chunk k) against its digest: 0 or SQK_ECORRUPT; SQK_ENOENT when
+ * the digests of its group are not loaded yet (lazy loads). Thread-safe. */
 SQK_API int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len);
 
 /* SHA-256 of data into out. */

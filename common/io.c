@@ -146,20 +146,42 @@ static bool device_chunk0_ok(struct sqk_io *io, uint64_t covered, uint64_t c)
 	return ok && !memcmp(want, got, sizeof(got));
 }
 
-/* Where the integrity data of an image covering `covered` bytes ends, if a trailer for it is
- * there (integrity.h: digests of one of the chunk sizes, zeros to 4 KiB, the trailer). */
-static uint64_t device_integ_end(struct sqk_io *io, uint64_t covered, uint64_t dev)
+/* Whether a trailer for an image covering `covered` bytes with chunks of c bytes ends at `end`
+ * (the integrity data it describes ends there too: sqk_integ_end). */
+static bool device_trailer_at(struct sqk_io *io, uint64_t covered, uint64_t c, uint64_t end,
+			      uint64_t dev)
 {
 	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
 	struct sqk_integ_trailer t;
 
+	return end && end <= dev && !fd_read_at(io, end - sizeof(raw), raw, sizeof(raw)) &&
+	       !sqk_integ_trailer_decode(raw, &t) && t.chunk_size == c && t.covered == covered &&
+	       sqk_integ_end(&t) == end && device_chunk0_ok(io, covered, c);
+}
+
+/* Where the integrity data of an image covering `covered` bytes ends, if a trailer for it is
+ * there (integrity.h: digests of one of the chunk sizes, in version 2 group digests of one of
+ * the group sizes, zeros to 4 KiB, the trailer). */
+static uint64_t device_integ_end(struct sqk_io *io, uint64_t covered, uint64_t dev)
+{
 	for (uint64_t c = SQK_INTEG_CHUNK_MIN; c <= SQK_INTEG_CHUNK_MAX; c *= 2) {
-		uint64_t n = (covered + c - 1) / c;
-		uint64_t end = round_4k(covered + n * SQK_INTEG_DIGEST_SIZE + SQK_INTEG_TRAILER_SIZE);
-		if (end <= dev && !fd_read_at(io, end - sizeof(raw), raw, sizeof(raw)) &&
-		    !sqk_integ_trailer_decode(raw, &t) && t.chunk_size == c && t.covered == covered &&
-		    device_chunk0_ok(io, covered, c))
+		struct sqk_integ_trailer t = { .version = SQK_INTEG_VERSION, .chunk_size = (uint32_t)c,
+					       .covered = covered, .hashes_at = covered,
+					       .nchunks = (covered + c - 1) / c };
+		uint64_t end = sqk_integ_end(&t), last = 0;
+
+		if (device_trailer_at(io, covered, c, end, dev))
 			return end;
+		t.version = SQK_INTEG_VERSION_TREE;
+		t.groups_at = covered + t.nchunks * SQK_INTEG_DIGEST_SIZE;
+		for (uint32_t g = SQK_INTEG_GROUP_MIN; g <= SQK_INTEG_GROUP_MAX; g *= 2) {
+			t.group_chunks = g;
+			t.ngroups = (t.nchunks + g - 1) / g;
+			end = sqk_integ_end(&t);
+			if (end != last && device_trailer_at(io, covered, c, end, dev))
+				return end;
+			last = end;
+		}
 	}
 	return 0;
 }

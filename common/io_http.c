@@ -3,7 +3,10 @@
  * and authenticated as for local files). Reads: the bytes below `covered` are cut into chunks
  * (the integrity chunks, else 64 KiB); each is taken from memory, else the disk cache, else
  * fetched, coalesced with its neighbours, and checked against its SHA-256 before any caller sees
- * it. A read fetches what it reads; only a read whose caller names its stream (sqk_io_ahead: a
+ * it. An image with a digest tree has only its group digests read at open: each group of chunk
+ * digests is fetched (or taken from the disk cache) when a chunk it covers is first checked,
+ * started as soon as the chunk is asked for so both requests run at once, checked against its
+ * group digest and kept. A read fetches what it reads; only a read whose caller names its stream (sqk_io_ahead: a
  * file read sequentially, or a walk through the image) fetches ahead, in growing windows cut into
  * parts that run on parallel connections, never past the limit the caller gives. */
 #include <ctype.h>
@@ -302,6 +305,216 @@ void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc)
 	sqk_http_job_free(j);
 }
 
+/* ---- groups of chunk digests (images with a digest tree) ---- */
+
+/* Disk-cache keys of groups: above every chunk number (chunks number less than 2^52). */
+#define GROUP_KEY ((uint64_t)1 << 63)
+
+static int fetch(struct sqk_http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
+		 struct http_job **jout);
+
+/* Whether chunk checks need the digest groups (a digest tree, checked reads). */
+static bool uses_groups(const struct sqk_http *h)
+{
+	return h->groups && !h->o.raw;
+}
+
+/* Group g's digests from the disk cache, checked against its group digest (a wrong entry is
+ * removed): 0 when accepted. Without mu. */
+static int group_from_disk(struct sqk_http *h, uint64_t g)
+{
+	uint64_t k0, k1, s, e;
+	uint8_t *buf;
+	int rc = SQK_ENOENT;
+
+	if (!h->dc)
+		return SQK_ENOENT;
+	sqk_integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
+	buf = malloc((size_t)(e - s));
+	if (!buf)
+		return SQK_ENOMEM;
+	if (sqk_dcache_get(h->dc, GROUP_KEY + g, buf, (size_t)(e - s)) == 0) {
+		rc = sqk_integ_group_accept(&h->integ, g, buf, (size_t)(e - s));
+		if (rc == SQK_ECORRUPT)
+			sqk_dcache_drop(h->dc, GROUP_KEY + g);
+	}
+	free(buf);
+	return rc;
+}
+
+/* Queues the request for group g's digests (mu held): NULL when it cannot be queued. */
+static struct http_job *group_submit(struct sqk_http *h, uint64_t g)
+{
+	uint64_t k0, k1, s, e;
+	struct http_job *j;
+
+	sqk_integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
+	j = sqk_http_job_new(h, s, (size_t)(e - s));
+	if (j)
+		j->flat = malloc(j->len);
+	if (j && j->flat) {
+		j->demand = true; /* a chunk check waits on it */
+		if (sqk_http_submit(h, j) == 0)
+			return j;
+	}
+	sqk_http_job_free(j);
+	return NULL;
+}
+
+/* Starts loading group g unless it is known or on its way: from the disk cache, else a request
+ * that runs while the caller's chunks are fetched. 0, or why it could not start. Without mu. */
+static int group_kick(struct sqk_http *h, uint64_t g)
+{
+	struct http_group *gr = &h->groups[g];
+	int rc;
+
+	pthread_mutex_lock(&h->mu);
+	if (gr->state != GR_ABSENT || h->cancelled) {
+		pthread_mutex_unlock(&h->mu);
+		return h->cancelled ? SQK_EINTR : 0;
+	}
+	gr->state = GR_BUSY;
+	pthread_mutex_unlock(&h->mu);
+	rc = group_from_disk(h, g);
+	pthread_mutex_lock(&h->mu);
+	if (rc == 0) {
+		gr->state = GR_READY;
+	} else if (h->cancelled) {
+		gr->state = GR_ABSENT;
+		rc = SQK_EINTR;
+	} else if ((gr->job = group_submit(h, g)) != NULL) {
+		gr->state = GR_NET;
+		rc = 0;
+	} else {
+		gr->state = GR_ABSENT;
+		rc = SQK_ENOMEM;
+	}
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
+/* Starts loading the groups of chunks k0..k1 (inclusive) that are not known. Without mu. */
+static void kick_groups(struct sqk_http *h, uint64_t k0, uint64_t k1)
+{
+	if (!uses_groups(h))
+		return;
+	for (uint64_t g = sqk_integ_group_of(&h->integ, k0);
+	     g <= sqk_integ_group_of(&h->integ, k1); g++)
+		if (!sqk_integ_group_loaded(&h->integ, g))
+			group_kick(h, g);
+}
+
+/* Checks what the server sent for group g (the finished request j, freed here) and keeps it,
+ * in memory and on disk. Without mu. */
+static int group_take(struct sqk_http *h, uint64_t g, struct http_job *j)
+{
+	int rc = j->rc;
+
+	if (rc == 0) {
+		atomic_fetch_add(&h->n_groups, 1);
+		rc = sqk_integ_group_accept(&h->integ, g, j->flat, j->len);
+		if (rc == SQK_ECORRUPT) {
+			atomic_fetch_add(&h->n_corrupt, 1);
+			sqk_http_logf(h, "%s: digest group %llu (bytes %llu-%llu) does not match its "
+				      "group digest", h->name, (unsigned long long)g,
+				      (unsigned long long)j->off,
+				      (unsigned long long)(j->off + j->len - 1));
+		} else if (rc == 0 && h->dc) {
+			sqk_dcache_put(h->dc, GROUP_KEY + g, j->flat, j->len);
+		}
+	} else if (rc != SQK_EINTR) {
+		rc = SQK_EIO; /* logged by the transfer */
+	}
+	sqk_http_job_free(j);
+	return rc;
+}
+
+/* Waits until group g's digests are known, loading them when nobody does: 0, or the error of
+ * the load this call waited for (SQK_ECORRUPT, logged; SQK_EIO; SQK_EINTR). A failed group is
+ * ABSENT again: the next read tries again. Without mu. */
+static int group_need(struct sqk_http *h, uint64_t g)
+{
+	struct http_group *gr = &h->groups[g];
+	unsigned fails;
+	int rc;
+
+	pthread_mutex_lock(&h->mu);
+	fails = gr->fails;
+	for (;;) {
+		if (gr->state == GR_READY) {
+			rc = 0;
+			break;
+		}
+		if (gr->fails != fails) { /* the load this call waited for failed */
+			rc = gr->err;
+			break;
+		}
+		if (h->cancelled) {
+			rc = SQK_EINTR;
+			break;
+		}
+		if (gr->state == GR_ABSENT) {
+			pthread_mutex_unlock(&h->mu);
+			rc = group_kick(h, g);
+			pthread_mutex_lock(&h->mu);
+			if (rc)
+				break;
+			continue;
+		}
+		if (gr->state == GR_NET && gr->job->done) {
+			struct http_job *j = gr->job;
+
+			gr->job = NULL;
+			gr->state = GR_BUSY;
+			pthread_mutex_unlock(&h->mu);
+			rc = group_take(h, g, j);
+			pthread_mutex_lock(&h->mu);
+			gr->state = rc ? GR_ABSENT : GR_READY;
+			if (rc) {
+				gr->err = rc;
+				gr->fails++;
+			}
+			pthread_cond_broadcast(&h->cv);
+			break;
+		}
+		pthread_cond_wait(&h->cv, &h->mu);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
+/* Reads [off, off + len) of a tree's chunk digests (not fetched at open): through their groups
+ * (fetched, checked and kept), or as the server sends them (raw: the caller checks them). */
+static int read_digest_area(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len)
+{
+	if (h->o.raw || !h->groups) {
+		uint8_t *tmp = NULL;
+		int rc = fetch(h, off, len, false, &tmp, NULL);
+
+		if (!rc)
+			memcpy(buf, tmp, len);
+		free(tmp);
+		return rc;
+	}
+	while (len) {
+		uint64_t g = (off - h->covered) / SQK_INTEG_DIGEST_SIZE / h->integ.t.group_chunks;
+		uint64_t k0, k1, s, e;
+		size_t take;
+		int rc = group_need(h, g);
+
+		if (rc)
+			return rc;
+		sqk_integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
+		take = e - off < len ? (size_t)(e - off) : len;
+		memcpy(buf, sqk_integ_group_digests(&h->integ, g) + (off - s), take);
+		buf += take;
+		off += take;
+		len -= take;
+	}
+	return 0;
+}
+
 /* ---- fetching chunks ---- */
 
 /* Queues a request for the chunks c[0..n) (consecutive, LOADING, pinned once more for the job),
@@ -355,18 +568,24 @@ static void submit_missing(struct sqk_http *h, struct http_chunk **list, unsigne
 	}
 }
 
-/* Takes chunk c (LOADING, owned by the caller) from the disk cache: true when found and valid. */
-static bool from_disk(struct sqk_http *h, struct http_chunk *c)
+enum { DISK_MISS, DISK_HIT, DISK_LATER };
+
+/* Takes chunk c (LOADING, owned by the caller) from the disk cache: DISK_HIT when found and
+ * valid; DISK_LATER when found but its digest group is not in yet (checked when read). */
+static int from_disk(struct sqk_http *h, struct http_chunk *c)
 {
 	if (!h->dc)
-		return false;
-	if (sqk_dcache_get(h->dc, c->k, c->data, c->len) == 0 &&
-	    (!h->has_integ || sqk_integ_check_chunk(&h->integ, c->k, c->data, c->len) == 0)) {
-		atomic_fetch_add(&h->n_disk_hits, 1);
-		return true;
+		return DISK_MISS;
+	if (sqk_dcache_get(h->dc, c->k, c->data, c->len) == 0) {
+		int rc = h->has_integ ? sqk_integ_check_chunk(&h->integ, c->k, c->data, c->len) : 0;
+
+		if (rc == 0 || rc == SQK_ENOENT) {
+			atomic_fetch_add(&h->n_disk_hits, 1);
+			return rc ? DISK_LATER : DISK_HIT;
+		}
 	}
 	atomic_fetch_add(&h->n_disk_misses, 1);
-	return false;
+	return DISK_MISS;
 }
 
 /* Resolves the chunks the caller created (own[0..n), LOADING): disk cache, then requests.
@@ -375,14 +594,15 @@ static void load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n, 
 		       bool demand)
 {
 	unsigned i, miss = 0;
-	bool hit[n ? n : 1];
+	int hit[n ? n : 1];
 
 	for (i = 0; i < n; i++)
 		hit[i] = from_disk(h, own[i]);
 	pthread_mutex_lock(&h->mu);
 	for (i = 0; i < n; i++) {
-		if (hit[i]) {
-			own[i]->state = CH_READY;
+		if (hit[i] != DISK_MISS) {
+			own[i]->state = hit[i] == DISK_HIT ? CH_READY : CH_FETCHED;
+			own[i]->disk = hit[i] == DISK_LATER;
 			unpin(h, own[i]);
 		} else {
 			own[miss++] = own[i]; /* the caller's pin passes to the job */
@@ -400,12 +620,31 @@ static void load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n, 
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* Checks a fetched chunk and keeps it on disk. */
-static int check_fetched(struct sqk_http *h, struct http_chunk *c)
+/* check_fetched: the bytes of a chunk taken from the disk cache are wrong; fetch it. */
+#define REFETCH 1
+
+/* Checks a fetched chunk and keeps it on disk. With a digest tree its group comes first: loaded
+ * (waited for) when wait_group, else SQK_ENOENT while it is not in. */
+static int check_fetched(struct sqk_http *h, struct http_chunk *c, bool wait_group)
 {
+	if (uses_groups(h)) {
+		uint64_t g = sqk_integ_group_of(&h->integ, c->k);
+		int rc = sqk_integ_group_loaded(&h->integ, g) ? 0
+			 : wait_group			      ? group_need(h, g)
+							      : SQK_ENOENT;
+
+		if (rc)
+			return rc;
+	}
 	if (h->has_integ && !h->o.raw &&
 	    sqk_integ_check_chunk(&h->integ, c->k, c->data, c->len) != 0) {
 		uint64_t s = c->k * h->csize;
+
+		if (c->disk) {
+			if (h->dc)
+				sqk_dcache_drop(h->dc, c->k);
+			return REFETCH;
+		}
 
 		atomic_fetch_add(&h->n_corrupt, 1);
 		sqk_http_logf(h, "%s: bytes %llu-%llu (chunk %llu) do not match their SHA-256 digest",
@@ -413,7 +652,7 @@ static int check_fetched(struct sqk_http *h, struct http_chunk *c)
 			      (unsigned long long)c->k);
 		return SQK_ECORRUPT;
 	}
-	if (h->dc)
+	if (h->dc && !c->disk)
 		sqk_dcache_put(h->dc, c->k, c->data, c->len);
 	return 0;
 }
@@ -431,8 +670,15 @@ static int wait_chunk(struct sqk_http *h, struct http_chunk *c)
 		if (c->state == CH_FETCHED) {
 			c->state = CH_VERIFYING;
 			pthread_mutex_unlock(&h->mu);
-			rc = check_fetched(h, c);
+			rc = check_fetched(h, c, true);
 			pthread_mutex_lock(&h->mu);
+			if (rc == REFETCH) { /* the disk cache had it wrong: from the server */
+				c->disk = false;
+				c->state = CH_LOADING;
+				c->pins++; /* the job's */
+				submit_run(h, &c, 1, RUN_MAX, true);
+				continue;
+			}
 			if (rc)
 				fail_chunk(h, c, rc);
 			else
@@ -531,6 +777,8 @@ static void fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1, uint64_t
 		n++;
 	}
 	pthread_mutex_unlock(&h->mu);
+	if (n)
+		kick_groups(h, own[0]->k, own[n - 1]->k);
 	load_owned(h, own, n, part < PART_MIN ? PART_MIN : part, false);
 	free(own);
 }
@@ -607,6 +855,7 @@ static int read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t le
 		free(pins);
 		return rc;
 	}
+	kick_groups(h, k0, k1); /* their digests, if not in yet, come while the chunks do */
 	load_owned(h, own, nown, len / h->conns > PART_MIN ? len / h->conns : RUN_MAX, true);
 	fetch_ahead(h, ra0, ra1, UINT64_MAX);
 	pthread_mutex_lock(&h->mu);
@@ -633,13 +882,21 @@ static int http_read_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t le
 		return SQK_EBOUNDS;
 	if (len == 0)
 		return 0;
-	if (off + len > h->covered) { /* the integrity data: read at open */
-		uint64_t s = off > h->covered ? off : h->covered;
+	if (off + len > h->tail_at) { /* the integrity data read at open */
+		uint64_t s = off > h->tail_at ? off : h->tail_at;
 
-		memcpy(p + (s - off), h->tail + (s - h->covered), (size_t)(off + len - s));
+		memcpy(p + (s - off), h->tail + (s - h->tail_at), (size_t)(off + len - s));
 		len = (size_t)(s - off);
 		if (!len)
 			return 0;
+	}
+	if (off + len > h->covered) { /* a tree's chunk digests: by group */
+		uint64_t s = off > h->covered ? off : h->covered;
+		int rc = read_digest_area(h, s, p + (s - off), (size_t)(off + len - s));
+
+		len = (size_t)(s - off);
+		if (rc || !len)
+			return rc;
 	}
 	return read_chunks(h, off, p, len, ahead);
 }
@@ -677,8 +934,8 @@ static void store_unread(struct sqk_http *h)
 		struct http_chunk *c;
 
 		for (c = h->tab[i]; c; c = c->hnext) {
-			if (c->state == CH_FETCHED && check_fetched(h, c) == 0)
-				c->state = CH_READY;
+			if (c->state == CH_FETCHED && check_fetched(h, c, false) == 0)
+				c->state = CH_READY; /* no new request now: not when the group is out */
 		}
 	}
 }
@@ -700,6 +957,9 @@ static void http_destroy(struct sqk_io *io)
 		}
 	}
 	free(h->tab);
+	for (uint64_t g = 0; h->groups && g < h->integ.t.ngroups; g++)
+		sqk_http_job_free(h->groups[g].job); /* done: the thread is stopped */
+	free(h->groups);
 	if (h->multi)
 		curl_multi_cleanup(h->multi);
 	curl_slist_free_all(h->hdrs);
@@ -802,6 +1062,7 @@ int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out)
 	out->disk_hits = atomic_load(&h->n_disk_hits);
 	out->disk_misses = atomic_load(&h->n_disk_misses);
 	out->corrupt = atomic_load(&h->n_corrupt);
+	out->digest_groups = atomic_load(&h->n_groups);
 	return 0;
 }
 
@@ -917,20 +1178,39 @@ static void seed(struct sqk_http *h, uint64_t at, const uint8_t *buf, size_t len
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* Where the integrity data starts, from the trailer at the end of buf (the file's last bytes):
- * `at` when there is none or it is not believable (sqk_integ_load then says which). */
+/* Where the integrity data read at open starts, from the trailer at the end of buf (the
+ * file's last bytes): the digest array (flat), the group digests (a tree: the chunk digests
+ * come by group); `at` when there is none, or it is not believable (sqk_integ_load_lazy then
+ * says which), or buf holds it already. */
 static uint64_t integ_start(const struct sqk_http *h, const uint8_t *buf, size_t len, uint64_t at)
 {
 	struct sqk_integ_trailer t;
-	uint64_t most = SQK_INTEG_DIGEST_SIZE * (h->size / SQK_INTEG_CHUNK_MIN + 1) + 8192 +
-			SQK_INTEG_TRAILER_SIZE;
+	uint64_t from, per, most;
 
 	if (len < SQK_INTEG_TRAILER_SIZE ||
 	    sqk_integ_trailer_decode(buf + len - SQK_INTEG_TRAILER_SIZE, &t))
 		return at;
-	if (t.hashes_at >= at || t.hashes_at >= h->size || h->size - t.hashes_at > most)
+	from = sqk_integ_lazy_start(&t);
+	/* at most a digest for every smallest chunk (of a group of the smallest size) */
+	per = SQK_INTEG_CHUNK_MIN * (t.version == SQK_INTEG_VERSION_TREE ? SQK_INTEG_GROUP_MIN : 1);
+	most = SQK_INTEG_DIGEST_SIZE * (h->size / per + 1) + 8192 + SQK_INTEG_TRAILER_SIZE;
+	if (from >= at || from >= h->size || h->size - from > most)
 		return at;
-	return t.hashes_at;
+	return from;
+}
+
+/* A tree: the groups of chunk digests wholly inside what the open fetched ([at, at + len) in
+ * buf) are taken (checked against their group digests) without a request of their own. */
+static void take_fetched_groups(struct sqk_http *h, const uint8_t *buf, uint64_t at, size_t len)
+{
+	for (uint64_t g = 0; g < h->integ.t.ngroups; g++) {
+		uint64_t k0, k1, s, e;
+
+		sqk_integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
+		if (s >= at && e <= at + len &&
+		    sqk_integ_group_accept(&h->integ, g, buf + (s - at), (size_t)(e - s)) == 0)
+			h->groups[g].state = GR_READY;
+	}
 }
 
 /* Loads the integrity data from the tail of the file (absent: the grid is 64 KiB chunks). */
@@ -954,19 +1234,26 @@ static int load_tail(struct sqk_http *h)
 	w.at = at;
 	w.len = (size_t)(h->size - at);
 	if (!rc)
-		rc = sqk_integ_load(&w.base, h->size, &h->integ);
+		rc = sqk_integ_load_lazy(&w.base, h->size, &h->integ);
 	if (rc == 0) {
 		h->has_integ = true;
 		h->covered = h->integ.t.covered;
 		h->csize = h->integ.t.chunk_size;
-		h->tail = malloc((size_t)(h->size - h->covered));
-		if (h->tail && h->covered >= w.at)
-			memcpy(h->tail, buf + (h->covered - w.at), (size_t)(h->size - h->covered));
+		h->tail_at = sqk_integ_lazy_start(&h->integ.t);
+		h->tail = malloc((size_t)(h->size - h->tail_at));
+		if (h->tail && h->tail_at >= w.at)
+			memcpy(h->tail, buf + (h->tail_at - w.at), (size_t)(h->size - h->tail_at));
 		else
 			rc = h->tail ? SQK_ECORRUPT : SQK_ENOMEM;
+		if (!rc && h->integ.lazy &&
+		    !(h->groups = calloc((size_t)h->integ.t.ngroups, sizeof(*h->groups))))
+			rc = SQK_ENOMEM;
+		if (!rc && h->groups)
+			take_fetched_groups(h, buf, w.at, w.len);
 	} else if (rc == SQK_ENOENT) {
 		rc = 0;
 		h->covered = h->size;
+		h->tail_at = h->size;
 		h->csize = NOINTEG_CHUNK;
 	} else if (rc == SQK_ECORRUPT || rc == SQK_EBOUNDS) {
 		sqk_http_logf(h, "%s: the integrity data at the end of the image is not valid",

@@ -58,6 +58,7 @@ struct sqk_http_stats {
 	uint64_t disk_hits;      /* chunks served from the on-disk cache */
 	uint64_t disk_misses;    /* chunks looked up there and not found (then fetched) */
 	uint64_t corrupt;        /* chunks that failed their SHA-256 check */
+	uint64_t digest_groups;  /* groups of chunk digests fetched (images with a digest tree) */
 };
 
 /* True when s starts with http://, https:// or s3:// (case-insensitive). Borrows s. */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 
 struct fuse_session;
 struct sqk_store;

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "fuse/nodes.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 
 struct sqk_trace;
 

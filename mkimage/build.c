@@ -2,7 +2,7 @@
  * tails as it comes), then the fragment blocks, the tables, padding, the prefetch hint and the
  * fast checksums (inside the covered bytes), the integrity data and the
  * superblock last (so a torn image has no valid magic). Every byte written is hashed on its way
- * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (main.c),
+ * out; nothing is read back. The output is an I/O object: a file for `sqk mkimage` (cli/mkimage.c),
  * memory in the tests. */
 #include <errno.h>
 #include <stdarg.h>
@@ -259,6 +259,8 @@ int mk_build_inputs(struct mk_ctx *c)
 	c->inputs_ready = true;
 	if (!c->opt->no_checksums && !c->integ) {
 		err = sqk_integ_writer_create(c->opt->checksum_chunk, &c->integ);
+		if (!err && c->opt->digest_tree)
+			err = sqk_integ_writer_tree(c->integ, 0, 0);
 		if (err)
 			return mk_fail(c, err, "cannot set up the integrity writer: %s",
 				       sqk_strerror(err));

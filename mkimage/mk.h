@@ -2,7 +2,7 @@
  * a source (source.h: source_dir.c, source_tar.c) yields entries → tree (tree.c), xattrs and ids
  * (attrs.c) → each file's content read once (data.c: dedup in dedup.c, tails in tails.c, blocks
  * compressed and written by pipeline.c) → tables (tables.c) → build.c puts the image together;
- * main.c is `sqk mkimage` (options.c) with the image file. */
+ * cli/mkimage.c is `sqk mkimage` (cli/mkimage_options.c) with the image file. */
 #ifndef SQK_MK_H
 #define SQK_MK_H
 

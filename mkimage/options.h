@@ -1,4 +1,5 @@
-/* Options of `sqk mkimage`, parsed from the command line and the environment. */
+/* The builder's options (struct mk_options), as `sqk mkimage` fills them from the command line
+ * and the environment (cli/mkimage_options.c parses them). */
 #ifndef SQK_MK_OPTIONS_H
 #define SQK_MK_OPTIONS_H
 
@@ -30,6 +31,7 @@ struct mk_options {
 	bool no_progress;    /* --no-progress, -no-progress: no progress line, summary kept */
 	bool no_checksums;   /* no integrity data after the image */
 	uint32_t checksum_chunk; /* integrity chunk size; 0 = default (64K) */
+	bool digest_tree;    /* --digest-tree: a digest tree whatever the digests' size */
 	bool progress;       /* progress bar (TTY and not quiet) */
 	const char **excludes; /* --exclude GLOB: owned array of borrowed strings */
 	int nexcludes;
@@ -65,15 +67,5 @@ struct mk_options {
 	struct mk_pseudo_arg *pseudo; /* owned array */
 	int npseudo;
 };
-
-/* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the
- * paths), "--" ends them, mksquashfs's "-e" takes every argument after it. Returns 0, 1 when
- * help was printed, or -1 after printing an error naming the option. o borrows argv; what it
- * owns after 0 is freed with mk_options_free (after 1 or -1 nothing is left to free; calling
- * it then is harmless). */
-int mk_options_parse(int argc, char **argv, struct mk_options *o);
-
-/* Frees what mk_options_parse allocated. */
-void mk_options_free(struct mk_options *o);
 
 #endif

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "mk.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 #include "reuse.h"
 
 /* The library's lines about OLD: while it opens, the first one is kept as the reason an open

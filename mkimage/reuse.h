@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 
 struct mk_ctx;
 

@@ -255,7 +255,7 @@ static int resolve_exact(struct mk_ctx *c, struct dir_source *d, int idx)
 	return err;
 }
 
-/* -regex: compiles w's components (options.c checked that they compile). */
+/* -regex: compiles w's components (cli/mkimage_options.c checked that they compile). */
 static int compile_regex(struct mk_ctx *c, struct wild_excl *w, const char *pat)
 {
 	if (!(w->re = calloc(w->n, sizeof(*w->re))))

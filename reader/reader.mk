@@ -1,5 +1,5 @@
-# reader/: the libsqk library (reader/lib/, public header reader/sqk.h) and the sqk command
-# (reader/sqk.c dispatching to reader/cmd/*.c).
+# reader/: the libsqk library (sources in reader/lib/, public headers in reader/include/sqk/,
+# included as "sqk/sqk.h" through -Ireader/include).
 LIBSQK_SRCS := $(wildcard reader/lib/*.c)
 LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBSQK_A := $(BUILD)/lib/libsqk.a
@@ -8,14 +8,10 @@ LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
 # Installed as <sqk/sqk.h>, <sqk/sqk_check.h> and <sqk/common/*.h> (the layout the public
 # headers include each other by), so none of them shadows a system header of the same name.
-LIBSQK_HEADERS := reader/sqk.h reader/sqk_check.h
+LIBSQK_HEADERS := reader/include/sqk/sqk.h reader/include/sqk/sqk_check.h
 LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/format.h common/io.h common/io_http.h \
 	common/compressor.h common/integrity.h common/hint.h common/counts.h
 
-SQK_BIN := $(BUILD)/bin/sqk
-SQK_SRCS := reader/sqk.c $(wildcard reader/cmd/*.c)
-SQK_OBJS := $(SQK_SRCS:%.c=$(BUILD)/obj/%.o)
-BINS += $(SQK_BIN)
 LIBS_OUT := $(LIBSQK_A) $(LIBSQK_SO) $(LIBSQK_PC)
 
 # The static and shared libraries carry common/ so users link one library.
@@ -31,11 +27,6 @@ $(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS)
 $(LIBSQK_PC): reader/libsqk.pc.in Makefile
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
-
-# fuse/fuse.mk adds the FUSE objects (for `sqk mount`) and SQK_LINK_EXTRA.
-$(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBSQK_A)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(SQK_LINK_EXTRA) $(PKG_LIBS)
 
 install-lib: $(LIBS_OUT)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk/common \

@@ -4,13 +4,17 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
 UNIT_HELPER_OBJS := $(UNIT_HELPERS:%.c=$(BUILD)/obj/%.o)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) $(LIBSQK_A) $(LIBCOMMON)
+# The suites that build images fill the builder's options through sqk mkimage's parser
+# (cli/mkimage_options.c); the output-file and signal modules are the programs'.
+UNIT_CLI_OBJS := $(BUILD)/obj/cli/mkimage_options.o $(SIGWATCH_OBJ) $(OUTFILE_OBJ)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(UNIT_CLI_OBJS) $(LIBMKIMAGE) $(LIBSQK_A) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS)
 
-# test_progress tests a module of the sqk command itself (reader/cmd/progress.c), linked after
+# test_progress tests a module of the sqk command itself (cli/progress.c), linked after
 # the libraries: they come again after it for what it calls.
-$(BUILD)/tests/test_progress: $(BUILD)/obj/reader/cmd/progress.o
+$(BUILD)/tests/test_progress: $(BUILD)/obj/cli/progress.o
 $(BUILD)/tests/test_progress: CHECK_LIBS += $(LIBSQK_A) $(LIBCOMMON)
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

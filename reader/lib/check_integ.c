@@ -4,7 +4,10 @@
  * cover the whole image, and notices a file that has bytes past its image but no trailer (a
  * truncated integrity area). The fast checksum block that ends the covered bytes, if any, is
  * decoded and each of its XXH3-64 entries compared with its chunk: a wrong one (of a chunk
- * that matches its SHA-256 digest) is a finding naming the chunk. */
+ * that matches its SHA-256 digest) is a finding naming the chunk. A digest tree (version 2) is
+ * loaded lazily: the root authenticates the group digests, then each group of chunk digests is
+ * checked against its group digest; a group that does not match is a finding naming the group,
+ * its chunks and the image bytes they cover (those chunks are then not checked). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +41,8 @@ static int check_span(struct integ_work *w, uint8_t *buf, uint64_t k0, uint64_t 
 		return rc;
 	for (uint64_t k = k0; k < k1; k++) {
 		sqk_integ_chunk_range(w->ig, k, &s, &e);
+		if (!sqk_integ_group_loaded(w->ig, sqk_integ_group_of(w->ig, k)))
+			continue; /* its group's digests are wrong: reported (check_groups) */
 		if (sqk_integ_check_chunk(w->ig, k, buf + (s - s0), (size_t)(e - s)))
 			w->bad[k] = 1;
 		else if (k < w->fast->n &&
@@ -148,12 +153,16 @@ static void report_corrupt_integ(struct chk *c)
 	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
 	struct sqk_integ_trailer t;
 	uint64_t s = c->file_size >= sizeof(raw) ? c->file_size - sizeof(raw) : 0;
+	bool tree = false;
 
 	if (c->file_size >= sizeof(raw) && sqk_io_read_at(c->io, s, raw, sizeof(raw)) == 0 &&
-	    sqk_integ_trailer_decode(raw, &t) == 0 && t.hashes_at < c->file_size)
-		s = t.hashes_at;
+	    sqk_integ_trailer_decode(raw, &t) == 0 && sqk_integ_lazy_start(&t) < c->file_size) {
+		s = sqk_integ_lazy_start(&t);
+		tree = t.version == SQK_INTEG_VERSION_TREE;
+	}
 	chk_report(c, false, s, c->file_size, "integrity data",
-		   "integrity trailer or digest array does not match its root digest");
+		   "integrity trailer or %s does not match its root digest",
+		   tree ? "group digest array" : "digest array");
 }
 
 /* Without a trailer: bytes after the padded image mean the integrity data was cut off. */
@@ -304,9 +313,46 @@ static int check_hint(struct chk *c, const struct sqk_integ *ig, uint64_t hint_e
 	return rc ? rc : chk_ival_add(c, end - c->offset, hint_end - c->offset, l);
 }
 
+/* A digest tree: each group of chunk digests against its group digest (which the root has
+ * authenticated). A wrong group is a finding: the group, its chunks and the image bytes they
+ * cover, which cannot be verified. */
+static int check_groups(struct chk *c, struct sqk_integ *ig)
+{
+	uint8_t *buf;
+	int rc = 0;
+
+	if (!ig->lazy)
+		return 0;
+	buf = malloc((size_t)ig->t.group_chunks * SQK_INTEG_DIGEST_SIZE);
+	if (!buf)
+		return SQK_ENOMEM;
+	for (uint64_t g = 0; rc == 0 && g < ig->t.ngroups; g++) {
+		uint64_t k0, k1, s, e, is, ie, x;
+
+		sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
+		rc = sqk_io_read_at(c->io, s, buf, (size_t)(e - s));
+		if (rc == 0)
+			rc = sqk_integ_group_accept(ig, g, buf, (size_t)(e - s));
+		if (rc != SQK_ECORRUPT)
+			continue;
+		rc = 0;
+		sqk_integ_chunk_range(ig, k0, &is, &x);
+		sqk_integ_chunk_range(ig, k1 - 1, &x, &ie);
+		chk_report(c, false, s, e, "integrity data",
+			   "digest group %llu (chunks %llu..%llu, image bytes %llu..%llu; its digests "
+			   "at %llu..%llu) does not match its group digest: those bytes cannot be "
+			   "verified", (unsigned long long)g, (unsigned long long)k0,
+			   (unsigned long long)(k1 - 1), (unsigned long long)is,
+			   (unsigned long long)(ie - 1), (unsigned long long)s,
+			   (unsigned long long)(e - 1));
+	}
+	free(buf);
+	return rc;
+}
+
 int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 {
-	int rc = sqk_integ_load(c->io, c->file_size, ig);
+	int rc = sqk_integ_load_lazy(c->io, c->file_size, ig);
 
 	if (rc == SQK_ENOENT) {
 		check_no_trailer(c);
@@ -330,7 +376,11 @@ int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 	struct sqk_integ_fast fast;
 	uint64_t hint_end;
 
-	rc = load_fast(c, ig, &fast, &hint_end);
+	rc = check_groups(c, ig);
+	if (rc == 0)
+		rc = load_fast(c, ig, &fast, &hint_end);
+	else
+		memset(&fast, 0, sizeof(fast));
 	if (rc == 0)
 		rc = check_chunks(c, ig, &fast);
 	sqk_integ_fast_free(&fast);

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "reader/sqk_check.h"
+#include "sqk/sqk_check.h"
 #include "internal.h"
 
 /* A byte range of the file (file offsets) and the region name it belongs to. */

@@ -11,7 +11,7 @@
 
 #include "common/compressor.h"
 #include "common/integrity.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 
 enum sqk_block_kind { SQK_BK_META, SQK_BK_DATA, SQK_BK_FRAG };
 

@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "internal.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 
 int sqk_file_blocks(struct sqk_image *img, const struct sqk_inode *file, uint32_t *words,
 		    uint32_t cap, uint32_t *count)

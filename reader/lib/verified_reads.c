@@ -63,12 +63,38 @@ static void chunk_done(struct sqk_image *img)
  * SHA-256; counts which. */
 static int chunk_check(struct sqk_image *img, uint64_t k, const void *data, size_t len)
 {
+	/* a digest tree's group that failed its group digest (logged at open): its chunks are
+	 * refused, whatever their fast checksums say, as remote reads refuse them */
+	if (!sqk_integ_group_loaded(&img->integ, sqk_integ_group_of(&img->integ, k)))
+		return SQK_ECORRUPT;
 	if (img->fast_on && k < img->fast.n) {
 		atomic_fetch_add_explicit(&img->st.xxh3, 1, memory_order_relaxed);
 		return sqk_integ_fast_check_chunk(&img->integ, &img->fast, k, data, len);
 	}
 	atomic_fetch_add_explicit(&img->st.sha256, 1, memory_order_relaxed);
 	return sqk_integ_check_chunk(&img->integ, k, data, len);
+}
+
+/* A digest tree: every group of chunk digests checked against its group digest. A wrong group
+ * is logged, naming the image bytes it covers, and reads there fail (chunk_check); the rest of
+ * the image reads. */
+static int accept_groups(struct sqk_image *img)
+{
+	uint64_t nbad, k0, k1, s, e, is, ie, x;
+	int rc = sqk_integ_accept_groups(img->io, &img->integ, &nbad);
+
+	for (uint64_t g = 0; !rc && nbad && g < img->integ.t.ngroups; g++) {
+		if (sqk_integ_group_loaded(&img->integ, g))
+			continue;
+		sqk_integ_group_range(&img->integ, g, &k0, &k1, &s, &e);
+		sqk_integ_chunk_range(&img->integ, k0, &is, &x);
+		sqk_integ_chunk_range(&img->integ, k1 - 1, &x, &ie);
+		sqk_logf(img, "integrity digest group %llu (bytes %llu..%llu, covering image bytes "
+			 "%llu..%llu) does not match its group digest: reads there fail",
+			 (unsigned long long)g, (unsigned long long)s, (unsigned long long)e - 1,
+			 (unsigned long long)is, (unsigned long long)ie - 1);
+	}
+	return rc;
 }
 
 /* Loads and authenticates the integrity data unless opts.no_verify. Absent data is not an
@@ -80,9 +106,11 @@ int sqk_verify_init(struct sqk_image *img)
 
 	if (!img->verify_req)
 		return 0;
-	rc = img->at_zero ? sqk_integ_load(img->io, img->file_size, &img->integ) : SQK_ENOENT;
+	rc = img->at_zero ? sqk_integ_load_lazy(img->io, img->file_size, &img->integ) : SQK_ENOENT;
 	if (rc == SQK_ENOENT)
 		return 0;
+	if (rc == 0)
+		rc = accept_groups(img);
 	if (rc) {
 		sqk_logf(img, "integrity data at the end of the file is not valid: %s",
 			 sqk_strerror(rc));
@@ -159,6 +187,8 @@ static int read_sha_checked(struct sqk_image *img, uint64_t pos, void *buf, size
 		atomic_fetch_add_explicit(&img->st.hashed, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&img->st.sha256, 1, memory_order_relaxed);
 		rc = sqk_integ_check_chunk(&img->integ, k, span + (cs0 - s), (size_t)(ce0 - cs0));
+		if (rc == SQK_ENOENT)
+			rc = SQK_ECORRUPT; /* its digest group is wrong */
 		if (rc) {
 			*bad = k;
 			break;
@@ -434,7 +464,9 @@ bool sqk_image_verified(const struct sqk_image *img)
 	return img && (img->integ_on || img->remote_verified);
 }
 
-/* Fills the caller's *out; loads the integrity data for the call when reads are not verified. */
+/* Fills the caller's *out; loads and authenticates the trailer for the call when reads are not
+ * verified (lazily: a digest tree's groups of chunk digests are not read, which a remote image
+ * would fetch). */
 int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out)
 {
 	struct sqk_integ ig;
@@ -446,7 +478,7 @@ int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out)
 	}
 	if (!img->at_zero)
 		return SQK_ENOENT;
-	rc = sqk_integ_load(img->io, img->file_size, &ig);
+	rc = sqk_integ_load_lazy(img->io, img->file_size, &ig);
 	if (!rc)
 		*out = ig.t;
 	sqk_integ_free(&ig);

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/io.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

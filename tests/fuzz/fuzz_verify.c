@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 
 #include "common/io.h"
-#include "reader/sqk.h"
-#include "reader/sqk_check.h"
+#include "sqk/sqk.h"
+#include "sqk/sqk_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -113,7 +113,7 @@ no_secret "info --json" "$OUT_FILE"
 python3 - "$TMP/info.local" "$OUT_FILE" "$URL" <<'PY' || fail "sqk info --json differs over the URL"
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-http = ("http_requests", "http_bytes", "http_bytes_unused", "http_retries", "disk_cache_hits", "disk_cache_misses")
+http = ("http_requests", "http_bytes", "http_bytes_unused", "http_retries", "disk_cache_hits", "disk_cache_misses", "http_digest_groups")
 for k in http:
     assert isinstance(b.get(k), int) and b[k] >= 0, "remote info --json: %s is %r" % (k, b.get(k))
 assert b["http_requests"] > 0, b

@@ -22,10 +22,10 @@
 #include "common/format.h"
 #include "common/io.h"
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
-#include "reader/sqk.h"
-#include "reader/sqk_check.h"
+#include "sqk/sqk.h"
+#include "sqk/sqk_check.h"
 #include "testutil.h"
 
 #define BS 4096u

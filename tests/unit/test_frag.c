@@ -29,9 +29,9 @@
 #include "common/io.h"
 #include "common/meta.h"
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 #include "testutil.h"
 
 #define BS 4096u

@@ -10,6 +10,7 @@
 #include "common/endian.h"
 #include "common/error.h"
 #include "common/hint.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/mk.h"
 #include "testutil.h"
 

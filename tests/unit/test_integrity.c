@@ -2,7 +2,8 @@
  * against one-shot hashes (with the first chunk rewritten last, as the builder does), loading a
  * blob and detecting every single-byte flip in it, chunk checks, and verified reads (the default)
  * through the library on an image built in memory by the builder, with one data byte flipped,
- * and with eight readers at once. */
+ * and with eight readers at once. The digest tree (version 2): its layout and root, full and
+ * lazy loads, groups accepted or refused, hostile trailers, and the writer's choice of layout. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,9 +17,9 @@
 #include "common/integrity.h"
 #include "common/io.h"
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 #include "testutil.h"
 
 static struct sqk_integ_trailer good_trailer(void)
@@ -953,6 +954,324 @@ START_TEST(test_fast_absent)
 }
 END_TEST
 
+
+/* ---- the digest tree (version 2) ---- */
+
+/* Builds data || blob with a digest tree of `group` digests a group when the digests take more
+ * than flat_max bytes (0: always) into *file (caller frees); returns the file length. */
+static size_t make_tree_file(const uint8_t *data, size_t len, uint32_t cs, uint32_t group,
+			     uint64_t flat_max, uint8_t **file, uint8_t root[32])
+{
+	struct sqk_integ_writer *w;
+	uint8_t *blob;
+	size_t blen;
+
+	ck_assert_int_eq(sqk_integ_writer_create(cs, &w), 0);
+	ck_assert_int_eq(sqk_integ_writer_tree(w, group, flat_max), 0);
+	feed(w, data, len);
+	ck_assert_int_eq(sqk_integ_writer_finish(w, len, &blob, &blen, root), 0);
+	sqk_integ_writer_destroy(w);
+	*file = malloc(len + blen);
+	memcpy(*file, data, len);
+	memcpy(*file + len, blob, blen);
+	free(blob);
+	ck_assert_uint_eq((len + blen) % 4096, 0);
+	return len + blen;
+}
+
+static int load_mem_lazy(const uint8_t *file, size_t len, struct sqk_integ *ig)
+{
+	struct sqk_io *io;
+	int rc;
+
+	ck_assert_int_eq(sqk_io_mem_create(file, len, &io), 0);
+	rc = sqk_integ_load_lazy(io, len, ig);
+	sqk_io_destroy(io);
+	return rc;
+}
+
+/* 200 chunks of 4 KiB in groups of 64: groups 0..2 full, group 3 of 8. */
+#define TREE_CHUNKS 200u
+#define TREE_LEN (TREE_CHUNKS * 4096u)
+
+/* The layout: chunk digests as in version 1, then G[g] = SHA-256 of group g's digests, zeros,
+ * the trailer with its version 2 fields; root = SHA-256(trailer, root zeroed || groups). */
+START_TEST(test_tree_layout)
+{
+	uint8_t *data = pattern(TREE_LEN, 21), *file, root[32], d[32];
+	size_t flen = make_tree_file(data, TREE_LEN, 4096, 64, 0, &file, root);
+	struct sqk_integ_trailer t;
+	uint64_t ga = TREE_LEN + 32 * TREE_CHUNKS;
+
+	ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - 128, &t), 0);
+	ck_assert_uint_eq(t.version, 2);
+	ck_assert_uint_eq(sqk_get_le32(file + flen - 128 + 8), 2);
+	ck_assert_uint_eq(t.group_chunks, 64);
+	ck_assert_uint_eq(t.groups_at, ga);
+	ck_assert_uint_eq(t.ngroups, 4);
+	ck_assert_uint_eq(sqk_integ_end(&t), flen);
+	ck_assert_uint_eq(sqk_integ_lazy_start(&t), ga);
+	ck_assert_uint_eq(flen, (ga + 4 * 32 + 128 + 4095) / 4096 * 4096);
+	for (uint64_t k = 0; k < TREE_CHUNKS; k++) {
+		sqk_sha256(data + k * 4096, 4096, d);
+		ck_assert_int_eq(memcmp(d, file + TREE_LEN + 32 * k, 32), 0);
+	}
+	for (uint64_t g = 0; g < 4; g++) {
+		uint64_t n = g < 3 ? 64 : TREE_CHUNKS - 192;
+
+		sqk_sha256(file + TREE_LEN + 32 * 64 * g, 32 * n, d);
+		ck_assert_int_eq(memcmp(d, file + ga + 32 * g, 32), 0);
+	}
+	for (size_t i = ga + 4 * 32; i < flen - 128; i++)
+		ck_assert_uint_eq(file[i], 0);
+	uint8_t buf[128 + 4 * 32];
+	memcpy(buf, file + flen - 128, 128);
+	memset(buf + 40, 0, 32);
+	memcpy(buf + 128, file + ga, 4 * 32);
+	sqk_sha256(buf, sizeof(buf), d);
+	ck_assert_int_eq(memcmp(d, root, 32), 0);
+	ck_assert_int_eq(memcmp(t.root, root, 32), 0);
+	free(file);
+	free(data);
+}
+END_TEST
+
+/* A full load knows every chunk digest; a lazy one only the accepted groups'. */
+START_TEST(test_tree_loads)
+{
+	uint8_t *data = pattern(TREE_LEN, 22), *file, root[32];
+	size_t flen = make_tree_file(data, TREE_LEN, 4096, 64, 0, &file, root);
+	struct sqk_integ ig;
+	uint64_t k0, k1, s, e;
+
+	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
+	ck_assert_int_eq(memcmp(ig.t.root, root, 32), 0);
+	for (uint64_t k = 0; k < TREE_CHUNKS; k++) {
+		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096), 0);
+		data[k * 4096 + 7] ^= 4;
+		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096), SQK_ECORRUPT);
+		data[k * 4096 + 7] ^= 4;
+	}
+	sqk_integ_free(&ig);
+
+	ck_assert_int_eq(load_mem_lazy(file, flen, &ig), 0);
+	ck_assert_uint_eq(sqk_integ_group_of(&ig, 127), 1);
+	ck_assert_uint_eq(sqk_integ_group_of(&ig, 199), 3);
+	sqk_integ_group_range(&ig, 3, &k0, &k1, &s, &e);
+	ck_assert_uint_eq(k0, 192);
+	ck_assert_uint_eq(k1, 200);
+	ck_assert_uint_eq(s, TREE_LEN + 192 * 32);
+	ck_assert_uint_eq(e, TREE_LEN + 200 * 32);
+	for (uint64_t g = 0; g < 4; g++)
+		ck_assert(!sqk_integ_group_loaded(&ig, g));
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 70, data + 70 * 4096, 4096), SQK_ENOENT);
+	sqk_integ_group_range(&ig, 1, &k0, &k1, &s, &e);
+	ck_assert_int_eq(sqk_integ_group_accept(&ig, 1, file + s, e - s), 0);
+	ck_assert_int_eq(sqk_integ_group_accept(&ig, 1, file + s, e - s), 0); /* again: no-op */
+	ck_assert(sqk_integ_group_loaded(&ig, 1));
+	ck_assert(!sqk_integ_group_loaded(&ig, 0));
+	for (uint64_t k = k0; k < k1; k++)
+		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096), 0);
+	data[70 * 4096] ^= 1;
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 70, data + 70 * 4096, 4096), SQK_ECORRUPT);
+	data[70 * 4096] ^= 1;
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 5, data + 5 * 4096, 4096), SQK_ENOENT);
+	/* the short last group */
+	sqk_integ_group_range(&ig, 3, &k0, &k1, &s, &e);
+	ck_assert_int_eq(sqk_integ_group_accept(&ig, 3, file + s, e - s - 32), SQK_ECORRUPT);
+	ck_assert_int_eq(sqk_integ_group_accept(&ig, 3, file + s, e - s), 0);
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 199, data + 199 * 4096, 4096), 0);
+	sqk_integ_free(&ig);
+	free(file);
+	free(data);
+}
+END_TEST
+
+/* A flipped byte in group 2's chunk digests: the lazy load passes (the root does not cover
+ * them), the group is refused and stays unknown, the other groups are accepted; a full load
+ * fails; sqk_integ_accept_groups counts the one bad group. */
+START_TEST(test_tree_bad_group)
+{
+	uint8_t *data = pattern(TREE_LEN, 23), *file, root[32];
+	size_t flen = make_tree_file(data, TREE_LEN, 4096, 64, 0, &file, root);
+	struct sqk_integ ig;
+	struct sqk_io *io;
+	uint64_t k0, k1, s, e, nbad;
+
+	file[TREE_LEN + 32 * (2 * 64 + 5) + 9] ^= 0x10;
+	ck_assert_int_eq(load_mem(file, flen, &ig), SQK_ECORRUPT);
+	sqk_integ_free(&ig);
+	ck_assert_int_eq(load_mem_lazy(file, flen, &ig), 0);
+	sqk_integ_group_range(&ig, 2, &k0, &k1, &s, &e);
+	ck_assert_int_eq(sqk_integ_group_check(&ig, 2, file + s, e - s), SQK_ECORRUPT);
+	ck_assert_int_eq(sqk_integ_group_accept(&ig, 2, file + s, e - s), SQK_ECORRUPT);
+	ck_assert(!sqk_integ_group_loaded(&ig, 2));
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 130, data + 130 * 4096, 4096), SQK_ENOENT);
+	sqk_integ_free(&ig);
+
+	ck_assert_int_eq(sqk_io_mem_create(file, flen, &io), 0);
+	ck_assert_int_eq(sqk_integ_load_lazy(io, flen, &ig), 0);
+	ck_assert_int_eq(sqk_integ_accept_groups(io, &ig, &nbad), 0);
+	ck_assert_uint_eq(nbad, 1);
+	ck_assert(sqk_integ_group_loaded(&ig, 0) && sqk_integ_group_loaded(&ig, 1));
+	ck_assert(!sqk_integ_group_loaded(&ig, 2) && sqk_integ_group_loaded(&ig, 3));
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 10, data + 10 * 4096, 4096), 0);
+	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 130, data + 130 * 4096, 4096), SQK_ENOENT);
+	sqk_integ_free(&ig);
+	sqk_io_destroy(io);
+	free(file);
+	free(data);
+}
+END_TEST
+
+/* Every byte from the group digests to the end flipped in turn fails both loads (the root
+ * covers trailer and groups; the padding is checked); a chunk digest flipped fails the full
+ * load only. */
+START_TEST(test_tree_every_flip)
+{
+	size_t len = 130 * 4096;
+	uint8_t *data = pattern(len, 24), *file, root[32];
+	size_t flen = make_tree_file(data, len, 4096, 64, 0, &file, root);
+	uint64_t ga = len + 130 * 32;
+	struct sqk_integ ig;
+
+	for (size_t i = len; i < flen; i++) {
+		int full, lazy;
+
+		file[i] ^= 0x01;
+		full = load_mem(file, flen, &ig);
+		sqk_integ_free(&ig);
+		lazy = load_mem_lazy(file, flen, &ig);
+		sqk_integ_free(&ig);
+		file[i] ^= 0x01;
+		ck_assert_msg(full == SQK_ECORRUPT || (full == SQK_ENOENT && i >= flen - 8),
+			      "full load: flip at %zu gave %d", i, full);
+		if (i < ga)
+			ck_assert_msg(lazy == 0, "lazy load: chunk digest flip at %zu gave %d", i,
+				      lazy);
+		else
+			ck_assert_msg(lazy == SQK_ECORRUPT || (lazy == SQK_ENOENT && i >= flen - 8),
+				      "lazy load: flip at %zu gave %d", i, lazy);
+	}
+	free(file);
+	free(data);
+}
+END_TEST
+
+/* A good version 2 trailer (200 chunks of 4 KiB in groups of 64), to mutate. */
+static struct sqk_integ_trailer good_tree(void)
+{
+	struct sqk_integ_trailer t = { .version = 2, .chunk_size = 4096, .covered = TREE_LEN,
+				       .hashes_at = TREE_LEN, .nchunks = TREE_CHUNKS,
+				       .group_chunks = 64, .groups_at = TREE_LEN + 32 * TREE_CHUNKS,
+				       .ngroups = 4 };
+	return t;
+}
+
+/* Each inconsistent version 2 field, and each reserved byte set, is rejected. */
+START_TEST(test_tree_trailer_rejects)
+{
+	struct sqk_integ_trailer t = good_tree(), u;
+	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
+
+	sqk_integ_trailer_encode(&t, raw);
+	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &u), 0);
+	ck_assert_uint_eq(u.group_chunks, 64);
+	ck_assert_uint_eq(u.groups_at, t.groups_at);
+	ck_assert_uint_eq(u.ngroups, 4);
+	for (int i = 0; i < 16; i++) {
+		t = good_tree();
+		switch (i) {
+		case 0: t.group_chunks = 0; break;
+		case 1: t.group_chunks = 32; break;
+		case 2: t.group_chunks = 96; break;
+		case 3: t.group_chunks = 131072; t.ngroups = 1; break;
+		case 4: t.groups_at += 32; break;
+		case 5: t.groups_at -= 4096; break;
+		case 6: t.ngroups = 5; break;
+		case 7: t.ngroups = 3; break;
+		case 8: t.ngroups = 0; break;
+		case 9: t.version = 3; break;
+		default: break;
+		}
+		sqk_integ_trailer_encode(&t, raw);
+		if (i == 10)
+			raw[76] = 1; /* the u32 after group_chunks */
+		if (i == 11)
+			raw[96] = 1;
+		if (i == 12)
+			raw[119] = 0x80;
+		if (i == 13) { /* version 1 with tree fields: not zero where v1 needs zeros */
+			sqk_put_le32(raw + 8, 1);
+		}
+		if (i == 14) { /* groups_at + 32*ngroups overflowing */
+			sqk_put_le64(raw + 16, UINT64_MAX - 4095);
+			sqk_put_le64(raw + 24, UINT64_MAX - 4095);
+			sqk_put_le64(raw + 32, (UINT64_MAX - 4095) / 4096 + 1);
+		}
+		if (i == 15) /* a group size that is no power of two but divides evenly */
+			sqk_put_le32(raw + 72, 100);
+		ck_assert_msg(sqk_integ_trailer_decode(raw, &u) == SQK_ECORRUPT,
+			      "mutation %d accepted", i);
+	}
+}
+END_TEST
+
+/* The writer's choice: flat while the digests fit in flat_max, a tree past it; with the
+ * defaults (SQK_INTEG_FLAT_MAX, 4096 a group) at exactly 4 MiB of digests and one chunk more. */
+START_TEST(test_tree_auto)
+{
+	uint8_t *data = pattern(TREE_LEN, 25), *file, root[32];
+	struct sqk_integ_trailer t;
+	size_t flen;
+
+	/* 200 digests take 6400 bytes */
+	flen = make_tree_file(data, TREE_LEN, 4096, 64, 6400, &file, root);
+	ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - 128, &t), 0);
+	ck_assert_uint_eq(t.version, 1);
+	free(file);
+	flen = make_tree_file(data, TREE_LEN, 4096, 64, 6399, &file, root);
+	ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - 128, &t), 0);
+	ck_assert_uint_eq(t.version, 2);
+	ck_assert_uint_eq(t.ngroups, 4);
+	free(file);
+	free(data);
+
+	struct sqk_integ_writer *w;
+	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
+	ck_assert_int_eq(sqk_integ_writer_tree(w, 100, 0), SQK_EINVAL);
+	ck_assert_int_eq(sqk_integ_writer_tree(w, 32, 0), SQK_EINVAL);
+	ck_assert_int_eq(sqk_integ_writer_tree(w, 131072, 0), SQK_EINVAL);
+	sqk_integ_writer_destroy(w);
+
+	/* the defaults: SQK_INTEG_FLAT_MAX / 32 chunks of 4 KiB stay flat, one more is a tree */
+	size_t piece = 1u << 20;
+	uint8_t *zeros = calloc(1, piece), *blob;
+	size_t blen;
+	for (int more = 0; more < 2; more++) {
+		uint64_t n = SQK_INTEG_FLAT_MAX / 32 + (uint64_t)more, covered = n * 4096;
+
+		ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
+		for (uint64_t off = 0; off < covered; off += piece) {
+			size_t len = covered - off < piece ? (size_t)(covered - off) : piece;
+			ck_assert_int_eq(sqk_integ_writer_update(w, off, zeros, len), 0);
+		}
+		ck_assert_int_eq(sqk_integ_writer_finish(w, covered, &blob, &blen, root), 0);
+		sqk_integ_writer_destroy(w);
+		ck_assert_int_eq(sqk_integ_trailer_decode(blob + blen - 128, &t), 0);
+		ck_assert_uint_eq(t.nchunks, n);
+		ck_assert_uint_eq(t.version, more ? 2 : 1);
+		if (more) {
+			ck_assert_uint_eq(t.group_chunks, SQK_INTEG_GROUP_DEFAULT);
+			ck_assert_uint_eq(t.ngroups, n / 4096 + 1);
+		}
+		ck_assert_uint_eq(covered + blen, sqk_integ_end(&t));
+		free(blob);
+	}
+	free(zeros);
+}
+END_TEST
+
 static Suite *integrity_suite(void)
 {
 	Suite *s = suite_create("integrity");
@@ -973,6 +1292,12 @@ static Suite *integrity_suite(void)
 	tcase_add_test(tc, test_fast_hostile);
 	tcase_add_test(tc, test_fast_reads);
 	tcase_add_test(tc, test_fast_absent);
+	tcase_add_test(tc, test_tree_layout);
+	tcase_add_test(tc, test_tree_loads);
+	tcase_add_test(tc, test_tree_bad_group);
+	tcase_add_test(tc, test_tree_every_flip);
+	tcase_add_test(tc, test_tree_trailer_rejects);
+	tcase_add_test(tc, test_tree_auto);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,7 +15,7 @@
 #include "common/io.h"
 #include "common/meta.h"
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
 #include "testutil.h"
 

@@ -1,4 +1,4 @@
-/* Check suite for `sqk mkimage`'s command line (mkimage/options.c) and the excludes of the
+/* Check suite for `sqk mkimage`'s command line (cli/mkimage_options.c) and the excludes of the
  * directory walker (mkimage/source_dir.c): options before, between and after the paths, "--",
  * the mksquashfs spellings, mksquashfs's -e (the rest of the command line) with exact paths and
  * with -wildcards or -regex, -ef files, the refusals (-mem, an unknown option named as typed, an
@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
 #include "testutil.h"
 

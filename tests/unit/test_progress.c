@@ -1,4 +1,4 @@
-/* Check suite for reader/cmd/progress.c, the progress line of sqk extract, verify, tar and cat:
+/* Check suite for cli/progress.c, the progress line of sqk extract, verify, tar and cat:
  * the totals walk on an image built in memory (each inode once: hard links and a directory
  * reached twice count once; a subtree; one file), the counting I/O object, the size and rate
  * formats, and that nothing is on (so nothing counts and nothing is drawn) off a terminal. */
@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
-#include "reader/cmd/progress.h"
-#include "reader/sqk.h"
+#include "cli/progress.h"
+#include "sqk/sqk.h"
 #include "testutil.h"
 
 static char tree[64];

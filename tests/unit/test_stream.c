@@ -13,9 +13,9 @@
 
 #include "common/io.h"
 #include "mkimage/mk.h"
-#include "mkimage/options.h"
+#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 #include "testutil.h"
 
 #define NFILES 14

@@ -1,5 +1,5 @@
 /* sqkfuse: mount a SquashFS image read-only through FUSE. */
-#include "fuse/sqkfuse.h"
+#include "fuse/mount.h"
 
 int main(int argc, char **argv)
 {

@@ -2,7 +2,7 @@
  * (type fuse.sqkfuse: sqkfuse and sqk mount set that subtype), then unmounts it as
  * `fusermount3 -u` does: with umount2() as root, else by running fusermount3 (setuid root; it
  * checks that the mount is the user's). No libfuse needed: sqk built without FUSE has it too. */
-#include "reader/cmd/umount.h"
+#include "umount.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,6 +1,6 @@
-/* The FUSE front-end's entry point, shared by the sqkfuse program and `sqk mount`. */
-#ifndef SQK_FUSE_H
-#define SQK_FUSE_H
+/* The FUSE front-end's entry point (mount.c), shared by the sqkfuse program and `sqk mount`. */
+#ifndef SQK_FUSE_MOUNT_H
+#define SQK_FUSE_MOUNT_H
 
 /* Runs `sqkfuse IMAGE MOUNTPOINT [options]` (argv[0] is the program name). Returns the exit
  * status: 0 after a clean unmount, 1 on errors (reported before detaching), 2 on usage. */

@@ -1,4 +1,4 @@
-/* The image builder's entry point for the sqk tool. */
+/* `sqk mkimage`'s entry point (cli/mkimage.c), called by the sqk dispatcher. */
 #ifndef SQK_MKIMAGE_H
 #define SQK_MKIMAGE_H
 

@@ -1,5 +1,5 @@
 /* sqk verify: checks an image's integrity data (every chunk digest, the root digest) and its
- * whole structure through the library's checker (reader/check.h), printing each finding with its
+ * whole structure through the library's checker (sqk/sqk_check.h), printing each finding with its
  * region and byte range and a one-line summary; fsck-like exit codes. */
 #include "cmd.h"
 #include "progress.h"
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reader/sqk_check.h"
+#include "sqk/sqk_check.h"
 #include "common/format.h"
 #include "common/integrity.h"
 #include "common/io_http.h"

@@ -3,12 +3,12 @@
 #include <string.h>
 
 #ifndef SQK_NO_FUSE
-#include "fuse/sqkfuse.h"
+#include "fuse/mount.h"
 #endif
-#include "mkimage/mkimage.h"
-#include "reader/cmd/cmd.h"
-#include "reader/cmd/tar.h"
-#include "reader/cmd/umount.h"
+#include "mkimage.h"
+#include "cmd.h"
+#include "tar.h"
+#include "umount.h"
 
 #ifndef SQK_VERSION
 #define SQK_VERSION "unknown" /* the Makefile's VERSION, given to this file */

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "reader/sqk.h"
-#include "reader/sqk_check.h"
+#include "sqk/sqk.h"
+#include "sqk/sqk_check.h"
 
 /* Seconds of history behind the rate (and so the time left), in samples of one tick. */
 #define SQK_PROGRESS_TICK_MS 250

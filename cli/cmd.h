@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "common/parse.h"
-#include "reader/sqk.h"
+#include "sqk/sqk.h"
 
 /* The options every reading command takes: verification, and remote images (http://, https://
  * and s3:// IMAGE arguments). */

@@ -51,12 +51,15 @@ static void info_usage(FILE *f)
 		"                    inode_metadata_blocks, directory_metadata_blocks, file_bytes,\n"
 		"                    sparse_bytes, integrity (\"ok\", \"none\", \"corrupt\"),\n"
 		"                    root_hash (hex or null), integrity_chunk_size (or null),\n"
+		"                    digest_layout (\"flat\", \"tree\" or null), digest_groups and\n"
+		"                    digests_per_group (a tree's groups of chunk digests, or null),\n"
 		"                    checksums ([\"SHA-256\"], with \"XXH3-64\" when the image has\n"
 		"                    fast checksums; [] without integrity data),\n"
 		"                    fast_checksum_chunks (the chunks they cover, or null),\n"
 		"                    compression_ratio, prefetch_hint (the ranges sqk mkimage --order\n"
 		"                    or -sort recorded: [{start, length}...], [] for none, null when\n"
-		"                    not valid), http_bytes and http_bytes_unused (remote images);\n"
+		"                    not valid), http_bytes, http_bytes_unused and\n"
+		"                    http_digest_groups (remote images);\n"
 		"                    a failure: {image, error, exit_status}\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		SQK_CMD_REMOTE_HELP
@@ -179,12 +182,21 @@ static void info_integrity_json(const struct sqk_info *in)
 	printf("  \"integrity\": \"%s\",\n", info_integ_state(in));
 	if (in->integ_rc) {
 		printf("  \"root_hash\": null,\n  \"integrity_chunk_size\": null,\n");
+		printf("  \"digest_layout\": null,\n  \"digest_groups\": null,\n"
+		       "  \"digests_per_group\": null,\n");
 		printf("  \"checksums\": [],\n  \"fast_checksum_chunks\": null,\n");
 		return;
 	}
 	sqk_integ_hex(in->integ.root, hex);
 	printf("  \"root_hash\": \"%s\",\n  \"integrity_chunk_size\": %u,\n", hex,
 	       in->integ.chunk_size);
+	if (in->integ.version == SQK_INTEG_VERSION_TREE)
+		printf("  \"digest_layout\": \"tree\",\n  \"digest_groups\": %llu,\n"
+		       "  \"digests_per_group\": %u,\n", (unsigned long long)in->integ.ngroups,
+		       in->integ.group_chunks);
+	else
+		printf("  \"digest_layout\": \"flat\",\n  \"digest_groups\": null,\n"
+		       "  \"digests_per_group\": null,\n");
 	if (in->fast_rc)
 		printf("  \"checksums\": [\"SHA-256\"],\n  \"fast_checksum_chunks\": null,\n");
 	else
@@ -217,6 +229,13 @@ static void info_integrity_text(const struct sqk_info *in)
 		sqk_integ_hex(in->integ.root, hex);
 		printf("root hash:               %s\n", hex);
 		printf("integrity chunk size:    %u\n", in->integ.chunk_size);
+		if (in->integ.version == SQK_INTEG_VERSION_TREE)
+			printf("digest layout:           tree: %llu group%s of %u digests\n",
+			       (unsigned long long)in->integ.ngroups,
+			       in->integ.ngroups == 1 ? "" : "s", in->integ.group_chunks);
+		else
+			printf("digest layout:           flat: %llu digests\n",
+			       (unsigned long long)in->integ.nchunks);
 		info_checksums_text(in);
 	}
 }
@@ -231,18 +250,19 @@ static void info_http(const struct sqk_info *in, bool json)
 	if (json)
 		printf("  \"http_requests\": %llu,\n  \"http_bytes\": %llu,\n"
 		       "  \"http_bytes_unused\": %llu,\n  \"http_retries\": %llu,\n"
-		       "  \"disk_cache_hits\": %llu,\n  \"disk_cache_misses\": %llu,\n",
+		       "  \"disk_cache_hits\": %llu,\n  \"disk_cache_misses\": %llu,\n"
+		       "  \"http_digest_groups\": %llu,\n",
 		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
 		       (unsigned long long)h.bytes_unused,
 		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
-		       (unsigned long long)h.disk_misses);
+		       (unsigned long long)h.disk_misses, (unsigned long long)h.digest_groups);
 	else
 		printf("http:                    %llu requests, %llu bytes (%llu fetched unused), %llu "
-		       "retries; disk cache %llu hits, %llu misses\n",
+		       "retries; disk cache %llu hits, %llu misses; %llu digest groups fetched\n",
 		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
 		       (unsigned long long)h.bytes_unused,
 		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
-		       (unsigned long long)h.disk_misses);
+		       (unsigned long long)h.disk_misses, (unsigned long long)h.digest_groups);
 }
 
 /* What a hint range holds, for the text output. */

@@ -1,7 +1,7 @@
 /* `sqk mkimage`: options, the output (judged before any source is read: a file is written as
  * an unnamed temporary in the destination directory, linked and renamed into place after the
  * one fsync, so a failed build leaves the destination as it was; a block device is written in
- * place), signals, the summary. The build itself is build.c. */
+ * place), signals, the summary. The build itself is mkimage/build.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -17,11 +17,12 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/sigwatch.h"
-#include "mk.h"
+#include "mkimage/mk.h"
 #include "mkimage.h"
+#include "mkimage_options.h"
 #include "common/outfile.h"
-#include "reuse.h"
-#include "source.h"
+#include "mkimage/reuse.h"
+#include "mkimage/source.h"
 
 static const struct sqk_outfile_kind image_kind = {
 	.what = "a SquashFS image",

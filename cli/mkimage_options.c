@@ -1,5 +1,5 @@
-/* Command-line parsing for `sqk mkimage`. */
-#include "options.h"
+/* `sqk mkimage`'s command line parsed into the builder's options (cli/mkimage_options.h). */
+#include "mkimage_options.h"
 
 #include <errno.h>
 #include <regex.h>
@@ -38,6 +38,9 @@ static void usage(FILE *f)
 		"      --no-checksums      no integrity data (SHA-256 of every chunk and a root digest,\n"
 		"                          appended after the image by default; see sqk verify)\n"
 		"      --checksum-chunk SIZE  integrity chunk size, 4K..1M, power of two (default 64K)\n"
+		"      --digest-tree       store the chunk digests as a tree of groups (4096 digests a\n"
+		"                          group) for any size; by default only when they exceed 4 MiB,\n"
+		"                          so that remote readers fetch them on demand\n"
 		"      --exclude GLOB      skip paths (relative to the source) matching GLOB; repeatable\n"
 		"                          (-e is mksquashfs's exclude now, see below)\n"
 		"      --all-root          make every file owned by root (uid 0, gid 0)\n"
@@ -225,7 +228,7 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
-       OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR };
+       OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -241,6 +244,7 @@ static const struct option long_opts[] = {
 	{ "no-exports", no_argument, NULL, OPT_NOEXPORT },
 	{ "no-checksums", no_argument, NULL, OPT_NOCSUM },
 	{ "checksum-chunk", required_argument, NULL, OPT_CSUMCHUNK },
+	{ "digest-tree", no_argument, NULL, OPT_DTREE },
 	{ "exclude", required_argument, NULL, 'e' },
 	{ "all-root", no_argument, NULL, OPT_ALLROOT },
 	{ "keep-as-directory", no_argument, NULL, OPT_KEEPDIR },
@@ -395,6 +399,7 @@ static int handle_flag(struct mk_options *o, int c)
 	case OPT_NOEXPORT: o->no_exports = true; return 0;
 	case OPT_EXPORTS: o->no_exports = false; return 0;
 	case OPT_NOCSUM: o->no_checksums = true; return 0;
+	case OPT_DTREE: o->digest_tree = true; return 0;
 	case OPT_ALLROOT: o->force_uid = 0; o->force_gid = 0; return 0;
 	case OPT_TAR: o->tar = true; return 0;
 	case OPT_KEEPDIR: o->keep_as_directory = true; return 0;
@@ -762,6 +767,10 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 {
 	if (check_level(o, ps->level_arg) || check_lzo(o, ps->level_arg) || check_wildcards(o))
 		return -1;
+	if (o->digest_tree && o->no_checksums) {
+		fprintf(stderr, "sqk mkimage: --digest-tree needs integrity data (not --no-checksums)\n");
+		return -1;
+	}
 	if (o->comp.xz_bcj && o->comp.id != SQK_COMP_XZ) {
 		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");
 		return -1;

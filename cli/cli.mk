@@ -1,0 +1,26 @@
+# cli/: the command line: the sqk dispatcher (cli/sqk.c) and its subcommands, sqkfuse
+# (cli/sqkfuse.c), the manual pages (cli/man/) and the bash completion (cli/completion/).
+# Linked last, on mkimage/, fuse/ and libsqk.
+SQK_BIN := $(BUILD)/bin/sqk
+CLI_SRCS := $(filter-out cli/sqk.c cli/sqkfuse.c,$(wildcard cli/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+SQK_OBJS := $(BUILD)/obj/cli/sqk.o $(CLI_OBJS)
+BINS += $(SQK_BIN)
+
+# The signal thread and the temporary-then-rename output file serve the programs only.
+$(SQK_BIN): $(SQK_OBJS) $(SIGWATCH_OBJ) $(OUTFILE_OBJ) $(LIBMKIMAGE) $(LIBSQK_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(SQK_LINK_EXTRA) $(PKG_LIBS)
+
+ifeq ($(HAVE_FUSE),1)
+SQKFUSE_BIN := $(BUILD)/bin/sqkfuse
+BINS += $(SQKFUSE_BIN)
+
+$(SQKFUSE_BIN): $(BUILD)/obj/cli/sqkfuse.o $(SQKFUSE_LIB_OBJS) $(SIGWATCH_OBJ) $(OUTFILE_OBJ) $(LIBSQK_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(FUSE_LIBS) $(PKG_LIBS)
+
+# `sqk mount` is the same front-end inside the sqk tool.
+$(SQK_BIN): $(SQKFUSE_LIB_OBJS)
+SQK_LINK_EXTRA = $(FUSE_LIBS)
+endif

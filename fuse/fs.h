@@ -1,0 +1,40 @@
+/* What sqkfuse's operations (ops.c) and its mounting (mount.c) share: the mounted image's
+ * state, the operations table and the log. Internal to fuse/; FUSE_USE_VERSION is set by the
+ * including file. */
+#ifndef SQK_FUSE_FS_H
+#define SQK_FUSE_FS_H
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sqk/sqk.h"
+
+/* The session's userdata: one mounted image. */
+struct fs {
+	struct sqk_image *img;
+	struct sqk_inode root;
+	struct sqk_nodes *nodes;
+	struct sqk_store *store; /* page-cache fill after small reads; NULL = off */
+	struct sqk_trace *trace; /* -o trace: files read, in first-read order; NULL = off */
+	unsigned fill;           /* blocks per fill group */
+	uint64_t fills;          /* groups stored by the fill thread (for stats=) */
+	atomic_uint_fast64_t reads; /* read requests answered */
+	const char *image;
+	bool foreground;
+	bool noprefetch;       /* -o noprefetch: the hint is not fetched after the fork */
+	bool no_open;          /* the kernel takes ENOSYS from open as "no open needed" */
+	pthread_t opener;      /* the thread that opens the image; only it writes open_msg */
+	char open_msg[512];    /* the library's last message on that thread (why an open failed) */
+	pthread_key_t buf_key; /* per-thread read buffer */
+};
+
+/* The low-level operations on a struct fs (given as the session's userdata). */
+extern const struct fuse_lowlevel_ops sqk_fuse_ops;
+
+/* Logs one line: to stderr in the foreground, to syslog once detached. */
+void sqk_fuse_log(const struct fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,257 @@
+#!/bin/bash
+# The digest tree (integrity trailer version 2, sqk mkimage --digest-tree), on an image of about
+# 60 MB of incompressible files with 4 KiB chunks (several groups of 4096 chunk digests):
+#  1. the layout, checked independently here: chunk digests, group digests G[g] = SHA-256 of
+#     group g's chunk digests, zero padding, the trailer's version 2 fields, root = SHA-256 of
+#     the trailer (root zeroed) and the group digests; sqk info (text and --json) says "tree"
+#     and the group count; without --digest-tree the same tree is flat (version 1)
+#  2. the kernel (loop mount) and unsquashfs give the source back; sqk verify passes
+#  3. a byte flipped inside group 2's chunk digests: sqk verify fails naming group 2, its chunks
+#     and the image bytes they cover; sqk cat of a file in group 0 still reads right, one in
+#     group 2 fails naming the group
+#  4. remote (nginx on 127.0.0.1, bytes from its access log): opening and reading one file
+#     fetches the tail from the group digests on (not the chunk digest array), one range
+#     request per digest group it needs (exactly that group's bytes: the file's, and the last
+#     one for the metadata tables unless the tail request held it), and the file's chunks;
+#     reading every file gives the right bytes and fetches each group at most once (exactly
+#     once when the tail did not bring it); a second read with a warm disk cache fetches no
+#     group; the damaged image on the server: a file of group 2 fails naming the group, a file
+#     of group 0 reads right
+. "$(dirname "$0")/lib.sh"
+need_root
+need_sqk
+need_cmd python3 cmp
+DIR=$(cd "$(dirname "$0")" && pwd)
+W=$(scratch tree)
+
+# sqk_t ARGS...: run_capture of `sqk ARGS` with a time limit (a hang is a failure).
+sqk_t() {
+	run_capture sqk timeout 180 "$SQK" "$@"
+	[ "$RC" != 124 ] || { show_err; fail "sqk $* did not finish within 180 s"; }
+}
+
+# 56 files of exactly 1 MiB (8 blocks, no tails) of random bytes, and a few small ones
+mkdir -p "$W/src/d" "$W/src/s" "$W/www"
+for i in $(seq -w 1 56); do
+	head -c 1048576 /dev/urandom >"$W/src/d/f$i"
+done
+for i in 1 2 3; do
+	head -c $((i * 3000)) /dev/urandom >"$W/src/s/small$i"
+done
+IMG=$W/www/img.sqk
+# gzip: sqfs_patch.py (the layout check) reads gzip metadata
+sqk_build -c gzip --digest-tree --checksum-chunk 4K "$W/src" "$IMG"
+SIZE=$(stat -c %s "$IMG")
+
+# ---- 1. the layout, independently; which group each file lies in --------------------------
+python3 - "$DIR" "$IMG" "$W/groups" "$W/layout" <<'PY' || fail "the digest tree's layout is wrong"
+import hashlib, struct, sys
+sys.path.insert(0, sys.argv[1])
+from sqfs_patch import Image
+data = open(sys.argv[2], "rb").read()
+t = data[-128:]
+assert t[:8] == b"SQKINTG1" and t[120:] == b"SQKINTG1", "trailer magics"
+ver, cs, cov, hat, n = struct.unpack_from("<IIQQQ", t, 8)
+gc, z, gat, ng = struct.unpack_from("<IIQQ", t, 72)
+assert ver == 2, "version %d, expected 2 (a tree)" % ver
+assert cs == 4096 and hat == cov and n == (cov + cs - 1) // cs, (cs, cov, hat, n)
+assert gc == 4096 and z == 0 and gat == cov + 32 * n and ng == (n + gc - 1) // gc, (gc, z, gat, ng)
+assert ng >= 4, "only %d groups" % ng
+assert t[96:120] == bytes(24), "reserved bytes not zero"
+end = gat + 32 * ng
+assert len(data) == (end + 128 + 4095) // 4096 * 4096, "the trailer does not end the file"
+assert data[end:len(data) - 128] == bytes(len(data) - 128 - end), "padding not zero"
+for k in range(n):
+    assert hashlib.sha256(data[k * cs:min((k + 1) * cs, cov)]).digest() == data[cov + 32 * k:cov + 32 * k + 32], "chunk digest %d" % k
+for g in range(ng):
+    a, b = cov + 32 * g * gc, cov + 32 * min((g + 1) * gc, n)
+    assert hashlib.sha256(data[a:b]).digest() == data[gat + 32 * g:gat + 32 * g + 32], "group digest %d" % g
+root = hashlib.sha256(t[:40] + bytes(32) + t[72:] + data[gat:end]).digest()
+assert root == t[40:72], "root digest"
+im = Image(sys.argv[2])
+bs = im.sb["block_size"]
+with open(sys.argv[3], "w") as o:
+    for i in range(1, 57):
+        p = "d/f%02d" % i
+        d = im.lookup(p)
+        s, e = d["blocks"], d["blocks"] + d["size"]  # stored raw: size bytes of blocks
+        g0, g1 = s // cs // gc, (e - 1) // cs // gc
+        if g0 == g1:
+            o.write("%s %d\n" % (p, g0))
+# the metadata tables: from the inode table to bytes_used
+meta_group = (im.sb["bytes_used"] - 1) // cs // gc
+with open(sys.argv[4], "w") as o:
+    o.write("%d %d %d %d %d\n" % (cov, gat, ng, n, meta_group))
+    for g in range(ng):
+        o.write("%d %d\n" % (cov + 32 * g * gc, cov + 32 * min((g + 1) * gc, n)))
+print("  layout: %d chunks, %d groups of %d, groups at %d, file %d bytes" % (n, ng, gc, gat, len(data)))
+PY
+read -r COV GAT NG NCH META_G < <(head -n 1 "$W/layout")
+info "digest tree: $NG groups; the metadata tables in group $META_G"
+pick() { awk -v g="$1" '$2 == g { print $1; exit }' "$W/groups"; }
+F0=$(pick 0)
+F2=$(pick 2)
+[ -n "$F0" ] && [ -n "$F2" ] || fail "no file wholly inside group 0 or group 2: $(cat "$W/groups")"
+
+sqk_t info --json "$IMG"
+[ "$RC" = 0 ] || { show_err; fail "sqk info --json exited $RC"; }
+python3 - "$OUT_FILE" "$NG" <<'PY' || fail "sqk info --json does not describe the tree"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["digest_layout"] == "tree", j.get("digest_layout")
+assert j["digest_groups"] == int(sys.argv[2]), j.get("digest_groups")
+assert j["digests_per_group"] == 4096, j.get("digests_per_group")
+assert j["integrity"] == "ok" and j["integrity_chunk_size"] == 4096, j
+PY
+"$SQK" info "$IMG" | grep -q "^digest layout: *tree: $NG groups of 4096 digests" ||
+	fail "sqk info does not show the tree: $("$SQK" info "$IMG" | grep -i digest)"
+sqk_build -c gzip --checksum-chunk 4K "$W/src" "$W/flat.sqk"
+"$SQK" info --json "$W/flat.sqk" | grep -q '"digest_layout": "flat"' ||
+	fail "an image without --digest-tree (digests under 4 MiB) is not flat"
+python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read()[-128:]; sys.exit(struct.unpack_from("<I", d, 8)[0] != 1)' "$W/flat.sqk" ||
+	fail "the flat image's trailer is not version 1"
+info "sqk info: tree of $NG groups; without --digest-tree: flat (version 1)"
+
+# ---- 2. other readers, and sqk verify ----------------------------------------------------------
+need_kernel_mount
+mount_sq "$IMG" "$W/mnt"
+tree_equal "kernel mount" "$W/src" "$W/mnt"
+umount_sq "$W/mnt"
+if command -v unsquashfs >/dev/null; then
+	extract "$IMG" "$W/x"
+	tree_equal "unsquashfs" "$W/src" "$W/x"
+	rm -rf "$W/x"
+else
+	info "no unsquashfs here: not compared"
+fi
+sqk_t verify "$IMG"
+[ "$RC" = 0 ] || { show_err; fail "sqk verify of the tree image exited $RC"; }
+grep -q "clean" "$OUT_FILE" "$ERR_FILE" || fail "sqk verify did not say clean: $(cat "$OUT_FILE" "$ERR_FILE")"
+info "sqk verify: clean"
+
+# ---- 3. group 2's chunk digests damaged --------------------------------------------------------
+BAD=$W/www/bad.sqk
+read -r G2S G2E <<<"$(sed -n 4p "$W/layout")" # the line after the header is group 0
+python3 - "$IMG" "$BAD" "$G2S" <<'PY' || fail "cannot damage the image"
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[int(sys.argv[3]) + 32 * 100 + 7] ^= 0x40  # chunk digest 100 of group 2
+open(sys.argv[2], "wb").write(d)
+PY
+K0=$((2 * 4096)) K1=$((3 * 4096 - 1))
+[ $K1 -lt "$NCH" ] || K1=$((NCH - 1))
+sqk_t verify "$BAD"
+[ "$RC" != 0 ] || fail "sqk verify passed an image whose digest group 2 is damaged"
+grep -q "digest group 2 (chunks $K0..$K1, image bytes $((K0 * 4096))..$(((K1 + 1) * 4096 - 1))" "$OUT_FILE" "$ERR_FILE" ||
+	fail "sqk verify does not name group 2, its chunks and bytes: $(cat "$OUT_FILE" "$ERR_FILE")"
+info "sqk verify of the damaged image: exit $RC, names group 2 (chunks $K0..$K1)"
+sqk_t cat "$BAD" "$F0"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 (group 0) failed on the image with group 2 damaged"; }
+cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 (group 0) gave wrong bytes"
+sqk_t cat "$BAD" "$F2"
+[ "$RC" != 0 ] || fail "sqk cat of $F2 (group 2) succeeded though its digests are damaged"
+grep -q "digest group 2" "$ERR_FILE" || fail "the failed read does not name the group: $(cat "$ERR_FILE")"
+info "local reads: $F0 (group 0) right, $F2 (group 2) refused naming the group"
+
+# ---- 4. remote ----------------------------------------------------------------------------
+http_serve "$W/www"
+URL=$HTTP_URL/img.sqk
+
+# ranges_check MARK WHAT EXACT...: the groups fetched after MARK: each request inside the
+# digests is exactly one group's bytes, fetched at most once; EXACT lists groups that must be
+# fetched exactly once; no request spans the chunk digest array; prints the tail request's
+# start and the groups fetched.
+ranges_check() {
+	http_log_ranges "$1" >"$W/log.$2"
+	python3 - "$W/log.$2" "$W/layout" "$SIZE" "$2" "${@:3}" <<'PY'
+import sys
+log, lay, size, what = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+exact = [int(x) for x in sys.argv[5:]]
+lines = open(lay).read().split("\n")
+cov, gat, ng, n, meta = map(int, lines[0].split())
+groups = [tuple(map(int, l.split())) for l in lines[1:1 + ng]]
+tail, fetched = None, {}
+for l in open(log):
+    f = l.split()
+    r = f[3][len("range="):]
+    assert r.startswith("bytes="), "a request without a range: " + l
+    a, b = r[len("bytes="):].split("-")
+    a, b = int(a), int(b) + 1
+    if b == size:
+        assert tail is None, "two tail requests: " + l
+        tail = a
+        assert a > cov, "%s: the tail request starts at %d, in the image (the digests start at %d)" % (what, a, cov)
+        assert a <= gat, "%s: the tail request starts at %d, past the group digests (%d)" % (what, a, gat)
+        continue
+    if b <= cov:
+        continue  # chunks
+    assert a >= cov and b <= gat, "%s: request %d-%d overlaps the digests and something else" % (what, a, b)
+    assert (a, b) in groups, "%s: request %d-%d is not one group's digests" % (what, a, b)
+    g = groups.index((a, b))
+    assert g not in fetched, "%s: group %d fetched twice" % (what, g)
+    fetched[g] = True
+for g in exact:
+    assert g in fetched, "%s: group %d was not fetched (fetched: %s)" % (what, g, sorted(fetched))
+print("%s %s" % (tail if tail is not None else -1, " ".join(str(g) for g in sorted(fetched))))
+PY
+}
+# whether the tail request (starting at $1) brought group $2 whole
+in_tail() {
+	local s
+	s=$(sed -n "$(($2 + 2))p" "$W/layout" | cut -d' ' -f1)
+	[ "$1" -ge 0 ] && [ "$1" -le "$s" ]
+}
+
+mark=$(http_log_mark)
+sqk_t cat --cache-dir "$W/c1" "$URL" "$F0"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 over the URL exited $RC"; }
+cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 over the URL gave wrong bytes"
+out=$(ranges_check "$mark" one 0) || fail "reading one file: wrong digest requests"
+read -r TAIL got <<<"$out"
+want="0"
+if [ "$META_G" != 0 ] && ! in_tail "$TAIL" "$META_G"; then want="0 $META_G"; fi
+[ "$got" = "$want" ] || fail "reading $F0 fetched digest groups '$got', expected '$want' (tail from $TAIL)"
+read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
+dig=$((GAT - COV))
+[ "$nbytes" -lt $((1048576 + 2 * 65536 + 131072 * 2 + 4 * 65536 + dig / 2)) ] ||
+	fail "reading one 1 MiB file fetched $nbytes bytes (the chunk digests alone are $dig)"
+info "one file over the URL: $nreq requests, $nbytes bytes; tail from $TAIL (groups at $GAT, digests at $COV); digest groups fetched: $got"
+
+mark=$(http_log_mark)
+all=$(cd "$W/src" && find d s -type f | LC_ALL=C sort)
+# shellcheck disable=SC2086
+sqk_t cat --cache-dir "$W/c2" "$URL" $all
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of every file over the URL exited $RC"; }
+# shellcheck disable=SC2086
+(cd "$W/src" && cat $all) | cmp -s - "$OUT_FILE" || fail "sqk cat of every file over the URL differs"
+out=$(ranges_check "$mark" all) || fail "reading every file: wrong digest requests"
+read -r TAIL got <<<"$out"
+for g in $(seq 0 $((NG - 1))); do
+	in_tail "$TAIL" "$g" && continue
+	case " $got " in *" $g "*) ;; *) fail "reading every file did not fetch group $g (fetched: $got)" ;; esac
+done
+info "every file over the URL: right bytes; each digest group fetched once ($got; tail from $TAIL)"
+
+mark=$(http_log_mark)
+sqk_t cat --cache-dir "$W/c1" "$URL" "$F0"
+[ "$RC" = 0 ] || { show_err; fail "a warm sqk cat of $F0 exited $RC"; }
+cmp -s "$OUT_FILE" "$W/src/$F0" || fail "a warm sqk cat of $F0 gave wrong bytes"
+out=$(ranges_check "$mark" warm) || fail "warm read: wrong digest requests"
+read -r TAIL got <<<"$out"
+[ -z "$got" ] || fail "with a warm disk cache, reading $F0 fetched digest groups '$got'"
+info "warm disk cache: no digest group fetched"
+
+sqk_t info --json --cache-dir "$W/c3" "$URL"
+[ "$RC" = 0 ] || { show_err; fail "sqk info --json over the URL exited $RC"; }
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["digest_layout"] == "tree" and isinstance(j["http_digest_groups"], int), j' "$OUT_FILE" ||
+	fail "sqk info --json over the URL: no tree layout or http_digest_groups"
+
+BURL=$HTTP_URL/bad.sqk
+sqk_t cat --cache-dir "$W/c4" "$BURL" "$F2"
+[ "$RC" != 0 ] || fail "sqk cat of $F2 (group 2 damaged on the server) succeeded"
+grep -q "digest group 2 (bytes $G2S-$((G2E - 1)))" "$ERR_FILE" ||
+	fail "the failed remote read does not name group 2 and its bytes: $(cat "$ERR_FILE")"
+sqk_t cat --cache-dir "$W/c4" "$BURL" "$F0"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 (group 0) from the damaged image exited $RC"; }
+cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 (group 0) from the damaged image gave wrong bytes"
+info "remote, group 2 damaged: $F2 refused naming the group, $F0 right"
