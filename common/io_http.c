@@ -6,9 +6,10 @@
  * it. An image with a digest tree has only its group digests read at open: each group of chunk
  * digests is fetched (or taken from the disk cache) when a chunk it covers is first checked,
  * started as soon as the chunk is asked for so both requests run at once, checked against its
- * group digest and kept. A read fetches what it reads; only a read whose caller names its stream (sqk_io_ahead: a
- * file read sequentially, or a walk through the image) fetches ahead, in growing windows cut into
- * parts that run on parallel connections, never past the limit the caller gives. */
+ * group digest and kept. A read fetches what it reads; only a read whose caller names its
+ * stream (sqk_io_ahead: a file read sequentially, or a walk through the image) fetches ahead, in
+ * growing windows cut into parts that run on parallel connections, never past the limit the
+ * caller gives. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -471,6 +472,12 @@ static int group_need(struct sqk_http *h, uint64_t g)
 			rc = group_take(h, g, j);
 			pthread_mutex_lock(&h->mu);
 			gr->state = rc ? GR_ABSENT : GR_READY;
+			if (rc == SQK_EINTR && !h->cancelled) {
+				/* cut off by a quiesce (the transfer thread stopped before a fork),
+				 * not by this reader: ask again */
+				pthread_cond_broadcast(&h->cv);
+				continue;
+			}
 			if (rc) {
 				gr->err = rc;
 				gr->fails++;

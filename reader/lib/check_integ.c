@@ -137,7 +137,14 @@ static int check_chunks(struct chk *c, const struct sqk_integ *ig, const struct 
 		return SQK_ENOMEM;
 	}
 	rc = chk_parallel(c->threads, integ_worker, &w);
-	c->res->chunks = ig->t.nchunks;
+	c->res->chunks = 0; /* checked: not those of a damaged digest group */
+	for (uint64_t g = 0; g < (ig->lazy ? ig->t.ngroups : 1); g++) {
+		uint64_t k0, k1, s, e;
+
+		sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
+		if (sqk_integ_group_loaded(ig, g))
+			c->res->chunks += k1 - k0;
+	}
 	if (rc == 0)
 		rc = merge_bad(c, ig, w.bad);
 	if (rc == 0)

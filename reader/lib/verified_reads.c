@@ -371,6 +371,14 @@ static void log_mismatch(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 		return;
 	if (ino)
 		snprintf(what, sizeof(what), " (read of inode %u)", ino);
+	if (!sqk_integ_group_loaded(&img->integ, sqk_integ_group_of(&img->integ, k))) {
+		sqk_logf(img, "integrity check failed at image offset %llu: bytes %llu..%llu (chunk "
+			 "%llu) cannot be verified: their digest group %llu is damaged%s",
+			 (unsigned long long)s, (unsigned long long)s, (unsigned long long)e - 1,
+			 (unsigned long long)k,
+			 (unsigned long long)sqk_integ_group_of(&img->integ, k), what);
+		return;
+	}
 	sqk_logf(img, "integrity check failed at image offset %llu: bytes %llu..%llu (chunk %llu) "
 		 "do not match their digest%s", (unsigned long long)s, (unsigned long long)s,
 		 (unsigned long long)e - 1, (unsigned long long)k, what);

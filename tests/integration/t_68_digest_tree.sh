@@ -17,6 +17,10 @@
 #     once when the tail did not bring it); a second read with a warm disk cache fetches no
 #     group; the damaged image on the server: a file of group 2 fails naming the group, a file
 #     of group 0 reads right
+#  5. sqkfuse over the URL: 8 concurrent cold readers of files of one group make one request
+#     for its digests; through a mount of the damaged image a file of group 2 gives EIO (twice,
+#     the group requested again each time: a failure is not kept), logged naming the group,
+#     while a file of group 0 reads right
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -173,6 +177,8 @@ groups = [tuple(map(int, l.split())) for l in lines[1:1 + ng]]
 tail, fetched = None, {}
 for l in open(log):
     f = l.split()
+    if f[1] == "/":
+        continue  # http_serve's readiness probe
     r = f[3][len("range="):]
     assert r.startswith("bytes="), "a request without a range: " + l
     a, b = r[len("bytes="):].split("-")
@@ -241,6 +247,23 @@ read -r TAIL got <<<"$out"
 [ -z "$got" ] || fail "with a warm disk cache, reading $F0 fetched digest groups '$got'"
 info "warm disk cache: no digest group fetched"
 
+# the groups are cached under keys above every chunk number (2^63 + g); without them, the file's
+# chunks still come from the disk cache, checked once their group arrives: only that group is
+# fetched (and the open's tail), no chunk of the file
+ng=$(find "$W/c1" -type f -name '80000000000000*' | wc -l)
+[ "$ng" -ge 1 ] || fail "no digest group in the disk cache (keys 8000000000000000 + g): $(ls -R "$W/c1" | head)"
+find "$W/c1" -type f -name '80000000000000*' -delete
+mark=$(http_log_mark)
+sqk_t cat --cache-dir "$W/c1" "$URL" "$F0"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 with its chunks but not its group cached exited $RC"; }
+cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 with its chunks but not its group cached gave wrong bytes"
+out=$(ranges_check "$mark" nogroup 0) || fail "chunks cached, groups not: wrong digest requests"
+read -r TAIL got <<<"$out"
+[ "$got" = 0 ] || [ "$got" = "0 $META_G" ] || fail "chunks cached, groups not: fetched groups '$got'"
+read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
+[ "$nbytes" -lt 1048576 ] || fail "chunks cached, groups not: $nbytes bytes fetched (the file's chunks again?)"
+info "groups dropped from the disk cache ($ng): the cached chunks are checked once group 0 arrives ($nreq requests, $nbytes bytes)"
+
 sqk_t info --json --cache-dir "$W/c3" "$URL"
 [ "$RC" = 0 ] || { show_err; fail "sqk info --json over the URL exited $RC"; }
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["digest_layout"] == "tree" and isinstance(j["http_digest_groups"], int), j' "$OUT_FILE" ||
@@ -255,3 +278,42 @@ sqk_t cat --cache-dir "$W/c4" "$BURL" "$F0"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 (group 0) from the damaged image exited $RC"; }
 cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 (group 0) from the damaged image gave wrong bytes"
 info "remote, group 2 damaged: $F2 refused naming the group, $F0 right"
+
+# ---- 5. sqkfuse over the URL: concurrent cold readers of one group, and EIO for a bad one ----
+SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
+if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null || [ ! -x "$SQKFUSE" ]; then
+	info "no /dev/fuse, fusermount3 or sqkfuse: the mount checks did not run"
+	exit 0
+fi
+G1=$(awk '$2 == 1 { print $1 }' "$W/groups" | head -n 8)
+[ "$(echo "$G1" | wc -l)" -ge 4 ] || fail "fewer than 4 files wholly inside group 1"
+mark=$(http_log_mark)
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/c5"
+pids=""
+for f in $G1; do
+	cmp -s "$W/src/$f" "$W/m/$f" >"$W/cmp.$(basename "$f")" 2>&1 &
+	pids="$pids $!"
+done
+for p in $pids; do
+	wait "$p" || fail "a concurrent read of a group 1 file through the mount differs"
+done
+fuse_umount "$W/m"
+out=$(ranges_check "$mark" mount 1) || fail "concurrent readers: wrong digest requests"
+info "$(echo "$G1" | wc -l) concurrent cold readers of group 1 through sqkfuse: right bytes, one request for the group ($out)"
+
+mark=$(http_log_mark)
+fuse_mount "$BURL" "$W/m" -o "cache_dir=$W/c6"
+cmp -s "$W/src/$F0" "$W/m/$F0" || fail "through the mount of the damaged image, $F0 (group 0) differs"
+for try in 1 2; do
+	if cat "$W/m/$F2" >/dev/null 2>"$W/eio.err"; then
+		fail "through the mount of the damaged image, $F2 (group 2) read (try $try)"
+	fi
+	grep -q "Input/output error" "$W/eio.err" ||
+		fail "reading $F2 through the mount did not give EIO (try $try): $(cat "$W/eio.err")"
+done
+cmp -s "$W/src/$F0" "$W/m/$F0" || fail "after the failed reads, $F0 (group 0) differs"
+fuse_umount "$W/m"
+grep -q "digest group 2" "$TMP/fuse.err" || fail "sqkfuse did not log the damaged group: $(tail -n 5 "$TMP/fuse.err")"
+n2=$(http_log_ranges "$mark" | grep -c "range=bytes=$G2S-$((G2E - 1)) ")
+[ "$n2" -ge 2 ] || fail "the damaged group was requested $n2 times for two reads: a failed group is not tried again"
+info "mount of the damaged image: $F2 gives EIO twice, logged naming the group, the group requested again ($n2 requests); $F0 reads right"
