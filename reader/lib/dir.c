@@ -141,6 +141,12 @@ int sqk_dir_next(struct sqk_dir_iter *it, struct sqk_dirent *e)
 	}
 	if (rc == 0)
 		rc = read_entry(it, e);
+	if (rc == 0) {
+		it->run_left--;
+		/* what is left after a run must hold a header */
+		if (it->run_left == 0 && it->remaining > 0 && it->remaining < SQK_DIR_HEADER_SIZE)
+			rc = SQK_ECORRUPT;
+	}
 	if (rc) {
 		sqk_logf(it->img, "bad directory entry in block at offset %llu: %s",
 			 (unsigned long long)it->pos, sqk_strerror(rc));
@@ -148,10 +154,7 @@ int sqk_dir_next(struct sqk_dir_iter *it, struct sqk_dirent *e)
 		it->run_left = 0;
 		return rc;
 	}
-	it->run_left--;
 	it->index++;
-	if (it->run_left == 0 && it->remaining > 0 && it->remaining < SQK_DIR_HEADER_SIZE)
-		return SQK_ECORRUPT;
 	return 1;
 }
 

@@ -241,7 +241,7 @@ enum sqk_walk_event {
 				 * what the listing holds; the entry is not reported) */
 	SQK_WALK_ERR_DEPTH = 5, /* the directory at path (depth max_depth or more) holds entries
 				 * deeper than the bound (SQK_ETOOBIG): it is not entered */
-	SQK_WALK_ERR_FATAL = 6, /* out of memory: the walk is over */
+	SQK_WALK_ERR_FATAL = 6, /* out of memory: the walk is over (e.path may be NULL) */
 };
 
 /* Entry flags (sqk_walk_entry.flags). */
