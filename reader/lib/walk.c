@@ -1,8 +1,9 @@
-/* The one tree walk of libsqk (sqk_walk_open/next/close): depth first in listing order,
+/* The one tree walk of libsqk (sqk_walk_open/next/skip/close): depth first in listing order,
  * with an explicit stack of directory listings on the heap (one level per directory being read,
  * however deep the image nests), the one depth bound, loop detection, an optional
- * once-per-inode set and post-order events. sqk info's count, the checker, ls -R, tar, extract
- * and the progress totals all walk through it; what each does per entry stays with it. */
+ * once-per-inode set and post-order events. sqk info's count, the checker, ls -R, tar, extract,
+ * the progress totals and sqkfuse's trace all walk through it; what each does per entry stays
+ * with it. */
 #include <stdlib.h>
 #include <string.h>
 
