@@ -2,8 +2,8 @@
  * image built in memory by the builder, the walk's order, paths, depths, parents and post-order
  * events, skipping a directory, the once-per-inode flag on a hard link, the depth bound with its
  * error, a walk from a path or a file; the iterator's entries; and, on an image whose directory
- * block is stored raw and then patched, a listing cut short, a bad run and a directory loop
- * giving errors or flags, never a crash or an endless walk. */
+ * block is stored raw and then patched, a listing cut short, a bad run, entries whose inodes do
+ * not decode and a directory loop giving errors or flags, never a crash or an endless walk. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,6 +560,50 @@ START_TEST(test_raw_loop)
 }
 END_TEST
 
+/* The run's inode block moved far past the inode table: no entry's inode decodes. Each is
+ * SQK_WALK_ERR_INODE, naming its path and what the listing says, and the walk goes on to the
+ * next; the listing itself is fine. */
+START_TEST(test_raw_bad_inodes)
+{
+	size_t len, dir;
+	uint8_t *data = raw_dir_image(&len, &dir);
+	struct sqk_walk_entry e;
+	struct sqk_io *mio;
+	struct sqk_image *im;
+	struct sqk_walk *w;
+	int rc, errs = 0, ok = 0;
+	char last[256] = "";
+
+	sqk_put_le32(data + dir + 4, 0x7fff0000u);
+	im = open_bytes(data, len, &mio);
+	ck_assert_int_eq(list_root(im, &rc), NRAND);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(sqk_walk_open(im, NULL, 0, SQK_WALK_MAX_DEPTH, &w), 0);
+	while ((rc = sqk_walk_next(w, &e)) != 0) {
+		if (rc == 1) {
+			ok++;
+			continue;
+		}
+		errs++;
+		ck_assert_int_eq(e.event, SQK_WALK_ERR_INODE);
+		ck_assert_uint_eq(e.depth, 1);
+		ck_assert_uint_eq(e.path_len, 255);
+		ck_assert_uint_eq(e.dirent.name_len, 255);
+		ck_assert_int_eq(memcmp(e.dirent.name, e.path, 255), 0);
+		ck_assert_uint_eq(e.dirent.ref >> 16, 0x7fff0000u);
+		ck_assert_ptr_nonnull(e.parent);
+		ck_assert_int_gt(strcmp(e.path, last), 0); /* in order, each once */
+		memcpy(last, e.path, 256);
+	}
+	ck_assert_int_eq(ok, 1); /* the root */
+	ck_assert_int_eq(errs, NRAND);
+	sqk_walk_close(w);
+	sqk_image_close(im);
+	sqk_io_destroy(mio);
+	free(data);
+}
+END_TEST
+
 static Suite *walk_suite(void)
 {
 	Suite *s = suite_create("walk");
@@ -576,6 +620,7 @@ static Suite *walk_suite(void)
 	tcase_add_test(r, test_raw_intact);
 	tcase_add_test(r, test_raw_truncated);
 	tcase_add_test(r, test_raw_loop);
+	tcase_add_test(r, test_raw_bad_inodes);
 	suite_add_tcase(s, t);
 	suite_add_tcase(s, r);
 	return s;
