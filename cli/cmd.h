@@ -147,21 +147,4 @@ static inline int sqk_cmd_is(const struct sqk_inode *i, uint16_t basic)
 	return sqk_basic_type(i->type) == basic;
 }
 
-/* A set of inode numbers 1..count, a bit each (the walks' "already seen"): allocated with
- * calloc(sqk_cmd_ino_set_bytes(count), 1), freed with free. */
-static inline size_t sqk_cmd_ino_set_bytes(uint32_t count)
-{
-	return (size_t)count / 8 + 1;
-}
-
-/* Adds ino to the set: true when it was not in it; false when it was, or when ino is outside
- * 1..count (an inode number the image cannot have). */
-static inline bool sqk_cmd_ino_mark(uint8_t *set, uint32_t count, uint32_t ino)
-{
-	if (ino == 0 || ino > count || (set[ino / 8] >> (ino % 8) & 1))
-		return false;
-	set[ino / 8] |= (uint8_t)(1u << (ino % 8));
-	return true;
-}
-
 #endif

@@ -1,9 +1,11 @@
 /* sqk extract: restores an image (or some subtrees) into DEST in four phases: the tree
- * structure (directories, symlinks, devices, fifos, sockets) by one thread; regular files'
+ * structure (directories, symlinks, devices, fifos, sockets) by one thread, through libsqk's
+ * walk; regular files'
  * contents and metadata by N workers; deferred hard links to regular files; directory metadata,
  * deepest first. Everything is created relative to directory fds without following symlinks. */
 #include "extract.h"
 #include "common/depth.h"
+#include "common/grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -56,15 +58,8 @@ static ssize_t x_add(struct sqk_extract *x, int32_t parent, const char *name,
 	struct sqk_xent *e;
 	char *path;
 
-	if (x->nents == x->capents) {
-		size_t cap = x->capents ? x->capents * 2 : 1024;
-		struct sqk_xent *n = realloc(x->ents, cap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		x->ents = n;
-		x->capents = cap;
-	}
+	if (sqk_grow(&x->ents, &x->capents, x->nents + 1, sizeof(*x->ents), 0))
+		return -1;
 	path = malloc(lp + ln + 2);
 	if (!path)
 		return -1;
@@ -87,15 +82,8 @@ static ssize_t x_add(struct sqk_extract *x, int32_t parent, const char *name,
 
 static int x_add_job(struct sqk_extract *x, size_t idx)
 {
-	if (x->njobs == x->capjobs) {
-		size_t cap = x->capjobs ? x->capjobs * 2 : 1024;
-		size_t *n = realloc(x->jobs, cap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		x->jobs = n;
-		x->capjobs = cap;
-	}
+	if (sqk_grow(&x->jobs, &x->capjobs, x->njobs + 1, sizeof(*x->jobs), 0))
+		return -1;
 	x->jobs[x->njobs++] = idx;
 	return 0;
 }
@@ -216,15 +204,14 @@ static int x_hardlink(struct sqk_extract *x, size_t idx, int dfd)
 	return r;
 }
 
-static int x_walk(struct sqk_extract *x, size_t didx, int dfd);
-
-/* Creates entry idx (just added) in directory dfd. */
-static int x_create(struct sqk_extract *x, size_t idx, int dfd)
+/* Makes entry idx (just added) in directory dfd; for a directory made, *fd is an fd on it
+ * (else -1). */
+static int x_make(struct sqk_extract *x, size_t idx, int dfd, int *fd)
 {
 	const struct sqk_inode *ino = &x->ents[idx].ino;
 	uint32_t n = ino->ino;
-	int fd, r;
 
+	*fd = -1;
 	if (n == 0 || n > sqk_image_super(x->c.img)->inode_count) {
 		sqk_cmd_err(&x->c, x->ents[idx].path, SQK_ECORRUPT, "inode number %u out of range", n);
 		return -1;
@@ -239,12 +226,8 @@ static int x_create(struct sqk_extract *x, size_t idx, int dfd)
 	}
 	if (!sqk_cmd_is(ino, SQK_T_DIR))
 		return x_special(x, idx, dfd);
-	fd = x_mkdir(x, idx, dfd);
-	if (fd < 0)
-		return -1;
-	r = x_walk(x, idx, fd);
-	close(fd);
-	return r;
+	*fd = x_mkdir(x, idx, dfd);
+	return *fd < 0 ? -1 : 0;
 }
 
 /* The iterator validates names; this repeats the checks that keep writes inside DEST. */
@@ -254,50 +237,127 @@ static bool x_name_ok(const struct sqk_dirent *e)
 	       strcmp(e->name, ".") && strcmp(e->name, "..");
 }
 
-/* Extracts the contents of directory entry didx, open as dfd. */
-static int x_walk(struct sqk_extract *x, size_t didx, int dfd)
-{
-	struct sqk_dir_iter it;
-	struct sqk_dirent e;
-	struct sqk_inode ino;
-	ssize_t idx;
-	int r;
+/* The directories of the walk being extracted into, by depth below its start: the entry and an
+ * fd on it (the start's borrowed, the others owned). */
+struct x_levels {
+	struct x_level {
+		size_t idx;
+		int fd;
+	} *lv;
+	size_t n, cap;
+};
 
-	x->ents[didx].walked = true;
-	/* the recursion (one open directory per level) is bounded by common/depth.h */
-	if (x->ents[didx].depth >= SQK_DEPTH_MAX && x->ents[didx].ino.size > 3) {
-		char b[2 * SQK_DEPTH_SHOWN + 4];
-		sqk_cmd_err(&x->c, sqk_depth_shown(x->ents[didx].path, b), SQK_ETOOBIG,
-			    "directories nested deeper than %u levels (the most sqk walks)",
-			    SQK_DEPTH_MAX);
+static int x_push(struct x_levels *l, size_t idx, int fd)
+{
+	if (sqk_grow(&l->lv, &l->cap, l->n + 1, sizeof(*l->lv), 0))
+		return -1;
+	l->lv[l->n++] = (struct x_level){ idx, fd };
+	return 0;
+}
+
+/* Closes the fds of the levels from depth n on (the start's is the caller's). */
+static void x_pop_to(struct x_levels *l, size_t n)
+{
+	while (l->n > n) {
+		l->n--;
+		if (l->n > 0)
+			close(l->lv[l->n].fd);
+	}
+}
+
+/* Adds and makes entry e of the walk, below the directory of level e->depth - 1; a directory
+ * made becomes level e->depth. */
+static int x_walk_entry(struct sqk_extract *x, struct x_levels *l, const struct sqk_walk_entry *e)
+{
+	const struct x_level up = l->lv[e->depth - 1];
+	ssize_t idx;
+	int fd;
+
+	if (!x_name_ok(&e->dirent)) {
+		sqk_cmd_err(&x->c, x->ents[up.idx].path, SQK_ECORRUPT,
+			    "bad directory listing, extraction stopped");
 		return -1;
 	}
-	r = sqk_dir_iter_init(x->c.img, &x->ents[didx].ino, &it);
-	while (r == 0 && (r = sqk_dir_iter_next(&it, &e)) == 1) {
-		if (!x_name_ok(&e)) {
-			r = SQK_ECORRUPT;
-			break;
-		}
-		r = sqk_inode_get(x->c.img, e.ref, &ino);
-		if (r) {
-			sqk_cmd_err(&x->c, x->ents[didx].path, r, "cannot read the inode of '%s'",
-				    e.name);
-			return -1;
-		}
-		idx = x_add(x, (int32_t)didx, e.name, &ino);
-		if (idx < 0) {
-			sqk_cmd_err(&x->c, x->ents[didx].path, SQK_ENOMEM, "out of memory");
-			return -1;
-		}
-		if (x_create(x, (size_t)idx, dfd))
-			return -1;
-		r = 0;
+	idx = x_add(x, (int32_t)up.idx, e->name, &e->inode);
+	if (idx < 0) {
+		sqk_cmd_err(&x->c, x->ents[up.idx].path, SQK_ENOMEM, "out of memory");
+		return -1;
 	}
-	if (r < 0) {
-		sqk_cmd_err(&x->c, x->ents[didx].path, r, "bad directory listing, extraction stopped");
+	if (x_make(x, (size_t)idx, up.fd, &fd))
+		return -1;
+	x->ents[idx].walked = fd >= 0;
+	if (fd >= 0 && x_push(l, (size_t)idx, fd)) {
+		close(fd);
+		sqk_cmd_err(&x->c, x->ents[idx].path, SQK_ENOMEM, "out of memory");
 		return -1;
 	}
 	return 0;
+}
+
+/* The message of a failed step of the walk. */
+static void x_walk_err(struct sqk_extract *x, const struct x_levels *l,
+		       const struct sqk_walk_entry *e, int r)
+{
+	const char *dir = x->ents[l->lv[e->depth < l->n ? e->depth : l->n - 1].idx].path;
+	char b[2 * SQK_DEPTH_SHOWN + 4];
+
+	if (e->event == SQK_WALK_ERR_DEPTH) /* one open directory per level: common/depth.h */
+		sqk_cmd_err(&x->c, sqk_depth_shown(dir, b), SQK_ETOOBIG,
+			    "directories nested deeper than %u levels (the most sqk walks)",
+			    SQK_DEPTH_MAX);
+	else if (e->event == SQK_WALK_ERR_LIST)
+		sqk_cmd_err(&x->c, dir, r, "bad directory listing, extraction stopped");
+	else if (e->event == SQK_WALK_ERR_INODE)
+		sqk_cmd_err(&x->c, x->ents[l->lv[e->depth - 1].idx].path, r,
+			    "cannot read the inode of '%s'", e->name);
+	else
+		sqk_cmd_err(&x->c, dir, r, "out of memory");
+}
+
+/* Extracts the contents of directory entry didx, open as dfd (borrowed). */
+static int x_walk(struct sqk_extract *x, size_t didx, int dfd)
+{
+	uint32_t depth = x->ents[didx].depth;
+	struct x_levels l = { 0 };
+	struct sqk_walk_entry e;
+	struct sqk_walk *w;
+	int r;
+
+	x->ents[didx].walked = true;
+	r = sqk_walk_open(x->c.img, &x->ents[didx].ino, SQK_WALK_LEAVE,
+			  depth < SQK_DEPTH_MAX ? SQK_DEPTH_MAX - depth : 0, &w);
+	if (r == 0)
+		r = x_push(&l, didx, dfd) ? SQK_ENOMEM : 0;
+	if (r) {
+		sqk_cmd_err(&x->c, x->ents[didx].path, r, "out of memory");
+		sqk_walk_close(w);
+		free(l.lv);
+		return -1;
+	}
+	while ((r = sqk_walk_next(w, &e)) == 1) {
+		if (e.event == SQK_WALK_POST)
+			x_pop_to(&l, e.depth);
+		else if (e.depth > 0 && x_walk_entry(x, &l, &e))
+			break;
+	}
+	if (r < 0)
+		x_walk_err(x, &l, &e, r);
+	x_pop_to(&l, 0);
+	free(l.lv);
+	sqk_walk_close(w);
+	return r ? -1 : 0;
+}
+
+/* Creates entry idx (just added) in directory dfd, and the contents of a directory. */
+static int x_create(struct sqk_extract *x, size_t idx, int dfd)
+{
+	int fd, r = x_make(x, idx, dfd, &fd);
+
+	if (r || fd < 0)
+		return r;
+	r = x_walk(x, idx, fd);
+	close(fd);
+	return r;
 }
 
 /* Phase 2 worker: creates each file with O_EXCL|O_NOFOLLOW, writes it, sets its metadata. */

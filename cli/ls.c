@@ -1,6 +1,8 @@
-/* sqk ls: lists a directory of an image (or one entry), optionally long and recursive. */
+/* sqk ls: lists a directory of an image (or one entry), optionally long and recursive (through
+ * libsqk's walk). */
 #include "cmd.h"
 #include "common/depth.h"
+#include "common/grow.h"
 
 #include <getopt.h>
 #include <unistd.h>
@@ -15,8 +17,8 @@ struct sqk_ls {
 	int recursive;
 	int escape;   /* 1: names with C escapes (-b), 0: as stored (-N), -1: escape on a tty */
 	int status;   /* exit status so far */
-	uint8_t *dir_seen; /* -R: a bit per inode number, set once its directory is listed (owned) */
-	uint32_t inode_count;
+	char *full;   /* the image path of the entry at hand, for messages (owned) */
+	size_t fcap;
 };
 
 static void ls_usage(FILE *f)
@@ -128,99 +130,90 @@ static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode 
 	printf("\n");
 }
 
-/* Joins prefix and name into a new string ("name" when prefix is empty). */
-static char *ls_join(const char *prefix, const char *name)
+/* Sets l->full to the image path of e: where (the listed PATH) joined with e's path. */
+static int ls_full(struct sqk_ls *l, const char *where, const struct sqk_walk_entry *e)
 {
-	size_t a = strlen(prefix), b = strlen(name);
-	char *p = malloc(a + b + 2);
+	size_t a = strlen(where), at = a && e->path_len ? a + 1 : a;
 
-	if (!p)
-		return NULL;
-	if (a) {
-		memcpy(p, prefix, a);
-		p[a++] = '/';
-	}
-	memcpy(p + a, name, b + 1);
-	return p;
+	if (sqk_grow(&l->full, &l->fcap, at + e->path_len + 1, 1, 0))
+		return SQK_ENOMEM;
+	memcpy(l->full, where, a);
+	if (at > a)
+		l->full[a] = '/';
+	memcpy(l->full + at, e->path, e->path_len + 1);
+	return 0;
 }
 
-/* The directories on the way down from the listed PATH: a crafted image can make a directory
- * its own descendant, and recursion must neither loop nor exhaust the stack. */
-struct ls_up {
-	uint64_t ref;
-	unsigned depth;
-	const struct ls_up *up;
-};
-
-static int ls_check_loop(struct sqk_ls *l, const struct sqk_inode *dir, const struct ls_up *up,
-			 const char *where)
+/* A directory that -R does not enter, as a crafted image can make one: its own descendant
+ * (a loop), or reached under a second name (two entries of each level naming one child would
+ * list it again at every level, 2^depth times in all). */
+static int ls_check_loop(struct sqk_ls *l, const struct sqk_walk_entry *e)
 {
-	for (const struct ls_up *a = up; a; a = a->up) {
-		if (a->ref == dir->ref) {
-			sqk_cmd_err(&l->c, where, SQK_ECORRUPT, "directory loop");
-			return SQK_ECORRUPT;
-		}
-	}
-	/* A directory reached under a second name (a crafted image: two entries of each level
-	 * naming one child) would be listed again at every level, 2^depth times in all. */
-	if (l->dir_seen && !sqk_cmd_ino_mark(l->dir_seen, l->inode_count, dir->ino)) {
-		sqk_cmd_err(&l->c, where, SQK_ECORRUPT,
-			    "directory inode %u reached twice (a directory loop)", dir->ino);
+	if (e->flags & SQK_WALK_LOOP) {
+		sqk_cmd_err(&l->c, l->full, SQK_ECORRUPT, "directory loop");
 		return SQK_ECORRUPT;
 	}
-	/* dir is at depth up->depth + 1 below PATH, its entries one more (common/depth.h) */
-	if (up && up->depth + 1 >= SQK_DEPTH_MAX && dir->size > 3) {
-		char b[2 * SQK_DEPTH_SHOWN + 4];
-		sqk_cmd_err(&l->c, sqk_depth_shown(where, b), SQK_ETOOBIG,
-			    "directories nested deeper than %u levels (the most sqk walks)",
-			    SQK_DEPTH_MAX);
-		return SQK_ETOOBIG;
+	if (e->flags & SQK_WALK_SEEN) {
+		sqk_cmd_err(&l->c, l->full, SQK_ECORRUPT,
+			    "directory inode %u reached twice (a directory loop)", e->inode.ino);
+		return SQK_ECORRUPT;
 	}
 	return 0;
 }
 
-/* Lists dir; rel is the path printed for its entries (relative to the listed PATH), where is the
- * image path of dir for messages, up the directories above it. */
-static int ls_dir(struct sqk_ls *l, const struct sqk_inode *dir, const char *rel,
-		  const char *where, const struct ls_up *up)
+/* The message of a failed step of the walk (l->full its image path). */
+static void ls_walk_err(struct sqk_ls *l, const struct sqk_walk_entry *e, int r)
 {
-	struct ls_up self = { dir->ref, up ? up->depth + 1 : 0, up };
-	struct sqk_dir_iter it;
-	struct sqk_dirent e;
-	struct sqk_inode ino;
-	int r = ls_check_loop(l, dir, up, where);
+	char b[2 * SQK_DEPTH_SHOWN + 4];
 
-	if (r)
-		return r;
-	r = sqk_dir_iter_init(l->c.img, dir, &it);
-	while (r == 0 && (r = sqk_dir_iter_next(&it, &e)) == 1) {
-		char *path = ls_join(l->recursive ? rel : "", e.name);
-		char *full = ls_join(where, e.name);
+	if (e->event == SQK_WALK_ERR_INODE)
+		sqk_cmd_err(&l->c, l->full, r, "cannot read inode");
+	else if (e->event == SQK_WALK_ERR_LIST)
+		sqk_cmd_err(&l->c, l->full, r, "cannot list directory");
+	else /* SQK_WALK_ERR_DEPTH: common/depth.h */
+		sqk_cmd_err(&l->c, sqk_depth_shown(l->full, b), SQK_ETOOBIG,
+			    "directories nested deeper than %u levels (the most sqk walks)",
+			    SQK_DEPTH_MAX);
+}
 
-		if (!path || !full) {
-			free(path);
-			free(full);
-			r = SQK_ENOMEM;
-			break;
-		}
-		r = sqk_inode_get(l->c.img, e.ref, &ino);
+/* Prints entry e of the walk (l->full its image path); 0 or the error, printed. */
+static int ls_entry(struct sqk_ls *l, struct sqk_walk *w, const struct sqk_walk_entry *e)
+{
+	bool dir = sqk_cmd_is(&e->inode, SQK_T_DIR);
+
+	if (e->depth > 0)
+		ls_print(l, l->recursive ? e->path : e->name, &e->inode);
+	if (dir && !l->recursive && e->depth > 0)
+		sqk_walk_skip(w);
+	return dir && l->recursive ? ls_check_loop(l, e) : 0;
+}
+
+/* Lists dir (at the image path where): its entries, or with -R every entry below it, named by
+ * their path relative to it. The first failure stops the listing. */
+static int ls_dir(struct sqk_ls *l, const struct sqk_inode *dir, const char *where)
+{
+	struct sqk_walk_entry e = { 0 };
+	struct sqk_walk *w;
+	int r = sqk_walk_open(l->c.img, dir, l->recursive ? SQK_WALK_ONCE : 0, SQK_WALK_MAX_DEPTH,
+			      &w);
+
+	while (r == 0 && (r = sqk_walk_next(w, &e)) == 1) {
+		r = ls_full(l, where, &e);
+		if (r == 0)
+			r = ls_entry(l, w, &e);
+		else
+			e.event = SQK_WALK_ERR_FATAL;
 		if (r) {
-			sqk_cmd_err(&l->c, full, r, "cannot read inode");
-		} else {
-			ls_print(l, path, &ino);
-			if (l->recursive && sqk_cmd_is(&ino, SQK_T_DIR))
-				r = ls_dir(l, &ino, path, full, &self);
-		}
-		free(path);
-		free(full);
-		if (r)
+			sqk_walk_close(w);
 			return r;
+		}
 	}
-	if (r < 0) {
+	if (r < 0 && e.event != SQK_WALK_ERR_FATAL && ls_full(l, where, &e) == 0)
+		ls_walk_err(l, &e, r);
+	else if (r < 0)
 		sqk_cmd_err(&l->c, where, r, "cannot list directory");
-		return r;
-	}
-	return 0;
+	sqk_walk_close(w);
+	return r;
 }
 
 static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
@@ -291,16 +284,8 @@ int sqk_ls_main(int argc, char **argv)
 		path++;
 	r = sqk_cmd_lookup(&l.c, path, &ino);
 	if (!r) {
-		if (sqk_cmd_is(&ino, SQK_T_DIR) && l.recursive) {
-			l.inode_count = sqk_image_super(l.c.img)->inode_count;
-			l.dir_seen = calloc(sqk_cmd_ino_set_bytes(l.inode_count), 1);
-			if (!l.dir_seen) {
-				sqk_cmd_err(&l.c, NULL, SQK_ENOMEM, "cannot allocate the walk's table");
-				r = SQK_ENOMEM;
-			}
-		}
-		if (!r && sqk_cmd_is(&ino, SQK_T_DIR))
-			r = ls_dir(&l, &ino, "", path, NULL);
+		if (sqk_cmd_is(&ino, SQK_T_DIR))
+			r = ls_dir(&l, &ino, path);
 		else
 			ls_print(&l, path, &ino);
 	}
@@ -309,7 +294,7 @@ int sqk_ls_main(int argc, char **argv)
 		sqk_cmd_err(&l.c, NULL, 0, "error writing to stdout");
 		r = 1;
 	}
-	free(l.dir_seen);
+	free(l.full);
 	sqk_cmd_close(&l.c);
 	return r || l.status ? 1 : 0;
 }

@@ -283,75 +283,25 @@ void sqk_progress_summary(const struct sqk_progress *p, const char *fmt, ...)
 
 /* ---- the totals of a subtree ---- */
 
-struct count_walk {
-	struct sqk_image *img;
-	uint32_t ninodes;
-	uint8_t *dirs, *files_seen;   /* inode sets: directories entered, files counted */
-	struct sqk_inode *stack;      /* directories to list */
-	size_t n, cap;
-	uint64_t files, bytes;
-};
-
-static int count_visit(struct count_walk *w, const struct sqk_inode *in)
-{
-	/* an inode seen already, or out of range, is not counted (the real walk reports it) */
-	if (sqk_basic_type(in->type) == SQK_T_FILE &&
-	    sqk_cmd_ino_mark(w->files_seen, w->ninodes, in->ino)) {
-		w->files++;
-		w->bytes += in->size;
-	}
-	if (sqk_basic_type(in->type) != SQK_T_DIR || !sqk_cmd_ino_mark(w->dirs, w->ninodes, in->ino))
-		return 0;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-		struct sqk_inode *s = realloc(w->stack, cap * sizeof(*s));
-
-		if (!s)
-			return SQK_ENOMEM;
-		w->stack = s;
-		w->cap = cap;
-	}
-	w->stack[w->n++] = *in;
-	return 0;
-}
-
-/* Lists one directory from the stack, pushing its subdirectories. */
-static int count_dir(struct count_walk *w)
-{
-	struct sqk_inode dir = w->stack[--w->n], in;
-	struct sqk_dir_iter it;
-	struct sqk_dirent e;
-	int r = sqk_dir_iter_init(w->img, &dir, &it);
-
-	while (r == 0 && (r = sqk_dir_iter_next(&it, &e)) == 1) {
-		r = sqk_inode_get(w->img, e.ref, &in);
-		if (r == 0)
-			r = count_visit(w, &in);
-	}
-	return r < 0 ? r : 0;
-}
-
+/* Regular files are counted once each (hard links aside); a directory met twice (a loop in a
+ * corrupt image) is not entered again: libsqk's walk, once per inode. */
 int sqk_progress_count(struct sqk_image *img, const struct sqk_inode *top, uint64_t *files,
 		       uint64_t *bytes)
 {
-	struct count_walk w = { .img = img, .ninodes = sqk_image_super(img)->inode_count };
-	int r;
+	struct sqk_walk_entry e;
+	struct sqk_walk *w;
+	int r = sqk_walk_open(img, top, SQK_WALK_ONCE, SQK_WALK_MAX_DEPTH, &w);
 
-	w.dirs = calloc(sqk_cmd_ino_set_bytes(w.ninodes), 1);
-	w.files_seen = calloc(sqk_cmd_ino_set_bytes(w.ninodes), 1);
-	if (!w.dirs || !w.files_seen) {
-		free(w.dirs);
-		free(w.files_seen);
-		return SQK_ENOMEM;
+	*files = *bytes = 0;
+	while (r == 0 && (r = sqk_walk_next(w, &e)) == 1) {
+		r = 0;
+		/* an inode seen already is not counted (the real walk reports what is wrong) */
+		if (sqk_basic_type(e.inode.type) == SQK_T_FILE && !(e.flags & SQK_WALK_SEEN)) {
+			(*files)++;
+			*bytes += e.inode.size;
+		}
 	}
-	r = count_visit(&w, top);
-	while (r == 0 && w.n)
-		r = count_dir(&w);
-	free(w.dirs);
-	free(w.files_seen);
-	free(w.stack);
-	*files = w.files;
-	*bytes = w.bytes;
+	sqk_walk_close(w);
 	return r;
 }
 

@@ -297,7 +297,6 @@ static void tar_free(struct sqk_tar *t)
 {
 	archive_entry_free(t->ent);
 	free(t->path);
-	free(t->dir_seen);
 	free(t->links);
 	free(t->names);
 	free(t->map);

@@ -43,7 +43,6 @@ struct sqk_tar {
 	char *path;
 	size_t plen, pcap, rel;
 	const char *top_name; /* archive name of the top entry ("." for a directory) */
-	uint8_t *dir_seen;    /* bitmap by inode number: directories already walked */
 	struct sqk_tar_link *links;
 	size_t nlinks, caplinks;
 	char *names;          /* archive names of first names, NUL-terminated */

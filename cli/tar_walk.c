@@ -1,9 +1,10 @@
 /* sqk tar, walk side: visits the image in its own order (a directory, then its entries sorted as
- * stored, depth first) and writes one archive entry per name through libarchive: metadata,
+ * stored, depth first: libsqk's walk) and writes one archive entry per name through libarchive: metadata,
  * xattrs, symlink targets, device numbers, hard links as link entries to the first name, and
  * regular files 1 MiB at a time, with the image's sparse blocks as pax sparse holes. */
 #include "tar.h"
 #include "common/depth.h"
+#include "common/grow.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -11,41 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Returns p grown to hold at least need elements (*cap updated), or NULL (p unchanged). */
-static void *tar_grow(void *p, size_t *cap, size_t need, size_t elem)
+/* Sets t->path to the image path of the walk's entry e: the top's, then "/" and e's path. */
+static int tar_path_set(struct sqk_tar *t, const struct sqk_walk_entry *e)
 {
-	size_t n = *cap ? *cap : 64;
+	size_t top = t->rel ? t->rel - 1 : 0, at = top && e->path_len ? top + 1 : top;
 
-	if (need <= *cap)
-		return p;
-	while (n < need)
-		n *= 2;
-	p = realloc(p, n * elem);
-	if (p)
-		*cap = n;
-	return p;
-}
-
-/* Appends "/name" (just "name" at the top of an empty path) to t->path. */
-static int tar_path_push(struct sqk_tar *t, const char *name, size_t len)
-{
-	char *p = tar_grow(t->path, &t->pcap, t->plen + len + 2, 1);
-
-	if (!p)
+	if (sqk_grow(&t->path, &t->pcap, at + e->path_len + 1, 1, 0))
 		return -1;
-	t->path = p;
-	if (t->plen)
-		t->path[t->plen++] = '/';
-	memcpy(t->path + t->plen, name, len);
-	t->plen += len;
-	t->path[t->plen] = '\0';
+	if (at > top)
+		t->path[top] = '/';
+	memcpy(t->path + at, e->path, e->path_len + 1);
+	t->plen = at + e->path_len;
 	return 0;
-}
-
-static void tar_path_pop(struct sqk_tar *t, size_t len)
-{
-	t->plen = len;
-	t->path[len] = '\0';
 }
 
 static bool tar_interrupted(struct sqk_tar *t)
@@ -106,11 +84,8 @@ static int tar_link_first(struct sqk_tar *t, uint32_t ino, const char *name, con
 			return 0;
 		}
 	}
-	char *names = tar_grow(t->names, &t->capnames, t->nnames + len, 1);
-
-	if (!names)
+	if (sqk_grow(&t->names, &t->capnames, t->nnames + len, 1, 0))
 		return -1;
-	t->names = names;
 	memcpy(t->names + t->nnames, name, len);
 	t->links[i].ino = ino;
 	t->links[i].name = t->nnames;
@@ -125,16 +100,13 @@ static int tar_xattrs(struct sqk_tar *t, const struct sqk_inode *ino)
 {
 	size_t len = 0, vlen, klen;
 	const char *k, *end;
-	char *q;
 	int r;
 
 	if (ino->xattr_idx == SQK_NONE32)
 		return 0;
 	r = sqk_xattr_list(t->c.img, ino, NULL, 0, &len);
-	if (!r && len && !(q = tar_grow(t->xnames, &t->capxnames, len, 1)))
-		r = SQK_ENOMEM;
-	else if (!r && len)
-		t->xnames = q;
+	if (!r && len)
+		r = sqk_grow(&t->xnames, &t->capxnames, len, 1, 0);
 	if (!r && len)
 		r = sqk_xattr_list(t->c.img, ino, t->xnames, len, &len);
 	if (r) {
@@ -147,10 +119,8 @@ static int tar_xattrs(struct sqk_tar *t, const struct sqk_inode *ino)
 		if (k + klen == end)
 			break; /* unterminated: the library never returns one */
 		r = sqk_xattr_get(t->c.img, ino, k, NULL, 0, &vlen);
-		if (!r && !(q = tar_grow(t->xval, &t->capxval, vlen ? vlen : 1, 1)))
-			r = SQK_ENOMEM;
-		else if (!r)
-			t->xval = q;
+		if (!r)
+			r = sqk_grow(&t->xval, &t->capxval, vlen ? vlen : 1, 1, 0);
 		if (!r)
 			r = sqk_xattr_get(t->c.img, ino, k, t->xval, vlen, &vlen);
 		if (r) {
@@ -189,15 +159,14 @@ static int tar_read(struct sqk_tar *t, const struct sqk_inode *ino, uint64_t off
  * never is. The library holds the whole list already: copying it costs no more. */
 static int tar_map_blocks(struct sqk_tar *t, const struct sqk_inode *ino)
 {
-	uint32_t count = 0, k, *w;
+	uint32_t count = 0, k;
 	uint64_t off, len, end;
-	struct sqk_tar_region *m;
 	int r = sqk_file_blocks(t->c.img, ino, t->words, (uint32_t)t->capwords, &count);
 
 	if (r == SQK_ETOOBIG) {
-		w = tar_grow(t->words, &t->capwords, count, sizeof(*w));
-		r = w ? sqk_file_blocks(t->c.img, ino, w, count, &count) : SQK_ENOMEM;
-		t->words = w ? w : t->words;
+		r = sqk_grow(&t->words, &t->capwords, count, sizeof(*t->words), 0);
+		if (!r)
+			r = sqk_file_blocks(t->c.img, ino, t->words, count, &count);
 	}
 	if (r) {
 		sqk_cmd_err(&t->c, t->path, r, "cannot read the file's block list");
@@ -214,12 +183,10 @@ static int tar_map_blocks(struct sqk_tar *t, const struct sqk_inode *ino)
 			t->map[t->nmap - 1].len += len;
 			continue;
 		}
-		m = tar_grow(t->map, &t->capmap, t->nmap + 1, sizeof(*m));
-		if (!m) {
+		if (sqk_grow(&t->map, &t->capmap, t->nmap + 1, sizeof(*t->map), 0)) {
 			sqk_cmd_err(&t->c, t->path, SQK_ENOMEM, "cannot record the sparse map");
 			return -1;
 		}
-		t->map = m;
 		t->map[t->nmap++] = (struct sqk_tar_region){ off, len };
 	}
 	return 0;
@@ -363,58 +330,33 @@ static int tar_entry(struct sqk_tar *t, const struct sqk_inode *ino, const char 
 	return sqk_cmd_is(ino, SQK_T_FILE) ? tar_file(t, ino) : tar_special(t, ino);
 }
 
-/* A directory is walked once: a second visit is a loop (or a second name) in a corrupt image. */
-static int tar_mark_dir(struct sqk_tar *t, const struct sqk_inode *dir, unsigned depth)
+/* The message of a failed step of the walk (t->path its image path). */
+static void tar_walk_err(struct sqk_tar *t, const struct sqk_walk_entry *e, int r)
 {
-	/* dir is at depth `depth`, its entries one more: the recursion (and the stack) is
-	 * bounded by the policy of common/depth.h whatever the image says */
-	if (depth >= SQK_DEPTH_MAX && dir->size > 3) {
-		char b[2 * SQK_DEPTH_SHOWN + 4];
+	char b[2 * SQK_DEPTH_SHOWN + 4];
+
+	if (e->event == SQK_WALK_ERR_INODE)
+		sqk_cmd_err(&t->c, t->path, r, "cannot read inode");
+	else if (e->event == SQK_WALK_ERR_LIST)
+		sqk_cmd_err(&t->c, t->path, r, "cannot list directory");
+	else if (e->event == SQK_WALK_ERR_DEPTH) /* the bound of common/depth.h */
 		sqk_cmd_err(&t->c, sqk_depth_shown(t->path, b), SQK_ETOOBIG,
 			    "directories nested deeper than %u levels (the most sqk walks)",
 			    SQK_DEPTH_MAX);
-		return -1;
-	}
-	if (!sqk_cmd_ino_mark(t->dir_seen, sqk_image_super(t->c.img)->inode_count, dir->ino)) {
-		sqk_cmd_err(&t->c, t->path, SQK_ECORRUPT, "directory inode %u reached twice "
-			    "(a directory loop)", dir->ino);
-		return -1;
-	}
-	return 0;
+	else
+		sqk_cmd_err(&t->c, t->path, r, "cannot extend the path");
 }
 
-/* Writes the entries of dir (t->path) and, depth first, of its subdirectories. */
-static int tar_dir(struct sqk_tar *t, const struct sqk_inode *dir, unsigned depth)
+/* Writes one entry of the walk (t->path its image path); a directory is walked once: a second
+ * visit is a loop (or a second name) in a corrupt image. */
+static int tar_walk_entry(struct sqk_tar *t, const struct sqk_walk_entry *e)
 {
-	struct sqk_dir_iter it;
-	struct sqk_dirent d;
-	struct sqk_inode ino;
-	size_t keep = t->plen;
-	int r;
-
-	if (tar_mark_dir(t, dir, depth))
+	if (tar_interrupted(t) ||
+	    tar_entry(t, &e->inode, e->depth ? t->path + t->rel : t->top_name))
 		return -1;
-	r = sqk_dir_iter_init(t->c.img, dir, &it);
-	while (r == 0 && (r = sqk_dir_iter_next(&it, &d)) == 1) {
-		if (tar_interrupted(t))
-			return -1;
-		if (tar_path_push(t, d.name, d.name_len)) {
-			sqk_cmd_err(&t->c, t->path, SQK_ENOMEM, "cannot extend the path");
-			return -1;
-		}
-		r = sqk_inode_get(t->c.img, d.ref, &ino);
-		if (r) {
-			sqk_cmd_err(&t->c, t->path, r, "cannot read inode");
-			return -1;
-		}
-		if (tar_entry(t, &ino, t->path + t->rel) ||
-		    (sqk_cmd_is(&ino, SQK_T_DIR) && tar_dir(t, &ino, depth + 1)))
-			return -1;
-		tar_path_pop(t, keep);
-		r = 0;
-	}
-	if (r < 0) {
-		sqk_cmd_err(&t->c, t->path, r, "cannot list directory");
+	if (sqk_cmd_is(&e->inode, SQK_T_DIR) && (e->flags & SQK_WALK_SEEN)) {
+		sqk_cmd_err(&t->c, t->path, SQK_ECORRUPT, "directory inode %u reached twice "
+			    "(a directory loop)", e->inode.ino);
 		return -1;
 	}
 	return 0;
@@ -422,18 +364,33 @@ static int tar_dir(struct sqk_tar *t, const struct sqk_inode *dir, unsigned dept
 
 int sqk_tar_walk(struct sqk_tar *t, const struct sqk_inode *top)
 {
-	uint32_t count = sqk_image_super(t->c.img)->inode_count;
+	struct sqk_walk_entry e = { 0 };
+	struct sqk_walk *w = NULL;
+	int r;
 
 	t->block_size = sqk_image_super(t->c.img)->block_size;
-	t->dir_seen = calloc(sqk_cmd_ino_set_bytes(count), 1);
 	t->ent = archive_entry_new();
 	t->buf = malloc(SQK_TAR_CHUNK);
-	t->words = tar_grow(NULL, &t->capwords, 1024, sizeof(*t->words));
-	if (!t->dir_seen || !t->ent || !t->buf || !t->words) {
+	if (!t->ent || !t->buf || sqk_grow(&t->words, &t->capwords, 1024, sizeof(*t->words), 0) ||
+	    sqk_walk_open(t->c.img, top, SQK_WALK_ONCE, SQK_WALK_MAX_DEPTH, &w)) {
 		sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "cannot allocate the walk's tables");
 		return -1;
 	}
-	if (tar_entry(t, top, t->top_name))
-		return -1;
-	return sqk_cmd_is(top, SQK_T_DIR) ? tar_dir(t, top, 0) : 0;
+	while ((r = sqk_walk_next(w, &e)) == 1) {
+		if (tar_path_set(t, &e)) {
+			e.event = SQK_WALK_ERR_FATAL;
+			r = SQK_ENOMEM;
+			break;
+		}
+		if (tar_walk_entry(t, &e)) {
+			sqk_walk_close(w);
+			return -1;
+		}
+	}
+	if (r < 0 && e.path && e.event != SQK_WALK_ERR_FATAL)
+		tar_path_set(t, &e);
+	if (r < 0)
+		tar_walk_err(t, &e, r);
+	sqk_walk_close(w);
+	return r < 0 ? -1 : 0;
 }

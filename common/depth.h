@@ -7,17 +7,17 @@
  *    and writes no image, so every image sqk builds can be walked back by every reader;
  *  - every reader walk (ls -R, extract, tar, verify's checker, info's count) stops with an error
  *    naming the directory when a directory of depth SQK_DEPTH_MAX or more has entries (an image
- *    another tool made, or a crafted one): no walk recurses deeper, whatever the image says.
+ *    another tool made, or a crafted one): no walk goes deeper, whatever the image says.
  * Why 2048: a path of N levels needs at least 2N bytes with its NUL ("a/" per level), so at 2048
  * levels every entry still has a relative path of at most PATH_MAX (4096) bytes, which one
- * open(2) takes whole (a tar archive holds it in a pax or GNU long name). A walk that keeps a
- * stack frame per level stays far inside a thread's stack: measured at the limit, ls -R,
- * verify, tar and extract run in 1.25 MiB of stack (under 4 MiB with ASan) on the main thread's
- * 8 MiB; no other thread of sqk or sqkfuse walks (glibc gives threads 8 MiB, 2 MiB when the
- * stack rlimit is unlimited); the builder's emit recursion needs less. No real tree comes near
- * 2048 levels. The kernel and squashfs-tools set no limit of their own (mksquashfs and
- * unsquashfs recurse once per level, unsquashfs -max-depth is opt-in), so a deeper image from
- * them may overflow their stacks; sqk refuses to walk it. */
+ * open(2) takes whole (a tar archive holds it in a pax or GNU long name). Every reader walk is
+ * libsqk's iterative one (reader/lib/walk.c, sqk_walk_open: SQK_WALK_MAX_DEPTH is this bound):
+ * its stack of directory listings is on the heap (about 430 bytes a level), so no walk's depth
+ * touches a thread's stack; extract keeps one open directory per level (it raises its
+ * descriptor limit for that). The builder's emit recursion stays far inside a thread's stack
+ * at the limit. No real tree comes near 2048 levels. The kernel and squashfs-tools set no limit
+ * of their own (mksquashfs and unsquashfs recurse once per level, unsquashfs -max-depth is
+ * opt-in), so a deeper image from them may overflow their stacks; sqk refuses to walk it. */
 #ifndef SQK_DEPTH_H
 #define SQK_DEPTH_H
 

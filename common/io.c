@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "grow.h"
 #include "format.h"
 #include "hint.h"
 #include "endian.h"
@@ -308,22 +309,11 @@ static int mem_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 	return 0;
 }
 
-/* Grows the owned buffer to hold at least need bytes, doubling to keep appends linear. */
+/* Grows the owned buffer to hold at least need bytes (4 KiB at first), doubling to keep
+ * appends linear. */
 static int mem_reserve(struct sqk_io_mem *m, size_t need)
 {
-	size_t cap = m->cap ? m->cap : 4096;
-	uint8_t *p;
-
-	if (need <= m->cap)
-		return 0;
-	while (cap < need)
-		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	p = realloc(m->buf, cap);
-	if (!p)
-		return SQK_ENOMEM;
-	m->buf = p;
-	m->cap = cap;
-	return 0;
+	return sqk_grow(&m->buf, &m->cap, need < 4096 ? 4096 : need, 1, 0);
 }
 
 static int mem_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)

@@ -8,6 +8,7 @@
 
 #include "endian.h"
 #include "error.h"
+#include "grow.h"
 
 #define META_HEADER 2u
 #define META_LEN_MASK 0x7FFFu
@@ -35,24 +36,11 @@ void sqk_meta_writer_free(struct sqk_meta_writer *w)
 static int writer_reserve(struct sqk_meta_writer *w)
 {
 	size_t need = w->out_len + META_HEADER + SQK_META_SIZE;
-	size_t cap = w->out_cap ? w->out_cap : 4 * (META_HEADER + SQK_META_SIZE);
-	uint8_t *p;
+	size_t first = 4 * (META_HEADER + SQK_META_SIZE);
 
 	if (need < w->out_len)
 		return SQK_EOVERFLOW;
-	if (need <= w->out_cap)
-		return 0;
-	while (cap < need) {
-		if (cap > SIZE_MAX / 2)
-			return SQK_EOVERFLOW;
-		cap *= 2;
-	}
-	p = realloc(w->out, cap);
-	if (!p)
-		return SQK_ENOMEM;
-	w->out = p;
-	w->out_cap = cap;
-	return 0;
+	return sqk_grow(&w->out, &w->out_cap, need < first ? first : need, 1, 0);
 }
 
 /* Encodes the pending bytes as the next block. */

@@ -29,11 +29,16 @@
 #define TIMEOUT 86400.0 /* the image never changes */
 #define MAX_IO (1u << 20)
 
+/* An open directory: its listing (owned), and the entry read but not sent (a full reply),
+ * which the next readdir sends first. */
 struct dirh {
 	pthread_mutex_t mu;
 	struct sqk_inode dir;
-	struct sqk_dir_iter it;
-	off_t pos; /* offset of the next entry the iterator returns */
+	struct sqk_dir_iter *it;
+	off_t pos; /* offset of the next entry: the pending one, else the iterator's next */
+	bool pending;
+	struct sqk_dirent pend;
+	char pend_name[SQK_NAME_MAX + 1];
 };
 
 void sqk_fuse_log(const struct fs *fs, const char *fmt, ...)
@@ -278,7 +283,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	if (!err && !S_ISDIR(h->dir.mode))
 		err = SQK_EINVAL;
 	if (!err)
-		err = sqk_dir_iter_init(fs->img, &h->dir, &h->it);
+		err = sqk_dir_open(fs->img, &h->dir, &h->it);
 	if (err) {
 		free(h);
 		reply_fail(req, fs, id, "opendir", err);
@@ -306,18 +311,42 @@ static size_t add_dot(fuse_req_t req, struct fs *fs, struct dirh *h, bool plus, 
 	return fuse_add_direntry_plus(req, buf, cap, name, &e, which + 1);
 }
 
-/* Positions the iterator so that the next entry is the one at offset off. */
+/* The next entry: the pending one, else the iterator's (as sqk_dir_next: 1, 0 or SQK_E*). */
+static int dir_take(struct dirh *h, struct sqk_dirent *de)
+{
+	if (!h->pending)
+		return sqk_dir_next(h->it, de);
+	h->pending = false;
+	*de = h->pend;
+	return 1;
+}
+
+/* Keeps de (not sent) for the next call: its name is copied, the iterator's is not kept. */
+static void dir_unget(struct dirh *h, const struct sqk_dirent *de)
+{
+	memmove(h->pend_name, de->name, de->name_len);
+	h->pend_name[de->name_len] = 0;
+	h->pend = *de;
+	h->pend.name = h->pend_name;
+	h->pending = true;
+}
+
+/* Positions the handle so that the next entry is the one at offset off. */
 static int dir_seek(struct fs *fs, struct dirh *h, off_t off)
 {
 	struct sqk_dirent de;
 	if (off < h->pos || h->pos < 2) {
-		int err = sqk_dir_iter_init(fs->img, &h->dir, &h->it);
+		struct sqk_dir_iter *it;
+		int err = sqk_dir_open(fs->img, &h->dir, &it);
 		if (err)
 			return err;
+		sqk_dir_close(h->it);
+		h->it = it;
+		h->pending = false;
 		h->pos = 2;
 	}
 	while (h->pos < off) {
-		int r = sqk_dir_iter_next(&h->it, &de);
+		int r = dir_take(h, &de);
 		if (r <= 0)
 			return r;
 		h->pos++;
@@ -366,9 +395,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	if (!err)
 		err = dir_seek(fs, h, off);
 	while (!err) {
-		struct sqk_dir_iter save = h->it;
 		struct sqk_dirent de;
-		int r = sqk_dir_iter_next(&h->it, &de);
+		int r = dir_take(h, &de);
 		if (r <= 0) {
 			err = r;
 			break;
@@ -376,7 +404,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		size_t n = add_entry(req, fs, id, plus, &de, h->pos + 1, buf + used, size - used,
 				     &err);
 		if (err || n > size - used) {
-			h->it = save; /* not sent: the next call starts with it */
+			dir_unget(h, &de); /* not sent: the next call starts with it */
 			break;
 		}
 		used += n;
@@ -407,6 +435,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *
 {
 	struct dirh *h = (struct dirh *)(uintptr_t)fi->fh;
 	pthread_mutex_destroy(&h->mu);
+	sqk_dir_close(h->it);
 	free(h);
 	fuse_reply_err(req, 0);
 }

@@ -1,10 +1,10 @@
 /* The read trace (trace.h). First reads are told apart by a bitmap over inode numbers, so a file
  * read again costs one relaxed atomic load; a first read appends (inode number, path or none) to
  * a list under one mutex, the path bytes in one growing arena. At unmount the files without a
- * path are named by one walk of the mounted tree (an explicit stack of directory iterators, no
- * recursion), which needs a sorted array of just those inode numbers: the bitmap, no longer
- * needed for reads, marks them (and the directories walked, so a corrupt image with a directory
- * loop ends). The file is a temporary created at mount time and renamed into place at the end. */
+ * path are named by one walk of the mounted tree (libsqk's walk: no recursion, each directory
+ * entered once, so a corrupt image with a directory loop ends), which needs a sorted array of
+ * just those inode numbers: the bitmap, no longer needed for reads, marks them. The file is a
+ * temporary created at mount time and renamed into place at the end. */
 #include "fuse/trace.h"
 
 #include <errno.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/outfile.h"
 
 #define NO_PATH UINT64_MAX
@@ -44,26 +45,10 @@ struct sqk_trace {
 	struct sqk_outfile out;
 };
 
-/* Grows *p (elements of size elem, *cap of them) to hold need; false without memory. */
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = n;
-	return true;
-}
-
 /* Copies len bytes of name into the arena as r's path; false without memory (r unchanged). */
 static bool put_name(struct sqk_trace *t, const char *name, size_t len, struct rec *r)
 {
-	if (len > UINT32_MAX || !grow((void **)&t->names, &t->ncap, t->nlen + len, 1))
+	if (len > UINT32_MAX || sqk_grow(&t->names, &t->ncap, t->nlen + len, 1, 0))
 		return false;
 	memcpy(t->names + t->nlen, name, len);
 	r->off = t->nlen;
@@ -172,7 +157,7 @@ static void record(struct sqk_trace *t, uint32_t ino, uint64_t id, struct sqk_no
 	pthread_mutex_lock(&t->mu);
 	if (whole)
 		put_name(t, path + 1, strlen(path + 1), &r); /* no memory: the walk names it */
-	if (grow((void **)&t->recs, &t->rcap, t->nrecs + 1, sizeof(*t->recs)))
+	if (!sqk_grow(&t->recs, &t->rcap, t->nrecs + 1, sizeof(*t->recs), 0))
 		t->recs[t->nrecs++] = r;
 	else
 		t->lost++;
@@ -205,20 +190,11 @@ struct want {
 	size_t rec; /* its index in recs */
 };
 
-struct level {
-	struct sqk_dir_iter it;
-	size_t plen; /* the directory's path: path[0..plen) */
-};
-
 struct walk {
 	struct sqk_trace *t;
 	struct sqk_image *img;
 	struct want *want; /* sorted by inode number */
 	size_t nwant, left;
-	struct level *lv;
-	size_t depth, lcap;
-	char *path;
-	size_t pcap;
 	int err; /* the first error met; the walk goes on past it */
 };
 
@@ -245,85 +221,44 @@ static bool test_bit(struct sqk_trace *t, uint32_t ino)
 		((ino - 1) % 64) & 1);
 }
 
-/* Puts "<directory>/<name>" of an entry of the directory at plen into path; its length, or 0
- * without memory. */
-static size_t child_path(struct walk *w, size_t plen, const struct sqk_dirent *de)
+/* Names the recorded file e (an entry of the walk) if it is still unnamed. */
+static int name_file(struct walk *w, const struct sqk_walk_entry *e)
 {
-	size_t len = plen + (plen != 0) + de->name_len;
-	if (!grow((void **)&w->path, &w->pcap, len + 1, 1))
-		return 0;
-	if (plen)
-		w->path[plen] = '/';
-	memcpy(w->path + plen + (plen != 0), de->name, de->name_len);
-	return len;
-}
-
-/* Enters the directory de (an entry of the directory at plen) unless walked already. */
-static int enter(struct walk *w, size_t plen, const struct sqk_dirent *de)
-{
-	struct sqk_inode dir;
-	if (test_and_set(w->t, de->ino))
-		return 0;
-	size_t len = child_path(w, plen, de);
-	if (!len || !grow((void **)&w->lv, &w->lcap, w->depth + 1, sizeof(*w->lv)))
-		return SQK_ENOMEM;
-	int err = sqk_inode_get(w->img, de->ref, &dir);
-	if (!err)
-		err = sqk_dir_iter_init(w->img, &dir, &w->lv[w->depth].it);
-	if (err)
-		return err;
-	w->lv[w->depth++].plen = len;
-	return 0;
-}
-
-/* Names the recorded file de (an entry of the directory at plen) if it is still unnamed. */
-static int name_file(struct walk *w, size_t plen, const struct sqk_dirent *de)
-{
-	struct want key = { .ino = de->ino };
+	uint32_t ino = e->dirent.ino;
+	struct want key = { .ino = ino };
 	struct want *f = bsearch(&key, w->want, w->nwant, sizeof(*w->want), want_cmp);
 	if (!f)
-		return 0; /* a directory's bit, or a corrupt image's */
-	struct rec *r = &w->t->recs[f->rec];
-	size_t len = child_path(w, plen, de);
-	if (!len || !put_name(w->t, w->path, len, r))
+		return 0; /* a corrupt image's bit */
+	if (!put_name(w->t, e->path, e->path_len, &w->t->recs[f->rec]))
 		return SQK_ENOMEM;
-	atomic_fetch_and_explicit(&w->t->bits[(de->ino - 1) / 64],
-				  ~((uint64_t)1 << ((de->ino - 1) % 64)), memory_order_relaxed);
+	atomic_fetch_and_explicit(&w->t->bits[(ino - 1) / 64], ~((uint64_t)1 << ((ino - 1) % 64)),
+				  memory_order_relaxed);
 	w->left--;
 	return 0;
 }
 
-/* Walks the tree from root in directory order until every wanted file has a name. */
+/* Walks the tree from root (libsqk's walk, each directory once) in directory order until every
+ * wanted file has a name. */
 static void walk_tree(struct walk *w, const struct sqk_inode *root)
 {
-	test_and_set(w->t, root->ino);
-	if (!grow((void **)&w->lv, &w->lcap, 1, sizeof(*w->lv))) {
-		w->err = SQK_ENOMEM;
+	struct sqk_walk_entry e;
+	struct sqk_walk *wk;
+	int r = sqk_walk_open(w->img, root, SQK_WALK_ONCE, SQK_WALK_MAX_DEPTH, &wk);
+
+	if (r) {
+		w->err = r;
 		return;
 	}
-	w->err = sqk_dir_iter_init(w->img, root, &w->lv[0].it);
-	w->lv[0].plen = 0;
-	w->depth = w->err ? 0 : 1;
-	while (w->depth && w->left) {
-		struct level *l = &w->lv[w->depth - 1];
-		struct sqk_dirent de;
-		int r = sqk_dir_iter_next(&l->it, &de);
-		if (r <= 0) { /* the end of this directory, or it cannot be read further */
-			w->err = w->err ? w->err : r;
-			w->depth--;
-			continue;
-		}
-		/* l may move when enter grows the stack: plen is passed by value */
-		if (de.type == SQK_T_DIR)
-			r = enter(w, l->plen, &de);
-		else if (test_bit(w->t, de.ino))
-			r = name_file(w, l->plen, &de);
-		else
+	while (w->left && (r = sqk_walk_next(wk, &e)) != 0) {
+		if (r > 0 && e.depth && e.dirent.type != SQK_T_DIR && test_bit(w->t, e.dirent.ino))
+			r = name_file(w, &e);
+		else if (r > 0)
 			r = 0;
-		w->err = w->err ? w->err : r; /* a child that fails is skipped */
-		if (r == SQK_ENOMEM)
-			return;
+		w->err = w->err ? w->err : r; /* a part that fails is skipped */
+		if (r == SQK_ENOMEM || e.event == SQK_WALK_ERR_FATAL)
+			break;
 	}
+	sqk_walk_close(wk);
 }
 
 int sqk_trace_resolve(struct sqk_trace *t, struct sqk_image *img, const struct sqk_inode *root,
@@ -337,7 +272,7 @@ int sqk_trace_resolve(struct sqk_trace *t, struct sqk_image *img, const struct s
 		return 0;
 	if (!(w.want = malloc(w.nwant * sizeof(*w.want))))
 		return SQK_ENOMEM;
-	/* the read flags are done with: from here a bit is a file wanted or a directory walked */
+	/* the read flags are done with: from here a bit is a file wanted */
 	memset(t->bits, 0, ((size_t)t->inode_count + 63) / 64 * sizeof(*t->bits));
 	for (size_t i = 0, k = 0; i < t->nrecs; i++)
 		if (t->recs[i].off == NO_PATH) {
@@ -349,8 +284,6 @@ int sqk_trace_resolve(struct sqk_trace *t, struct sqk_image *img, const struct s
 	walk_tree(&w, root);
 	*unnamed = w.left;
 	free(w.want);
-	free(w.lv);
-	free(w.path);
 	return w.err;
 }
 

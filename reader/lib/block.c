@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "internal.h"
 #include "common/meta.h"
 
@@ -83,17 +84,10 @@ void sqk_pool_put(struct sqk_image *img, struct sqk_compressor *c)
 	struct sqk_comp_pool *p = &img->pool;
 
 	pthread_mutex_lock(&p->mu);
-	if (p->nfree == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 8;
-		void *n = realloc(p->free, cap * sizeof(*p->free));
-
-		if (!n) {
-			pthread_mutex_unlock(&p->mu);
-			sqk_compressor_destroy(c);
-			return;
-		}
-		p->free = n;
-		p->cap = cap;
+	if (sqk_grow(&p->free, &p->cap, p->nfree + 1, sizeof(*p->free), 0)) {
+		pthread_mutex_unlock(&p->mu);
+		sqk_compressor_destroy(c);
+		return;
 	}
 	p->free[p->nfree++] = c;
 	pthread_mutex_unlock(&p->mu);

@@ -10,6 +10,7 @@
 
 #include "check_internal.h"
 #include "common/abi.h"
+#include "common/grow.h"
 #include "common/integrity.h"
 
 #define MAX_NAMES 12
@@ -59,28 +60,11 @@ void chk_last_log(struct chk *c, char *buf, size_t cap)
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Grows *arr (of *cap elements of size sz) to hold one more. */
-static int grow(void **arr, size_t *cap, size_t n, size_t sz)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 256;
-	p = realloc(*arr, ncap * sz);
-	if (!p)
-		return SQK_ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 int chk_label(struct chk *c, const char *name, uint32_t *out)
 {
 	char *s;
 
-	if (grow((void **)&c->labels, &c->caplabels, c->nlabels, sizeof(*c->labels)))
+	if (sqk_grow(&c->labels, &c->caplabels, c->nlabels + 1, sizeof(*c->labels), 0))
 		return SQK_ENOMEM;
 	s = strdup(name);
 	if (!s)
@@ -94,7 +78,7 @@ int chk_ival_add(struct chk *c, uint64_t start, uint64_t end, uint32_t label)
 {
 	if (end <= start)
 		return 0;
-	if (grow((void **)&c->iv, &c->capiv, c->niv, sizeof(*c->iv)))
+	if (sqk_grow(&c->iv, &c->capiv, c->niv + 1, sizeof(*c->iv), 0))
 		return SQK_ENOMEM;
 	c->iv[c->niv++] = (struct chk_ival){ start + c->offset, end + c->offset, label };
 	return 0;
@@ -102,7 +86,7 @@ int chk_ival_add(struct chk *c, uint64_t start, uint64_t end, uint32_t label)
 
 int chk_job_add(struct chk *c, const struct chk_job *j)
 {
-	if (grow((void **)&c->jobs, &c->capjobs, c->njobs, sizeof(*c->jobs)))
+	if (sqk_grow(&c->jobs, &c->capjobs, c->njobs + 1, sizeof(*c->jobs), 0))
 		return SQK_ENOMEM;
 	c->jobs[c->njobs++] = *j;
 	return 0;

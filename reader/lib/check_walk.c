@@ -1,8 +1,8 @@
-/* The checker's tree walk: every inode reachable from the root is decoded once (inode numbers
- * unique per inode, in range, all reached; no directory reached twice), every directory listing
- * iterated (sorted, unique, valid names), every file's size words checked and its blocks queued
- * for decompression and named in the interval map, then the export table compared with what the
- * walk found. */
+/* The checker's tree walk (libsqk's walk, walk.c): every inode reachable from the root is
+ * decoded once (inode numbers unique per inode, in range, all reached; no directory reached
+ * twice), every directory listing iterated (sorted, unique, valid names), every file's size
+ * words checked and its blocks queued for decompression and named in the interval map, then
+ * the export table compared with what the walk found. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,19 +10,22 @@
 #include "check_internal.h"
 #include "common/depth.h"
 #include "common/endian.h"
+#include "common/grow.h"
 
 #define WORDS_PER_READ 512u
 
+/* The path of the walk's entry in messages: "/a/b", the root "" (its listing: "/"); and per
+ * depth whether the directory listed there had its index reported already (once each). */
 struct path {
 	char *p;
-	size_t len, cap;
+	size_t cap;
+	bool *index_bad;
+	size_t capbad;
 };
 
-/* A library failure: operational ones are returned, the rest reported as structural. Not
- * inlined: its buffer would sit in every frame of the recursive walk. */
-__attribute__((noinline)) static int lib_fail(struct chk *c, int rc, uint64_t pos,
-					      const char *region, const char *what,
-					      const char *path)
+/* A library failure: operational ones are returned, the rest reported as structural. */
+static int lib_fail(struct chk *c, int rc, uint64_t pos, const char *region, const char *what,
+		    const char *path)
 {
 	char msg[512];
 
@@ -118,9 +121,7 @@ static int file_fragment(struct chk *c, const struct sqk_inode *in, const char *
 	return chk_ival_add(c, f->start, f->start + (f->size & SQK_BLOCK_SIZE_MASK), label);
 }
 
-/* Not inlined (nor check_misc): their buffers would sit in every frame of the recursive walk. */
-__attribute__((noinline)) static int check_file(struct chk *c, const struct sqk_inode *in,
-						const char *path)
+static int check_file(struct chk *c, const struct sqk_inode *in, const char *path)
 {
 	char name[64 + SQK_NAME_MAX];
 	uint32_t label = 0;
@@ -139,8 +140,6 @@ __attribute__((noinline)) static int check_file(struct chk *c, const struct sqk_
 		rc = file_fragment(c, in, path, label);
 	return rc;
 }
-
-static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir, unsigned depth);
 
 /* Reads every xattr of in, names and values (out-of-line values followed): what extracting or
  * mounting will read. A value size is checked against the key/value area before the value is
@@ -182,8 +181,7 @@ static int check_xattrs(struct chk *c, const struct sqk_inode *in, const char *p
 
 /* Checks the parts every inode kind has (xattrs, symlink target). A target no file system can
  * hold (empty, or with a NUL byte) is reported: extraction and mounts would make another one. */
-__attribute__((noinline)) static int check_misc(struct chk *c, const struct sqk_inode *in,
-						const char *path)
+static int check_misc(struct chk *c, const struct sqk_inode *in, const char *path)
 {
 	uint64_t at = c->offset + inode_pos(c, in->ref);
 	char target[SQK_SYMLINK_MAX + 1];
@@ -230,58 +228,52 @@ static int first_visit(struct chk *c, const struct sqk_inode *in, const char *pa
 	return 1;
 }
 
-static int visit(struct chk *c, struct path *pa, const struct sqk_inode *in, unsigned depth)
+/* Checks an inode; 1 when it is a directory to enter, 0 when not, or SQK_E*. */
+static int visit(struct chk *c, const struct sqk_inode *in, const char *path)
 {
-	int rc = first_visit(c, in, pa->p);
+	int rc = first_visit(c, in, path);
 
 	if (rc <= 0)
 		return rc;
-	rc = check_misc(c, in, pa->p);
+	rc = check_misc(c, in, path);
 	if (rc == 0 && sqk_basic_type(in->type) == SQK_T_FILE)
-		rc = check_file(c, in, pa->p);
-	if (rc == 0 && sqk_basic_type(in->type) == SQK_T_DIR)
-		rc = walk_dir(c, pa, in, depth + 1);
+		rc = check_file(c, in, path);
+	if (rc == 0 && sqk_basic_type(in->type) == SQK_T_DIR) {
+		c->res->dirs++;
+		return 1;
+	}
 	return rc;
 }
 
-static int path_push(struct path *pa, const struct sqk_dirent *e)
+/* Sets pa->p to the path of e in messages. */
+static int path_set(struct path *pa, const struct sqk_walk_entry *e)
 {
-	size_t need = pa->len + 1 + e->name_len + 1;
+	int rc = sqk_grow(&pa->p, &pa->cap, e->path_len + 2, 1, 0);
 
-	if (need > pa->cap) {
-		char *p = realloc(pa->p, need * 2);
-
-		if (!p)
-			return SQK_ENOMEM;
-		pa->p = p;
-		pa->cap = need * 2;
-	}
-	pa->p[pa->len] = '/';
-	memcpy(pa->p + pa->len + 1, e->name, e->name_len);
-	pa->p[pa->len + 1 + e->name_len] = 0;
+	if (rc)
+		return rc;
+	pa->p[0] = e->depth ? '/' : 0;
+	memcpy(pa->p + (e->depth ? 1 : 0), e->path, e->path_len + 1);
 	return 0;
 }
 
-/* Decodes the inode of entry e of dir (path already extended) and visits it. */
-static int visit_entry(struct chk *c, struct path *pa, const struct sqk_inode *dir,
-		       const struct sqk_dirent *e, unsigned depth)
+/* Checks the inode of entry e (below the root) against its listing, then visits it: 1 to
+ * enter it, 0 not, or SQK_E*. */
+static int visit_entry(struct chk *c, const char *path, const struct sqk_walk_entry *e)
 {
-	struct sqk_inode in;
-	uint64_t at = c->offset + inode_pos(c, e->ref);
-	int rc = sqk_inode_get(c->img, e->ref, &in);
+	const struct sqk_inode *in = &e->inode, *dir = e->parent;
+	uint64_t at = c->offset + inode_pos(c, e->dirent.ref);
 
-	if (rc)
-		return lib_fail(c, rc, inode_pos(c, e->ref), "inode table", "inode", pa->p);
-	if (in.ino != e->ino || sqk_basic_type(in.type) != e->type) {
+	if (in->ino != e->dirent.ino || sqk_basic_type(in->type) != e->dirent.type) {
 		chk_report(c, true, at, at + 1, "directory table",
-			   "%s: entry says inode %u type %u, the inode is %u type %u", pa->p,
-			   e->ino, e->type, in.ino, in.type);
+			   "%s: entry says inode %u type %u, the inode is %u type %u", path,
+			   e->dirent.ino, e->dirent.type, in->ino, in->type);
 		return 0;
 	}
-	if (sqk_basic_type(in.type) == SQK_T_DIR && in.parent != dir->ino)
+	if (sqk_basic_type(in->type) == SQK_T_DIR && in->parent != dir->ino)
 		chk_report(c, true, at, at + 1, "inode table",
-			   "%s: parent inode number %u, expected %u", pa->p, in.parent, dir->ino);
-	return visit(c, pa, &in, depth);
+			   "%s: parent inode number %u, expected %u", path, in->parent, dir->ino);
+	return visit(c, in, path);
 }
 
 /* A directory with an index: looking entry e up by name (which goes through the index, as every
@@ -304,40 +296,77 @@ static bool check_index(struct chk *c, const struct sqk_inode *dir, const struct
 	return true;
 }
 
-static int walk_dir(struct chk *c, struct path *pa, const struct sqk_inode *dir, unsigned depth)
+/* Whether the index of the directory listing e was reported already (the directories listed
+ * at each depth, in turn: a new one starts at index 0). */
+static int index_reported(struct path *pa, const struct sqk_walk_entry *e, bool **flag)
 {
-	size_t saved = pa->len;
-	struct sqk_dir_iter it;
-	struct sqk_dirent e;
-	bool index_bad = false; /* reported once per directory */
-	int rc, more;
+	int rc = sqk_grow(&pa->index_bad, &pa->capbad, e->depth + 1, sizeof(bool), 1);
 
-	c->res->dirs++;
-	/* depth is that of dir's entries: the recursion is bounded by common/depth.h */
-	if (depth > SQK_DEPTH_MAX && dir->size > 3) {
-		char b[2 * SQK_DEPTH_SHOWN + 4];
+	if (rc)
+		return rc;
+	if (e->index == 0)
+		pa->index_bad[e->depth] = false;
+	*flag = &pa->index_bad[e->depth];
+	return 0;
+}
+
+/* One step of the walk (pa->p its path; rc what sqk_walk_next returned): 0 to go on, or SQK_E*
+ * to stop. */
+static int walk_step(struct chk *c, struct sqk_walk *w, struct path *pa,
+		     const struct sqk_walk_entry *e, int rc)
+{
+	char b[2 * SQK_DEPTH_SHOWN + 4];
+	bool *bad;
+
+	if (e->depth && (e->event == SQK_WALK_PRE || e->event == SQK_WALK_ERR_INODE)) {
+		int r = index_reported(pa, e, &bad);
+
+		if (r)
+			return r;
+		if (!*bad)
+			*bad = check_index(c, e->parent, &e->dirent, pa->p);
+	}
+	switch (e->event) {
+	case SQK_WALK_PRE:
+		rc = e->depth ? visit_entry(c, pa->p, e) : visit(c, &e->inode, pa->p);
+		if (rc <= 0)
+			sqk_walk_skip(w);
+		return rc < 0 ? rc : 0;
+	case SQK_WALK_ERR_INODE:
+		return lib_fail(c, rc, inode_pos(c, e->dirent.ref), "inode table", "inode", pa->p);
+	case SQK_WALK_ERR_LIST:
+		return lib_fail(c, rc, e->pos, "directory table", "listing",
+				pa->p[0] ? pa->p : "/");
+	case SQK_WALK_ERR_DEPTH:
+		/* the bound of common/depth.h: its entries are not walked */
 		chk_report(c, true, 0, 0, "directory table", "%s: directories nested deeper than "
 			   "%u levels (the most sqk builds and walks)",
-			   sqk_depth_shown(saved ? pa->p : "/", b), SQK_DEPTH_MAX);
+			   sqk_depth_shown(pa->p[0] ? pa->p : "/", b), SQK_DEPTH_MAX);
 		return 0;
+	default:
+		return rc;
 	}
-	rc = sqk_dir_iter_init(c->img, dir, &it);
-	while (rc == 0 && !atomic_load(&c->stop) && (more = sqk_dir_iter_next(&it, &e)) != 0) {
-		if (more < 0) {
-			pa->p[saved] = 0;
-			return lib_fail(c, more, sqk_dir_iter_pos(&it), "directory table", "listing",
-					saved ? pa->p : "/");
-		}
-		rc = path_push(pa, &e);
-		if (rc == 0) {
-			pa->len += 1 + e.name_len;
-			if (!index_bad)
-				index_bad = check_index(c, dir, &e, pa->p);
-			rc = visit_entry(c, pa, dir, &e, depth);
-		}
-		pa->len = saved;
-		pa->p[saved] = 0;
+}
+
+/* Walks the tree from root, checking each inode once. */
+static int walk_tree(struct chk *c, const struct sqk_inode *root)
+{
+	struct path pa = { 0 };
+	struct sqk_walk_entry e;
+	struct sqk_walk *w;
+	int rc = sqk_walk_open(c->img, root, 0, SQK_WALK_MAX_DEPTH, &w), more;
+
+	while (rc == 0 && !atomic_load(&c->stop) && (more = sqk_walk_next(w, &e)) != 0) {
+		if (e.event == SQK_WALK_ERR_FATAL)
+			rc = more;
+		else
+			rc = path_set(&pa, &e);
+		if (rc == 0)
+			rc = walk_step(c, w, &pa, &e, more);
 	}
+	sqk_walk_close(w);
+	free(pa.p);
+	free(pa.index_bad);
 	return rc;
 }
 
@@ -373,25 +402,19 @@ static int check_export(struct chk *c)
 int chk_walk(struct chk *c)
 {
 	const struct sqk_super *sb = sqk_image_super(c->img);
-	struct path pa = { 0 };
 	struct sqk_inode root;
 	int rc;
 
 	c->ino_ref = malloc(((size_t)sb->inode_count + 1) * sizeof(*c->ino_ref));
 	c->frag_need = calloc((size_t)sb->fragment_count + 1, sizeof(*c->frag_need));
-	pa.p = calloc(1, 256);
-	pa.cap = 256;
-	if (!c->ino_ref || !c->frag_need || !pa.p) {
-		free(pa.p);
+	if (!c->ino_ref || !c->frag_need)
 		return SQK_ENOMEM;
-	}
 	memset(c->ino_ref, 0xFF, ((size_t)sb->inode_count + 1) * sizeof(*c->ino_ref));
 	rc = sqk_image_root(c->img, &root);
 	if (rc)
 		rc = lib_fail(c, rc, inode_pos(c, sb->root_inode), "inode table", "root inode", "/");
 	else
-		rc = visit(c, &pa, &root, 0);
-	free(pa.p);
+		rc = walk_tree(c, &root);
 	if (rc == 0 && !atomic_load(&c->stop) && c->found != sb->inode_count)
 		chk_report(c, true, c->offset + sb->inode_table_start,
 			   c->offset + sb->directory_table_start, "inode table",

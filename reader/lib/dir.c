@@ -1,9 +1,11 @@
 /* Directory listings: the run iterator with name validation (sorted, unique, no '/', not . or
- * ..), lookup through the directory index of extended directories, and path resolution. */
+ * ..) behind the opaque sqk_dir_open/next/close, lookup through the directory index of extended
+ * directories, and path resolution. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/endian.h"
+#include "common/grow.h"
 #include "internal.h"
 #include "common/meta.h"
 #include "common/format.h"
@@ -12,15 +14,14 @@ static void iter_at(struct sqk_image *img, const struct sqk_inode *dir, uint32_t
 		    uint32_t off, uint32_t remaining, struct sqk_dir_iter *it)
 {
 	memset(it, 0, sizeof(*it));
-	it->private_.img = img;
-	it->private_.pos = img->sb.directory_table_start + block;
-	it->private_.off = off;
-	it->private_.remaining = remaining;
+	it->img = img;
+	it->pos = img->sb.directory_table_start + block;
+	it->off = off;
+	it->remaining = remaining;
 }
 
-/* it lives on the caller's stack and borrows img. */
-int sqk_dir_iter_init(struct sqk_image *img, const struct sqk_inode *dir,
-		      struct sqk_dir_iter *it)
+/* it is the caller's storage and borrows img. */
+int sqk_dir_start(struct sqk_image *img, const struct sqk_inode *dir, struct sqk_dir_iter *it)
 {
 	if (sqk_basic_type(dir->type) != SQK_T_DIR)
 		return SQK_EINVAL;
@@ -31,18 +32,18 @@ int sqk_dir_iter_init(struct sqk_image *img, const struct sqk_inode *dir,
 
 static int iter_read(struct sqk_dir_iter *it, void *buf, size_t len)
 {
-	struct sqk_image *img = it->private_.img;
-	struct sqk_mcur c = { .pos = it->private_.pos, .off = it->private_.off, .end = img->dir_end };
+	struct sqk_image *img = it->img;
+	struct sqk_mcur c = { .pos = it->pos, .off = it->off, .end = img->dir_end };
 	int rc;
 
-	if (it->private_.remaining < len)
+	if (it->remaining < len)
 		return SQK_ECORRUPT;
 	rc = sqk_meta_read(img, &c, buf, len);
 	if (rc)
 		return rc;
-	it->private_.pos = c.pos;
-	it->private_.off = c.off;
-	it->private_.remaining -= (uint32_t)len;
+	it->pos = c.pos;
+	it->off = c.off;
+	it->remaining -= (uint32_t)len;
 	return 0;
 }
 
@@ -57,9 +58,9 @@ static int next_run(struct sqk_dir_iter *it)
 	sqk_dir_header_decode(raw, &h);
 	if (h.count + 1 > SQK_DIR_RUN_MAX || h.count + 1 == 0)
 		return SQK_ECORRUPT;
-	it->private_.run_left = h.count + 1;
-	it->private_.run_block = h.start_block;
-	it->private_.run_ino = h.inode_number;
+	it->run_left = h.count + 1;
+	it->run_block = h.start_block;
+	it->run_ino = h.inode_number;
 	return 0;
 }
 
@@ -90,44 +91,71 @@ static int read_entry(struct sqk_dir_iter *it, struct sqk_dirent *e)
 	if (rc)
 		return rc;
 	name[len] = 0;
-	ino = (int64_t)it->private_.run_ino + d.inode_delta;
+	ino = (int64_t)it->run_ino + d.inode_delta;
 	if (!name_ok(name, len) || d.type < SQK_T_DIR || d.type > SQK_T_SOCKET || ino < 1 ||
-	    ino > it->private_.img->sb.inode_count || d.offset >= SQK_META_SIZE)
+	    ino > it->img->sb.inode_count || d.offset >= SQK_META_SIZE)
 		return SQK_ECORRUPT;
-	if (it->private_.index > 0 && sqk_name_cmp(it->private_.name, strlen(it->private_.name), name, len) >= 0)
+	if (it->index > 0 && sqk_name_cmp(it->name, strlen(it->name), name, len) >= 0)
 		return SQK_ECORRUPT;
-	memcpy(it->private_.name, name, len + 1);
-	e->name = it->private_.name;
+	memcpy(it->name, name, len + 1);
+	e->name = it->name;
 	e->name_len = len;
 	e->ino = (uint32_t)ino;
 	e->type = d.type;
-	e->ref = ((uint64_t)it->private_.run_block << 16) | d.offset;
+	e->ref = ((uint64_t)it->run_block << 16) | d.offset;
 	return 0;
 }
 
+/* Borrows img and dir (copied: dir may go away); the caller owns *out (sqk_dir_close). */
+int sqk_dir_open(struct sqk_image *img, const struct sqk_inode *dir, struct sqk_dir_iter **out)
+{
+	struct sqk_dir_iter *it = malloc(sizeof(*it));
+	int rc;
+
+	*out = NULL;
+	if (!it)
+		return SQK_ENOMEM;
+	rc = sqk_dir_start(img, dir, it);
+	if (rc) {
+		free(it);
+		return rc;
+	}
+	*out = it;
+	return 0;
+}
+
+/* NULL-safe. */
+void sqk_dir_close(struct sqk_dir_iter *it)
+{
+	free(it);
+}
+
 /* Fills *e (its name borrowed from it); 1 = entry, 0 = end, < 0 = error. */
-int sqk_dir_iter_next(struct sqk_dir_iter *it, struct sqk_dirent *e)
+int sqk_dir_next(struct sqk_dir_iter *it, struct sqk_dirent *e)
 {
 	int rc = 0;
 
-	if (it->private_.run_left == 0) {
-		if (it->private_.remaining == 0)
+	if (it->run_left == 0) {
+		if (it->remaining == 0)
 			return 0;
 		rc = next_run(it);
 	}
 	if (rc == 0)
 		rc = read_entry(it, e);
+	if (rc == 0) {
+		it->run_left--;
+		/* what is left after a run must hold a header */
+		if (it->run_left == 0 && it->remaining > 0 && it->remaining < SQK_DIR_HEADER_SIZE)
+			rc = SQK_ECORRUPT;
+	}
 	if (rc) {
-		sqk_logf(it->private_.img, "bad directory entry in block at offset %llu: %s",
-			 (unsigned long long)it->private_.pos, sqk_strerror(rc));
-		it->private_.remaining = 0;
-		it->private_.run_left = 0;
+		sqk_logf(it->img, "bad directory entry in block at offset %llu: %s",
+			 (unsigned long long)it->pos, sqk_strerror(rc));
+		it->remaining = 0;
+		it->run_left = 0;
 		return rc;
 	}
-	it->private_.run_left--;
-	it->private_.index++;
-	if (it->private_.run_left == 0 && it->private_.remaining > 0 && it->private_.remaining < SQK_DIR_HEADER_SIZE)
-		return SQK_ECORRUPT;
+	it->index++;
 	return 1;
 }
 
@@ -170,13 +198,13 @@ int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *n
 {
 	struct sqk_dir_iter it;
 	struct sqk_dirent e;
-	int rc = sqk_dir_iter_init(img, dir, &it);
+	int rc = sqk_dir_start(img, dir, &it);
 
 	if (rc)
 		return rc;
 	if (dir->type == SQK_T_LDIR && dir->index_count && dir->size > 3)
 		rc = seek_index(img, dir, name, len, &it);
-	while (rc == 0 && (rc = sqk_dir_iter_next(&it, &e)) == 1) {
+	while (rc == 0 && (rc = sqk_dir_next(&it, &e)) == 1) {
 		int cmp = sqk_name_cmp(e.name, e.name_len, name, len);
 
 		if (cmp == 0)
@@ -208,16 +236,9 @@ int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *o
 			if (depth) /* ".." of the root is the root */
 				cur = up[--depth];
 		} else if (!(n == 1 && path[0] == '.')) {
-			if (depth == cap) {
-				struct sqk_inode *p = realloc(up, (cap ? cap * 2 : 8) * sizeof(*up));
-
-				if (!p) {
-					rc = SQK_ENOMEM;
-					break;
-				}
-				up = p;
-				cap = cap ? cap * 2 : 8;
-			}
+			rc = sqk_grow(&up, &cap, depth + 1, sizeof(*up), 0);
+			if (rc)
+				break;
 			up[depth++] = cur;
 			rc = sqk_lookup(img, &cur, path, n, &cur);
 		}
@@ -230,13 +251,13 @@ int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *o
 }
 
 /* Borrows it. */
-uint64_t sqk_dir_iter_index(const struct sqk_dir_iter *it)
+uint64_t sqk_dir_index(const struct sqk_dir_iter *it)
 {
-	return it->private_.index;
+	return it->index;
 }
 
 /* Borrows it. */
-uint64_t sqk_dir_iter_pos(const struct sqk_dir_iter *it)
+uint64_t sqk_dir_pos(const struct sqk_dir_iter *it)
 {
-	return it->private_.pos;
+	return it->pos;
 }

@@ -185,7 +185,7 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	}
 	pthread_mutex_init(&img->pool.mu, NULL);
 	pthread_mutex_init(&img->workers_mu, NULL);
-	sqk_walk_init(&img->walk);
+	sqk_seqwalk_init(&img->walk);
 	pthread_mutex_init(&img->rabufs.mu, NULL);
 	img->io = io;
 	img->owned_io = owned;
@@ -431,7 +431,7 @@ void sqk_image_close(struct sqk_image *img)
 		return;
 	sqk_workers_stop(img);
 	pthread_mutex_destroy(&img->workers_mu);
-	sqk_walk_free(&img->walk);
+	sqk_seqwalk_free(&img->walk);
 	sqk_rabufs_free(&img->rabufs);
 	sqk_findex_cache_destroy(img->findex);
 	sqk_cache_destroy(img->cache);

@@ -1,24 +1,19 @@
 /* sqk_image_info: what `sqk info` reports beyond the superblock, gathered through the reader's
  * own paths: every inode reachable from the root decoded once (kinds, file bytes, the stored
  * blocks of each distinct block list, from its size words), then the metadata blocks of the
- * inode and directory tables counted by their headers. The walk keeps its directory stack on the
- * heap: how deep directories nest is a field of the image. */
+ * inode and directory tables counted by their headers. The walk is libsqk's (walk.c), once per
+ * inode. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/depth.h"
 #include "common/endian.h"
+#include "common/grow.h"
 #include "common/meta.h"
 #include "internal.h"
 #include "common/abi.h"
 
 #define WORDS_PER_READ 512u
-
-/* One directory being listed, and the length of its path in the walk's path buffer. */
-struct info_level {
-	struct sqk_dir_iter it;
-	size_t plen;
-};
 
 /* A distinct regular file: where its data is, for the data blocks (a block list shared by
  * duplicates counts once) and for telling duplicates apart (same size and same data). */
@@ -31,34 +26,37 @@ struct info_file {
 struct info_walk {
 	struct sqk_image *img;
 	struct sqk_image_info *out;
-	uint8_t *seen;              /* by inode number */
 	struct info_file *files;
 	size_t nfiles, capfiles;
-	struct info_level *stack;
-	size_t depth, capdepth;
-	char *path;                 /* "/a/b" of the entry at hand; "" is the root */
-	size_t plen, pcap;
+	char *path;                 /* "/a/b" of the entry at hand, for messages; "/" is the root */
+	size_t pcap;
 };
 
 static int add_file(struct info_walk *w, const struct info_file *f)
 {
-	if (w->nfiles == w->capfiles) {
-		size_t cap = w->capfiles ? w->capfiles * 2 : 256;
-		struct info_file *p = realloc(w->files, cap * sizeof(*p));
+	int rc = sqk_grow(&w->files, &w->capfiles, w->nfiles + 1, sizeof(*w->files), 0);
 
-		if (!p)
-			return SQK_ENOMEM;
-		w->files = p;
-		w->capfiles = cap;
-	}
+	if (rc)
+		return rc;
 	w->files[w->nfiles++] = *f;
 	return 0;
 }
 
-/* The path for messages: the root is "/". */
+/* The path for messages: "/" and the walk's path. */
+static int path_set(struct info_walk *w, const struct sqk_walk_entry *e)
+{
+	int rc = sqk_grow(&w->path, &w->pcap, e->path_len + 2, 1, 0);
+
+	if (rc)
+		return rc;
+	w->path[0] = '/';
+	memcpy(w->path + 1, e->path, e->path_len + 1);
+	return 0;
+}
+
 static const char *shown(const struct info_walk *w)
 {
-	return w->plen ? w->path : "/";
+	return w->path;
 }
 
 /* Adds a regular file's bytes and the number of its non-zero (stored) size words. */
@@ -95,107 +93,49 @@ static int file_stats(struct info_walk *w, const struct sqk_inode *f)
 	return add_file(w, &r);
 }
 
-/* Starts listing dir (whose path is the current one) on top of the stack. */
-static int push_dir(struct info_walk *w, const struct sqk_inode *dir)
+/* Counts an inode met for the first time; files add their blocks. */
+static int visit(struct info_walk *w, const struct sqk_walk_entry *e)
 {
-	int rc;
+	uint16_t basic = sqk_basic_type(e->inode.type);
 
-	/* dir is at depth w->depth (the root at 0), its entries one more (common/depth.h) */
-	if (w->depth >= SQK_DEPTH_MAX && dir->size > 3) {
-		char b[2 * SQK_DEPTH_SHOWN + 4];
-		sqk_logf(w->img, "%s: directories nested deeper than %u levels (the most sqk "
-			 "walks)", sqk_depth_shown(shown(w), b), SQK_DEPTH_MAX);
-		return SQK_ETOOBIG;
-	}
-	if (w->depth == w->capdepth) {
-		size_t cap = w->capdepth ? w->capdepth * 2 : 16;
-		struct info_level *s = realloc(w->stack, cap * sizeof(*s));
-
-		if (!s)
-			return SQK_ENOMEM;
-		w->stack = s;
-		w->capdepth = cap;
-	}
-	rc = sqk_dir_iter_init(w->img, dir, &w->stack[w->depth].it);
-	if (rc) {
-		sqk_logf(w->img, "%s: cannot list directory: %s", shown(w), sqk_strerror(rc));
-		return rc;
-	}
-	w->stack[w->depth++].plen = w->plen;
-	return 0;
-}
-
-/* Sets the current path to the one of the directory at the top of the stack plus name. */
-static int path_set(struct info_walk *w, size_t base, const char *name, size_t len)
-{
-	size_t need = base + 1 + len + 1;
-
-	if (need > w->pcap) {
-		char *p = realloc(w->path, need * 2);
-
-		if (!p)
-			return SQK_ENOMEM;
-		w->path = p;
-		w->pcap = need * 2;
-	}
-	w->path[base] = '/';
-	memcpy(w->path + base + 1, name, len);
-	w->path[base + 1 + len] = 0;
-	w->plen = base + 1 + len;
-	return 0;
-}
-
-/* Counts an inode met for the first time; files add their blocks, directories are listed. */
-static int visit(struct info_walk *w, const struct sqk_inode *in)
-{
-	uint16_t basic = sqk_basic_type(in->type);
-
-	if (w->seen[in->ino]) {
+	if (e->flags & SQK_WALK_SEEN) {
 		w->out->counts.hard_links += basic != SQK_T_DIR; /* another name of a file */
 		return 0;
 	}
-	w->seen[in->ino] = 1;
 	w->out->inodes_found++;
 	w->out->kinds[basic & 7]++;
-	if (basic == SQK_T_FILE)
-		return file_stats(w, in);
-	if (basic == SQK_T_DIR)
-		return push_dir(w, in);
-	return 0;
+	return basic == SQK_T_FILE ? file_stats(w, &e->inode) : 0;
+}
+
+/* The message of a failed step of the walk (its path in w->path). */
+static void walk_failed(struct info_walk *w, const struct sqk_walk_entry *e, int rc)
+{
+	char b[2 * SQK_DEPTH_SHOWN + 4];
+
+	if (e->event == SQK_WALK_ERR_DEPTH)
+		sqk_logf(w->img, "%s: directories nested deeper than %u levels (the most sqk "
+			 "walks)", sqk_depth_shown(shown(w), b), SQK_DEPTH_MAX);
+	else if (e->event == SQK_WALK_ERR_INODE)
+		sqk_logf(w->img, "%s: cannot read inode: %s", shown(w), sqk_strerror(rc));
+	else if (e->event == SQK_WALK_ERR_LIST)
+		sqk_logf(w->img, "%s: cannot list directory: %s", shown(w), sqk_strerror(rc));
 }
 
 /* Every entry below the root, depth first in listing order; each inode counted once. */
 static int walk(struct info_walk *w, const struct sqk_inode *root)
 {
-	struct sqk_dirent e;
-	struct sqk_inode in;
-	int rc;
+	struct sqk_walk_entry e;
+	struct sqk_walk *wk;
+	int rc = sqk_walk_open(w->img, root, SQK_WALK_ONCE, SQK_WALK_MAX_DEPTH, &wk);
 
-	w->seen[root->ino] = 1;
-	w->out->inodes_found = 1;
-	w->out->kinds[SQK_T_DIR] = 1;
-	rc = push_dir(w, root);
-	while (rc == 0 && w->depth) {
-		struct info_level *top = &w->stack[w->depth - 1];
-
-		w->plen = top->plen;
-		if (w->path)
-			w->path[w->plen] = 0;
-		rc = sqk_dir_iter_next(&top->it, &e);
-		if (rc == 0) {
-			w->depth--;
-		} else if (rc < 0) {
-			sqk_logf(w->img, "%s: cannot list directory: %s", shown(w),
-				 sqk_strerror(rc));
-		} else {
-			rc = path_set(w, top->plen, e.name, e.name_len);
-			if (rc == 0 && (rc = sqk_inode_get(w->img, e.ref, &in)) != 0)
-				sqk_logf(w->img, "%s: cannot read inode: %s", shown(w),
-					 sqk_strerror(rc));
-			if (rc == 0)
-				rc = visit(w, &in);
-		}
+	while (rc == 0 && (rc = sqk_walk_next(wk, &e)) == 1) {
+		rc = path_set(w, &e);
+		if (rc == 0)
+			rc = visit(w, &e);
 	}
+	if (rc < 0 && e.path && e.event != SQK_WALK_PRE && path_set(w, &e) == 0)
+		walk_failed(w, &e, rc);
+	sqk_walk_close(wk);
 	return rc;
 }
 
@@ -319,9 +259,6 @@ int sqk_image_info(struct sqk_image *img, struct sqk_image_info *user)
 		return SQK_EABI;
 	out->inode_table_bytes = img->inode_end - sb->inode_table_start;
 	out->directory_table_bytes = img->dir_end - sb->directory_table_start;
-	w.seen = calloc((size_t)sb->inode_count + 1, 1);
-	if (!w.seen)
-		return SQK_ENOMEM;
 	rc = sqk_image_root(img, &root);
 	if (rc)
 		sqk_logf(img, "/: cannot read the root inode: %s", sqk_strerror(rc));
@@ -336,9 +273,7 @@ int sqk_image_info(struct sqk_image *img, struct sqk_image_info *user)
 	if (rc == 0)
 		rc = count_meta(img, sb->directory_table_start, img->dir_end,
 				&out->directory_metadata_blocks);
-	free(w.seen);
 	free(w.files);
-	free(w.stack);
 	free(w.path);
 	sqk_abi_copy_out(user, out, sizeof(*out), INFO_V1);
 	return rc;

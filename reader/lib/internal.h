@@ -73,7 +73,7 @@ struct sqk_rabufs {
 /* stream.c: whether the files being read are a walk through the image in its own order (as
  * tar of the tree reads them): consecutive files with data blocks, each read whole from its
  * start, each starting where the one before ended (give or take fragment blocks). */
-struct sqk_walk {
+struct sqk_seqwalk {
 	pthread_mutex_t mu;
 	uint64_t start;         /* where the data blocks of the run's first file start */
 	uint64_t end;           /* end of the data blocks of the last file of the run */
@@ -127,7 +127,7 @@ struct sqk_image {
 	pthread_mutex_t bad_mu;       /* guards the recent mismatches */
 	struct sqk_mismatch bad[SQK_BAD_KEPT]; /* failed reads' chunks, oldest first */
 	unsigned nbad;
-	struct sqk_walk walk;
+	struct sqk_seqwalk walk;
 	struct sqk_hint_range *hint; /* remote: the prefetch hint's ranges, set at open */
 	size_t nhint;
 };
@@ -218,9 +218,27 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k);
 bool sqk_ra_steal(struct sqk_image *img, uint64_t pos);
 
+/* dir.c: a directory listing being read (struct sqk_dir_iter is opaque to the API's users:
+ * sqk_dir_open allocates one; libsqk's own walks embed it). Borrows img. */
+struct sqk_dir_iter {
+	struct sqk_image *img;
+	uint64_t pos;         /* absolute position of the current metadata block */
+	uint32_t off;         /* offset inside it */
+	uint32_t remaining;   /* listing bytes left */
+	uint32_t run_left;    /* entries left in the current run */
+	uint32_t run_block;
+	uint32_t run_ino;
+	uint64_t index;       /* entries returned so far */
+	char name[SQK_NAME_MAX + 1];
+};
+
+/* dir.c: sets up *it (the caller's storage, no cleanup) to list dir; SQK_EINVAL for a
+ * non-directory. sqk_dir_next reads it. */
+int sqk_dir_start(struct sqk_image *img, const struct sqk_inode *dir, struct sqk_dir_iter *it);
+
 /* stream.c: per-file streams and walks through the image, for fetching ahead. */
-void sqk_walk_init(struct sqk_walk *w);
-void sqk_walk_free(struct sqk_walk *w);
+void sqk_seqwalk_init(struct sqk_seqwalk *w);
+void sqk_seqwalk_free(struct sqk_seqwalk *w);
 void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq);
 void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end);
 const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,

@@ -16,7 +16,7 @@
 #define READ_SKIP ((uint64_t)1 << 20)
 #define RANDOM_WHOLE_MAX ((uint64_t)64 << 20)
 
-void sqk_walk_init(struct sqk_walk *w)
+void sqk_seqwalk_init(struct sqk_seqwalk *w)
 {
 	pthread_mutex_init(&w->mu, NULL);
 	w->start = w->end = 0;
@@ -24,7 +24,7 @@ void sqk_walk_init(struct sqk_walk *w)
 	atomic_init(&w->on, false);
 }
 
-void sqk_walk_free(struct sqk_walk *w)
+void sqk_seqwalk_free(struct sqk_seqwalk *w)
 {
 	pthread_mutex_destroy(&w->mu);
 }
@@ -34,7 +34,7 @@ void sqk_walk_free(struct sqk_walk *w)
  * duplicate sharing the blocks of a file read earlier in the walk) neither extends nor ends it. */
 static void first_read(struct sqk_image *img, struct sqk_findex *fi)
 {
-	struct sqk_walk *w = &img->walk;
+	struct sqk_seqwalk *w = &img->walk;
 
 	pthread_mutex_lock(&w->mu);
 	if (w->run && fi->blocks_start >= w->start && fi->blocks_start < w->end) {
@@ -52,7 +52,7 @@ static void first_read(struct sqk_image *img, struct sqk_findex *fi)
 /* fi was read whole, from its start to its end, each read continuing the one before. */
 static void read_whole(struct sqk_image *img, struct sqk_findex *fi)
 {
-	struct sqk_walk *w = &img->walk;
+	struct sqk_seqwalk *w = &img->walk;
 
 	if (atomic_load(&fi->aside))
 		return;

@@ -13,6 +13,7 @@
 #include <openssl/sha.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "s3.h"
 
 /* ---- a growing string ---- */
@@ -27,19 +28,10 @@ static void sb_addn(struct sbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (n > SIZE_MAX - b->len - 1 ||
+	    sqk_grow(&b->p, &b->cap, b->len + n + 1 < 256 ? 256 : b->len + n + 1, 1, 0)) {
+		b->oom = true;
+		return;
 	}
 	memcpy(b->p + b->len, s, n);
 	b->len += n;

@@ -116,35 +116,36 @@ static void visit(struct walk *w, const struct sqk_inode *in)
 
 static void list_dir(struct walk *w, const struct sqk_inode *dir)
 {
-	struct sqk_dir_iter it;
+	struct sqk_dir_iter *it;
 	struct sqk_dirent e;
 	struct sqk_inode in, found;
 
-	if (sqk_dir_iter_init(w->img, dir, &it) < 0)
+	if (sqk_dir_open(w->img, dir, &it) < 0)
 		return;
-	while (w->entries < MAX_ENTRIES && sqk_dir_iter_next(&it, &e) == 1) {
+	while (w->entries < MAX_ENTRIES && sqk_dir_next(it, &e) == 1) {
 		w->entries++;
 		/* The first entries, then a sample further on where the directory index matters. */
-		if (w->lookups < MAX_LOOKUPS && (sqk_dir_iter_index(&it) <= 16 || sqk_dir_iter_index(&it) % 64 == 0)) {
+		if (w->lookups < MAX_LOOKUPS && (sqk_dir_index(it) <= 16 || sqk_dir_index(it) % 64 == 0)) {
 			w->lookups++;
 			sqk_lookup(w->img, dir, e.name, e.name_len, &found);
 		}
 		if (sqk_inode_get(w->img, e.ref, &in) == 0)
 			visit(w, &in);
 	}
+	sqk_dir_close(it);
 }
 
 /* Path resolution from the root, with "." and repeated slashes, one level down. */
 static void lookup_paths(struct walk *w, const struct sqk_inode *root)
 {
-	struct sqk_dir_iter it;
+	struct sqk_dir_iter *it;
 	struct sqk_dirent e;
 	struct sqk_inode in;
 	char path[2 * SQK_NAME_MAX + 16];
 
-	if (sqk_dir_iter_init(w->img, root, &it) < 0)
+	if (sqk_dir_open(w->img, root, &it) < 0)
 		return;
-	for (int i = 0; i < 8 && sqk_dir_iter_next(&it, &e) == 1; i++) {
+	for (int i = 0; i < 8 && sqk_dir_next(it, &e) == 1; i++) {
 		snprintf(path, sizeof(path), "./%.*s//", (int)e.name_len, e.name);
 		if (sqk_lookup_path(w->img, path, &in) == 0 && S_ISDIR(in.mode)) {
 			snprintf(path, sizeof(path), "/%.*s/./%.*s", (int)e.name_len, e.name,
@@ -152,6 +153,7 @@ static void lookup_paths(struct walk *w, const struct sqk_inode *root)
 			sqk_lookup_path(w->img, path, &in);
 		}
 	}
+	sqk_dir_close(it);
 }
 
 /* Opens the image and walks it (verify: reads checked against the integrity data). */

@@ -262,19 +262,20 @@ static void lookup_entry(struct oracle *o, const struct sqk_inode *dir, const st
  * visited. */
 static void list_dir(struct oracle *o, const struct sqk_inode *dir)
 {
-	struct sqk_dir_iter it;
+	struct sqk_dir_iter *it;
 	struct sqk_dirent e;
 	struct sqk_inode in;
-	int rc = sqk_dir_iter_init(o->img, dir, &it);
+	int rc = sqk_dir_open(o->img, dir, &it);
 
 	if (rc)
 		fail(o, rc, "directory inode %u: listing", dir->ino);
-	while ((rc = sqk_dir_iter_next(&it, &e)) == 1) {
+	while ((rc = sqk_dir_next(it, &e)) == 1) {
 		if (o->entries++ >= MAX_ENTRIES) {
 			o->truncated = o->stop = true;
+			sqk_dir_close(it);
 			return;
 		}
-		lookup_entry(o, dir, &e, sqk_dir_iter_index(&it));
+		lookup_entry(o, dir, &e, sqk_dir_index(it));
 		rc = sqk_inode_get(o->img, e.ref, &in);
 		if (rc)
 			fail(o, rc, "directory inode %u: inode of %.*s", dir->ino,
@@ -287,7 +288,8 @@ static void list_dir(struct oracle *o, const struct sqk_inode *dir)
 	}
 	if (rc < 0)
 		fail(o, rc, "directory inode %u: listing after %llu entries", dir->ino,
-		     (unsigned long long)sqk_dir_iter_index(&it));
+		     (unsigned long long)sqk_dir_index(it));
+	sqk_dir_close(it);
 }
 
 static bool oracle_init(struct oracle *o, uint32_t inode_count)

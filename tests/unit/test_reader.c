@@ -270,12 +270,12 @@ static void cmp_attrs(struct sqk_image *img, const struct sqk_inode *in, const c
 /* Walks dir recursively, comparing every entry with src; returns the entry count. */
 static size_t walk(struct sqk_image *img, const struct sqk_inode *dir, const char *src)
 {
-	struct sqk_dir_iter it;
+	struct sqk_dir_iter *it;
 	struct sqk_dirent e;
 	size_t count = 0;
 	int rc;
-	ck_assert_int_eq(sqk_dir_iter_init(img, dir, &it), 0);
-	while ((rc = sqk_dir_iter_next(&it, &e)) == 1) {
+	ck_assert_int_eq(sqk_dir_open(img, dir, &it), 0);
+	while ((rc = sqk_dir_next(it, &e)) == 1) {
 		char p[512];
 		struct sqk_inode in, viaLookup;
 		snprintf(p, sizeof(p), "%s/%.*s", src, (int)e.name_len, e.name);
@@ -296,6 +296,7 @@ static size_t walk(struct sqk_image *img, const struct sqk_inode *dir, const cha
 		count++;
 	}
 	ck_assert_int_eq(rc, 0);
+	sqk_dir_close(it);
 	return count;
 }
 

@@ -106,24 +106,11 @@ struct sqk_dirent {
 	uint64_t ref;         /* inode reference, for sqk_inode_get */
 };
 
-/* Directory iterator: storage on the caller's stack, set up by sqk_dir_iter_init, no cleanup.
- * Its one member is private to libsqk and changes between versions of the library (see
- * SQK_DIR_ITER_VERSION): callers read the iterator only through sqk_dir_iter_next,
- * sqk_dir_iter_index and sqk_dir_iter_pos. Copying it (to resume later) is allowed. */
-#define SQK_DIR_ITER_VERSION 2
-struct sqk_dir_iter {
-	struct sqk_dir_iter_private_ {
-		struct sqk_image *img;
-		uint64_t pos;         /* absolute position of the current metadata block */
-		uint32_t off;         /* offset inside it */
-		uint32_t remaining;   /* listing bytes left */
-		uint32_t run_left;    /* entries left in the current run */
-		uint32_t run_block;
-		uint32_t run_ino;
-		uint64_t index;       /* entries returned so far */
-		char name[SQK_NAME_MAX + 1];
-	} private_;
-};
+/* An open directory listing (sqk_dir_open): opaque, its layout private to libsqk. */
+struct sqk_dir_iter;
+
+/* A tree walk (sqk_walk_open): opaque. */
+struct sqk_walk;
 
 struct sqk_stats {
 	size_t size;                /* the caller's sizeof(struct sqk_stats), set before the call */
@@ -222,19 +209,108 @@ SQK_API int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const
  * root), no symlinks followed; "" or "/" = root. */
 SQK_API int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *out);
 
-/* Starts iterating dir's entries (without . and ..). */
-SQK_API int sqk_dir_iter_init(struct sqk_image *img, const struct sqk_inode *dir,
-		      struct sqk_dir_iter *it);
+/* Opens the listing of directory dir (borrowed for the call: copied) for sqk_dir_next, without
+ * . and ..; SQK_EINVAL when dir is not a directory, SQK_ENOMEM. Borrows img (which must outlive
+ * it); the caller owns *out (NULL on failure) and frees it with sqk_dir_close. One iterator is
+ * for one thread at a time; several may read one directory at once. */
+SQK_API int sqk_dir_open(struct sqk_image *img, const struct sqk_inode *dir,
+			 struct sqk_dir_iter **out);
 
-/* Next entry: returns 1 with *e filled, 0 at the end, or SQK_E*. Names are validated (not
- * empty, no '/', not . or .., sorted and unique). */
-SQK_API int sqk_dir_iter_next(struct sqk_dir_iter *it, struct sqk_dirent *e);
+/* Next entry: returns 1 with the caller's *e filled, 0 at the end, or SQK_E* (logged, naming
+ * the metadata block; every later call returns 0). e->name is borrowed from it: valid (and
+ * NUL-terminated) until the next call or sqk_dir_close. Names are validated (not empty, no
+ * '/' or NUL, not . or .., sorted and unique), and so are the entry's inode number (1 to the
+ * image's inode count), type and offset. */
+SQK_API int sqk_dir_next(struct sqk_dir_iter *it, struct sqk_dirent *e);
 
-/* Entries it has returned so far. */
-SQK_API uint64_t sqk_dir_iter_index(const struct sqk_dir_iter *it);
+/* Frees it; NULL-safe. */
+SQK_API void sqk_dir_close(struct sqk_dir_iter *it);
 
-/* Image position of the metadata block it reads from now (for messages naming an offset). */
-SQK_API uint64_t sqk_dir_iter_pos(const struct sqk_dir_iter *it);
+/* Entries it has returned so far (borrows it). */
+SQK_API uint64_t sqk_dir_index(const struct sqk_dir_iter *it);
+
+/* Image position of the metadata block it reads from now, for messages naming an offset
+ * (borrows it). */
+SQK_API uint64_t sqk_dir_pos(const struct sqk_dir_iter *it);
+
+/* The walk of a tree: sqk_walk_open, then sqk_walk_next until it returns 0, then sqk_walk_close.
+ * Depth first, each directory's entries in their stored (sorted) order, a directory before its
+ * entries; iterative (a stack on the heap, never the C stack), however deep the image nests.
+ *
+ * Flags of sqk_walk_open: */
+#define SQK_WALK_ONCE  0x1u /* each inode number once: an entry whose inode number was met before
+			     * (a hard link; a second name of a directory in a crafted image) has
+			     * SQK_WALK_SEEN set, and such a directory is not entered */
+#define SQK_WALK_LEAVE 0x2u /* also report every directory again after its entries (event
+			     * SQK_WALK_POST), for post-order work; it comes right after the
+			     * directory when the directory is not entered */
+
+/* The deepest an entry may be below the start: the one depth policy of squashkit (the builder
+ * refuses deeper trees). A larger max_depth is taken as this one. */
+#define SQK_WALK_MAX_DEPTH 2048u
+
+/* What sqk_walk_next reports (sqk_walk_entry.event). */
+enum sqk_walk_event {
+	SQK_WALK_PRE = 1,      /* an entry (the start first, at depth 0) */
+	SQK_WALK_POST = 2,     /* SQK_WALK_LEAVE: a directory after its entries */
+	/* Errors (sqk_walk_next returns the SQK_E* code); the walk may go on with the next call: */
+	SQK_WALK_ERR_LIST = 3, /* the listing of the directory at path failed (its other entries
+				* are not reported; e.pos names the metadata block) */
+	SQK_WALK_ERR_INODE = 4, /* the inode of the entry at path does not decode (e.dirent says
+				 * what the listing holds; the entry is not reported) */
+	SQK_WALK_ERR_DEPTH = 5, /* the directory at path (depth max_depth or more) holds entries
+				 * deeper than the bound (SQK_ETOOBIG): it is not entered */
+	SQK_WALK_ERR_FATAL = 6, /* out of memory: the walk is over (e.path may be NULL) */
+};
+
+/* Entry flags (sqk_walk_entry.flags). */
+#define SQK_WALK_SEEN 0x1u /* SQK_WALK_ONCE: its inode number was reported before */
+#define SQK_WALK_LOOP 0x2u /* a directory that is also one above it (a crafted image's loop):
+			    * never entered */
+
+/* One step of a walk, filled by sqk_walk_next. Everything it points to is borrowed from the walk
+ * until the next sqk_walk_next or sqk_walk_close. */
+struct sqk_walk_entry {
+	int event;                    /* enum sqk_walk_event */
+	unsigned flags;               /* SQK_WALK_SEEN, SQK_WALK_LOOP */
+	const char *path;             /* relative to the start, '/'-separated, NUL-terminated; ""
+				       * for the start */
+	size_t path_len;
+	const char *name;             /* its last component (the end of path); "" for the start */
+	size_t name_len;
+	unsigned depth;               /* components of path: 0 for the start */
+	uint64_t index;               /* its place in its directory's listing, from 0 */
+	struct sqk_dirent dirent;     /* as its directory lists it (the start: from its inode) */
+	struct sqk_inode inode;       /* decoded (not for SQK_WALK_ERR_INODE) */
+	const struct sqk_inode *parent; /* the directory listing it; NULL for the start */
+	uint64_t pos;                 /* SQK_WALK_ERR_LIST: image position of the failed block */
+};
+
+/* Starts a walk of the tree at start (borrowed for the call: copied; NULL = the root), which is
+ * reported first. flags: SQK_WALK_*. max_depth bounds the depth of the entries reported
+ * (SQK_WALK_MAX_DEPTH at most; 0 = the start only): a directory at that depth or deeper that has
+ * entries gives SQK_WALK_ERR_DEPTH instead. Nothing is logged by the walk (the directory
+ * iterator logs a bad listing, as sqk_dir_next does); the caller names paths in its messages.
+ * Borrows img (which must outlive the walk); the caller owns *out (NULL on failure), freed with
+ * sqk_walk_close. Returns 0, SQK_ENOMEM, or the error of reading the root. */
+SQK_API int sqk_walk_open(struct sqk_image *img, const struct sqk_inode *start, unsigned flags,
+			  unsigned max_depth, struct sqk_walk **out);
+
+/* sqk_walk_open from the entry at path (as sqk_lookup_path resolves it; borrowed). */
+SQK_API int sqk_walk_open_path(struct sqk_image *img, const char *path, unsigned flags,
+			       unsigned max_depth, struct sqk_walk **out);
+
+/* Next step into the caller's *e: 1 (an entry or, with SQK_WALK_LEAVE, a directory left), 0 at
+ * the end, or SQK_E* with e->event saying what failed and e->path where. After an error the walk
+ * goes on at the next call (the failed part left out), except after SQK_WALK_ERR_FATAL. */
+SQK_API int sqk_walk_next(struct sqk_walk *w, struct sqk_walk_entry *e);
+
+/* After sqk_walk_next reported a directory (SQK_WALK_PRE): do not enter it (with
+ * SQK_WALK_LEAVE, its SQK_WALK_POST comes next). No effect otherwise. */
+SQK_API void sqk_walk_skip(struct sqk_walk *w);
+
+/* Frees w; NULL-safe. */
+SQK_API void sqk_walk_close(struct sqk_walk *w);
 
 /* Copies a symlink's target into buf (cap bytes, NUL-terminated if it fits); *len = length. */
 SQK_API int sqk_readlink(struct sqk_image *img, const struct sqk_inode *link, char *buf, size_t cap,
