@@ -1,6 +1,7 @@
 /* Unit tests of the one array grower (common/grow.c): doubling, zeroing, overflow refused with
  * the old array kept. */
 #include <check.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -41,7 +42,8 @@ START_TEST(test_grow_overflow)
 	keep = a;
 	a[2] = 7;
 	ck_assert_int_eq(sqk_grow(&a, &cap, SIZE_MAX / 4, sizeof(*a), 0), SQK_ENOMEM);
-	ck_assert_int_eq(sqk_grow(&a, &cap, SIZE_MAX, 1, 0), SQK_ENOMEM); /* too big to allocate */
+	ck_assert_int_eq(sqk_grow(&a, &cap, SIZE_MAX, 1, 0), SQK_ENOMEM); /* past PTRDIFF_MAX */
+	ck_assert_int_eq(sqk_grow(&a, &cap, (size_t)PTRDIFF_MAX / 8 + 1, 8, 0), SQK_ENOMEM);
 	ck_assert_ptr_eq(a, keep);
 	ck_assert_uint_eq(cap, 8);
 	ck_assert_uint_eq(a[2], 7);
