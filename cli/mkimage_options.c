@@ -3,6 +3,7 @@
 #include "mkimage_options.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <regex.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "common/parse.h"
 
 static void usage(FILE *f)
@@ -126,12 +128,16 @@ static int oom(void)
 	return -1;
 }
 
+/* Makes room for entry n of the array at *arrp (a T **) of capacity *cap. */
+static int grow_one(void *arrp, size_t *cap, int n, size_t elem)
+{
+	return n < INT_MAX && !sqk_grow(arrp, cap, (size_t)n + 1, elem, 0) ? 0 : oom();
+}
+
 static int add_pseudo(struct mk_options *o, bool file, const char *arg)
 {
-	struct sqk_build_pseudo *n = realloc(o->pseudo, sizeof(*n) * (size_t)(o->npseudo + 1));
-	if (!n)
-		return oom();
-	o->pseudo = n;
+	if (grow_one(&o->pseudo, &o->pseudo_cap, o->npseudo, sizeof(*o->pseudo)))
+		return -1;
 	o->pseudo[o->npseudo++] = (struct sqk_build_pseudo){ .file = file, .arg = arg };
 	return 0;
 }
@@ -142,20 +148,18 @@ static int opt_error(const char *opt, const char *arg, const char *why)
 	return -1;
 }
 
-/* Appends s (borrowed) to the string array *v of *n entries. */
-static int push_str(const char ***v, int *n, const char *s)
+/* Appends s (borrowed) to the string array *v of *n entries and capacity *cap. */
+static int push_str(const char ***v, int *n, size_t *cap, const char *s)
 {
-	const char **nv = realloc(*v, sizeof(*nv) * (size_t)(*n + 1));
-	if (!nv)
-		return oom();
-	*v = nv;
-	nv[(*n)++] = s;
+	if (grow_one(v, cap, *n, sizeof(**v)))
+		return -1;
+	(*v)[(*n)++] = s;
 	return 0;
 }
 
 static int add_exclude(struct mk_options *o, const char *glob)
 {
-	return push_str(&o->excludes, &o->nexcludes, glob);
+	return push_str(&o->excludes, &o->nexcludes, &o->excludes_cap, glob);
 }
 
 /* One line of an -ef file, as mksquashfs reads it: leading blanks skipped, '#' starts a
@@ -174,15 +178,15 @@ static int add_exclude_line(struct mk_options *o, char *line)
 	if (!*line)
 		return 0;
 	char *keep = strdup(line);
-	char **nt = keep ? realloc(o->mks_exclude_text,
-				   sizeof(*nt) * (size_t)(o->nmks_exclude_text + 1)) : NULL;
-	if (!nt) {
-		free(keep);
+	if (!keep)
 		return oom();
+	if (grow_one(&o->mks_exclude_text, &o->mks_exclude_text_cap, o->nmks_exclude_text,
+		     sizeof(*o->mks_exclude_text))) {
+		free(keep);
+		return -1;
 	}
-	o->mks_exclude_text = nt;
-	nt[o->nmks_exclude_text++] = keep;
-	return push_str(&o->mks_excludes, &o->nmks_excludes, keep);
+	o->mks_exclude_text[o->nmks_exclude_text++] = keep;
+	return push_str(&o->mks_excludes, &o->nmks_excludes, &o->mks_excludes_cap, keep);
 }
 
 /* -ef FILE: mksquashfs's exclude file, one exclude a line. */
@@ -647,7 +651,7 @@ static int take_mks_excludes(int argc, char **argv, int i, struct mk_options *o,
 	}
 	ps->saw_e = true;
 	while (++i < argc)
-		if (push_str(&o->mks_excludes, &o->nmks_excludes, argv[i]))
+		if (push_str(&o->mks_excludes, &o->nmks_excludes, &o->mks_excludes_cap, argv[i]))
 			return -1;
 	return 0;
 }
@@ -655,11 +659,9 @@ static int take_mks_excludes(int argc, char **argv, int i, struct mk_options *o,
 /* A positional argument (a source, the image or the tar file), borrowed from argv. */
 static int add_path(struct mk_options *o, char *w)
 {
-	char **n = realloc(o->sources, sizeof(*n) * (size_t)(o->nsources + 1));
-	if (!n)
-		return oom();
-	o->sources = n;
-	n[o->nsources++] = w;
+	if (grow_one(&o->sources, &o->sources_cap, o->nsources, sizeof(*o->sources)))
+		return -1;
+	o->sources[o->nsources++] = w;
 	return 0;
 }
 
@@ -847,18 +849,23 @@ void mk_options_free(struct mk_options *o)
 	free(o->sources);
 	o->sources = NULL;
 	o->nsources = 0;
+	o->sources_cap = 0;
 	free(o->excludes);
 	o->excludes = NULL;
 	o->nexcludes = 0;
+	o->excludes_cap = 0;
 	free(o->mks_excludes);
 	o->mks_excludes = NULL;
 	o->nmks_excludes = 0;
+	o->mks_excludes_cap = 0;
 	for (int i = 0; i < o->nmks_exclude_text; i++)
 		free(o->mks_exclude_text[i]);
 	free(o->mks_exclude_text);
 	o->mks_exclude_text = NULL;
 	o->nmks_exclude_text = 0;
+	o->mks_exclude_text_cap = 0;
 	free(o->pseudo);
 	o->pseudo = NULL;
 	o->npseudo = 0;
+	o->pseudo_cap = 0;
 }

@@ -13,27 +13,32 @@ struct mk_options {
 	struct sqk_build_source src;  /* the source: its arrays point at the ones below */
 	char **sources;      /* owned array of strings borrowed from argv */
 	int nsources;
+	size_t sources_cap;  /* entries allocated (sqk_grow), like each *_cap below */
 	const char *image;   /* borrowed from argv */
 	bool force;          /* --force, -noappend: replace an IMAGE that is not a SquashFS image */
 	bool quiet;          /* -q, -quiet: no progress line, no summary (warnings still print) */
 	bool no_progress;    /* --no-progress, -no-progress: no progress line, summary kept */
 	const char **excludes; /* --exclude GLOB: owned array of borrowed strings */
 	int nexcludes;
+	size_t excludes_cap;
 	/* mksquashfs's excludes (-e PATH... to the end of the command line, -ef FILE): exact
 	 * paths, absolute (/, ./, ../) or relative to each source, or with -wildcards patterns
 	 * matched a component at a time ("... " in front: at any depth). Owned array of strings
 	 * borrowed from argv or owned by mks_exclude_text. */
 	const char **mks_excludes;
 	int nmks_excludes;
+	size_t mks_excludes_cap;
 	bool wildcards;      /* -wildcards or -regex: the -e excludes are patterns */
 	bool regex;          /* -regex: POSIX extended regular expressions, not shell patterns */
 	char **mks_exclude_text; /* owned: the lines of -ef files */
 	int nmks_exclude_text;
+	size_t mks_exclude_text_cap;
 	bool keep_as_directory; /* one source directory: an entry of the root, as several are */
 	bool tar;            /* --tar: the source is a tar stream */
 	const char *tar_path; /* --tar FILE; NULL or "-" = standard input */
 	struct sqk_build_pseudo *pseudo; /* owned array: --pseudo, --pseudo-def in order */
 	int npseudo;
+	size_t pseudo_cap;
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

@@ -44,7 +44,7 @@ static int scratch_reserve(struct sqk_comp_scratch *s, size_t len)
 
 	if (len <= s->cap)
 		return 0;
-	p = realloc(s->buf, len);
+	p = realloc(s->buf, len); /* exactly len (a byte size), not sqk_grow */
 	if (!p)
 		return SQK_ENOMEM;
 	s->buf = p;

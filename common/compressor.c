@@ -420,7 +420,7 @@ ssize_t sqk_comp_try_smaller(struct sqk_comp_scratch *s, sqk_comp_attempt_fn fn,
 
 	if (budget == 0)
 		return best;
-	if (budget > s->cap) {
+	if (budget > s->cap) { /* exactly one attempt's budget (a byte size), not sqk_grow */
 		uint8_t *p = realloc(s->buf, budget);
 		if (!p)
 			return SQK_ENOMEM;

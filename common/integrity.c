@@ -13,11 +13,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "endian.h"
 #include "error.h"
+#include "grow.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -35,7 +37,7 @@ struct sqk_integ_writer {
 	EVP_MD_CTX *ctx;      /* hashing the chunk that stream_pos is in */
 	uint8_t *digests;     /* 32 bytes per chunk, slot 0 filled at finish */
 	uint64_t ndigests;    /* slots in use (slot 0 is reserved for chunk 0) */
-	uint64_t cap;
+	size_t dcap, scap;    /* slots allocated in digests and in sums (sqk_grow) */
 	XXH3_state_t *xs;     /* XXH3-64 of the chunk that stream_pos is in */
 	uint64_t *sums;       /* XXH3-64 per chunk, like digests (slot 0 at sqk_integ_writer_fast) */
 	bool chunk0_frozen;   /* the fast block has chunk 0's checksum: no more rewrites */
@@ -250,6 +252,15 @@ static int root_digest(const struct sqk_integ_trailer *t, const uint8_t *digests
 
 /* ---- writer ---- */
 
+/* Makes digests and sums hold at least n slots each (doubling); SQK_ENOMEM leaves both arrays
+ * valid, with their own capacities. */
+static int grow_slots(struct sqk_integ_writer *w, size_t n)
+{
+	int err = sqk_grow(&w->digests, &w->dcap, n, SQK_INTEG_DIGEST_SIZE, 0);
+
+	return err ? err : sqk_grow(&w->sums, &w->scap, n, sizeof(*w->sums), 0);
+}
+
 /* Caller owns *out (sqk_integ_writer_destroy). */
 int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
 {
@@ -269,12 +280,9 @@ int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
 	w->stream_pos = chunk_size;
 	w->ndigests = 1;
 	w->chunk0 = calloc(1, chunk_size);
-	w->cap = 64;
-	w->digests = malloc(w->cap * SQK_INTEG_DIGEST_SIZE);
-	w->sums = malloc(w->cap * sizeof(*w->sums));
 	w->ctx = EVP_MD_CTX_new();
 	w->xs = XXH3_createState();
-	if (!w->chunk0 || !w->digests || !w->sums || !w->ctx || !w->xs ||
+	if (!w->chunk0 || !w->ctx || !w->xs || grow_slots(w, 64) ||
 	    XXH3_64bits_reset(w->xs) != XXH_OK ||
 	    !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL)) {
 		sqk_integ_writer_destroy(w);
@@ -313,19 +321,12 @@ void sqk_integ_writer_destroy(struct sqk_integ_writer *w)
 /* Stores the finished digest of the current streamed chunk and starts the next one. */
 static int close_chunk(struct sqk_integ_writer *w)
 {
-	if (w->ndigests == w->cap) {
-		uint64_t cap = w->cap ? w->cap * 2 : 64;
-		void *n = realloc(w->digests, cap * SQK_INTEG_DIGEST_SIZE);
+	int err;
 
-		if (!n)
-			return SQK_ENOMEM;
-		w->digests = n;
-		n = realloc(w->sums, cap * sizeof(*w->sums));
-		if (!n)
-			return SQK_ENOMEM;
-		w->sums = n;
-		w->cap = cap;
-	}
+	if (w->ndigests >= SIZE_MAX)
+		return SQK_ENOMEM;
+	if ((err = grow_slots(w, (size_t)w->ndigests + 1)))
+		return err;
 	if (!EVP_DigestFinal_ex(w->ctx, w->digests + w->ndigests * SQK_INTEG_DIGEST_SIZE, NULL) ||
 	    !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL))
 		return SQK_ENOMEM;

@@ -234,6 +234,10 @@ static int intern_set(struct mk_xattrs *x, struct xset *s, uint32_t *idx)
 	}
 	if (sqk_grow(&x->sets, &x->cap, (size_t)x->nsets + 1, sizeof(*x->sets), 0))
 		return SQK_ENOMEM;
+	/* shrink to fit (an exact size, not sqk_grow): a kept set's pairs take s->n slots */
+	struct xpair *fit = realloc(s->pairs, s->n * sizeof(*fit));
+	if (fit)
+		s->pairs = fit;
 	x->sets[x->nsets] = *s;
 	x->slots[j] = ++x->nsets;
 	*idx = x->nsets - 1;
@@ -252,7 +256,7 @@ static int prefix_of(const char *name, size_t *plen)
 	return -1;
 }
 
-static int add_pair(struct mk_ctx *c, const char *origin, struct xset *s,
+static int add_pair(struct mk_ctx *c, const char *origin, struct xset *s, size_t *cap,
 		    const struct mk_xattr_kv *kv)
 {
 	size_t plen;
@@ -262,10 +266,9 @@ static int add_pair(struct mk_ctx *c, const char *origin, struct xset *s,
 	if (kv->size > 65536)
 		return mk_fail(c, SQK_ETOOBIG, "xattr %s of '%s' is too large (%zu bytes)", kv->name,
 			       origin, kv->size);
-	struct xpair *np = realloc(s->pairs, (s->n + 1) * sizeof(*np));
-	if (!np)
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	s->pairs = np;
+	int err = mk_grow(c, &s->pairs, cap, (size_t)s->n + 1, sizeof(*s->pairs));
+	if (err)
+		return err;
 	struct xpair *p = &s->pairs[s->n++];
 	memset(p, 0, sizeof(*p));
 	p->prefix = (uint16_t)pfx;
@@ -284,10 +287,11 @@ int mk_xattrs_intern(struct mk_ctx *c, const char *origin, const struct mk_xattr
 		     size_t n, uint32_t *idx)
 {
 	struct xset s = { 0 };
+	size_t cap = 0;
 	int err = 0;
 	*idx = SQK_NONE32;
 	for (size_t i = 0; i < n && !err; i++)
-		err = add_pair(c, origin, &s, &kv[i]);
+		err = add_pair(c, origin, &s, &cap, &kv[i]);
 	if (!err && s.n) {
 		qsort(s.pairs, s.n, sizeof(*s.pairs), pair_cmp);
 		for (uint32_t i = 1; i < s.n; i++)
@@ -313,24 +317,27 @@ struct ool_value {
 	uint64_t ref;
 };
 
-static int write_ool(struct sqk_meta_writer *kv, const struct xpair *p, struct ool_value **vals,
-		     size_t *nvals, uint64_t *ref)
+struct ool_values {
+	struct ool_value *v;
+	size_t n, cap;
+};
+
+static int write_ool(struct sqk_meta_writer *kv, const struct xpair *p, struct ool_values *vals,
+		     uint64_t *ref)
 {
 	uint64_t h = XXH3_64bits(p->value, p->value_len);
-	for (size_t i = 0; i < *nvals; i++) {
-		const struct ool_value *v = &(*vals)[i];
+	for (size_t i = 0; i < vals->n; i++) {
+		const struct ool_value *v = &vals->v[i];
 		if (v->hash == h && v->p->value_len == p->value_len &&
 		    !memcmp(v->p->value, p->value, p->value_len)) {
 			*ref = v->ref;
 			return 0;
 		}
 	}
-	struct ool_value *nv = realloc(*vals, (*nvals + 1) * sizeof(*nv));
-	if (!nv)
+	if (sqk_grow(&vals->v, &vals->cap, vals->n + 1, sizeof(*vals->v), 0))
 		return SQK_ENOMEM;
-	*vals = nv;
 	*ref = sqk_meta_writer_ref(kv);
-	nv[(*nvals)++] = (struct ool_value){ h, p, *ref };
+	vals->v[vals->n++] = (struct ool_value){ h, p, *ref };
 	uint8_t sz[4];
 	sqk_put_le32(sz, p->value_len);
 	int err = sqk_meta_writer_append(kv, sz, 4);
@@ -356,14 +363,14 @@ static int write_pair(struct sqk_meta_writer *kv, const struct xpair *p, bool oo
 
 /* Writes one set: its new out-of-line values first, then its pairs; appends its id entry. */
 static int encode_set(const struct xset *s, struct sqk_meta_writer *kv, struct sqk_meta_writer *ids,
-		      struct ool_value **vals, size_t *nvals)
+		      struct ool_values *vals)
 {
 	uint64_t *refs = calloc(s->n, sizeof(*refs));
 	uint32_t size = 0;
 	int err = refs ? 0 : SQK_ENOMEM;
 	for (uint32_t i = 0; i < s->n && !err; i++)
 		if (s->pairs[i].value_len >= SQK_XATTR_OOL_MIN)
-			err = write_ool(kv, &s->pairs[i], vals, nvals, &refs[i]);
+			err = write_ool(kv, &s->pairs[i], vals, &refs[i]);
 	uint64_t first = sqk_meta_writer_ref(kv);
 	for (uint32_t i = 0; i < s->n && !err; i++) {
 		const struct xpair *p = &s->pairs[i];
@@ -382,12 +389,11 @@ static int encode_set(const struct xset *s, struct sqk_meta_writer *kv, struct s
 int mk_xattrs_encode(struct mk_ctx *c, struct sqk_meta_writer *kv, struct sqk_meta_writer *ids)
 {
 	struct mk_xattrs *x = c->xattrs;
-	struct ool_value *vals = NULL;
-	size_t nvals = 0;
+	struct ool_values vals = { 0 };
 	int err = 0;
 	for (uint32_t i = 0; i < x->nsets && !err; i++)
-		err = encode_set(&x->sets[i], kv, ids, &vals, &nvals);
-	free(vals);
+		err = encode_set(&x->sets[i], kv, ids, &vals);
+	free(vals.v);
 	if (!err)
 		err = sqk_meta_writer_finish(kv);
 	if (!err)

@@ -92,7 +92,7 @@ static int old_dir(struct mk_ctx *c, struct mk_reuse *r, const char *path, size_
 {
 	if (r->dir_path && r->dir_len == len && !memcmp(r->dir_path, path, len))
 		return 0;
-	if (len + 1 > r->dir_cap) {
+	if (len + 1 > r->dir_cap) { /* a string: exactly len + 1, not sqk_grow */
 		char *np = realloc(r->dir_path, len + 1);
 		if (!np)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
@@ -104,6 +104,12 @@ static int old_dir(struct mk_ctx *c, struct mk_reuse *r, const char *path, size_
 	r->dir_len = len;
 	r->dir_ok = !sqk_lookup_path(r->img, r->dir_path, &r->dir) && S_ISDIR(r->dir.mode);
 	return 0;
+}
+
+/* f->words' capacity as sqk_file_blocks takes it. */
+static uint32_t words_cap(const struct mk_reuse_file *f)
+{
+	return f->cap < UINT32_MAX ? (uint32_t)f->cap : UINT32_MAX;
 }
 
 int mk_reuse_lookup(struct mk_ctx *c, struct mk_reuse *r, const char *path)
@@ -119,14 +125,11 @@ int mk_reuse_lookup(struct mk_ctx *c, struct mk_reuse *r, const char *path)
 	    !S_ISREG(ino.mode))
 		return 0;
 	uint32_t n = 0;
-	err = sqk_file_blocks(r->img, &ino, f->words, f->cap, &n);
+	err = sqk_file_blocks(r->img, &ino, f->words, words_cap(f), &n);
 	if (err == SQK_ETOOBIG) {
-		uint32_t *nw = realloc(f->words, (size_t)n * sizeof(*nw));
-		if (!nw)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		f->words = nw;
-		f->cap = n;
-		err = sqk_file_blocks(r->img, &ino, f->words, f->cap, &n);
+		if ((err = mk_grow(c, &f->words, &f->cap, n, sizeof(*f->words))))
+			return err;
+		err = sqk_file_blocks(r->img, &ino, f->words, words_cap(f), &n);
 	}
 	if (err)
 		return 0; /* an old file we cannot read is simply not reused */

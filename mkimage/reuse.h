@@ -14,7 +14,8 @@ struct mk_ctx;
 struct mk_reuse_file {
 	bool have;
 	struct sqk_inode ino;
-	uint32_t *words, cap, nblocks;
+	uint32_t *words, nblocks;
+	size_t cap;            /* words allocated (sqk_grow) */
 	uint32_t next_k;       /* blocks before next_pos */
 	uint64_t next_pos;
 };

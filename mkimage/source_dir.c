@@ -19,6 +19,7 @@
 #include "common/depth.h"
 #include "common/error.h"
 #include "common/format.h"
+#include "common/grow.h"
 #include "mk.h"
 #include "source.h"
 
@@ -52,9 +53,9 @@ enum { EX_NOWHERE, EX_OUTSIDE, EX_INSIDE };
 struct excludes {
 	bool any;
 	struct exact_excl *exact; /* sorted by rel */
-	size_t nexact;
+	size_t nexact, exact_cap;
 	struct wild_excl *wild;
-	size_t nwild;
+	size_t nwild, wild_cap;
 	bool *hit;                /* per exclude, globs first: matched an entry of the walk */
 	unsigned char *found;     /* per -e path: EX_* */
 	char *split;              /* a path being matched, cut into components */
@@ -119,20 +120,15 @@ static ssize_t split_path(struct excludes *x, const char *rel)
 	size_t len = strlen(rel), n = 1;
 	for (size_t i = 0; i < len; i++)
 		n += rel[i] == '/';
-	if (len + 1 > x->split_cap) {
+	if (len + 1 > x->split_cap) { /* a string: exactly len + 1, not sqk_grow */
 		char *nb = realloc(x->split, len + 1);
 		if (!nb)
 			return -1;
 		x->split = nb;
 		x->split_cap = len + 1;
 	}
-	if (n > x->parts_cap) {
-		const char **np = realloc(x->parts, n * sizeof(*np));
-		if (!np)
-			return -1;
-		x->parts = np;
-		x->parts_cap = n;
-	}
+	if (sqk_grow(&x->parts, &x->parts_cap, n, sizeof(*x->parts), 0))
+		return -1;
 	memcpy(x->split, rel, len + 1);
 	x->parts[0] = x->split;
 	for (size_t i = 0, k = 1; i < len; i++)
@@ -217,13 +213,12 @@ static int add_exact(struct mk_ctx *c, struct dir_source *d, const char *fs, int
 		return 0;
 	}
 	x->found[idx] = EX_INSIDE;
-	struct exact_excl *n = realloc(x->exact, (x->nexact + 1) * sizeof(*n));
-	if (!n) {
+	int err = mk_grow(c, &x->exact, &x->exact_cap, x->nexact + 1, sizeof(*x->exact));
+	if (err) {
 		free(rel);
-		return mk_fail(c, SQK_ENOMEM, "out of memory");
+		return err;
 	}
-	x->exact = n;
-	n[x->nexact++] = (struct exact_excl){ .rel = rel, .idx = idx };
+	x->exact[x->nexact++] = (struct exact_excl){ .rel = rel, .idx = idx };
 	return 0;
 }
 
@@ -276,10 +271,8 @@ static int add_wild(struct mk_ctx *c, struct excludes *x, const char *pat, int i
 	size_t len = strlen(pat);
 	w.buf = malloc(len + 1);
 	w.comp = malloc((len / 2 + 1) * sizeof(*w.comp));
-	struct wild_excl *nw = realloc(x->wild, (x->nwild + 1) * sizeof(*nw));
-	if (nw)
-		x->wild = nw;
-	if (!w.buf || !w.comp || !nw) {
+	if (!w.buf || !w.comp ||
+	    mk_grow(c, &x->wild, &x->wild_cap, x->nwild + 1, sizeof(*x->wild))) {
 		free(w.buf);
 		free(w.comp);
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
@@ -455,7 +448,7 @@ static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *
 			       strerror(errno));
 	if (len == 0)
 		return 0;
-	if ((size_t)len > d->xnames_cap) {
+	if ((size_t)len > d->xnames_cap) { /* exactly the list's bytes, not sqk_grow */
 		char *nb = realloc(d->xnames, (size_t)len);
 		if (!nb)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
@@ -467,13 +460,9 @@ static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *
 	size_t n = 0, vtotal = 0;
 	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(d->xnames + off) + 1)
 		n++;
-	if (n > d->kv_cap) {
-		struct mk_xattr_kv *nk = realloc(d->kv, n * sizeof(*nk));
-		if (!nk)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		d->kv = nk;
-		d->kv_cap = n;
-	}
+	int err = mk_grow(c, &d->kv, &d->kv_cap, n, sizeof(*d->kv));
+	if (err)
+		return err;
 	/* Values go one after another in xvals; pointers are set once it stops moving. */
 	size_t i = 0;
 	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(d->xnames + off) + 1, i++) {
@@ -483,7 +472,7 @@ static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *
 			return mk_fail(c, vl < 0 ? sqk_from_errno(errno) : SQK_ETOOBIG,
 				       "cannot read xattr %s of '%s': %s", nm, d->path,
 				       vl < 0 ? strerror(errno) : "too large");
-		int err = mk_grow(c, &d->xvals, &d->xvals_cap, vtotal + (size_t)vl + 1, 1);
+		err = mk_grow(c, &d->xvals, &d->xvals_cap, vtotal + (size_t)vl + 1, 1);
 		if (err)
 			return err;
 		ssize_t got = vl ? lgetxattr(d->path, nm, d->xvals + vtotal, (size_t)vl) : 0;

@@ -17,6 +17,7 @@
 #include "common/depth.h"
 #include "common/error.h"
 #include "common/format.h"
+#include "common/grow.h"
 #include "mk.h"
 #include "source.h"
 
@@ -56,8 +57,8 @@ struct tar_source {
 	size_t path_cap, link_cap, origin_cap;
 	int64_t header_at;         /* offset of the current entry's header in the stream */
 	struct mk_xattr_kv *kv;    /* the current entry's xattrs, */
-	struct tar_xattr *xa;      /* as read (kv_cap of each) */
-	size_t kv_cap;
+	struct tar_xattr *xa;      /* as read */
+	size_t kv_cap, xa_cap;
 	/* content of the current file: the data block libarchive gave last */
 	const uint8_t *blk;
 	size_t blk_len;
@@ -171,17 +172,9 @@ static int entry_xattrs(struct mk_ctx *c, struct tar_source *t, struct mk_entry 
 	size_t n = (size_t)archive_entry_xattr_reset(t->ae);
 	if (!n)
 		return 0;
-	if (n > t->kv_cap) {
-		struct mk_xattr_kv *nk = realloc(t->kv, n * sizeof(*nk));
-		struct tar_xattr *nx = realloc(t->xa, n * sizeof(*nx));
-		if (nk)
-			t->kv = nk;
-		if (nx)
-			t->xa = nx;
-		if (!nk || !nx)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		t->kv_cap = n;
-	}
+	int err = mk_grow(c, &t->kv, &t->kv_cap, n, sizeof(*t->kv));
+	if (err || (err = mk_grow(c, &t->xa, &t->xa_cap, n, sizeof(*t->xa))))
+		return err;
 	size_t got = 0, k = 0;
 	const char *name;
 	const void *value;
@@ -272,14 +265,10 @@ static int pull_chunk(struct tar_source *t, const uint8_t **out, size_t *len)
 		}
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
 			return -1;
-		if (got + n > t->chunk_cap[k]) {
-			size_t cap = got + n > 2 * FEED_CHUNK ? got + n : 2 * FEED_CHUNK;
-			uint8_t *nb = realloc(t->chunk[k], cap);
-			if (!nb)
-				return -2;
-			t->chunk[k] = nb;
-			t->chunk_cap[k] = cap;
-		}
+		if (got + n > t->chunk_cap[k] &&
+		    sqk_grow(&t->chunk[k], &t->chunk_cap[k],
+			     got + n > 2 * FEED_CHUNK ? got + n : 2 * FEED_CHUNK, 1, 0))
+			return -2;
 		memcpy(t->chunk[k] + got, b, n);
 		got += n;
 	}
@@ -356,6 +345,7 @@ static int pend_fill(struct mk_ctx *c, struct tar_source *t)
 		const uint8_t *p;
 		size_t n;
 		int err = pull_chunk(t, &p, &n);
+		/* exact, not sqk_grow: pend only ever takes the few chunks up to the next header */
 		if (!err && t->pend_len + n > t->pend_cap) {
 			uint8_t *np = realloc(t->pend, t->pend_len + n);
 			if (np) {

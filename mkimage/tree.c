@@ -302,6 +302,7 @@ static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *chil
 	uint32_t n = dir->nchildren;
 	if (n == UINT32_MAX)
 		return mk_fail(c, SQK_ETOOBIG, "too many entries in one directory");
+	/* Not sqk_grow: the capacity is implied by nchildren (no capacity field in every node). */
 	if (n == 0 || (n >= 8 && !(n & (n - 1)))) { /* full: 0, 8, 16, 32... */
 		size_t ncap = n ? (size_t)n * 2 : 8;
 		struct mk_node **nc = realloc(dir->children, ncap * sizeof(*nc));
@@ -372,7 +373,7 @@ static int find_dir(struct mk_ctx *c, const char *path, size_t len, const char *
 		d = ch;
 		i = j + 1;
 	}
-	char *nd = realloc(t->last_dir, len + 1);
+	char *nd = realloc(t->last_dir, len + 1); /* a string: exactly len + 1, not sqk_grow */
 	if (!nd)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	memcpy(nd, path, len);

@@ -75,6 +75,7 @@ struct mk_walk {
 	size_t path_cap;
 	struct mk_file **chunks;
 	uint32_t nfiles, nchunks;
+	size_t chunks_cap;
 	struct mk_idmap ids;   /* (dev, ino) → group + 1 */
 	struct wgroup *groups;
 	uint32_t ngroups, groups_cap;
@@ -108,11 +109,11 @@ static int new_file(struct mk_ctx *c, struct mk_walk *w, uint64_t size, uint32_t
 	if (w->nfiles == UINT32_MAX - 1)
 		return mk_fail(c, SQK_ETOOBIG, "too many files");
 	if (!(w->nfiles & ((1u << FILES_SHIFT) - 1))) {
-		struct mk_file **nc = realloc(w->chunks, (w->nchunks + 1) * sizeof(*nc));
-		if (!nc)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		w->chunks = nc;
-		if (!(nc[w->nchunks] = calloc(1u << FILES_SHIFT, sizeof(**nc))))
+		int err = mk_grow(c, &w->chunks, &w->chunks_cap, (size_t)w->nchunks + 1,
+				  sizeof(*w->chunks));
+		if (err)
+			return err;
+		if (!(w->chunks[w->nchunks] = calloc(1u << FILES_SHIFT, sizeof(**w->chunks))))
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
 		w->nchunks++;
 	}

@@ -16,6 +16,7 @@
 #include "common/hint.h"
 #include "common/integrity.h"
 #include "common/format.h"
+#include "common/grow.h"
 
 #define READ_SPAN (8u << 20)
 
@@ -76,7 +77,6 @@ static int merge_bad(struct chk *c, const struct sqk_integ *ig, const uint8_t *b
 {
 	for (uint64_t k = 0; k < ig->t.nchunks; k++) {
 		uint64_t s, e, s2, e2, j = k;
-		void *p;
 
 		if (!bad[k])
 			continue;
@@ -87,10 +87,8 @@ static int merge_bad(struct chk *c, const struct sqk_integ *ig, const uint8_t *b
 		}
 		sqk_integ_chunk_range(ig, k, &s, &e);
 		sqk_integ_chunk_range(ig, j, &s2, &e2);
-		p = realloc(c->bad, (c->nbad + 1) * 2 * sizeof(*c->bad));
-		if (!p)
+		if (sqk_grow(&c->bad, &c->capbad, c->nbad + 1, 2 * sizeof(*c->bad), 0))
 			return SQK_ENOMEM;
-		c->bad = p;
 		c->bad[2 * c->nbad] = s;
 		c->bad[2 * c->nbad + 1] = e2;
 		c->nbad++;

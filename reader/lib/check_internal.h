@@ -46,7 +46,7 @@ struct chk {
 	struct chk_job *jobs;
 	size_t njobs, capjobs;
 	uint64_t *bad;            /* merged corrupt ranges, start/end pairs (file offsets) */
-	size_t nbad;
+	size_t nbad, capbad;      /* pairs in use, allocated */
 	uint64_t *ino_ref;        /* by inode number: ref of the inode, or SQK_NONE64 */
 	uint32_t *frag_need;      /* by fragment index: bytes the tails need */
 	uint64_t data_start;      /* image positions of the data area */

@@ -302,7 +302,7 @@ static void load_hint(struct sqk_image *img, bool fetch)
 		free(r);
 		return;
 	}
-	fit = realloc(r, n * sizeof(*r));
+	fit = realloc(r, n * sizeof(*r)); /* shrink to fit, not sqk_grow */
 	img->hint = fit ? fit : r;
 	img->nhint = n;
 	if (fetch)

@@ -66,7 +66,8 @@ static int read_lookup(struct sqk_image *img, const uint64_t *idx, uint64_t nblo
 		struct sqk_mcur c = { .pos = idx[i], .off = 0,
 				      .end = i + 1 < nblocks ? idx[i + 1] : end };
 
-		/* Doubling (up to total): growing by a block per step copies quadratically. */
+		/* Doubling (up to total): growing by a block per step copies quadratically. Not
+		 * sqk_grow, which would double past total: the table ends exactly total bytes. */
 		if (done + want > cap) {
 			void *n;
 

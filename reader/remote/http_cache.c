@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 
 #include "common/endian.h"
 #include "common/error.h"
+#include "common/grow.h"
 
 #define HDR 16u
 #define TMP_PREFIX ".tmp."
@@ -40,6 +42,7 @@ struct sqk_dcache {
 	uint32_t own;         /* index of KEY in dirs */
 	char **dirs;
 	uint32_t ndirs;
+	size_t dcap;          /* slots allocated in dirs */
 	struct dentry *ents;  /* oldest first from head */
 	size_t head, n, cap;
 	uint64_t used, limit;
@@ -47,15 +50,8 @@ struct sqk_dcache {
 
 static int push(struct sqk_dcache *d, uint32_t dir, uint64_t k, uint64_t size, int64_t mtime)
 {
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-		struct dentry *e = realloc(d->ents, cap * sizeof(*e));
-
-		if (!e)
-			return SQK_ENOMEM;
-		d->ents = e;
-		d->cap = cap;
-	}
+	if (d->n == SIZE_MAX || sqk_grow(&d->ents, &d->cap, d->n + 1, sizeof(*d->ents), 0))
+		return SQK_ENOMEM;
 	d->ents[d->n++] = (struct dentry){ dir, k, size, mtime };
 	d->used += size;
 	return 0;
@@ -63,13 +59,11 @@ static int push(struct sqk_dcache *d, uint32_t dir, uint64_t k, uint64_t size, i
 
 static int add_dir(struct sqk_dcache *d, const char *name, uint32_t *idx)
 {
-	char **v = realloc(d->dirs, (d->ndirs + 1) * sizeof(*v));
-
-	if (!v)
+	if (d->ndirs == UINT32_MAX ||
+	    sqk_grow(&d->dirs, &d->dcap, (size_t)d->ndirs + 1, sizeof(*d->dirs), 0))
 		return SQK_ENOMEM;
-	d->dirs = v;
-	v[d->ndirs] = strdup(name);
-	if (!v[d->ndirs])
+	d->dirs[d->ndirs] = strdup(name);
+	if (!d->dirs[d->ndirs])
 		return SQK_ENOMEM;
 	*idx = d->ndirs++;
 	return 0;
