@@ -203,18 +203,21 @@ static int read_sha_checked(struct sqk_image *img, uint64_t pos, void *buf, size
 }
 
 /* The fast block ending the covered bytes is not used: says why (reads stay fully verified,
- * with SHA-256); why NULL: chunk failed its digest. */
+ * with SHA-256); why NULL: chunk failed its digest, or its digest group failed its group digest
+ * (named, as log_mismatch does). */
 static void fast_skip(struct sqk_image *img, const char *why, uint64_t chunk)
 {
-	unsigned long long end = (unsigned long long)img->integ.t.covered;
+	unsigned long long end = (unsigned long long)img->integ.t.covered, k = chunk;
+	unsigned long long g = sqk_integ_group_of(&img->integ, chunk);
+	char what[112];
 
-	if (why)
-		sqk_logf(img, "fast checksum block ending at image offset %llu not used (%s): reads "
-			 "are checked with SHA-256", end, why);
-	else
-		sqk_logf(img, "fast checksum block ending at image offset %llu not used (chunk %llu "
-			 "does not match its digest): reads are checked with SHA-256", end,
-			 (unsigned long long)chunk);
+	if (!why && !sqk_integ_group_loaded(&img->integ, g))
+		snprintf(what, sizeof(what), "chunk %llu cannot be verified: its digest group %llu is "
+			 "damaged", k, g);
+	else if (!why)
+		snprintf(what, sizeof(what), "chunk %llu does not match its digest", k);
+	sqk_logf(img, "fast checksum block ending at image offset %llu not used (%s): reads are "
+		 "checked with SHA-256", end, why ? why : what);
 }
 
 /* Reads and decodes the block whose footer said [at, at + len). */

@@ -159,6 +159,19 @@ sqk_t cat "$BAD" "$F2"
 [ "$RC" != 0 ] || fail "sqk cat of $F2 (group 2) succeeded though its digests are damaged"
 grep -q "digest group 2" "$ERR_FILE" || fail "the failed read does not name the group: $(cat "$ERR_FILE")"
 info "local reads: $F0 (group 0) right, $F2 (group 2) refused naming the group"
+# the last chunk's digest damaged: its group holds the fast checksum block's footer, which is
+# then not used, the message naming the group
+"$SQK" info "$IMG" | grep -q "XXH3-64 for verified reads" || fail "the image has no fast checksums"
+python3 - "$IMG" "$W/bad3.sqk" "$((COV + 32 * (NCH - 1)))" <<'PY' || fail "cannot damage the image"
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[int(sys.argv[3])] ^= 0x01
+open(sys.argv[2], "wb").write(d)
+PY
+sqk_t info "$W/bad3.sqk"
+want="fast checksum block ending at image offset $COV not used (chunk $((NCH - 1)) cannot be verified: its digest group $((NG - 1)) is damaged)"
+grep -qF "$want" "$ERR_FILE" || fail "no '$want': $(cat "$ERR_FILE")"
+info "the last group damaged: the fast checksum block is not used, naming group $((NG - 1))"
 
 # ---- 4. remote ----------------------------------------------------------------------------
 http_serve "$W/www"
