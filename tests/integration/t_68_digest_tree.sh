@@ -109,6 +109,7 @@ assert j["digest_layout"] == "tree", j.get("digest_layout")
 assert j["digest_groups"] == int(sys.argv[2]), j.get("digest_groups")
 assert j["digests_per_group"] == 4096, j.get("digests_per_group")
 assert j["integrity"] == "ok" and j["integrity_chunk_size"] == 4096, j
+assert j["damaged_digest_groups"] == 0, j.get("damaged_digest_groups")
 PY
 "$SQK" info "$IMG" | grep -q "^digest layout: *tree: $NG groups of 4096 digests" ||
 	fail "sqk info does not show the tree: $("$SQK" info "$IMG" | grep -i digest)"
@@ -159,6 +160,25 @@ sqk_t cat "$BAD" "$F2"
 [ "$RC" != 0 ] || fail "sqk cat of $F2 (group 2) succeeded though its digests are damaged"
 grep -q "digest group 2" "$ERR_FILE" || fail "the failed read does not name the group: $(cat "$ERR_FILE")"
 info "local reads: $F0 (group 0) right, $F2 (group 2) refused naming the group"
+# sqk info: the open logs the bad group and reads on; what it prints says the data is damaged
+sqk_t info --json "$BAD"
+[ "$RC" = 0 ] || { show_err; fail "sqk info --json of the image with group 2 damaged exited $RC"; }
+python3 - "$OUT_FILE" "$NG" <<'PY' || fail "sqk info --json does not say that a digest group is damaged"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["integrity"] == "corrupt", j.get("integrity")
+assert j["damaged_digest_groups"] == 1, j.get("damaged_digest_groups")
+assert j["digest_layout"] == "tree" and j["digest_groups"] == int(sys.argv[2]) and j["root_hash"], j
+PY
+grep -q "digest group 2 " "$ERR_FILE" || fail "sqk info does not log the damaged group: $(cat "$ERR_FILE")"
+sqk_t info "$BAD"
+grep -q "^integrity: *corrupt: 1 of $NG digest groups damaged" "$OUT_FILE" ||
+	fail "sqk info does not say that a digest group is damaged: $(grep -i integrity "$OUT_FILE")"
+sqk_t info --json --no-verify "$BAD"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["integrity"] == "corrupt" and j["damaged_digest_groups"] == 1, j' "$OUT_FILE" ||
+	fail "sqk info --json --no-verify does not count the damaged group"
+info "sqk info of the damaged image: integrity corrupt, 1 damaged digest group (also with --no-verify)"
+
 # the last chunk's digest damaged: its group holds the fast checksum block's footer, which is
 # then not used, the message naming the group
 "$SQK" info "$IMG" | grep -q "XXH3-64 for verified reads" || fail "the image has no fast checksums"
