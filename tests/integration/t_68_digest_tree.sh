@@ -19,7 +19,7 @@
 #     a wrong cached chunk (another chunk's file, taken before its group arrived) is refused
 #     and fetched again alone, two swapped group files are both refused and fetched again; the
 #     damaged image on the server: a file of group 2 fails naming the group, a file of group 0
-#     reads right
+#     reads right; a 404 for group 2's request fails the read, logged naming the group
 #  5. sqkfuse over the URL: 8 concurrent cold readers of files of one group make one request
 #     for its digests; through a mount of the damaged image a file of group 2 gives EIO (twice,
 #     the group requested again each time: a failure is not kept), logged naming the group,
@@ -194,7 +194,11 @@ grep -qF "$want" "$ERR_FILE" || fail "no '$want': $(cat "$ERR_FILE")"
 info "the last group damaged: the fast checksum block is not used, naming group $((NG - 1))"
 
 # ---- 4. remote ----------------------------------------------------------------------------
+# g404.sqk: the image, but the request for group 2's digests answers 404
+ln "$IMG" "$W/www/g404.sqk"
+HTTP_SERVER_CONF="location = /g404.sqk { if (\$http_range = \"bytes=$G2S-$((G2E - 1))\") { return 404; } }"
 http_serve "$W/www"
+unset HTTP_SERVER_CONF
 URL=$HTTP_URL/img.sqk
 
 # ranges_check MARK WHAT EXACT...: the groups fetched after MARK: each request inside the
@@ -376,6 +380,12 @@ sqk_t cat --cache-dir "$W/c4" "$BURL" "$F0"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 (group 0) from the damaged image exited $RC"; }
 cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 (group 0) from the damaged image gave wrong bytes"
 info "remote, group 2 damaged: $F2 refused naming the group, $F0 right"
+sqk_t cat --cache-dir "$W/c8" "$HTTP_URL/g404.sqk" "$F2"
+[ "$RC" != 0 ] || fail "sqk cat of $F2 succeeded though its digest group's request answers 404"
+grep -q "bytes $G2S-$((G2E - 1)): HTTP status 404" "$ERR_FILE" || fail "the 404 is not logged: $(cat "$ERR_FILE")"
+grep -q "g404.sqk: digest group 2 (bytes $G2S-$((G2E - 1))) could not be fetched: " "$ERR_FILE" ||
+	fail "the failed group request does not name group 2: $(cat "$ERR_FILE")"
+info "remote, group 2's request answering 404: $F2 fails, naming the group"
 
 # ---- 5. sqkfuse over the URL: concurrent cold readers of one group, and EIO for a bad one ----
 SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
