@@ -18,6 +18,8 @@ struct sqk_info {
 	struct sqk_image_info st;
 	int integ_rc;           /* sqk_image_integrity: 0, SQK_ENOENT or an error */
 	struct sqk_integ_trailer integ;
+	int damaged_rc;         /* sqk_image_damaged_groups: 0, SQK_ENOENT (remote) or an error */
+	uint64_t damaged;       /* digest groups that do not match their group digest */
 	int fast_rc;            /* sqk_image_fast_checksums: 0, SQK_ENOENT or an error */
 	uint64_t fast_chunks;
 	bool fast_used;
@@ -54,6 +56,9 @@ static void info_usage(FILE *f)
 		"                    root_hash (hex or null), integrity_chunk_size (or null),\n"
 		"                    digest_layout (\"flat\", \"tree\" or null), digest_groups and\n"
 		"                    digests_per_group (a tree's groups of chunk digests, or null),\n"
+		"                    damaged_digest_groups (those that do not match their group\n"
+		"                    digest, then integrity is \"corrupt\"; null for a flat layout\n"
+		"                    or a remote image, whose groups are checked when read),\n"
 		"                    checksums ([\"SHA-256\"], with \"XXH3-64\" when the image has\n"
 		"                    fast checksums; [] without integrity data),\n"
 		"                    fast_checksum_chunks (the chunks they cover, or null),\n"
@@ -171,9 +176,22 @@ static double info_ratio(const struct sqk_info *in, const struct sqk_super *s)
 	return s->bytes_used ? (double)in->st.file_bytes / (double)s->bytes_used : 0.0;
 }
 
+/* A trailer that does not match its root digest, or (a tree) a group of chunk digests that does
+ * not match its group digest: the integrity data is damaged. */
 static const char *info_integ_state(const struct sqk_info *in)
 {
-	return in->integ_rc == 0 ? "ok" : in->integ_rc == SQK_ENOENT ? "none" : "corrupt";
+	if (in->integ_rc == 0)
+		return in->damaged ? "corrupt" : "ok";
+	return in->integ_rc == SQK_ENOENT ? "none" : "corrupt";
+}
+
+/* A tree's damaged groups as JSON: their count, or null when not known (a remote image). */
+static void info_damaged_json(const struct sqk_info *in)
+{
+	if (in->damaged_rc)
+		printf("  \"damaged_digest_groups\": null,\n");
+	else
+		printf("  \"damaged_digest_groups\": %llu,\n", (unsigned long long)in->damaged);
 }
 
 static void info_integrity_json(const struct sqk_info *in)
@@ -184,20 +202,22 @@ static void info_integrity_json(const struct sqk_info *in)
 	if (in->integ_rc) {
 		printf("  \"root_hash\": null,\n  \"integrity_chunk_size\": null,\n");
 		printf("  \"digest_layout\": null,\n  \"digest_groups\": null,\n"
-		       "  \"digests_per_group\": null,\n");
+		       "  \"digests_per_group\": null,\n  \"damaged_digest_groups\": null,\n");
 		printf("  \"checksums\": [],\n  \"fast_checksum_chunks\": null,\n");
 		return;
 	}
 	sqk_integ_hex(in->integ.root, hex);
 	printf("  \"root_hash\": \"%s\",\n  \"integrity_chunk_size\": %u,\n", hex,
 	       in->integ.chunk_size);
-	if (in->integ.version == SQK_INTEG_VERSION_TREE)
+	if (in->integ.version == SQK_INTEG_VERSION_TREE) {
 		printf("  \"digest_layout\": \"tree\",\n  \"digest_groups\": %llu,\n"
 		       "  \"digests_per_group\": %u,\n", (unsigned long long)in->integ.ngroups,
 		       in->integ.group_chunks);
-	else
+		info_damaged_json(in);
+	} else {
 		printf("  \"digest_layout\": \"flat\",\n  \"digest_groups\": null,\n"
-		       "  \"digests_per_group\": null,\n");
+		       "  \"digests_per_group\": null,\n  \"damaged_digest_groups\": null,\n");
+	}
 	if (in->fast_rc)
 		printf("  \"checksums\": [\"SHA-256\"],\n  \"fast_checksum_chunks\": null,\n");
 	else
@@ -227,6 +247,10 @@ static void info_integrity_text(const struct sqk_info *in)
 	} else if (in->integ_rc) {
 		printf("integrity:               corrupt (%s)\n", sqk_strerror(in->integ_rc));
 	} else {
+		if (in->damaged)
+			printf("integrity:               corrupt: %llu of %llu digest groups damaged "
+			       "(reads of the bytes they cover fail)\n",
+			       (unsigned long long)in->damaged, (unsigned long long)in->integ.ngroups);
 		sqk_integ_hex(in->integ.root, hex);
 		printf("root hash:               %s\n", hex);
 		printf("integrity chunk size:    %u\n", in->integ.chunk_size);
@@ -519,6 +543,8 @@ static int info_run(struct sqk_info *in)
 		return 1;
 	}
 	in->integ_rc = sqk_image_integrity(in->c.img, &in->integ);
+	in->damaged_rc = in->integ_rc ? in->integ_rc :
+			 sqk_image_damaged_groups(in->c.img, &in->damaged);
 	in->fast_rc = in->integ_rc ? SQK_ENOENT :
 		      sqk_image_fast_checksums(in->c.img, &in->fast_chunks, &in->fast_used);
 	in->hint_rc = sqk_image_hint(in->c.img, in->hint, SQK_HINT_MAX_RANGES, &in->nhint);

@@ -580,12 +580,9 @@ static int read_trailer(struct sqk_io *io, uint64_t file_size, struct sqk_integ 
 /* Borrows io; fills the caller's out (sqk_integ_free, also after a failure). */
 int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
 {
-	int err = read_trailer(io, file_size, out);
-
 	uint64_t nbad = 0;
+	int err = sqk_integ_load_lazy(io, file_size, out);
 
-	if (!err)
-		err = sqk_integ_load_lazy(io, file_size, out);
 	if (!err)
 		err = sqk_integ_accept_groups(io, out, &nbad);
 	if (!err && nbad)

@@ -114,6 +114,7 @@ struct sqk_image {
 	bool verify_req;        /* !opts.no_verify */
 	atomic_bool quiet_mismatch; /* opts.quiet_mismatch, set once the open is over (workers read it) */
 	bool integ_on;          /* integrity data loaded: every read is verified */
+	uint64_t groups_damaged; /* integ_on: digest groups that failed their group digest at open */
 	bool remote_verified;   /* a remote image whose backend checks every chunk it fetches */
 	bool lazy_first;        /* no readahead on a file's first one-block read (remote images) */
 	struct sqk_integ integ;

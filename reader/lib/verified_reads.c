@@ -76,12 +76,14 @@ static int chunk_check(struct sqk_image *img, uint64_t k, const void *data, size
 }
 
 /* A digest tree: every group of chunk digests checked against its group digest. A wrong group
- * is logged, naming the image bytes it covers, and reads there fail (chunk_check); the rest of
- * the image reads. */
+ * is logged, naming the image bytes it covers, and counted (sqk_image_damaged_groups); reads
+ * there fail (chunk_check); the rest of the image reads. */
 static int accept_groups(struct sqk_image *img)
 {
 	uint64_t nbad, k0, k1, s, e, is, ie, x;
 	int rc = sqk_integ_accept_groups(img->io, &img->integ, &nbad);
+
+	img->groups_damaged = rc ? 0 : nbad;
 
 	for (uint64_t g = 0; !rc && nbad && g < img->integ.t.ngroups; g++) {
 		if (sqk_integ_group_loaded(&img->integ, g))
@@ -99,7 +101,10 @@ static int accept_groups(struct sqk_image *img)
 
 /* Loads and authenticates the integrity data unless opts.no_verify. Absent data is not an
  * error (reads stay unverified, which sqk_image_verified tells; not logged, as it is the rule
- * for images from other tools); corrupt data fails the open. */
+ * for images from other tools). A trailer that does not end the file or does not match its root
+ * digest (or whose digest array or group digests do not) fails the open; a digest tree's group
+ * that does not match its group digest does not: it is logged and counted by accept_groups, and
+ * only the reads of the bytes it covers fail. */
 int sqk_verify_init(struct sqk_image *img)
 {
 	int rc;
@@ -203,18 +208,21 @@ static int read_sha_checked(struct sqk_image *img, uint64_t pos, void *buf, size
 }
 
 /* The fast block ending the covered bytes is not used: says why (reads stay fully verified,
- * with SHA-256); why NULL: chunk failed its digest. */
+ * with SHA-256); why NULL: chunk failed its digest, or its digest group failed its group digest
+ * (named, as log_mismatch does). */
 static void fast_skip(struct sqk_image *img, const char *why, uint64_t chunk)
 {
-	unsigned long long end = (unsigned long long)img->integ.t.covered;
+	unsigned long long end = (unsigned long long)img->integ.t.covered, k = chunk;
+	unsigned long long g = sqk_integ_group_of(&img->integ, chunk);
+	char what[112];
 
-	if (why)
-		sqk_logf(img, "fast checksum block ending at image offset %llu not used (%s): reads "
-			 "are checked with SHA-256", end, why);
-	else
-		sqk_logf(img, "fast checksum block ending at image offset %llu not used (chunk %llu "
-			 "does not match its digest): reads are checked with SHA-256", end,
-			 (unsigned long long)chunk);
+	if (!why && !sqk_integ_group_loaded(&img->integ, g))
+		snprintf(what, sizeof(what), "chunk %llu cannot be verified: its digest group %llu is "
+			 "damaged", k, g);
+	else if (!why)
+		snprintf(what, sizeof(what), "chunk %llu does not match its digest", k);
+	sqk_logf(img, "fast checksum block ending at image offset %llu not used (%s): reads are "
+		 "checked with SHA-256", end, why ? why : what);
 }
 
 /* Reads and decodes the block whose footer said [at, at + len). */
@@ -489,6 +497,30 @@ int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out)
 	rc = sqk_integ_load_lazy(img->io, img->file_size, &ig);
 	if (!rc)
 		*out = ig.t;
+	sqk_integ_free(&ig);
+	return rc;
+}
+
+/* Borrows img; fills the caller's *count. */
+int sqk_image_damaged_groups(struct sqk_image *img, uint64_t *count)
+{
+	struct sqk_integ ig;
+	int rc;
+
+	if (!img || !count)
+		return SQK_EINVAL;
+	*count = 0;
+	if (img->integ_on) {
+		*count = img->groups_damaged;
+		return 0;
+	}
+	/* opts.no_verify: checked now, unless the image is remote (its groups are fetched when a
+	 * read needs them, not all at once here) */
+	if (!img->at_zero || sqk_io_is_http(img->io))
+		return SQK_ENOENT;
+	rc = sqk_integ_load_lazy(img->io, img->file_size, &ig);
+	if (!rc)
+		rc = sqk_integ_accept_groups(img->io, &ig, count);
 	sqk_integ_free(&ig);
 	return rc;
 }

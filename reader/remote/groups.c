@@ -122,7 +122,11 @@ static int group_take(struct sqk_http *h, uint64_t g, struct http_job *j)
 			sqk_dcache_put(h->dc, GROUP_KEY + g, j->flat, j->len);
 		}
 	} else if (rc != SQK_EINTR) {
-		rc = SQK_EIO; /* logged by the transfer */
+		/* the transfer logged why (its URL, bytes and HTTP status); this names the group */
+		sqk_http_logf(h, "%s: digest group %llu (bytes %llu-%llu) could not be fetched: %s",
+			      h->name, (unsigned long long)g, (unsigned long long)j->off,
+			      (unsigned long long)(j->off + j->len - 1), sqk_strerror(rc));
+		rc = SQK_EIO;
 	}
 	sqk_http_job_free(j);
 	return rc;

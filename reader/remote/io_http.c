@@ -139,7 +139,9 @@ static const struct sqk_io_ops http_ops = {
 	.read_ahead = http_read_ahead,
 };
 
-/* Borrows io. */
+/* Borrows io. The caller makes sure no read runs meanwhile (io_http.h): sqk_http_submit starts
+ * no thread while thread_pid still names the one being joined, so a job queued after its final
+ * fail_queue would never run. */
 void sqk_io_http_quiesce(struct sqk_io *io)
 {
 	struct sqk_http *h = (struct sqk_http *)io;

@@ -19,7 +19,11 @@ void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
  * readahead). Best effort: errors surface when the bytes are read. */
 void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len);
 
-/* Stops the transfer thread (it starts again on the next fetch): before fork(). */
+/* Stops the transfer thread (it starts again on the next fetch): before fork(). Transfers in
+ * flight and queued end with SQK_EINTR. No read of io may run during it, from any thread: a job
+ * queued while the thread is being joined (a digest group request asked again after a quiesce
+ * cut it off, sqk_http_group_need) can land after the thread's final queue flush, with no thread
+ * to run it, and its reader waits forever. */
 void sqk_io_http_quiesce(struct sqk_io *io);
 
 /* url without its query string or credentials, for messages. Caller frees; NULL on ENOMEM. */

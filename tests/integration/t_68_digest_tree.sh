@@ -15,8 +15,11 @@
 #     one for the metadata tables unless the tail request held it), and the file's chunks;
 #     reading every file gives the right bytes and fetches each group at most once (exactly
 #     once when the tail did not bring it); a second read with a warm disk cache fetches no
-#     group; the damaged image on the server: a file of group 2 fails naming the group, a file
-#     of group 0 reads right
+#     group; without the groups on disk, the cached chunks are checked once their group comes:
+#     a wrong cached chunk (another chunk's file, taken before its group arrived) is refused
+#     and fetched again alone, two swapped group files are both refused and fetched again; the
+#     damaged image on the server: a file of group 2 fails naming the group, a file of group 0
+#     reads right; a 404 for group 2's request fails the read, logged naming the group
 #  5. sqkfuse over the URL: 8 concurrent cold readers of files of one group make one request
 #     for its digests; through a mount of the damaged image a file of group 2 gives EIO (twice,
 #     the group requested again each time: a failure is not kept), logged naming the group,
@@ -81,7 +84,7 @@ with open(sys.argv[3], "w") as o:
         s, e = d["blocks"], d["blocks"] + d["size"]  # stored raw: size bytes of blocks
         g0, g1 = s // cs // gc, (e - 1) // cs // gc
         if g0 == g1:
-            o.write("%s %d\n" % (p, g0))
+            o.write("%s %d %d %d\n" % (p, g0, s, e))
 # the metadata tables: from the inode table to bytes_used
 meta_group = (im.sb["bytes_used"] - 1) // cs // gc
 with open(sys.argv[4], "w") as o:
@@ -106,6 +109,7 @@ assert j["digest_layout"] == "tree", j.get("digest_layout")
 assert j["digest_groups"] == int(sys.argv[2]), j.get("digest_groups")
 assert j["digests_per_group"] == 4096, j.get("digests_per_group")
 assert j["integrity"] == "ok" and j["integrity_chunk_size"] == 4096, j
+assert j["damaged_digest_groups"] == 0, j.get("damaged_digest_groups")
 PY
 "$SQK" info "$IMG" | grep -q "^digest layout: *tree: $NG groups of 4096 digests" ||
 	fail "sqk info does not show the tree: $("$SQK" info "$IMG" | grep -i digest)"
@@ -156,9 +160,45 @@ sqk_t cat "$BAD" "$F2"
 [ "$RC" != 0 ] || fail "sqk cat of $F2 (group 2) succeeded though its digests are damaged"
 grep -q "digest group 2" "$ERR_FILE" || fail "the failed read does not name the group: $(cat "$ERR_FILE")"
 info "local reads: $F0 (group 0) right, $F2 (group 2) refused naming the group"
+# sqk info: the open logs the bad group and reads on; what it prints says the data is damaged
+sqk_t info --json "$BAD"
+[ "$RC" = 0 ] || { show_err; fail "sqk info --json of the image with group 2 damaged exited $RC"; }
+python3 - "$OUT_FILE" "$NG" <<'PY' || fail "sqk info --json does not say that a digest group is damaged"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["integrity"] == "corrupt", j.get("integrity")
+assert j["damaged_digest_groups"] == 1, j.get("damaged_digest_groups")
+assert j["digest_layout"] == "tree" and j["digest_groups"] == int(sys.argv[2]) and j["root_hash"], j
+PY
+grep -q "digest group 2 " "$ERR_FILE" || fail "sqk info does not log the damaged group: $(cat "$ERR_FILE")"
+sqk_t info "$BAD"
+grep -q "^integrity: *corrupt: 1 of $NG digest groups damaged" "$OUT_FILE" ||
+	fail "sqk info does not say that a digest group is damaged: $(grep -i integrity "$OUT_FILE")"
+sqk_t info --json --no-verify "$BAD"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["integrity"] == "corrupt" and j["damaged_digest_groups"] == 1, j' "$OUT_FILE" ||
+	fail "sqk info --json --no-verify does not count the damaged group"
+info "sqk info of the damaged image: integrity corrupt, 1 damaged digest group (also with --no-verify)"
+
+# the last chunk's digest damaged: its group holds the fast checksum block's footer, which is
+# then not used, the message naming the group
+"$SQK" info "$IMG" | grep -q "XXH3-64 for verified reads" || fail "the image has no fast checksums"
+python3 - "$IMG" "$W/bad3.sqk" "$((COV + 32 * (NCH - 1)))" <<'PY' || fail "cannot damage the image"
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[int(sys.argv[3])] ^= 0x01
+open(sys.argv[2], "wb").write(d)
+PY
+sqk_t info "$W/bad3.sqk"
+want="fast checksum block ending at image offset $COV not used (chunk $((NCH - 1)) cannot be verified: its digest group $((NG - 1)) is damaged)"
+grep -qF "$want" "$ERR_FILE" || fail "no '$want': $(cat "$ERR_FILE")"
+info "the last group damaged: the fast checksum block is not used, naming group $((NG - 1))"
 
 # ---- 4. remote ----------------------------------------------------------------------------
+# g404.sqk: the image, but the request for group 2's digests answers 404
+ln "$IMG" "$W/www/g404.sqk"
+HTTP_SERVER_CONF="location = /g404.sqk { if (\$http_range = \"bytes=$G2S-$((G2E - 1))\") { return 404; } }"
 http_serve "$W/www"
+unset HTTP_SERVER_CONF
 URL=$HTTP_URL/img.sqk
 
 # ranges_check MARK WHAT EXACT...: the groups fetched after MARK: each request inside the
@@ -264,6 +304,68 @@ read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
 [ "$nbytes" -lt 1048576 ] || fail "chunks cached, groups not: $nbytes bytes fetched (the file's chunks again?)"
 info "groups dropped from the disk cache ($ng): the cached chunks are checked once group 0 arrives ($nreq requests, $nbytes bytes)"
 
+# a wrong chunk in the disk cache, taken from it before its group is in: chunk KB+1's file
+# overwritten with chunk KB's (its header and XXH3 stay valid, its SHA-256 does not match) and
+# the groups dropped. Through the proxy, gated to delay every request once armed, so that the
+# chunks of F1's first block come from the disk before group 1 arrives: the deferred check
+# refuses chunk KB+1 and fetches it again, alone. The bytes are right and the server sees a
+# request for exactly that chunk (a disk cache served unchecked gives wrong bytes).
+F1=$(pick 1)
+[ -n "$F1" ] || fail "no file wholly inside group 1"
+proxy_start
+PMODE="delay=300,gated"
+PURL=$PROXY_URL/_f/$PMODE/img.sqk
+sqk_t cat --cache-dir "$W/c7" "$PURL" "$F1"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F1 through the proxy exited $RC"; }
+cmp -s "$OUT_FILE" "$W/src/$F1" || fail "sqk cat of $F1 through the proxy gave wrong bytes"
+read -r F1S F1E < <(awk -v p="$F1" '$1 == p { print $3, $4 }' "$W/groups")
+KB=$(((F1S + 4095) / 4096 + 1)) # in F1's first block
+[ $(((KB + 2) * 4096)) -le "$F1E" ] || fail "$F1 ($F1S..$F1E) is too short for chunks $KB and $((KB + 1))"
+cfile() { find "$W/c7" -type f -name "$(printf %x "$1")"; }
+src=$(cfile "$KB") dst=$(cfile $((KB + 1)))
+[ -f "$src" ] && [ -f "$dst" ] || fail "chunks $KB and $((KB + 1)) of $F1 are not in the disk cache ('$src', '$dst')"
+cp "$src" "$dst"
+find "$W/c7" -type f -name '80000000000000*' -delete
+proxy_arm "$PMODE"
+mark=$(http_log_mark)
+sqk_t cat --cache-dir "$W/c7" "$PURL" "$F1"
+proxy_disarm "$PMODE"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F1 with chunk $((KB + 1)) wrong in the disk cache exited $RC"; }
+cmp -s "$OUT_FILE" "$W/src/$F1" ||
+	fail "sqk cat of $F1 with chunk $((KB + 1)) wrong in the disk cache gave wrong bytes: the cached chunk was not checked"
+out=$(ranges_check "$mark" badchunk 1) || fail "a wrong chunk in the disk cache: wrong digest requests"
+want="range=bytes=$(((KB + 1) * 4096))-$(((KB + 2) * 4096 - 1)) "
+n=$(http_log_ranges "$mark" | grep -c -- "$want")
+[ "$n" = 1 ] || fail "a wrong chunk $((KB + 1)) in the disk cache was requested $n times ('$want'): $(http_log_ranges "$mark")"
+# chunk requests besides the open's probe (bytes 0-65535, asked for at every open)
+chunks=$(http_log_ranges "$mark" | awk -v cov="$COV" '$2 == "/" || $4 !~ /^range=bytes=/ { next }
+	{ split(substr($4, 13), r, "-"); if (r[1] > 0 && r[2] + 1 <= cov) n++ } END { print n + 0 }')
+[ "$chunks" = 1 ] || fail "a wrong chunk in the disk cache: $chunks chunk requests after the probe, expected 1 (the wrong chunk's): $(http_log_ranges "$mark")"
+cmp -s <(tail -c 4096 "$dst") <(tail -c +$(((KB + 1) * 4096 + 1)) "$IMG" | head -c 4096) ||
+	fail "the refetched chunk $((KB + 1)) was not put back in the disk cache"
+info "a wrong chunk $((KB + 1)) in the disk cache: refused once group 1 arrived, fetched again alone, right bytes"
+
+# two groups' files swapped in the disk cache (each file valid, each holding the other group's
+# digests): both are refused and fetched again, and the right ones kept
+gfile() { find "$W/c2" -type f -name "$(printf '80000000000000%02x' "$1")"; }
+! in_tail "$TAIL" 0 && ! in_tail "$TAIL" 1 || fail "groups 0 and 1 came with the tail (from $TAIL)"
+g0=$(gfile 0) g1=$(gfile 1)
+[ -f "$g0" ] && [ -f "$g1" ] || fail "groups 0 and 1 are not in the disk cache ('$g0', '$g1')"
+[ "$(stat -c %s "$g0")" = "$(stat -c %s "$g1")" ] || fail "the files of groups 0 and 1 differ in size"
+mv "$g0" "$W/gswap" && mv "$g1" "$g0" && mv "$W/gswap" "$g1"
+mark=$(http_log_mark)
+sqk_t cat --cache-dir "$W/c2" "$URL" "$F0" "$F1"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 $F1 with groups 0 and 1 swapped in the disk cache exited $RC"; }
+cat "$W/src/$F0" "$W/src/$F1" | cmp -s - "$OUT_FILE" ||
+	fail "sqk cat of $F0 $F1 with groups 0 and 1 swapped in the disk cache gave wrong bytes"
+out=$(ranges_check "$mark" swapped 0 1) || fail "groups swapped in the disk cache: not both fetched again"
+for g in 0 1; do
+	read -r gs ge <<<"$(sed -n "$((g + 2))p" "$W/layout")"
+	cmp -s <(tail -c +17 "$(gfile $g)") <(tail -c +$((gs + 1)) "$IMG" | head -c $((ge - gs))) ||
+		fail "group $g's file in the disk cache does not hold group $g's digests after the refetch"
+done
+info "groups 0 and 1 swapped in the disk cache: both refused and fetched again ($out), right bytes"
+
 sqk_t info --json --cache-dir "$W/c3" "$URL"
 [ "$RC" = 0 ] || { show_err; fail "sqk info --json over the URL exited $RC"; }
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["digest_layout"] == "tree" and isinstance(j["http_digest_groups"], int), j' "$OUT_FILE" ||
@@ -278,6 +380,12 @@ sqk_t cat --cache-dir "$W/c4" "$BURL" "$F0"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 (group 0) from the damaged image exited $RC"; }
 cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 (group 0) from the damaged image gave wrong bytes"
 info "remote, group 2 damaged: $F2 refused naming the group, $F0 right"
+sqk_t cat --cache-dir "$W/c8" "$HTTP_URL/g404.sqk" "$F2"
+[ "$RC" != 0 ] || fail "sqk cat of $F2 succeeded though its digest group's request answers 404"
+grep -q "bytes $G2S-$((G2E - 1)): HTTP status 404" "$ERR_FILE" || fail "the 404 is not logged: $(cat "$ERR_FILE")"
+grep -q "g404.sqk: digest group 2 (bytes $G2S-$((G2E - 1))) could not be fetched: " "$ERR_FILE" ||
+	fail "the failed group request does not name group 2: $(cat "$ERR_FILE")"
+info "remote, group 2's request answering 404: $F2 fails, naming the group"
 
 # ---- 5. sqkfuse over the URL: concurrent cold readers of one group, and EIO for a bad one ----
 SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}

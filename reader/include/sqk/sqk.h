@@ -372,6 +372,15 @@ SQK_API int sqk_image_mismatch(struct sqk_image *img, uint32_t ino, struct sqk_m
  * SQK_ECORRUPT when it does not match its root digest. */
 SQK_API int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out);
 
+/* How many groups of chunk digests of the image's digest tree do not match their group digest,
+ * in the caller's *count (borrows img): 0 for a flat layout. Verified reads check every group
+ * at open (each bad one is logged; reads of the image bytes it covers fail with SQK_ECORRUPT,
+ * the rest of the image reads); with opts.no_verify they are checked by this call. SQK_ENOENT
+ * (*count 0) without integrity data, or for a remote image: its groups are fetched and checked
+ * only when a read needs them (sqk_image_http_stats counts the failed checks). SQK_ECORRUPT
+ * when the trailer itself is not valid (as sqk_image_integrity), SQK_EIO. */
+SQK_API int sqk_image_damaged_groups(struct sqk_image *img, uint64_t *count);
+
 /* Whether the image carries fast checksums (an XXH3-64 per chunk, common/integrity.h): 0 and
  * the number of chunks they cover in *nchunks when a valid block is there; *used when verified
  * reads of img check those chunks with them (not with a pinned root digest, nor --no-verify).
