@@ -2,7 +2,7 @@
 # Targets: all (default), check, bench, install, clean, deps.
 
 # The version `sqk --version`, `sqkfuse --version` and libsqk.pc report.
-VERSION := 0.1.0
+VERSION := 0.2.0
 PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD ?= build
