@@ -12,6 +12,8 @@
 #   BENCH_CORPUS=DIR use DIR as the corpus instead of copying one
 #   BENCH_TMPDIR     where the corpus copy goes (default /var/tmp, on disk)
 #   BENCH_TIMER      force gnu|bash|date timing (default: GNU time if usable)
+#   BENCH_PEERS      auto|debian|anchors: which mksquashfs (see peers.sh; default the newest,
+#                    4.7.5 in /opt/anchors, else Debian's); BENCH_BUILD_ANCHORS=1 builds them
 #
 # Corpus: /usr/include, /usr/share/doc and the Python standard library, copied
 # as is into one scratch directory so both tools read identical inputs.
@@ -36,10 +38,18 @@ log() { echo "bench: $*"; }
 case $ROUNDS in ''|*[!0-9]*|0) die "BENCH_ROUNDS must be a positive integer (got '$ROUNDS')";; esac
 case $JOBS in ''|*[!0-9]*|0) die "BENCH_JOBS must be a positive integer (got '$JOBS')";; esac
 [ -x "$SQK" ] || die "sqk binary not found or not executable: $SQK (run 'make' first)"
+. "$here/peers.sh"
+peers_init "$here"
 if [ "$ONLY_SQK" = 0 ]; then
-	command -v mksquashfs >/dev/null 2>&1 || die "mksquashfs not found (install squashfs-tools, or set BENCH_ONLY_SQK=1)"
+	peers_pick mksquashfs
+	MKSQ=$(peer mksquashfs) MKSQ_L=$(peer_label mksquashfs)
+	[ -n "$MKSQ" ] || die "mksquashfs not found (install squashfs-tools, or set BENCH_ONLY_SQK=1)"
+else
+	MKSQ= MKSQ_L=mksquashfs
 fi
-command -v unsquashfs >/dev/null 2>&1 || log "unsquashfs not found: image entry counts will be skipped"
+peers_pick unsquashfs
+UNSQ=$(peer unsquashfs)
+[ -n "$UNSQ" ] || log "unsquashfs not found: image entry counts will be skipped"
 is_root=0; [ "$(id -u)" = 0 ] && is_root=1
 
 # ---------------------------------------------------------------- scratch ---
@@ -160,11 +170,11 @@ run_sqk() {
 }
 run_mks() {
 	rm -f "$mks_img"
-	if timed "mks.$1" mksquashfs "$corpus" "$mks_img" -comp zstd -processors "$JOBS" -noappend -quiet; then
+	if timed "mks.$1" "$MKSQ" "$corpus" "$mks_img" -comp zstd -processors "$JOBS" -noappend -quiet; then
 		echo "$(cat "$scratch/logs/mks.$1.t") $(stat -c %s "$mks_img")" >>"$scratch/mks.res"
 	else
 		failed=1; rm -f "$mks_img"; echo "FAILED n/a" >"$scratch/logs/mks.$1.t"
-		log "mksquashfs failed in round $1 (exit $rc); output:"
+		log "$MKSQ_L failed in round $1 (exit $rc); output:"
 		tail -n 20 "$scratch/logs/mks.$1.log" | sed 's/^/  | /'
 	fi
 }
@@ -185,7 +195,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 	line="round $r/$ROUNDS:"
 	[ -s "$scratch/logs/sqk.$r.t" ] && line="$line sqk $(cut -d' ' -f1 "$scratch/logs/sqk.$r.t" | sed 's/[0-9]$/&s/')"
 	[ "$ONLY_SQK" = 0 ] && [ -s "$scratch/logs/mks.$r.t" ] &&
-		line="$line  mksquashfs $(cut -d' ' -f1 "$scratch/logs/mks.$r.t" | sed 's/[0-9]$/&s/')"
+		line="$line  $MKSQ_L $(cut -d' ' -f1 "$scratch/logs/mks.$r.t" | sed 's/[0-9]$/&s/')"
 	log "$line"
 	r=$((r + 1))
 done
@@ -216,7 +226,7 @@ sqk_size=$(tail -n 1 "$scratch/sqk.res" | awk '{ print $4 }'); sqk_size=${sqk_si
 if [ "$ONLY_SQK" = 0 ]; then
 	mks_t=$(median 1 "$scratch/mks.res" 3); mks_cpu=$(median 3 "$scratch/mks.res" 2); mks_rss=$(mib "$(maxcol 2 "$scratch/mks.res")")
 	mks_size=$(tail -n 1 "$scratch/mks.res" | awk '{ print $4 }'); mks_size=${mks_size:-n/a}
-	[ "$(sizes "$scratch/mks.res" | wc -w)" -gt 1 ] && log "WARNING: mksquashfs image size varies between rounds: $(sizes "$scratch/mks.res")"
+	[ "$(sizes "$scratch/mks.res" | wc -w)" -gt 1 ] && log "WARNING: $MKSQ_L image size varies between rounds: $(sizes "$scratch/mks.res")"
 else
 	mks_t=n/a mks_cpu=n/a mks_rss=n/a mks_size=n/a
 fi
@@ -229,26 +239,26 @@ s_ratio=$(ratio "$sqk_size" "$mks_size" 3)
 # as the corpus has (plus the root itself).
 count_entries() { # image listfile
 	[ -f "$1" ] || { echo n/a; return; }
-	unsquashfs -l "$1" 2>/dev/null | sed -n 's|^squashfs-root||p' | sort >"$2"
+	"$UNSQ" -l "$1" 2>/dev/null | sed -n 's|^squashfs-root||p' | sort >"$2"
 	[ -s "$2" ] && wc -l <"$2" | tr -d ' ' || echo n/a
 }
 sqk_n=n/a mks_n=n/a
-if command -v unsquashfs >/dev/null 2>&1; then
+if [ -n "$UNSQ" ]; then
 	sqk_n=$(count_entries "$sqk_img" "$scratch/sqk.lst")
 	[ "$ONLY_SQK" = 0 ] && mks_n=$(count_entries "$mks_img" "$scratch/mks.lst")
 fi
 expected=$((corpus_entries + 1))
 
 echo
-echo "== squashkit bench: sqk mkimage vs mksquashfs =="
+echo "== squashkit bench: sqk mkimage vs $MKSQ_L =="
 echo "corpus        $corpus_mib MiB, $corpus_files files, $corpus_entries entries ($corpus)"
-echo "setup         $ROUNDS interleaved rounds, $JOBS threads, zstd, default block size/level, warm page cache (not dropped)$( [ "$ONLY_SQK" = 1 ] && echo ', mksquashfs skipped')"
+echo "setup         $ROUNDS interleaved rounds, $JOBS threads, zstd, default block size/level, warm page cache (not dropped)$( [ "$ONLY_SQK" = 1 ] && echo ', mksquashfs skipped' || echo "; $MKSQ_L -processors $JOBS")"
 echo "load avg      before $load0, after $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a) (other load on the $(nproc 2>/dev/null || echo ?) CPUs skews wall times; CPU s is steadier)"
 echo "sqk           $SQK${sqk_ver:+ ($sqk_ver)}"
-[ "$ONLY_SQK" = 0 ] && echo "mksquashfs    $(mksquashfs -version 2>/dev/null | head -n 1)"
-echo "entries       sqk $sqk_n, mksquashfs $mks_n (corpus + root: $expected)"
+[ "$ONLY_SQK" = 0 ] && echo "mksquashfs    $("$MKSQ" -version 2>/dev/null | head -n 1) ($MKSQ; $(peer_from mksquashfs))"
+echo "entries       sqk $sqk_n, $MKSQ_L $mks_n (corpus + root: $expected)"
 if [ "$sqk_n" != n/a ] && [ "$mks_n" != n/a ] && [ "$sqk_n" != "$mks_n" ]; then
-	echo "WARNING: entry counts differ (sqk $sqk_n vs mksquashfs $mks_n); first differences:"
+	echo "WARNING: entry counts differ (sqk $sqk_n vs $MKSQ_L $mks_n); first differences:"
 	diff "$scratch/mks.lst" "$scratch/sqk.lst" | grep '^[<>]' | head -n 10 | sed 's/^</  only mksquashfs:/; s/^>/  only sqk:/'
 elif [ "$sqk_n" != n/a ] && [ "$sqk_n" != "$expected" ]; then
 	echo "WARNING: sqk image has $sqk_n entries, corpus has $expected (including root)"
@@ -256,19 +266,19 @@ elif [ "$sqk_n" != n/a ] && [ "$mks_n" != n/a ] && ! cmp -s "$scratch/mks.lst" "
 	echo "WARNING: same entry count but different paths; first differences:"
 	diff "$scratch/mks.lst" "$scratch/sqk.lst" | grep '^[<>]' | head -n 10 | sed 's/^</  only mksquashfs:/; s/^>/  only sqk:/'
 fi
-echo "time ratio $(x "$t_ratio") (goal <= 0.90x): $(goal "$t_ratio" 0.90)"
-echo "size ratio $(x "$s_ratio") (goal <= 0.99x): $(goal "$s_ratio" 0.99)"
-echo "peak RSS sqk $sqk_rss, mksquashfs $mks_rss"
+echo "time ratio $(x "$t_ratio") vs $MKSQ_L (goal <= 0.90x): $(goal "$t_ratio" 0.90)"
+echo "size ratio $(x "$s_ratio") vs $MKSQ_L (goal <= 0.99x): $(goal "$s_ratio" 0.99)"
+echo "peak RSS sqk $sqk_rss, $MKSQ_L $mks_rss"
 echo
-printf '%-12s %9s %-24s %8s %10s %13s %8s\n' tool 'median s' 'runs s' 'CPU s' 'peak RSS' 'image bytes' entries
+printf '%-18s %9s %-24s %8s %10s %13s %8s\n' tool 'median s' 'runs s' 'CPU s' 'peak RSS' 'image bytes' entries
 for t in sqk mks; do
 	[ "$t" = mks ] && [ "$ONLY_SQK" = 1 ] && continue
 	if [ "$t" = sqk ]; then n=sqk; md=$sqk_t; cp=$sqk_cpu; rs=$sqk_rss; sz=$sqk_size; en=$sqk_n
-	else n=mksquashfs; md=$mks_t; cp=$mks_cpu; rs=$mks_rss; sz=$mks_size; en=$mks_n; fi
+	else n=$MKSQ_L; md=$mks_t; cp=$mks_cpu; rs=$mks_rss; sz=$mks_size; en=$mks_n; fi
 	runs=$(awk '{ print $1 }' "$scratch/$t.res" | tr '\n' ' ' | sed 's/ $//; s/ /,/g')
-	printf '%-12s %9s %-24s %8s %10s %13s %8s\n' "$n" "$md" "${runs:-n/a}" "$cp" "$rs" "$sz" "$en"
+	printf '%-18s %9s %-24s %8s %10s %13s %8s\n' "$n" "$md" "${runs:-n/a}" "$cp" "$rs" "$sz" "$en"
 done
-[ "$ONLY_SQK" = 0 ] && printf '%-12s %9s %-24s %8s %10s %13s\n' 'sqk/mksq' "$(x "$t_ratio")" '' "$(x "$(ratio "$sqk_cpu" "$mks_cpu" 2)")" '' "$(x "$s_ratio")"
+[ "$ONLY_SQK" = 0 ] && printf '%-18s %9s %-24s %8s %10s %13s\n' "sqk/peer" "$(x "$t_ratio")" '' "$(x "$(ratio "$sqk_cpu" "$mks_cpu" 2)")" '' "$(x "$s_ratio")"
 
 # ------------------------------------------------------- incremental rebuild ----
 # The corpus with 1% of its files changed (a line appended; chosen with a fixed seed), built
@@ -312,8 +322,8 @@ PY
 		echo "--reuse build $rt s, $rs bytes; $(grep '^reused' "$scratch/logs/rc.reuse.log" | sed 's/^reused *//; s/ of .*//') reused"
 		echo "time ratio $(x "$tr_") (goal <= 0.15x): $(goal "$tr_" 0.15)"
 		echo "size ratio $(x "$sr_") (goal <= 1.01x): $(goal "$sr_" 1.01)"
-		unsquashfs -lls "$imgdir/full.sqsh" 2>/dev/null | sed 1,3d | sort >"$scratch/rc.full.lst"
-		unsquashfs -lls "$imgdir/re.sqsh" 2>/dev/null | sed 1,3d | sort >"$scratch/rc.re.lst"
+		"$UNSQ" -lls "$imgdir/full.sqsh" 2>/dev/null | sed 1,3d | sort >"$scratch/rc.full.lst"
+		"$UNSQ" -lls "$imgdir/re.sqsh" 2>/dev/null | sed 1,3d | sort >"$scratch/rc.re.lst"
 		cmp -s "$scratch/rc.full.lst" "$scratch/rc.re.lst" && echo "listings     same tree" ||
 			{ echo "WARNING: the rebuilt image lists another tree"; failed=1; }
 	fi
