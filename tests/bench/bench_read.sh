@@ -6,7 +6,9 @@
 #   mount     sqkfuse vs kernel loop mount vs squashfuse_ll, page cache dropped before each run:
 #             whole-tree tar (goal <= 1.0x kernel), large files sequentially (goal <= 0.6x
 #             squashfuse_ll), fio random 4 KiB psync IOPS (goal >= kernel), one decompression
-#             per block (stats=), peak RSS.
+#             per block (stats=), peak RSS; and kernel EROFS on its own image of the same tree
+#             (mkfs.erofs -zzstd,level=15 -C131072, loop-mounted), whole-tree tar (goal <= 1.0x),
+#             when mkfs.erofs is there and the kernel has erofs (skipped, saying why, otherwise).
 #   verify    verified reads (the default) against --no-verify / -o noverify, on an image sqk
 #             built (it carries integrity data): the tree read (sqk extract of the tree; tar of
 #             it through a sqkfuse mount) and the big-file read (sqk cat; cat through sqkfuse),
@@ -18,7 +20,10 @@
 # ("/usr/include /usr/share/doc": text, and mostly gzip files stored raw) and the two largest of
 # those binaries.
 # Environment: SQK (default build/bin/sqk), BENCH_CORPUS=DIR (reuse a corpus), BENCH_ROUNDS (3),
-# BENCH_READ_CASES (default "peer verify": which parts run).
+# BENCH_READ_CASES (default "peer verify": which parts run), BENCH_READ_BIGSRC=DIR (its files
+# instead of the four largest of /usr/lib and /usr/bin: quick runs), BENCH_PEERS (auto|debian|anchors:
+# see peers.sh; default the newest peers in /opt/anchors, else Debian's, saying so). Every result
+# line names the peer's version.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SQK=${SQK:-$HERE/../../build/bin/sqk}
@@ -31,19 +36,37 @@ log() { echo "bench_read: $*"; }
 [ "$(id -u)" = 0 ] || die "needs root (mounts, drop_caches)"
 [ -x "$SQK" ] && [ -x "$SQKFUSE" ] || die "build first (make)"
 NEED="/usr/bin/time"
-has_case peer && NEED="$NEED mksquashfs unsquashfs sqfscat squashfuse_ll fio"
-for c in $NEED; do
-	command -v "$c" >/dev/null 2>&1 && continue
+has_case peer && NEED="$NEED fio"
+install_deps() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio time squashfs-tools-ng \
 		squashfuse squashfs-tools >/dev/null 2>&1
+}
+for c in $NEED; do
+	command -v "$c" >/dev/null 2>&1 && continue
+	install_deps
 	command -v "$c" >/dev/null 2>&1 || die "$c missing"
 done
+. "$HERE/peers.sh"
+peers_init "$HERE"
+PEERS="mksquashfs unsquashfs sqfscat squashfuse_ll"
+if has_case peer; then
+	peers_pick $PEERS mkfs.erofs
+	for c in $PEERS; do
+		[ -n "$(peer "$c")" ] && continue
+		# Debian's are the fallback: installed when neither they nor the anchors are there
+		install_deps; peers_pick "$c"
+		[ -n "$(peer "$c")" ] || die "$c missing"
+	done
+	MKSQ=$(peer mksquashfs) UNSQ=$(peer unsquashfs) SQFSCAT=$(peer sqfscat) SQFUSE=$(peer squashfuse_ll)
+	L_UNSQ=$(peer_label unsquashfs) L_CAT=$(peer_label sqfscat) L_FUSE=$(peer_label squashfuse_ll)
+fi
 
 S=$(mktemp -d /var/tmp/sqk-bench-read.XXXXXX)
 T=$S/tmpfs
 mkdir -p "$T" "$S/m"
 mount -t tmpfs -o size=8g tmpfs "$T" || die "cannot mount tmpfs"
 cleanup() {
+	for m in "$S"/esrc/*; do mountpoint -q "$m" 2>/dev/null && { umount "$m" 2>/dev/null || umount -l "$m"; }; done
 	for m in "$S"/m/*; do mountpoint -q "$m" 2>/dev/null && { umount "$m" 2>/dev/null || umount -l "$m"; }; done
 	# the daemons and the loop device let go of the image shortly after their unmount
 	for _ in $(seq 25); do umount "$T" 2>/dev/null && break; sleep 0.2; done
@@ -53,8 +76,12 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 mkdir -p "$S/bigsrc"
-find /usr/lib /usr/bin -xdev -type f -size +5M -print0 2>/dev/null | xargs -0r ls -S 2>/dev/null |
-	head -n 4 | while read -r f; do cp "$f" "$S/bigsrc/"; done
+if [ -n "${BENCH_READ_BIGSRC:-}" ]; then
+	cp "$BENCH_READ_BIGSRC"/* "$S/bigsrc/" || die "cannot copy the files of BENCH_READ_BIGSRC"
+else
+	find /usr/lib /usr/bin -xdev -type f -size +5M -print0 2>/dev/null | xargs -0r ls -S 2>/dev/null |
+		head -n 4 | while read -r f; do cp "$f" "$S/bigsrc/"; done
+fi
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # t CMD...: wall seconds of CMD (output discarded), peak RSS in $RSS (KiB)
 t() {
@@ -71,6 +98,33 @@ big_read() { for f in "$1"/bigsrc/* "$1"/*; do [ -f "$f" ] && cat "$f" >/dev/nul
 cpu_ticks() { if [ -n "$1" ]; then awk '{print $14 + $15}' "/proc/$1/stat"; else echo 0; fi; }
 HZ=$(getconf CLK_TCK)
 
+# erofs_image: the kernel EROFS rival, $T/corpus.erofs of the tree the squashfs image holds (the
+# corpus and bigsrc side by side, bind-mounted under one directory: mkfs.erofs takes one source);
+# leaves EROFS_WHY empty when it is there, else why not, and EROFS_MKS its build seconds.
+erofs_image() {
+	local mk src=$S/esrc
+	mk=$(peer mkfs.erofs)
+	EROFS_WHY= EROFS_MKS=n/a
+	if [ -z "$mk" ] && [ "$PEERS_MODE" = debian ]; then
+		EROFS_WHY="no mkfs.erofs on PATH (BENCH_PEERS=debian; Debian 12's erofs-utils 1.5 has no zstd anyway)"; return
+	elif [ -z "$mk" ]; then
+		EROFS_WHY="no mkfs.erofs (erofs-utils 1.9.3 not in $PEERS_ANCHORS: run ../shared/anchors/build.sh)"; return
+	fi
+	if ! grep -qw erofs /proc/filesystems && ! { modprobe erofs 2>/dev/null && grep -qw erofs /proc/filesystems; }; then
+		EROFS_WHY="the kernel has no erofs (not in /proc/filesystems, modprobe erofs failed)"; return
+	fi
+	mkdir -p "$src/$(basename "$C")" "$src/bigsrc"
+	mount --bind "$C" "$src/$(basename "$C")" && mount --bind "$S/bigsrc" "$src/bigsrc" ||
+		{ EROFS_WHY="bind mounts of the tree failed"; umount_binds; return; }
+	EROFS_MKS=$(t "$mk" -zzstd,level=15 -C131072 "$T/corpus.erofs" "$src") ||
+		EROFS_WHY="$(peer_label mkfs.erofs) -zzstd,level=15 -C131072 failed (its message above)"
+	umount_binds
+}
+umount_binds() {
+	local d
+	for d in "$S"/esrc/*; do mountpoint -q "$d" 2>/dev/null && { umount "$d" || umount -l "$d"; }; done
+}
+
 peer_case() {
 # ---- corpus and image ----
 if [ -n "${BENCH_CORPUS:-}" ]; then
@@ -83,19 +137,22 @@ else
 	cp -a "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" "$C/pylib"
 fi
 IMG=$T/corpus.sqsh
-mksquashfs "$C" "$S/bigsrc" "$IMG" -comp zstd -noappend -quiet -no-progress >/dev/null ||
+"$MKSQ" "$C" "$S/bigsrc" "$IMG" -comp zstd -noappend -quiet -no-progress >/dev/null ||
 	die "mksquashfs failed"
 BIG=$(cd "$S/bigsrc" && ls -S | head -n 1)
-log "image $(stat -c %s "$IMG") bytes; large files: $(ls "$S/bigsrc" | tr '\n' ' ')"
+log "image $(stat -c %s "$IMG") bytes ($(peer_label mksquashfs) -comp zstd); large files: $(ls "$S/bigsrc" | tr '\n' ' ')"
+log "peers:"
+peers_summary | sed 's/^/  /'
+erofs_image
 
 # ---- extract, cat, verify ----
 ext_sqk=(); ext_uns=(); cat_sqk=(); cat_sfs=(); ver=()
 for r in $(seq "$ROUNDS"); do
 	rm -rf "$T/x" "$T/y"
 	ext_sqk+=("$(t "$SQK" extract -j 2 "$IMG" "$T/x")"); rm -rf "$T/x"
-	ext_uns+=("$(t unsquashfs -p 2 -d "$T/y" "$IMG")"); rm -rf "$T/y"
+	ext_uns+=("$(t "$UNSQ" -p 2 -d "$T/y" "$IMG")"); rm -rf "$T/y"
 	cat_sqk+=("$(t "$SQK" cat "$IMG" "bigsrc/$BIG")")
-	cat_sfs+=("$(t sqfscat "$IMG" "bigsrc/$BIG")")
+	cat_sfs+=("$(t "$SQFSCAT" "$IMG" "bigsrc/$BIG")")
 	ver+=("$(t "$SQK" verify -j 2 "$IMG")")
 done
 E1=$(printf '%s\n' "${ext_sqk[@]}" | median); E2=$(printf '%s\n' "${ext_uns[@]}" | median)
@@ -107,7 +164,13 @@ t "$SQK" cat "$IMG" "bigsrc/$BIG" >/dev/null; CAT_RSS=$RSS
 mount -t squashfs -o loop,ro "$IMG" "$S/m/kernel" 2>/dev/null || { mkdir -p "$S/m/kernel"; mount -t squashfs -o loop,ro "$IMG" "$S/m/kernel"; }
 mkdir -p "$S/m/sqkfuse" "$S/m/sqkfusev" "$S/m/sqfuse"
 "$SQKFUSE" "$IMG" "$S/m/sqkfuse" -o stats="$S/stats.json" || die "sqkfuse mount failed"
-squashfuse_ll "$IMG" "$S/m/sqfuse" || die "squashfuse_ll mount failed"
+"$SQFUSE" "$IMG" "$S/m/sqfuse" || die "$L_FUSE mount failed"
+EROFS_M=
+if [ -z "$EROFS_WHY" ]; then
+	mkdir -p "$S/m/erofs"
+	if mount -t erofs -o loop,ro "$T/corpus.erofs" "$S/m/erofs" 2>"$S/err"; then EROFS_M=erofs
+	else EROFS_WHY="mount -t erofs failed: $(head -n 1 "$S/err")"; fi
+fi
 fio_iops() {
 	fio --name=r --filename="$1/bigsrc/$BIG" --rw=randread --bs=4k --ioengine=psync \
 		--runtime=10 --time_based --readonly --invalidate=1 --output-format=terse 2>/dev/null |
@@ -115,10 +178,11 @@ fio_iops() {
 }
 declare -A TREE BIGT IOPS BIGCPU PID
 PID[kernel]=""; PID[sqkfuse]=$(pgrep -n -x sqkfuse); PID[sqfuse]=$(pgrep -n -x squashfuse_ll)
-for m in kernel sqkfuse sqfuse; do
+for m in kernel sqkfuse sqfuse $EROFS_M; do
 	a=(); b=(); c=()
 	for r in $(seq "$ROUNDS"); do
 		drop; a+=("$( { /usr/bin/time -f %e bash -c "$(declare -f tree_read); tree_read $S/m/$m" ; } 2>&1 | tail -n 1)")
+		[ "$m" = erofs ] && continue  # kernel EROFS: the tree read only
 		drop; t0=$(cpu_ticks "${PID[$m]}")
 		read -r w u k < <( { /usr/bin/time -f '%e %U %S' bash -c "$(declare -f big_read); big_read $S/m/$m" ; } 2>&1 | tail -n 1)
 		t1=$(cpu_ticks "${PID[$m]}")
@@ -127,6 +191,7 @@ for m in kernel sqkfuse sqfuse; do
 		c+=("$(python3 -c "print('%.2f' % (($t1 - $t0) / $HZ + $u + $k))")")
 	done
 	TREE[$m]=$(printf '%s\n' "${a[@]}" | median)
+	[ "$m" = erofs ] && continue
 	BIGT[$m]=$(printf '%s\n' "${b[@]}" | median)
 	BIGCPU[$m]=$(printf '%s\n' "${c[@]}" | median)
 	drop; IOPS[$m]=$(fio_iops "$S/m/$m")
@@ -136,18 +201,28 @@ fusermount3 -u "$S/m/sqkfuse"
 sleep 0.5
 echo
 echo "== squashkit read bench (image $(stat -c %s "$IMG") bytes, $ROUNDS rounds, medians) =="
-printf '%-34s %8s %8s %7s  %s\n' test sqk peer ratio goal
-printf '%-34s %8s %8s %7s  %s\n' "extract -j2 vs unsquashfs -p2 (s)" "$E1" "$E2" "$(ratio "$E1" "$E2")x" "<= 0.80x"
-printf '%-34s %8s %8s %7s  %s\n' "cat $BIG vs sqfscat (s)" "$C1" "$C2" "$(ratio "$C1" "$C2")x" "<= 1.00x"
-printf '%-34s %8s %8s %7s  %s\n' "verify -j2 vs unsquashfs -p2 (s)" "$V1" "$E2" "$(ratio "$V1" "$E2")x" "<= 1.00x"
-printf '%-34s %8s %8s %7s  %s\n' "mount: tree tar vs kernel (s)" "${TREE[sqkfuse]}" "${TREE[kernel]}" "$(ratio "${TREE[sqkfuse]}" "${TREE[kernel]}")x" "<= 1.0x"
-printf '%-34s %8s %8s %7s  %s\n' "mount: large files vs squashfuse_ll" "${BIGT[sqkfuse]}" "${BIGT[sqfuse]}" "$(ratio "${BIGT[sqkfuse]}" "${BIGT[sqfuse]}")x" "<= 0.6x"
-printf '%-34s %8s %8s %7s  %s\n' "mount: random 4K IOPS vs kernel" "${IOPS[sqkfuse]}" "${IOPS[kernel]}" "$(ratio "${IOPS[sqkfuse]}" "${IOPS[kernel]}")x" ">= 1.0x"
-echo "also: tree tar squashfuse_ll ${TREE[sqfuse]} s; large files kernel ${BIGT[kernel]} s; IOPS squashfuse_ll ${IOPS[sqfuse]}"
+f='%-48s %8s %8s %7s  %s\n'
+printf "$f" test sqk peer ratio goal
+printf "$f" "extract -j2 vs $L_UNSQ -p2 (s)" "$E1" "$E2" "$(ratio "$E1" "$E2")x" "<= 0.80x"
+printf "$f" "cat $BIG vs $L_CAT (s)" "$C1" "$C2" "$(ratio "$C1" "$C2")x" "<= 1.00x"
+printf "$f" "verify -j2 vs $L_UNSQ -p2 (s)" "$V1" "$E2" "$(ratio "$V1" "$E2")x" "<= 1.00x"
+printf "$f" "mount: tree tar vs kernel squashfs (s)" "${TREE[sqkfuse]}" "${TREE[kernel]}" "$(ratio "${TREE[sqkfuse]}" "${TREE[kernel]}")x" "<= 1.0x"
+if [ -n "$EROFS_M" ]; then
+	printf "$f" "mount: tree tar vs kernel EROFS (s)" "${TREE[sqkfuse]}" "${TREE[erofs]}" "$(ratio "${TREE[sqkfuse]}" "${TREE[erofs]}")x" "<= 1.0x"
+fi
+printf "$f" "mount: large files vs $L_FUSE (s)" "${BIGT[sqkfuse]}" "${BIGT[sqfuse]}" "$(ratio "${BIGT[sqkfuse]}" "${BIGT[sqfuse]}")x" "<= 0.6x"
+printf "$f" "mount: random 4K IOPS vs kernel squashfs" "${IOPS[sqkfuse]}" "${IOPS[kernel]}" "$(ratio "${IOPS[sqkfuse]}" "${IOPS[kernel]}")x" ">= 1.0x"
+echo "also: tree tar $L_FUSE ${TREE[sqfuse]} s; large files kernel squashfs ${BIGT[kernel]} s; IOPS $L_FUSE ${IOPS[sqfuse]}"
+if [ -n "$EROFS_M" ]; then
+	echo "kernel EROFS: image $(stat -c %s "$T/corpus.erofs") bytes ($(peer_label mkfs.erofs) -zzstd,level=15 -C131072, built in $EROFS_MKS s;" \
+		"the squashfs image: $(stat -c %s "$IMG")); tree tar ${TREE[erofs]} s, $(ratio "${TREE[erofs]}" "${TREE[kernel]}")x kernel squashfs"
+else
+	echo "kernel EROFS: skipped: $EROFS_WHY"
+fi
 NCPU=$(nproc)
-echo "large files, CPU seconds (daemon + readers): sqkfuse ${BIGCPU[sqkfuse]}, squashfuse_ll ${BIGCPU[sqfuse]};" \
+echo "large files, CPU seconds (daemon + readers): sqkfuse ${BIGCPU[sqkfuse]}, $L_FUSE ${BIGCPU[sqfuse]};" \
 	"on $NCPU cores sqkfuse cannot take less than $(python3 -c "print('%.2f' % (${BIGCPU[sqkfuse]} / $NCPU))") s" \
-	"($(ratio "$(python3 -c "print(${BIGCPU[sqkfuse]} / $NCPU)")" "${BIGT[sqfuse]}")x squashfuse_ll)"
+	"($(ratio "$(python3 -c "print(${BIGCPU[sqkfuse]} / $NCPU)")" "${BIGT[sqfuse]}")x $L_FUSE)"
 echo "peak RSS: sqk cat $((CAT_RSS / 1024)) MiB, sqkfuse $((FUSE_RSS / 1024)) MiB (default cache 64 MiB)"
 echo "sqkfuse stats after the runs: $(cat "$S/stats.json" 2>/dev/null)"
 }

@@ -103,7 +103,8 @@ peers_pick() {
 			[ "$PEERS_MODE" = auto ] &&
 				log "$_pp_n $_pp_rel not in $PEERS_ANCHORS: using Debian's ${_pp_ver:-(version unknown)}; run ../shared/anchors/build.sh"
 		elif [ -z "$_pp_path" ]; then
-			log "$_pp_n: not in $PEERS_ANCHORS ($_pp_pkg $_pp_rel) and none on PATH"
+			if [ "$PEERS_MODE" = debian ]; then log "$_pp_n: none on PATH (BENCH_PEERS=debian)"
+			else log "$_pp_n: not in $PEERS_ANCHORS ($_pp_pkg $_pp_rel) and none on PATH"; fi
 		fi
 		_pp_k=$(_peer_key "$_pp_n")
 		eval "PEER_PATH_$_pp_k=\$_pp_path PEER_VER_$_pp_k=\${_pp_ver:-?} PEER_FROM_$_pp_k=\$_pp_from"
@@ -120,8 +121,8 @@ peers_summary() {
 		case $(peer_from "$_ps_n") in
 		anchor) _ps_w="newest release, $PEERS_ANCHORS";;
 		debian) _ps_w="Debian's$( [ "$PEERS_MODE" = debian ] && echo ', BENCH_PEERS=debian')";;
-		*) _ps_w="not found";;
+		*) printf '%-22s (not found)\n' "$_ps_n"; continue;;
 		esac
-		printf '%-22s %-28s %s\n' "$(peer_label "$_ps_n")" "($_ps_w)" "$(peer "$_ps_n")"
+		printf '%-22s %-30s %s\n' "$(peer_label "$_ps_n")" "($_ps_w)" "$(peer "$_ps_n")"
 	done
 }
