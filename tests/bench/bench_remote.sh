@@ -26,7 +26,9 @@
 #
 # The image: `sqk mkimage` (zstd, integrity data) of the bench corpus of bench_read.sh.
 # Environment: SQK (default build/bin/sqk), BENCH_CORPUS=DIR (reuse a corpus), BENCH_ROUNDS (3),
-#   BENCH_DELAY_MS (10, one way), BENCH_TIMEOUT (seconds for one workload, 1200).
+#   BENCH_DELAY_MS (10, one way), BENCH_TIMEOUT (seconds for one workload, 1200), BENCH_PEERS
+#   (auto|debian|anchors, see peers.sh: squashfuse_ll 0.6.2 of /opt/anchors, else Debian's;
+#   the result lines name its version).
 # Exit status: 0 when every run succeeded (missed goals and a sqkfuse without URL support are
 # reported, not fatal), 1 when a run failed, 2 on a setup error.
 set -u
@@ -170,16 +172,16 @@ print(" ".join(str(d.get(k, "n/a")) for k in ("http_requests", "http_bytes", "ht
 			stack_fail "rclone mount failed (within ${MOUNT_TMO}s): $(tail -n 1 "$LOGS/rclone.log" 2>/dev/null)"
 			unmount_wait "$m2" "$rpid"; return 1
 		fi
-		squashfuse_ll -f "$m2/image.sqsh" "$m3" 2>>"$LOGS/squashfuse.err" &
+		"$SFLL" -f "$m2/image.sqsh" "$m3" 2>>"$LOGS/squashfuse.err" &
 		spid=$!; DAEMONS+=("$spid")
 		if ! wait_mount "$m3" "$spid"; then
-			stack_fail "squashfuse_ll on the rclone mount failed: $(tail -n 1 "$LOGS/squashfuse.err")"
+			stack_fail "$SFLL_L on the rclone mount failed: $(tail -n 1 "$LOGS/squashfuse.err")"
 			unmount_wait "$m3" "$spid"; unmount_wait "$m2" "$rpid"; return 1
 		fi
 		"w_$w" "$m3" || rc=1
 		R_SECS=$(since "$t0")
-		[ "$rc" = 0 ] && { "c_$w" "$m3" || { rc=2; stack_fail "rclone+squashfuse_ll: $w read wrong data"; }; }
-		[ "$rc" = 1 ] && stack_fail "rclone+squashfuse_ll: $w workload failed"
+		[ "$rc" = 0 ] && { "c_$w" "$m3" || { rc=2; stack_fail "rclone+$SFLL_L: $w read wrong data"; }; }
+		[ "$rc" = 1 ] && stack_fail "rclone+$SFLL_L: $w workload failed"
 		unmount_wait "$m3" "$spid"
 		unmount_wait "$m2" "$rpid"
 		read -r R_REQ R_BYTES < <(served "$mark")
@@ -289,17 +291,18 @@ print(" ".join(str(d.get(k, "n/a")) for k in ("http_requests", "http_bytes", "ht
 	x() { case $1 in n/a) echo n/a;; *) echo "${1}x";; esac; }
 	echo
 	echo "== squashkit remote bench (image $IMG_SIZE bytes over HTTP, RTT $RTT_MS ms by $DELAY_HOW, $ROUNDS rounds, medians, cold) =="
-	printf '%-40s %10s %10s %7s  %s\n' test sqkfuse peer ratio goal
-	printf '%-40s %10s %10s %7s  %s\n' "1 tree tar vs curl + loop mount (s)" "$T_SQ" "$T_LOOP" "$(x "$R1")" "<= 1.20x"
-	printf '%-40s %10s %10s %7s  %s\n' "2 10% of files vs curl + loop mount (s)" "$L_SQ" "$L_LOOP" "$(x "$R2")" "<= 0.50x"
-	printf '%-40s %10s %10s %7s  %s\n' "3 tree tar vs rclone + squashfuse_ll (s)" "$T_SQ" "$T_RC" "$(x "$R3")" "<= 0.30x"
-	printf '%-40s %10s %10s %7s  %s\n' "4 one cold 4K read, http_bytes vs limit" "$D_BYTES" "$LIMIT" "$(x "$R4")" "<= 1.00x"
+	local f='%-50s %10s %10s %7s  %s\n'
+	printf "$f" test sqkfuse peer ratio goal
+	printf "$f" "1 tree tar vs curl + loop mount (s)" "$T_SQ" "$T_LOOP" "$(x "$R1")" "<= 1.20x"
+	printf "$f" "2 10% of files vs curl + loop mount (s)" "$L_SQ" "$L_LOOP" "$(x "$R2")" "<= 0.50x"
+	printf "$f" "3 tree tar vs rclone + $SFLL_L (s)" "$T_SQ" "$T_RC" "$(x "$R3")" "<= 0.30x"
+	printf "$f" "4 one cold 4K read, http_bytes vs limit" "$D_BYTES" "$LIMIT" "$(x "$R4")" "<= 1.00x"
 	[ "$HAVE_URL" = 1 ] || echo "sqkfuse: no URL mount ($( [ "$URL_BUILT" = 1 ] && echo FAILED || echo 'not built yet'): $NO_URL_WHY): its columns are n/a"
 	[ "$CACHE_OPT" = 1 ] || echo "sqkfuse: NO -o cache_dir support yet ($NO_URL_WHY): measured without the on-disk cache"
 	echo "bytes of 4 from $D_SRC; limit: 2 integrity chunks of $CHUNK + metadata $META (inode_table_start $INODE_START .. bytes_used $BYTES_USED);" \
 		"integrity data past bytes_used: $INTEG_BYTES bytes"
 	echo "4K read of $BIGF ($(stat -c %s "$C/$BIGF") bytes): sqkfuse http_requests $D_REQ, nginx saw $D_NGX_REQ requests /" \
-		"$D_NGX_BYTES bytes, $D_SQ_T s with the mount; rclone + squashfuse_ll: $D_RC_REQ requests / $D_RC_BYTES bytes," \
+		"$D_NGX_BYTES bytes, $D_SQ_T s with the mount; rclone + $SFLL_L: $D_RC_REQ requests / $D_RC_BYTES bytes," \
 		"$D_RC_T s; curl + loop: the whole image, $IMG_SIZE bytes"
 	echo "served by nginx (median requests, bytes): tree: sqkfuse $(col 2 tree.sqkfuse) / $(mib "$(col 3 tree.sqkfuse)")," \
 		"curl $(col 2 tree.loop) / $(mib "$(col 3 tree.loop)"), rclone $(col 2 tree.rclone) / $(mib "$(col 3 tree.rclone)");" \
@@ -315,11 +318,11 @@ print(" ".join(str(d.get(k, "n/a")) for k in ("http_requests", "http_bytes", "ht
 	echo "sqk info --json URL: $URL_INFO; sqk cat --cache-dir DIR URL: $URL_CAT"
 	echo
 	echo "== summary =="
-	printf '%-34s %-22s %-22s %8s %-9s %s\n' case sqkfuse peer ratio goal result
-	printf '%-34s %-22s %-22s %8s %-9s %s\n' "1 full tree read (tar)" "$T_SQ s" "curl+loop $T_LOOP s" "$(x "$R1")" "<= 1.20x" "$(goal "$R1" 1.20)"
-	printf '%-34s %-22s %-22s %8s %-9s %s\n' "2 lazy read of 10% of the files" "$L_SQ s" "curl+loop $L_LOOP s" "$(x "$R2")" "<= 0.50x" "$(goal "$R2" 0.50)"
-	printf '%-34s %-22s %-22s %8s %-9s %s\n' "3 full tree, generic stack" "$T_SQ s" "rclone+sqfuse $T_RC s" "$(x "$R3")" "<= 0.30x" "$(goal "$R3" 0.30)"
-	printf '%-34s %-22s %-22s %8s %-9s %s\n' "4 bytes for one cold 4K read" "$D_BYTES B" "limit $LIMIT B" "$(x "$R4")" "<= 1.00x" "$(goal "$R4" 1.00)"
+	printf '%-34s %-22s %-30s %8s %-9s %s\n' case sqkfuse peer ratio goal result
+	printf '%-34s %-22s %-30s %8s %-9s %s\n' "1 full tree read (tar)" "$T_SQ s" "curl+loop $T_LOOP s" "$(x "$R1")" "<= 1.20x" "$(goal "$R1" 1.20)"
+	printf '%-34s %-22s %-30s %8s %-9s %s\n' "2 lazy read of 10% of the files" "$L_SQ s" "curl+loop $L_LOOP s" "$(x "$R2")" "<= 0.50x" "$(goal "$R2" 0.50)"
+	printf '%-34s %-22s %-30s %8s %-9s %s\n' "3 full tree, generic stack" "$T_SQ s" "rclone+sqfuse $SFLL_V $T_RC s" "$(x "$R3")" "<= 0.30x" "$(goal "$R3" 0.30)"
+	printf '%-34s %-22s %-30s %8s %-9s %s\n' "4 bytes for one cold 4K read" "$D_BYTES B" "limit $LIMIT B" "$(x "$R4")" "<= 1.00x" "$(goal "$R4" 1.00)"
 	[ "$FAILED" = 0 ] || { log "at least one run failed (see the lines above)"; exit 1; }
 	exit 0
 }
@@ -350,9 +353,18 @@ need() { # command package...
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 ||
 		{ apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1; }
 }
-need nginx nginx-light; need rclone rclone; need squashfuse_ll squashfuse; need fusermount3 fuse3
+. "$HERE/peers.sh"
+peers_init "$HERE"
+peers_pick squashfuse_ll
+# Debian's squashfuse is the fallback: installed when neither it nor the anchor is there
+[ -n "$(peer squashfuse_ll)" ] || { need squashfuse_ll squashfuse; peers_pick squashfuse_ll; }
+SFLL=$(peer squashfuse_ll) SFLL_L=$(peer_label squashfuse_ll)
+SFLL_V=${SFLL_L#squashfuse_ll }
+[ -n "$SFLL" ] || die "squashfuse_ll missing"
+log "peer: $(peers_summary)"
+need nginx nginx-light; need rclone rclone; need fusermount3 fuse3
 need ip iproute2; need tc iproute2; need curl curl; need python3 python3
-for c in nginx rclone squashfuse_ll fusermount3 ip tc curl python3 timeout; do
+for c in nginx rclone fusermount3 ip tc curl python3 timeout; do
 	command -v "$c" >/dev/null 2>&1 || die "$c missing"
 done
 MADE_FUSERMOUNT=""
@@ -497,7 +509,7 @@ awk -v r="$RTT_MS" -v d="$DELAY_MS" 'BEGIN { exit !(r < 1.5 * d || r > 3 * d) }'
 : >"$S/rclone.conf"
 : >"$S/nginx/access.log.start"
 
-declare -p SQK SQKFUSE ROUNDS TMO MOUNT_TMO PORT URL C LIST NLAZY LAZY_SHA TREE_SHA BIGF IMG_SIZE BYTES_USED \
+declare -p SQK SQKFUSE SFLL SFLL_L SFLL_V ROUNDS TMO MOUNT_TMO PORT URL C LIST NLAZY LAZY_SHA TREE_SHA BIGF IMG_SIZE BYTES_USED \
 	INODE_START CHUNK META INTEG_BYTES DELAY_HOW RTT_MS >"$S/vars"
 # in the background: `wait` returns on a signal, so that the traps run at once
 ip netns exec "$NS" bash "$SELF" --inner "$S" &
