@@ -14,6 +14,8 @@
 #   BENCH_MANY_FS=0      write the tree into a plain directory even as root (see below)
 #   BENCH_MANY_CASES     which cases run (default "build mksquashfs list walk"): a 10M-file
 #                        run takes hours with the FUSE walks, minutes with "build list"
+#   BENCH_PEERS          auto|debian|anchors: which mksquashfs and squashfuse_ll (peers.sh: the
+#                        newest in /opt/anchors, else Debian's); the report names their versions
 #   BENCH_MANY_KEEP=DIR  keep the tree in DIR (DIR/tree.ext4 or DIR/tree, and DIR/count) and
 #                        reuse it in later runs with the same N instead of writing it again
 #
@@ -140,12 +142,17 @@ if ! have_gnu_time && [ "$is_root" = 1 ] && command -v apt-get >/dev/null 2>&1; 
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q time >/dev/null 2>&1; }
 fi
 have_gnu_time || die "GNU time (/usr/bin/time, package 'time') is needed for peak RSS"
-have_mks=0; command -v mksquashfs >/dev/null 2>&1 && have_mks=1
+. "$here/peers.sh"
+peers_init "$here"
+peers_pick mksquashfs squashfuse_ll
+MKSQ=$(peer mksquashfs) MKSQ_L=$(peer_label mksquashfs)
+SFLL=$(peer squashfuse_ll) SFLL_L=$(peer_label squashfuse_ll)
+have_mks=0; [ -n "$MKSQ" ] && have_mks=1
 fuse_ok=1 fuse_why=
 if [ ! -x "$SQKFUSE" ]; then fuse_ok=0 fuse_why="sqkfuse not built (no libfuse3 or HAVE_FUSE=0)"
 elif [ ! -c /dev/fuse ]; then fuse_ok=0 fuse_why="no /dev/fuse"
 fi
-have_sfll=0; command -v squashfuse_ll >/dev/null 2>&1 && have_sfll=1
+have_sfll=0; [ -n "$SFLL" ] && have_sfll=1
 
 # timed OUT CMD...: runs CMD with stdout to OUT and stderr to $S/err; leaves wall seconds in
 # SECS and peak RSS (KiB) in RSS; returns CMD's status.
@@ -332,7 +339,7 @@ build_mks() { # TOOL-LABEL EXTRA-OPTIONS...
 	shift
 	rm -f "$img_mks"
 	log "$label, $(commas "$N") files (timeout $TIMEOUT s)"
-	timed /dev/null timeout --foreground -k 10 "$TIMEOUT" mksquashfs "$tree" "$img_mks" -comp zstd -noappend \
+	timed /dev/null timeout --foreground -k 10 "$TIMEOUT" "$MKSQ" "$tree" "$img_mks" -comp zstd -noappend \
 		-no-progress -quiet -processors "$JOBS" "$@"; rc=$?
 	if [ "$rc" = 0 ]; then
 		files=$(image_files "$img_mks")
@@ -355,8 +362,8 @@ build_sqk big "$tree" "$img_big" "$N"
 if ! has_case mksquashfs; then
 	:
 elif [ "$have_mks" = 1 ]; then
-	build_mks "mksquashfs -no-duplicates" -no-duplicates
-	build_mks mksquashfs
+	build_mks "$MKSQ_L -no-duplicates" -no-duplicates
+	build_mks "$MKSQ_L"
 else
 	row "build big" mksquashfs - n/a - "not installed (squashfs-tools)"
 fi
@@ -377,10 +384,11 @@ list_sqk() { # size IMG EXPECTED
 	fi
 }
 hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
-# walk size TOOL BIN IMG EXPECTED: mount IMG with BIN in the foreground (its pid is ours), walk
-# it twice, read the daemon's VmHWM after each walk, unmount and collect its exit status.
+# walk size TOOL BIN IMG EXPECTED [LABEL]: mount IMG with BIN in the foreground (its pid is ours),
+# walk it twice, read the daemon's VmHWM after each walk, unmount and collect its exit status;
+# LABEL (default TOOL) names the tool in the rows, e.g. with its version.
 walk() {
-	local size=$1 tool=$2 bin=$3 img=$4 want=$5 t0 t_mount n rss1 rss2 rc
+	local size=$1 tool=$2 bin=$3 img=$4 want=$5 label=${6:-$2} t0 t_mount n rss1 rss2 rc
 	[ -f "$img" ] || return 0
 	fuse_mnt=$S/mnt
 	log "$tool walk, $(commas "$want") files"
@@ -396,7 +404,7 @@ walk() {
 		cp "$S/logs/$tool.$size.log" "$S/err"
 		fail_log "$tool did not mount $img"
 		kill "$fuse_pid" 2>/dev/null; wait "$fuse_pid" 2>/dev/null; fuse_pid=
-		row "walk $size" "$tool" n/a n/a n/a "FAILED to mount"
+		row "walk $size" "$label" n/a n/a n/a "FAILED to mount"
 		return
 	fi
 	t_mount=$(since "$t0")
@@ -404,12 +412,12 @@ walk() {
 	run bash -c 'set -o pipefail; find "$1" -type f | wc -l' find "$fuse_mnt" >"$S/count" 2>"$S/err" ||
 		fail_log "find through $tool"
 	SECS=$(since "$t0"); rss1=$(hwm "$fuse_pid"); n=$(cat "$S/count")
-	row "walk $size" "$tool: find -type f" "$SECS" "${rss1:-n/a}" "$n" "mounted in $t_mount s"
+	row "walk $size" "$label: find -type f" "$SECS" "${rss1:-n/a}" "$n" "mounted in $t_mount s"
 	[ "$n" = "$want" ] || { failed=1; log "FAILED: find through $tool sees $n files, the image holds $want"; }
 	t0=$(date +%s.%N)
 	run ls -lR "$fuse_mnt" >/dev/null 2>"$S/err" || fail_log "ls -lR through $tool"
 	SECS=$(since "$t0"); rss2=$(hwm "$fuse_pid")
-	row "walk $size" "$tool: ls -lR" "$SECS" "${rss2:-n/a}" - "RSS: peak since the mount"
+	row "walk $size" "$label: ls -lR" "$SECS" "${rss2:-n/a}" - "RSS: peak since the mount"
 	RSS_AT[$tool.$size]=${rss2:-n/a}
 	umount_fuse "$fuse_mnt"
 	wait "$fuse_pid"; rc=$?
@@ -430,8 +438,8 @@ elif [ "$fuse_ok" = 1 ]; then
 	walk small sqkfuse "$SQKFUSE" "$img_small" "$N_SMALL"
 	walk big sqkfuse "$SQKFUSE" "$img_big" "$N"
 	if [ "$have_sfll" = 1 ]; then
-		walk small squashfuse_ll squashfuse_ll "$img_small" "$N_SMALL"
-		walk big squashfuse_ll squashfuse_ll "$img_big" "$N"
+		walk small squashfuse_ll "$SFLL" "$img_small" "$N_SMALL" "$SFLL_L"
+		walk big squashfuse_ll "$SFLL" "$img_big" "$N" "$SFLL_L"
 	else
 		row "walk" squashfuse_ll - n/a - "not installed (squashfuse)"
 	fi
@@ -457,13 +465,13 @@ fi
 echo
 echo "== squashkit many-files bench: $(commas "$N") files of a few dozen bytes, $PER_DIR per directory =="
 echo "tree          $tree_note${t_rm:+, removed in $t_rm s}"
-echo "setup         $JOBS threads; sqk default (zstd 15); mksquashfs -comp zstd; images on $( [ "$imgmnt" = 1 ] && echo tmpfs || echo "$imgdir"); 'small' = the first $(commas "$N_SMALL") files (N/10)"
+echo "setup         $JOBS threads; sqk default (zstd 15); $MKSQ_L -comp zstd -processors $JOBS; images on $( [ "$imgmnt" = 1 ] && echo tmpfs || echo "$imgdir"); 'small' = the first $(commas "$N_SMALL") files (N/10)"
 echo "load avg      before $load0, after $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a) on $(nproc 2>/dev/null || echo ?) CPUs (other load skews wall times, not RSS)"
 echo "sqk           $SQK${SQK:+ ($("$SQK" version 2>/dev/null | head -n 1))}"
-[ "$have_mks" = 1 ] && echo "mksquashfs    $(mksquashfs -version 2>/dev/null | head -n 1); timeout $TIMEOUT s (BENCH_MANY_TIMEOUT; default lowered from 600 to 120 s: its duplicate search is quadratic on same-size files)"
-[ "$have_sfll" = 1 ] && [ "$fuse_ok" = 1 ] && echo "squashfuse_ll $(squashfuse_ll --version 2>&1 | head -n 1) (mounts the same sqk image)"
+[ "$have_mks" = 1 ] && echo "mksquashfs    $("$MKSQ" -version 2>/dev/null | head -n 1) ($MKSQ; $(peer_from mksquashfs)); timeout $TIMEOUT s (BENCH_MANY_TIMEOUT; default lowered from 600 to 120 s: its duplicate search is quadratic on same-size files)"
+[ "$have_sfll" = 1 ] && [ "$fuse_ok" = 1 ] && echo "squashfuse_ll $("$SFLL" --version 2>&1 | head -n 1) ($SFLL; $(peer_from squashfuse_ll); mounts the same sqk image)"
 echo
-fmt='%-11s %-27s %9s %12s %10s  %s\n'
+fmt='%-11s %-36s %9s %12s %10s  %s\n'
 printf "$fmt" case tool seconds 'peak RSS MiB' files note
 while IFS='|' read -r c t s r f note; do
 	printf "$fmt" "$c" "$t" "$s" "$(mib "$r")" "$(case $f in *[!0-9]*|'') echo "$f";; *) commas "$f";; esac)" "$note"
@@ -497,7 +505,7 @@ goal() {
 goal mkimage "sqk mkimage"
 goal ls "sqk ls -R"
 [ "$fuse_ok" = 1 ] && goal sqkfuse "sqkfuse walk"
-[ "$fuse_ok" = 1 ] && [ "$have_sfll" = 1 ] && goal squashfuse_ll "squashfuse_ll walk" ref
+[ "$fuse_ok" = 1 ] && [ "$have_sfll" = 1 ] && goal squashfuse_ll "$SFLL_L walk" ref
 
 [ "$failed" = 0 ] || { log "at least one run failed"; exit 1; }
 exit 0
