@@ -81,6 +81,7 @@ _peers_build() {
 
 peers_pick() {
 	for _pp_n in "$@"; do
+		# shellcheck disable=SC2046
 		set -- $(_peer_pkg "$_pp_n")
 		_pp_pkg=$1 _pp_rel=$2
 		_pp_a=$PEERS_ANCHORS/$_pp_pkg/bin/$_pp_n
