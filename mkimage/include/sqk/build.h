@@ -1,7 +1,7 @@
 /* The image builder as a library: options with their defaults, a source description, one call
  * that writes a SquashFS 4.0 image (with its integrity data) into an I/O object, and a result
  * the library fills (the error's code and message, the root digest, the counts). Command lines
- * only parse argv into these structs (mkimage/options.c) and print (mkimage/main.c). */
+ * only parse argv into these structs (cli/mkimage_options.c) and print (cli/mkimage.c). */
 #ifndef SQK_BUILD_H
 #define SQK_BUILD_H
 
