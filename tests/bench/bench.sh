@@ -266,8 +266,10 @@ elif [ "$sqk_n" != n/a ] && [ "$mks_n" != n/a ] && ! cmp -s "$scratch/mks.lst" "
 	echo "WARNING: same entry count but different paths; first differences:"
 	diff "$scratch/mks.lst" "$scratch/sqk.lst" | grep '^[<>]' | head -n 10 | sed 's/^</  only mksquashfs:/; s/^>/  only sqk:/'
 fi
-echo "time ratio $(x "$t_ratio") vs $MKSQ_L (goal <= 0.90x): $(goal "$t_ratio" 0.90)"
-echo "size ratio $(x "$s_ratio") vs $MKSQ_L (goal <= 0.99x): $(goal "$s_ratio" 0.99)"
+# Issue 19's goals against the newest mksquashfs (4.7.5); the earlier ones against Debian's 4.5.1.
+if [ "$(peer_from mksquashfs)" = anchor ]; then t_goal=0.85 s_goal=0.97; else t_goal=0.90 s_goal=0.99; fi
+echo "time ratio $(x "$t_ratio") vs $MKSQ_L (goal <= ${t_goal}x): $(goal "$t_ratio" $t_goal)"
+echo "size ratio $(x "$s_ratio") vs $MKSQ_L (goal <= ${s_goal}x): $(goal "$s_ratio" $s_goal)"
 echo "peak RSS sqk $sqk_rss, $MKSQ_L $mks_rss"
 echo
 printf '%-18s %9s %-24s %8s %10s %13s %8s\n' tool 'median s' 'runs s' 'CPU s' 'peak RSS' 'image bytes' entries
