@@ -16,81 +16,26 @@
 
 static char tree[64];
 
-static void put(const char *rel, size_t len)
-{
-	char p[256];
-	uint8_t *buf = malloc(len ? len : 1);
-	FILE *f;
-
-	ck_assert_ptr_nonnull(buf);
-	test_fill_random(buf, len, len + 1);
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	f = fopen(p, "wb");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
-	fclose(f);
-	free(buf);
-}
-
-static void dir(const char *rel)
-{
-	char p[256];
-
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	ck_assert_int_eq(mkdir(p, 0755), 0);
-}
-
 /* a/ 3 files of 1000, 20000, 0 bytes; a/b/ one of 70000 and a hard link to a/one;
  * c/ a symlink and one file of 5 bytes. Regular files: 5 inodes, 91005 bytes. */
 static void make_tree(void)
 {
 	char p[256], q[256];
 
-	snprintf(tree, sizeof(tree), "/tmp/sqk-test-progress.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tree));
-	dir("a");
-	dir("a/b");
-	dir("c");
-	put("a/one", 1000);
-	put("a/two", 20000);
-	put("a/empty", 0);
-	put("a/b/big", 70000);
-	put("c/small", 5);
+	test_tree_new(tree, sizeof(tree), "progress");
+	test_tree_dir(tree, "a");
+	test_tree_dir(tree, "a/b");
+	test_tree_dir(tree, "c");
+	test_tree_put(tree, "a/one", 1000);
+	test_tree_put(tree, "a/two", 20000);
+	test_tree_put(tree, "a/empty", 0);
+	test_tree_put(tree, "a/b/big", 70000);
+	test_tree_put(tree, "c/small", 5);
 	snprintf(p, sizeof(p), "%s/a/one", tree);
 	snprintf(q, sizeof(q), "%s/a/b/link", tree);
 	ck_assert_int_eq(link(p, q), 0);
 	snprintf(q, sizeof(q), "%s/c/sym", tree);
 	ck_assert_int_eq(symlink("../a/one", q), 0);
-}
-
-static void remove_tree(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
-/* The tree built through sqk_build into a memory image (4K blocks). Caller owns the result. */
-static struct sqk_io *build(void)
-{
-	char *sources[1] = { tree };
-	struct sqk_build_opts o;
-	struct sqk_build_source s;
-	struct sqk_build_result r;
-	struct sqk_io *out;
-
-	sqk_build_opts_init(&o);
-	o.quiet = true;
-	o.block_size = 4096;
-	sqk_build_source_init(&s, SQK_BUILD_DIRS);
-	s.sources = sources;
-	s.nsources = 1;
-	sqk_build_result_init(&r);
-	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
-	int err = sqk_build(&o, &s, out, &r);
-	ck_assert_msg(err == 0, "build: %d %s", err, r.msg);
-	return out;
 }
 
 static void count_at(struct sqk_image *img, const char *path, uint64_t files, uint64_t bytes)
@@ -112,7 +57,7 @@ START_TEST(test_count)
 	struct sqk_image *img;
 
 	make_tree();
-	io = build();
+	io = test_build_dir(tree, false, NULL);
 	ck_assert_int_eq(sqk_image_open_io(io, NULL, &img), 0);
 	count_at(img, "", 5, 91005);          /* a/b/link is a/one again */
 	count_at(img, "a", 4, 91000);
@@ -122,7 +67,7 @@ START_TEST(test_count)
 	count_at(img, "c/sym", 0, 0);
 	sqk_image_close(img);
 	sqk_io_destroy(io);
-	remove_tree();
+	test_tree_remove(tree);
 }
 END_TEST
 

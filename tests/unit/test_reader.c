@@ -114,36 +114,9 @@ static void remove_tree(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* Builds src through sqk_build (4K blocks; no integrity data when no_checksums) into a new
- * memory image; *root (when not NULL) gets the root digest of its integrity data. Caller owns
- * the result. */
-static struct sqk_io *build_from(const char *src, bool no_checksums, uint8_t *root)
-{
-	char *sources[1] = { (char *)src };
-	struct sqk_build_opts o;
-	struct sqk_build_source s;
-	struct sqk_build_result r;
-	struct sqk_io *out;
-	sqk_build_opts_init(&o);
-	o.quiet = true;
-	o.block_size = 4096;
-	o.no_checksums = no_checksums;
-	sqk_build_source_init(&s, SQK_BUILD_DIRS);
-	s.sources = sources;
-	s.nsources = 1;
-	sqk_build_result_init(&r);
-	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
-	int err = sqk_build(&o, &s, out, &r);
-	ck_assert_msg(err == 0, "build: %d %s", err, r.msg);
-	ck_assert(r.have_root == !no_checksums);
-	if (root)
-		memcpy(root, r.root_hash, SQK_INTEG_DIGEST_SIZE);
-	return out;
-}
-
 static void build_image(void)
 {
-	mem = build_from(tree, false, mem_root);
+	mem = test_build_dir(tree, false, mem_root);
 }
 
 static void setup_tree(void)
@@ -420,7 +393,7 @@ START_TEST(test_info_empty)
 {
 	char dir[] = "/tmp/sqk-reader-empty-XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	struct sqk_io *io = build_from(dir, false, NULL);
+	struct sqk_io *io = test_build_dir(dir, false, NULL);
 	ck_assert_int_eq(rmdir(dir), 0);
 	struct sqk_image *img = open_mem(io, 0, 1);
 	const struct sqk_super *sb = sqk_image_super(img);
@@ -498,7 +471,7 @@ START_TEST(test_root_hash)
 	ck_assert_ptr_nonnull(fp);
 	fputs("x", fp);
 	fclose(fp);
-	io = build_from(dir, true, NULL);
+	io = test_build_dir(dir, true, NULL);
 	ck_assert_int_eq(unlink(f), 0);
 	ck_assert_int_eq(rmdir(dir), 0);
 	ck_assert_int_eq(open_pinned(io, 0, false, mem_root, &img), SQK_ECORRUPT);

@@ -19,86 +19,25 @@
 
 static char tree[64];
 
-static void put(const char *rel, size_t len)
-{
-	char p[512];
-	uint8_t *buf = malloc(len ? len : 1);
-	FILE *f;
-
-	ck_assert_ptr_nonnull(buf);
-	test_fill_random(buf, len, len + 1);
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	f = fopen(p, "wb");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
-	fclose(f);
-	free(buf);
-}
-
-static void dir(const char *rel)
-{
-	char p[256];
-
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	ck_assert_int_eq(mkdir(p, 0755), 0);
-}
-
-static void new_tree(void)
-{
-	snprintf(tree, sizeof(tree), "/tmp/sqk-test-walk.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tree));
-}
-
 /* a/b/deep, a/f1, a/hl (a hard link to c/one), c/one, c/sym, e/ (empty), z. */
 static void make_tree(void)
 {
 	char p[256], q[256];
 
-	new_tree();
-	dir("a");
-	dir("a/b");
-	dir("c");
-	dir("e");
-	put("a/b/deep", 10);
-	put("a/f1", 1000);
-	put("c/one", 5);
-	put("z", 7);
+	test_tree_new(tree, sizeof(tree), "walk");
+	test_tree_dir(tree, "a");
+	test_tree_dir(tree, "a/b");
+	test_tree_dir(tree, "c");
+	test_tree_dir(tree, "e");
+	test_tree_put(tree, "a/b/deep", 10);
+	test_tree_put(tree, "a/f1", 1000);
+	test_tree_put(tree, "c/one", 5);
+	test_tree_put(tree, "z", 7);
 	snprintf(p, sizeof(p), "%s/c/one", tree);
 	snprintf(q, sizeof(q), "%s/a/hl", tree);
 	ck_assert_int_eq(link(p, q), 0);
 	snprintf(q, sizeof(q), "%s/c/sym", tree);
 	ck_assert_int_eq(symlink("one", q), 0);
-}
-
-static void remove_tree(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
-/* The tree built through sqk_build into a memory image (4K blocks). Caller owns the result. */
-static struct sqk_io *build(void)
-{
-	char *sources[1] = { tree };
-	struct sqk_build_opts o;
-	struct sqk_build_source s;
-	struct sqk_build_result r;
-	struct sqk_io *out;
-	int err;
-
-	sqk_build_opts_init(&o);
-	o.quiet = true;
-	o.block_size = 4096;
-	sqk_build_source_init(&s, SQK_BUILD_DIRS);
-	s.sources = sources;
-	s.nsources = 1;
-	sqk_build_result_init(&r);
-	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
-	err = sqk_build(&o, &s, out, &r);
-	ck_assert_msg(err == 0, "build: %d %s", err, r.msg);
-	return out;
 }
 
 static struct sqk_io *io;
@@ -107,7 +46,7 @@ static struct sqk_image *img;
 static void setup(void)
 {
 	make_tree();
-	io = build();
+	io = test_build_dir(tree, false, NULL);
 	ck_assert_int_eq(sqk_image_open_io(io, NULL, &img), 0);
 }
 
@@ -115,7 +54,7 @@ static void teardown(void)
 {
 	sqk_image_close(img);
 	sqk_io_destroy(io);
-	remove_tree();
+	test_tree_remove(tree);
 }
 
 /* What one step of a walk is expected to report. */
@@ -372,7 +311,7 @@ static uint8_t *raw_dir_image(size_t *len, size_t *dir)
 	uint8_t *copy;
 	uint16_t hdr;
 
-	new_tree();
+	test_tree_new(tree, sizeof(tree), "walk");
 	for (int i = 0; i < NRAND; i++) {
 		char name[256];
 
@@ -381,9 +320,9 @@ static uint8_t *raw_dir_image(size_t *len, size_t *dir)
 			name[k] = (char)(c == '/' ? 'x' : c);
 		}
 		name[255] = 0;
-		put(name, 0);
+		test_tree_put(tree, name, 0);
 	}
-	mio = build();
+	mio = test_build_dir(tree, false, NULL);
 	data = sqk_io_mem_data(mio, len);
 	copy = malloc(*len);
 	ck_assert_ptr_nonnull(copy);
@@ -396,7 +335,7 @@ static uint8_t *raw_dir_image(size_t *len, size_t *dir)
 	*dir = sqk_image_super(im)->directory_table_start + 2 + root.dir_offset;
 	sqk_image_close(im);
 	sqk_io_destroy(mio);
-	remove_tree();
+	test_tree_remove(tree);
 	return copy;
 }
 

@@ -1,7 +1,14 @@
 /* Helpers shared by the Check suites. */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/integrity.h"
+#include "common/io.h"
+#include "sqk/build.h"
 
 int test_run_suite(Suite *s)
 {
@@ -29,4 +36,68 @@ void test_fill_random(uint8_t *p, size_t len, uint64_t seed)
 
 	for (i = 0; i < len; i++)
 		p[i] = (uint8_t)(test_xorshift(&s) >> 32);
+}
+
+void test_tree_new(char *tree, size_t cap, const char *tag)
+{
+	snprintf(tree, cap, "/tmp/sqk-test-%s.XXXXXX", tag);
+	ck_assert_ptr_nonnull(mkdtemp(tree));
+}
+
+void test_tree_put(const char *tree, const char *rel, size_t len)
+{
+	char p[4096];
+	uint8_t *buf = malloc(len ? len : 1);
+	FILE *f;
+
+	ck_assert_ptr_nonnull(buf);
+	test_fill_random(buf, len, len + 1);
+	snprintf(p, sizeof(p), "%s/%s", tree, rel);
+	f = fopen(p, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	free(buf);
+}
+
+void test_tree_dir(const char *tree, const char *rel)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s/%s", tree, rel);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+}
+
+void test_tree_remove(const char *tree)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root)
+{
+	char *sources[1] = { (char *)src };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+	struct sqk_io *out;
+	int err;
+
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.block_size = 4096;
+	o.no_checksums = no_checksums;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
+	err = sqk_build(&o, &s, out, &r);
+	ck_assert_msg(err == 0, "build: %d %s", err, r.msg);
+	ck_assert(r.have_root == !no_checksums);
+	if (root)
+		memcpy(root, r.root_hash, SQK_INTEG_DIGEST_SIZE);
+	return out;
 }

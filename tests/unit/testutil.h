@@ -3,6 +3,7 @@
 #define SQK_TESTUTIL_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,5 +15,25 @@ void test_fill_random(uint8_t *p, size_t len, uint64_t seed);
 
 /* Runs suite s (Check frees it); returns the test program's exit status. */
 int test_run_suite(Suite *s);
+
+struct sqk_io;
+
+/* Source trees on disk for the suites that build from a directory. tree is the caller's
+ * buffer of cap bytes; test_tree_new makes a fresh /tmp/sqk-test-TAG.XXXXXX in it. */
+void test_tree_new(char *tree, size_t cap, const char *tag);
+
+/* Writes tree/rel: len deterministic incompressible bytes (seeded by len). */
+void test_tree_put(const char *tree, const char *rel, size_t len);
+
+/* Makes the directory tree/rel (mode 0755). */
+void test_tree_dir(const char *tree, const char *rel);
+
+/* Removes the whole tree. */
+void test_tree_remove(const char *tree);
+
+/* Builds the directory src through sqk_build (quiet, 4 KiB blocks, integrity data unless
+ * no_checksums) into a memory image; copies the root digest into root when not NULL. Fails the
+ * test on any error. Caller owns the result (sqk_io_destroy). */
+struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root);
 
 #endif
