@@ -527,7 +527,9 @@ static int load_rooted(struct sqk_io *io, struct sqk_integ *out)
 }
 
 /* Borrows io; ig from sqk_integ_load_lazy. */
-int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad)
+int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad,
+			    void (*on_bad)(void *ctx, const struct sqk_integ *ig, uint64_t g),
+			    void *ctx)
 {
 	uint8_t *buf;
 	int err = 0;
@@ -550,6 +552,8 @@ int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *n
 		if (err == SQK_ECORRUPT) {
 			(*nbad)++;
 			err = 0;
+			if (on_bad)
+				on_bad(ctx, ig, g);
 		}
 	}
 	free(buf);
@@ -584,7 +588,7 @@ int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
 	int err = sqk_integ_load_lazy(io, file_size, out);
 
 	if (!err)
-		err = sqk_integ_accept_groups(io, out, &nbad);
+		err = sqk_integ_accept_groups(io, out, &nbad, NULL, NULL);
 	if (!err && nbad)
 		err = SQK_ECORRUPT;
 	if (err)

@@ -153,8 +153,11 @@ int sqk_integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct sqk_integ 
 
 /* After sqk_integ_load_lazy: reads every group of chunk digests from io (borrowed) and accepts
  * those that match their group digest; *nbad counts the others (left unknown: their chunks
- * fail sqk_integ_check_chunk with SQK_ENOENT). 0, or an I/O error. No-op in version 1. */
-int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad);
+ * fail sqk_integ_check_chunk with SQK_ENOENT), each also passed to on_bad (NULL = none) with
+ * ctx. 0, or an I/O error. No-op in version 1. */
+int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad,
+			    void (*on_bad)(void *ctx, const struct sqk_integ *ig, uint64_t g),
+			    void *ctx);
 
 /* The group of chunk k (0 in version 1, which has one "group": the whole array). */
 uint64_t sqk_integ_group_of(const struct sqk_integ *ig, uint64_t k);

@@ -322,38 +322,27 @@ static int check_hint(struct chk *c, const struct sqk_integ *ig, uint64_t hint_e
 /* A digest tree: each group of chunk digests against its group digest (which the root has
  * authenticated). A wrong group is a finding: the group, its chunks and the image bytes they
  * cover, which cannot be verified. */
+static void report_group(void *ctx, const struct sqk_integ *ig, uint64_t g)
+{
+	uint64_t k0, k1, s, e, is, ie, x;
+
+	sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
+	sqk_integ_chunk_range(ig, k0, &is, &x);
+	sqk_integ_chunk_range(ig, k1 - 1, &x, &ie);
+	chk_report(ctx, false, s, e, "integrity data",
+		   "digest group %llu (chunks %llu..%llu, image bytes %llu..%llu; its digests "
+		   "at %llu..%llu) does not match its group digest: those bytes cannot be "
+		   "verified", (unsigned long long)g, (unsigned long long)k0,
+		   (unsigned long long)(k1 - 1), (unsigned long long)is,
+		   (unsigned long long)(ie - 1), (unsigned long long)s,
+		   (unsigned long long)(e - 1));
+}
+
 static int check_groups(struct chk *c, struct sqk_integ *ig)
 {
-	uint8_t *buf;
-	int rc = 0;
+	uint64_t nbad;
 
-	if (!ig->lazy)
-		return 0;
-	buf = malloc((size_t)ig->t.group_chunks * SQK_INTEG_DIGEST_SIZE);
-	if (!buf)
-		return SQK_ENOMEM;
-	for (uint64_t g = 0; rc == 0 && g < ig->t.ngroups; g++) {
-		uint64_t k0, k1, s, e, is, ie, x;
-
-		sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
-		rc = sqk_io_read_at(c->io, s, buf, (size_t)(e - s));
-		if (rc == 0)
-			rc = sqk_integ_group_accept(ig, g, buf, (size_t)(e - s));
-		if (rc != SQK_ECORRUPT)
-			continue;
-		rc = 0;
-		sqk_integ_chunk_range(ig, k0, &is, &x);
-		sqk_integ_chunk_range(ig, k1 - 1, &x, &ie);
-		chk_report(c, false, s, e, "integrity data",
-			   "digest group %llu (chunks %llu..%llu, image bytes %llu..%llu; its digests "
-			   "at %llu..%llu) does not match its group digest: those bytes cannot be "
-			   "verified", (unsigned long long)g, (unsigned long long)k0,
-			   (unsigned long long)(k1 - 1), (unsigned long long)is,
-			   (unsigned long long)(ie - 1), (unsigned long long)s,
-			   (unsigned long long)(e - 1));
-	}
-	free(buf);
-	return rc;
+	return sqk_integ_accept_groups(c->io, ig, &nbad, report_group, c);
 }
 
 int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)

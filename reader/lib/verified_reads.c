@@ -81,7 +81,7 @@ static int chunk_check(struct sqk_image *img, uint64_t k, const void *data, size
 static int accept_groups(struct sqk_image *img)
 {
 	uint64_t nbad, k0, k1, s, e, is, ie, x;
-	int rc = sqk_integ_accept_groups(img->io, &img->integ, &nbad);
+	int rc = sqk_integ_accept_groups(img->io, &img->integ, &nbad, NULL, NULL);
 
 	img->groups_damaged = rc ? 0 : nbad;
 
@@ -520,7 +520,7 @@ int sqk_image_damaged_groups(struct sqk_image *img, uint64_t *count)
 		return SQK_ENOENT;
 	rc = sqk_integ_load_lazy(img->io, img->file_size, &ig);
 	if (!rc)
-		rc = sqk_integ_accept_groups(img->io, &ig, count);
+		rc = sqk_integ_accept_groups(img->io, &ig, count, NULL, NULL);
 	sqk_integ_free(&ig);
 	return rc;
 }

@@ -1103,7 +1103,7 @@ START_TEST(test_tree_bad_group)
 
 	ck_assert_int_eq(sqk_io_mem_create(file, flen, &io), 0);
 	ck_assert_int_eq(sqk_integ_load_lazy(io, flen, &ig), 0);
-	ck_assert_int_eq(sqk_integ_accept_groups(io, &ig, &nbad), 0);
+	ck_assert_int_eq(sqk_integ_accept_groups(io, &ig, &nbad, NULL, NULL), 0);
 	ck_assert_uint_eq(nbad, 1);
 	ck_assert(sqk_integ_group_loaded(&ig, 0) && sqk_integ_group_loaded(&ig, 1));
 	ck_assert(!sqk_integ_group_loaded(&ig, 2) && sqk_integ_group_loaded(&ig, 3));
