@@ -3,26 +3,34 @@
 #   extract   sqk extract -j 2 vs unsquashfs -p 2 (same image, to tmpfs)      goal <= 0.80x
 #   cat       sqk cat of the largest file vs sqfscat                          goal <= 1.00x
 #   verify    sqk verify -j 2 vs unsquashfs -p 2 extraction                   goal <= 1.00x
-#   mount     sqkfuse vs kernel loop mount vs squashfuse_ll, page cache dropped before each run:
-#             whole-tree tar (goal <= 1.0x kernel), large files sequentially (goal <= 0.6x
-#             squashfuse_ll), fio random 4 KiB psync IOPS (goal >= kernel), one decompression
-#             per block (stats=), peak RSS; and kernel EROFS on its own image of the same tree
-#             (mkfs.erofs -zzstd,level=15 -C131072, loop-mounted), whole-tree tar (goal <= 1.0x),
-#             when mkfs.erofs is there and the kernel has erofs (skipped, saying why, otherwise).
+#   mount     every SquashFS reader on the one image: sqkfuse (verified reads, the default), the
+#             kernel's squashfs (loop mount), squashfuse_ll; and kernel EROFS on its own image of
+#             the same tree (mkfs.erofs -zzstd,level=15 -C131072, loop-mounted) when mkfs.erofs
+#             is there and the kernel has erofs (skipped, saying why, otherwise). Page cache
+#             dropped before each run, the mounts interleaved within each round, best of the
+#             rounds: whole-tree tar (goal <= 1.0x kernel EROFS), the large files sequentially
+#             (goal <= 1.0x squashfuse_ll, which verifies nothing), fio random 4 KiB psync IOPS
+#             (goal >= 1.3x kernel squashfs); wall and CPU (daemon plus readers), and sqkfuse's
+#             ratio against each reader.
 #   verify    verified reads (the default) against --no-verify / -o noverify, on an image sqk
 #             built (it carries integrity data): the tree read (sqk extract of the tree; tar of
 #             it through a sqkfuse mount) and the big-file read (sqk cat; cat through sqkfuse),
 #             wall and CPU (the process, or the daemon plus the readers), best of
 #             BENCH_VERIFY_ROUNDS (2), each run on a fresh process or mount so that every
 #             chunk is hashed: goal <= 1.10x wall, <= 1.15x CPU.
-# The image of the peer cases: mksquashfs -comp zstd of the bench corpus plus a few large
-# binaries, on tmpfs. The verify case: sqk mkimage of the directories BENCH_VERIFY_TREE
+# The image of the peer cases: sqk mkimage (zstd, integrity data) of the bench corpus plus a few
+# large binaries, on tmpfs; extract, cat and verify run sqk and squashfs-tools on it too. The
+# verify case: sqk mkimage of the directories BENCH_VERIFY_TREE
 # ("/usr/include /usr/share/doc": text, and mostly gzip files stored raw) and the two largest of
 # those binaries.
 # Environment: SQK (default build/bin/sqk), BENCH_CORPUS=DIR (reuse a corpus), BENCH_ROUNDS (3),
 # BENCH_READ_CASES (default "peer verify": which parts run), BENCH_READ_BIGSRC=DIR (its files
-# instead of the four largest of /usr/lib and /usr/bin: quick runs), BENCH_PEERS (auto|debian|anchors:
-# see peers.sh; default the newest peers in /opt/anchors, else Debian's, saying so). Every result
+# instead of the four largest of /usr/lib and /usr/bin: quick runs), BENCH_READ_QUICK=1 (the corpus
+# is /usr/include alone: mkfs.erofs of the whole corpus takes minutes), BENCH_READ_IMAGES=DIR
+# (keeps the two images there and reuses them on the next run: the same corpus and BIGSRC are
+# then the caller's promise), BENCH_READ_SQKFUSE_B=PATH (another sqkfuse, e.g. main's, mounted on
+# the same image and interleaved with this one: A/B), BENCH_READ_FIO_SECS (10), BENCH_PEERS
+# (auto|debian|anchors: see peers.sh; default the newest peers in /opt/anchors, else Debian's, saying so). Every result
 # line names the peer's version.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,7 +56,7 @@ for c in $NEED; do
 done
 . "$HERE/peers.sh"
 peers_init "$HERE"
-PEERS="mksquashfs unsquashfs sqfscat squashfuse_ll"
+PEERS="unsquashfs sqfscat squashfuse_ll"
 if has_case peer; then
 	peers_pick $PEERS mkfs.erofs
 	for c in $PEERS; do
@@ -57,7 +65,7 @@ if has_case peer; then
 		install_deps; peers_pick "$c"
 		[ -n "$(peer "$c")" ] || die "$c missing"
 	done
-	MKSQ=$(peer mksquashfs) UNSQ=$(peer unsquashfs) SQFSCAT=$(peer sqfscat) SQFUSE=$(peer squashfuse_ll)
+	UNSQ=$(peer unsquashfs) SQFSCAT=$(peer sqfscat) SQFUSE=$(peer squashfuse_ll)
 	L_UNSQ=$(peer_label unsquashfs) L_CAT=$(peer_label sqfscat) L_FUSE=$(peer_label squashfuse_ll)
 fi
 
@@ -129,6 +137,10 @@ peer_case() {
 # ---- corpus and image ----
 if [ -n "${BENCH_CORPUS:-}" ]; then
 	C=$BENCH_CORPUS
+elif [ -n "${BENCH_READ_QUICK:-}" ]; then
+	C=$S/corpus
+	mkdir -p "$C"
+	cp -a /usr/include "$C/include"
 else
 	C=$S/corpus
 	mkdir -p "$C"
@@ -137,15 +149,29 @@ else
 	cp -a "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" "$C/pylib"
 fi
 IMG=$T/corpus.sqsh
-"$MKSQ" "$C" "$S/bigsrc" "$IMG" -comp zstd -noappend -quiet -no-progress >/dev/null ||
-	die "mksquashfs failed"
+KEEP=${BENCH_READ_IMAGES:-}
+if [ -n "$KEEP" ] && [ -f "$KEEP/corpus.sqsh" ]; then
+	cp "$KEEP/corpus.sqsh" "$IMG" || die "cannot copy $KEEP/corpus.sqsh"
+	log "image: $KEEP/corpus.sqsh, reused (BENCH_READ_IMAGES)"
+else
+	"$SQK" mkimage -q "$C" "$S/bigsrc" "$IMG" || die "sqk mkimage failed"
+	[ -n "$KEEP" ] && { mkdir -p "$KEEP" && cp "$IMG" "$KEEP/corpus.sqsh"; }
+fi
+"$SQK" info "$IMG" | grep -q '^root hash:' || die "the sqk image has no integrity data"
 BIG=$(cd "$S/bigsrc" && ls -S | head -n 1)
-log "image $(stat -c %s "$IMG") bytes ($(peer_label mksquashfs) -comp zstd); large files: $(ls "$S/bigsrc" | tr '\n' ' ')"
+log "image $(stat -c %s "$IMG") bytes (sqk mkimage: zstd, integrity data, so verified reads); large files: $(ls "$S/bigsrc" | tr '\n' ' ')"
 log "peers:"
 peers_summary | sed 's/^/  /'
-erofs_image
+log "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$KEEP" ] && [ -f "$KEEP/corpus.erofs" ]; then
+	cp "$KEEP/corpus.erofs" "$T/corpus.erofs" || die "cannot copy $KEEP/corpus.erofs"
+	EROFS_WHY='' EROFS_MKS="(reused from $KEEP)"
+else
+	erofs_image
+	[ -n "$KEEP" ] && [ -z "$EROFS_WHY" ] && cp "$T/corpus.erofs" "$KEEP/corpus.erofs"
+fi
 
-# ---- extract, cat, verify ----
+# ---- extract, cat, verify: sqk against squashfs-tools on the same image ----
 ext_sqk=(); ext_uns=(); cat_sqk=(); cat_sfs=(); ver=()
 for r in $(seq "$ROUNDS"); do
 	rm -rf "$T/x" "$T/y"
@@ -160,71 +186,100 @@ C1=$(printf '%s\n' "${cat_sqk[@]}" | median); C2=$(printf '%s\n' "${cat_sfs[@]}"
 V1=$(printf '%s\n' "${ver[@]}" | median)
 t "$SQK" cat "$IMG" "bigsrc/$BIG" >/dev/null; CAT_RSS=$RSS
 
-# ---- mounts ----
-mount -t squashfs -o loop,ro "$IMG" "$S/m/kernel" 2>/dev/null || { mkdir -p "$S/m/kernel"; mount -t squashfs -o loop,ro "$IMG" "$S/m/kernel"; }
-mkdir -p "$S/m/sqkfuse" "$S/m/sqkfusev" "$S/m/sqfuse"
+# ---- mounts: every SquashFS reader on the one image, EROFS on its own ----
+mkdir -p "$S/m/kernel" "$S/m/sqkfuse" "$S/m/sqfuse"
+mount -t squashfs -o loop,ro "$IMG" "$S/m/kernel" || die "kernel squashfs mount failed"
 "$SQKFUSE" "$IMG" "$S/m/sqkfuse" -o stats="$S/stats.json" || die "sqkfuse mount failed"
 "$SQFUSE" "$IMG" "$S/m/sqfuse" || die "$L_FUSE mount failed"
+declare -A PID NAME
+# the daemons by their command lines (other jobs on the machine may run sqkfuse too)
+PID[kernel]=""; PID[sqkfuse]=$(pgrep -n -f "^$SQKFUSE $IMG $S/m/sqkfuse ")
+PID[sqfuse]=$(pgrep -n -f "^$SQFUSE $IMG $S/m/sqfuse\$")
+L_KERN="kernel squashfs (Linux $(uname -r | cut -d- -f1))"
+NAME[kernel]=$L_KERN; NAME[sqkfuse]=sqkfuse; NAME[sqfuse]=$L_FUSE
+MOUNTS="sqkfuse kernel sqfuse"
+# BENCH_READ_SQKFUSE_B=PATH: another sqkfuse (e.g. main's) on the same image, interleaved (A/B)
+if [ -n "${BENCH_READ_SQKFUSE_B:-}" ]; then
+	mkdir -p "$S/m/sqkfuseb"
+	"$BENCH_READ_SQKFUSE_B" "$IMG" "$S/m/sqkfuseb" -o stats="$S/statsb.json" || die "$BENCH_READ_SQKFUSE_B mount failed"
+	PID[sqkfuseb]=$(pgrep -n -f "^$BENCH_READ_SQKFUSE_B $IMG $S/m/sqkfuseb ")
+	NAME[sqkfuseb]="sqkfuse B ($BENCH_READ_SQKFUSE_B)"
+	MOUNTS="sqkfuseb $MOUNTS"
+fi
 EROFS_M=
 if [ -z "$EROFS_WHY" ]; then
 	mkdir -p "$S/m/erofs"
-	if mount -t erofs -o loop,ro "$T/corpus.erofs" "$S/m/erofs" 2>"$S/err"; then EROFS_M=erofs
+	if mount -t erofs -o loop,ro "$T/corpus.erofs" "$S/m/erofs" 2>"$S/err"; then
+		EROFS_M=erofs PID[erofs]="" NAME[erofs]="kernel EROFS (Linux $(uname -r | cut -d- -f1), $(peer_label mkfs.erofs))"
+		MOUNTS="$MOUNTS erofs"
 	else EROFS_WHY="mount -t erofs failed: $(head -n 1 "$S/err")"; fi
 fi
+FIO_SECS=${BENCH_READ_FIO_SECS:-10}
 fio_iops() {
 	fio --name=r --filename="$1/bigsrc/$BIG" --rw=randread --bs=4k --ioengine=psync \
-		--runtime=10 --time_based --readonly --invalidate=1 --output-format=terse 2>/dev/null |
+		--runtime="$FIO_SECS" --time_based --readonly --invalidate=1 --output-format=terse 2>/dev/null |
 		awk -F';' '{print $8}'
 }
-declare -A TREE BIGT IOPS BIGCPU PID
-PID[kernel]=""; PID[sqkfuse]=$(pgrep -n -x sqkfuse); PID[sqfuse]=$(pgrep -n -x squashfuse_ll)
-for m in kernel sqkfuse sqfuse $EROFS_M; do
-	a=(); b=(); c=()
-	for r in $(seq "$ROUNDS"); do
-		drop; a+=("$( { /usr/bin/time -f %e bash -c "$(declare -f tree_read); tree_read $S/m/$m" ; } 2>&1 | tail -n 1)")
-		[ "$m" = erofs ] && continue  # kernel EROFS: the tree read only
-		drop; t0=$(cpu_ticks "${PID[$m]}")
-		read -r w u k < <( { /usr/bin/time -f '%e %U %S' bash -c "$(declare -f big_read); big_read $S/m/$m" ; } 2>&1 | tail -n 1)
-		t1=$(cpu_ticks "${PID[$m]}")
-		b+=("$w")
-		# CPU seconds of the whole read: the daemon plus the reading processes
-		c+=("$(python3 -c "print('%.2f' % (($t1 - $t0) / $HZ + $u + $k))")")
+# timed KIND MNT PID: "wall cpu" of one read (KIND tree_read or big_read) after dropping the
+# page cache; cpu: the daemon (PID; none for the kernel's) plus the reading processes
+timed() {
+	local t0 t1 w u k
+	drop; t0=$(cpu_ticks "$3")
+	read -r w u k < <( { /usr/bin/time -f '%e %U %S' bash -c "$(declare -f "$1"); $1 $2" ; } 2>&1 | tail -n 1)
+	t1=$(cpu_ticks "$3")
+	echo "$w $(python3 -c "print('%.2f' % (($t1 - $t0) / $HZ + $u + $k))")"
+}
+# Rounds interleave the mounts (each round reads through every one in turn), so that the load
+# of other jobs falls on all of them alike; the figures are the best of the rounds.
+declare -A TREE TREECPU BIGT BIGCPU IOPS
+for r in $(seq "$ROUNDS"); do
+	for m in $MOUNTS; do
+		echo "$(timed tree_read "$S/m/$m" "${PID[$m]}")" >>"$S/tree.$m"
+		echo "$(timed big_read "$S/m/$m" "${PID[$m]}")" >>"$S/big.$m"
+		drop; fio_iops "$S/m/$m" >>"$S/iops.$m"
 	done
-	TREE[$m]=$(printf '%s\n' "${a[@]}" | median)
-	[ "$m" = erofs ] && continue
-	BIGT[$m]=$(printf '%s\n' "${b[@]}" | median)
-	BIGCPU[$m]=$(printf '%s\n' "${c[@]}" | median)
-	drop; IOPS[$m]=$(fio_iops "$S/m/$m")
+	log "round $r done, load $(cut -d' ' -f1-3 /proc/loadavg)"
 done
-FUSE_RSS=$(ps -o rss= -C sqkfuse | sort -n | tail -n 1)
+for m in $MOUNTS; do
+	read -r TREE[$m] TREECPU[$m] <<<"$(best "$S/tree.$m")"
+	read -r BIGT[$m] BIGCPU[$m] <<<"$(best "$S/big.$m")"
+	IOPS[$m]=$(sort -n "$S/iops.$m" | tail -n 1)
+done
+FUSE_RSS=$(ps -o rss= -p "${PID[sqkfuse]}" | tr -d ' ')
 fusermount3 -u "$S/m/sqkfuse"
+[ -n "${BENCH_READ_SQKFUSE_B:-}" ] && fusermount3 -u "$S/m/sqkfuseb"
 sleep 0.5
 echo
-echo "== squashkit read bench (image $(stat -c %s "$IMG") bytes, $ROUNDS rounds, medians) =="
+echo "== squashkit read bench (sqk image $(stat -c %s "$IMG") bytes, $ROUNDS rounds; load after: $(cut -d' ' -f1-3 /proc/loadavg)) =="
 f='%-48s %8s %8s %7s  %s\n'
-printf "$f" test sqk peer ratio goal
+printf "$f" "test (medians)" sqk peer ratio goal
 printf "$f" "extract -j2 vs $L_UNSQ -p2 (s)" "$E1" "$E2" "$(ratio "$E1" "$E2")x" "<= 0.80x"
 printf "$f" "cat $BIG vs $L_CAT (s)" "$C1" "$C2" "$(ratio "$C1" "$C2")x" "<= 1.00x"
-printf "$f" "verify -j2 vs $L_UNSQ -p2 (s)" "$V1" "$E2" "$(ratio "$V1" "$E2")x" "<= 1.00x"
-printf "$f" "mount: tree tar vs kernel squashfs (s)" "${TREE[sqkfuse]}" "${TREE[kernel]}" "$(ratio "${TREE[sqkfuse]}" "${TREE[kernel]}")x" "<= 1.0x"
-if [ -n "$EROFS_M" ]; then
-	printf "$f" "mount: tree tar vs kernel EROFS (s)" "${TREE[sqkfuse]}" "${TREE[erofs]}" "$(ratio "${TREE[sqkfuse]}" "${TREE[erofs]}")x" "<= 1.0x"
-fi
-printf "$f" "mount: large files vs $L_FUSE (s)" "${BIGT[sqkfuse]}" "${BIGT[sqfuse]}" "$(ratio "${BIGT[sqkfuse]}" "${BIGT[sqfuse]}")x" "<= 0.6x"
-printf "$f" "mount: random 4K IOPS vs kernel squashfs" "${IOPS[sqkfuse]}" "${IOPS[kernel]}" "$(ratio "${IOPS[sqkfuse]}" "${IOPS[kernel]}")x" ">= 1.0x"
-echo "also: tree tar $L_FUSE ${TREE[sqfuse]} s; large files kernel squashfs ${BIGT[kernel]} s; IOPS $L_FUSE ${IOPS[sqfuse]}"
+printf "$f" "verify -j2 vs $L_UNSQ -p2 extraction (s)" "$V1" "$E2" "$(ratio "$V1" "$E2")x" "<= 1.00x"
+echo
+echo "mounts, best of $ROUNDS (wall s / CPU s of the daemon plus the readers; IOPS: fio randread 4 KiB psync, ${FIO_SECS} s):"
+f='  %-58s %16s %16s %9s\n'
+printf "$f" reader "tree tar" "large files" "4K IOPS"
+for m in $MOUNTS; do
+	printf "$f" "${NAME[$m]}" "${TREE[$m]}/${TREECPU[$m]}" \
+		"$( [ "$m" = erofs ] && [ ! -f "$S/m/erofs/bigsrc/$BIG" ] && echo - || echo "${BIGT[$m]}/${BIGCPU[$m]}")" "${IOPS[$m]}"
+done
+echo "sqkfuse against each (wall ratio; IOPS ratio, higher is better):"
+for m in $MOUNTS; do
+	[ "$m" = sqkfuse ] && continue
+	printf "$f" "vs ${NAME[$m]}" "$(ratio "${TREE[sqkfuse]}" "${TREE[$m]}")x" \
+		"$(ratio "${BIGT[sqkfuse]}" "${BIGT[$m]}")x" "$(ratio "${IOPS[sqkfuse]}" "${IOPS[$m]}")x"
+done
+echo "goals: tree tar <= 1.0x kernel EROFS; large files (verified) <= 1.0x $L_FUSE (which verifies nothing); 4K IOPS >= 1.3x kernel squashfs"
 if [ -n "$EROFS_M" ]; then
 	echo "kernel EROFS: image $(stat -c %s "$T/corpus.erofs") bytes ($(peer_label mkfs.erofs) -zzstd,level=15 -C131072, built in $EROFS_MKS s;" \
-		"the squashfs image: $(stat -c %s "$IMG")); tree tar ${TREE[erofs]} s, $(ratio "${TREE[erofs]}" "${TREE[kernel]}")x kernel squashfs"
+		"the squashfs image: $(stat -c %s "$IMG")); tree tar $(ratio "${TREE[erofs]}" "${TREE[kernel]}")x kernel squashfs"
 else
 	echo "kernel EROFS: skipped: $EROFS_WHY"
 fi
-NCPU=$(nproc)
-echo "large files, CPU seconds (daemon + readers): sqkfuse ${BIGCPU[sqkfuse]}, $L_FUSE ${BIGCPU[sqfuse]};" \
-	"on $NCPU cores sqkfuse cannot take less than $(python3 -c "print('%.2f' % (${BIGCPU[sqkfuse]} / $NCPU))") s" \
-	"($(ratio "$(python3 -c "print(${BIGCPU[sqkfuse]} / $NCPU)")" "${BIGT[sqfuse]}")x $L_FUSE)"
 echo "peak RSS: sqk cat $((CAT_RSS / 1024)) MiB, sqkfuse $((FUSE_RSS / 1024)) MiB (default cache 64 MiB)"
 echo "sqkfuse stats after the runs: $(cat "$S/stats.json" 2>/dev/null)"
+[ -n "${BENCH_READ_SQKFUSE_B:-}" ] && echo "sqkfuse B stats after the runs: $(cat "$S/statsb.json" 2>/dev/null)"
 }
 
 # ---- verified reads (the default) against --no-verify, on an image with integrity data ----
