@@ -12,6 +12,10 @@
 
 #include "sqk/sqk.h"
 
+/* The largest file pushed whole into the page cache ahead of a tree walk (walk.h): bigger ones
+ * are read through requests (1 MiB each) with the library's readahead. */
+#define SQK_FUSE_PUSH_MAX ((uint64_t)1 << 20)
+
 /* The session's userdata: one mounted image. */
 struct fs {
 	struct sqk_image *img;
@@ -19,8 +23,10 @@ struct fs {
 	struct sqk_nodes *nodes;
 	struct sqk_store *store; /* page-cache fill after small reads; NULL = off */
 	struct sqk_trace *trace; /* -o trace: files read, in first-read order; NULL = off */
+	struct sqk_walk *walk;   /* tree-walk detection for pushes ahead (walk.h); NULL = off */
 	unsigned fill;           /* blocks per fill group */
 	uint64_t fills;          /* groups stored by the fill thread (for stats=) */
+	uint64_t pushes;         /* files pushed whole ahead of a tree walk (for stats=) */
 	atomic_uint_fast64_t reads; /* read requests answered */
 	const char *image;
 	bool foreground;

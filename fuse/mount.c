@@ -24,6 +24,7 @@
 #include "fuse/nodes.h"
 #include "fuse/store.h"
 #include "fuse/trace.h"
+#include "fuse/walk.h"
 #include "common/parse.h"
 #include "common/sigwatch.h"
 #include "reader/remote/io_http.h"
@@ -55,6 +56,7 @@ struct opts {
 	char *stats;
 	char *trace;
 	int verify, noverify; /* -o verify: the default; -o noverify turns it off */
+	int nowalk;           /* -o nowalk: no pushes ahead of a tree walk */
 	int nonopts;
 	/* numbers as given, parsed by num_opts() with the project's one number rule */
 	char *offset_s, *readahead_s, *threads_s, *fill_s, *retries_s, *timeout_s, *names_s;
@@ -81,6 +83,7 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("trace=%s", trace),
 	OPT("verify", verify),
 	OPT("noverify", noverify),
+	OPT("nowalk", nowalk),
 	OPT("cache_dir=%s", cache_dir),
 	OPT("cache_size=%s", cache_size),
 	OPT("root_hash=%s", root_hash),
@@ -142,6 +145,9 @@ static void usage(const char *prog)
 	       "                      mismatch gives EIO and one log line; remote images are\n"
 	       "                      always checked); -o verify: the default\n"
 	       "  -o root_hash=HEX    refuse an image whose integrity root digest is not HEX\n"
+	       "  -o nowalk           do not push the next files of a tree walk (files read in\n"
+	       "                      the order of their directory listings) into the page\n"
+	       "                      cache ahead of their reads (local images; on by default)\n"
 	       "Remote images (IMAGE is an http://, https:// or s3:// URL, fetched lazily with\n"
 	       "range requests, every chunk checked against its SHA-256 when the image has integrity\n"
 	       "data):\n"
@@ -261,14 +267,14 @@ static int write_stats(struct fs *fs, const char *path)
 		   "\"metadata_blocks_decompressed\": %llu, \"cache_hits\": %llu, "
 		   "\"cache_misses\": %llu, \"bytes_read_from_image\": %llu, "
 		   "\"readahead_batches\": %llu, \"read_requests\": %llu, "
-		   "\"page_cache_fills\": %llu, \"node_names\": %llu",
+		   "\"page_cache_fills\": %llu, \"walk_pushes\": %llu, \"node_names\": %llu",
 		(unsigned long long)s.data_blocks_decompressed,
 		(unsigned long long)s.fragment_blocks_decompressed,
 		(unsigned long long)s.metadata_blocks_decompressed,
 		(unsigned long long)s.cache_hits, (unsigned long long)s.cache_misses,
 		(unsigned long long)s.bytes_read, (unsigned long long)s.readahead_batches,
 		(unsigned long long)atomic_load(&fs->reads), (unsigned long long)fs->fills,
-		(unsigned long long)sqk_nodes_count(fs->nodes));
+		(unsigned long long)fs->pushes, (unsigned long long)sqk_nodes_count(fs->nodes));
 	write_http_stats(fs, f);
 	return fclose(f) ? -1 : 0;
 }
@@ -510,14 +516,16 @@ static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_
 	/* the signal thread first (every later thread inherits its blocked signals); it reads
 	 * fs->store, published atomically */
 	struct sqk_store *st = NULL;
-	if (sqk_store_start(fs->img, se, fs->fill, &st))
+	if (sqk_store_start(fs->img, se, fs->fill, fs->walk ? SQK_FUSE_PUSH_MAX : 0, &st))
 		sqk_fuse_log(fs, "page-cache fill off: out of memory");
 	__atomic_store_n(&fs->store, st, __ATOMIC_RELEASE);
 	/* A signal ends the loop with 0 (or its number): a clean unmount. */
 	ret = run_loop(se, cmd) < 0 ? 1 : 0;
 	atomic_store(&sd.loop_done, true);
 	sqk_sigwatch_stop(&sw);
-	fs->fills = sqk_store_destroy(fs->store); /* the connection is gone or the fills stopped */
+	sqk_store_stop(fs->store); /* the connection is gone or the fills stopped */
+	fs->pushes = sqk_store_pushes(fs->store);
+	fs->fills = sqk_store_destroy(fs->store);
 	fs->store = NULL;
 	return ret;
 }
@@ -617,6 +625,10 @@ int sqk_fuse_main(int argc, char **argv)
 	}
 	if (!ret && (sqk_nodes_create((size_t)o.names, &fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
 		ret = 1;
+	/* local images only: a remote walk is fetched ahead by the library's own walk detection;
+	 * not with trace=, which records the reads a push would take away */
+	if (!ret && !o.nowalk && !o.shown && !o.trace && sqk_walk_create(SQK_FUSE_PUSH_MAX, &fs.walk))
+		ret = 1;
 	fs.image = o.shown ? o.shown : o.image;
 	if (!ret)
 		ret = serve(&fs, se, &cmd, o.mnt_abs, prog);
@@ -627,6 +639,7 @@ int sqk_fuse_main(int argc, char **argv)
 		ret = finish_trace(&fs, o.trace);
 	sqk_trace_destroy(fs.trace);
 	sqk_nodes_destroy(fs.nodes);
+	sqk_walk_destroy(fs.walk);
 	sqk_image_close(fs.img);
 out:
 	if (se)

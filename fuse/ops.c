@@ -24,6 +24,7 @@
 #include "fuse/nodes.h"
 #include "fuse/store.h"
 #include "fuse/trace.h"
+#include "fuse/walk.h"
 #include "sqk/sqk.h"
 
 #define TIMEOUT 86400.0 /* the image never changes */
@@ -37,6 +38,7 @@ struct dirh {
 	struct sqk_dir_iter *it;
 	off_t pos; /* offset of the next entry: the pending one, else the iterator's next */
 	bool pending;
+	bool listed_file;  /* a regular file of this listing was given to the walk (walk.h) */
 	struct sqk_dirent pend;
 	char pend_name[SQK_NAME_MAX + 1];
 };
@@ -267,6 +269,11 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	atomic_fetch_add_explicit(&fs->reads, 1, memory_order_relaxed);
 	if (fill)
 		sqk_store_after_read(fs->store, id, i, (uint64_t)off, (size_t)n);
+	if (fs->walk) { /* the next files of a tree walk, into the page cache before it asks */
+		struct sqk_walk_push p[SQK_WALK_BATCH];
+		sqk_store_push(fs->store, p, sqk_walk_read(fs->walk, id, (uint64_t)off, p,
+							      SQK_WALK_BATCH));
+	}
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
@@ -343,6 +350,7 @@ static int dir_seek(struct fs *fs, struct dirh *h, off_t off)
 		sqk_dir_close(h->it);
 		h->it = it;
 		h->pending = false;
+		h->listed_file = false;
 		h->pos = 2;
 	}
 	while (h->pos < off) {
@@ -354,8 +362,9 @@ static int dir_seek(struct fs *fs, struct dirh *h, off_t off)
 	return 0;
 }
 
-static size_t add_entry(fuse_req_t req, struct fs *fs, fuse_ino_t dir_id, bool plus,
-			const struct sqk_dirent *de, off_t next, char *buf, size_t cap, int *err)
+static size_t add_entry(fuse_req_t req, struct fs *fs, struct dirh *h, fuse_ino_t dir_id,
+			bool plus, const struct sqk_dirent *de, off_t next, char *buf, size_t cap,
+			int *err)
 {
 	char name[SQK_NAME_MAX + 1];
 	memcpy(name, de->name, de->name_len);
@@ -374,6 +383,10 @@ static size_t add_entry(fuse_req_t req, struct fs *fs, fuse_ino_t dir_id, bool p
 	size_t n = fuse_add_direntry_plus(req, buf, cap, name, &e, next);
 	if (n <= cap) /* the kernel counts a lookup of every entry but . and .. */
 		sqk_nodes_add(fs->nodes, e.ino, dir_id, name, de->name_len);
+	if (n <= cap && fs->walk && S_ISREG(child.mode) && child.size) {
+		sqk_walk_listed(fs->walk, dir_id, e.ino, child.size, !h->listed_file);
+		h->listed_file = true;
+	}
 	return n;
 }
 
@@ -401,8 +414,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 			err = r;
 			break;
 		}
-		size_t n = add_entry(req, fs, id, plus, &de, h->pos + 1, buf + used, size - used,
-				     &err);
+		size_t n = add_entry(req, fs, h, id, plus, &de, h->pos + 1, buf + used,
+				     size - used, &err);
 		if (err || n > size - used) {
 			dir_unget(h, &de); /* not sent: the next call starts with it */
 			break;
@@ -417,6 +430,10 @@ full:
 	else
 		fuse_reply_buf(req, buf, used);
 	free(buf);
+	if (fs->walk && plus) { /* a walk lists a directory, then reads its files */
+		struct sqk_walk_push p[SQK_WALK_BATCH];
+		sqk_store_push(fs->store, p, sqk_walk_after_listing(fs->walk, id, p, SQK_WALK_BATCH));
+	}
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,

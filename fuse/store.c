@@ -1,6 +1,8 @@
 /* The page-cache fill thread (see store.h): a small bounded queue of groups to fill, one thread
  * that reads each group through libsqk (usually from the block cache: the read that queued it
- * has just decompressed it) and stores it, minus the pages of that read, with one notify. */
+ * has just decompressed it) and stores it, minus the pages of that read, with one notify; and a
+ * queue of whole files a tree walk will read next (walk.h), read (decompressed here, on this
+ * thread) and stored the same way. */
 #define FUSE_USE_VERSION 312
 
 #include "fuse/store.h"
@@ -8,11 +10,15 @@
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define QCAP 64u     /* groups waiting; more are dropped (the reads still work, uncached) */
 #define NPEND 256u   /* groups queued or being stored, by hash: one store per group at a time */
 #define PAGE 4096u
+#define PCAP 256u    /* files waiting for a push; more are dropped (read through requests) */
+#define PUSH_TRIES 20 /* a file listed just now may not be known to the kernel yet: ENOENT */
 
 struct fill {
 	uint64_t id;
@@ -36,19 +42,49 @@ struct sqk_store {
 	bool joined;              /* the thread has been joined (only sqk_store_stop touches it) */
 	uint8_t *buf;
 	uint64_t fills;           /* groups stored */
+	struct sqk_walk_push pq[PCAP]; /* files to push, with head and count as q's */
+	unsigned phead, pcount;
+	uint64_t push_max;        /* the largest push (bytes): pbuf's size */
+	uint8_t *pbuf;            /* allocated at the first push */
+	uint64_t pushes;          /* files stored whole */
+	bool fill_on;             /* fills after small reads (-o fill=N, N > 0) */
 	pthread_t th;
 };
 
-static void store_range(struct sqk_store *s, uint64_t id, uint64_t off, const uint8_t *p,
+static int store_range(struct sqk_store *s, uint64_t id, uint64_t off, const uint8_t *p,
 			uint64_t len)
 {
 	if (!len)
-		return;
+		return 0;
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT((size_t)len);
 	bv.buf[0].mem = (void *)(uintptr_t)p;
 	/* -ENOENT (the kernel dropped the inode) and -ENODEV (unmounted) are fine: a fill is
 	 * only an optimisation. */
-	fuse_lowlevel_notify_store(s->se, id, (off_t)off, &bv, 0);
+	return fuse_lowlevel_notify_store(s->se, id, (off_t)off, &bv, 0);
+}
+
+/* Reads file id whole (verified, as every read) and stores it. A file the walk took from a
+ * listing just answered may not be linked by the kernel yet (the reader parses the reply after
+ * waking): ENOENT is retried for a moment. */
+static void do_push(struct sqk_store *s, const struct sqk_walk_push *p)
+{
+	const struct timespec pause = { 0, 50 * 1000 };
+	struct sqk_inode file;
+	if (!s->pbuf && !(s->pbuf = malloc((size_t)s->push_max)))
+		return;
+	if (p->len > s->push_max || sqk_inode_get(s->img, p->id - 2, &file) ||
+	    file.size != p->len)
+		return;
+	ssize_t n = sqk_read_ex(s->img, &file, s->pbuf, (size_t)p->len, 0, SQK_READ_ASIDE);
+	if (n != (ssize_t)p->len)
+		return; /* an error was logged; the reader's own request gets it */
+	int rc = store_range(s, p->id, 0, s->pbuf, p->len);
+	for (int i = 0; rc == -ENOENT && i < PUSH_TRIES; i++) {
+		nanosleep(&pause, NULL);
+		rc = store_range(s, p->id, 0, s->pbuf, p->len);
+	}
+	if (!rc)
+		s->pushes++; /* only this thread writes it; read after the join */
 }
 
 static void do_fill(struct sqk_store *s, const struct fill *f)
@@ -70,11 +106,19 @@ static void *store_main(void *arg)
 	struct sqk_store *s = arg;
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
-		while (!s->count && !s->stop)
+		while (!s->count && !s->pcount && !s->stop)
 			pthread_cond_wait(&s->cv, &s->mu);
 		if (s->stop) {
 			pthread_mutex_unlock(&s->mu);
 			return NULL;
+		}
+		if (!s->count) { /* fills first: a random reader waits on each of its reads */
+			struct sqk_walk_push p = s->pq[s->phead];
+			s->phead = (s->phead + 1) % PCAP;
+			s->pcount--;
+			pthread_mutex_unlock(&s->mu);
+			do_push(s, &p);
+			continue;
 		}
 		struct fill f = s->q[s->head];
 		s->head = (s->head + 1) % QCAP;
@@ -89,11 +133,11 @@ static void *store_main(void *arg)
 }
 
 int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
-		    struct sqk_store **out)
+		    uint64_t push_max, struct sqk_store **out)
 {
 	struct sqk_store *s;
 	*out = NULL;
-	if (!blocks)
+	if (!blocks && !push_max)
 		return 0;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -101,7 +145,9 @@ int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blo
 	s->img = img;
 	s->se = se;
 	s->block = sqk_image_super(img)->block_size;
-	s->group = s->block * blocks;
+	s->group = s->block * (blocks ? blocks : 1);
+	s->fill_on = blocks != 0;
+	s->push_max = push_max;
 	s->buf = malloc((size_t)s->group);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
@@ -119,7 +165,7 @@ int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blo
 void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_inode *file,
 			  uint64_t off, size_t len)
 {
-	if (!s || len >= s->block || off >= file->size)
+	if (!s || !s->fill_on || len >= s->block || off >= file->size)
 		return;
 	struct fill f = { .id = id, .file = *file };
 	f.start = off / s->group * s->group;
@@ -141,6 +187,24 @@ void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_ino
 		pthread_cond_signal(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
+}
+
+void sqk_store_push(struct sqk_store *s, const struct sqk_walk_push *p, size_t n)
+{
+	if (!s || !s->push_max || !n)
+		return;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < n && !s->stop && s->pcount < PCAP; i++) {
+		if (p[i].len <= s->push_max)
+			s->pq[(s->phead + s->pcount++) % PCAP] = p[i];
+	}
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t sqk_store_pushes(const struct sqk_store *s)
+{
+	return s && s->joined ? s->pushes : 0;
 }
 
 void sqk_store_stop(struct sqk_store *s)
@@ -165,6 +229,7 @@ uint64_t sqk_store_destroy(struct sqk_store *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->buf);
+	free(s->pbuf);
 	free(s);
 	return fills;
 }

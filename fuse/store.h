@@ -11,17 +11,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fuse/walk.h"
 #include "sqk/sqk.h"
 
 struct fuse_session;
 struct sqk_store;
 
 /* Starts the store thread for img and se (both borrowed: they must outlive the store). Each
- * small read fills the aligned group of `blocks` blocks around it; 0 blocks = no fill (*out =
- * NULL). Start it after detaching (a fork would lose the thread). Caller owns *out
+ * small read fills the aligned group of `blocks` blocks around it; 0 blocks = no fill. Files
+ * of up to push_max bytes can be pushed whole (sqk_store_push); 0 = none. Neither: no thread
+ * (*out = NULL). Start it after detaching (a fork would lose the thread). Caller owns *out
  * (sqk_store_destroy). */
 int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
-		    struct sqk_store **out);
+		    uint64_t push_max, struct sqk_store **out);
+
+/* Queues the n files of p (copied; node ids of regular files, each with its whole size) to be
+ * read and stored whole into the page cache, after the fills waiting. Never blocks: what does
+ * not fit the queue is dropped (those files are read through requests). s may be NULL.
+ * Thread-safe. */
+void sqk_store_push(struct sqk_store *s, const struct sqk_walk_push *p, size_t n);
+
+/* Files stored whole so far; valid once the thread has stopped (else 0). NULL-safe. */
+uint64_t sqk_store_pushes(const struct sqk_store *s);
 
 /* Queues the fill around the answered read [off, off+len) of file (copied) with FUSE node id.
  * Never blocks: with the queue full, or that group already queued, nothing is done. s may be
