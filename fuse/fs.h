@@ -16,6 +16,10 @@
  * are read through requests (1 MiB each) with the library's readahead. */
 #define SQK_FUSE_PUSH_MAX ((uint64_t)1 << 20)
 
+/* Listings kept between the readdir calls of zero-message opendirs (ops.c). */
+#define SQK_FUSE_PARKED 16
+struct dirh;
+
 /* The session's userdata: one mounted image. */
 struct fs {
 	struct sqk_image *img;
@@ -28,10 +32,15 @@ struct fs {
 	uint64_t fills;          /* groups stored by the fill thread (for stats=) */
 	uint64_t pushes;         /* files pushed whole ahead of a tree walk (for stats=) */
 	atomic_uint_fast64_t reads; /* read requests answered */
+	atomic_uint_fast64_t opendirs; /* opendir requests answered (with no_opendir: the first) */
 	const char *image;
 	bool foreground;
 	bool noprefetch;       /* -o noprefetch: the hint is not fetched after the fork */
 	bool no_open;          /* the kernel takes ENOSYS from open as "no open needed" */
+	bool no_opendir;       /* and from opendir: readdir comes without a handle */
+	pthread_mutex_t park_mu; /* no_opendir: the listings between calls, by directory and offset */
+	struct dirh *parked[SQK_FUSE_PARKED];
+	unsigned park_next;    /* the slot the next parked listing replaces when all are taken */
 	pthread_t opener;      /* the thread that opens the image; only it writes open_msg */
 	char open_msg[512];    /* the library's last message on that thread (why an open failed) */
 	pthread_key_t buf_key; /* per-thread read buffer */

@@ -267,14 +267,16 @@ static int write_stats(struct fs *fs, const char *path)
 		   "\"metadata_blocks_decompressed\": %llu, \"cache_hits\": %llu, "
 		   "\"cache_misses\": %llu, \"bytes_read_from_image\": %llu, "
 		   "\"readahead_batches\": %llu, \"read_requests\": %llu, "
-		   "\"page_cache_fills\": %llu, \"walk_pushes\": %llu, \"node_names\": %llu",
+		   "\"page_cache_fills\": %llu, \"walk_pushes\": %llu, "
+		   "\"opendir_requests\": %llu, \"node_names\": %llu",
 		(unsigned long long)s.data_blocks_decompressed,
 		(unsigned long long)s.fragment_blocks_decompressed,
 		(unsigned long long)s.metadata_blocks_decompressed,
 		(unsigned long long)s.cache_hits, (unsigned long long)s.cache_misses,
 		(unsigned long long)s.bytes_read, (unsigned long long)s.readahead_batches,
 		(unsigned long long)atomic_load(&fs->reads), (unsigned long long)fs->fills,
-		(unsigned long long)fs->pushes, (unsigned long long)sqk_nodes_count(fs->nodes));
+		(unsigned long long)fs->pushes, (unsigned long long)atomic_load(&fs->opendirs),
+		(unsigned long long)sqk_nodes_count(fs->nodes));
 	write_http_stats(fs, f);
 	return fclose(f) ? -1 : 0;
 }
@@ -516,7 +518,7 @@ static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_
 	/* the signal thread first (every later thread inherits its blocked signals); it reads
 	 * fs->store, published atomically */
 	struct sqk_store *st = NULL;
-	if (sqk_store_start(fs->img, se, fs->fill, fs->walk ? SQK_FUSE_PUSH_MAX : 0, &st))
+	if (sqk_store_start(fs->img, se, fs->fill, fs->walk, SQK_FUSE_PUSH_MAX, &st))
 		sqk_fuse_log(fs, "page-cache fill off: out of memory");
 	__atomic_store_n(&fs->store, st, __ATOMIC_RELEASE);
 	/* A signal ends the loop with 0 (or its number): a clean unmount. */

@@ -34,6 +34,7 @@
  * which the next readdir sends first. */
 struct dirh {
 	pthread_mutex_t mu;
+	fuse_ino_t id;
 	struct sqk_inode dir;
 	struct sqk_dir_iter *it;
 	off_t pos; /* offset of the next entry: the pending one, else the iterator's next */
@@ -282,9 +283,9 @@ static void op_release(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+/* A new handle on directory id's listing, at its start; caller owns *out (dirh_free). */
+static int dirh_new(struct fs *fs, fuse_ino_t id, struct dirh **out)
 {
-	struct fs *fs = fuse_req_userdata(req);
 	struct dirh *h = calloc(1, sizeof(*h));
 	int err = h ? from_id(fs, id, &h->dir) : SQK_ENOMEM;
 	if (!err && !S_ISDIR(h->dir.mode))
@@ -293,11 +294,77 @@ static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 		err = sqk_dir_open(fs->img, &h->dir, &h->it);
 	if (err) {
 		free(h);
+		return err;
+	}
+	pthread_mutex_init(&h->mu, NULL);
+	h->id = id;
+	h->pos = 0;
+	*out = h;
+	return 0;
+}
+
+static void dirh_free(struct dirh *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_destroy(&h->mu);
+	sqk_dir_close(h->it);
+	free(h);
+}
+
+/* no_opendir: the parked listing of id whose next entry is at off (taken out of the table),
+ * else a new one; NULL when the directory cannot be opened (*err). */
+static struct dirh *dirh_take(struct fs *fs, fuse_ino_t id, off_t off, int *err)
+{
+	struct dirh *h = NULL;
+	pthread_mutex_lock(&fs->park_mu);
+	for (unsigned i = 0; i < SQK_FUSE_PARKED && !h; i++) {
+		struct dirh *p = fs->parked[i];
+		if (p && p->id == id && p->pos == off) {
+			h = p;
+			fs->parked[i] = NULL;
+		}
+	}
+	pthread_mutex_unlock(&fs->park_mu);
+	*err = h ? 0 : dirh_new(fs, id, &h);
+	return h;
+}
+
+/* no_opendir: keeps h for the next call (a free slot, else the oldest parked is freed). */
+static void dirh_park(struct fs *fs, struct dirh *h)
+{
+	struct dirh *old = NULL;
+	pthread_mutex_lock(&fs->park_mu);
+	unsigned slot = fs->park_next;
+	for (unsigned i = 0; i < SQK_FUSE_PARKED; i++) {
+		if (!fs->parked[i]) {
+			slot = i;
+			break;
+		}
+	}
+	old = fs->parked[slot];
+	fs->parked[slot] = h;
+	fs->park_next = (slot + 1) % SQK_FUSE_PARKED;
+	pthread_mutex_unlock(&fs->park_mu);
+	dirh_free(old);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct dirh *h;
+	atomic_fetch_add_explicit(&fs->opendirs, 1, memory_order_relaxed);
+	/* Zero-message opendirs: no opendir/releasedir round trips per directory of a walk; each
+	 * readdir then finds its listing by directory and offset (dirh_take). */
+	if (fs->no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	int err = dirh_new(fs, id, &h);
+	if (err) {
 		reply_fail(req, fs, id, "opendir", err);
 		return;
 	}
-	pthread_mutex_init(&h->mu, NULL);
-	h->pos = 0;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 1;
 	fi->cache_readdir = 1;
@@ -395,9 +462,15 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct dirh *h = (struct dirh *)(uintptr_t)fi->fh;
+	bool parked = !h, eof = false;
+	int err = 0;
+	if (parked && !(h = dirh_take(fs, id, off, &err))) {
+		reply_fail(req, fs, id, "readdir", err);
+		return;
+	}
 	char *buf = malloc(size);
 	size_t used = 0;
-	int err = buf ? 0 : SQK_ENOMEM;
+	err = buf ? 0 : SQK_ENOMEM;
 	pthread_mutex_lock(&h->mu);
 	for (; !err && off < 2; off++) {
 		size_t n = add_dot(req, fs, h, plus, (int)off, buf + used, size - used);
@@ -412,6 +485,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		int r = dir_take(h, &de);
 		if (r <= 0) {
 			err = r;
+			eof = r == 0;
 			break;
 		}
 		size_t n = add_entry(req, fs, h, id, plus, &de, h->pos + 1, buf + used,
@@ -430,6 +504,12 @@ full:
 	else
 		fuse_reply_buf(req, buf, used);
 	free(buf);
+	/* parked for the next call; at the end too, for the kernel's last call (which gets nothing
+	 * and tells it the listing is over) */
+	if (parked && ((eof && !used) || err))
+		dirh_free(h);
+	else if (parked)
+		dirh_park(fs, h);
 	if (fs->walk && plus) { /* a walk lists a directory, then reads its files */
 		struct sqk_walk_push p[SQK_WALK_BATCH];
 		sqk_store_push(fs->store, p, sqk_walk_after_listing(fs->walk, id, p, SQK_WALK_BATCH));
@@ -450,10 +530,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t id, size_t size, off_t off
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t id, struct fuse_file_info *fi)
 {
-	struct dirh *h = (struct dirh *)(uintptr_t)fi->fh;
-	pthread_mutex_destroy(&h->mu);
-	sqk_dir_close(h->it);
-	free(h);
+	dirh_free((struct dirh *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -533,10 +610,28 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 		((struct fs *)userdata)->no_open = true;
 	}
+	/* the kernel then caches listings (FOPEN_CACHE_DIR) and keeps pages as with opendir's */
+	pthread_mutex_init(&((struct fs *)userdata)->park_mu, NULL);
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		((struct fs *)userdata)->no_opendir = true;
+	}
+}
+
+/* The session ends: the listings parked between readdir calls go. */
+static void op_destroy(void *userdata)
+{
+	struct fs *fs = userdata;
+	for (unsigned i = 0; i < SQK_FUSE_PARKED; i++) {
+		dirh_free(fs->parked[i]);
+		fs->parked[i] = NULL;
+	}
+	pthread_mutex_destroy(&fs->park_mu);
 }
 
 const struct fuse_lowlevel_ops sqk_fuse_ops = {
 	.init = op_init,
+	.destroy = op_destroy,
 	.lookup = op_lookup,
 	.forget = op_forget,
 	.forget_multi = op_forget_multi,

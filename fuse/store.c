@@ -47,6 +47,7 @@ struct sqk_store {
 	uint64_t push_max;        /* the largest push (bytes): pbuf's size */
 	uint8_t *pbuf;            /* allocated at the first push */
 	uint64_t pushes;          /* files stored whole */
+	struct sqk_walk *walk;    /* which pushes are still ahead of the walker; borrowed */
 	bool fill_on;             /* fills after small reads (-o fill=N, N > 0) */
 	pthread_t th;
 };
@@ -72,6 +73,8 @@ static void do_push(struct sqk_store *s, const struct sqk_walk_push *p)
 	struct sqk_inode file;
 	if (!s->pbuf && !(s->pbuf = malloc((size_t)s->push_max)))
 		return;
+	if (!sqk_walk_unread(s->walk, p->id))
+		return; /* the walker got there first: the kernel has its pages */
 	if (p->len > s->push_max || sqk_inode_get(s->img, p->id - 2, &file) ||
 	    file.size != p->len)
 		return;
@@ -133,10 +136,12 @@ static void *store_main(void *arg)
 }
 
 int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
-		    uint64_t push_max, struct sqk_store **out)
+		    struct sqk_walk *walk, uint64_t push_max, struct sqk_store **out)
 {
 	struct sqk_store *s;
 	*out = NULL;
+	if (!walk)
+		push_max = 0;
 	if (!blocks && !push_max)
 		return 0;
 	s = calloc(1, sizeof(*s));
@@ -148,6 +153,7 @@ int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blo
 	s->group = s->block * (blocks ? blocks : 1);
 	s->fill_on = blocks != 0;
 	s->push_max = push_max;
+	s->walk = walk;
 	s->buf = malloc((size_t)s->group);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);

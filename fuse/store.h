@@ -19,11 +19,12 @@ struct sqk_store;
 
 /* Starts the store thread for img and se (both borrowed: they must outlive the store). Each
  * small read fills the aligned group of `blocks` blocks around it; 0 blocks = no fill. Files
- * of up to push_max bytes can be pushed whole (sqk_store_push); 0 = none. Neither: no thread
- * (*out = NULL). Start it after detaching (a fork would lose the thread). Caller owns *out
+ * of up to push_max bytes can be pushed whole (sqk_store_push) for the walk (borrowed, asked
+ * before each push whether the file is still unread); walk NULL or push_max 0: none. Neither:
+ * no thread (*out = NULL). Start it after detaching (a fork would lose the thread). Caller owns *out
  * (sqk_store_destroy). */
 int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
-		    uint64_t push_max, struct sqk_store **out);
+		    struct sqk_walk *walk, uint64_t push_max, struct sqk_store **out);
 
 /* Queues the n files of p (copied; node ids of regular files, each with its whole size) to be
  * read and stored whole into the page cache, after the fills waiting. Never blocks: what does

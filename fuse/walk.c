@@ -162,3 +162,13 @@ size_t sqk_walk_read(struct sqk_walk *w, uint64_t id, uint64_t off, struct sqk_w
 	pthread_mutex_unlock(&w->mu);
 	return n;
 }
+
+bool sqk_walk_unread(struct sqk_walk *w, uint64_t id)
+{
+	pthread_mutex_lock(&w->mu);
+	const struct slot *s = &w->slots[slot_of(id)];
+	const struct went *e = s->id == id ? entry(w, s->seq) : NULL;
+	bool unread = !e || e->id != id || !e->read;
+	pthread_mutex_unlock(&w->mu);
+	return unread;
+}

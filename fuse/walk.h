@@ -14,6 +14,7 @@
 #ifndef SQK_FUSE_WALK_H
 #define SQK_FUSE_WALK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,5 +50,9 @@ size_t sqk_walk_after_listing(struct sqk_walk *w, uint64_t dir, struct sqk_walk_
  * most cap into out). Unlisted ids are ignored. Thread-safe. */
 size_t sqk_walk_read(struct sqk_walk *w, uint64_t id, uint64_t off, struct sqk_walk_push *out,
 		     size_t cap);
+
+/* False when a read of id has been answered already (a push of it would come too late: the
+ * walker was faster than the pushes); true otherwise, also for ids not remembered. Thread-safe. */
+bool sqk_walk_unread(struct sqk_walk *w, uint64_t id);
 
 #endif
