@@ -298,7 +298,7 @@ static int dirh_new(struct fs *fs, fuse_ino_t id, struct dirh **out)
 	}
 	pthread_mutex_init(&h->mu, NULL);
 	h->id = id;
-	h->pos = 0;
+	h->pos = 2; /* the iterator is at the first entry, after "." and ".." */
 	*out = h;
 	return 0;
 }
@@ -610,8 +610,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 		((struct fs *)userdata)->no_open = true;
 	}
-	/* the kernel then caches listings (FOPEN_CACHE_DIR) and keeps pages as with opendir's */
 	pthread_mutex_init(&((struct fs *)userdata)->park_mu, NULL);
+	/* the kernel then caches listings (FOPEN_CACHE_DIR) as with opendir's cache_readdir */
 	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
 		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
 		((struct fs *)userdata)->no_opendir = true;

@@ -17,6 +17,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(UNIT_CLI_OBJ
 $(BUILD)/tests/test_progress: $(BUILD)/obj/cli/progress.o
 $(BUILD)/tests/test_progress: CHECK_LIBS += $(LIBSQK_A) $(LIBCOMMON)
 
+# test_fuse_walk tests sqkfuse's walk detection (fuse/walk.c, which needs no libfuse).
+$(BUILD)/tests/test_fuse_walk: $(BUILD)/obj/fuse/walk.o
+
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 unit: $(UNIT_BINS)

@@ -81,7 +81,8 @@ cleanup() {
 	mountpoint -q "$T" && umount -l "$T"
 	rm -rf "$S"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 2' INT TERM  # then the EXIT trap cleans up (a TERM trap alone would carry on)
 
 mkdir -p "$S/bigsrc"
 if [ -n "${BENCH_READ_BIGSRC:-}" ]; then
