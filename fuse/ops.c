@@ -232,6 +232,14 @@ static uint8_t *thread_buf(struct fs *fs)
 	return b;
 }
 
+/* Queues the walk's n pushes; those the store cannot take go back to the walk. */
+static void walk_push(struct fs *fs, const struct sqk_walk_push *p, size_t n)
+{
+	size_t taken = sqk_store_push(fs->store, p, n);
+	if (taken < n)
+		sqk_walk_unpush(fs->walk, p + taken, n - taken);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -272,8 +280,7 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		sqk_store_after_read(fs->store, id, i, (uint64_t)off, (size_t)n);
 	if (fs->walk) { /* the next files of a tree walk, into the page cache before it asks */
 		struct sqk_walk_push p[SQK_WALK_BATCH];
-		sqk_store_push(fs->store, p, sqk_walk_read(fs->walk, id, (uint64_t)off, p,
-							      SQK_WALK_BATCH));
+		walk_push(fs, p, sqk_walk_read(fs->walk, id, (uint64_t)off, p, SQK_WALK_BATCH));
 	}
 }
 
@@ -512,7 +519,7 @@ full:
 		dirh_park(fs, h);
 	if (fs->walk && plus) { /* a walk lists a directory, then reads its files */
 		struct sqk_walk_push p[SQK_WALK_BATCH];
-		sqk_store_push(fs->store, p, sqk_walk_after_listing(fs->walk, id, p, SQK_WALK_BATCH));
+		walk_push(fs, p, sqk_walk_after_listing(fs->walk, id, p, SQK_WALK_BATCH));
 	}
 }
 

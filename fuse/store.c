@@ -17,7 +17,7 @@
 #define QCAP 64u     /* groups waiting; more are dropped (the reads still work, uncached) */
 #define NPEND 256u   /* groups queued or being stored, by hash: one store per group at a time */
 #define PAGE 4096u
-#define PCAP 256u    /* files waiting for a push; more are dropped (read through requests) */
+#define PCAP 1024u   /* files waiting for a push; more are refused (read through requests) */
 #define PUSH_TRIES 20 /* a file listed just now may not be known to the kernel yet: ENOENT */
 
 struct fill {
@@ -195,17 +195,17 @@ void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_ino
 	pthread_mutex_unlock(&s->mu);
 }
 
-void sqk_store_push(struct sqk_store *s, const struct sqk_walk_push *p, size_t n)
+size_t sqk_store_push(struct sqk_store *s, const struct sqk_walk_push *p, size_t n)
 {
+	size_t i = 0;
 	if (!s || !s->push_max || !n)
-		return;
+		return 0;
 	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < n && !s->stop && s->pcount < PCAP; i++) {
-		if (p[i].len <= s->push_max)
-			s->pq[(s->phead + s->pcount++) % PCAP] = p[i];
-	}
+	for (; i < n && !s->stop && s->pcount < PCAP && p[i].len <= s->push_max; i++)
+		s->pq[(s->phead + s->pcount++) % PCAP] = p[i];
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+	return i;
 }
 
 uint64_t sqk_store_pushes(const struct sqk_store *s)

@@ -27,10 +27,10 @@ int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blo
 		    struct sqk_walk *walk, uint64_t push_max, struct sqk_store **out);
 
 /* Queues the n files of p (copied; node ids of regular files, each with its whole size) to be
- * read and stored whole into the page cache, after the fills waiting. Never blocks: what does
- * not fit the queue is dropped (those files are read through requests). s may be NULL.
- * Thread-safe. */
-void sqk_store_push(struct sqk_store *s, const struct sqk_walk_push *p, size_t n);
+ * read and stored whole into the page cache, after the fills waiting. Never blocks: returns
+ * how many of the first were taken (the rest did not fit: the caller gives them back to the
+ * walk). s may be NULL (none taken). Thread-safe. */
+size_t sqk_store_push(struct sqk_store *s, const struct sqk_walk_push *p, size_t n);
 
 /* Files stored whole so far; valid once the thread has stopped (else 0). NULL-safe. */
 uint64_t sqk_store_pushes(const struct sqk_store *s);

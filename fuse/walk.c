@@ -172,3 +172,15 @@ bool sqk_walk_unread(struct sqk_walk *w, uint64_t id)
 	pthread_mutex_unlock(&w->mu);
 	return unread;
 }
+
+void sqk_walk_unpush(struct sqk_walk *w, const struct sqk_walk_push *p, size_t n)
+{
+	pthread_mutex_lock(&w->mu);
+	for (size_t i = 0; i < n; i++) {
+		const struct slot *s = &w->slots[slot_of(p[i].id)];
+		struct went *e = s->id == p[i].id ? entry(w, s->seq) : NULL;
+		if (e && e->id == p[i].id)
+			e->pushed = false;
+	}
+	pthread_mutex_unlock(&w->mu);
+}

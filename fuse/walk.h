@@ -51,6 +51,9 @@ size_t sqk_walk_after_listing(struct sqk_walk *w, uint64_t dir, struct sqk_walk_
 size_t sqk_walk_read(struct sqk_walk *w, uint64_t id, uint64_t off, struct sqk_walk_push *out,
 		     size_t cap);
 
+/* Gives back the n pushes of p that could not be queued: they may be named again. Thread-safe. */
+void sqk_walk_unpush(struct sqk_walk *w, const struct sqk_walk_push *p, size_t n);
+
 /* False when a read of id has been answered already (a push of it would come too late: the
  * walker was faster than the pushes); true otherwise, also for ids not remembered. Thread-safe. */
 bool sqk_walk_unread(struct sqk_walk *w, uint64_t id);
