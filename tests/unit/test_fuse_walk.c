@@ -1,7 +1,8 @@
 /* Unit tests of sqkfuse's tree-walk detection (fuse/walk.c): reads in listing order turn the walk
  * on and name the next files, each once; files above the bound are skipped; a new listing during
  * the walk pushes its first files; the walk comes back to a directory after a subdirectory;
- * reads at random, and reads before the walk is on, push nothing. */
+ * reads at random, and reads before the walk is on, push nothing; pushes given back are named
+ * again. */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -98,6 +99,26 @@ START_TEST(test_walk_random_pushes_nothing)
 }
 END_TEST
 
+/* Pushes the store could not queue, given back, are named again by the next read in the walk. */
+START_TEST(test_walk_unpush)
+{
+	struct sqk_walk *w;
+	struct sqk_walk_push p[SQK_WALK_BATCH];
+
+	ck_assert_int_eq(sqk_walk_create(MAXF, &w), 0);
+	list(w, 1, 100, 30, NULL);
+	rd(w, 100, p);
+	rd(w, 101, p);
+	ck_assert_uint_eq(rd(w, 102, p), 27);
+	sqk_walk_unpush(w, p + 10, 17); /* 113..129 not queued */
+	size_t n = rd(w, 103, p);
+	ck_assert_uint_eq(n, 17);
+	ck_assert_uint_eq(p[0].id, 113);
+	ck_assert_uint_eq(p[16].id, 129);
+	sqk_walk_destroy(w);
+}
+END_TEST
+
 /* The ring forgets the oldest listings: their files are no longer named. */
 START_TEST(test_walk_bounded)
 {
@@ -121,6 +142,7 @@ static Suite *walk_suite(void)
 	tcase_add_test(tc, test_walk_in_order);
 	tcase_add_test(tc, test_walk_back_from_subdir);
 	tcase_add_test(tc, test_walk_random_pushes_nothing);
+	tcase_add_test(tc, test_walk_unpush);
 	tcase_add_test(tc, test_walk_bounded);
 	suite_add_tcase(s, tc);
 	return s;
