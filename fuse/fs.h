@@ -38,7 +38,7 @@ struct fs {
 	bool noprefetch;       /* -o noprefetch: the hint is not fetched after the fork */
 	bool no_open;          /* the kernel takes ENOSYS from open as "no open needed" */
 	bool no_opendir;       /* and from opendir: readdir comes without a handle */
-	pthread_mutex_t park_mu; /* no_opendir: the listings between calls, by directory and offset */
+	pthread_mutex_t park_mu; /* no_opendir: listings between calls, by directory and offset */
 	struct dirh *parked[SQK_FUSE_PARKED];
 	unsigned park_next;    /* the slot the next parked listing replaces when all are taken */
 	pthread_t opener;      /* the thread that opens the image; only it writes open_msg */

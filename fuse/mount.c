@@ -629,7 +629,8 @@ int sqk_fuse_main(int argc, char **argv)
 		ret = 1;
 	/* local images only: a remote walk is fetched ahead by the library's own walk detection;
 	 * not with trace=, which records the reads a push would take away */
-	if (!ret && !o.nowalk && !o.shown && !o.trace && sqk_walk_create(SQK_FUSE_PUSH_MAX, &fs.walk))
+	if (!ret && !o.nowalk && !o.shown && !o.trace &&
+	    sqk_walk_create(SQK_FUSE_PUSH_MAX, &fs.walk))
 		ret = 1;
 	fs.image = o.shown ? o.shown : o.image;
 	if (!ret)

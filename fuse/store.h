@@ -21,8 +21,8 @@ struct sqk_store;
  * small read fills the aligned group of `blocks` blocks around it; 0 blocks = no fill. Files
  * of up to push_max bytes can be pushed whole (sqk_store_push) for the walk (borrowed, asked
  * before each push whether the file is still unread); walk NULL or push_max 0: none. Neither:
- * no thread (*out = NULL). Start it after detaching (a fork would lose the thread). Caller owns *out
- * (sqk_store_destroy). */
+ * no thread (*out = NULL). Start it after detaching (a fork would lose the thread). Caller
+ * owns *out (sqk_store_destroy). */
 int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
 		    struct sqk_walk *walk, uint64_t push_max, struct sqk_store **out);
 
