@@ -10,7 +10,8 @@
  * pushed (back in a directory after a subdirectory). WALK_MIN reads in the walk in a row turn
  * the walk on; any other read of a listed file turns it off (a reader at random seldom reads
  * neighbours in a row, so it does not trigger pushes). While on, a new listing pushes its first
- * files at once. The memory is bounded: a ring of the last RING regular files listed and a lossy index into it. */
+ * files at once. The memory is bounded: a ring of the last RING regular files listed and a
+ * lossy index into it. */
 #ifndef SQK_FUSE_WALK_H
 #define SQK_FUSE_WALK_H
 
