@@ -14,6 +14,11 @@ Python's tarfile (which needs no root for owners or device nodes).
              at 0, 3584 and 304128
   crosslink  y/link_to_a, a hard link to x/fa (an entry of another archive, concatenated before)
   selflink   a file 'a', then a hard link 'a' to 'a'
+  shuffled   40,000 entries in random order (seed 19) for the external sort: files under
+             directories implied before they are listed (or never), paths listed again
+             (file by file, by symlink or device, an empty directory by a file, a file by a
+             directory, a directory's new attributes), hard links to files, symlinks, devices
+             and other links, link names and link targets replaced, xattrs, equal contents
 """
 import base64
 import io
@@ -92,8 +97,78 @@ def selflink(out):
         add(t, 'a', type=tarfile.LNKTYPE, linkname='a')
 
 
+def shuffled(out, n=40000):
+    r = random.Random(19)
+    dirs = ['d%d' % i for i in range(40)]
+    dirs += ['%s/s%d' % (r.choice(dirs), i) for i in range(200)]
+    dirs += ['%s/t%d' % (r.choice(dirs), i) for i in range(400)]
+    nondir = {}   # path -> kind of the entries that are not directories now
+    empty = []    # explicit empty directories (never given entries)
+    listed = set()
+    count = [0]
+
+    def put(t, name, **kw):
+        count[0] += 1
+        kind = kw.pop('kind', 'f')
+        data = kw.pop('data', None)
+        if kind == 'f' and data is None:
+            data = r.choice((b'', b'same content\n', b'x' * r.randrange(1, 300),
+                             (name + '\n').encode() * r.randrange(1, 5)))
+        if kind == 'f' and r.random() < 0.05:
+            kw['pax_headers'] = {'SCHILY.xattr.user.k%d' % r.randrange(3): 'v%d' % r.randrange(4)}
+        kw.setdefault('mode', r.choice((0o644, 0o600, 0o755)))
+        kw.setdefault('mtime', 1000000 + r.randrange(1000))
+        kw.setdefault('uid', r.choice((0, 1000, 1001)))
+        if kind == 'l':
+            add(t, name, type=tarfile.SYMTYPE, linkname=r.choice(('x', '../y', 'a/b/c')), **kw)
+        elif kind == 'c':
+            add(t, name, type=tarfile.CHRTYPE, devmajor=r.randrange(1, 9), devminor=3, **kw)
+        elif kind == 'p':
+            add(t, name, type=tarfile.FIFOTYPE, **kw)
+        elif kind == 'h':
+            add(t, name, type=tarfile.LNKTYPE, linkname=kw.pop('target'))
+        else:
+            add(t, name, data, **kw)
+        nondir[name] = kind
+
+    with tarfile.open(out, 'w', format=tarfile.PAX_FORMAT) as t:
+        while count[0] < n:
+            op = r.random()
+            if op < 0.55:
+                put(t, '%s/f%d' % (r.choice(dirs), count[0]),
+                    kind=r.choice('ffffffffflcp'))
+            elif op < 0.65 and nondir:
+                put(t, r.choice(list(nondir)[-500:]), kind=r.choice('fffflc'))
+            elif op < 0.75 and nondir:
+                target = r.choice(list(nondir)[-2000:])
+                put(t, '%s/h%d' % (r.choice(dirs), count[0]), kind='h', target=target)
+            elif op < 0.80:
+                d = r.choice(dirs)
+                listed.add(d)
+                count[0] += 1
+                add(t, d, type=tarfile.DIRTYPE, mode=r.choice((0o755, 0o700, 0o750)),
+                    mtime=2000000 + r.randrange(100), uid=r.choice((0, 5)))
+            elif op < 0.83:
+                e = '%s/e%d' % (r.choice(dirs), count[0])
+                empty.append(e)
+                count[0] += 1
+                add(t, e, type=tarfile.DIRTYPE, mode=0o711)
+            elif op < 0.85 and empty:
+                put(t, empty.pop(r.randrange(len(empty))))
+            elif op < 0.87 and nondir:
+                g = r.choice([p for p in list(nondir)[-300:] if '/h' not in p] or [None])
+                if g:
+                    del nondir[g]
+                    count[0] += 1
+                    add(t, g, type=tarfile.DIRTYPE, mode=0o705)
+                    dirs.append(g)
+            elif op < 0.872:
+                put(t, '%s/big%d' % (r.choice(dirs), count[0]),
+                    data=r.randbytes(r.randrange(1, 300000)))
+
+
 KINDS = {f.__name__: f for f in (implied, devices, hostile, xattrs, threefiles, crosslink,
-                                 selflink)}
+                                 selflink, shuffled)}
 if len(sys.argv) != 3 or sys.argv[1] not in KINDS:
     sys.exit('usage: tar_make.py %s OUT' % '|'.join(KINDS))
 KINDS[sys.argv[1]](sys.argv[2])
