@@ -67,7 +67,7 @@ struct mk_node {
 	struct mk_node **children; /* owned array; sorted by name (memcmp) once the tree is done */
 	struct mk_node *link;  /* canonical node of a hard-link group, NULL if self */
 	char *target;          /* symlink target (owned) */
-	struct mk_file *file;  /* regular files (owned) */
+	struct mk_file *file;  /* regular files (the walk's record: file_no) */
 	uint32_t nchildren;    /* the array grows by doubling from 8 */
 	uint32_t name_len;
 	uint32_t target_len;
@@ -189,16 +189,19 @@ int mk_grow(struct mk_ctx *c, void *arrp, size_t *cap, size_t need, size_t sz);
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* tree.c: the image tree in memory, grown entry by entry (for sources whose entries come in any
- * order, and pseudo definitions; ordered: the source gives each directory's entries sorted and
- * once, parents first, so no name index is kept). mk_tree_add places e (borrowed) and sets
- * data->file to the file whose content must be read now (regular files that are not links),
- * else NULL. */
+/* tree.c: the image tree grown entry by entry (for sources whose entries come in any order, and
+ * pseudo definitions; ordered: the source gives each directory's entries sorted and once,
+ * parents first, so no name index is kept): directories and the entries it must find again are
+ * nodes in memory, the others records of an external sort (runs.h); mk_tree_finish merges both
+ * into walk.c's tree on disk (walk.h). mk_tree_add places e (borrowed) and sets data->file to
+ * the file whose content must be read now (regular files that are not links), else NULL. */
 int mk_tree_start(struct mk_ctx *c, bool ordered);
-/* Entries may come in any order from now on (pseudo definitions after an ordered source). */
+/* Entries may come in any order from now on (pseudo definitions after an ordered source), and
+ * each is a node (the definitions find them). */
 int mk_tree_unorder(struct mk_ctx *c);
 int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data);
-/* Sorts directories, sets the synthetic root's time, numbers inodes, counts the kinds (st). */
+/* Sorts directories, sets the synthetic root's time, merges nodes and records into the walk
+ * (which numbers the inodes), counts the kinds (st). */
 int mk_tree_finish(struct mk_ctx *c);
 void mk_tree_free(struct mk_ctx *c);
 /* The node at path (relative, "" = root; the canonical node of a hard link), or NULL. */

@@ -8,7 +8,8 @@
  * in walk order), and the tables are written depth first, each directory's records read back
  * once: the image is byte for byte the one the tree in memory gives. A directory's own entries
  * are in memory while it is listed and while it is written, so memory grows with the largest
- * directory, not with the tree. */
+ * directory, not with the tree. tree.c fills the same tree for a source in any order (walk.h):
+ * whole directories, in the order it made them, then its hard-link groups. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
