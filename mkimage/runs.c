@@ -151,7 +151,8 @@ int mk_runs_put(struct mk_ctx *c, struct mk_runs *s, const struct mk_srec *r)
 	memcpy(p + 4, &r->seq, 8);
 	memcpy(p + 12, &r->r, sizeof(r->r));
 	memcpy(p + REC_HDR, r->name, r->r.name_len);
-	memcpy(p + REC_HDR + r->r.name_len, r->target, r->r.target_len);
+	if (r->r.target_len)
+		memcpy(p + REC_HDR + r->r.name_len, r->target, r->r.target_len);
 	s->recs[s->nrecs++] = s->used;
 	s->used += len;
 	s->count++;
