@@ -43,7 +43,7 @@ struct wopen {
 
 /* A file with several names in the walk: the inode they share. */
 struct wgroup {
-	struct mk_wrec r;         /* the first name's attributes (name unused) */
+	struct mk_wrec r;      /* the first name's attributes (name unused) */
 	char *target;          /* owned, symlinks */
 	uint32_t nlink, ino;
 	uint64_t inode_ref;
@@ -117,8 +117,8 @@ static int new_file(struct mk_ctx *c, struct mk_walk *w, uint64_t size, uint32_t
 static struct mk_wrec rec_of(const struct mk_attrs *a)
 {
 	return (struct mk_wrec){ .mode = a->mode, .mtime = a->mtime, .xattr_idx = a->xattr_idx,
-			      .ref = a->rdev, .uid_idx = a->uid_idx, .gid_idx = a->gid_idx,
-			      .target_len = (uint16_t)a->target_len };
+				 .ref = a->rdev, .uid_idx = a->uid_idx, .gid_idx = a->gid_idx,
+				 .target_len = (uint16_t)a->target_len };
 }
 
 /* Opens directory number dir at path[0..len) one level deeper. */
@@ -507,7 +507,7 @@ static struct mk_inode inode_of(const struct mk_walk *w, const struct mk_wrec *r
 
 /* One entry of a directory being written. */
 struct wkid {
-	struct mk_wrec r;         /* copied out of the directory's records (unaligned there) */
+	struct mk_wrec r;      /* copied out of the directory's records (unaligned there) */
 	const char *name;
 	const char *target;
 };
