@@ -167,8 +167,9 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	return err;
 }
 
-/* The one choice of a tree backend: a walked tree (an ordered source) is kept on disk
- * (walk.c) unless pseudo definitions will change it; anything else in memory (tree.c). */
+/* The one choice of a tree backend: a walked tree (an ordered source) goes to disk as it is
+ * walked (walk.c) unless pseudo definitions will change it; anything else is tree.c's
+ * (directories in memory, the other entries sorted externally, then the same tree on disk). */
 static int start_tree(struct mk_ctx *c, bool ordered, bool pseudo)
 {
 	if (ordered && !pseudo) {

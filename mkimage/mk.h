@@ -67,8 +67,7 @@ struct mk_node {
 	struct mk_node **children; /* owned array; sorted by name (memcmp) once the tree is done */
 	struct mk_node *link;  /* canonical node of a hard-link group, NULL if self */
 	char *target;          /* symlink target (owned) */
-	struct mk_file *file;  /* regular files (owned) */
-	uint64_t inode_ref;
+	struct mk_file *file;  /* regular files (the walk's record: file_no) */
 	uint32_t nchildren;    /* the array grows by doubling from 8 */
 	uint32_t name_len;
 	uint32_t target_len;
@@ -76,15 +75,20 @@ struct mk_node {
 	uint32_t mtime;
 	uint32_t rdev;         /* SquashFS encoding */
 	uint32_t nlink;        /* names in the image (canonical nodes) */
-	uint32_t ino;          /* inode number, 1..inode_count */
 	uint32_t xattr_idx;    /* SQK_NONE32 = none */
-	uint32_t nsubdirs;
 	uint32_t order;        /* position in tree order (for stable sorting) */
+	uint64_t seq;          /* the source's entry that made it (its name's, for a stand-in) */
+	uint32_t file_no;      /* regular files: the walk's file record (walk.h) */
+	uint32_t dir_no;       /* directories: number in the walk (at the end) */
+	uint32_t group;        /* hard-link group in the walk (at the end), SQK_NONE32 = none */
+	uint32_t nspilled;     /* directories: entries in the external sort (tree.c) */
 	uint16_t uid_idx, gid_idx;
-	bool emitted;
 	bool implied;          /* a directory no entry listed (yet): default attributes */
+	bool born_implied;     /* made as the parent of an entry (not listed then) */
 	bool newest_mtime;     /* takes the newest mtime of the tree (a synthetic root) */
 	bool dead;             /* replaced by a later entry of the same path: not in the image */
+	bool pending;          /* the inode of a hard link to a sorted entry, found at the end */
+	bool ov_attrs, ov_mtime; /* pending: mode bits and owner (and mtime) set by --pseudo */
 };
 
 struct mk_stats {
@@ -185,16 +189,19 @@ int mk_grow(struct mk_ctx *c, void *arrp, size_t *cap, size_t need, size_t sz);
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* tree.c: the image tree in memory, grown entry by entry (for sources whose entries come in any
- * order, and pseudo definitions; ordered: the source gives each directory's entries sorted and
- * once, parents first, so no name index is kept). mk_tree_add places e (borrowed) and sets
- * data->file to the file whose content must be read now (regular files that are not links),
- * else NULL. */
+/* tree.c: the image tree grown entry by entry (for sources whose entries come in any order, and
+ * pseudo definitions; ordered: the source gives each directory's entries sorted and once,
+ * parents first, so no name index is kept): directories and the entries it must find again are
+ * nodes in memory, the others records of an external sort (runs.h); mk_tree_finish merges both
+ * into walk.c's tree on disk (walk.h). mk_tree_add places e (borrowed) and sets data->file to
+ * the file whose content must be read now (regular files that are not links), else NULL. */
 int mk_tree_start(struct mk_ctx *c, bool ordered);
-/* Entries may come in any order from now on (pseudo definitions after an ordered source). */
+/* Entries may come in any order from now on (pseudo definitions after an ordered source), and
+ * each is a node (the definitions find them). */
 int mk_tree_unorder(struct mk_ctx *c);
 int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data);
-/* Sorts directories, sets the synthetic root's time, numbers inodes, counts the kinds (st). */
+/* Sorts directories, sets the synthetic root's time, merges nodes and records into the walk
+ * (which numbers the inodes), counts the kinds (st). */
 int mk_tree_finish(struct mk_ctx *c);
 void mk_tree_free(struct mk_ctx *c);
 /* The node at path (relative, "" = root; the canonical node of a hard link), or NULL. */
@@ -265,6 +272,9 @@ extern const struct mk_tree_ops mk_tree_disk_ops; /* walk.c */
 struct mk_pseudo;
 int mk_pseudo_load(struct mk_ctx *c, struct mk_pseudo **out);
 int mk_pseudo_apply(struct mk_ctx *c, const struct mk_pseudo *p);
+/* Whether a definition of p looks up path (its own path, its parent, a link's target): such an
+ * entry of the source stays a node of the tree, where the definition can find it. */
+bool mk_pseudo_names(const struct mk_pseudo *p, const char *path);
 void mk_pseudo_free(struct mk_pseudo *p);
 
 /* Writes n's path in the image ("/a/b") into buf, shortened when it does not fit. */
@@ -323,6 +333,9 @@ void mk_spill_destroy(struct mk_spill *t);
 int mk_spill_put(struct mk_ctx *c, struct mk_spill *t, const void *data, size_t len,
 		 uint64_t *ref);
 int mk_spill_get(struct mk_ctx *c, struct mk_spill *t, uint64_t ref, void *buf, size_t len);
+/* Writes out the bytes buffered for the file, so that any range put can be read back (get
+ * reads a range either from the file or from the write buffer, not from both). */
+int mk_spill_flush(struct mk_ctx *c, struct mk_spill *t);
 /* Forgets everything put so far (refs start again from 0); the memory and file are reused. */
 void mk_spill_reset(struct mk_spill *t);
 

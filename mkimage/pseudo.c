@@ -40,6 +40,8 @@ struct pdef {
 struct mk_pseudo {
 	struct pdef *v;
 	size_t n, cap;
+	char **names;       /* the paths the definitions look up, sorted (mk_pseudo_names) */
+	size_t nnames, names_cap;
 };
 
 static void pdef_free(struct pdef *d)
@@ -54,6 +56,9 @@ void mk_pseudo_free(struct mk_pseudo *p)
 		return;
 	for (size_t i = 0; i < p->n; i++)
 		pdef_free(&p->v[i]);
+	for (size_t i = 0; i < p->nnames; i++)
+		free(p->names[i]);
+	free(p->names);
 	free(p->v);
 	free(p);
 }
@@ -247,6 +252,50 @@ static int load_file(struct mk_ctx *c, struct mk_pseudo *p, const char *file)
 	return err;
 }
 
+/* Adds path[0..len), without trailing '/' (mk_tree_find ignores them), to the names. */
+static int add_name(struct mk_ctx *c, struct mk_pseudo *p, const char *path, size_t len)
+{
+	while (len && path[len - 1] == '/')
+		len--;
+	int err = mk_grow(c, &p->names, &p->names_cap, p->nnames + 1, sizeof(*p->names));
+	if (err)
+		return err;
+	if (!(p->names[p->nnames] = strndup(path, len)))
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	p->nnames++;
+	return 0;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The paths apply_one looks up: each definition's path, its parent and a link's target. */
+static int collect_names(struct mk_ctx *c, struct mk_pseudo *p)
+{
+	int err = 0;
+	for (size_t i = 0; i < p->n && !err; i++) {
+		const struct pdef *d = &p->v[i];
+		const char *slash = strrchr(d->path, '/');
+		err = add_name(c, p, d->path, strlen(d->path));
+		if (!err && slash)
+			err = add_name(c, p, d->path, (size_t)(slash - d->path));
+		if (!err && d->type == 'l') {
+			const char *t = d->target[0] == '/' ? d->target + 1 : d->target;
+			err = add_name(c, p, t, strlen(t));
+		}
+	}
+	if (!err && p->nnames > 1)
+		qsort(p->names, p->nnames, sizeof(*p->names), str_cmp);
+	return err;
+}
+
+bool mk_pseudo_names(const struct mk_pseudo *p, const char *path)
+{
+	return bsearch(&path, p->names, p->nnames, sizeof(*p->names), str_cmp) != NULL;
+}
+
 int mk_pseudo_load(struct mk_ctx *c, struct mk_pseudo **out)
 {
 	const struct sqk_build_source *o = c->src;
@@ -260,6 +309,8 @@ int mk_pseudo_load(struct mk_ctx *c, struct mk_pseudo **out)
 	for (int i = 0; i < o->npseudo && !err; i++)
 		err = o->pseudo[i].file ? load_file(c, p, o->pseudo[i].arg)
 					: add_line(c, p, o->pseudo[i].arg, "--pseudo-def");
+	if (!err)
+		err = collect_names(c, p);
 	if (err) {
 		mk_pseudo_free(p);
 		return err;

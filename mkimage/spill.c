@@ -151,6 +151,11 @@ int mk_spill_put(struct mk_ctx *c, struct mk_spill *t, const void *data, size_t 
 	return spill(c, t, data, len);
 }
 
+int mk_spill_flush(struct mk_ctx *c, struct mk_spill *t)
+{
+	return t->fd >= 0 ? flush(c, t) : 0;
+}
+
 int mk_spill_get(struct mk_ctx *c, struct mk_spill *t, uint64_t ref, void *buf, size_t len)
 {
 	if (ref < t->budget) {

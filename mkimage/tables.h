@@ -1,7 +1,7 @@
-/* Writing the inode and directory tables, shared by the two ways the builder holds the tree:
- * in memory (tree.c) and on disk for a walked directory tree (walk.c). Each backend's emit
- * (struct mk_tree_ops, mk.h) walks its tree and calls the two functions below; tables.c calls
- * the backend only through that table. The
+/* Writing the inode and directory tables, for the two ways the builder takes in the tree (a
+ * source in any order, tree.c; a walked directory tree, walk.c), both written from walk.c's
+ * records on disk. Each backend's emit (struct mk_tree_ops, mk.h) walks its tree and calls the
+ * two functions below; tables.c calls the backend only through that table. The
  * inode table goes to the image as it is made (it follows the data); the directory table waits
  * in a store that spills to a temporary file, then follows it. */
 #ifndef SQK_MK_TABLES_H

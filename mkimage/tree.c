@@ -1,7 +1,13 @@
-/* The image tree, built from a source's entries as they come: each entry is placed under its
- * parent (directories an archive implies but never lists are made with the default attributes),
- * hard links join their canonical node, a repeated path replaces the earlier entry. At the end
- * every directory is sorted by name (unsigned bytes) and the inodes are numbered. */
+/* The image tree, built from a source's entries as they come, for sources whose entries come in
+ * any order (an archive) and pseudo definitions. Directories are nodes in memory: each entry is
+ * placed under its parent (directories an archive implies but never lists are made with the
+ * default attributes), a repeated path replaces the earlier entry. The other entries are records
+ * of an external sort (runs.c), so memory does not grow with them; only those the tree must find
+ * again stay nodes: hard links (and a stand-in for the name a link names), the paths pseudo
+ * definitions name. At the end every directory's nodes are sorted by name and merged with its
+ * sorted records (the last record of a path is its entry, a node beats the records of its path),
+ * and the directories, in the order they were made, go to walk.c's tree on disk (walk.h), which
+ * numbers the inodes and writes the tables as for a walked tree. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +22,9 @@
 #include "common/format.h"
 #include "mk.h"
 #include "source.h"
+#include "runs.h"
 #include "tables.h"
+#include "walk.h"
 
 /* Open-addressing maps: (parent, name) → node for lookups by path, and (dev, ino) → canonical
  * node for the hard links of a walked tree. */
@@ -45,6 +53,24 @@ struct mk_tree {
 	struct mk_node *last_node;
 	struct mk_node **dead;     /* replaced nodes, kept for the data that points at them */
 	size_t ndead, dead_cap;
+	struct mk_runs *runs;      /* the entries that are not nodes */
+	bool spill;                /* new entries may be records (not after the source) */
+	uint64_t seq;              /* entries so far */
+	uint32_t next_order;       /* tree order of the next inode */
+	struct tproxy *proxies;    /* hard links to records: their inodes, found at the end */
+	size_t nproxies, proxies_cap;
+	struct mk_node **groups;   /* canonical node of each walk group */
+	size_t ngroups, groups_cap;
+	uint8_t *block;            /* a directory's records for the walk */
+	size_t block_cap;
+	char *held;                /* the last record of a path, copied (name, target) */
+};
+
+/* A hard link to a path that was a record: its inode is the node n, whose attributes are those
+ * of the path's last record before the link (n->seq), found by the merge. */
+struct tproxy {
+	struct mk_node *n;
+	char *origin, *link;       /* owned, for the message when there was no such record */
 };
 
 static size_t name_hash(const struct mk_node *parent, const char *name, size_t len)
@@ -106,6 +132,29 @@ static int names_put(struct name_map *m, struct mk_node *n)
 	return 0;
 }
 
+/* Takes n out (a replaced entry whose path may now be a record's): the later slots of its run
+ * move back so that every lookup still finds them. */
+static void names_del(struct name_map *m, const struct mk_node *n)
+{
+	if (!m->cap)
+		return;
+	size_t mask = m->cap - 1, i = names_slot(m, n->parent, n->name, n->name_len);
+	if (m->slots[i] != n)
+		return;
+	m->slots[i] = NULL;
+	m->used--;
+	for (size_t k = (i + 1) & mask; m->slots[k]; k = (k + 1) & mask) {
+		const struct mk_node *o = m->slots[k];
+		size_t h = name_hash(o->parent, o->name, o->name_len) & mask;
+		bool stays = i <= k ? (i < h && h <= k) : (i < h || h <= k);
+		if (stays)
+			continue;
+		m->slots[i] = m->slots[k];
+		m->slots[k] = NULL;
+		i = k;
+	}
+}
+
 static size_t id_hash(uint64_t d, uint64_t i)
 {
 	uint64_t h = d * 0x9E3779B97F4A7C15ull ^ i * 0xC2B2AE3D27D4EB4Full;
@@ -164,9 +213,9 @@ static int push_node(struct mk_ctx *c, struct mk_node *n)
 	int err = mk_grow(c, &c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof(*c->nodes));
 	if (err)
 		return err;
-	if (c->nnodes >= UINT32_MAX - 2)
+	if (c->tree->next_order >= UINT32_MAX - 2)
 		return mk_fail(c, SQK_ETOOBIG, "too many inodes");
-	n->order = (uint32_t)c->nnodes;
+	n->order = c->tree->next_order++;
 	c->nodes[c->nnodes++] = n;
 	return 0;
 }
@@ -271,6 +320,7 @@ static struct mk_node *new_node(struct mk_tree *t, const char *name, size_t len)
 	n->name[len] = 0;
 	n->name_len = (uint32_t)len;
 	n->xattr_idx = SQK_NONE32;
+	n->group = SQK_NONE32;
 	n->nlink = 1;
 	return n;
 }
@@ -336,6 +386,8 @@ static int set_implied(struct mk_ctx *c, struct mk_node *n)
 	n->uid_idx = a.uid_idx;
 	n->gid_idx = a.gid_idx;
 	n->implied = true;
+	n->born_implied = true;
+	n->seq = c->tree->seq;
 	return err;
 }
 
@@ -399,6 +451,7 @@ static struct mk_node *find_path(struct mk_ctx *c, const char *path)
 int mk_tree_unorder(struct mk_ctx *c)
 {
 	struct mk_tree *t = c->tree;
+	t->spill = false;
 	if (!t->ordered)
 		return 0;
 	t->ordered = false;
@@ -424,8 +477,11 @@ int mk_tree_set_attrs(struct mk_ctx *c, struct mk_node *n, uint32_t perm, uint32
 {
 	n->mode = (n->mode & S_IFMT) | (perm & 07777);
 	n->implied = false;
-	if (mtime >= 0)
+	n->ov_attrs = true;
+	if (mtime >= 0) {
 		n->mtime = mk_clamp_time(c->opt, mtime);
+		n->ov_mtime = true;
+	}
 	return set_owner(c, n, uid, gid);
 }
 
@@ -482,11 +538,10 @@ static int fill_node(struct mk_ctx *c, struct mk_node *n, const struct mk_entry 
 		memcpy(n->target, e->target, a.target_len + 1);
 		n->target_len = a.target_len;
 	} else if (S_ISREG(e->mode)) {
-		n->file = arena_alloc(c->tree, sizeof(*n->file), true);
-		if (!n->file)
-			return mk_fail(c, SQK_ENOMEM, "out of memory");
-		n->file->size = e->size;
-		n->file->frag_index = SQK_NONE32;
+		int ferr = mk_walk_new_file(c, e->size, &n->file_no);
+		if (ferr)
+			return ferr;
+		n->file = mk_walk_file(c, n->file_no);
 	}
 	return 0;
 }
@@ -513,7 +568,7 @@ static int replace_entry(struct mk_ctx *c, struct mk_node *old, const struct mk_
 		*out = old;
 		return fill_node(c, old, e);
 	}
-	if (S_ISDIR(old->mode) && old->nchildren)
+	if (S_ISDIR(old->mode) && (old->nchildren || old->nspilled))
 		return mk_fail(c, SQK_EINVAL, "'%s': replaces a directory that has entries",
 			       e->origin);
 	for (size_t i = 0; i < p->nchildren; i++)
@@ -523,6 +578,8 @@ static int replace_entry(struct mk_ctx *c, struct mk_node *old, const struct mk_
 			p->nchildren--;
 			break;
 		}
+	if (!c->tree->ordered)
+		names_del(&c->tree->names, old);
 	c->tree->last_node = NULL;
 	*out = NULL;
 	/* One name of a hard-link group: only that name goes (GNU tar and bsdtar unlink it and
@@ -555,19 +612,111 @@ static int add_root(struct mk_ctx *c, const struct mk_entry *e)
 	return fill_node(c, c->root, e);
 }
 
-/* The position of n's logical directory: its parent, or for a __pycache__ directory the parent
- * of that (so that foo.py and its .pyc files meet in the fragment order). */
-static uint32_t logical_dir(const struct mk_node *n)
+/* The position of the logical directory of an entry of p: p, or for a __pycache__ directory the
+ * parent of that (so that foo.py and its .pyc files meet in the fragment order). */
+static uint32_t logical_dir(const struct mk_node *p)
 {
-	const struct mk_node *p = n->parent;
 	if (p->parent && !strcmp(p->name, "__pycache__"))
 		p = p->parent;
 	return p->order;
 }
 
+/* An entry that need not be found again (not a directory, hard link or a path --pseudo names)
+ * becomes a record of the external sort, in directory dir; its file record is the walk's. */
+static bool to_record(const struct mk_ctx *c, const struct mk_entry *e)
+{
+	return c->tree->spill && !e->link && !e->has_id && !S_ISDIR(e->mode) &&
+	       !(c->pseudo && mk_pseudo_names(c->pseudo, e->path));
+}
+
+static int put_record(struct mk_ctx *c, struct mk_node *dir, const char *name,
+		      const struct mk_entry *e, struct mk_file_ref *data)
+{
+	struct mk_tree *t = c->tree;
+	struct mk_attrs a;
+	int err = mk_entry_attrs(c, e, &a);
+	if (err)
+		return err;
+	if (t->next_order >= UINT32_MAX - 2 || dir->nspilled == UINT32_MAX)
+		return mk_fail(c, SQK_ETOOBIG, "too many inodes");
+	struct mk_srec r = { .dir = dir->order, .seq = t->seq, .name = name, .target = e->target,
+			     .r = { .mode = a.mode, .mtime = a.mtime, .xattr_idx = a.xattr_idx,
+				    .ref = a.rdev, .uid_idx = a.uid_idx, .gid_idx = a.gid_idx,
+				    .name_len = (uint16_t)strlen(name),
+				    .target_len = (uint16_t)a.target_len } };
+	uint32_t order = t->next_order++;
+	if (S_ISREG(e->mode)) {
+		if ((err = mk_walk_new_file(c, e->size, &r.r.ref)))
+			return err;
+		*data = (struct mk_file_ref){ .file = mk_walk_file(c, r.r.ref), .order = order,
+					      .ldir = logical_dir(dir) };
+	}
+	dir->nspilled++;
+	return mk_runs_put(c, t->runs, &r);
+}
+
+/* A hard link to a path no node holds, in a directory that has records: the path's last record
+ * so far is the entry linked to. A stand-in node takes the path (that entry's name) and a
+ * pending node its inode, whose attributes the merge finds (tree_finish); *out = the stand-in,
+ * or NULL when no record can be there. */
+static int stand_in(struct mk_ctx *c, const struct mk_entry *e, struct mk_node **out)
+{
+	struct mk_tree *t = c->tree;
+	const char *slash = strrchr(e->link, '/');
+	const char *name = slash ? slash + 1 : e->link;
+	struct mk_node *dir = c->root;
+	*out = NULL;
+	if (slash) {
+		char *dpath = strndup(e->link, (size_t)(slash - e->link));
+		if (!dpath)
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		dir = find_path(c, dpath);
+		free(dpath);
+	}
+	size_t len = strlen(name);
+	if (!dir || !S_ISDIR(dir->mode) || dir->link || !dir->nspilled || !len ||
+	    len > SQK_NAME_MAX)
+		return 0;
+	int err = mk_grow(c, &t->proxies, &t->proxies_cap, t->nproxies + 1, sizeof(*t->proxies));
+	if (err)
+		return err;
+	struct mk_node *in = new_node(t, name, len), *x = new_node(t, name, len);
+	struct tproxy *p = &t->proxies[t->nproxies];
+	p->n = in;
+	p->origin = strdup(e->origin);
+	p->link = strdup(e->link);
+	t->nproxies++;
+	if (!in || !x || !p->origin || !p->link)
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	in->parent = dir; /* not one of its children: where its record is */
+	in->pending = true;
+	in->mode = S_IFREG;
+	in->seq = x->seq = t->seq;
+	x->link = in;
+	if ((err = add_child(c, dir, x)))
+		return err;
+	*out = x;
+	return 0;
+}
+
+static int add_hard_link(struct mk_ctx *c, struct mk_node *n, const struct mk_entry *e)
+{
+	struct mk_node *t = find_path(c, e->link);
+	int err = t ? 0 : stand_in(c, e, &t);
+	if (err)
+		return err;
+	if (t == n)
+		t = NULL; /* a link to itself names no earlier entry */
+	if (!t || t->dead || S_ISDIR(t->mode))
+		return mk_fail(c, SQK_EINVAL, "'%s': hard link to '%s', %s", e->origin, e->link,
+			       !t || t->dead ? "which is not an earlier entry" : "a directory");
+	return add_link(c, n, t);
+}
+
 int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *data)
 {
 	data->file = NULL;
+	c->tree->seq++;
 	if (!*e->path)
 		return add_root(c, e);
 	int err = mk_check_depth(c, e);
@@ -588,20 +737,15 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 		return err;
 	if (n)
 		return 0; /* a directory again */
+	if (to_record(c, e))
+		return put_record(c, dir, name, e, data);
 	if (!(n = new_node(c->tree, name, strlen(name))))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	n->seq = c->tree->seq;
 	if ((err = add_child(c, dir, n)))
 		return err;
-	if (e->link) {
-		struct mk_node *t = find_path(c, e->link);
-		if (t == n)
-			t = NULL; /* a link to itself names no earlier entry */
-		if (!t || t->dead || S_ISDIR(t->mode))
-			return mk_fail(c, SQK_EINVAL, "'%s': hard link to '%s', %s", e->origin, e->link,
-				       !t || t->dead ? "which is not an earlier entry" :
-						       "a directory");
-		return add_link(c, n, t);
-	}
+	if (e->link)
+		return add_hard_link(c, n, e);
 	if (e->has_id && !S_ISDIR(e->mode)) {
 		uint64_t canon;
 		if ((err = mk_idmap_find_or_put(&c->tree->ids, e->id_dev, e->id_ino,
@@ -615,18 +759,24 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 		err = push_node(c, n);
 	if (!err && n->file)
 		*data = (struct mk_file_ref){ .file = n->file, .order = n->order,
-					      .ldir = logical_dir(n) };
+					      .ldir = logical_dir(dir) };
 	return err;
 }
 
 int mk_tree_start(struct mk_ctx *c, bool ordered)
 {
+	int err = mk_walk_create(c);
+	if (err)
+		return err;
 	c->tree = calloc(1, sizeof(*c->tree));
 	c->root = c->tree ? new_node(c->tree, "", 0) : NULL;
 	if (!c->root)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	c->tree->ordered = ordered;
-	int err = set_implied(c, c->root);
+	c->tree->spill = true;
+	err = mk_runs_create(c, c->opt->entry_mem, &c->tree->runs);
+	if (!err)
+		err = set_implied(c, c->root);
 	return err ? err : push_node(c, c->root);
 }
 
@@ -637,8 +787,6 @@ static void node_free(struct mk_node *n)
 	for (size_t i = 0; i < n->nchildren; i++)
 		node_free(n->children[i]);
 	free(n->children);
-	if (n->file && n->file->frag_index != MK_FRAG_DUP)
-		free(n->file->blk);
 }
 
 static void tree_state_free(struct mk_tree *t)
@@ -656,18 +804,28 @@ void mk_tree_free(struct mk_ctx *c)
 {
 	node_free(c->root);
 	c->root = NULL;
-	if (c->tree) {
-		for (size_t i = 0; i < c->tree->ndead; i++) {
-			c->tree->dead[i]->nchildren = 0;
-			node_free(c->tree->dead[i]);
+	struct mk_tree *t = c->tree;
+	if (t) {
+		for (size_t i = 0; i < t->ndead; i++) {
+			t->dead[i]->nchildren = 0;
+			node_free(t->dead[i]);
 		}
-		free(c->tree->dead);
-		tree_state_free(c->tree);
-		for (struct arena_chunk *ch = c->tree->arena, *nx; ch; ch = nx) {
+		free(t->dead);
+		tree_state_free(t);
+		for (struct arena_chunk *ch = t->arena, *nx; ch; ch = nx) {
 			nx = ch->next;
 			free(ch);
 		}
-		free(c->tree);
+		for (size_t i = 0; i < t->nproxies; i++) {
+			free(t->proxies[i].origin);
+			free(t->proxies[i].link);
+		}
+		free(t->proxies);
+		free(t->groups);
+		free(t->block);
+		free(t->held);
+		mk_runs_destroy(t->runs);
+		free(t);
 		c->tree = NULL;
 	}
 	free(c->nodes);
@@ -679,31 +837,6 @@ static int name_cmp(const void *a, const void *b)
 {
 	const struct mk_node *x = *(struct mk_node *const *)a, *y = *(struct mk_node *const *)b;
 	return sqk_name_cmp(x->name, x->name_len, y->name, y->name_len);
-}
-
-/* Numbers inodes: root 1, then each directory's entries consecutively (small run deltas). */
-static int number_inodes(struct mk_ctx *c)
-{
-	uint32_t next = 1;
-	c->root->ino = next++;
-	for (size_t i = 0; i < c->nnodes; i++) {
-		struct mk_node *d = c->nodes[i];
-		if (!S_ISDIR(d->mode))
-			continue;
-		for (size_t j = 0; j < d->nchildren; j++) {
-			struct mk_node *ch = d->children[j];
-			struct mk_node *t = ch->link ? ch->link : ch;
-			if (S_ISDIR(t->mode))
-				d->nsubdirs++;
-			if (!t->ino)
-				t->ino = next++;
-		}
-	}
-	c->inode_count = next - 1;
-	if (c->inode_count != c->nnodes)
-		return mk_fail(c, SQK_ECORRUPT, "internal error: %u inodes numbered, %zu expected",
-			       c->inode_count, c->nnodes);
-	return 0;
 }
 
 /* Drops replaced nodes from the tree order (their data stays referenced by duplicates). */
@@ -732,100 +865,293 @@ void mk_count_kind(struct mk_ctx *c, mode_t m, const struct mk_file *f)
 	}
 }
 
+/* ---- the end: each directory's nodes and records merged into the walk ---- */
+
+/* What a directory being merged has so far. */
+struct tdir {
+	struct mk_node *d;
+	size_t len;                /* bytes of records in c->tree->block */
+	uint32_t n, nsubdirs;
+	uint64_t *inodes;          /* inodes of the image so far */
+	size_t proxy;              /* the next of the sorted proxies to find */
+};
+
+static struct mk_wrec node_rec(const struct mk_node *n)
+{
+	struct mk_wrec r = { .mode = n->mode, .mtime = n->mtime, .xattr_idx = n->xattr_idx,
+			     .ref = n->rdev, .uid_idx = n->uid_idx, .gid_idx = n->gid_idx,
+			     .name_len = (uint16_t)n->name_len,
+			     .target_len = (uint16_t)n->target_len };
+	if (S_ISDIR(n->mode))
+		r.ref = n->dir_no;
+	else if (S_ISREG(n->mode))
+		r.ref = n->file_no;
+	return r;
+}
+
+static int put_rec(struct mk_ctx *c, struct tdir *m, const struct mk_wrec *r, const char *name,
+		   const char *target)
+{
+	struct mk_tree *t = c->tree;
+	if (m->n == UINT32_MAX)
+		return mk_fail(c, SQK_ETOOBIG, "too many entries in one directory");
+	m->n++;
+	return mk_walk_encode(c, &t->block, &m->len, &t->block_cap, r, name, target);
+}
+
+/* A node of the directory: a sub-directory, a name of a file with several names (its group's
+ * numbered when first met), or an inode of its own. */
+static int put_node(struct mk_ctx *c, struct tdir *m, struct mk_node *k)
+{
+	struct mk_tree *t = c->tree;
+	struct mk_node *tg = k->link ? k->link : k;
+	struct mk_wrec r = node_rec(k);
+	if (S_ISDIR(k->mode)) {
+		m->nsubdirs++;
+	} else if (k->link || k->nlink > 1) {
+		int err = 0;
+		if (tg->group == SQK_NONE32) {
+			err = mk_grow(c, &t->groups, &t->groups_cap, t->ngroups + 1,
+				      sizeof(*t->groups));
+			if (!err)
+				err = mk_walk_new_group(c, &tg->group);
+			if (!err)
+				t->groups[t->ngroups++] = tg;
+		}
+		if (!err)
+			err = mk_walk_put_lname(c, m->d->dir_no, m->n, tg->group);
+		if (err)
+			return err;
+		r = (struct mk_wrec){ .link = 1, .ref = tg->group, .name_len = (uint16_t)k->name_len };
+	} else {
+		mk_count_kind(c, k->mode, k->file);
+		++*m->inodes;
+	}
+	return put_rec(c, m, &r, k->name, k->target);
+}
+
+static int put_srec(struct mk_ctx *c, struct tdir *m, const struct mk_srec *r)
+{
+	mk_count_kind(c, r->r.mode, S_ISREG(r->r.mode) ? mk_walk_file(c, r->r.ref) : NULL);
+	++*m->inodes;
+	return put_rec(c, m, &r->r, r->name, r->target);
+}
+
+/* Order of the key of proxy p against the record r's: dir, then name. */
+static int proxy_cmp(const struct tproxy *p, const struct mk_srec *r)
+{
+	const struct mk_node *n = p->n;
+	if (n->parent->order != r->dir)
+		return n->parent->order < r->dir ? -1 : 1;
+	return sqk_name_cmp(n->name, n->name_len, r->name, r->r.name_len);
+}
+
+static int proxy_sort(const void *a, const void *b)
+{
+	const struct mk_node *x = ((const struct tproxy *)a)->n, *y = ((const struct tproxy *)b)->n;
+	if (x->parent->order != y->parent->order)
+		return x->parent->order < y->parent->order ? -1 : 1;
+	int r = sqk_name_cmp(x->name, x->name_len, y->name, y->name_len);
+	return r ? r : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The pending inode of p takes the attributes of r, its path's last record before the link
+ * (NULL: there was none), but for what --pseudo set. */
+static int resolve(struct mk_ctx *c, const struct tproxy *p, const struct mk_srec *r)
+{
+	struct mk_node *n = p->n;
+	if (!r)
+		return mk_fail(c, SQK_EINVAL, "'%s': hard link to '%s', which is not an earlier "
+			       "entry", p->origin, p->link);
+	n->pending = false;
+	n->mode = n->ov_attrs ? (r->r.mode & S_IFMT) | (n->mode & 07777) : r->r.mode;
+	if (!n->ov_attrs) {
+		n->uid_idx = r->r.uid_idx;
+		n->gid_idx = r->r.gid_idx;
+	}
+	if (!n->ov_mtime)
+		n->mtime = r->r.mtime;
+	n->xattr_idx = r->r.xattr_idx;
+	if (S_ISREG(r->r.mode)) {
+		n->file_no = r->r.ref;
+		n->file = mk_walk_file(c, r->r.ref);
+	} else if (S_ISCHR(r->r.mode) || S_ISBLK(r->r.mode)) {
+		n->rdev = r->r.ref;
+	} else if (S_ISLNK(r->r.mode)) {
+		if (!(n->target = arena_alloc(c->tree, r->r.target_len + 1u, false)))
+			return mk_fail(c, SQK_ENOMEM, "out of memory");
+		memcpy(n->target, r->target, r->r.target_len);
+		n->target_len = r->r.target_len;
+	}
+	return 0;
+}
+
+/* Resolves the proxies of r's key made before the entry `below` with last (NULL: none). */
+static int resolve_before(struct mk_ctx *c, struct tdir *m, const struct mk_srec *key,
+			  const struct mk_srec *last, uint64_t below)
+{
+	struct mk_tree *t = c->tree;
+	int err = 0;
+	while (!err && m->proxy < t->nproxies && !proxy_cmp(&t->proxies[m->proxy], key) &&
+	       t->proxies[m->proxy].n->seq < below)
+		err = resolve(c, &t->proxies[m->proxy++], last);
+	return err;
+}
+
+/* Copies r into *h (name and target into c->tree->held). */
+static void hold(struct mk_tree *t, const struct mk_srec *r, struct mk_srec *h)
+{
+	*h = *r;
+	memcpy(t->held, r->name, r->r.name_len);
+	memcpy(t->held + r->r.name_len, r->target, r->r.target_len);
+	h->name = t->held;
+	h->target = t->held + r->r.name_len;
+}
+
+/* Takes the records of the next key: *last = the last one (the path's entry, unless a node
+ * holds the path); the proxies of the keys up to it are resolved. */
+static int take_key(struct mk_ctx *c, struct tdir *m, struct mk_srec *last)
+{
+	struct mk_tree *t = c->tree;
+	const struct mk_srec *r = mk_runs_peek(t->runs);
+	int err = 0;
+	while (m->proxy < t->nproxies && proxy_cmp(&t->proxies[m->proxy], r) < 0)
+		err = resolve(c, &t->proxies[m->proxy++], NULL);
+	for (bool have = false; !err && r; r = mk_runs_peek(t->runs)) {
+		if (have && (r->dir != last->dir || sqk_name_cmp(r->name, r->r.name_len, last->name,
+								 last->r.name_len)))
+			break;
+		err = resolve_before(c, m, r, have ? last : NULL, r->seq);
+		if (!err) {
+			hold(t, r, last);
+			have = true;
+			err = mk_runs_pop(c, t->runs);
+		}
+	}
+	return err ? err : resolve_before(c, m, last, last, UINT64_MAX);
+}
+
+/* Directory d's entries, its sorted nodes and its records in name order, into the walk. */
+static int merge_dir(struct mk_ctx *c, struct tdir *m)
+{
+	struct mk_tree *t = c->tree;
+	struct mk_node *d = m->d;
+	size_t i = 0;
+	int err = 0;
+	m->len = 0;
+	m->n = m->nsubdirs = 0;
+	while (!err) {
+		const struct mk_srec *r = mk_runs_peek(t->runs);
+		if (r && r->dir < d->order)
+			return mk_fail(c, SQK_ECORRUPT, "sorted entries of a directory that is not "
+				       "in the image (internal error)");
+		bool rec = r && r->dir == d->order;
+		if (!rec && i == d->nchildren)
+			break;
+		struct mk_node *k = i < d->nchildren ? d->children[i] : NULL;
+		int cmp = !rec ? -1 : !k ? 1 : sqk_name_cmp(k->name, k->name_len, r->name,
+							     r->r.name_len);
+		if (cmp < 0) {
+			err = put_node(c, m, k);
+			i++;
+			continue;
+		}
+		struct mk_srec last;
+		if ((err = take_key(c, m, &last)))
+			break;
+		if (cmp > 0) {
+			err = put_srec(c, m, &last);
+			continue;
+		}
+		/* a node holds the path: it came after the records, unless it is a directory made
+		 * for a later entry under it while a record held its path */
+		if (S_ISDIR(k->mode) && k->born_implied) {
+			char where[1024];
+			mk_node_path(k, where, sizeof(where));
+			return mk_fail(c, SQK_EINVAL, "'%s/...': '%s' is not a directory", where + 1,
+				       where + 1);
+		}
+		err = put_node(c, m, k);
+		i++;
+	}
+	return err ? err : mk_walk_put_dir(c, t->block, m->len, m->n, m->nsubdirs);
+}
+
+/* The inode of each hard-link group, from its canonical node. */
+static int put_groups(struct mk_ctx *c, uint64_t *inodes)
+{
+	struct mk_tree *t = c->tree;
+	int err = 0;
+	for (size_t g = 0; g < t->ngroups && !err; g++) {
+		const struct mk_node *n = t->groups[g];
+		struct mk_wrec r = node_rec(n);
+		mk_count_kind(c, n->mode, n->file);
+		++*inodes;
+		err = mk_walk_set_group(c, (uint32_t)g, &r, n->target, n->nlink);
+	}
+	return err;
+}
+
+/* Sorts directories, sets the synthetic root's time and merges everything into the walk, which
+ * numbers the inodes: the directories in the order they were made (c->nodes), as before. */
 int mk_tree_finish(struct mk_ctx *c)
 {
+	struct mk_tree *t = c->tree;
 	mk_report_clamped(c);
-	tree_state_free(c->tree);
-	if (c->tree->ndead)
+	tree_state_free(t);
+	if (t->ndead)
 		drop_dead(c);
+	uint32_t ndirs = 0;
 	for (size_t i = 0; i < c->nnodes; i++) {
 		struct mk_node *d = c->nodes[i];
-		if (S_ISDIR(d->mode) && d->nchildren > 1)
+		if (!S_ISDIR(d->mode))
+			continue;
+		d->dir_no = ndirs++;
+		if (d->nchildren > 1)
 			qsort(d->children, d->nchildren, sizeof(*d->children), name_cmp);
 	}
 	if (c->root->newest_mtime)
 		c->root->mtime = c->opt->set_mtime >= 0 ? (uint32_t)c->opt->set_mtime :
 							   c->newest_mtime;
-	for (size_t i = 0; i < c->nnodes; i++)
-		mk_count_kind(c, c->nodes[i]->mode, c->nodes[i]->file);
-	return number_inodes(c);
-}
-
-/* ---- the tables of the tree in memory ---- */
-
-static struct mk_node *target_of(struct mk_node *n)
-{
-	return n->link ? n->link : n;
-}
-
-static void node_inode(const struct mk_node *n, struct mk_inode *a)
-{
-	*a = (struct mk_inode){ .mode = n->mode, .uid_idx = n->uid_idx, .gid_idx = n->gid_idx,
-				.mtime = n->mtime, .ino = n->ino, .nlink = n->nlink,
-				.xattr_idx = n->xattr_idx, .rdev = n->rdev, .target = n->target,
-				.target_len = n->target_len, .file = n->file };
-}
-
-/* d's listing and inode, once its entries' inodes are written. Not inlined: its buffers stay
- * out of the frames of the recursion. */
-static __attribute__((noinline)) int emit_listing(struct mk_tables *t, struct mk_node *d)
-{
-	struct mk_inode a;
-	struct mk_dent *v = malloc((d->nchildren + 1) * sizeof(*v));
-	if (!v)
-		return mk_fail(t->c, SQK_ENOMEM, "out of memory");
-	for (size_t i = 0; i < d->nchildren; i++) {
-		const struct mk_node *ch = d->children[i], *tg = target_of(d->children[i]);
-		v[i] = (struct mk_dent){ .name = ch->name, .name_len = ch->name_len, .ino = tg->ino,
-					 .mode = tg->mode, .ref = tg->inode_ref };
+	if (t->nproxies > 1)
+		qsort(t->proxies, t->nproxies, sizeof(*t->proxies), proxy_sort);
+	uint64_t inodes = 0;
+	struct tdir m = { .inodes = &inodes };
+	int err = mk_runs_merge(c, t->runs);
+	if (!err && !(t->held = malloc(SQK_NAME_MAX + SQK_SYMLINK_MAX + 2)))
+		err = mk_fail(c, SQK_ENOMEM, "out of memory");
+	for (size_t i = 0; i < c->nnodes && !err; i++) {
+		if (!S_ISDIR(c->nodes[i]->mode))
+			continue;
+		m.d = c->nodes[i];
+		err = merge_dir(c, &m);
+		mk_count_kind(c, S_IFDIR, NULL);
+		inodes++;
 	}
-	char where[1024];
-	mk_node_path(d, where, sizeof(where));
-	node_inode(d, &a);
-	int err = mk_tables_dir(t, &a, v, d->nchildren, d->nsubdirs,
-				d->parent ? d->parent->ino : t->c->inode_count + 1, where,
-				&d->inode_ref);
-	d->emitted = true;
-	free(v);
-	return err;
-}
-
-static __attribute__((noinline)) int emit_leaf(struct mk_tables *t, struct mk_node *tg)
-{
-	struct mk_inode a;
-	node_inode(tg, &a);
-	tg->emitted = true;
-	return mk_tables_inode(t, &a, &tg->inode_ref);
-}
-
-/* Post-order: sub-directories, then the other entries' inodes, then the listing and inode.
- * The recursion is as deep as the tree, which the builder bounds by SQK_DEPTH_MAX
- * (common/depth.h: mk_check_depth refuses a deeper entry); a frame holds a few words. */
-static int emit_dir(struct mk_tables *t, struct mk_node *d)
-{
-	int err = 0;
-	for (size_t i = 0; i < d->nchildren && !err; i++) {
-		struct mk_node *tg = target_of(d->children[i]);
-		if (S_ISDIR(tg->mode))
-			err = emit_dir(t, tg);
-	}
-	for (size_t i = 0; i < d->nchildren && !err; i++) {
-		struct mk_node *tg = target_of(d->children[i]);
-		if (!tg->emitted)
-			err = emit_leaf(t, tg);
-	}
-	return err ? err : emit_listing(t, d);
+	if (!err && mk_runs_peek(t->runs))
+		err = mk_fail(c, SQK_ECORRUPT, "sorted entries of a directory that is not in the "
+			      "image (internal error)");
+	if (!err && m.proxy < t->nproxies)
+		err = resolve(c, &t->proxies[m.proxy], NULL);
+	if (!err)
+		err = put_groups(c, &inodes);
+	struct mk_wrec root = node_rec(c->root);
+	return err ? err : mk_walk_close(c, &root, inodes);
 }
 
 static int tree_emit(struct mk_ctx *c, struct mk_tables *t, uint64_t *root_ref)
 {
-	int err = emit_dir(t, c->root);
-	*root_ref = c->root->inode_ref;
-	return err;
+	return mk_tree_disk_ops.emit(c, t, root_ref);
+}
+
+static void tree_free(struct mk_ctx *c)
+{
+	mk_tree_free(c);
+	mk_tree_disk_ops.free(c);
 }
 
 const struct mk_tree_ops mk_tree_mem_ops = {
-	.add = mk_tree_add, .finish = mk_tree_finish, .emit = tree_emit, .free = mk_tree_free,
+	.add = mk_tree_add, .finish = mk_tree_finish, .emit = tree_emit, .free = tree_free,
 };
 
 void mk_node_path(const struct mk_node *n, char *buf, size_t cap)

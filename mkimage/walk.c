@@ -8,7 +8,8 @@
  * in walk order), and the tables are written depth first, each directory's records read back
  * once: the image is byte for byte the one the tree in memory gives. A directory's own entries
  * are in memory while it is listed and while it is written, so memory grows with the largest
- * directory, not with the tree. */
+ * directory, not with the tree. tree.c fills the same tree for a source in any order (walk.h):
+ * whole directories, in the order it made them, then its hard-link groups. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,20 +20,9 @@
 #include "mk.h"
 #include "source.h"
 #include "tables.h"
+#include "walk.h"
 
 #define FILES_SHIFT 16u /* file records come in chunks of 65,536 */
-
-/* The fixed part of an encoded entry; its name follows, then a symlink's target. */
-struct wrec {
-	uint32_t mode;
-	uint32_t mtime;
-	uint32_t xattr_idx;
-	uint32_t ref;          /* directory: its number; file: its file number; device: rdev;
-				* link: the group */
-	uint16_t uid_idx, gid_idx;
-	uint16_t name_len, target_len;
-	uint32_t link;         /* 1: a name of a file with several names (the group holds it) */
-};
 
 /* A directory, by its number (walk order; the root is 0). */
 struct wdir {
@@ -53,7 +43,7 @@ struct wopen {
 
 /* A file with several names in the walk: the inode they share. */
 struct wgroup {
-	struct wrec r;         /* the first name's attributes (name unused) */
+	struct mk_wrec r;      /* the first name's attributes (name unused) */
 	char *target;          /* owned, symlinks */
 	uint32_t nlink, ino;
 	uint64_t inode_ref;
@@ -81,7 +71,7 @@ struct mk_walk {
 	uint32_t ngroups, groups_cap;
 	struct wlname *lnames;
 	size_t nlnames, lnames_cap;
-	struct wrec root;
+	struct mk_wrec root;
 	bool root_newest;
 	uint32_t order;        /* entries so far */
 	uint64_t inodes;       /* distinct inodes so far */
@@ -124,11 +114,11 @@ static int new_file(struct mk_ctx *c, struct mk_walk *w, uint64_t size, uint32_t
 	return 0;
 }
 
-static struct wrec rec_of(const struct mk_attrs *a)
+static struct mk_wrec rec_of(const struct mk_attrs *a)
 {
-	return (struct wrec){ .mode = a->mode, .mtime = a->mtime, .xattr_idx = a->xattr_idx,
-			      .ref = a->rdev, .uid_idx = a->uid_idx, .gid_idx = a->gid_idx,
-			      .target_len = (uint16_t)a->target_len };
+	return (struct mk_wrec){ .mode = a->mode, .mtime = a->mtime, .xattr_idx = a->xattr_idx,
+				 .ref = a->rdev, .uid_idx = a->uid_idx, .gid_idx = a->gid_idx,
+				 .target_len = (uint16_t)a->target_len };
 }
 
 /* Opens directory number dir at path[0..len) one level deeper. */
@@ -192,31 +182,22 @@ static int walk_to(struct mk_ctx *c, struct mk_walk *w, const char *path, size_t
 }
 
 /* Appends r, name and target to the deepest open directory. */
-static int put_rec(struct mk_ctx *c, struct mk_walk *w, struct wrec *r, const char *name,
+static int put_rec(struct mk_ctx *c, struct mk_walk *w, struct mk_wrec *r, const char *name,
 		   const char *target)
 {
 	struct wopen *o = &w->open[w->depth - 1];
-	size_t tl = r->link ? 0 : r->target_len;
-	size_t need = o->len + sizeof(*r) + r->name_len + tl;
 	if (o->len) { /* the source promised name order; the listing depends on it */
-		struct wrec p;
+		struct mk_wrec p;
 		memcpy(&p, o->buf + o->last, sizeof(p));
 		if (sqk_name_cmp((const char *)o->buf + o->last + sizeof(p), p.name_len, name,
 				 r->name_len) >= 0)
 			return mk_fail(c, SQK_EINVAL, "'%.*s': entries out of name order in the walk "
 				       "(internal error)", (int)r->name_len, name);
 	}
-	int err = mk_grow(c, &o->buf, &o->cap, need, 1);
+	o->last = o->len;
+	int err = mk_walk_encode(c, &o->buf, &o->len, &o->cap, r, name, target);
 	if (err)
 		return err;
-	o->last = o->len;
-	if (r->link)
-		r->target_len = 0;
-	memcpy(o->buf + o->len, r, sizeof(*r));
-	memcpy(o->buf + o->len + sizeof(*r), name, r->name_len);
-	if (tl)
-		memcpy(o->buf + o->len + sizeof(*r) + r->name_len, target, tl);
-	o->len = need;
 	w->dirs[o->dir].n++;
 	return 0;
 }
@@ -238,7 +219,7 @@ static uint32_t logical_dir(const struct mk_walk *w)
 static int put_link(struct mk_ctx *c, struct mk_walk *w, uint32_t group, const char *name,
 		    size_t nlen)
 {
-	struct wrec l = { .ref = group, .name_len = (uint16_t)nlen, .link = 1 };
+	struct mk_wrec l = { .ref = group, .name_len = (uint16_t)nlen, .link = 1 };
 	return put_rec(c, w, &l, name, NULL);
 }
 
@@ -267,7 +248,7 @@ static int add_group_name(struct mk_ctx *c, struct mk_walk *w, const struct mk_e
 	return err ? err : 1;
 }
 
-static int new_group(struct mk_ctx *c, struct mk_walk *w, const struct wrec *r,
+static int new_group(struct mk_ctx *c, struct mk_walk *w, const struct mk_wrec *r,
 		     const char *target)
 {
 	int err = grow32(c, &w->groups, &w->groups_cap, (size_t)w->ngroups + 1,
@@ -323,7 +304,7 @@ static int walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_r
 		return err < 0 ? err : 0; /* 1: one more name of an earlier file */
 	if ((err = mk_entry_attrs(c, e, &a)))
 		return err;
-	struct wrec r = rec_of(&a);
+	struct mk_wrec r = rec_of(&a);
 	r.name_len = (uint16_t)nlen;
 	if (S_ISDIR(e->mode)) {
 		err = new_dir(c, w, &r.ref);
@@ -348,24 +329,101 @@ static int walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_r
 	return err;
 }
 
-int mk_walk_start(struct mk_ctx *c)
+int mk_walk_create(struct mk_ctx *c)
 {
 	struct mk_walk *w = calloc(1, sizeof(*w));
 	if (!w)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	c->walk = w;
 	struct mk_attrs a;
-	uint32_t root;
 	int err = mk_spill_create(c, "directory entries", c->opt->entry_mem, &w->store);
 	if (!err)
 		err = mk_implied_attrs(c, &a);
-	if (!err)
-		err = new_dir(c, w, &root);
-	if (!err)
-		err = push_dir(c, w, root, "", 0);
 	w->root = rec_of(&a);
 	w->inodes = 1;
 	return err;
+}
+
+int mk_walk_start(struct mk_ctx *c)
+{
+	uint32_t root;
+	int err = mk_walk_create(c);
+	if (!err)
+		err = new_dir(c, c->walk, &root);
+	return err ? err : push_dir(c, c->walk, root, "", 0);
+}
+
+int mk_walk_new_file(struct mk_ctx *c, uint64_t size, uint32_t *idx)
+{
+	return new_file(c, c->walk, size, idx);
+}
+
+struct mk_file *mk_walk_file(struct mk_ctx *c, uint32_t idx)
+{
+	return file_at(c->walk, idx);
+}
+
+int mk_walk_encode(struct mk_ctx *c, uint8_t **buf, size_t *len, size_t *cap,
+		   const struct mk_wrec *r, const char *name, const char *target)
+{
+	size_t tl = r->link ? 0 : r->target_len;
+	size_t need = *len + sizeof(*r) + r->name_len + tl;
+	int err = mk_grow(c, buf, cap, need, 1);
+	if (err)
+		return err;
+	struct mk_wrec rc = *r;
+	rc.target_len = (uint16_t)tl;
+	memcpy(*buf + *len, &rc, sizeof(rc));
+	memcpy(*buf + *len + sizeof(rc), name, r->name_len);
+	if (tl)
+		memcpy(*buf + *len + sizeof(rc) + r->name_len, target, tl);
+	*len = need;
+	return 0;
+}
+
+int mk_walk_put_dir(struct mk_ctx *c, const uint8_t *recs, size_t len, uint32_t n,
+		    uint32_t nsubdirs)
+{
+	struct mk_walk *w = c->walk;
+	uint32_t dir;
+	int err = new_dir(c, w, &dir);
+	if (err)
+		return err;
+	struct wdir *d = &w->dirs[dir];
+	d->n = n;
+	d->nsubdirs = nsubdirs;
+	d->bytes = len;
+	return len ? mk_spill_put(c, w->store, recs, len, &d->ref) : 0;
+}
+
+int mk_walk_new_group(struct mk_ctx *c, uint32_t *group)
+{
+	struct mk_walk *w = c->walk;
+	struct mk_wrec none = { 0 };
+	*group = w->ngroups;
+	return new_group(c, w, &none, NULL);
+}
+
+int mk_walk_set_group(struct mk_ctx *c, uint32_t group, const struct mk_wrec *r,
+		      const char *target, uint32_t nlink)
+{
+	struct wgroup *g = &c->walk->groups[group];
+	g->r = *r;
+	g->r.link = 0;
+	g->nlink = nlink;
+	if (S_ISLNK(r->mode) && !(g->target = strndup(target, r->target_len)))
+		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	return 0;
+}
+
+int mk_walk_put_lname(struct mk_ctx *c, uint32_t dir, uint32_t pos, uint32_t group)
+{
+	struct mk_walk *w = c->walk;
+	int err = mk_grow(c, &w->lnames, &w->lnames_cap, w->nlnames + 1, sizeof(*w->lnames));
+	if (err)
+		return err;
+	w->lnames[w->nlnames++] = (struct wlname){ .dir = dir, .pos = pos, .group = group };
+	return 0;
 }
 
 static int lname_cmp(const void *a, const void *b)
@@ -423,9 +481,17 @@ static int walk_finish(struct mk_ctx *c)
 	return number_inodes(c, w);
 }
 
+int mk_walk_close(struct mk_ctx *c, const struct mk_wrec *root, uint64_t inodes)
+{
+	struct mk_walk *w = c->walk;
+	w->root = *root;
+	w->inodes = inodes;
+	return number_inodes(c, w);
+}
+
 /* ---- the tables ---- */
 
-static struct mk_inode inode_of(const struct mk_walk *w, const struct wrec *r, uint32_t ino,
+static struct mk_inode inode_of(const struct mk_walk *w, const struct mk_wrec *r, uint32_t ino,
 				uint32_t nlink, const char *target)
 {
 	struct mk_inode a = { .mode = r->mode, .uid_idx = r->uid_idx, .gid_idx = r->gid_idx,
@@ -441,7 +507,7 @@ static struct mk_inode inode_of(const struct mk_walk *w, const struct wrec *r, u
 
 /* One entry of a directory being written. */
 struct wkid {
-	struct wrec r;         /* copied out of the directory's records (unaligned there) */
+	struct mk_wrec r;      /* copied out of the directory's records (unaligned there) */
 	const char *name;
 	const char *target;
 };
@@ -469,12 +535,12 @@ static int decode_dir(struct mk_ctx *c, struct mk_walk *w, const struct wdir *d,
 	uint64_t cursor = d->base;
 	size_t off = 0;
 	for (uint32_t i = 0; i < d->n; i++) {
-		if (off + sizeof(struct wrec) > d->bytes)
+		if (off + sizeof(struct mk_wrec) > d->bytes)
 			return mk_fail(c, SQK_ECORRUPT, "directory entries damaged in the "
 				       "temporary file");
-		k[i].name = (const char *)buf + off + sizeof(struct wrec);
-		memcpy(&k[i].r, buf + off, sizeof(struct wrec));
-		const struct wrec *r = &k[i].r;
+		k[i].name = (const char *)buf + off + sizeof(struct mk_wrec);
+		memcpy(&k[i].r, buf + off, sizeof(struct mk_wrec));
+		const struct mk_wrec *r = &k[i].r;
 		k[i].target = k[i].name + r->name_len;
 		off += sizeof(*r) + r->name_len + r->target_len;
 		if (off > d->bytes)
@@ -513,7 +579,7 @@ static int emit_entries(struct mk_ctx *c, struct mk_tables *t, const struct wdir
 					plen + 1 + k[i].r.name_len, &v[i].ref);
 	}
 	for (uint32_t i = 0; i < d->n && !err; i++) {
-		const struct wrec *r = &k[i].r;
+		const struct mk_wrec *r = &k[i].r;
 		if (r->link) {
 			struct wgroup *g = &w->groups[r->ref];
 			if (!g->emitted) {

@@ -12,8 +12,9 @@
 #   BENCH_JOBS           threads of both builders (default 2)
 #   BENCH_TMPDIR         where the tree is written, on disk (default /var/tmp)
 #   BENCH_MANY_FS=0      write the tree into a plain directory even as root (see below)
-#   BENCH_MANY_CASES     which cases run (default "build mksquashfs list walk"): a 10M-file
-#                        run takes hours with the FUSE walks, minutes with "build list"
+#   BENCH_MANY_CASES     which cases run (default "build mksquashfs tar list walk"): a 10M-file
+#                        run takes hours with the FUSE walks, minutes with "build list"; "tar"
+#                        alone writes no tree
 #   BENCH_PEERS          auto|debian|anchors: which mksquashfs and squashfuse_ll (peers.sh: the
 #                        newest in /opt/anchors, else Debian's); the report names their versions
 #   BENCH_MANY_KEEP=DIR  keep the tree in DIR (DIR/tree.ext4 or DIR/tree, and DIR/count) and
@@ -28,6 +29,10 @@
 # memory per file, measured rather than guessed, and a baseline for the 10M-file extrapolation.
 #   build   sqk mkimage -q -j J TREE IMG; mksquashfs TREE IMG -comp zstd -noappend -no-progress
 #           -quiet -processors J, with and without -no-duplicates, at N only, under a timeout
+#   tar     tar_many.py COUNT | sqk mkimage -q -j J --tar - IMG: the same files as a ustar stream
+#           (directories first, then the files interleaved across all directories, the order
+#           hardest for the external sort of entries), never stored; peak RSS and CPU are sqk's,
+#           the wall time includes the generator's share of the CPUs (about 6 s per 1M files)
 #   list    sqk ls -R IMG >/dev/null
 #   walk    sqkfuse IMG MNT -f, and squashfuse_ll IMG MNT -f when installed (same sqk image):
 #           find MNT -type f | wc -l, then ls -lR MNT >/dev/null; the daemon's peak RSS is its
@@ -56,7 +61,7 @@ N=${BENCH_MANY_FILES:-1000000}
 TIMEOUT=${BENCH_MANY_TIMEOUT:-120}
 JOBS=${BENCH_JOBS:-2}
 KEEP=${BENCH_MANY_KEEP:-}
-CASES=" ${BENCH_MANY_CASES:-build mksquashfs list walk} "
+CASES=" ${BENCH_MANY_CASES:-build mksquashfs tar list walk} "
 PER_DIR=1000
 GOAL_FILES=10000000
 GOAL_KIB=$((1024 * 1024))
@@ -64,8 +69,10 @@ GOAL_KIB=$((1024 * 1024))
 die() { echo "bench_many: $*" >&2; exit 2; }
 has_case() { case $CASES in *" $1 "*) return 0;; esac; return 1; }
 for c in $CASES; do
-	case $c in build|mksquashfs|list|walk) ;; *) die "BENCH_MANY_CASES: unknown case '$c'";; esac
+	case $c in build|mksquashfs|tar|list|walk) ;; *) die "BENCH_MANY_CASES: unknown case '$c'";; esac
 done
+need_tree=0 # the tar case alone needs no tree on disk
+for c in build mksquashfs list walk; do has_case "$c" && need_tree=1; done
 log() { echo "bench_many: $*"; }
 
 case $N in ''|*[!0-9]*) die "BENCH_MANY_FILES must be an integer >= 10 (got '$N')";; esac
@@ -236,6 +243,7 @@ mount_fs() {
 }
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)
+if [ "$need_tree" = 1 ]; then
 # Where the tree lives: in an ext4 image file loop-mounted (root, mkfs.ext4), else a directory;
 # either in $S (removed at the end) or in BENCH_MANY_KEEP (kept, reused when it has N files).
 base=$S
@@ -288,6 +296,9 @@ else
 	tree_note="$tree_where, written in $t_write s, synced in $t_sync s (caches warm)"
 fi
 log "tree: $tree_note"
+else
+	tree_tmp=0 tree_note="not written (only the tar case runs)"
+fi
 
 # ---------------------------------------------------------------- results ---
 # rows: case|tool|seconds|rss_kib|files|note ; RSS_AT[key.small|key.big] for the slopes
@@ -356,9 +367,53 @@ build_mks() { # TOOL-LABEL EXTRA-OPTIONS...
 	rm -f "$img_mks"
 }
 
-# the sqk builds always run: the other cases read their images
-build_sqk small "$tree/s0" "$img_small" "$N_SMALL"
-build_sqk big "$tree" "$img_big" "$N"
+# tar_content IMG COUNT I...: files I of a tar_many.py stream of COUNT files, read back from IMG
+tar_content() {
+	local img=$1 n=$2 i p part
+	shift 2
+	for i; do
+		part=s1
+		[ "$i" -lt $((n / 10)) ] && part=s0
+		p=$(printf '%s/d%06d/f%07d' "$part" $((i / PER_DIR)) "$i")
+		[ "$("$SQK" cat "$img" "$p" 2>/dev/null)" = "$p: file $i of $n" ] ||
+			{ failed=1; log "FAILED: $p in the --tar image is not the stream's"; }
+	done
+}
+build_tar() { # size COUNT IMG
+	local files t0 rc cpu
+	rm -f "$3"
+	log "sqk mkimage --tar -, a stream of $(commas "$2") files"
+	t0=$(date +%s.%N)
+	run bash -c 'set -o pipefail; python3 "$1" "$2" "$3" "$4" |
+		/usr/bin/time -f "%M %U %S" -o "$5" "$6" mkimage -q -j "$7" --tar - "$8"' tar \
+		"$here/tar_many.py" "$2" $(($2 / 10)) "$PER_DIR" "$S/time" "$SQK" "$JOBS" "$3" \
+		>/dev/null 2>"$S/err"
+	rc=$?
+	SECS=$(since "$t0")
+	read -r RSS cpu < <(tail -n 1 "$S/time" | awk '{ print $1, $2 + $3 }')
+	case $RSS in ''|*[!0-9]*) RSS=n/a;; esac
+	if [ "$rc" = 0 ]; then
+		files=$(image_files "$3")
+		row "tar $1" "sqk mkimage --tar -" "$SECS" "$RSS" "${files:-n/a}" "sqk CPU $cpu s, $(img_bytes "$3")"
+		RSS_AT[tar.$1]=$RSS
+		[ "$files" = "$2" ] || { failed=1; log "FAILED: the --tar image holds ${files:-n/a} files, the stream $2"; }
+		tar_content "$3" "$2" 0 $(($2 / 2)) $(($2 - 1))
+	else
+		fail_log "sqk mkimage --tar - (exit $rc)"
+		row "tar $1" "sqk mkimage --tar -" "$SECS" "$RSS" n/a "FAILED"
+	fi
+	rm -f "$3"
+}
+
+# the sqk builds run whenever there is a tree: the other cases read their images
+if [ "$need_tree" = 1 ]; then
+	build_sqk small "$tree/s0" "$img_small" "$N_SMALL"
+	build_sqk big "$tree" "$img_big" "$N"
+fi
+if has_case tar; then
+	build_tar small "$N_SMALL" "$imgdir/tar.sqsh"
+	build_tar big "$N" "$imgdir/tar.sqsh"
+fi
 if ! has_case mksquashfs; then
 	:
 elif [ "$have_mks" = 1 ]; then
@@ -428,7 +483,7 @@ walk() {
 	fi
 }
 
-if has_case list; then
+if has_case list && [ "$need_tree" = 1 ]; then
 	list_sqk small "$img_small" "$N_SMALL"
 	list_sqk big "$img_big" "$N"
 fi
@@ -502,10 +557,11 @@ goal() {
 		echo "$what: not checked (N = $(commas "$N") < $(commas "$GOAL_FILES")); RSS $(mib "$a") MiB at $(commas "$N_SMALL") files, $(mib "$b") MiB at $(commas "$N"): $1 B/file over a $2 MiB baseline ($4 B/file overall) -> about $(gib "$3") GiB at $(commas "$GOAL_FILES") files: $verdict"
 	fi
 }
-goal mkimage "sqk mkimage"
-goal ls "sqk ls -R"
-[ "$fuse_ok" = 1 ] && goal sqkfuse "sqkfuse walk"
-[ "$fuse_ok" = 1 ] && [ "$have_sfll" = 1 ] && goal squashfuse_ll "$SFLL_L walk" ref
+[ "$need_tree" = 1 ] && goal mkimage "sqk mkimage"
+has_case tar && goal tar "sqk mkimage --tar -"
+has_case list && [ "$need_tree" = 1 ] && goal ls "sqk ls -R"
+has_case walk && [ "$fuse_ok" = 1 ] && goal sqkfuse "sqkfuse walk"
+has_case walk && [ "$fuse_ok" = 1 ] && [ "$have_sfll" = 1 ] && goal squashfuse_ll "$SFLL_L walk" ref
 
 [ "$failed" = 0 ] || { log "at least one run failed"; exit 1; }
 exit 0

@@ -8,7 +8,9 @@
  * to its temporary file (--mem 1M) and the fragments packed in small batches. The depth policy
  * (common/depth.h): a tree exactly SQK_DEPTH_MAX deep builds both ways and checks clean, one
  * level more is refused naming the entry. A name of a hard-link group listed again replaces
- * that name only; mtimes outside 32 bits are clamped. */
+ * that name only; mtimes outside 32 bits are clamped. An unordered source's entries are records
+ * of the external sort (runs.c): a 4 KiB budget (runs merged from the temporary file) gives the
+ * same bytes as one run in memory. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -657,6 +659,87 @@ START_TEST(test_depth_limit)
 }
 END_TEST
 
+static void tweak_entry4k(struct sqk_build_opts *o)
+{
+	o->entry_mem = 4096;
+}
+
+/* An archive-like source of 3,000 entries in no order (30 directories interleaved, listed
+ * halfway, parents implied two levels up, every tenth file listed again with new content, hard
+ * links by path to files in other directories): a 4 KiB budget for entry records (the sort's
+ * runs merged from the temporary file) gives the same image bytes as the default (one run),
+ * and the image holds what the archive says. */
+#define SORTED_N 3000
+START_TEST(test_sorted_runs_same_image)
+{
+	static struct spec v[SORTED_N];
+	static char paths[SORTED_N][40], links[SORTED_N][40];
+	size_t n = 0;
+	for (uint32_t i = 0; n < SORTED_N; i++) {
+		struct spec *p = &v[n];
+		memset(p, 0, sizeof(*p));
+		p->path = paths[n];
+		if (i == SORTED_N / 2) {
+			for (uint32_t k = 0; k < 30 && n < SORTED_N; k++, p = &v[n]) {
+				memset(p, 0, sizeof(*p));
+				p->path = paths[n];
+				snprintf(paths[n++], sizeof(paths[0]), "d%u", k);
+				p->mode = S_IFDIR | 0700;
+				p->uid = k;
+			}
+			continue;
+		}
+		if (i % 17 == 9 && i > 40) { /* a link to file j (j % 10 == 5: never listed again) */
+			uint32_t j = (i - 40) / 10 * 10 + 5;
+			snprintf(paths[n], sizeof(paths[0]), "d%u/h%u", i % 30, i);
+			snprintf(links[n], sizeof(links[0]), "d%u/x/f%u", j % 30, j);
+			p->mode = REG;
+			p->link = links[n++];
+			continue;
+		}
+		uint32_t f = i % 10 == 7 ? i - 4 : i; /* f % 10 == 3: listed again at i */
+		snprintf(paths[n++], sizeof(paths[0]), "d%u/x/f%u", f % 30, f);
+		p->mode = REG;
+		p->size = i % 5 == 1 ? 0 : 100 + i % 300;
+		p->seed = i;
+	}
+	struct sqk_io *ma, *mb;
+	char msg[1024];
+	struct synth a, b;
+	synth_init(&a, v, SORTED_N);
+	synth_init(&b, v, SORTED_N);
+	ck_assert_msg(build(&a, tweak_entry4k, &ma, NULL, NULL, msg) == 0, "%s", msg);
+	ck_assert_msg(build(&b, NULL, &mb, NULL, NULL, msg) == 0, "%s", msg);
+	size_t la, lb;
+	const uint8_t *da = sqk_io_mem_data(ma, &la), *db = sqk_io_mem_data(mb, &lb);
+	ck_assert_uint_eq(la, lb);
+	for (size_t i = 0; i < la; i++)
+		if (da[i] != db[i])
+			ck_abort_msg("images differ at byte %zu of %zu", i, la);
+	struct sqk_image *img = open_mem(ma);
+	struct sqk_inode ino, t;
+	ck_assert_int_eq(sqk_lookup_path(img, "d13/x/f13", &ino), 0); /* listed again at 17 */
+	ck_assert_uint_eq(ino.size, 100 + 17 % 300);
+	assert_content(img, "d13/x/f13", 100 + 17 % 300, 17);
+	assert_content(img, "d4/x/f1234", 100 + 1234 % 300, 1234);
+	ck_assert_int_eq(sqk_lookup_path(img, "d3", &ino), 0);      /* listed halfway */
+	ck_assert_uint_eq(ino.mode, S_IFDIR | 0700);
+	ck_assert_uint_eq(ino.uid, 3);
+	ck_assert_int_eq(sqk_lookup_path(img, "d3/x", &ino), 0);    /* never listed */
+	ck_assert_uint_eq(ino.mode, S_IFDIR | 0755);
+	ck_assert_int_eq(sqk_lookup_path(img, "d4/h94", &ino), 0); /* 94 % 17 == 9 */
+	ck_assert_int_eq(sqk_lookup_path(img, "d25/x/f55", &t), 0);  /* (94 - 40) / 10 * 10 + 5 */
+	ck_assert_uint_eq(ino.ino, t.ino);
+	ck_assert_uint_ge(t.nlink, 2);
+	assert_content(img, "d4/h94", 100 + 55 % 300, 55);
+	sqk_image_close(img);
+	synth_free(&a);
+	synth_free(&b);
+	sqk_io_destroy(ma);
+	sqk_io_destroy(mb);
+}
+END_TEST
+
 /* A path that repeats a name of a hard-link group replaces that name only, as GNU tar and
  * bsdtar extract it: the other names keep the old content and the link count drops. */
 START_TEST(test_hardlink_replaced)
@@ -819,6 +902,7 @@ static Suite *build_suite(void)
 	tcase_add_test(tc, test_walk_spills);
 	tcase_add_test(tc, test_depth_limit);
 	tcase_add_test(tc, test_hardlink_replaced);
+	tcase_add_test(tc, test_sorted_runs_same_image);
 	tcase_add_test(tc, test_mtime_clamped);
 	tcase_add_test(tc, test_api_checks);
 	suite_add_tcase(s, tc);

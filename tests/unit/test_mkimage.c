@@ -1,7 +1,7 @@
 /* Check suite for the builder: options parsing, a build into memory through sqk_build and the
  * I/O vtable (superblock, root inode and root listing decoded back), byte-identical output for
  * any thread count, and write/sync failures injected with the fault double at many points of
- * the build. */
+ * the build; the spill store and the external sort of entry records (runs.c). */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +16,7 @@
 #include "common/io.h"
 #include "common/meta.h"
 #include "mkimage/mk.h"
+#include "mkimage/runs.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/source.h"
 #include "sqk/build.h"
@@ -303,6 +304,75 @@ START_TEST(test_store_spill_reset)
 }
 END_TEST
 
+/* The external sort of entry records: 20,000 records in random order (names repeated, in 50
+ * directories, symlink targets up to the longest) with a 4 KiB budget go out as many runs and
+ * come back every one, once, sorted by directory, name (unsigned bytes, shorter first) and
+ * sequence, with their bytes intact; with a budget that holds them all, the same without a
+ * run written. */
+static void runs_round(size_t budget, bool expect_runs)
+{
+	struct sqk_build_opts o;
+	struct sqk_build_source src;
+	struct mk_ctx c;
+	struct mk_runs *s;
+	uint64_t rng = 19, sum = 0, back = 0;
+	static char target[SQK_SYMLINK_MAX];
+	memset(target, 't', sizeof(target));
+	setup(&o, &src, "1");
+	ck_assert_int_eq(mk_ctx_init(&c, &o, &src), 0);
+	ck_assert_int_eq(mk_runs_create(&c, budget, &s), 0);
+	for (uint64_t i = 0; i < 20000; i++) {
+		char name[32];
+		uint64_t x = test_xorshift(&rng);
+		int nl = snprintf(name, sizeof(name), "%c%llu", 'a' + (int)(x % 3),
+				  (unsigned long long)(x >> 8) % 3000);
+		struct mk_srec r = { .dir = (uint32_t)((x >> 20) % 50), .seq = i, .name = name,
+				     .target = target };
+		r.r.name_len = (uint16_t)nl;
+		r.r.mode = S_IFLNK | 0777;
+		r.r.ref = (uint32_t)i; /* identifies it when it comes back */
+		r.r.target_len = (uint16_t)(i % 97 ? i % 300 : SQK_SYMLINK_MAX);
+		sum += i * 7 + r.r.target_len;
+		ck_assert_int_eq(mk_runs_put(&c, s, &r), 0);
+	}
+	ck_assert_int_eq(mk_runs_merge(&c, s), 0);
+	size_t nruns;
+	ck_assert_uint_eq(mk_runs_count(s, &nruns), 20000);
+	if (expect_runs)
+		ck_assert_uint_gt(nruns, 100);
+	else
+		ck_assert_uint_eq(nruns, 0);
+	struct mk_srec prev = { 0 };
+	char pname[32];
+	size_t n = 0;
+	for (const struct mk_srec *r; (r = mk_runs_peek(s)); n++) {
+		ck_assert_uint_eq(r->seq, r->r.ref);
+		ck_assert_uint_eq(r->r.target_len, r->seq % 97 ? r->seq % 300 : SQK_SYMLINK_MAX);
+		ck_assert_mem_eq(r->target, target, r->r.target_len);
+		if (n) {
+			int cmp = prev.dir != r->dir ? (prev.dir < r->dir ? -1 : 1) :
+				  sqk_name_cmp(pname, prev.r.name_len, r->name, r->r.name_len);
+			ck_assert_msg(cmp < 0 || (cmp == 0 && prev.seq < r->seq),
+				      "record %zu out of order", n);
+		}
+		prev = *r;
+		memcpy(pname, r->name, r->r.name_len);
+		back += r->seq * 7 + r->r.target_len;
+		ck_assert_int_eq(mk_runs_pop(&c, s), 0);
+	}
+	ck_assert_uint_eq(n, 20000);
+	ck_assert_uint_eq(back, sum);
+	mk_runs_destroy(s);
+	mk_ctx_free(&c);
+}
+
+START_TEST(test_runs_merge)
+{
+	runs_round(4096, true);
+	runs_round(64u << 20, false);
+}
+END_TEST
+
 static Suite *mkimage_suite(void)
 {
 	Suite *s = suite_create("mkimage");
@@ -313,6 +383,7 @@ static Suite *mkimage_suite(void)
 	tcase_add_test(tc, test_same_bytes_any_threads);
 	tcase_add_test(tc, test_write_faults);
 	tcase_add_test(tc, test_store_spill_reset);
+	tcase_add_test(tc, test_runs_merge);
 	suite_add_tcase(s, tc);
 	return s;
 }
