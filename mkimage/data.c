@@ -1,8 +1,9 @@
 /* File data, in the one pass over the source: each file's full blocks go to the pipeline as they
  * are read (holes skipped without reading), its tail is kept (spill.c) for a fragment block, and
  * its SHA-256 finds an earlier file of the same content (dedup.c). A file whose size an earlier
- * file has is held back by the writer until its hash says whether it is new (then written) or
- * a duplicate (then dropped: it shares the original's blocks). The tails are packed into fragment
+ * file has is hashed first when the source can be read twice, so that a duplicate's blocks are
+ * never compressed; from a stream it is held back by the writer until its hash says whether it
+ * is new (then written) or a duplicate (then dropped: it shares the original's blocks). The tails are packed into fragment
  * blocks ordered by file type, all at the end, or a batch at a time once MK_PIECE_BATCH of them
  * wait (memory stays bounded whatever the number of files). Compression and writing happen in
  * pipeline.c. */
@@ -22,8 +23,8 @@
 #include "reuse.h"
 #include "source.h"
 
-/* Raw bytes of one file the writer may hold back before its hash is known. A larger file whose
- * size an earlier file shares is hashed first when the source can be read twice, or else
+/* Raw bytes of one file the writer may hold back before its hash is known, from a source that
+ * cannot be read twice (a tar stream); a larger file whose size an earlier file shares is
  * written without dedup. */
 #define MK_HOLD_MAX (256u << 20)
 
@@ -202,8 +203,10 @@ static int read_blocks(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp
 	return err;
 }
 
-/* A large file whose size an earlier file has, from a source that can be read twice: hashed
- * first, so a duplicate is never compressed and a new file is read again to be stored. */
+/* A file with blocks whose size an earlier file has, from a source that can be read twice:
+ * hashed first, so a duplicate is never compressed (a second read from the page cache costs far
+ * less than compressing the blocks of a duplicate only to drop them) and a new file is read
+ * again to be stored. */
 static int prehash(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, uint8_t *digest)
 {
 	uint32_t bs = c->opt->block_size;
@@ -319,7 +322,7 @@ int mk_data_file(struct mk_ctx *c, const struct mk_file_ref *fr, struct mk_sourc
 		return err;
 	fp.hash = !c->opt->no_dedup && f->size > 0 && !e->maybe_sparse;
 	bool seen = fp.hash && mk_dedup_size_seen(d->dd, f->size);
-	if (seen && f->blk && f->size > MK_HOLD_MAX && src->ops->rereadable) {
+	if (seen && f->blk && src->ops->rereadable) {
 		const struct mk_file *orig;
 		err = prehash(c, d, &fp, digest);
 		if (!err)
