@@ -2,7 +2,7 @@
  * contexts are created with the instance and reused for every block. Two ways of not spending
  * work that cannot pay (both decode with any zstd decoder; neither is stored in the image):
  * the default level is level 15 with a shallower match search (searchLog two below level 15's
- * for the block's size: measured on the bench corpus, 14% less CPU for 0.2% more bytes), and a
+ * for the block's size: measured on the bench corpus, 13% less CPU for 0.2% more bytes), and a
  * block whose sampled bytes are near-uniform (already compressed data) is compressed at level
  * 9 at most, which on such data comes within 0.1% of level 15 at a tenth of its CPU. */
 #include <stdbool.h>
