@@ -314,8 +314,8 @@ int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_f
 			 const uint8_t *digest, const struct mk_file **orig);
 
 /* similar.c: near-duplicate fragment pieces. A sketch is the MK_SKETCH_K smallest distinct
- * hashes of a tail's 8-byte shingles; two tails whose full sketches share MK_SKETCH_NEAR values
- * are near-duplicates (measured on the bench corpus: 16 and 12 pack its fragments 1.3% smaller
+ * hashes of a tail's 8-byte shingles; a later tail whose full sketch shares MK_SKETCH_NEAR values
+ * with a piece's (among MK_SKETCH_SCAN candidates per value) is its near-duplicate (measured on the bench corpus: 16 and 12 pack its fragments 1.3% smaller
  * than the type-and-directory order alone; looser thresholds break up directories and lose). */
 #define MK_SKETCH_K 16
 #define MK_SKETCH_NEAR 12

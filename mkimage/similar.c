@@ -7,17 +7,12 @@
 #include "common/error.h"
 #include "mk.h"
 
+/* One multiply: the top half of the product depends on all eight bytes. */
 static uint32_t shingle_hash(const uint8_t *p)
 {
-	uint64_t h = 0;
-	for (unsigned i = 0; i < 8; i++)
-		h |= (uint64_t)p[i] << (8 * i);
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return (uint32_t)(h >> 32);
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return (uint32_t)((v * 0x9E3779B97F4A7C15ULL) >> 32);
 }
 
 /* Inserts h into the sorted, distinct values v[0..*n) kept to the MK_SKETCH_K smallest. */
@@ -53,11 +48,14 @@ void mk_sketch_of(const uint8_t *b, size_t len, struct mk_sketch *s)
 	}
 }
 
-/* Sketch values two full sketches share. */
-static unsigned shared(const struct mk_sketch *a, const struct mk_sketch *b)
+/* Whether two sorted sketches share at least `need` values; stops once they cannot. */
+static bool share_at_least(const struct mk_sketch *a, const struct mk_sketch *b, unsigned need)
 {
 	unsigned i = 0, j = 0, c = 0;
-	while (i < a->n && j < b->n) {
+	while (i < a->n && j < b->n && c < need) {
+		unsigned left = a->n - i < b->n - j ? a->n - i : b->n - j;
+		if (c + left < need)
+			return false;
 		if (a->v[i] == b->v[j]) {
 			c++;
 			i++;
@@ -68,7 +66,16 @@ static unsigned shared(const struct mk_sketch *a, const struct mk_sketch *b)
 			j++;
 		}
 	}
-	return c;
+	return c >= need;
+}
+
+/* A quick necessary condition of sharing MK_SKETCH_NEAR values for full sketches: each
+ * misses at most K - NEAR of the other's values, so each holds one of the other's first
+ * K - NEAR + 1, and its smallest value is at most that one. */
+static bool may_share(const struct mk_sketch *a, const struct mk_sketch *b)
+{
+	unsigned m = MK_SKETCH_K - MK_SKETCH_NEAR;
+	return a->n == MK_SKETCH_K && b->v[0] <= a->v[m] && a->v[0] <= b->v[m];
 }
 
 struct sk_entry {
@@ -104,7 +111,8 @@ struct cluster_run {
 	size_t ne;
 	uint8_t *used;
 	uint32_t *perm, *grp;
-	uint32_t cand[MK_SKETCH_K * MK_SKETCH_SCAN];
+	uint32_t *stamp;            /* per piece: 1 + the last seed that looked at it */
+	uint32_t near[MK_SKETCH_K * MK_SKETCH_SCAN];
 	size_t out;
 };
 
@@ -116,26 +124,33 @@ static int u32_cmp(const void *a, const void *b)
 
 /* Emits seed i, then its near-duplicates in order, as many as fit one block of bs bytes with
  * it. The candidates: for each value of i's sketch, the first MK_SKETCH_SCAN pieces after i
- * (in order) whose full sketch has it. Every piece before i is placed already. */
+ * (in order) whose full sketch has it; a near-duplicate is a candidate whose sketch shares
+ * MK_SKETCH_NEAR values with i's (full) one. Every piece before i is placed already. */
 static void grow_cluster(struct cluster_run *r, uint32_t i, uint32_t bs)
 {
-	size_t seed_at = r->out, nc = 0;
+	size_t seed_at = r->out, nn = 0;
 	uint64_t bytes = r->len[i];
 	r->used[i] = 1;
 	r->perm[r->out++] = i;
-	for (unsigned k = 0; k < r->sk[i].n; k++) {
+	for (unsigned k = 0; r->sk[i].n == MK_SKETCH_K && k < MK_SKETCH_K; k++) {
 		uint32_t h = r->sk[i].v[k];
 		size_t q = first_of(r->e, r->ne, h, i + 1);
 		for (unsigned seen = 0; q < r->ne && r->e[q].h == h && seen < MK_SKETCH_SCAN;
-		     q++, seen++)
-			r->cand[nc++] = r->e[q].idx;
+		     q++, seen++) {
+			uint32_t j = r->e[q].idx;
+			if (r->stamp[j] == i + 1 || r->used[j])
+				continue;
+			r->stamp[j] = i + 1; /* looked at once per seed */
+			if (may_share(&r->sk[i], &r->sk[j]) &&
+			    share_at_least(&r->sk[i], &r->sk[j], MK_SKETCH_NEAR))
+				r->near[nn++] = j;
+		}
 	}
-	if (nc > 1)
-		qsort(r->cand, nc, sizeof(*r->cand), u32_cmp);
-	for (size_t q = 0; q < nc; q++) {
-		uint32_t j = r->cand[q];
-		if ((q && j == r->cand[q - 1]) || r->used[j] || bytes + r->len[j] > bs ||
-		    shared(&r->sk[i], &r->sk[j]) < MK_SKETCH_NEAR)
+	if (nn > 1)
+		qsort(r->near, nn, sizeof(*r->near), u32_cmp);
+	for (size_t q = 0; q < nn; q++) {
+		uint32_t j = r->near[q];
+		if (bytes + r->len[j] > bs)
 			continue;
 		r->used[j] = 1;
 		bytes += r->len[j];
@@ -153,10 +168,12 @@ int mk_cluster(struct mk_ctx *c, const struct mk_sketch *sk, const uint32_t *len
 		ne += sk[i].n == MK_SKETCH_K ? MK_SKETCH_K : 0;
 	struct sk_entry *e = ne ? malloc(ne * sizeof(*e)) : NULL;
 	uint8_t *used = calloc(n ? n : 1, 1);
+	uint32_t *stamp = calloc(n ? n : 1, sizeof(*stamp));
 	struct cluster_run *r = calloc(1, sizeof(*r));
-	if ((ne && !e) || !used || !r) {
+	if ((ne && !e) || !used || !stamp || !r) {
 		free(e);
 		free(used);
+		free(stamp);
 		free(r);
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	}
@@ -167,7 +184,7 @@ int mk_cluster(struct mk_ctx *c, const struct mk_sketch *sk, const uint32_t *len
 	if (ne > 1)
 		qsort(e, ne, sizeof(*e), entry_cmp);
 	*r = (struct cluster_run){ .sk = sk, .len = len, .e = e, .ne = ne, .used = used,
-				   .perm = perm, .grp = grp };
+				   .perm = perm, .grp = grp, .stamp = stamp };
 	for (size_t i = 0; i < n; i++)
 		grp[i] = SQK_NONE32;
 	for (size_t i = 0; i < n; i++)
@@ -176,5 +193,6 @@ int mk_cluster(struct mk_ctx *c, const struct mk_sketch *sk, const uint32_t *len
 	free(r);
 	free(e);
 	free(used);
+	free(stamp);
 	return 0;
 }

@@ -477,10 +477,10 @@ static bool sketch_has(const struct mk_sketch *s, uint32_t h)
 	return false;
 }
 
-/* The near-duplicate step as mk.h states it, by brute force: each piece not yet placed, in key
- * order, is followed by the later pieces with a full sketch sharing MK_SKETCH_NEAR values with
- * its own, in order, as many as fit one block with it; a later piece is a candidate only when
- * it is among the first MK_SKETCH_SCAN after the seed to hold one of the seed's values. */
+/* The near-duplicate step as similar.c states it, by brute force: each piece not yet placed, in
+ * key order, is followed by the later pieces sharing MK_SKETCH_NEAR values of its full sketch, in
+ * order, as many as fit one block with it; a later piece is a candidate only when it is among
+ * the first MK_SKETCH_SCAN after the seed whose full sketch holds one of the seed's values. */
 static void model_cluster(struct mpiece *v, size_t n)
 {
 	struct mpiece *out = calloc(n ? n : 1, sizeof(*out));
@@ -502,7 +502,7 @@ static void model_cluster(struct mpiece *v, size_t n)
 		uint64_t bytes = v[i].len;
 		used[i] = true;
 		out[no++] = v[i];
-		for (size_t j = i + 1; j < n; j++) {
+		for (size_t j = i + 1; v[i].sk.n == MK_SKETCH_K && j < n; j++) {
 			bool cand = false;
 			for (unsigned k = 0; v[j].sk.n == MK_SKETCH_K && k < v[i].sk.n; k++)
 				if (sketch_has(&v[j].sk, v[i].sk.v[k]) && seen[k]++ < MK_SKETCH_SCAN)
