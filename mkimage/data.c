@@ -1,8 +1,9 @@
 /* File data, in the one pass over the source: each file's full blocks go to the pipeline as they
  * are read (holes skipped without reading), its tail is kept (spill.c) for a fragment block, and
  * its SHA-256 finds an earlier file of the same content (dedup.c). A file whose size an earlier
- * file has is held back by the writer until its hash says whether it is new (then written) or
- * a duplicate (then dropped: it shares the original's blocks). The tails are packed into fragment
+ * file has is hashed first when the source can be read twice, so that a duplicate's blocks are
+ * never compressed; from a stream it is held back by the writer until its hash says whether it
+ * is new (then written) or a duplicate (then dropped: it shares the original's blocks). The tails are packed into fragment
  * blocks ordered by file type, all at the end, or a batch at a time once MK_PIECE_BATCH of them
  * wait (memory stays bounded whatever the number of files). Compression and writing happen in
  * pipeline.c. */
@@ -22,8 +23,8 @@
 #include "reuse.h"
 #include "source.h"
 
-/* Raw bytes of one file the writer may hold back before its hash is known. A larger file whose
- * size an earlier file shares is hashed first when the source can be read twice, or else
+/* Raw bytes of one file the writer may hold back before its hash is known, from a source that
+ * cannot be read twice (a tar stream); a larger file whose size an earlier file shares is
  * written without dedup. */
 #define MK_HOLD_MAX (256u << 20)
 
@@ -40,6 +41,8 @@ struct piece {
 	uint32_t key;               /* the class's bytes then the stem's, at keys + key */
 	uint16_t cls_len;
 	uint16_t stem_len;          /* name bytes before the first '.' */
+	uint32_t grp;               /* near-duplicate cluster (its first piece), or SQK_NONE32 */
+	struct mk_sketch sk;        /* of the tail's content (similar.c) */
 };
 
 struct progress {
@@ -202,8 +205,10 @@ static int read_blocks(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp
 	return err;
 }
 
-/* A large file whose size an earlier file has, from a source that can be read twice: hashed
- * first, so a duplicate is never compressed and a new file is read again to be stored. */
+/* A file with blocks whose size an earlier file has, from a source that can be read twice:
+ * hashed first, so a duplicate is never compressed (a second read from the page cache costs far
+ * less than compressing the blocks of a duplicate only to drop them) and a new file is read
+ * again to be stored. */
 static int prehash(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, uint8_t *digest)
 {
 	uint32_t bs = c->opt->block_size;
@@ -267,6 +272,8 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, const struct file_pass
 	pc->ldir = fp->fr->ldir;
 	pc->order = fp->fr->order;
 	pc->old_idx = SQK_NONE32;
+	pc->grp = SQK_NONE32;
+	mk_sketch_of(d->buf, len, &pc->sk);
 	if (c->reuse && !mk_reuse_tail(c, c->reuse, d->buf, len, fp->f->size, &pc->old_idx,
 				       &pc->old_off))
 		pc->old_idx = SQK_NONE32;
@@ -319,7 +326,7 @@ int mk_data_file(struct mk_ctx *c, const struct mk_file_ref *fr, struct mk_sourc
 		return err;
 	fp.hash = !c->opt->no_dedup && f->size > 0 && !e->maybe_sparse;
 	bool seen = fp.hash && mk_dedup_size_seen(d->dd, f->size);
-	if (seen && f->blk && f->size > MK_HOLD_MAX && src->ops->rereadable) {
+	if (seen && f->blk && src->ops->rereadable) {
 		const struct mk_file *orig;
 		err = prehash(c, d, &fp, digest);
 		if (!err)
@@ -377,11 +384,20 @@ static int piece_cmp(const void *a, const void *b, void *arg)
 	return r ? r : (x->order > y->order) - (x->order < y->order);
 }
 
-/* Bytes of the run of pieces from i with the same group key. */
+/* Whether two neighbours in the packing order are of one group: one near-duplicate cluster,
+ * or both unclustered with the same similarity key. */
+static bool same_group(const struct mk_data *d, const struct piece *x, const struct piece *y)
+{
+	if (x->grp != SQK_NONE32 || y->grp != SQK_NONE32)
+		return x->grp == y->grp;
+	return !piece_group_cmp(d, x, y);
+}
+
+/* Bytes of the run of pieces from i of the same group. */
 static uint64_t group_bytes(const struct mk_data *d, const struct piece *v, size_t n, size_t i)
 {
 	uint64_t sum = v[i].len;
-	for (size_t j = i + 1; j < n && !piece_group_cmp(d, &v[i], &v[j]); j++)
+	for (size_t j = i + 1; j < n && same_group(d, &v[j - 1], &v[j]); j++)
 		sum += v[j].len;
 	return sum;
 }
@@ -394,7 +410,7 @@ static void plan_fragments(struct mk_ctx *c, const struct mk_data *d, struct pie
 {
 	uint32_t bs = c->opt->block_size, fill = 0, idx = c->nfrags;
 	for (size_t i = 0; i < n; i++) {
-		bool group_start = in_order || i == 0 || piece_group_cmp(d, &v[i - 1], &v[i]);
+		bool group_start = in_order || i == 0 || !same_group(d, &v[i - 1], &v[i]);
 		uint64_t need = group_start && !in_order ? group_bytes(d, v, n, i) : v[i].len;
 		if (fill && (fill + v[i].len > bs || (need <= bs && fill + need > bs))) {
 			idx++;
@@ -537,6 +553,38 @@ static int copy_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t sinc
 	return 0;
 }
 
+/* Moves the near-duplicates of each piece of v[0..n) (in similarity-key order) next to it, a
+ * window of MK_SKETCH_WINDOW pieces at a time, and marks the clusters for plan_fragments. */
+static int cluster_pieces(struct mk_ctx *c, struct piece *v, size_t n)
+{
+	size_t w = n < MK_SKETCH_WINDOW ? n : MK_SKETCH_WINDOW;
+	struct mk_sketch *sk = malloc(w * sizeof(*sk) + 1);
+	uint32_t *len = malloc(w * sizeof(*len) + 1), *perm = malloc(w * sizeof(*perm) + 1);
+	uint32_t *grp = malloc(w * sizeof(*grp) + 1);
+	struct piece *tmp = malloc(w * sizeof(*tmp) + 1);
+	int err = sk && len && perm && grp && tmp ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
+	for (size_t at = 0; at < n && !err; at += w) {
+		size_t m = n - at < w ? n - at : w;
+		for (size_t i = 0; i < m; i++) {
+			sk[i] = v[at + i].sk;
+			len[i] = v[at + i].len;
+		}
+		err = mk_cluster(c, sk, len, m, c->opt->block_size, perm, grp);
+		for (size_t i = 0; i < m && !err; i++) {
+			tmp[i] = v[at + perm[i]];
+			tmp[i].grp = grp[i] == SQK_NONE32 ? SQK_NONE32 : (uint32_t)(at + grp[i]);
+		}
+		if (!err)
+			memcpy(v + at, tmp, m * sizeof(*tmp));
+	}
+	free(sk);
+	free(len);
+	free(perm);
+	free(grp);
+	free(tmp);
+	return err;
+}
+
 /* Packs the waiting pieces into fragment blocks and hands them to the pipeline; the tail store
  * and the keys start again empty. in_order (the files laid out first): packed in the order they
  * came, none in an old fragment block, so a start that reads them reads one run of blocks. */
@@ -546,8 +594,11 @@ static int flush_pieces(struct mk_ctx *c, struct mk_data *d, bool in_order)
 	size_t from = in_order ? 0 : keep_old_fragments(c, d);
 	if (!in_order && d->npieces - from > 1)
 		qsort_r(d->pieces + from, d->npieces - from, sizeof(*d->pieces), piece_cmp, d);
+	int err = in_order ? 0 : cluster_pieces(c, d->pieces + from, d->npieces - from);
+	if (err)
+		return err;
 	plan_fragments(c, d, d->pieces + from, d->npieces - from, in_order);
-	int err = copy_old_fragments(c, d, since);
+	err = copy_old_fragments(c, d, since);
 	if (!err)
 		err = write_fragments(c, d, from);
 	d->npieces = 0;

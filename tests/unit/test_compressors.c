@@ -6,6 +6,7 @@
 #include <lzo/lzo1x.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "common/comp_internal.h"
 #include "common/compressor.h"
@@ -244,6 +245,87 @@ START_TEST(test_codec_output_too_big)
 	free(z);
 	free(out);
 	sqk_compressor_destroy(c);
+}
+END_TEST
+
+/* ZSTD_compressCCtx at `level`, with searchLog set when slog > 0, into out: the length. */
+static size_t zstd_ref(const uint8_t *in, size_t len, int level, int slog, uint8_t *out,
+		       size_t cap)
+{
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	ck_assert_ptr_nonnull(z);
+	ck_assert(!ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, level)));
+	if (slog)
+		ck_assert(!ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_searchLog, slog)));
+	size_t n = ZSTD_compress2(z, out, cap, in, len);
+	ck_assert(!ZSTD_isError(n));
+	ZSTD_freeCCtx(z);
+	return n;
+}
+
+/* Compresses in with cfg and checks the bytes are exactly `want` (and decode back). */
+static void zstd_expect(const struct sqk_comp_config *cfg, const uint8_t *in, size_t len,
+			const uint8_t *want, size_t want_len)
+{
+	struct sqk_compressor *c = make(cfg, (uint32_t)len);
+	uint8_t *out = guarded(len);
+	ssize_t n = sqk_compress(c, in, len, out, len);
+	ck_assert_int_eq(n, (ssize_t)want_len);
+	ck_assert_mem_eq(out, want, want_len);
+	round_trip(c, in, len);
+	sqk_compressor_destroy(c);
+	free(out);
+}
+
+/* zstd's two economies: the default level is level 15 with searchLog 4 (level 15's is 6 for a
+ * 128 KiB block), an explicit level is that level exactly; a block of near-uniform bytes (a
+ * random 32 KiB repeated: compressible, but every byte value equally common) is compressed at
+ * level 9 whatever the level above it, a text block is not. */
+START_TEST(test_zstd_effort)
+{
+	const size_t len = 128 * 1024;
+	uint8_t *text = malloc(len), *flat = malloc(len);
+	uint8_t *ref = malloc(2 * len), *other = malloc(2 * len);
+	ck_assert(text && flat && ref && other);
+	uint64_t s = 5;
+	char words[256][10];
+	for (size_t w = 0; w < 256; w++) { /* words, then text drawn from 24 of them */
+		size_t wl = 3 + test_xorshift(&s) % 7;
+		for (size_t k = 0; k < wl; k++)
+			words[w][k] = (char)('a' + test_xorshift(&s) % 26);
+		words[w][wl] = 0;
+	}
+	for (size_t i = 0; i < len;) {
+		const char *w = words[(test_xorshift(&s) >> 20) % 24];
+		for (size_t k = 0; w[k] && i < len; k++)
+			text[i++] = (uint8_t)w[k];
+		if (i < len)
+			text[i++] = test_xorshift(&s) % 9 ? ' ' : '\n';
+	}
+	test_fill_random(flat, 32 * 1024, 9);
+	for (size_t k = 1; k < 4; k++)
+		memcpy(flat + k * 32 * 1024, flat, 32 * 1024);
+	struct sqk_comp_config dflt = { .id = SQK_COMP_ZSTD }, l15 = dflt, l19 = dflt, l5 = dflt;
+	l15.level = 15;
+	l19.level = 19;
+	l5.level = 5;
+
+	size_t n = zstd_ref(text, len, 15, 4, ref, 2 * len);
+	ck_assert(n != zstd_ref(text, len, 15, 0, other, 2 * len) || memcmp(ref, other, n));
+	zstd_expect(&dflt, text, len, ref, n);
+	n = zstd_ref(text, len, 15, 0, ref, 2 * len);
+	zstd_expect(&l15, text, len, ref, n);
+
+	n = zstd_ref(flat, len, 9, 0, ref, 2 * len);
+	ck_assert(n != zstd_ref(flat, len, 19, 0, other, 2 * len) || memcmp(ref, other, n));
+	zstd_expect(&dflt, flat, len, ref, n);
+	zstd_expect(&l19, flat, len, ref, n);
+	n = zstd_ref(flat, len, 5, 0, ref, 2 * len); /* at or below 9: the level itself */
+	zstd_expect(&l5, flat, len, ref, n);
+	free(text);
+	free(flat);
+	free(ref);
+	free(other);
 }
 END_TEST
 
@@ -992,6 +1074,7 @@ static Suite *compressors_suite(void)
 	tcase_add_loop_test(codec, test_codec_round_trip, 0, NCODECS * NSIZES);
 	tcase_add_loop_test(codec, test_codec_incompressible, 0, NCODECS * NSIZES);
 	tcase_add_loop_test(codec, test_codec_tiny_inputs, 0, NCODECS);
+	tcase_add_test(codec, test_zstd_effort);
 	tcase_add_loop_test(codec, test_codec_hostile_input, 0, NCODECS);
 	tcase_add_loop_test(codec, test_codec_output_too_big, 0, NCODECS);
 	tcase_add_test(codec, test_xz_bcj);

@@ -30,6 +30,7 @@
 #include "common/meta.h"
 #include "sqk/sqk.h"
 #include "sqk/build.h"
+#include "mkimage/mk.h"
 #include "testutil.h"
 
 #define BS 4096u
@@ -410,6 +411,8 @@ struct mpiece {
 	uint32_t order;
 	uint32_t len;
 	uint32_t idx, off; /* expected placement */
+	size_t grp;        /* near-duplicate cluster: position of its first piece, or NONE */
+	struct mk_sketch sk;
 };
 
 static void model_key(struct mpiece *p)
@@ -449,6 +452,76 @@ static int model_cmp(const void *a, const void *b)
 	return r ? r : (x->order > y->order) - (x->order < y->order);
 }
 
+/* Whether neighbours x, y are of one packing group: one cluster, or unclustered with one key. */
+static bool model_same_group(const struct mpiece *x, const struct mpiece *y)
+{
+	if (x->grp != NONE || y->grp != NONE)
+		return x->grp == y->grp;
+	return !model_group_cmp(x, y);
+}
+
+static unsigned model_shared(const struct mk_sketch *a, const struct mk_sketch *b)
+{
+	unsigned c = 0;
+	for (unsigned i = 0; i < a->n; i++)
+		for (unsigned j = 0; j < b->n; j++)
+			c += a->v[i] == b->v[j];
+	return c;
+}
+
+static bool sketch_has(const struct mk_sketch *s, uint32_t h)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->v[i] == h)
+			return true;
+	return false;
+}
+
+/* The near-duplicate step as similar.c states it, by brute force: each piece not yet placed, in
+ * key order, is followed by the later pieces sharing MK_SKETCH_NEAR values of its full sketch, in
+ * order, as many as fit one block with it; a later piece is a candidate only when it is among
+ * the first MK_SKETCH_SCAN after the seed whose full sketch holds one of the seed's values. */
+static void model_cluster(struct mpiece *v, size_t n)
+{
+	struct mpiece *out = calloc(n ? n : 1, sizeof(*out));
+	bool *used = calloc(n ? n : 1, sizeof(*used));
+	ck_assert_ptr_nonnull(out);
+	ck_assert_ptr_nonnull(used);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *p = content(&files[v[i].file]);
+		mk_sketch_of(p + files[v[i].file].size - v[i].len, v[i].len, &v[i].sk);
+		v[i].grp = NONE;
+		free(p);
+	}
+	size_t no = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (used[i])
+			continue;
+		unsigned seen[MK_SKETCH_K] = { 0 };
+		size_t seed_at = no;
+		uint64_t bytes = v[i].len;
+		used[i] = true;
+		out[no++] = v[i];
+		for (size_t j = i + 1; v[i].sk.n == MK_SKETCH_K && j < n; j++) {
+			bool cand = false;
+			for (unsigned k = 0; v[j].sk.n == MK_SKETCH_K && k < v[i].sk.n; k++)
+				if (sketch_has(&v[j].sk, v[i].sk.v[k]) && seen[k]++ < MK_SKETCH_SCAN)
+					cand = true;
+			if (!cand || used[j] || bytes + v[j].len > BS ||
+			    model_shared(&v[i].sk, &v[j].sk) < MK_SKETCH_NEAR)
+				continue;
+			used[j] = true;
+			bytes += v[j].len;
+			out[seed_at].grp = seed_at;
+			out[no] = v[j];
+			out[no++].grp = seed_at;
+		}
+	}
+	memcpy(v, out, n * sizeof(*v));
+	free(out);
+	free(used);
+}
+
 /* Expected placement of every piece of the tree (files all distinct); returns the count of
  * pieces in *np and of fragment blocks. */
 static uint32_t model_place(struct mpiece *v, size_t *np)
@@ -461,11 +534,12 @@ static uint32_t model_place(struct mpiece *v, size_t *np)
 		model_key(&v[n++]);
 	}
 	qsort(v, n, sizeof(*v), model_cmp);
+	model_cluster(v, n);
 	uint32_t idx = 0, fill = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t group = v[i].len;
-		bool start = !i || model_group_cmp(&v[i - 1], &v[i]);
-		for (size_t j = i + 1; start && j < n && !model_group_cmp(&v[i], &v[j]); j++)
+		bool start = !i || !model_same_group(&v[i - 1], &v[i]);
+		for (size_t j = i + 1; start && j < n && model_same_group(&v[j - 1], &v[j]); j++)
 			group += v[j].len;
 		bool no_room = fill + v[i].len > BS;
 		bool keep_group = start && group <= BS && fill + group > BS;
@@ -507,7 +581,7 @@ static void check_model(struct view *v)
 	ck_assert_uint_eq(v->sb.fragment_count, nblocks);
 	for (size_t i = 0, end; i < n; i = end) {
 		uint64_t bytes = 0;
-		for (end = i; end < n && !model_group_cmp(&m[i], &m[end]); end++)
+		for (end = i; end < n && (end == i || model_same_group(&m[end - 1], &m[end])); end++)
 			bytes += m[end].len;
 		for (size_t k = i + 1; k < end && bytes <= BS; k++)
 			ck_assert_msg(got[m[k].file] == got[m[i].file],
@@ -521,6 +595,47 @@ static void check_model(struct view *v)
 }
 
 /* ---- tests ---- */
+
+/* Near-duplicates move next to each other (similar.c): two text files of one content but for
+ * their first bytes, in different directories and classes, share a block although a random
+ * file sorts between them by key; without the step, one.txt would go to a new block. */
+START_TEST(test_near_duplicates)
+{
+	static const struct {
+		const char *rel;
+		uint64_t size;
+		bool text;
+		uint32_t idx, off;
+	} want[] = {
+		{ "d/three.c", 1000, false, 0, 0 },
+		{ "b/mid.dat", 1000, false, 0, 1000 },
+		{ "c/two.md", 1000, true, 0, 2000 },
+		{ "e/p.q", 500, false, 1, 0 },      /* after the cluster: 96 bytes were left */
+		{ "a/one.txt", 1000, true, 0, 3000 }, /* pulled up from after p.q */
+	};
+	struct view v;
+	tree_make();
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char dir[2] = { want[i].rel[0], 0 };
+		add_dir(dir);
+	}
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		add_file(want[i].rel, want[i].size, want[i].text);
+	view_open(&v, build("2", 0));
+	ck_assert_uint_eq(v.sb.fragment_count, 2);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		uint32_t idx, off;
+		placed(&v, &files[i], &idx, &off);
+		ck_assert_msg(idx == want[i].idx && off == want[i].off,
+			      "%s: fragment %u at %u, expected %u at %u", want[i].rel, idx, off,
+			      want[i].idx, want[i].off);
+	}
+	check_model(&v);
+	check_tails(&v, PIECES_ALL);
+	view_close(&v);
+	tree_remove();
+}
+END_TEST
 
 /* A hand-made tree whose placement is written out below, derived by hand from the rule: class
  * before directory ("" < c < dat < gz < py < txt, so a.txt in the root follows pkg's .py files),
@@ -562,8 +677,8 @@ START_TEST(test_order_by_rule)
 	tree_make();
 	add_dir("pkg");
 	add_dir("pkg/__pycache__");
-	for (size_t i = 0; i < nw; i++)
-		add_file(want[i].rel, want[i].size, i % 2);
+	for (size_t i = 0; i < nw; i++) /* random bytes: no near-duplicates to move */
+		add_file(want[i].rel, want[i].size, false);
 	view_open(&v, build("2", 0));
 	ck_assert_uint_eq(v.sb.fragment_count, 4);
 	for (size_t i = 0; i < 4; i++)
@@ -671,8 +786,8 @@ START_TEST(test_tails_inside_blocks)
 		snprintf(rel, sizeof(rel), "s%02zu.bin", i);
 		add_file(rel, sizes[i], i % 2);
 	}
-	for (size_t i = 0; i < sizeof(fills) / sizeof(fills[0]); i++)
-		add_file(fills[i].rel, fills[i].size, i % 2);
+	for (size_t i = 0; i < sizeof(fills) / sizeof(fills[0]); i++) /* no near-duplicates */
+		add_file(fills[i].rel, fills[i].size, false);
 	for (int i = 0; i < 150; i++) {
 		snprintf(rel, sizeof(rel), "r/%03d.%s", i, i % 3 ? "bin" : "txt");
 		add_file(rel, random_size(&s), test_xorshift(&s) & 1);
@@ -809,6 +924,7 @@ static Suite *frag_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
 	tcase_add_test(tc, test_order_by_rule);
+	tcase_add_test(tc, test_near_duplicates);
 	tcase_add_loop_test(tc, test_order_random_trees, 0, 6);
 	tcase_add_test(tc, test_tails_inside_blocks);
 	tcase_add_test(tc, test_piece_selection);
