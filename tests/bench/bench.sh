@@ -12,6 +12,8 @@
 #   BENCH_CORPUS=DIR use DIR as the corpus instead of copying one
 #   BENCH_TMPDIR     where the corpus copy goes (default /var/tmp, on disk)
 #   BENCH_TIMER      force gnu|bash|date timing (default: GNU time if usable)
+#   BENCH_COLD       cold-cache rounds per tool after the warm ones (default 1 as root, else 0):
+#                    the page cache is dropped before each run, so the corpus is read from disk
 #   BENCH_PEERS      auto|debian|anchors: which mksquashfs (see peers.sh; default the newest,
 #                    4.7.5 in /opt/anchors, else Debian's); BENCH_BUILD_ANCHORS=1 builds them
 #
@@ -157,11 +159,11 @@ log "warming page cache (caches are NOT dropped between runs: warm-cache compari
 
 # ---------------------------------------------------------------- rounds ----
 sqk_img=$imgdir/sqk.sqsh mks_img=$imgdir/mksquashfs.sqsh
-failed=0
+failed=0 RES=
 run_sqk() {
 	rm -f "$sqk_img"
 	if timed "sqk.$1" "$SQK" mkimage -q -j "$JOBS" "$corpus" "$sqk_img"; then
-		echo "$(cat "$scratch/logs/sqk.$1.t") $(stat -c %s "$sqk_img")" >>"$scratch/sqk.res"
+		echo "$(cat "$scratch/logs/sqk.$1.t") $(stat -c %s "$sqk_img")" >>"$scratch/sqk$RES.res"
 	else
 		failed=1; rm -f "$sqk_img"; echo "FAILED n/a" >"$scratch/logs/sqk.$1.t"
 		log "sqk mkimage failed in round $1 (exit $rc); output:"
@@ -171,7 +173,7 @@ run_sqk() {
 run_mks() {
 	rm -f "$mks_img"
 	if timed "mks.$1" "$MKSQ" "$corpus" "$mks_img" -comp zstd -processors "$JOBS" -noappend -quiet; then
-		echo "$(cat "$scratch/logs/mks.$1.t") $(stat -c %s "$mks_img")" >>"$scratch/mks.res"
+		echo "$(cat "$scratch/logs/mks.$1.t") $(stat -c %s "$mks_img")" >>"$scratch/mks$RES.res"
 	else
 		failed=1; rm -f "$mks_img"; echo "FAILED n/a" >"$scratch/logs/mks.$1.t"
 		log "$MKSQ_L failed in round $1 (exit $rc); output:"
@@ -199,6 +201,23 @@ while [ "$r" -le "$ROUNDS" ]; do
 	log "$line"
 	r=$((r + 1))
 done
+
+# Cold page cache: the corpus dropped from the page cache before each run (root only).
+COLD=${BENCH_COLD:-$is_root}
+case $COLD in ''|*[!0-9]*) die "BENCH_COLD must be a number (got '$COLD')";; esac
+[ "$is_root" = 1 ] || COLD=0
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+RES=.cold
+: >"$scratch/sqk.cold.res"; : >"$scratch/mks.cold.res"
+r=1
+while [ "$r" -le "$COLD" ]; do
+	drop; run_sqk "cold$r"
+	[ "$ONLY_SQK" = 0 ] && { drop; run_mks "cold$r"; }
+	log "cold round $r/$COLD: sqk $(cut -d' ' -f1 "$scratch/logs/sqk.cold$r.t")s$( [ "$ONLY_SQK" = 0 ] && echo "  $MKSQ_L $(cut -d' ' -f1 "$scratch/logs/mks.cold$r.t")s")"
+	r=$((r + 1))
+done
+RES=
+(cd "$corpus" && tar cf - . 2>/dev/null | cat >/dev/null) # warm again for what follows
 
 # ---------------------------------------------------------------- stats -----
 # Fields of *.res: wall_secs rss_kib cpu_secs size_bytes (one per good run).
@@ -270,6 +289,15 @@ fi
 if [ "$(peer_from mksquashfs)" = anchor ]; then t_goal=0.85 s_goal=0.97; else t_goal=0.90 s_goal=0.99; fi
 echo "time ratio $(x "$t_ratio") vs $MKSQ_L (goal <= ${t_goal}x): $(goal "$t_ratio" $t_goal)"
 echo "size ratio $(x "$s_ratio") vs $MKSQ_L (goal <= ${s_goal}x): $(goal "$s_ratio" $s_goal)"
+if [ "$COLD" -gt 0 ]; then
+	cold_sqk=$(median 1 "$scratch/sqk.cold.res" 3)
+	if [ "$ONLY_SQK" = 0 ]; then
+		cold_mks=$(median 1 "$scratch/mks.cold.res" 3); cold_ratio=$(ratio "$cold_sqk" "$cold_mks" 2)
+		echo "cold cache   sqk ${cold_sqk}s, $MKSQ_L ${cold_mks}s ($COLD run(s) each, page cache dropped before each): $(x "$cold_ratio") (goal <= ${t_goal}x): $(goal "$cold_ratio" $t_goal)"
+	else
+		echo "cold cache   sqk ${cold_sqk}s ($COLD run(s), page cache dropped before each)"
+	fi
+fi
 echo "peak RSS sqk $sqk_rss, $MKSQ_L $mks_rss"
 echo
 printf '%-18s %9s %-24s %8s %10s %13s %8s\n' tool 'median s' 'runs s' 'CPU s' 'peak RSS' 'image bytes' entries
