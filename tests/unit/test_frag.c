@@ -596,6 +596,15 @@ static void check_model(struct view *v)
 
 /* ---- tests ---- */
 
+/* Checks that files[file]'s tail is in fragment idx at offset off. */
+static void expect_placed(struct view *v, size_t file, uint32_t idx, uint32_t off)
+{
+	uint32_t got_idx, got_off;
+	placed(v, &files[file], &got_idx, &got_off);
+	ck_assert_msg(got_idx == idx && got_off == off, "%s: fragment %u at %u, expected %u at %u",
+		      files[file].rel, got_idx, got_off, idx, off);
+}
+
 /* Near-duplicates move next to each other (similar.c): two text files of one content but for
  * their first bytes, in different directories and classes, share a block although a random
  * file sorts between them by key; without the step, one.txt would go to a new block. */
@@ -623,13 +632,8 @@ START_TEST(test_near_duplicates)
 		add_file(want[i].rel, want[i].size, want[i].text);
 	view_open(&v, build("2", 0));
 	ck_assert_uint_eq(v.sb.fragment_count, 2);
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		uint32_t idx, off;
-		placed(&v, &files[i], &idx, &off);
-		ck_assert_msg(idx == want[i].idx && off == want[i].off,
-			      "%s: fragment %u at %u, expected %u at %u", want[i].rel, idx, off,
-			      want[i].idx, want[i].off);
-	}
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		expect_placed(&v, i, want[i].idx, want[i].off);
 	check_model(&v);
 	check_tails(&v, PIECES_ALL);
 	view_close(&v);
@@ -684,13 +688,8 @@ START_TEST(test_order_by_rule)
 	for (size_t i = 0; i < 4; i++)
 		ck_assert_msg(v.blen[i] == blen[i], "fragment block %zu: %zu bytes, expected %zu",
 			      i, v.blen[i], blen[i]);
-	for (size_t i = 0; i < nw; i++) {
-		uint32_t idx, off;
-		placed(&v, &files[i], &idx, &off);
-		ck_assert_msg(idx == want[i].idx && off == want[i].off,
-			      "%s: fragment %u at %u, expected %u at %u", want[i].rel, idx, off,
-			      want[i].idx, want[i].off);
-	}
+	for (size_t i = 0; i < nw; i++)
+		expect_placed(&v, i, want[i].idx, want[i].off);
 	/* The model used by the random trees agrees with the hand-derived placement. */
 	check_model(&v);
 	ck_assert_uint_eq(check_tails(&v, PIECES_ALL), 14);
