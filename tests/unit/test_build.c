@@ -397,6 +397,17 @@ START_TEST(test_source_failure)
 }
 END_TEST
 
+/* Checks that two in-memory images hold the same bytes, naming the first that differs. */
+static void assert_same_image(struct sqk_io *a, struct sqk_io *b)
+{
+	size_t la, lb;
+	const uint8_t *da = sqk_io_mem_data(a, &la), *db = sqk_io_mem_data(b, &lb);
+	ck_assert_uint_eq(la, lb);
+	for (size_t i = 0; i < la; i++)
+		if (da[i] != db[i])
+			ck_abort_msg("images differ at byte %zu of %zu", i, la);
+}
+
 /* Bad entries are refused with the entry named. */
 START_TEST(test_bad_entries)
 {
@@ -457,12 +468,7 @@ static struct sqk_io *build_both(const struct spec *v, size_t n, opts_tweak extr
 	ck_assert_msg(err == 0, "tree in memory: %s", msg);
 	err = build(&b, extra, &mb, NULL, st, msg);
 	ck_assert_msg(err == 0, "tree on disk: %s", msg);
-	size_t la, lb;
-	const uint8_t *da = sqk_io_mem_data(ma, &la), *db = sqk_io_mem_data(mb, &lb);
-	ck_assert_uint_eq(la, lb);
-	for (size_t i = 0; i < la; i++)
-		if (da[i] != db[i])
-			ck_abort_msg("images differ at byte %zu of %zu", i, la);
+	assert_same_image(ma, mb);
 	/* every byte of every file read once, in order, by the walk too */
 	ck_assert(!b.backwards);
 	for (size_t i = 0; i < n; i++)
@@ -710,12 +716,7 @@ START_TEST(test_sorted_runs_same_image)
 	synth_init(&b, v, SORTED_N);
 	ck_assert_msg(build(&a, tweak_entry4k, &ma, NULL, NULL, msg) == 0, "%s", msg);
 	ck_assert_msg(build(&b, NULL, &mb, NULL, NULL, msg) == 0, "%s", msg);
-	size_t la, lb;
-	const uint8_t *da = sqk_io_mem_data(ma, &la), *db = sqk_io_mem_data(mb, &lb);
-	ck_assert_uint_eq(la, lb);
-	for (size_t i = 0; i < la; i++)
-		if (da[i] != db[i])
-			ck_abort_msg("images differ at byte %zu of %zu", i, la);
+	assert_same_image(ma, mb);
 	struct sqk_image *img = open_mem(ma);
 	struct sqk_inode ino, t;
 	ck_assert_int_eq(sqk_lookup_path(img, "d13/x/f13", &ino), 0); /* listed again at 17 */
