@@ -61,12 +61,10 @@ static ZSTD_CCtx *pick_ctx(struct sqk_zstd *z, const void *in, size_t in_len)
 	return z->flat;
 }
 
-/* Sets the instance's parameters for a block of in_len bytes: the level, and for the default
- * level a searchLog two below the level's own for that size (never below 1). */
-static int set_params(struct sqk_zstd *z, size_t in_len)
+/* For the default level, a block of in_len bytes: a searchLog two below the level's own for
+ * that size (never below 1); the level itself is set once, at creation. */
+static int set_search(struct sqk_zstd *z, size_t in_len)
 {
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, z->level)))
-		return SQK_ECOMPRESS;
 	if (!z->tuned)
 		return 0;
 	ZSTD_compressionParameters cp = ZSTD_getCParams(z->level, in_len, 0);
@@ -87,7 +85,7 @@ static ssize_t zstd_compress(struct sqk_compressor *c, const void *in, size_t in
 	ZSTD_CCtx *cc = pick_ctx(z, in, in_len);
 	if (!cc)
 		return SQK_ENOMEM;
-	if (cc == z->cctx && set_params(z, in_len))
+	if (cc == z->cctx && set_search(z, in_len))
 		return SQK_ECOMPRESS;
 	n = ZSTD_compress2(cc, out, limit, in, in_len);
 	if (ZSTD_isError(n))
@@ -145,6 +143,10 @@ int sqk_zstd_create(const struct sqk_comp_config *cfg, struct sqk_compressor **o
 	if (!z->cctx || !z->dctx) {
 		zstd_destroy(&z->base);
 		return SQK_ENOMEM;
+	}
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, z->level))) {
+		zstd_destroy(&z->base);
+		return SQK_EINVAL; /* sqk_comp_config_check admits only levels zstd takes */
 	}
 	*out = &z->base;
 	return 0;
