@@ -15,12 +15,11 @@ static uint32_t shingle_hash(const uint8_t *p)
 	return (uint32_t)((v * 0x9E3779B97F4A7C15ULL) >> 32);
 }
 
-/* Inserts h into the sorted, distinct values v[0..*n) kept to the MK_SKETCH_K smallest. */
+/* Inserts h into the sorted, distinct values v[0..*n) kept to the MK_SKETCH_K smallest; the
+ * caller has checked that h is below the largest when there are K already. */
 static void sketch_add(uint32_t *v, uint8_t *n, uint32_t h)
 {
 	unsigned k = *n;
-	if (k == MK_SKETCH_K && h >= v[k - 1])
-		return;
 	unsigned lo = 0, hi = k;
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
@@ -75,7 +74,7 @@ static bool share_at_least(const struct mk_sketch *a, const struct mk_sketch *b,
 static bool may_share(const struct mk_sketch *a, const struct mk_sketch *b)
 {
 	unsigned m = MK_SKETCH_K - MK_SKETCH_NEAR;
-	return a->n == MK_SKETCH_K && b->v[0] <= a->v[m] && a->v[0] <= b->v[m];
+	return b->v[0] <= a->v[m] && a->v[0] <= b->v[m];
 }
 
 struct sk_entry {
