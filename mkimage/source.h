@@ -73,6 +73,11 @@ struct mk_source {
  * files never to take in (the image being written). Caller owns *out. */
 int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out);
 
+/* The read-ahead scout of the directory walk s (prefetch.h), or NULL while none was started (a
+ * warm tree). Borrowed from s. */
+struct mk_prefetch;
+struct mk_prefetch *mk_source_dir_prefetch(struct mk_source *s);
+
 /* Files by path, for --order and -sort: s is a second directory source over the same sources
  * (mk_source_dir_create), never walked with next(); what it finds is what the walk would find.
  *

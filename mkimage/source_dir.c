@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "common/format.h"
 #include "common/grow.h"
 #include "mk.h"
+#include "prefetch.h"
 #include "source.h"
 
 /* One directory being walked: its sorted entry names and the next one to give. */
@@ -79,6 +81,12 @@ struct dir_source {
 	/* the current entry's content */
 	int fd;
 	uint64_t size;
+	/* read-ahead of a cold tree (prefetch.h): started by the walk's first read that missed
+	 * the page cache; pf_off: no more misses looked for (the scout runs or cannot) */
+	struct mk_prefetch *pf;
+	bool pf_off;
+	struct excludes pf_ex;     /* the scout's own view of ex (its buffers; the rest shared) */
+	const struct sqk_build_source *pf_src;
 	/* xattrs of the current entry */
 	char *xnames;
 	size_t xnames_cap;
@@ -617,6 +625,69 @@ static int dir_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 	}
 }
 
+/* The scout's exclude test: d->ex's patterns, its own scratch (excluded() writes hit and the
+ * split path), on the scout's thread. */
+static bool scout_excluded(void *arg, const char *rel, bool top)
+{
+	struct dir_source *d = arg;
+	return excluded(&d->pf_ex, d->pf_src, rel, false, top);
+}
+
+/* The walk read a file the page cache did not hold: the tree is cold, the scout starts. */
+static void start_scout(struct mk_ctx *c, struct dir_source *d)
+{
+	d->pf_off = true;
+	struct mk_prefetch_skip skip = { .n = (size_t)c->nskip };
+	for (int i = 0; i < c->nskip; i++) {
+		skip.dev[i] = c->skip_dev[i];
+		skip.ino[i] = c->skip_ino[i];
+	}
+	if (d->ex.any) {
+		d->pf_ex = d->ex;
+		d->pf_ex.split = NULL;
+		d->pf_ex.parts = NULL;
+		d->pf_ex.split_cap = d->pf_ex.parts_cap = 0;
+		d->pf_ex.hit = calloc((size_t)(c->src->nexcludes + c->src->nmks_excludes) + 1, 1);
+		if (!d->pf_ex.hit)
+			return;
+		d->pf_src = c->src;
+		skip.leave_out = scout_excluded;
+		skip.arg = d;
+	}
+	struct frame *top = d->synthetic && d->depth ? &d->stack[0] : NULL;
+	size_t n = top ? top->n : 1;
+	struct mk_prefetch_root *roots = calloc(n, sizeof(*roots));
+	if (!roots)
+		return;
+	for (size_t i = 0; i < n; i++)
+		roots[i] = top ? (struct mk_prefetch_root){ c->src->sources[d->src_order[i]],
+							    top->names[i] } :
+				 (struct mk_prefetch_root){ d->root, "" };
+	if (top || d->root)
+		d->pf = mk_prefetch_create(roots, n, &skip, 0, 0);
+	free(roots);
+	if (d->pf)
+		mk_prefetch_at(d->pf, d->rel, true);
+}
+
+/* A read of the walked file that does not wait for the device: when the page cache does not
+ * hold the bytes, the scout starts and the read is made again, waiting. */
+static ssize_t read_watching(struct mk_ctx *c, struct dir_source *d, void *p, size_t len,
+			     uint64_t off)
+{
+	if (d->state != 1) /* files by path (--order): not the walk's order */
+		return pread(d->fd, p, len, (off_t)off);
+	struct iovec iov = { .iov_base = p, .iov_len = len };
+	ssize_t r = preadv2(d->fd, &iov, 1, (off_t)off, RWF_NOWAIT);
+	if (r > 0)
+		return r;
+	if (r < 0 && errno == EAGAIN)
+		start_scout(c, d);
+	else if (r < 0 && errno != EINTR)
+		d->pf_off = true; /* RWF_NOWAIT not supported here: no misses to see */
+	return pread(d->fd, p, len, (off_t)off);
+}
+
 static int dir_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *buf, size_t len)
 {
 	struct dir_source *d = (struct dir_source *)s;
@@ -627,10 +698,13 @@ static int dir_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *b
 				       strerror(errno));
 		if (d->size > (1u << 20)) /* a syscall saved per small file */
 			posix_fadvise(d->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		if (d->pf_off && d->pf)
+			mk_prefetch_at(d->pf, d->rel, false);
 	}
 	uint8_t *p = buf;
 	while (len) {
-		ssize_t r = pread(d->fd, p, len, (off_t)off);
+		ssize_t r = d->pf_off ? pread(d->fd, p, len, (off_t)off) :
+					read_watching(c, d, p, len, off);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -685,6 +759,10 @@ static int dir_end_file(struct mk_source *s, struct mk_ctx *c)
 static void dir_destroy(struct mk_source *s)
 {
 	struct dir_source *d = (struct dir_source *)s;
+	mk_prefetch_destroy(d->pf);
+	free(d->pf_ex.hit);
+	free(d->pf_ex.split);
+	free(d->pf_ex.parts);
 	close_file(d);
 	for (size_t i = 0; i < d->depth; i++)
 		frame_free(&d->stack[i]);
@@ -698,6 +776,11 @@ static void dir_destroy(struct mk_source *s)
 	free(d->xvals);
 	excludes_free(&d->ex);
 	free(d);
+}
+
+struct mk_prefetch *mk_source_dir_prefetch(struct mk_source *s)
+{
+	return ((struct dir_source *)s)->pf;
 }
 
 static const struct mk_source_ops dir_ops = {

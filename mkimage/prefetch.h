@@ -1,0 +1,70 @@
+/* Read-ahead for a cold directory walk: a scout thread walks the same tree in the same order as
+ * the walk (source_dir.c), ahead of it, and asks the kernel to read each regular file it meets
+ * (posix_fadvise WILLNEED) so that the walk's own reads find the page cache filled. The walk
+ * reads on one thread, one file after the other; on a cold disk each small file then costs a
+ * wait for the device, which the scout overlaps: with it many reads are in flight at once.
+ *
+ * It costs nothing on a warm tree: it starts at the walk's first read that missed the page
+ * cache. It never runs more than a window of bytes (and of files) ahead of the file the walk
+ * reads, skips whatever the walk has passed, and is best-effort: it reports no error and
+ * changes nothing the walk sees; an entry it cannot stat or open is simply not read ahead. */
+#ifndef SQK_MK_PREFETCH_H
+#define SQK_MK_PREFETCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct mk_prefetch;
+
+/* What the scout leaves alone: files by device and inode (the image being written), and paths
+ * the walk excludes: leave_out (optional) is called on the scout's thread with an image path
+ * and whether it is a top under a made-up root, and must not touch what the walk uses. */
+struct mk_prefetch_skip {
+	dev_t dev[2];
+	ino_t ino[2];
+	size_t n;
+	bool (*leave_out)(void *arg, const char *rel, bool top);
+	void *arg;
+};
+
+/* One top of the walk: its path on disk and its image path ("" for the root of a one-directory
+ * source, whose contents are the image's root; else the name it has under the made-up root). */
+struct mk_prefetch_root {
+	const char *disk;
+	const char *rel;
+};
+
+/* How far ahead the scout reads: bytes of file content and files. */
+#define MK_PREFETCH_WINDOW (32u << 20)
+#define MK_PREFETCH_FILES 4096u
+
+/* Creates a scout over the n roots (copied), in walk order, not yet started; skip (copied; its
+ * arg borrowed until mk_prefetch_destroy) may be NULL. window and files bound how far ahead it
+ * reads (0: the defaults above); each file is asked for up to window / 8 bytes (the kernel's
+ * own read-ahead follows a sequential read of the rest). Returns NULL when it cannot be made
+ * (out of memory): the walk then goes without. Caller owns the result. */
+struct mk_prefetch *mk_prefetch_create(const struct mk_prefetch_root *roots, size_t n,
+				       const struct mk_prefetch_skip *skip, uint64_t window,
+				       size_t files);
+
+/* The walk is about to read the regular file at image path rel (in walk order, each file once).
+ * missed: its read found the page cache empty; the first such call starts the scout, from rel.
+ * Cheap before the scout starts. */
+void mk_prefetch_at(struct mk_prefetch *p, const char *rel, bool missed);
+
+/* Whether the scout was started. */
+bool mk_prefetch_started(const struct mk_prefetch *p);
+
+/* Files and bytes the scout asked the kernel to read so far. */
+void mk_prefetch_counts(struct mk_prefetch *p, uint64_t *files, uint64_t *bytes);
+
+/* Stops the scout (waiting for the read-ahead it is issuing) and frees p. NULL is a no-op. */
+void mk_prefetch_destroy(struct mk_prefetch *p);
+
+/* The walk's order on image paths: depth first, each directory's entries by sqk_name_cmp, a
+ * directory before what it holds. <0, 0 or >0 like strcmp. */
+int mk_walk_path_cmp(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,273 @@
+/* Check suite for the read-ahead scout of a cold directory walk (mkimage/prefetch.c): the walk's
+ * path order, how far ahead the scout reads (the window, in files and bytes), that it skips what
+ * the walk has passed, that the walk starts it at its first page-cache miss and not on a warm
+ * tree, and that it leaves the walk's excludes unread. What the scout read is seen in the page
+ * cache (mincore), so the tree is on a disk file system (/var/tmp), its pages dropped first. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/mkimage_options.h"
+#include "mkimage/mk.h"
+#include "mkimage/prefetch.h"
+#include "mkimage/source.h"
+#include "testutil.h"
+
+#define FILE_BYTES (64 << 10)
+#define NFILES 60
+
+static char tree[256];
+
+static void put(const char *rel, size_t len)
+{
+	test_tree_put(tree, rel, len);
+}
+
+/* The file of index i of directory d/ (walk order: names sort as numbers do). */
+static void file_name(char *buf, size_t cap, const char *d, int i)
+{
+	snprintf(buf, cap, "%s/f%03d", d, i);
+}
+
+static void make_tree(void)
+{
+	snprintf(tree, sizeof(tree), "/var/tmp/sqk-test-prefetch.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tree));
+	char rel[64];
+	test_tree_dir(tree, "d");
+	test_tree_dir(tree, "skipme");
+	for (int i = 0; i < NFILES; i++) {
+		file_name(rel, sizeof(rel), "d", i);
+		put(rel, FILE_BYTES);
+	}
+	for (int i = 0; i < 8; i++) {
+		file_name(rel, sizeof(rel), "skipme", i);
+		put(rel, FILE_BYTES);
+	}
+	put("z", FILE_BYTES);
+}
+
+/* Pages of tree/rel in the page cache: -1 none, 1 all, 0 some. */
+static int resident(const char *rel)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tree, rel);
+	int fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = ((size_t)st.st_size + pg - 1) / pg, in = 0;
+	unsigned char v[(FILE_BYTES >> 12) + 1];
+	ck_assert_uint_le(n, sizeof(v));
+	ck_assert_int_eq(mincore(m, (size_t)st.st_size, v), 0);
+	for (size_t i = 0; i < n; i++)
+		in += v[i] & 1;
+	munmap(m, (size_t)st.st_size);
+	close(fd);
+	return in == n ? 1 : in ? 0 : -1;
+}
+
+/* Drops every file of the tree from the page cache; false when the file system keeps them
+ * (tmpfs), which leaves nothing to see. */
+static bool drop_tree(void)
+{
+	char rel[64], path[512];
+	sync();
+	for (int i = 0; i < NFILES + 9; i++) {
+		if (i < NFILES)
+			file_name(rel, sizeof(rel), "d", i);
+		else if (i < NFILES + 8)
+			file_name(rel, sizeof(rel), "skipme", i - NFILES);
+		else
+			snprintf(rel, sizeof(rel), "z");
+		snprintf(path, sizeof(path), "%s/%s", tree, rel);
+		int fd = open(path, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		close(fd);
+		if (resident(rel) != -1)
+			return false;
+	}
+	return true;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Waits (up to 20 s) for the scout to have asked for `files` files, then a little longer to
+ * see that it asks for no more; returns the count. */
+static uint64_t settle(struct mk_prefetch *p, uint64_t files)
+{
+	uint64_t f = 0, b;
+	for (int i = 0; i < 2000; i++) {
+		mk_prefetch_counts(p, &f, &b);
+		if (f >= files)
+			break;
+		sleep_ms(10);
+	}
+	sleep_ms(200);
+	mk_prefetch_counts(p, &f, &b);
+	return f;
+}
+
+/* Waits (up to 20 s) for the read-ahead of tree/rel to land in the page cache. */
+static bool lands(const char *rel)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (resident(rel) == 1)
+			return true;
+		sleep_ms(10);
+	}
+	return false;
+}
+
+START_TEST(test_path_order)
+{
+	/* a directory before what it holds, what it holds before its next sibling, names by
+	 * unsigned bytes: not strcmp's order of the whole paths ('-' sorts below '/') */
+	const char *walk[] = { "", "a", "a/b", "a/b/c", "a/c", "a-b", "ab", "a\xff", "b" };
+	size_t n = sizeof(walk) / sizeof(walk[0]);
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < n; k++) {
+			int r = mk_walk_path_cmp(walk[i], walk[k]);
+			ck_assert_msg(i < k ? r < 0 : i > k ? r > 0 : r == 0, "'%s' vs '%s': %d",
+				      walk[i], walk[k], r);
+		}
+}
+END_TEST
+
+START_TEST(test_window)
+{
+	make_tree();
+	if (!drop_tree()) {
+		fprintf(stderr, "test_window: %s keeps its pages, nothing to see\n", tree);
+		test_tree_remove(tree);
+		return;
+	}
+	char rel[64];
+	/* a window of 16 files' bytes (each file asked for whole: 1/8 of it), bound first by
+	 * its 3 files */
+	struct mk_prefetch_root root = { tree, "" };
+	struct mk_prefetch *p = mk_prefetch_create(&root, 1, NULL, 16 * FILE_BYTES, 3);
+	ck_assert_ptr_nonnull(p);
+	file_name(rel, sizeof(rel), "d", 0);
+	mk_prefetch_at(p, rel, false);
+	ck_assert(!mk_prefetch_started(p)); /* no miss, no scout */
+	usleep(100000);
+	ck_assert_int_eq(resident("d/f001"), -1);
+	mk_prefetch_at(p, rel, true);
+	ck_assert(mk_prefetch_started(p));
+	ck_assert_uint_eq(settle(p, 3), 3);
+	for (int i = 1; i <= 3; i++) {
+		file_name(rel, sizeof(rel), "d", i);
+		ck_assert_msg(lands(rel), "%s not read ahead", rel);
+	}
+	ck_assert_int_eq(resident("d/f000"), -1); /* the walk's own file: not the scout's */
+	ck_assert_int_eq(resident("d/f004"), -1); /* beyond the window */
+	/* the walk jumps to f030: f004..f029 are behind it, never read ahead; f031..f033 are */
+	file_name(rel, sizeof(rel), "d", 30);
+	mk_prefetch_at(p, rel, false);
+	ck_assert_uint_eq(settle(p, 6), 6);
+	ck_assert(lands("d/f033"));
+	ck_assert_int_eq(resident("d/f004"), -1);
+	ck_assert_int_eq(resident("d/f029"), -1);
+	ck_assert_int_eq(resident("d/f034"), -1);
+	/* the walk leaves d: the rest of d is behind it; skipme and z come next */
+	mk_prefetch_at(p, "skipme/f000", false);
+	ck_assert_uint_eq(settle(p, 9), 9);
+	ck_assert_int_eq(resident("d/f040"), -1);
+	ck_assert(lands("skipme/f003"));
+	ck_assert_int_eq(resident("skipme/f004"), -1);
+	mk_prefetch_destroy(p);
+	test_tree_remove(tree);
+}
+END_TEST
+
+/* Walks tree with the directory source of "mkimage TREE IMG -e skipme", reading each file;
+ * returns the scout's files read ahead (-1: none was started). */
+static long walk_tree(void)
+{
+	char *argv[] = { "mkimage", tree, "/var/tmp/sqk-test-prefetch.img", "-e", "skipme", NULL };
+	struct mk_options o;
+	struct mk_ctx c;
+	struct mk_source *src = NULL;
+	struct mk_entry e;
+	static uint8_t buf[FILE_BYTES];
+	ck_assert_int_eq(mk_options_parse(5, argv, &o), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
+	ck_assert_int_eq(mk_source_dir_create(&c, &src), 0);
+	int r;
+	while ((r = src->ops->next(src, &c, &e)) == 0) {
+		ck_assert_msg(strncmp(e.path, "skipme", 6), "%s not excluded", e.path);
+		if (!S_ISREG(e.mode))
+			continue;
+		ck_assert_uint_eq(e.size, FILE_BYTES);
+		ck_assert_int_eq(src->ops->read(src, &c, 0, buf, FILE_BYTES), 0);
+		sleep_ms(5); /* the builder's work on the file: the scout gets ahead */
+	}
+	ck_assert_int_eq(r, 1);
+	long files = -1;
+	struct mk_prefetch *p = mk_source_dir_prefetch(src);
+	if (p) {
+		uint64_t f, b;
+		mk_prefetch_counts(p, &f, &b);
+		files = (long)f;
+	}
+	mk_source_destroy(src);
+	mk_ctx_free(&c);
+	mk_options_free(&o);
+	return files;
+}
+
+START_TEST(test_walk_starts_scout)
+{
+	make_tree();
+	if (!drop_tree()) {
+		fprintf(stderr, "test_walk_starts_scout: %s keeps its pages, nothing to see\n",
+			tree);
+		test_tree_remove(tree);
+		return;
+	}
+	/* cold: the first read misses, the scout reads ahead the files after it (it may lag
+	 * at first, but the walk waits 5 ms a file); the excluded files stay unread */
+	long files = walk_tree();
+	ck_assert_int_ge(files, NFILES / 2);
+	ck_assert_int_le(files, NFILES); /* d's 60 but the first, and z */
+	for (int i = 0; i < 8; i++) {
+		char rel[64];
+		file_name(rel, sizeof(rel), "skipme", i);
+		ck_assert_msg(resident(rel) == -1, "%s, excluded, was read ahead", rel);
+	}
+	/* warm: every read hits the page cache, no scout */
+	ck_assert_int_eq(walk_tree(), -1);
+	test_tree_remove(tree);
+}
+END_TEST
+
+static Suite *prefetch_suite(void)
+{
+	Suite *s = suite_create("prefetch");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_path_order);
+	tcase_add_test(tc, test_window);
+	tcase_add_test(tc, test_walk_starts_scout);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(prefetch_suite());
+}
