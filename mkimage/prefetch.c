@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,10 +22,12 @@
 /* Deeper directories are left to the walk (each level holds a descriptor open). */
 #define SCOUT_DEPTH 64
 
-/* One file asked for and not yet reached by the walk. */
+/* One file asked for and not yet reached by the walk; fd: kept open for the walk to take
+ * (-1: closed), so that a file system with a round trip per open pays it here, ahead. */
 struct issued {
 	char *rel;
 	uint64_t bytes;
+	int fd;
 };
 
 struct mk_prefetch {
@@ -46,7 +49,11 @@ struct mk_prefetch {
 	struct issued *ring;         /* max_files slots */
 	size_t head, n;
 	uint64_t ahead;              /* bytes of the ring */
+	size_t open_fds, max_fds;    /* descriptors kept in the ring */
+	int closing[MK_PREFETCH_FDS]; /* descriptors the walk is done with, closed by the scout */
+	size_t nclosing;
 	uint64_t files, bytes;       /* asked for in all */
+	uint64_t taken;              /* descriptors the walk took */
 };
 
 int mk_walk_path_cmp(const char *a, const char *b)
@@ -86,12 +93,38 @@ static bool set_cur(struct mk_prefetch *p, const char *rel)
 	return true;
 }
 
+/* Leaves fd to the scout to close (under mu): a close can be a round trip too. */
+static void close_later(struct mk_prefetch *p, int fd)
+{
+	if (p->nclosing < MK_PREFETCH_FDS && p->have_thread && !p->stop)
+		p->closing[p->nclosing++] = fd;
+	else
+		close(fd);
+}
+
+/* Closes what was left to the scout (on its thread; takes mu). */
+static void close_pending(struct mk_prefetch *p)
+{
+	int fds[MK_PREFETCH_FDS];
+	pthread_mutex_lock(&p->mu);
+	size_t n = p->nclosing;
+	memcpy(fds, p->closing, n * sizeof(*fds));
+	p->nclosing = 0;
+	pthread_mutex_unlock(&p->mu);
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+}
+
 /* Drops from the ring what the walk has reached (under mu). */
 static void pop_reached(struct mk_prefetch *p)
 {
 	while (p->n && mk_walk_path_cmp(p->ring[p->head].rel, p->cur) <= 0) {
 		struct issued *it = &p->ring[p->head];
 		p->ahead -= it->bytes;
+		if (it->fd >= 0) {
+			close_later(p, it->fd);
+			p->open_fds--;
+		}
 		free(it->rel);
 		it->rel = NULL;
 		p->head = (p->head + 1) % p->max_files;
@@ -120,6 +153,12 @@ static bool wait_room(struct mk_prefetch *p, const char *rel, uint64_t bytes)
 			pthread_mutex_unlock(&p->mu);
 			return true;
 		}
+		if (p->nclosing) {
+			pthread_mutex_unlock(&p->mu);
+			close_pending(p);
+			pthread_mutex_lock(&p->mu);
+			continue;
+		}
 		p->waiting = true;
 		pthread_cond_wait(&p->cv, &p->mu);
 		p->waiting = false;
@@ -128,17 +167,26 @@ static bool wait_room(struct mk_prefetch *p, const char *rel, uint64_t bytes)
 	return false;
 }
 
-static void remember(struct mk_prefetch *p, char *rel, uint64_t bytes)
+/* Remembers the file asked for; its descriptor is kept for the walk while few are. */
+static void remember(struct mk_prefetch *p, char *rel, uint64_t bytes, int fd)
 {
 	pthread_mutex_lock(&p->mu);
 	struct issued *it = &p->ring[(p->head + p->n) % p->max_files];
 	it->rel = rel;
 	it->bytes = bytes;
+	it->fd = -1;
+	if (p->open_fds < p->max_fds) {
+		it->fd = fd;
+		p->open_fds++;
+		fd = -1;
+	}
 	p->n++;
 	p->ahead += bytes;
 	p->files++;
 	p->bytes += bytes;
 	pthread_mutex_unlock(&p->mu);
+	if (fd >= 0)
+		close(fd);
 }
 
 static bool skipped(const struct mk_prefetch *p, const struct stat *st)
@@ -164,14 +212,14 @@ static void scout_file(struct mk_prefetch *p, int dirfd, const char *name, const
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat now;
 	if (fd < 0 || fstat(fd, &now) || !S_ISREG(now.st_mode) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) ||
 	    posix_fadvise(fd, 0, (off_t)want, POSIX_FADV_WILLNEED)) {
 		if (fd >= 0)
 			close(fd);
 		free(copy);
 		return;
 	}
-	close(fd);
-	remember(p, copy, want);
+	remember(p, copy, want, fd);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -239,6 +287,7 @@ static void scout_entry(struct mk_prefetch *p, int dirfd, const char *name, char
 			size_t depth, bool top)
 {
 	struct stat st;
+	close_pending(p);
 	if (behind(p, rel) || (p->skip.leave_out && p->skip.leave_out(p->skip.arg, rel, top)) ||
 	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return;
@@ -283,6 +332,10 @@ struct mk_prefetch *mk_prefetch_create(const struct mk_prefetch_root *roots, siz
 		return NULL;
 	p->window = window ? window : MK_PREFETCH_WINDOW;
 	p->max_files = files ? files : MK_PREFETCH_FILES;
+	struct rlimit rl;
+	p->max_fds = MK_PREFETCH_FDS;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur / 8 < p->max_fds)
+		p->max_fds = (size_t)(rl.rlim_cur / 8);
 	p->per_file = p->window / 8 ? p->window / 8 : 1;
 	if (skip)
 		p->skip = *skip;
@@ -325,16 +378,62 @@ void mk_prefetch_at(struct mk_prefetch *p, const char *rel, bool missed)
 	pthread_mutex_unlock(&p->mu);
 }
 
+int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino)
+{
+	if (!p->have_thread)
+		return -1;
+	int fd = -1;
+	pthread_mutex_lock(&p->mu);
+	if (!set_cur(p, rel)) {
+		p->stop = true;
+	} else {
+		for (size_t i = 0; i < p->n; i++) {
+			struct issued *it = &p->ring[(p->head + i) % p->max_files];
+			int r = mk_walk_path_cmp(it->rel, rel);
+			if (r > 0)
+				break;
+			if (!r && it->fd >= 0) {
+				fd = it->fd;
+				it->fd = -1;
+				p->open_fds--;
+			}
+		}
+	}
+	pop_reached(p);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino)) {
+		close_later(p, fd); /* not the file the walk stat'ed: it opens its own */
+		fd = -1;
+	}
+	p->taken += fd >= 0;
+	if (p->waiting)
+		pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return fd;
+}
+
+void mk_prefetch_close(struct mk_prefetch *p, int fd)
+{
+	pthread_mutex_lock(&p->mu);
+	close_later(p, fd);
+	if (p->waiting)
+		pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
 bool mk_prefetch_started(const struct mk_prefetch *p)
 {
 	return atomic_load_explicit(&p->started, memory_order_relaxed);
 }
 
-void mk_prefetch_counts(struct mk_prefetch *p, uint64_t *files, uint64_t *bytes)
+void mk_prefetch_counts(struct mk_prefetch *p, uint64_t *files, uint64_t *bytes,
+			uint64_t *taken)
 {
 	pthread_mutex_lock(&p->mu);
 	*files = p->files;
 	*bytes = p->bytes;
+	if (taken)
+		*taken = p->taken;
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -349,8 +448,14 @@ void mk_prefetch_destroy(struct mk_prefetch *p)
 		pthread_mutex_unlock(&p->mu);
 		pthread_join(p->thread, NULL);
 	}
-	for (size_t i = 0; p->ring && i < p->n; i++)
-		free(p->ring[(p->head + i) % p->max_files].rel);
+	for (size_t i = 0; i < p->nclosing; i++)
+		close(p->closing[i]);
+	for (size_t i = 0; p->ring && i < p->n; i++) {
+		struct issued *it = &p->ring[(p->head + i) % p->max_files];
+		if (it->fd >= 0)
+			close(it->fd);
+		free(it->rel);
+	}
 	for (size_t i = 0; i < p->nroots; i++) {
 		free((char *)p->roots[i].disk);
 		free((char *)p->roots[i].rel);

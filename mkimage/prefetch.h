@@ -38,7 +38,11 @@ struct mk_prefetch_root {
 
 /* How far ahead the scout reads: bytes of file content and files. */
 #define MK_PREFETCH_WINDOW (32u << 20)
-#define MK_PREFETCH_FILES 4096u
+#define MK_PREFETCH_FILES 256u
+/* Descriptors of files read ahead kept open for the walk to take, at most (and at most an
+ * eighth of the process's limit), and as many of files it is done with, left to the scout to
+ * close. */
+#define MK_PREFETCH_FDS 256
 
 /* Creates a scout over the n roots (copied), in walk order, not yet started; skip (copied; its
  * arg borrowed until mk_prefetch_destroy) may be NULL. window and files bound how far ahead it
@@ -54,11 +58,22 @@ struct mk_prefetch *mk_prefetch_create(const struct mk_prefetch_root *roots, siz
  * Cheap before the scout starts. */
 void mk_prefetch_at(struct mk_prefetch *p, const char *rel, bool missed);
 
+/* Like mk_prefetch_at(p, rel, false), and returns the descriptor the scout opened for rel, when
+ * it kept one and it is the file dev/ino (the walk's stat): the caller owns it (and may give it
+ * back with mk_prefetch_close). -1: none, the caller opens the file itself. */
+int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino);
+
+/* Leaves the descriptor fd of a file the walk is done with to the scout to close (on a file
+ * system where a close waits for a round trip, the walk then does not); p owns fd. */
+void mk_prefetch_close(struct mk_prefetch *p, int fd);
+
 /* Whether the scout was started. */
 bool mk_prefetch_started(const struct mk_prefetch *p);
 
-/* Files and bytes the scout asked the kernel to read so far. */
-void mk_prefetch_counts(struct mk_prefetch *p, uint64_t *files, uint64_t *bytes);
+/* Files and bytes the scout asked the kernel to read so far, and descriptors the walk took
+ * (taken may be NULL). */
+void mk_prefetch_counts(struct mk_prefetch *p, uint64_t *files, uint64_t *bytes,
+			uint64_t *taken);
 
 /* Stops the scout (waiting for the read-ahead it is issuing) and frees p. NULL is a no-op. */
 void mk_prefetch_destroy(struct mk_prefetch *p);

@@ -81,6 +81,8 @@ struct dir_source {
 	/* the current entry's content */
 	int fd;
 	uint64_t size;
+	dev_t dev;                 /* of the lstat */
+	ino_t ino;
 	/* read-ahead of a cold tree (prefetch.h): started by the walk's first read that missed
 	 * the page cache; pf_off: no more misses looked for (the scout runs or cannot) */
 	struct mk_prefetch *pf;
@@ -549,6 +551,8 @@ static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 		e->size = (uint64_t)st.st_size;
 		e->maybe_sparse = (uint64_t)st.st_blocks * 512 < e->size;
 		d->size = e->size;
+		d->dev = st.st_dev;
+		d->ino = st.st_ino;
 	} else if (!S_ISDIR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) {
 		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", d->path);
 	}
@@ -560,7 +564,9 @@ static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 
 static void close_file(struct dir_source *d)
 {
-	if (d->fd >= 0)
+	if (d->fd >= 0 && d->pf && d->pf_off)
+		mk_prefetch_close(d->pf, d->fd);
+	else if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
 }
@@ -671,7 +677,8 @@ static void start_scout(struct mk_ctx *c, struct dir_source *d)
 }
 
 /* A read of the walked file that does not wait for the device: when the page cache does not
- * hold the bytes, the scout starts and the read is made again, waiting. */
+ * hold the bytes (or the file system cannot tell), the scout starts and the read is made
+ * again, waiting. */
 static ssize_t read_watching(struct mk_ctx *c, struct dir_source *d, void *p, size_t len,
 			     uint64_t off)
 {
@@ -681,10 +688,10 @@ static ssize_t read_watching(struct mk_ctx *c, struct dir_source *d, void *p, si
 	ssize_t r = preadv2(d->fd, &iov, 1, (off_t)off, RWF_NOWAIT);
 	if (r > 0)
 		return r;
-	if (r < 0 && errno == EAGAIN)
+	/* EAGAIN: a miss. A file system that cannot say (FUSE, most network file systems:
+	 * EOPNOTSUPP) is one where each request may be a round trip: the scout starts too. */
+	if (r < 0 && errno != EINTR)
 		start_scout(c, d);
-	else if (r < 0 && errno != EINTR)
-		d->pf_off = true; /* RWF_NOWAIT not supported here: no misses to see */
 	return pread(d->fd, p, len, (off_t)off);
 }
 
@@ -692,14 +699,15 @@ static int dir_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *b
 {
 	struct dir_source *d = (struct dir_source *)s;
 	if (d->fd < 0) {
-		d->fd = open(d->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+		if (d->pf_off && d->pf)
+			d->fd = mk_prefetch_take(d->pf, d->rel, d->dev, d->ino);
+		if (d->fd < 0)
+			d->fd = open(d->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 		if (d->fd < 0)
 			return mk_fail(c, sqk_from_errno(errno), "cannot open '%s': %s", d->path,
 				       strerror(errno));
 		if (d->size > (1u << 20)) /* a syscall saved per small file */
 			posix_fadvise(d->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-		if (d->pf_off && d->pf)
-			mk_prefetch_at(d->pf, d->rel, false);
 	}
 	uint8_t *p = buf;
 	while (len) {
@@ -759,11 +767,11 @@ static int dir_end_file(struct mk_source *s, struct mk_ctx *c)
 static void dir_destroy(struct mk_source *s)
 {
 	struct dir_source *d = (struct dir_source *)s;
+	close_file(d);
 	mk_prefetch_destroy(d->pf);
 	free(d->pf_ex.hit);
 	free(d->pf_ex.split);
 	free(d->pf_ex.parts);
-	close_file(d);
 	for (size_t i = 0; i < d->depth; i++)
 		frame_free(&d->stack[i]);
 	free(d->stack);

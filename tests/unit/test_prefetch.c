@@ -1,7 +1,8 @@
 /* Check suite for the read-ahead scout of a cold directory walk (mkimage/prefetch.c): the walk's
  * path order, how far ahead the scout reads (the window, in files and bytes), that it skips what
- * the walk has passed, that the walk starts it at its first page-cache miss and not on a warm
- * tree, and that it leaves the walk's excludes unread. What the scout read is seen in the page
+ * the walk has passed, that the walk takes the descriptors it opened (only of the file the walk
+ * stat'ed) and leaves it those to close, that the walk starts it at its first page-cache miss
+ * and not on a warm tree, and that it leaves the walk's excludes unread. What the scout read is seen in the page
  * cache (mincore), so the tree is on a disk file system (/var/tmp), its pages dropped first. */
 #include <check.h>
 #include <fcntl.h>
@@ -111,13 +112,13 @@ static uint64_t settle(struct mk_prefetch *p, uint64_t files)
 {
 	uint64_t f = 0, b;
 	for (int i = 0; i < 2000; i++) {
-		mk_prefetch_counts(p, &f, &b);
+		mk_prefetch_counts(p, &f, &b, NULL);
 		if (f >= files)
 			break;
 		sleep_ms(10);
 	}
 	sleep_ms(200);
-	mk_prefetch_counts(p, &f, &b);
+	mk_prefetch_counts(p, &f, &b, NULL);
 	return f;
 }
 
@@ -194,9 +195,65 @@ START_TEST(test_window)
 }
 END_TEST
 
+/* Descriptors open in this process. */
+static int open_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 4096; fd++)
+		n += fcntl(fd, F_GETFD) != -1;
+	return n;
+}
+
+START_TEST(test_handoff)
+{
+	make_tree();
+	if (!drop_tree()) {
+		fprintf(stderr, "test_handoff: %s keeps its pages, nothing to see\n", tree);
+		test_tree_remove(tree);
+		return;
+	}
+	int before = open_fds();
+	char path[512];
+	struct stat st;
+	struct mk_prefetch_root root = { tree, "" };
+	struct mk_prefetch *p = mk_prefetch_create(&root, 1, NULL, 16 * FILE_BYTES, 3);
+	ck_assert_ptr_nonnull(p);
+	mk_prefetch_at(p, "d/f000", true);
+	ck_assert_uint_eq(settle(p, 3), 3);
+	/* the walk takes the descriptor the scout opened for f001: that file, at offset 0 */
+	snprintf(path, sizeof(path), "%s/d/f001", tree);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	int fd = mk_prefetch_take(p, "d/f001", st.st_dev, st.st_ino);
+	ck_assert_int_ge(fd, 0);
+	struct stat fst;
+	ck_assert_int_eq(fstat(fd, &fst), 0);
+	ck_assert_uint_eq(fst.st_ino, st.st_ino);
+	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0);
+	ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	static uint8_t a[FILE_BYTES], b[FILE_BYTES];
+	ck_assert_int_eq(pread(fd, a, FILE_BYTES, 0), FILE_BYTES);
+	int own = open(path, O_RDONLY);
+	ck_assert_int_eq(pread(own, b, FILE_BYTES, 0), FILE_BYTES);
+	close(own);
+	ck_assert_mem_eq(a, b, FILE_BYTES);
+	mk_prefetch_close(p, fd);
+	/* f002 is not the file the walk stat'ed (another inode): no descriptor */
+	ck_assert_int_eq(mk_prefetch_take(p, "d/f002", st.st_dev, st.st_ino), -1);
+	/* a file the scout never reached: none either */
+	ck_assert_int_eq(mk_prefetch_take(p, "d/f050", st.st_dev, st.st_ino), -1);
+	uint64_t f, bytes, taken;
+	mk_prefetch_counts(p, &f, &bytes, &taken);
+	ck_assert_uint_eq(taken, 1);
+	mk_prefetch_destroy(p);
+	ck_assert_int_eq(open_fds(), before); /* every descriptor closed */
+	test_tree_remove(tree);
+}
+END_TEST
+
 /* Walks tree with the directory source of "mkimage TREE IMG -e skipme", reading each file;
- * returns the scout's files read ahead (-1: none was started). */
-static long walk_tree(void)
+ * returns the scout's files read ahead (-1: none was started), *taken the descriptors the walk
+ * took from it. */
+static long walk_tree(uint64_t *taken)
 {
 	char *argv[] = { "mkimage", tree, "/var/tmp/sqk-test-prefetch.img", "-e", "skipme", NULL };
 	struct mk_options o;
@@ -221,7 +278,7 @@ static long walk_tree(void)
 	struct mk_prefetch *p = mk_source_dir_prefetch(src);
 	if (p) {
 		uint64_t f, b;
-		mk_prefetch_counts(p, &f, &b);
+		mk_prefetch_counts(p, &f, &b, taken);
 		files = (long)f;
 	}
 	mk_source_destroy(src);
@@ -241,8 +298,10 @@ START_TEST(test_walk_starts_scout)
 	}
 	/* cold: the first read misses, the scout reads ahead the files after it (it may lag
 	 * at first, but the walk waits 5 ms a file); the excluded files stay unread */
-	long files = walk_tree();
+	uint64_t taken = 0;
+	long files = walk_tree(&taken);
 	ck_assert_int_ge(files, NFILES / 2);
+	ck_assert_uint_ge(taken, NFILES / 2); /* and the walk read them through its descriptors */
 	ck_assert_int_le(files, NFILES); /* d's 60 but the first, and z */
 	for (int i = 0; i < 8; i++) {
 		char rel[64];
@@ -250,7 +309,7 @@ START_TEST(test_walk_starts_scout)
 		ck_assert_msg(resident(rel) == -1, "%s, excluded, was read ahead", rel);
 	}
 	/* warm: every read hits the page cache, no scout */
-	ck_assert_int_eq(walk_tree(), -1);
+	ck_assert_int_eq(walk_tree(&taken), -1);
 	test_tree_remove(tree);
 }
 END_TEST
@@ -262,6 +321,7 @@ static Suite *prefetch_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_path_order);
 	tcase_add_test(tc, test_window);
+	tcase_add_test(tc, test_handoff);
 	tcase_add_test(tc, test_walk_starts_scout);
 	suite_add_tcase(s, tc);
 	return s;
