@@ -43,6 +43,7 @@ struct mk_prefetch {
 	pthread_mutex_t mu;          /* guards what follows */
 	pthread_cond_t cv;
 	bool stop;
+	bool done;                   /* the scout's walk ended: nobody closes for the walk */
 	bool waiting;                /* the scout waits for the walk to move on */
 	char *cur;                   /* the file the walk reads */
 	size_t cur_cap;
@@ -96,7 +97,7 @@ static bool set_cur(struct mk_prefetch *p, const char *rel)
 /* Leaves fd to the scout to close (under mu): a close can be a round trip too. */
 static void close_later(struct mk_prefetch *p, int fd)
 {
-	if (p->nclosing < MK_PREFETCH_FDS && p->have_thread && !p->stop)
+	if (p->nclosing < MK_PREFETCH_FDS && p->have_thread && !p->stop && !p->done)
 		p->closing[p->nclosing++] = fd;
 	else
 		close(fd);
@@ -212,7 +213,7 @@ static void scout_file(struct mk_prefetch *p, int dirfd, const char *name, const
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat now;
 	if (fd < 0 || fstat(fd, &now) || !S_ISREG(now.st_mode) ||
-	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) ||
+	    fcntl(fd, F_SETFL, 0) || /* O_NONBLOCK off; the other flags stay */
 	    posix_fadvise(fd, 0, (off_t)want, POSIX_FADV_WILLNEED)) {
 		if (fd >= 0)
 			close(fd);
@@ -304,9 +305,7 @@ static void *scout_main(void *arg)
 {
 	struct mk_prefetch *p = arg;
 	char *rel = malloc(PATH_MAX + 1);
-	if (!rel)
-		return NULL;
-	for (size_t i = 0; i < p->nroots; i++) {
+	for (size_t i = 0; rel && i < p->nroots; i++) {
 		const struct mk_prefetch_root *r = &p->roots[i];
 		if (!*r->rel) {
 			/* the one directory source: followed, as the walk follows it */
@@ -320,6 +319,11 @@ static void *scout_main(void *arg)
 		}
 	}
 	free(rel);
+	close_pending(p);
+	pthread_mutex_lock(&p->mu);
+	p->done = true;
+	pthread_mutex_unlock(&p->mu);
+	close_pending(p); /* what came between */
 	return NULL;
 }
 

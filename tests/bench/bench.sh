@@ -14,6 +14,10 @@
 #   BENCH_TIMER      force gnu|bash|date timing (default: GNU time if usable)
 #   BENCH_COLD       cold-cache rounds per tool after the warm ones (default 1 as root, else 0):
 #                    the page cache is dropped before each run, so the corpus is read from disk
+#   BENCH_LATENCY_US a latency-bound source: after the cold rounds, one cold round per tool
+#                    reading the corpus through a FUSE view (slowfs.c) that answers every
+#                    request after this many microseconds (default 100 as root with FUSE 3,
+#                    else 0 = skipped), as a networked file system would
 #   BENCH_PEERS      auto|debian|anchors: which mksquashfs (see peers.sh; default the newest,
 #                    4.7.5 in /opt/anchors, else Debian's); BENCH_BUILD_ANCHORS=1 builds them
 #
@@ -55,11 +59,12 @@ UNSQ=$(peer unsquashfs)
 is_root=0; [ "$(id -u)" = 0 ] && is_root=1
 
 # ---------------------------------------------------------------- scratch ---
-scratch= imgdir= imgmnt=0
+scratch= imgdir= imgmnt=0 slowmnt=
 cleanup() {
 	trap - EXIT INT TERM HUP
 	if [ "$imgmnt" = 1 ]; then umount "$imgdir" 2>/dev/null || umount -l "$imgdir" 2>/dev/null; fi
 	[ -n "$imgdir" ] && rm -rf "$imgdir"
+	if [ -n "$slowmnt" ]; then fusermount3 -u "$slowmnt" 2>/dev/null || umount -l "$slowmnt" 2>/dev/null; fi
 	[ -n "$scratch" ] && rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -159,10 +164,10 @@ log "warming page cache (caches are NOT dropped between runs: warm-cache compari
 
 # ---------------------------------------------------------------- rounds ----
 sqk_img=$imgdir/sqk.sqsh mks_img=$imgdir/mksquashfs.sqsh
-failed=0 RES=
+failed=0 RES= src=$corpus
 run_sqk() {
 	rm -f "$sqk_img"
-	if timed "sqk.$1" "$SQK" mkimage -q -j "$JOBS" "$corpus" "$sqk_img"; then
+	if timed "sqk.$1" "$SQK" mkimage -q -j "$JOBS" "$src" "$sqk_img"; then
 		echo "$(cat "$scratch/logs/sqk.$1.t") $(stat -c %s "$sqk_img")" >>"$scratch/sqk$RES.res"
 	else
 		failed=1; rm -f "$sqk_img"; echo "FAILED n/a" >"$scratch/logs/sqk.$1.t"
@@ -172,7 +177,7 @@ run_sqk() {
 }
 run_mks() {
 	rm -f "$mks_img"
-	if timed "mks.$1" "$MKSQ" "$corpus" "$mks_img" -comp zstd -processors "$JOBS" -noappend -quiet; then
+	if timed "mks.$1" "$MKSQ" "$src" "$mks_img" -comp zstd -processors "$JOBS" -noappend -quiet; then
 		echo "$(cat "$scratch/logs/mks.$1.t") $(stat -c %s "$mks_img")" >>"$scratch/mks$RES.res"
 	else
 		failed=1; rm -f "$mks_img"; echo "FAILED n/a" >"$scratch/logs/mks.$1.t"
@@ -216,6 +221,33 @@ while [ "$r" -le "$COLD" ]; do
 	log "cold round $r/$COLD: sqk $(cut -d' ' -f1 "$scratch/logs/sqk.cold$r.t")s$( [ "$ONLY_SQK" = 0 ] && echo "  $MKSQ_L $(cut -d' ' -f1 "$scratch/logs/mks.cold$r.t")s")"
 	r=$((r + 1))
 done
+
+# A latency-bound source: the corpus through slowfs, every FUSE request answered after
+# $LAT_US microseconds, cold (root only: the mount and the dropped caches).
+LAT_US=${BENCH_LATENCY_US:-}
+if [ -z "$LAT_US" ]; then
+	LAT_US=0
+	[ "$is_root" = 1 ] && [ -c /dev/fuse ] && pkg-config --exists fuse3 2>/dev/null && LAT_US=100
+fi
+case $LAT_US in ''|*[!0-9]*) die "BENCH_LATENCY_US must be a number (got '$LAT_US')";; esac
+[ "$is_root" = 1 ] || LAT_US=0
+RES=.lat
+: >"$scratch/sqk.lat.res"; : >"$scratch/mks.lat.res"
+if [ "$LAT_US" -gt 0 ]; then
+	if cc -O2 -o "$scratch/slowfs" "$here/slowfs.c" $(pkg-config --cflags --libs fuse3) \
+		2>"$scratch/logs/slowfs.cc" && mkdir "$scratch/slowmnt" &&
+		"$scratch/slowfs" "$corpus" "$scratch/slowmnt" -o "delay_us=$LAT_US"; then
+		slowmnt=$scratch/slowmnt src=$slowmnt
+		drop; run_sqk lat1
+		[ "$ONLY_SQK" = 0 ] && { drop; run_mks lat1; }
+		log "latency-bound round ($LAT_US us a request): sqk $(cut -d' ' -f1 "$scratch/logs/sqk.lat1.t")s$( [ "$ONLY_SQK" = 0 ] && echo "  $MKSQ_L $(cut -d' ' -f1 "$scratch/logs/mks.lat1.t")s")"
+		src=$corpus
+		fusermount3 -u "$slowmnt" 2>/dev/null && slowmnt=
+	else
+		log "latency-bound source skipped: slowfs could not be built or mounted ($(head -n 1 "$scratch/logs/slowfs.cc"))"
+		LAT_US=0
+	fi
+fi
 RES=
 (cd "$corpus" && tar cf - . 2>/dev/null | cat >/dev/null) # warm again for what follows
 
@@ -296,6 +328,15 @@ if [ "$COLD" -gt 0 ]; then
 		echo "cold cache   sqk ${cold_sqk}s, $MKSQ_L ${cold_mks}s ($COLD run(s) each, page cache dropped before each): $(x "$cold_ratio") (goal <= ${t_goal}x): $(goal "$cold_ratio" $t_goal)"
 	else
 		echo "cold cache   sqk ${cold_sqk}s ($COLD run(s), page cache dropped before each)"
+	fi
+fi
+if [ "$LAT_US" -gt 0 ]; then
+	lat_sqk=$(median 1 "$scratch/sqk.lat.res" 3)
+	if [ "$ONLY_SQK" = 0 ]; then
+		lat_mks=$(median 1 "$scratch/mks.lat.res" 3); lat_ratio=$(ratio "$lat_sqk" "$lat_mks" 2)
+		echo "latency-bound sqk ${lat_sqk}s, $MKSQ_L ${lat_mks}s (corpus through a FUSE view answering each request after $LAT_US us, cold): $(x "$lat_ratio")"
+	else
+		echo "latency-bound sqk ${lat_sqk}s (corpus through a FUSE view answering each request after $LAT_US us, cold)"
 	fi
 fi
 echo "peak RSS sqk $sqk_rss, $MKSQ_L $mks_rss"
