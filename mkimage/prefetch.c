@@ -28,6 +28,8 @@ struct issued {
 	char *rel;
 	uint64_t bytes;
 	int fd;
+	dev_t dev;   /* of fd, by the scout's fstat */
+	ino_t ino;
 };
 
 struct mk_prefetch {
@@ -169,12 +171,15 @@ static bool wait_room(struct mk_prefetch *p, const char *rel, uint64_t bytes)
 }
 
 /* Remembers the file asked for; its descriptor is kept for the walk while few are. */
-static void remember(struct mk_prefetch *p, char *rel, uint64_t bytes, int fd)
+static void remember(struct mk_prefetch *p, char *rel, uint64_t bytes, int fd,
+		     const struct stat *st)
 {
 	pthread_mutex_lock(&p->mu);
 	struct issued *it = &p->ring[(p->head + p->n) % p->max_files];
 	it->rel = rel;
 	it->bytes = bytes;
+	it->dev = st->st_dev;
+	it->ino = st->st_ino;
 	it->fd = -1;
 	if (p->open_fds < p->max_fds) {
 		it->fd = fd;
@@ -220,7 +225,7 @@ static void scout_file(struct mk_prefetch *p, int dirfd, const char *name, const
 		free(copy);
 		return;
 	}
-	remember(p, copy, want, fd);
+	remember(p, copy, want, fd, &now);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -396,7 +401,9 @@ int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t in
 			int r = mk_walk_path_cmp(it->rel, rel);
 			if (r > 0)
 				break;
-			if (!r && it->fd >= 0) {
+			/* only the file the walk stat'ed; another one's descriptor is closed with
+			 * the entry, and the walk opens its own */
+			if (!r && it->fd >= 0 && it->dev == dev && it->ino == ino) {
 				fd = it->fd;
 				it->fd = -1;
 				p->open_fds--;
@@ -404,11 +411,6 @@ int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t in
 		}
 	}
 	pop_reached(p);
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino)) {
-		close_later(p, fd); /* not the file the walk stat'ed: it opens its own */
-		fd = -1;
-	}
 	p->taken += fd >= 0;
 	if (p->waiting)
 		pthread_cond_signal(&p->cv);

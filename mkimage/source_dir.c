@@ -564,7 +564,7 @@ static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 
 static void close_file(struct dir_source *d)
 {
-	if (d->fd >= 0 && d->pf && d->pf_off)
+	if (d->fd >= 0 && d->pf)
 		mk_prefetch_close(d->pf, d->fd);
 	else if (d->fd >= 0)
 		close(d->fd);
@@ -699,7 +699,7 @@ static int dir_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *b
 {
 	struct dir_source *d = (struct dir_source *)s;
 	if (d->fd < 0) {
-		if (d->pf_off && d->pf)
+		if (d->pf)
 			d->fd = mk_prefetch_take(d->pf, d->rel, d->dev, d->ino);
 		if (d->fd < 0)
 			d->fd = open(d->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);

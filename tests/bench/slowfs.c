@@ -46,6 +46,14 @@ static int real_path(char *buf, const char *path)
 	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
+/* A request on path: its real path in p, after the round trip; 0 or -errno. */
+static int trip(char *p, const char *path)
+{
+	int r = real_path(p, path);
+	wait_trip();
+	return r;
+}
+
 static void *s_init(struct fuse_conn_info *conn, struct fuse_config *c)
 {
 	(void)conn;
@@ -56,8 +64,7 @@ static void *s_init(struct fuse_conn_info *conn, struct fuse_config *c)
 static int s_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	char p[PATH_MAX];
-	int r = real_path(p, path);
-	wait_trip();
+	int r = trip(p, path);
 	if (fi)
 		return fstat((int)fi->fh, st) ? -errno : 0;
 	return r ? r : lstat(p, st) ? -errno : 0;
@@ -66,8 +73,7 @@ static int s_getattr(const char *path, struct stat *st, struct fuse_file_info *f
 static int s_readlink(const char *path, char *buf, size_t size)
 {
 	char p[PATH_MAX];
-	int r = real_path(p, path);
-	wait_trip();
+	int r = trip(p, path);
 	if (r)
 		return r;
 	ssize_t n = readlink(p, buf, size - 1);
@@ -84,8 +90,7 @@ static int s_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
 	(void)fi;
 	(void)flags;
 	char p[PATH_MAX];
-	int r = real_path(p, path);
-	wait_trip();
+	int r = trip(p, path);
 	if (r)
 		return r;
 	DIR *d = opendir(p);
@@ -102,8 +107,7 @@ static int s_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
 static int s_open(const char *path, struct fuse_file_info *fi)
 {
 	char p[PATH_MAX];
-	int r = real_path(p, path);
-	wait_trip();
+	int r = trip(p, path);
 	if (r)
 		return r;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY)
@@ -142,8 +146,7 @@ static int s_release(const char *path, struct fuse_file_info *fi)
 static int s_getxattr(const char *path, const char *name, char *value, size_t size)
 {
 	char p[PATH_MAX];
-	int r = real_path(p, path);
-	wait_trip();
+	int r = trip(p, path);
 	if (r)
 		return r;
 	ssize_t n = lgetxattr(p, name, value, size);
@@ -153,8 +156,7 @@ static int s_getxattr(const char *path, const char *name, char *value, size_t si
 static int s_listxattr(const char *path, char *list, size_t size)
 {
 	char p[PATH_MAX];
-	int r = real_path(p, path);
-	wait_trip();
+	int r = trip(p, path);
 	if (r)
 		return r;
 	ssize_t n = llistxattr(p, list, size);
