@@ -1,9 +1,11 @@
-/* The read-ahead scout of a cold directory walk (see prefetch.h). One thread, started by the
- * walk's first page-cache miss: it walks the roots depth first in the walk's order, skipping
- * what the walk has passed, and for each regular file ahead asks the kernel for its first bytes
- * (POSIX_FADV_WILLNEED starts the reads and returns: a single thread keeps many in flight).
- * What it asked for is remembered in a ring until the walk reaches it, so that the bytes and
- * files ahead of the walk stay within the window. */
+/* The read-ahead scout of a cold directory walk (see prefetch.h), started by the walk's first
+ * page-cache miss. Its lister thread walks the roots depth first in the walk's order, skipping
+ * what the walk has passed, and queues each regular file ahead in a ring; a few opener threads
+ * take the queued files in order and open each, stat it, ask the kernel for its first bytes
+ * (POSIX_FADV_WILLNEED starts the reads and returns) and list its xattrs, so that on a file
+ * system where each of those is a round trip (FUSE, network file systems) several are in flight
+ * at once. The ring holds each file until the walk reaches it, which keeps the bytes and files
+ * ahead of the walk within the window. */
 #include "prefetch.h"
 
 #include <dirent.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/format.h"
@@ -22,14 +25,25 @@
 /* Deeper directories are left to the walk (each level holds a descriptor open). */
 #define SCOUT_DEPTH 64
 
-/* One file asked for and not yet reached by the walk; fd: kept open for the walk to take
- * (-1: closed), so that a file system with a round trip per open pays it here, ahead. */
+/* Opener threads: round trips of open, stat and xattr listing in flight at once. */
+#define SCOUT_OPENERS 4
+/* Bytes counted for a queued file until an opener learns its size. */
+#define SCOUT_GUESS (64u << 10)
+/* Larger xattr listings (names and values) are left to the walk. */
+#define SCOUT_XATTRS_MAX (64u << 10)
+
+/* One file queued and not yet reached by the walk. Until an opener took it, disk is its path
+ * on disk; once it is ready, fd is kept open for the walk to take (-1: closed), so that a file
+ * system with a round trip per open pays it here, ahead, and x holds its xattrs. */
 struct issued {
 	char *rel;
+	char *disk;         /* owned until an opener takes it; NULL after */
 	uint64_t bytes;
+	bool ready;         /* the opener is done (fd may still be -1: nothing to keep) */
 	int fd;
-	dev_t dev;   /* of fd, by the scout's fstat */
+	dev_t dev;          /* of fd, by the opener's fstat */
 	ino_t ino;
+	struct mk_prefetch_xattrs x;
 };
 
 struct mk_prefetch {
@@ -39,18 +53,26 @@ struct mk_prefetch {
 	uint64_t window;
 	size_t max_files;
 	uint64_t per_file;           /* bytes asked for at most per file */
+	bool xattrs;                 /* openers list xattrs for the walk */
 	atomic_bool started;         /* set once, by the walk's thread */
-	bool have_thread;
+	bool have_thread;            /* the lister runs */
 	pthread_t thread;
+	pthread_t openers[SCOUT_OPENERS];
+	size_t nopeners;
 	pthread_mutex_t mu;          /* guards what follows */
 	pthread_cond_t cv;
 	bool stop;
-	bool done;                   /* the scout's walk ended: nobody closes for the walk */
+	bool done;                   /* every scout thread ended: nobody closes for the walk */
+	size_t running;              /* scout threads that have not ended */
 	bool waiting;                /* the scout waits for the walk to move on */
 	char *cur;                   /* the file the walk reads */
 	size_t cur_cap;
+	pthread_cond_t work;         /* openers wait here for a queued file */
+	bool listed;                 /* the lister queues no more */
 	struct issued *ring;         /* max_files slots */
 	size_t head, n;
+	uint64_t seq_head;           /* the queue position of ring[head] */
+	uint64_t dispatch;           /* the queue position of the next file for an opener */
 	uint64_t ahead;              /* bytes of the ring */
 	size_t open_fds, max_fds;    /* descriptors kept in the ring */
 	int closing[MK_PREFETCH_FDS]; /* descriptors the walk is done with, closed by the scout */
@@ -129,10 +151,16 @@ static void pop_reached(struct mk_prefetch *p)
 			p->open_fds--;
 		}
 		free(it->rel);
-		it->rel = NULL;
+		free(it->disk);
+		free(it->x.buf);
+		it->rel = it->disk = NULL;
+		it->x.buf = NULL;
 		p->head = (p->head + 1) % p->max_files;
 		p->n--;
+		p->seq_head++;
 	}
+	if (p->dispatch < p->seq_head)
+		p->dispatch = p->seq_head;
 }
 
 /* Whether the entry at rel is behind the walk (for a directory: all it holds). */
@@ -170,31 +198,6 @@ static bool wait_room(struct mk_prefetch *p, const char *rel, uint64_t bytes)
 	return false;
 }
 
-/* Remembers the file asked for; its descriptor is kept for the walk while few are. */
-static void remember(struct mk_prefetch *p, char *rel, uint64_t bytes, int fd,
-		     const struct stat *st)
-{
-	pthread_mutex_lock(&p->mu);
-	struct issued *it = &p->ring[(p->head + p->n) % p->max_files];
-	it->rel = rel;
-	it->bytes = bytes;
-	it->dev = st->st_dev;
-	it->ino = st->st_ino;
-	it->fd = -1;
-	if (p->open_fds < p->max_fds) {
-		it->fd = fd;
-		p->open_fds++;
-		fd = -1;
-	}
-	p->n++;
-	p->ahead += bytes;
-	p->files++;
-	p->bytes += bytes;
-	pthread_mutex_unlock(&p->mu);
-	if (fd >= 0)
-		close(fd);
-}
-
 static bool skipped(const struct mk_prefetch *p, const struct stat *st)
 {
 	for (size_t i = 0; i < p->skip.n; i++)
@@ -203,38 +206,170 @@ static bool skipped(const struct mk_prefetch *p, const struct stat *st)
 	return false;
 }
 
-/* Reads ahead the regular file name of dirfd (image path rel), of st_size bytes. */
-static void scout_file(struct mk_prefetch *p, int dirfd, const char *name, const char *rel,
-		       const struct stat *st)
+/* Queues the regular file at image path rel (on disk: disk) for an opener, once it fits. */
+static void queue_file(struct mk_prefetch *p, const char *rel, const char *disk)
 {
-	uint64_t want = (uint64_t)st->st_size < p->per_file ? (uint64_t)st->st_size : p->per_file;
-	if (!want || skipped(p, st) || !wait_room(p, rel, want))
+	uint64_t guess = SCOUT_GUESS < p->per_file ? SCOUT_GUESS : p->per_file;
+	if (!wait_room(p, rel, guess))
 		return;
-	char *copy = strdup(rel);
-	if (!copy)
-		return;
-	/* O_NONBLOCK|O_NOFOLLOW: what replaced the file since its stat is not waited on or
-	 * followed; only a regular file is read ahead. */
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	struct stat now;
-	if (fd < 0 || fstat(fd, &now) || !S_ISREG(now.st_mode) ||
-	    fcntl(fd, F_SETFL, 0) || /* O_NONBLOCK off; the other flags stay */
-	    posix_fadvise(fd, 0, (off_t)want, POSIX_FADV_WILLNEED)) {
-		if (fd >= 0)
-			close(fd);
-		free(copy);
+	char *r = strdup(rel), *dk = strdup(disk);
+	if (!r || !dk) {
+		free(r);
+		free(dk);
 		return;
 	}
-	remember(p, copy, want, fd, &now);
+	pthread_mutex_lock(&p->mu);
+	struct issued *it = &p->ring[(p->head + p->n) % p->max_files];
+	*it = (struct issued){ .rel = r, .disk = dk, .bytes = guess, .fd = -1, .x.len = -1 };
+	p->n++;
+	p->ahead += guess;
+	pthread_cond_signal(&p->work);
+	pthread_mutex_unlock(&p->mu);
 }
 
+/* Lists fd's xattrs into x (names as flistxattr gives them, then each value as a 4-byte
+ * length and its bytes); x->len stays -1 when they cannot be read whole (the walk then reads
+ * them itself). */
+static void list_xattrs(int fd, struct mk_prefetch_xattrs *x)
+{
+	char names[SCOUT_XATTRS_MAX], val[SCOUT_XATTRS_MAX];
+	ssize_t len = flistxattr(fd, names, sizeof(names));
+	if (len <= 0) {
+		x->len = len < 0 ? -1 : 0;
+		return;
+	}
+	size_t used = (size_t)len;
+	char *b = malloc(used);
+	if (!b)
+		return;
+	memcpy(b, names, used);
+	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(names + off) + 1) {
+		ssize_t vl = fgetxattr(fd, names + off, val, sizeof(val));
+		char *g = vl >= 0 && used + 4 + (size_t)vl <= SCOUT_XATTRS_MAX ?
+				  realloc(b, used + 4 + (size_t)vl) : NULL;
+		if (!g) {
+			free(b);
+			return;
+		}
+		b = g;
+		uint32_t l32 = (uint32_t)vl;
+		memcpy(b + used, &l32, 4);
+		memcpy(b + used + 4, val, (size_t)vl);
+		used += 4 + (size_t)vl;
+	}
+	x->buf = b;
+	x->len = len;
+	x->size = used;
+}
+
+/* An opener's work on one file: opens it (O_NONBLOCK|O_NOFOLLOW: what replaced it is not
+ * waited on or followed; only a regular file is read ahead), asks for its first bytes (*want
+ * of them) and lists its xattrs. -1 when there is nothing to keep; else *st its stat. */
+static int open_ahead(struct mk_prefetch *p, const char *disk, struct stat *st, uint64_t *want,
+		      struct mk_prefetch_xattrs *x)
+{
+	int fd = open(disk, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || skipped(p, st) ||
+	    fcntl(fd, F_SETFL, 0)) { /* O_NONBLOCK off; the other flags stay */
+		close(fd);
+		return -1;
+	}
+	*want = (uint64_t)st->st_size < p->per_file ? (uint64_t)st->st_size : p->per_file;
+	if (*want)
+		posix_fadvise(fd, 0, (off_t)*want, POSIX_FADV_WILLNEED);
+	if (p->xattrs)
+		list_xattrs(fd, x);
+	return fd;
+}
+
+/* Hands an opener's result for the file at queue position seq to its slot (under mu); false
+ * when the slot cannot keep fd (the walk passed the file, or enough descriptors are kept): the
+ * caller closes it, and frees x when the walk passed the file. */
+static bool deliver(struct mk_prefetch *p, uint64_t seq, int fd, const struct stat *st,
+		    uint64_t want, struct mk_prefetch_xattrs *x)
+{
+	if (seq < p->seq_head)
+		return false;
+	struct issued *it = &p->ring[(p->head + (size_t)(seq - p->seq_head)) % p->max_files];
+	p->ahead = p->ahead - it->bytes + want;
+	it->bytes = want;
+	it->ready = true;
+	if (fd < 0)
+		return true;
+	p->files++;
+	p->bytes += want;
+	it->dev = st->st_dev;
+	it->ino = st->st_ino;
+	it->x = *x;
+	x->buf = NULL;
+	if (p->open_fds >= p->max_fds)
+		return false;
+	it->fd = fd;
+	p->open_fds++;
+	return true;
+}
+
+/* The last scout thread to end: nobody closes for the walk any more. */
+static void thread_ends(struct mk_prefetch *p)
+{
+	pthread_mutex_lock(&p->mu);
+	bool last = --p->running == 0;
+	if (last)
+		p->done = true;
+	pthread_mutex_unlock(&p->mu);
+	if (last)
+		close_pending(p); /* what came before */
+}
+
+static void *opener_main(void *arg)
+{
+	struct mk_prefetch *p = arg;
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		if (p->dispatch >= p->seq_head + p->n) {
+			if (p->listed)
+				break;
+			pthread_cond_wait(&p->work, &p->mu);
+			continue;
+		}
+		uint64_t seq = p->dispatch++;
+		struct issued *it = &p->ring[(p->head + (size_t)(seq - p->seq_head)) % p->max_files];
+		char *disk = it->disk;
+		it->disk = NULL;
+		pthread_mutex_unlock(&p->mu);
+		close_pending(p);
+		struct stat st;
+		uint64_t want = 0;
+		struct mk_prefetch_xattrs x = { .len = -1 };
+		int fd = disk ? open_ahead(p, disk, &st, &want, &x) : -1;
+		free(disk);
+		pthread_mutex_lock(&p->mu);
+		bool kept = deliver(p, seq, fd, &st, want, &x);
+		if (p->waiting)
+			pthread_cond_signal(&p->cv);
+		if (!kept && fd >= 0) {
+			pthread_mutex_unlock(&p->mu);
+			close(fd);
+			free(x.buf);
+			pthread_mutex_lock(&p->mu);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	thread_ends(p);
+	return NULL;
+}
+
+/* Names of a directory: the d_type byte, then the name. */
 static int name_cmp(const void *a, const void *b)
 {
-	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	const char *x = *(char *const *)a + 1, *y = *(char *const *)b + 1;
 	return sqk_name_cmp(x, strlen(x), y, strlen(y));
 }
 
-/* The names of the directory dir, sorted as the walk sorts them (*n of them; NULL: none). */
+/* The entries of the directory dir, sorted as the walk sorts them (*n of them; NULL: none),
+ * each its d_type byte then its name. */
 static char **sorted_names(DIR *dir, size_t *n)
 {
 	char **v = NULL;
@@ -252,8 +387,11 @@ static char **sorted_names(DIR *dir, size_t *n)
 			v = g;
 			cap = nc;
 		}
-		if (!(v[*n] = strdup(de->d_name)))
+		size_t len = strlen(de->d_name);
+		if (!(v[*n] = malloc(len + 2)))
 			break;
+		v[*n][0] = (char)de->d_type;
+		memcpy(v[*n] + 1, de->d_name, len + 1);
 		(*n)++;
 	}
 	if (*n > 1)
@@ -261,74 +399,100 @@ static char **sorted_names(DIR *dir, size_t *n)
 	return v;
 }
 
-static void scout_entry(struct mk_prefetch *p, int dirfd, const char *name, char *rel,
-			size_t depth, bool top);
+/* The lister's place: the image path and the path on disk of the entry it is at, each in a
+ * buffer of PATH_MAX + 1 bytes. */
+struct spot {
+	char *rel, *disk;
+};
 
-/* Walks the directory fd (image path rel, in a buffer of PATH_MAX + 1 bytes); closes fd. */
-static void scout_dir(struct mk_prefetch *p, int fd, char *rel, size_t depth)
+static void scout_entry(struct mk_prefetch *p, int dirfd, const char *name, unsigned type,
+			struct spot *at, size_t depth, bool top);
+
+/* Appends /name to buf (of PATH_MAX + 1 bytes) at len; false when it does not fit. */
+static bool append(char *buf, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	if (len + 1 + n >= PATH_MAX)
+		return false;
+	if (len)
+		buf[len++] = '/';
+	memcpy(buf + len, name, n + 1);
+	return true;
+}
+
+/* Walks the directory fd (at *at); closes fd. */
+static void scout_dir(struct mk_prefetch *p, int fd, struct spot *at, size_t depth)
 {
 	DIR *dir = fdopendir(fd);
 	if (!dir) {
 		close(fd);
 		return;
 	}
-	size_t n, len = strlen(rel);
+	size_t n, len = strlen(at->rel), dlen = strlen(at->disk);
 	char **names = sorted_names(dir, &n);
 	for (size_t i = 0; i < n; i++) {
-		if (len + 1 + strlen(names[i]) < PATH_MAX) {
-			if (len)
-				rel[len] = '/';
-			strcpy(rel + len + (len != 0), names[i]);
-			scout_entry(p, dirfd(dir), names[i], rel, depth, false);
-			rel[len] = 0;
-		}
+		const char *nm = names[i] + 1;
+		/* the disk path always has a directory before the name: "/" joins them */
+		if (append(at->rel, len, nm) && dlen && append(at->disk, dlen, nm))
+			scout_entry(p, dirfd(dir), nm, (unsigned char)names[i][0], at, depth, false);
+		at->rel[len] = 0;
+		at->disk[dlen] = 0;
 		free(names[i]);
 	}
 	free(names);
 	closedir(dir);
 }
 
-/* The entry name of dirfd at image path rel: a directory is walked, a file read ahead. */
-static void scout_entry(struct mk_prefetch *p, int dirfd, const char *name, char *rel,
-			size_t depth, bool top)
+/* The entry name of dirfd (of d_type type) at *at: a directory is walked, a regular file
+ * queued for an opener; others are left alone. */
+static void scout_entry(struct mk_prefetch *p, int dirfd, const char *name, unsigned type,
+			struct spot *at, size_t depth, bool top)
 {
 	struct stat st;
 	close_pending(p);
-	if (behind(p, rel) || (p->skip.leave_out && p->skip.leave_out(p->skip.arg, rel, top)) ||
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+	if (behind(p, at->rel) || (p->skip.leave_out && p->skip.leave_out(p->skip.arg, at->rel, top)))
 		return;
-	if (S_ISREG(st.st_mode)) {
-		scout_file(p, dirfd, name, rel, &st);
-	} else if (S_ISDIR(st.st_mode) && depth < SCOUT_DEPTH) {
+	/* the type readdir gave saves the lister a stat (a round trip on FUSE) of each entry */
+	if (type == DT_UNKNOWN) {
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+			return;
+		type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_UNKNOWN;
+	}
+	if (type == DT_REG) {
+		queue_file(p, at->rel, at->disk);
+	} else if (type == DT_DIR && depth < SCOUT_DEPTH) {
 		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0)
-			scout_dir(p, fd, rel, depth + 1);
+			scout_dir(p, fd, at, depth + 1);
 	}
 }
 
 static void *scout_main(void *arg)
 {
 	struct mk_prefetch *p = arg;
-	char *rel = malloc(PATH_MAX + 1);
-	for (size_t i = 0; rel && i < p->nroots; i++) {
+	struct spot at = { malloc(PATH_MAX + 1), malloc(PATH_MAX + 1) };
+	for (size_t i = 0; at.rel && at.disk && i < p->nroots; i++) {
 		const struct mk_prefetch_root *r = &p->roots[i];
+		if (strlen(r->rel) >= PATH_MAX || strlen(r->disk) >= PATH_MAX)
+			continue;
+		strcpy(at.rel, r->rel);
+		strcpy(at.disk, r->disk);
 		if (!*r->rel) {
 			/* the one directory source: followed, as the walk follows it */
 			int fd = open(r->disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			rel[0] = 0;
 			if (fd >= 0)
-				scout_dir(p, fd, rel, 0);
-		} else if (strlen(r->rel) < PATH_MAX) {
-			strcpy(rel, r->rel);
-			scout_entry(p, AT_FDCWD, r->disk, rel, 0, true);
+				scout_dir(p, fd, &at, 0);
+		} else {
+			scout_entry(p, AT_FDCWD, r->disk, DT_UNKNOWN, &at, 0, true);
 		}
 	}
-	free(rel);
-	close_pending(p);
+	free(at.rel);
+	free(at.disk);
 	pthread_mutex_lock(&p->mu);
-	p->done = true;
+	p->listed = true;
+	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->mu);
-	close_pending(p); /* what came between */
+	thread_ends(p);
 	return NULL;
 }
 
@@ -359,11 +523,36 @@ struct mk_prefetch *mk_prefetch_create(const struct mk_prefetch_root *roots, siz
 	}
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->work, NULL);
 	if (!ok) {
 		mk_prefetch_destroy(p);
 		return NULL;
 	}
 	return p;
+}
+
+/* Starts the lister and the openers (on the walk's thread: nothing else runs yet). */
+static void start_threads(struct mk_prefetch *p)
+{
+	p->running = 1;
+	p->have_thread = pthread_create(&p->thread, NULL, scout_main, p) == 0;
+	if (!p->have_thread)
+		return;
+	pthread_mutex_lock(&p->mu);
+	for (size_t i = 0; i < SCOUT_OPENERS; i++) {
+		if (pthread_create(&p->openers[p->nopeners], NULL, opener_main, p))
+			break;
+		p->nopeners++;
+		p->running++;
+	}
+	if (!p->nopeners)
+		p->stop = true; /* nobody would open what the lister queues */
+	pthread_mutex_unlock(&p->mu);
+}
+
+void mk_prefetch_list_xattrs(struct mk_prefetch *p)
+{
+	p->xattrs = true;
 }
 
 void mk_prefetch_at(struct mk_prefetch *p, const char *rel, bool missed)
@@ -374,7 +563,7 @@ void mk_prefetch_at(struct mk_prefetch *p, const char *rel, bool missed)
 		atomic_store_explicit(&p->started, true, memory_order_relaxed);
 		if (!set_cur(p, rel))
 			return;
-		p->have_thread = pthread_create(&p->thread, NULL, scout_main, p) == 0;
+		start_threads(p);
 		return;
 	}
 	if (!p->have_thread)
@@ -387,8 +576,11 @@ void mk_prefetch_at(struct mk_prefetch *p, const char *rel, bool missed)
 	pthread_mutex_unlock(&p->mu);
 }
 
-int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino)
+int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino,
+		     struct mk_prefetch_xattrs *x)
 {
+	if (x)
+		*x = (struct mk_prefetch_xattrs){ .len = -1 };
 	if (!p->have_thread)
 		return -1;
 	int fd = -1;
@@ -403,10 +595,16 @@ int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t in
 				break;
 			/* only the file the walk stat'ed; another one's descriptor is closed with
 			 * the entry, and the walk opens its own */
-			if (!r && it->fd >= 0 && it->dev == dev && it->ino == ino) {
+			if (r || !it->ready || it->dev != dev || it->ino != ino)
+				continue;
+			if (it->fd >= 0) {
 				fd = it->fd;
 				it->fd = -1;
 				p->open_fds--;
+			}
+			if (x && it->x.len >= 0) {
+				*x = it->x;
+				it->x.buf = NULL;
 			}
 		}
 	}
@@ -451,8 +649,11 @@ void mk_prefetch_destroy(struct mk_prefetch *p)
 		pthread_mutex_lock(&p->mu);
 		p->stop = true;
 		pthread_cond_signal(&p->cv);
+		pthread_cond_broadcast(&p->work);
 		pthread_mutex_unlock(&p->mu);
 		pthread_join(p->thread, NULL);
+		for (size_t i = 0; i < p->nopeners; i++)
+			pthread_join(p->openers[i], NULL);
 	}
 	for (size_t i = 0; i < p->nclosing; i++)
 		close(p->closing[i]);
@@ -461,6 +662,8 @@ void mk_prefetch_destroy(struct mk_prefetch *p)
 		if (it->fd >= 0)
 			close(it->fd);
 		free(it->rel);
+		free(it->disk);
+		free(it->x.buf);
 	}
 	for (size_t i = 0; i < p->nroots; i++) {
 		free((char *)p->roots[i].disk);
@@ -471,5 +674,6 @@ void mk_prefetch_destroy(struct mk_prefetch *p)
 	free(p->cur);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->work);
 	free(p);
 }

@@ -58,10 +58,24 @@ struct mk_prefetch *mk_prefetch_create(const struct mk_prefetch_root *roots, siz
  * Cheap before the scout starts. */
 void mk_prefetch_at(struct mk_prefetch *p, const char *rel, bool missed);
 
+/* The xattrs of a file as the scout read them: buf holds the names as listxattr(2) gives them
+ * (len bytes, each NUL-terminated), then for each name in that order its value as a 4-byte
+ * length in host order and its bytes; size bytes in all. len -1: not read (buf NULL). */
+struct mk_prefetch_xattrs {
+	char *buf;
+	ssize_t len;
+	size_t size;
+};
+/* Asks the scout to list the xattrs of the files it reads ahead, for mk_prefetch_take (before
+ * the scout starts). */
+void mk_prefetch_list_xattrs(struct mk_prefetch *p);
 /* Like mk_prefetch_at(p, rel, false), and returns the descriptor the scout opened for rel, when
  * it kept one and it is the file dev/ino (the walk's stat): the caller owns it (and may give it
- * back with mk_prefetch_close). -1: none, the caller opens the file itself. */
-int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino);
+ * back with mk_prefetch_close). -1: none, the caller opens the file itself. x (may be NULL)
+ * gets the file's xattrs when the scout listed them for that same file (the caller then owns
+ * x->buf), else x->len is -1 and the caller lists them itself. */
+int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino,
+		     struct mk_prefetch_xattrs *x);
 
 /* Leaves the descriptor fd of a file the walk is done with to the scout to close (on a file
  * system where a close waits for a round trip, the walk then does not); p owns fd. */

@@ -500,6 +500,49 @@ static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *
 	return 0;
 }
 
+/* The xattrs of e as the scout listed them (x, freed here): the same names and values
+ * read_xattrs would have read, without the walk's round trips. */
+static int scout_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e,
+			struct mk_prefetch_xattrs *x)
+{
+	size_t len = (size_t)x->len, n = 0, at = len;
+	int err = 0;
+	e->nxattrs = 0;
+	if (len > d->xnames_cap) {
+		char *nb = realloc(d->xnames, len);
+		err = nb ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
+		if (nb) {
+			d->xnames = nb;
+			d->xnames_cap = len;
+		}
+	}
+	if (!err && len)
+		memcpy(d->xnames, x->buf, len);
+	for (size_t off = 0; off < len; off += strlen(d->xnames + off) + 1)
+		n++;
+	if (!err)
+		err = mk_grow(c, &d->kv, &d->kv_cap, n, sizeof(*d->kv));
+	if (!err)
+		err = mk_grow(c, &d->xvals, &d->xvals_cap, x->size - len + 1, 1);
+	size_t i = 0, vtotal = 0;
+	for (size_t off = 0; !err && off < len; off += strlen(d->xnames + off) + 1, i++) {
+		uint32_t vl;
+		memcpy(&vl, x->buf + at, 4);
+		memcpy(d->xvals + vtotal, x->buf + at + 4, vl);
+		d->kv[i] = (struct mk_xattr_kv){ .name = d->xnames + off, .value = d->xvals + vtotal,
+						 .size = vl };
+		at += 4 + vl;
+		vtotal += vl;
+	}
+	free(x->buf);
+	x->buf = NULL;
+	if (err)
+		return err;
+	e->xattrs = d->kv;
+	e->nxattrs = n;
+	return 0;
+}
+
 static int read_target(struct mk_ctx *c, struct dir_source *d, const struct stat *st,
 		       struct mk_entry *e)
 {
@@ -556,8 +599,14 @@ static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 	} else if (!S_ISDIR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) {
 		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", d->path);
 	}
+	/* a file the scout read ahead: its descriptor and xattrs are taken now, before the
+	 * builder reads it, so that the walk makes no round trip of its own for it */
+	struct mk_prefetch_xattrs x = { .len = -1 };
+	if (!err && S_ISREG(st.st_mode) && d->pf)
+		d->fd = mk_prefetch_take(d->pf, d->rel, d->dev, d->ino,
+					 c->opt->no_xattrs ? NULL : &x);
 	if (!err)
-		err = read_xattrs(c, d, e);
+		err = x.len >= 0 ? scout_xattrs(c, d, e, &x) : read_xattrs(c, d, e);
 	d->descend = !err && S_ISDIR(st.st_mode);
 	return err;
 }
@@ -671,6 +720,8 @@ static void start_scout(struct mk_ctx *c, struct dir_source *d)
 				 (struct mk_prefetch_root){ d->root, "" };
 	if (top || d->root)
 		d->pf = mk_prefetch_create(roots, n, &skip, 0, 0);
+	if (d->pf && !c->opt->no_xattrs)
+		mk_prefetch_list_xattrs(d->pf);
 	free(roots);
 	if (d->pf)
 		mk_prefetch_at(d->pf, d->rel, true);
@@ -700,7 +751,7 @@ static int dir_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *b
 	struct dir_source *d = (struct dir_source *)s;
 	if (d->fd < 0) {
 		if (d->pf)
-			d->fd = mk_prefetch_take(d->pf, d->rel, d->dev, d->ino);
+			d->fd = mk_prefetch_take(d->pf, d->rel, d->dev, d->ino, NULL);
 		if (d->fd < 0)
 			d->fd = open(d->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 		if (d->fd < 0)

@@ -97,9 +97,12 @@ static int s_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
 	if (!d)
 		return -errno;
 	struct dirent *de;
-	while ((de = readdir(d)))
-		if (fill(buf, de->d_name, NULL, 0, 0))
+	/* each entry's type, as NFS, sshfs and local file systems give it to readdir(3) */
+	while ((de = readdir(d))) {
+		struct stat st = { .st_ino = de->d_ino, .st_mode = DTTOIF(de->d_type) };
+		if (fill(buf, de->d_name, &st, 0, 0))
 			break;
+	}
 	closedir(d);
 	return 0;
 }

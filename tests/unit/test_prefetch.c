@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -234,16 +235,45 @@ START_TEST(test_handoff)
 	int before = open_fds();
 	char path[512];
 	struct stat st;
+	/* f001 has two xattrs, one of them empty (a file system without user. xattrs: none) */
+	snprintf(path, sizeof(path), "%s/d/f001", tree);
+	bool xa = setxattr(path, "user.sqk-a", "one", 3, 0) == 0 &&
+		  setxattr(path, "user.sqk-b", "", 0, 0) == 0;
 	struct mk_prefetch_root root = { tree, "" };
 	struct mk_prefetch *p = mk_prefetch_create(&root, 1, NULL, 16 * FILE_BYTES, 3);
 	ck_assert_ptr_nonnull(p);
+	mk_prefetch_list_xattrs(p);
 	mk_prefetch_at(p, "d/f000", true);
 	ck_assert_uint_eq(settle(p, 3), 3);
 	/* the walk takes the descriptor the scout opened for f001: that file, at offset 0 */
 	snprintf(path, sizeof(path), "%s/d/f001", tree);
 	ck_assert_int_eq(lstat(path, &st), 0);
-	int fd = mk_prefetch_take(p, "d/f001", st.st_dev, st.st_ino);
+	struct mk_prefetch_xattrs x;
+	int fd = mk_prefetch_take(p, "d/f001", st.st_dev, st.st_ino, &x);
 	ck_assert_int_ge(fd, 0);
+	/* and its xattrs as the scout listed them: listxattr's names, then each value */
+	char names[256];
+	ssize_t nl = llistxattr(path, names, sizeof(names));
+	ck_assert_int_ge(nl, 0);
+	ck_assert_int_eq(x.len, nl);
+	ck_assert_mem_eq(x.buf, names, (size_t)nl);
+	size_t at = (size_t)nl;
+	int seen = 0;
+	for (ssize_t off = 0; off < nl; off += (ssize_t)strlen(names + off) + 1) {
+		char val[64];
+		ssize_t vl = lgetxattr(path, names + off, val, sizeof(val));
+		uint32_t l32;
+		ck_assert_uint_le(at + 4, x.size);
+		memcpy(&l32, x.buf + at, 4);
+		ck_assert_int_eq(l32, vl);
+		ck_assert_uint_le(at + 4 + l32, x.size);
+		ck_assert_mem_eq(x.buf + at + 4, val, (size_t)vl);
+		at += 4 + l32;
+		seen += !strcmp(names + off, "user.sqk-a") || !strcmp(names + off, "user.sqk-b");
+	}
+	ck_assert_uint_eq(at, x.size);
+	ck_assert_int_eq(seen, xa ? 2 : 0);
+	free(x.buf);
 	struct stat fst;
 	ck_assert_int_eq(fstat(fd, &fst), 0);
 	ck_assert_uint_eq(fst.st_ino, st.st_ino);
@@ -257,9 +287,9 @@ START_TEST(test_handoff)
 	ck_assert_mem_eq(a, b, FILE_BYTES);
 	mk_prefetch_close(p, fd);
 	/* f002 is not the file the walk stat'ed (another inode): no descriptor */
-	ck_assert_int_eq(mk_prefetch_take(p, "d/f002", st.st_dev, st.st_ino), -1);
+	ck_assert_int_eq(mk_prefetch_take(p, "d/f002", st.st_dev, st.st_ino, NULL), -1);
 	/* a file the scout never reached: none either */
-	ck_assert_int_eq(mk_prefetch_take(p, "d/f050", st.st_dev, st.st_ino), -1);
+	ck_assert_int_eq(mk_prefetch_take(p, "d/f050", st.st_dev, st.st_ino, NULL), -1);
 	uint64_t f, bytes, taken;
 	mk_prefetch_counts(p, &f, &bytes, &taken);
 	ck_assert_uint_eq(taken, 1);
