@@ -9,6 +9,7 @@
 #include "prefetch.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -31,6 +32,26 @@
 #define SCOUT_GUESS (64u << 10)
 /* Larger xattr listings (names and values) are left to the walk. */
 #define SCOUT_XATTRS_MAX (64u << 10)
+
+/* Directory listings queued or kept, at most, and bytes of their names and xattrs. */
+#define SCOUT_DIRS 64
+#define SCOUT_DIR_BYTES (8u << 20)
+
+enum { DIR_FREE, DIR_QUEUED, DIR_RUNNING, DIR_READY };
+
+/* A directory listed ahead (queued by the lister when it lists its parent, listed by an opener
+ * or by the lister itself), kept until the walk enters it: its entries in walk order (each its
+ * d_type byte, its name, a NUL), its identity and xattrs. */
+struct listed_dir {
+	int state;
+	char *rel;
+	char *disk;         /* DIR_QUEUED: its path on disk */
+	dev_t dev;
+	ino_t ino;
+	char *names;
+	size_t names_len, n;
+	struct mk_prefetch_xattrs x;
+};
 
 /* One file queued and not yet reached by the walk. Until an opener took it, disk is its path
  * on disk; once it is ready, fd is kept open for the walk to take (-1: closed), so that a file
@@ -77,6 +98,10 @@ struct mk_prefetch {
 	size_t open_fds, max_fds;    /* descriptors kept in the ring */
 	int closing[MK_PREFETCH_FDS]; /* descriptors the walk is done with, closed by the scout */
 	size_t nclosing;
+	struct listed_dir dirs[SCOUT_DIRS];
+	size_t nd;                   /* slots not DIR_FREE */
+	size_t dir_bytes;
+	uint64_t dirs_taken;
 	uint64_t files, bytes;       /* asked for in all */
 	uint64_t taken;              /* descriptors the walk took */
 };
@@ -140,6 +165,37 @@ static void close_pending(struct mk_prefetch *p)
 		close(fds[i]);
 }
 
+/* Frees the listing slot i (under mu). */
+static void drop_dir(struct mk_prefetch *p, size_t i)
+{
+	struct listed_dir *ld = &p->dirs[i];
+	p->dir_bytes -= ld->names_len + (ld->x.len >= 0 ? ld->x.size : 0);
+	free(ld->rel);
+	free(ld->disk);
+	free(ld->names);
+	free(ld->x.buf);
+	*ld = (struct listed_dir){ .state = DIR_FREE };
+	p->nd--;
+}
+
+/* The slot of the listing of rel, or -1 (under mu). */
+static int find_dir(struct mk_prefetch *p, const char *rel)
+{
+	for (int i = 0; p->nd && i < SCOUT_DIRS; i++)
+		if (p->dirs[i].state != DIR_FREE && !strcmp(p->dirs[i].rel, rel))
+			return i;
+	return -1;
+}
+
+/* A free listing slot, or -1 (under mu). */
+static int free_dir(struct mk_prefetch *p)
+{
+	for (int i = 0; p->nd < SCOUT_DIRS && i < SCOUT_DIRS; i++)
+		if (p->dirs[i].state == DIR_FREE)
+			return i;
+	return -1;
+}
+
 /* Drops from the ring what the walk has reached (under mu). */
 static void pop_reached(struct mk_prefetch *p)
 {
@@ -161,6 +217,12 @@ static void pop_reached(struct mk_prefetch *p)
 	}
 	if (p->dispatch < p->seq_head)
 		p->dispatch = p->seq_head;
+	/* a directory before the file the walk reads was entered or passed (one an opener is
+	 * listing is freed when it is done) */
+	for (size_t i = 0; p->nd && i < SCOUT_DIRS; i++)
+		if ((p->dirs[i].state == DIR_QUEUED || p->dirs[i].state == DIR_READY) &&
+		    mk_walk_path_cmp(p->dirs[i].rel, p->cur) < 0)
+			drop_dir(p, i);
 }
 
 /* Whether the entry at rel is behind the walk (for a directory: all it holds). */
@@ -311,6 +373,121 @@ static bool deliver(struct mk_prefetch *p, uint64_t seq, int fd, const struct st
 	return true;
 }
 
+/* Names of a directory: the d_type byte, then the name. */
+static int name_cmp(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a + 1, *y = *(char *const *)b + 1;
+	return sqk_name_cmp(x, strlen(x), y, strlen(y));
+}
+
+/* Reads the directory fd (closed here) into ld: its identity, its entries sorted as the walk
+ * sorts them (each its d_type byte, its name, a NUL) and, when p lists them, its xattrs.
+ * false when it cannot be read whole. */
+static bool read_listing(struct mk_prefetch *p, int fd, struct listed_dir *ld)
+{
+	struct stat st;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return false;
+	}
+	ld->dev = st.st_dev;
+	ld->ino = st.st_ino;
+	if (p->xattrs)
+		list_xattrs(fd, &ld->x);
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return false;
+	}
+	char **v = NULL;
+	size_t n = 0, cap = 0, bytes = 0;
+	struct dirent *de;
+	bool ok = true;
+	for (;;) {
+		errno = 0;
+		if (!ok || !(de = readdir(dir)))
+			break;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			char **g = realloc(v, nc * sizeof(*v));
+			ok = g != NULL;
+			v = g ? g : v;
+			cap = g ? nc : cap;
+		}
+		size_t len = strlen(de->d_name);
+		if (ok && (ok = (v[n] = malloc(len + 2)) != NULL)) {
+			v[n][0] = (char)de->d_type;
+			memcpy(v[n] + 1, de->d_name, len + 1);
+			bytes += len + 2;
+			n++;
+		}
+	}
+	ok = ok && !errno;
+	closedir(dir);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), name_cmp);
+	char *buf = ok ? malloc(bytes + 1) : NULL;
+	for (size_t i = 0, at = 0; i < n; i++) {
+		size_t l = strlen(v[i] + 1) + 2;
+		if (buf)
+			memcpy(buf + at, v[i], l);
+		at += l;
+		free(v[i]);
+	}
+	free(v);
+	if (!buf)
+		return false;
+	ld->names = buf;
+	ld->names_len = bytes;
+	ld->n = n;
+	return true;
+}
+
+/* Lists the directory of slot i (DIR_RUNNING; disk is its path on disk, freed here) without
+ * mu, then makes it DIR_READY, or frees it when it cannot be read (takes mu). */
+static void list_slot(struct mk_prefetch *p, int i, char *disk)
+{
+	struct listed_dir ld = { .x.len = -1 };
+	int fd = open(disk, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool ok = fd >= 0 && read_listing(p, fd, &ld);
+	free(disk);
+	pthread_mutex_lock(&p->mu);
+	struct listed_dir *sl = &p->dirs[i];
+	if (ok && p->dir_bytes + ld.names_len <= SCOUT_DIR_BYTES) {
+		sl->dev = ld.dev;
+		sl->ino = ld.ino;
+		sl->names = ld.names;
+		sl->names_len = ld.names_len;
+		sl->n = ld.n;
+		sl->x = ld.x;
+		p->dir_bytes += ld.names_len + (ld.x.len >= 0 ? ld.x.size : 0);
+		sl->state = DIR_READY;
+		ld.names = ld.x.buf = NULL;
+	} else {
+		drop_dir(p, (size_t)i);
+	}
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	free(ld.names);
+	free(ld.x.buf);
+}
+
+/* A queued directory for an opener: its slot, made DIR_RUNNING, and *disk its path (the
+ * caller's); -1: none (under mu). */
+static int next_dir_job(struct mk_prefetch *p, char **disk)
+{
+	for (int i = 0; p->nd && i < SCOUT_DIRS; i++)
+		if (p->dirs[i].state == DIR_QUEUED) {
+			p->dirs[i].state = DIR_RUNNING;
+			*disk = p->dirs[i].disk;
+			p->dirs[i].disk = NULL;
+			return i;
+		}
+	return -1;
+}
+
 /* The last scout thread to end: nobody closes for the walk any more. */
 static void thread_ends(struct mk_prefetch *p)
 {
@@ -328,6 +505,14 @@ static void *opener_main(void *arg)
 	struct mk_prefetch *p = arg;
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
+		char *dpath;
+		int k = next_dir_job(p, &dpath);
+		if (k >= 0) {
+			pthread_mutex_unlock(&p->mu);
+			list_slot(p, k, dpath);
+			pthread_mutex_lock(&p->mu);
+			continue;
+		}
 		if (p->dispatch >= p->seq_head + p->n) {
 			if (p->listed)
 				break;
@@ -361,51 +546,13 @@ static void *opener_main(void *arg)
 	return NULL;
 }
 
-/* Names of a directory: the d_type byte, then the name. */
-static int name_cmp(const void *a, const void *b)
-{
-	const char *x = *(char *const *)a + 1, *y = *(char *const *)b + 1;
-	return sqk_name_cmp(x, strlen(x), y, strlen(y));
-}
-
-/* The entries of the directory dir, sorted as the walk sorts them (*n of them; NULL: none),
- * each its d_type byte then its name. */
-static char **sorted_names(DIR *dir, size_t *n)
-{
-	char **v = NULL;
-	size_t cap = 0;
-	struct dirent *de;
-	*n = 0;
-	while ((de = readdir(dir))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (*n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			char **g = realloc(v, nc * sizeof(*v));
-			if (!g)
-				break;
-			v = g;
-			cap = nc;
-		}
-		size_t len = strlen(de->d_name);
-		if (!(v[*n] = malloc(len + 2)))
-			break;
-		v[*n][0] = (char)de->d_type;
-		memcpy(v[*n] + 1, de->d_name, len + 1);
-		(*n)++;
-	}
-	if (*n > 1)
-		qsort(v, *n, sizeof(*v), name_cmp);
-	return v;
-}
-
 /* The lister's place: the image path and the path on disk of the entry it is at, each in a
  * buffer of PATH_MAX + 1 bytes. */
 struct spot {
 	char *rel, *disk;
 };
 
-static void scout_entry(struct mk_prefetch *p, int dirfd, const char *name, unsigned type,
+static void scout_entry(struct mk_prefetch *p, const char *name, unsigned type,
 			struct spot *at, size_t depth, bool top);
 
 /* Appends /name to buf (of PATH_MAX + 1 bytes) at len; false when it does not fit. */
@@ -420,51 +567,130 @@ static bool append(char *buf, size_t len, const char *name)
 	return true;
 }
 
-/* Walks the directory fd (at *at); closes fd. */
-static void scout_dir(struct mk_prefetch *p, int fd, struct spot *at, size_t depth)
+/* The listing of the directory at *at into *ld: the one an opener made (waited for while it
+ * is being made), else read here and kept for the walk (a copy). false: none. */
+static bool get_listing(struct mk_prefetch *p, struct spot *at, struct listed_dir *ld)
 {
-	DIR *dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return;
+	pthread_mutex_lock(&p->mu);
+	int k;
+	while ((k = find_dir(p, at->rel)) >= 0 && p->dirs[k].state == DIR_RUNNING && !p->stop) {
+		p->waiting = true;
+		pthread_cond_wait(&p->cv, &p->mu);
+		p->waiting = false;
 	}
-	size_t n, len = strlen(at->rel), dlen = strlen(at->disk);
-	char **names = sorted_names(dir, &n);
-	for (size_t i = 0; i < n; i++) {
-		const char *nm = names[i] + 1;
-		/* the disk path always has a directory before the name: "/" joins them */
-		if (append(at->rel, len, nm) && dlen && append(at->disk, dlen, nm))
-			scout_entry(p, dirfd(dir), nm, (unsigned char)names[i][0], at, depth, false);
-		at->rel[len] = 0;
-		at->disk[dlen] = 0;
-		free(names[i]);
+	if (k >= 0 && p->dirs[k].state == DIR_READY) {
+		struct listed_dir *sl = &p->dirs[k];
+		ld->names = malloc(sl->names_len + 1);
+		if (ld->names)
+			memcpy(ld->names, sl->names, sl->names_len);
+		ld->names_len = sl->names_len;
+		ld->n = sl->n;
+		pthread_mutex_unlock(&p->mu);
+		return ld->names != NULL;
 	}
-	free(names);
-	closedir(dir);
+	if (k >= 0) /* queued, not yet taken by an opener: listed here */
+		drop_dir(p, (size_t)k);
+	pthread_mutex_unlock(&p->mu);
+	int fd = open(at->disk, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || !read_listing(p, fd, ld))
+		return false;
+	pthread_mutex_lock(&p->mu);
+	int i = free_dir(p);
+	char *keep = i >= 0 && p->dir_bytes + ld->names_len <= SCOUT_DIR_BYTES ?
+			     malloc(ld->names_len + 1) : NULL;
+	char *rel = keep ? strdup(at->rel) : NULL;
+	if (rel) {
+		memcpy(keep, ld->names, ld->names_len);
+		p->dirs[i] = (struct listed_dir){ .state = DIR_READY, .rel = rel, .dev = ld->dev,
+						  .ino = ld->ino, .names = keep,
+						  .names_len = ld->names_len, .n = ld->n, .x = ld->x };
+		p->dir_bytes += ld->names_len + (ld->x.len >= 0 ? ld->x.size : 0);
+		p->nd++;
+		ld->x.buf = NULL;
+	} else {
+		free(keep);
+	}
+	pthread_mutex_unlock(&p->mu);
+	free(ld->x.buf);
+	ld->x.buf = NULL;
+	return true;
 }
 
-/* The entry name of dirfd (of d_type type) at *at: a directory is walked, a regular file
- * queued for an opener; others are left alone. */
-static void scout_entry(struct mk_prefetch *p, int dirfd, const char *name, unsigned type,
+/* Queues the subdirectories of the directory at *at (its listing ld) for the openers to list,
+ * while slots are free, so that the lister finds them listed when it gets there. */
+static void queue_subdirs(struct mk_prefetch *p, struct spot *at, const struct listed_dir *ld)
+{
+	size_t len = strlen(at->rel), dlen = strlen(at->disk);
+	const char *e = ld->names;
+	for (size_t i = 0; i < ld->n; i++, e += strlen(e + 1) + 2) {
+		if ((unsigned char)e[0] != DT_DIR)
+			continue;
+		if (append(at->rel, len, e + 1) && append(at->disk, dlen, e + 1)) {
+			pthread_mutex_lock(&p->mu);
+			int k = free_dir(p);
+			bool full = k < 0 || p->dir_bytes >= SCOUT_DIR_BYTES;
+			if (!full && find_dir(p, at->rel) < 0) {
+				char *r = strdup(at->rel), *dk = strdup(at->disk);
+				if (r && dk) {
+					p->dirs[k] = (struct listed_dir){ .state = DIR_QUEUED, .rel = r,
+									  .disk = dk, .x.len = -1 };
+					p->nd++;
+					pthread_cond_signal(&p->work);
+					r = dk = NULL;
+				}
+				free(r);
+				free(dk);
+			}
+			pthread_mutex_unlock(&p->mu);
+			if (full)
+				break;
+		}
+		at->rel[len] = 0;
+		at->disk[dlen] = 0;
+	}
+	at->rel[len] = 0;
+	at->disk[dlen] = 0;
+}
+
+/* Walks the directory at *at. */
+static void scout_dir(struct mk_prefetch *p, struct spot *at, size_t depth)
+{
+	struct listed_dir ld = { .x.len = -1 };
+	if (!get_listing(p, at, &ld))
+		return;
+	queue_subdirs(p, at, &ld);
+	size_t len = strlen(at->rel), dlen = strlen(at->disk);
+	const char *e = ld.names;
+	for (size_t i = 0; i < ld.n; i++, e += strlen(e + 1) + 2) {
+		/* the disk path always has a directory before the name: "/" joins them */
+		if (append(at->rel, len, e + 1) && dlen && append(at->disk, dlen, e + 1))
+			scout_entry(p, e + 1, (unsigned char)e[0], at, depth, false);
+		at->rel[len] = 0;
+		at->disk[dlen] = 0;
+	}
+	free(ld.names);
+}
+
+/* The entry at *at (of d_type type; name: its last component): a directory is walked, a
+ * regular file queued for an opener; others are left alone. */
+static void scout_entry(struct mk_prefetch *p, const char *name, unsigned type,
 			struct spot *at, size_t depth, bool top)
 {
-	struct stat st;
+	(void)name;
 	close_pending(p);
 	if (behind(p, at->rel) || (p->skip.leave_out && p->skip.leave_out(p->skip.arg, at->rel, top)))
 		return;
 	/* the type readdir gave saves the lister a stat (a round trip on FUSE) of each entry */
 	if (type == DT_UNKNOWN) {
-		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		struct stat st;
+		if (lstat(at->disk, &st))
 			return;
 		type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_UNKNOWN;
 	}
-	if (type == DT_REG) {
+	if (type == DT_REG)
 		queue_file(p, at->rel, at->disk);
-	} else if (type == DT_DIR && depth < SCOUT_DEPTH) {
-		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			scout_dir(p, fd, at, depth + 1);
-	}
+	else if (type == DT_DIR && depth < SCOUT_DEPTH)
+		scout_dir(p, at, depth + 1);
 }
 
 static void *scout_main(void *arg)
@@ -478,12 +704,14 @@ static void *scout_main(void *arg)
 		strcpy(at.rel, r->rel);
 		strcpy(at.disk, r->disk);
 		if (!*r->rel) {
-			/* the one directory source: followed, as the walk follows it */
-			int fd = open(r->disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (fd >= 0)
-				scout_dir(p, fd, &at, 0);
+			/* the one directory source: followed, as the walk follows it ("/." opens
+			 * the directory a symlink names) */
+			if (strlen(at.disk) + 2 < PATH_MAX) {
+				strcat(at.disk, "/.");
+				scout_dir(p, &at, 0);
+			}
 		} else {
-			scout_entry(p, AT_FDCWD, r->disk, DT_UNKNOWN, &at, 0, true);
+			scout_entry(p, r->disk, DT_UNKNOWN, &at, 0, true);
 		}
 	}
 	free(at.rel);
@@ -616,6 +844,31 @@ int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t in
 	return fd;
 }
 
+bool mk_prefetch_take_dir(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino,
+			  struct mk_prefetch_dir *out)
+{
+	*out = (struct mk_prefetch_dir){ .x.len = -1 };
+	if (!p->have_thread)
+		return false;
+	bool got = false;
+	pthread_mutex_lock(&p->mu);
+	int k = find_dir(p, rel);
+	struct listed_dir *ld = k >= 0 ? &p->dirs[k] : NULL;
+	if (ld && ld->state == DIR_READY && ld->dev == dev && ld->ino == ino) {
+		*out = (struct mk_prefetch_dir){ .names = ld->names, .n = ld->n, .x = ld->x };
+		/* the sizes stay for drop_dir's count of the bytes kept */
+		ld->names = NULL;
+		ld->x.buf = NULL;
+		got = true;
+		p->dirs_taken++;
+	}
+	/* one an opener is listing goes when it is done and the walk is past it */
+	if (ld && ld->state != DIR_RUNNING)
+		drop_dir(p, (size_t)k);
+	pthread_mutex_unlock(&p->mu);
+	return got;
+}
+
 void mk_prefetch_close(struct mk_prefetch *p, int fd)
 {
 	pthread_mutex_lock(&p->mu);
@@ -664,6 +917,12 @@ void mk_prefetch_destroy(struct mk_prefetch *p)
 		free(it->rel);
 		free(it->disk);
 		free(it->x.buf);
+	}
+	for (size_t i = 0; i < SCOUT_DIRS; i++) {
+		free(p->dirs[i].rel);
+		free(p->dirs[i].disk);
+		free(p->dirs[i].names);
+		free(p->dirs[i].x.buf);
 	}
 	for (size_t i = 0; i < p->nroots; i++) {
 		free((char *)p->roots[i].disk);

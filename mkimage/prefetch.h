@@ -77,6 +77,19 @@ void mk_prefetch_list_xattrs(struct mk_prefetch *p);
 int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino,
 		     struct mk_prefetch_xattrs *x);
 
+/* A directory's listing as the scout read it: n entries, each its d_type byte, its name and a
+ * NUL, in the walk's order (sqk_name_cmp), without "." and ".."; and its xattrs (x.len -1: not
+ * read). */
+struct mk_prefetch_dir {
+	char *names;
+	size_t n;
+	struct mk_prefetch_xattrs x;
+};
+/* The listing of the directory at image path rel, when the scout kept one of that same
+ * directory dev/ino (the walk's stat): true, and the caller owns out->names and out->x.buf.
+ * false: the caller reads the directory itself. Either way the scout keeps it no longer. */
+bool mk_prefetch_take_dir(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino,
+			  struct mk_prefetch_dir *out);
 /* Leaves the descriptor fd of a file the walk is done with to the scout to close (on a file
  * system where a close waits for a round trip, the walk then does not); p owns fd. */
 void mk_prefetch_close(struct mk_prefetch *p, int fd);

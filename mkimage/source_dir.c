@@ -88,6 +88,8 @@ struct dir_source {
 	struct mk_prefetch *pf;
 	bool pf_off;
 	struct excludes pf_ex;     /* the scout's own view of ex (its buffers; the rest shared) */
+	struct mk_prefetch_dir pf_dir; /* the current directory's listing from the scout */
+	bool have_pf_dir;
 	const struct sqk_build_source *pf_src;
 	/* xattrs of the current entry */
 	char *xnames;
@@ -402,10 +404,54 @@ static int add_name(struct mk_ctx *c, struct frame *f, size_t *cap, const char *
 	return 0;
 }
 
+/* Adds name to the frame f of the directory at d->rel unless it is excluded. */
+static int add_kept(struct mk_ctx *c, struct dir_source *d, struct frame *f, size_t *cap,
+		    const char *name)
+{
+	if (d->ex.any) {
+		int err = set_str(c, &d->rel, &d->rel_cap, f->rel_len, name, true);
+		if (err)
+			return err;
+		bool ex = excluded(&d->ex, c->src, d->rel, true, false);
+		d->rel[f->rel_len] = 0;
+		if (ex)
+			return 0;
+	}
+	return add_name(c, f, cap, name);
+}
+
+static void drop_pf_dir(struct dir_source *d)
+{
+	if (d->have_pf_dir) {
+		free(d->pf_dir.names);
+		free(d->pf_dir.x.buf);
+		d->have_pf_dir = false;
+	}
+}
+
+/* The frame of the directory the scout listed (already in walk order). */
+static int enter_listed(struct mk_ctx *c, struct dir_source *d)
+{
+	struct frame f = { .path_len = strlen(d->path), .rel_len = strlen(d->rel) };
+	size_t cap = 0;
+	int err = 0;
+	const char *nm = d->pf_dir.names;
+	for (size_t i = 0; i < d->pf_dir.n && !err; i++, nm += strlen(nm + 1) + 2)
+		err = add_kept(c, d, &f, &cap, nm + 1);
+	drop_pf_dir(d);
+	if (err) {
+		frame_free(&f);
+		return err;
+	}
+	return push_frame(c, d, &f);
+}
+
 /* Reads the directory at d->path (relative name d->rel) into a new frame, sorted, without the
  * excluded entries. */
 static int enter_dir(struct mk_ctx *c, struct dir_source *d)
 {
+	if (d->have_pf_dir)
+		return enter_listed(c, d);
 	struct frame f = { .path_len = strlen(d->path), .rel_len = strlen(d->rel) };
 	size_t cap = 0;
 	int err = 0;
@@ -424,15 +470,7 @@ static int enter_dir(struct mk_ctx *c, struct dir_source *d)
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (d->ex.any) {
-			if ((err = set_str(c, &d->rel, &d->rel_cap, f.rel_len, de->d_name, true)))
-				break;
-			bool ex = excluded(&d->ex, c->src, d->rel, true, false);
-			d->rel[f.rel_len] = 0;
-			if (ex)
-				continue;
-		}
-		if ((err = add_name(c, &f, &cap, de->d_name)))
+		if ((err = add_kept(c, d, &f, &cap, de->d_name)))
 			break;
 	}
 	closedir(dir);
@@ -605,6 +643,13 @@ static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 	if (!err && S_ISREG(st.st_mode) && d->pf)
 		d->fd = mk_prefetch_take(d->pf, d->rel, d->dev, d->ino,
 					 c->opt->no_xattrs ? NULL : &x);
+	drop_pf_dir(d);
+	if (!err && S_ISDIR(st.st_mode) && d->pf &&
+	    (d->have_pf_dir = mk_prefetch_take_dir(d->pf, d->rel, st.st_dev, st.st_ino,
+						    &d->pf_dir))) {
+		x = d->pf_dir.x;
+		d->pf_dir.x = (struct mk_prefetch_xattrs){ .len = -1 };
+	}
 	if (!err)
 		err = x.len >= 0 ? scout_xattrs(c, d, e, &x) : read_xattrs(c, d, e);
 	d->descend = !err && S_ISDIR(st.st_mode);
@@ -819,6 +864,7 @@ static void dir_destroy(struct mk_source *s)
 {
 	struct dir_source *d = (struct dir_source *)s;
 	close_file(d);
+	drop_pf_dir(d);
 	mk_prefetch_destroy(d->pf);
 	free(d->pf_ex.hit);
 	free(d->pf_ex.split);

@@ -5,6 +5,7 @@
  * and not on a warm tree, and that it leaves the walk's excludes unread. What the scout read is seen in the page
  * cache (mincore), so the tree is on a disk file system (/var/tmp), its pages dropped first. */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +300,103 @@ START_TEST(test_handoff)
 }
 END_TEST
 
+/* The listing of tree/rel as readdir gives it, sorted as the walk sorts ([d_type][name]\0
+ * each); *n its entries. */
+static char *expected_listing(const char *rel, size_t *n, size_t *len)
+{
+	char path[512], *v[16];
+	snprintf(path, sizeof(path), "%s/%s", tree, rel);
+	DIR *dir = opendir(path);
+	ck_assert_ptr_nonnull(dir);
+	struct dirent *de;
+	*n = 0;
+	while ((de = readdir(dir)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			ck_assert_uint_lt(*n, 16);
+			v[*n] = malloc(strlen(de->d_name) + 2);
+			v[*n][0] = (char)de->d_type;
+			strcpy(v[*n] + 1, de->d_name);
+			(*n)++;
+		}
+	closedir(dir);
+	for (size_t i = 1; i < *n; i++) /* insertion sort by unsigned bytes */
+		for (size_t k = i; k > 0 && strcmp(v[k - 1] + 1, v[k] + 1) > 0; k--) {
+			char *t = v[k];
+			v[k] = v[k - 1];
+			v[k - 1] = t;
+		}
+	char *buf = malloc(512);
+	*len = 0;
+	for (size_t i = 0; i < *n; i++) {
+		size_t l = strlen(v[i] + 1) + 2;
+		ck_assert_uint_le(*len + l, 512);
+		memcpy(buf + *len, v[i], l);
+		*len += l;
+		free(v[i]);
+	}
+	return buf;
+}
+
+START_TEST(test_dir_handoff)
+{
+	make_tree();
+	if (!drop_tree()) {
+		fprintf(stderr, "test_dir_handoff: %s keeps its pages, nothing to see\n", tree);
+		test_tree_remove(tree);
+		return;
+	}
+	/* e holds a directory A (first in walk order: 'A' < 'C' < 'a'), then C, a, b */
+	test_tree_dir(tree, "e");
+	test_tree_dir(tree, "e/A");
+	put("e/A/x", 16);
+	put("e/b", 16);
+	put("e/a", 16);
+	put("e/C", 16);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/e", tree);
+	bool xa = setxattr(path, "user.sqk-d", "dir", 3, 0) == 0;
+	struct mk_prefetch_root root = { tree, "" };
+	struct mk_prefetch *p = mk_prefetch_create(&root, 1, NULL, 16 * FILE_BYTES, 3);
+	ck_assert_ptr_nonnull(p);
+	mk_prefetch_list_xattrs(p);
+	/* the walk is at d's last file: the scout lists e and e/A and queues e/A/x, e/C, e/a */
+	file_name(path, sizeof(path), "d", NFILES - 1);
+	mk_prefetch_at(p, path, true);
+	ck_assert_uint_eq(settle(p, 3), 3);
+	struct stat st, sa;
+	snprintf(path, sizeof(path), "%s/e", tree);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	snprintf(path, sizeof(path), "%s/e/A", tree);
+	ck_assert_int_eq(lstat(path, &sa), 0);
+	/* e/A with another inode than the walk stat'ed: refused, and the listing dropped */
+	struct mk_prefetch_dir pd;
+	ck_assert(!mk_prefetch_take_dir(p, "e/A", sa.st_dev, st.st_ino, &pd));
+	ck_assert_ptr_null(pd.names);
+	ck_assert(!mk_prefetch_take_dir(p, "e/A", sa.st_dev, sa.st_ino, &pd));
+	/* e: its entries in walk order with their types, and its xattrs */
+	ck_assert(mk_prefetch_take_dir(p, "e", st.st_dev, st.st_ino, &pd));
+	size_t n, len;
+	char *want = expected_listing("e", &n, &len);
+	ck_assert_uint_eq(pd.n, 4);
+	ck_assert_uint_eq(pd.n, n);
+	ck_assert_mem_eq(pd.names, want, len);
+	ck_assert_str_eq(pd.names + 1, "A");
+	free(want);
+	if (xa) {
+		ck_assert_int_gt(pd.x.len, 0);
+		ck_assert_ptr_nonnull(memmem(pd.x.buf, (size_t)pd.x.len, "user.sqk-d", 11));
+		ck_assert_ptr_nonnull(memmem(pd.x.buf + pd.x.len, pd.x.size - (size_t)pd.x.len,
+					     "dir", 3));
+	}
+	free(pd.names);
+	free(pd.x.buf);
+	/* taken once: the scout keeps it no longer */
+	ck_assert(!mk_prefetch_take_dir(p, "e", st.st_dev, st.st_ino, &pd));
+	mk_prefetch_destroy(p);
+	test_tree_remove(tree);
+}
+END_TEST
+
 /* Walks tree with the directory source of "mkimage TREE IMG -e skipme", reading each file;
  * returns the scout's files read ahead (-1: none was started), *taken the descriptors the walk
  * took from it. */
@@ -389,6 +487,7 @@ static Suite *prefetch_suite(void)
 	tcase_add_test(tc, test_path_order);
 	tcase_add_test(tc, test_window);
 	tcase_add_test(tc, test_handoff);
+	tcase_add_test(tc, test_dir_handoff);
 	tcase_add_test(tc, test_walk_starts_scout);
 	suite_add_tcase(s, tc);
 	return s;
