@@ -26,8 +26,10 @@
 /* Deeper directories are left to the walk (each level holds a descriptor open). */
 #define SCOUT_DEPTH 64
 
-/* Opener threads: round trips of open, stat and xattr listing in flight at once. */
-#define SCOUT_OPENERS 4
+/* Opener threads: round trips of open, stat, xattr and directory listing in flight at once
+ * (8: through a FUSE view answering each request after 100 us, 52.6-53.4 s for the bench
+ * corpus against 54.6 s with 4). */
+#define SCOUT_OPENERS 8
 /* Bytes counted for a queued file until an opener learns its size. */
 #define SCOUT_GUESS (64u << 10)
 /* Larger xattr listings (names and values) are left to the walk. */
@@ -80,6 +82,7 @@ struct mk_prefetch {
 	pthread_t thread;
 	pthread_t openers[SCOUT_OPENERS];
 	size_t nopeners;
+	pthread_mutex_t skip_mu;     /* one call of skip.leave_out at a time (its buffers) */
 	pthread_mutex_t mu;          /* guards what follows */
 	pthread_cond_t cv;
 	bool stop;
@@ -445,6 +448,56 @@ static bool read_listing(struct mk_prefetch *p, int fd, struct listed_dir *ld)
 	return true;
 }
 
+/* Whether the walk excludes the entry at image path rel (a top: top); the openers ask too, so
+ * the calls take turns. */
+static bool left_out(struct mk_prefetch *p, const char *rel, bool top)
+{
+	if (!p->skip.leave_out)
+		return false;
+	pthread_mutex_lock(&p->skip_mu);
+	bool r = p->skip.leave_out(p->skip.arg, rel, top);
+	pthread_mutex_unlock(&p->skip_mu);
+	return r;
+}
+
+/* A path: dir, "/" and name (name alone when dir is empty); NULL when out of memory. */
+static char *join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	char *s = malloc(a + b + 2);
+	if (s && a)
+		memcpy(s, dir, a), s[a++] = '/';
+	if (s)
+		memcpy(s + a, name, b + 1);
+	return s;
+}
+
+/* Queues for the openers the subdirectories of the directory at image path rel, on disk at
+ * disk, of listing names (n entries), while slots and bytes are left (under mu). */
+static void queue_children(struct mk_prefetch *p, const char *rel, const char *disk,
+			   const char *names, size_t n)
+{
+	const char *e = names;
+	for (size_t i = 0; i < n; i++, e += strlen(e + 1) + 2) {
+		if ((unsigned char)e[0] != DT_DIR)
+			continue;
+		int k = free_dir(p);
+		if (k < 0 || p->dir_bytes >= SCOUT_DIR_BYTES)
+			return;
+		char *r = join(rel, e + 1), *dk = join(disk, e + 1);
+		if (r && dk && strlen(dk) < PATH_MAX && find_dir(p, r) < 0 &&
+		    !left_out(p, r, false)) {
+			p->dirs[k] = (struct listed_dir){ .state = DIR_QUEUED, .rel = r, .disk = dk,
+							  .x.len = -1 };
+			p->nd++;
+			pthread_cond_signal(&p->work);
+			r = dk = NULL;
+		}
+		free(r);
+		free(dk);
+	}
+}
+
 /* Lists the directory of slot i (DIR_RUNNING; disk is its path on disk, freed here) without
  * mu, then makes it DIR_READY, or frees it when it cannot be read (takes mu). */
 static void list_slot(struct mk_prefetch *p, int i, char *disk)
@@ -452,7 +505,6 @@ static void list_slot(struct mk_prefetch *p, int i, char *disk)
 	struct listed_dir ld = { .x.len = -1 };
 	int fd = open(disk, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	bool ok = fd >= 0 && read_listing(p, fd, &ld);
-	free(disk);
 	pthread_mutex_lock(&p->mu);
 	struct listed_dir *sl = &p->dirs[i];
 	if (ok && p->dir_bytes + ld.names_len <= SCOUT_DIR_BYTES) {
@@ -464,12 +516,16 @@ static void list_slot(struct mk_prefetch *p, int i, char *disk)
 		sl->x = ld.x;
 		p->dir_bytes += ld.names_len + (ld.x.len >= 0 ? ld.x.size : 0);
 		sl->state = DIR_READY;
+		/* its subdirectories next, while slots are free: a deep tree of small directories
+		 * is listed several levels ahead of the lister, not one */
+		queue_children(p, sl->rel, disk, sl->names, sl->n);
 		ld.names = ld.x.buf = NULL;
 	} else {
 		drop_dir(p, (size_t)i);
 	}
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
+	free(disk);
 	free(ld.names);
 	free(ld.x.buf);
 }
@@ -478,14 +534,17 @@ static void list_slot(struct mk_prefetch *p, int i, char *disk)
  * caller's); -1: none (under mu). */
 static int next_dir_job(struct mk_prefetch *p, char **disk)
 {
+	int k = -1;
 	for (int i = 0; p->nd && i < SCOUT_DIRS; i++)
-		if (p->dirs[i].state == DIR_QUEUED) {
-			p->dirs[i].state = DIR_RUNNING;
-			*disk = p->dirs[i].disk;
-			p->dirs[i].disk = NULL;
-			return i;
-		}
-	return -1;
+		if (p->dirs[i].state == DIR_QUEUED &&
+		    (k < 0 || mk_walk_path_cmp(p->dirs[i].rel, p->dirs[k].rel) < 0))
+			k = i;
+	if (k >= 0) {
+		p->dirs[k].state = DIR_RUNNING;
+		*disk = p->dirs[k].disk;
+		p->dirs[k].disk = NULL;
+	}
+	return k;
 }
 
 /* The last scout thread to end: nobody closes for the walk any more. */
@@ -620,36 +679,9 @@ static bool get_listing(struct mk_prefetch *p, struct spot *at, struct listed_di
  * while slots are free, so that the lister finds them listed when it gets there. */
 static void queue_subdirs(struct mk_prefetch *p, struct spot *at, const struct listed_dir *ld)
 {
-	size_t len = strlen(at->rel), dlen = strlen(at->disk);
-	const char *e = ld->names;
-	for (size_t i = 0; i < ld->n; i++, e += strlen(e + 1) + 2) {
-		if ((unsigned char)e[0] != DT_DIR)
-			continue;
-		if (append(at->rel, len, e + 1) && append(at->disk, dlen, e + 1)) {
-			pthread_mutex_lock(&p->mu);
-			int k = free_dir(p);
-			bool full = k < 0 || p->dir_bytes >= SCOUT_DIR_BYTES;
-			if (!full && find_dir(p, at->rel) < 0) {
-				char *r = strdup(at->rel), *dk = strdup(at->disk);
-				if (r && dk) {
-					p->dirs[k] = (struct listed_dir){ .state = DIR_QUEUED, .rel = r,
-									  .disk = dk, .x.len = -1 };
-					p->nd++;
-					pthread_cond_signal(&p->work);
-					r = dk = NULL;
-				}
-				free(r);
-				free(dk);
-			}
-			pthread_mutex_unlock(&p->mu);
-			if (full)
-				break;
-		}
-		at->rel[len] = 0;
-		at->disk[dlen] = 0;
-	}
-	at->rel[len] = 0;
-	at->disk[dlen] = 0;
+	pthread_mutex_lock(&p->mu);
+	queue_children(p, at->rel, at->disk, ld->names, ld->n);
+	pthread_mutex_unlock(&p->mu);
 }
 
 /* Walks the directory at *at. */
@@ -678,7 +710,7 @@ static void scout_entry(struct mk_prefetch *p, const char *name, unsigned type,
 {
 	(void)name;
 	close_pending(p);
-	if (behind(p, at->rel) || (p->skip.leave_out && p->skip.leave_out(p->skip.arg, at->rel, top)))
+	if (behind(p, at->rel) || left_out(p, at->rel, top))
 		return;
 	/* the type readdir gave saves the lister a stat (a round trip on FUSE) of each entry */
 	if (type == DT_UNKNOWN) {
@@ -749,6 +781,7 @@ struct mk_prefetch *mk_prefetch_create(const struct mk_prefetch_root *roots, siz
 		p->nroots = i + 1;
 		ok = p->roots[i].disk && p->roots[i].rel;
 	}
+	pthread_mutex_init(&p->skip_mu, NULL);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	pthread_cond_init(&p->work, NULL);
@@ -931,6 +964,7 @@ void mk_prefetch_destroy(struct mk_prefetch *p)
 	free(p->roots);
 	free(p->ring);
 	free(p->cur);
+	pthread_mutex_destroy(&p->skip_mu);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 	pthread_cond_destroy(&p->work);
