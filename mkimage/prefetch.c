@@ -902,6 +902,16 @@ bool mk_prefetch_take_dir(struct mk_prefetch *p, const char *rel, dev_t dev, ino
 	return got;
 }
 
+size_t mk_prefetch_listed(struct mk_prefetch *p)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&p->mu);
+	for (size_t i = 0; p->nd && i < SCOUT_DIRS; i++)
+		n += p->dirs[i].state == DIR_READY;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
 void mk_prefetch_close(struct mk_prefetch *p, int fd)
 {
 	pthread_mutex_lock(&p->mu);

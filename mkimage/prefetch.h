@@ -90,6 +90,8 @@ struct mk_prefetch_dir {
  * false: the caller reads the directory itself. Either way the scout keeps it no longer. */
 bool mk_prefetch_take_dir(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t ino,
 			  struct mk_prefetch_dir *out);
+/* Directory listings the scout holds ready for the walk now (for tests and statistics). */
+size_t mk_prefetch_listed(struct mk_prefetch *p);
 /* Leaves the descriptor fd of a file the walk is done with to the scout to close (on a file
  * system where a close waits for a round trip, the walk then does not); p owns fd. */
 void mk_prefetch_close(struct mk_prefetch *p, int fd);

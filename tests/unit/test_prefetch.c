@@ -1,7 +1,8 @@
 /* Check suite for the read-ahead scout of a cold directory walk (mkimage/prefetch.c): the walk's
  * path order, how far ahead the scout reads (the window, in files and bytes), that it skips what
  * the walk has passed, that the walk takes the descriptors it opened (only of the file the walk
- * stat'ed) and leaves it those to close, that the walk starts it at its first page-cache miss
+ * stat'ed) and leaves it those to close, the directory listings it hands the walk (sorted, with
+ * their xattrs, nested ones listed ahead by the openers), that the walk starts it at its first page-cache miss
  * and not on a warm tree, and that it leaves the walk's excludes unread. What the scout read is seen in the page
  * cache (mincore), so the tree is on a disk file system (/var/tmp), its pages dropped first. */
 #include <check.h>
@@ -397,6 +398,51 @@ START_TEST(test_dir_handoff)
 }
 END_TEST
 
+START_TEST(test_nested_dirs)
+{
+	make_tree();
+	if (!drop_tree()) {
+		fprintf(stderr, "test_nested_dirs: %s keeps its pages, nothing to see\n", tree);
+		test_tree_remove(tree);
+		return;
+	}
+	/* e/A/B/C/D, a file at the bottom: directories the lister has not reached */
+	const char *chain[] = { "e", "e/A", "e/A/B", "e/A/B/C", "e/A/B/C/D" };
+	for (size_t i = 0; i < 5; i++)
+		test_tree_dir(tree, chain[i]);
+	put("e/A/B/C/D/x", 16);
+	struct mk_prefetch_root root = { tree, "" };
+	struct mk_prefetch *p = mk_prefetch_create(&root, 1, NULL, 16 * FILE_BYTES, 3);
+	ck_assert_ptr_nonnull(p);
+	/* the lister waits at d/f004 (3 files ahead of the walk); the openers list what the root's
+	 * listing queued (d, e, skipme) and then, level by level, what e holds */
+	mk_prefetch_at(p, "d/f000", true);
+	ck_assert_uint_eq(settle(p, 3), 3);
+	/* until the listings held ready stop growing for 100 ms (at most 10 s) */
+	size_t ready = mk_prefetch_listed(p), was = 0;
+	for (int i = 0; i < 100 && (ready < 5 || ready != was); i++) {
+		was = ready;
+		sleep_ms(100);
+		ready = mk_prefetch_listed(p);
+	}
+	for (size_t i = 0; i < 5; i++) {
+		char path[512];
+		struct stat st;
+		struct mk_prefetch_dir pd;
+		snprintf(path, sizeof(path), "%s/%s", tree, chain[i]);
+		ck_assert_int_eq(lstat(path, &st), 0);
+		ck_assert_msg(mk_prefetch_take_dir(p, chain[i], st.st_dev, st.st_ino, &pd),
+			      "%s not listed ahead", chain[i]);
+		ck_assert_uint_eq(pd.n, 1);
+		ck_assert_str_eq(pd.names + 1, i < 4 ? chain[i + 1] + strlen(chain[i]) + 1 : "x");
+		free(pd.names);
+		free(pd.x.buf);
+	}
+	mk_prefetch_destroy(p);
+	test_tree_remove(tree);
+}
+END_TEST
+
 /* Walks tree with the directory source of "mkimage TREE IMG -e skipme", reading each file;
  * returns the scout's files read ahead (-1: none was started), *taken the descriptors the walk
  * took from it. */
@@ -488,6 +534,7 @@ static Suite *prefetch_suite(void)
 	tcase_add_test(tc, test_window);
 	tcase_add_test(tc, test_handoff);
 	tcase_add_test(tc, test_dir_handoff);
+	tcase_add_test(tc, test_nested_dirs);
 	tcase_add_test(tc, test_walk_starts_scout);
 	suite_add_tcase(s, tc);
 	return s;
