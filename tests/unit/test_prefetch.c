@@ -2,9 +2,10 @@
  * path order, how far ahead the scout reads (the window, in files and bytes), that it skips what
  * the walk has passed, that the walk takes the descriptors it opened (only of the file the walk
  * stat'ed) and leaves it those to close, the directory listings it hands the walk (sorted, with
- * their xattrs, nested ones listed ahead by the openers), that the walk starts it at its first page-cache miss
- * and not on a warm tree, and that it leaves the walk's excludes unread. What the scout read is seen in the page
- * cache (mincore), so the tree is on a disk file system (/var/tmp), its pages dropped first. */
+ * their xattrs, nested ones listed ahead by the openers), that the walk starts it at its first
+ * page-cache miss and not on a warm tree, and that it leaves the walk's excludes unread. What the
+ * scout read is seen in the page cache (mincore), so the tree is on a disk file system (/var/tmp),
+ * its pages dropped first. */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
