@@ -277,10 +277,11 @@ static void zstd_expect(const struct sqk_comp_config *cfg, const uint8_t *in, si
 	free(out);
 }
 
-/* zstd's two economies: the default level is level 15 with searchLog 4 (level 15's is 6 for a
+/* zstd's economies: the default level is level 15 with searchLog 4 (level 15's is 6 for a
  * 128 KiB block), an explicit level is that level exactly; a block of near-uniform bytes (a
  * random 32 KiB repeated: compressible, but every byte value equally common) is compressed at
- * level 9 whatever the level above it, a text block is not. */
+ * level 9 whatever the level above it, a peaked block (mostly zeros) at level 9 at the default
+ * level only, a text block at neither. */
 START_TEST(test_zstd_effort)
 {
 	const size_t len = 128 * 1024;
@@ -322,6 +323,17 @@ START_TEST(test_zstd_effort)
 	zstd_expect(&l19, flat, len, ref, n);
 	n = zstd_ref(flat, len, 5, 0, ref, 2 * len); /* at or below 9: the level itself */
 	zstd_expect(&l5, flat, len, ref, n);
+
+	/* a peaked block (zeros, every 16th byte random: a quarter of the sampled bytes) is
+	 * compressed at level 9 at the default level, at an explicit level exactly as asked */
+	memset(flat, 0, len);
+	for (size_t i = 0; i < len; i += 16)
+		flat[i] = (uint8_t)test_xorshift(&s);
+	n = zstd_ref(flat, len, 9, 0, ref, 2 * len);
+	ck_assert(n != zstd_ref(flat, len, 15, 4, other, 2 * len) || memcmp(ref, other, n));
+	zstd_expect(&dflt, flat, len, ref, n);
+	n = zstd_ref(flat, len, 15, 0, ref, 2 * len);
+	zstd_expect(&l15, flat, len, ref, n);
 	free(text);
 	free(flat);
 	free(ref);
