@@ -103,8 +103,7 @@ struct mk_prefetch {
 	size_t nclosing;
 	struct listed_dir dirs[SCOUT_DIRS];
 	size_t nd;                   /* slots not DIR_FREE */
-	size_t dir_bytes;
-	uint64_t dirs_taken;
+	size_t dir_bytes;            /* of the listings kept: listing_bytes() */
 	uint64_t files, bytes;       /* asked for in all */
 	uint64_t taken;              /* descriptors the walk took */
 };
@@ -168,11 +167,17 @@ static void close_pending(struct mk_prefetch *p)
 		close(fds[i]);
 }
 
+/* The bytes a kept listing counts against SCOUT_DIR_BYTES: its names and xattrs. */
+static size_t listing_bytes(const struct listed_dir *ld)
+{
+	return ld->names_len + (ld->x.len >= 0 ? ld->x.size : 0);
+}
+
 /* Frees the listing slot i (under mu). */
 static void drop_dir(struct mk_prefetch *p, size_t i)
 {
 	struct listed_dir *ld = &p->dirs[i];
-	p->dir_bytes -= ld->names_len + (ld->x.len >= 0 ? ld->x.size : 0);
+	p->dir_bytes -= listing_bytes(ld);
 	free(ld->rel);
 	free(ld->disk);
 	free(ld->names);
@@ -508,14 +513,10 @@ static void list_slot(struct mk_prefetch *p, int i, char *disk)
 	pthread_mutex_lock(&p->mu);
 	struct listed_dir *sl = &p->dirs[i];
 	if (ok && p->dir_bytes + ld.names_len <= SCOUT_DIR_BYTES) {
-		sl->dev = ld.dev;
-		sl->ino = ld.ino;
-		sl->names = ld.names;
-		sl->names_len = ld.names_len;
-		sl->n = ld.n;
-		sl->x = ld.x;
-		p->dir_bytes += ld.names_len + (ld.x.len >= 0 ? ld.x.size : 0);
-		sl->state = DIR_READY;
+		ld.state = DIR_READY;
+		ld.rel = sl->rel;
+		*sl = ld;
+		p->dir_bytes += listing_bytes(sl);
 		/* its subdirectories next, while slots are free: a deep tree of small directories
 		 * is listed several levels ahead of the lister, not one */
 		queue_children(p, sl->rel, disk, sl->names, sl->n);
@@ -611,8 +612,8 @@ struct spot {
 	char *rel, *disk;
 };
 
-static void scout_entry(struct mk_prefetch *p, const char *name, unsigned type,
-			struct spot *at, size_t depth, bool top);
+static void scout_entry(struct mk_prefetch *p, unsigned type, struct spot *at, size_t depth,
+			bool top);
 
 /* Appends /name to buf (of PATH_MAX + 1 bytes) at len; false when it does not fit. */
 static bool append(char *buf, size_t len, const char *name)
@@ -663,7 +664,7 @@ static bool get_listing(struct mk_prefetch *p, struct spot *at, struct listed_di
 		p->dirs[i] = (struct listed_dir){ .state = DIR_READY, .rel = rel, .dev = ld->dev,
 						  .ino = ld->ino, .names = keep,
 						  .names_len = ld->names_len, .n = ld->n, .x = ld->x };
-		p->dir_bytes += ld->names_len + (ld->x.len >= 0 ? ld->x.size : 0);
+		p->dir_bytes += listing_bytes(&p->dirs[i]);
 		p->nd++;
 		ld->x.buf = NULL;
 	} else {
@@ -696,19 +697,18 @@ static void scout_dir(struct mk_prefetch *p, struct spot *at, size_t depth)
 	for (size_t i = 0; i < ld.n; i++, e += strlen(e + 1) + 2) {
 		/* the disk path always has a directory before the name: "/" joins them */
 		if (append(at->rel, len, e + 1) && dlen && append(at->disk, dlen, e + 1))
-			scout_entry(p, e + 1, (unsigned char)e[0], at, depth, false);
+			scout_entry(p, (unsigned char)e[0], at, depth, false);
 		at->rel[len] = 0;
 		at->disk[dlen] = 0;
 	}
 	free(ld.names);
 }
 
-/* The entry at *at (of d_type type; name: its last component): a directory is walked, a
- * regular file queued for an opener; others are left alone. */
-static void scout_entry(struct mk_prefetch *p, const char *name, unsigned type,
-			struct spot *at, size_t depth, bool top)
+/* The entry at *at (of d_type type): a directory is walked, a regular file queued for an
+ * opener; others are left alone. */
+static void scout_entry(struct mk_prefetch *p, unsigned type, struct spot *at, size_t depth,
+			bool top)
 {
-	(void)name;
 	close_pending(p);
 	if (behind(p, at->rel) || left_out(p, at->rel, top))
 		return;
@@ -743,7 +743,7 @@ static void *scout_main(void *arg)
 				scout_dir(p, &at, 0);
 			}
 		} else {
-			scout_entry(p, r->disk, DT_UNKNOWN, &at, 0, true);
+			scout_entry(p, DT_UNKNOWN, &at, 0, true);
 		}
 	}
 	free(at.rel);
@@ -893,7 +893,6 @@ bool mk_prefetch_take_dir(struct mk_prefetch *p, const char *rel, dev_t dev, ino
 		ld->names = NULL;
 		ld->x.buf = NULL;
 		got = true;
-		p->dirs_taken++;
 	}
 	/* one an opener is listing goes when it is done and the walk is past it */
 	if (ld && ld->state != DIR_RUNNING)

@@ -105,6 +105,18 @@ static bool drop_tree(void)
 	return true;
 }
 
+/* Makes the tree and drops it from the page cache; false (the tree removed, a line on stderr
+ * naming the test) when its file system keeps the pages, which leaves the test nothing to see. */
+static bool cold_tree(const char *test)
+{
+	make_tree();
+	if (drop_tree())
+		return true;
+	fprintf(stderr, "%s: %s keeps its pages, nothing to see\n", test, tree);
+	test_tree_remove(tree);
+	return false;
+}
+
 /* Reads every file the walk reads, so that its pages are in the page cache. */
 static void warm_tree(void)
 {
@@ -173,12 +185,8 @@ END_TEST
 
 START_TEST(test_window)
 {
-	make_tree();
-	if (!drop_tree()) {
-		fprintf(stderr, "test_window: %s keeps its pages, nothing to see\n", tree);
-		test_tree_remove(tree);
+	if (!cold_tree("test_window"))
 		return;
-	}
 	char rel[64];
 	/* a window of 16 files' bytes (each file asked for whole: 1/8 of it), bound first by
 	 * its 3 files */
@@ -229,12 +237,8 @@ static int open_fds(void)
 
 START_TEST(test_handoff)
 {
-	make_tree();
-	if (!drop_tree()) {
-		fprintf(stderr, "test_handoff: %s keeps its pages, nothing to see\n", tree);
-		test_tree_remove(tree);
+	if (!cold_tree("test_handoff"))
 		return;
-	}
 	int before = open_fds();
 	char path[512];
 	struct stat st;
@@ -341,12 +345,8 @@ static char *expected_listing(const char *rel, size_t *n, size_t *len)
 
 START_TEST(test_dir_handoff)
 {
-	make_tree();
-	if (!drop_tree()) {
-		fprintf(stderr, "test_dir_handoff: %s keeps its pages, nothing to see\n", tree);
-		test_tree_remove(tree);
+	if (!cold_tree("test_dir_handoff"))
 		return;
-	}
 	/* e holds a directory A (first in walk order: 'A' < 'C' < 'a'), then C, a, b */
 	test_tree_dir(tree, "e");
 	test_tree_dir(tree, "e/A");
@@ -401,12 +401,8 @@ END_TEST
 
 START_TEST(test_nested_dirs)
 {
-	make_tree();
-	if (!drop_tree()) {
-		fprintf(stderr, "test_nested_dirs: %s keeps its pages, nothing to see\n", tree);
-		test_tree_remove(tree);
+	if (!cold_tree("test_nested_dirs"))
 		return;
-	}
 	/* e/A/B/C/D, a file at the bottom: directories the lister has not reached */
 	const char *chain[] = { "e", "e/A", "e/A/B", "e/A/B/C", "e/A/B/C/D" };
 	for (size_t i = 0; i < 5; i++)
@@ -483,13 +479,8 @@ static long walk_tree(uint64_t *taken)
 
 START_TEST(test_walk_starts_scout)
 {
-	make_tree();
-	if (!drop_tree()) {
-		fprintf(stderr, "test_walk_starts_scout: %s keeps its pages, nothing to see\n",
-			tree);
-		test_tree_remove(tree);
+	if (!cold_tree("test_walk_starts_scout"))
 		return;
-	}
 	/* cold: the first read misses, the scout reads ahead the files after it (it may lag
 	 * at first, but the walk waits 5 ms a file); the excluded files stay unread */
 	uint64_t taken = 0;
