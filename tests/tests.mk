@@ -37,17 +37,26 @@ check: all unit
 	SQK=$(abspath $(BUILD)/bin/sqk) SQK_SAN=$(abspath $(BUILD)/san/bin/sqk) \
 		SQK_TSAN=$(abspath $(BUILD)/tsan/bin/sqk) sh tests/integration/run.sh
 
+# The zstd floor tool (tests/bench/zstd_floor.c): sqk's zstd compressor beside raw libzstd
+# settings, block by block, for bench_floor.sh.
+FLOOR_BIN := $(BUILD)/bench/zstd_floor
+$(FLOOR_BIN): $(BUILD)/obj/tests/bench/zstd_floor.o $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+
 # make bench runs every benchmark; BENCH_ONLY (make variable or environment) runs some of
-# them: build (bench.sh), read, remote, many, app, e.g. `make bench BENCH_ONLY="app remote"`.
-BENCH_ONLY ?= build read remote many app
+# them: build (bench.sh), read, remote, many, app, floor (bench_floor.sh), e.g.
+# `make bench BENCH_ONLY="app remote"`.
+BENCH_ONLY ?= build read remote many app floor
 bench_run = $(if $(filter $(1),$(BENCH_ONLY)),SQK=$(abspath $(BUILD)/bin/sqk) $(2),@: skipped $(1))
 
-bench: all
+bench: all $(FLOOR_BIN)
 	$(call bench_run,build,sh tests/bench/bench.sh)
 	$(call bench_run,read,bash tests/bench/bench_read.sh)
 	$(call bench_run,remote,bash tests/bench/bench_remote.sh)
 	$(call bench_run,many,bash tests/bench/bench_many.sh)
 	$(call bench_run,app,bash tests/bench/bench_app.sh)
+	$(call bench_run,floor,ZSTD_FLOOR=$(abspath $(FLOOR_BIN)) sh tests/bench/bench_floor.sh)
 
 .PHONY: unit
 
