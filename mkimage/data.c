@@ -42,7 +42,7 @@ struct piece {
 	uint16_t cls_len;
 	uint16_t stem_len;          /* name bytes before the first '.' */
 	uint32_t grp;               /* near-duplicate cluster (its first piece), or SQK_NONE32 */
-	struct mk_sketch sk;        /* of the tail's content (similar.c) */
+	uint32_t sk;                /* its sketch in mk_data.sketches, or SQK_NONE32 (too short) */
 };
 
 struct progress {
@@ -56,6 +56,8 @@ struct mk_data {
 	struct mk_dedup *dd;
 	struct piece *pieces;
 	size_t npieces, pieces_cap;
+	struct mk_sketch *sketches; /* of the pieces of at least MK_SKETCH_MIN bytes */
+	size_t nsketches, sketches_cap;
 	char *keys;                 /* the pieces' key bytes */
 	size_t keys_len, keys_cap;
 	struct progress pr;
@@ -273,7 +275,14 @@ static int add_piece(struct mk_ctx *c, struct mk_data *d, const struct file_pass
 	pc->order = fp->fr->order;
 	pc->old_idx = SQK_NONE32;
 	pc->grp = SQK_NONE32;
-	mk_sketch_of(d->buf, len, &pc->sk);
+	pc->sk = SQK_NONE32;
+	if (len >= MK_SKETCH_MIN) {
+		if ((err = mk_grow(c, &d->sketches, &d->sketches_cap, d->nsketches + 1,
+				   sizeof(*d->sketches))))
+			return err;
+		pc->sk = (uint32_t)d->nsketches++;
+		mk_sketch_of(d->buf, len, &d->sketches[pc->sk]);
+	}
 	if (c->reuse && !mk_reuse_tail(c, c->reuse, d->buf, len, fp->f->size, &pc->old_idx,
 				       &pc->old_off))
 		pc->old_idx = SQK_NONE32;
@@ -461,6 +470,7 @@ static void data_free(struct mk_ctx *c)
 	mk_spill_destroy(d->tails);
 	mk_dedup_destroy(d->dd);
 	free(d->pieces);
+	free(d->sketches);
 	free(d->keys);
 	free(d->buf);
 	EVP_MD_CTX_free(d->sha);
@@ -555,7 +565,7 @@ static int copy_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t sinc
 
 /* Moves the near-duplicates of each piece of v[0..n) (in similarity-key order) next to it, a
  * window of MK_SKETCH_WINDOW pieces at a time, and marks the clusters for plan_fragments. */
-static int cluster_pieces(struct mk_ctx *c, struct piece *v, size_t n)
+static int cluster_pieces(struct mk_ctx *c, const struct mk_data *d, struct piece *v, size_t n)
 {
 	size_t w = n < MK_SKETCH_WINDOW ? n : MK_SKETCH_WINDOW;
 	struct mk_sketch *sk = malloc(w * sizeof(*sk) + 1);
@@ -566,7 +576,10 @@ static int cluster_pieces(struct mk_ctx *c, struct piece *v, size_t n)
 	for (size_t at = 0; at < n && !err; at += w) {
 		size_t m = n - at < w ? n - at : w;
 		for (size_t i = 0; i < m; i++) {
-			sk[i] = v[at + i].sk;
+			if (v[at + i].sk == SQK_NONE32)
+				memset(&sk[i], 0, sizeof(sk[i])); /* empty: neither seeds nor joins */
+			else
+				sk[i] = d->sketches[v[at + i].sk];
 			len[i] = v[at + i].len;
 		}
 		err = mk_cluster(c, sk, len, m, c->opt->block_size, perm, grp);
@@ -594,7 +607,7 @@ static int flush_pieces(struct mk_ctx *c, struct mk_data *d, bool in_order)
 	size_t from = in_order ? 0 : keep_old_fragments(c, d);
 	if (!in_order && d->npieces - from > 1)
 		qsort_r(d->pieces + from, d->npieces - from, sizeof(*d->pieces), piece_cmp, d);
-	int err = in_order ? 0 : cluster_pieces(c, d->pieces + from, d->npieces - from);
+	int err = in_order ? 0 : cluster_pieces(c, d, d->pieces + from, d->npieces - from);
 	if (err)
 		return err;
 	plan_fragments(c, d, d->pieces + from, d->npieces - from, in_order);
@@ -602,6 +615,7 @@ static int flush_pieces(struct mk_ctx *c, struct mk_data *d, bool in_order)
 	if (!err)
 		err = write_fragments(c, d, from);
 	d->npieces = 0;
+	d->nsketches = 0;
 	d->keys_len = 0;
 	mk_spill_reset(d->tails);
 	return err;

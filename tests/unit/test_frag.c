@@ -490,6 +490,8 @@ static void model_cluster(struct mpiece *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *p = content(&files[v[i].file]);
 		mk_sketch_of(p + files[v[i].file].size - v[i].len, v[i].len, &v[i].sk);
+		if (v[i].len < MK_SKETCH_MIN) /* too short to be sketched: never moved */
+			memset(&v[i].sk, 0, sizeof(v[i].sk));
 		v[i].grp = NONE;
 		free(p);
 	}
@@ -634,6 +636,33 @@ START_TEST(test_near_duplicates)
 	ck_assert_uint_eq(v.sb.fragment_count, 2);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		expect_placed(&v, i, want[i].idx, want[i].off);
+	check_model(&v);
+	check_tails(&v, PIECES_ALL);
+	view_close(&v);
+	tree_remove();
+}
+END_TEST
+
+/* Tails under MK_SKETCH_MIN bytes are never moved: the same tree as test_near_duplicates with
+ * every tail 200 bytes long (near-duplicates all the same, and one block holds them all) keeps
+ * the type-and-directory order, one.txt last; with sketches of short tails it would follow
+ * two.md. */
+START_TEST(test_short_tails_stay)
+{
+	static const char *const rel[] = { "d/three.c", "b/mid.dat", "c/two.md", "e/p.q",
+					   "a/one.txt" };
+	struct view v;
+	tree_make();
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char dir[2] = { rel[i][0], 0 };
+		add_dir(dir);
+	}
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
+		add_file(rel[i], 200, i == 2 || i == 4);
+	view_open(&v, build("2", 0));
+	ck_assert_uint_eq(v.sb.fragment_count, 1);
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
+		expect_placed(&v, i, 0, (uint32_t)(200 * i));
 	check_model(&v);
 	check_tails(&v, PIECES_ALL);
 	view_close(&v);
@@ -924,6 +953,7 @@ static Suite *frag_suite(void)
 	tcase_add_unchecked_fixture(tc, scratch_make, scratch_remove);
 	tcase_add_test(tc, test_order_by_rule);
 	tcase_add_test(tc, test_near_duplicates);
+	tcase_add_test(tc, test_short_tails_stay);
 	tcase_add_loop_test(tc, test_order_random_trees, 0, 6);
 	tcase_add_test(tc, test_tails_inside_blocks);
 	tcase_add_test(tc, test_piece_selection);
