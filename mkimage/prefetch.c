@@ -920,6 +920,19 @@ void mk_prefetch_close(struct mk_prefetch *p, int fd)
 	pthread_mutex_unlock(&p->mu);
 }
 
+bool mk_miss_watch_note(struct mk_miss_watch *w, bool miss)
+{
+	if (!w->left) {
+		if (!miss)
+			return false;
+		w->misses = 0;
+		w->left = MK_SCOUT_MISS_WINDOW;
+	}
+	w->left--;
+	w->misses += miss;
+	return w->misses >= MK_SCOUT_MISSES;
+}
+
 bool mk_prefetch_started(const struct mk_prefetch *p)
 {
 	return atomic_load_explicit(&p->started, memory_order_relaxed);

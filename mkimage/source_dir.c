@@ -83,9 +83,10 @@ struct dir_source {
 	uint64_t size;
 	dev_t dev;                 /* of the lstat */
 	ino_t ino;
-	/* read-ahead of a cold tree (prefetch.h): started by the walk's first read that missed
-	 * the page cache; pf_off: no more misses looked for (the scout runs or cannot) */
+	/* read-ahead of a cold tree (prefetch.h): started by the walk's reads that miss the page
+	 * cache (misses); pf_off: no more misses looked for (the scout runs or cannot) */
 	struct mk_prefetch *pf;
+	struct mk_miss_watch misses;
 	bool pf_off;
 	struct excludes pf_ex;     /* the scout's own view of ex (its buffers; the rest shared) */
 	struct mk_prefetch_dir pf_dir; /* the current directory's listing from the scout */
@@ -773,8 +774,8 @@ static void start_scout(struct mk_ctx *c, struct dir_source *d)
 }
 
 /* A read of the walked file that does not wait for the device: when the page cache does not
- * hold the bytes (or the file system cannot tell), the scout starts and the read is made
- * again, waiting. */
+ * hold the bytes, the read is made again, waiting, and the scout starts once misses come
+ * often enough (mk_miss_watch_note); at once when the file system cannot tell. */
 static ssize_t read_watching(struct mk_ctx *c, struct dir_source *d, void *p, size_t len,
 			     uint64_t off)
 {
@@ -782,11 +783,13 @@ static ssize_t read_watching(struct mk_ctx *c, struct dir_source *d, void *p, si
 		return pread(d->fd, p, len, (off_t)off);
 	struct iovec iov = { .iov_base = p, .iov_len = len };
 	ssize_t r = preadv2(d->fd, &iov, 1, (off_t)off, RWF_NOWAIT);
-	if (r > 0)
+	if (r > 0) {
+		mk_miss_watch_note(&d->misses, false);
 		return r;
+	}
 	/* EAGAIN: a miss. A file system that cannot say (FUSE, most network file systems:
-	 * EOPNOTSUPP) is one where each request may be a round trip: the scout starts too. */
-	if (r < 0 && errno != EINTR)
+	 * EOPNOTSUPP) is one where each request may be a round trip: the scout starts at once. */
+	if (r < 0 && (errno == EAGAIN ? mk_miss_watch_note(&d->misses, true) : errno != EINTR))
 		start_scout(c, d);
 	return pread(d->fd, p, len, (off_t)off);
 }

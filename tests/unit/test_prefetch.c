@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -180,6 +181,30 @@ START_TEST(test_path_order)
 			ck_assert_msg(i < k ? r < 0 : i > k ? r > 0 : r == 0, "'%s' vs '%s': %d",
 				      walk[i], walk[k], r);
 		}
+}
+END_TEST
+
+/* The walk starts the scout on a run of misses, not on one: a cold tree (every read a miss)
+ * starts it at the MK_SCOUT_MISSES-th read; a warm tree with a miss now and then (one in
+ * MK_SCOUT_MISS_WINDOW / 2 reads, 100,000 reads) never does, nor do MK_SCOUT_MISSES - 1 misses
+ * in one window; MK_SCOUT_MISSES misses spread over one window do, at the last of them. */
+START_TEST(test_miss_watch)
+{
+	struct mk_miss_watch w = { 0 };
+	for (unsigned i = 1; i <= MK_SCOUT_MISSES; i++)
+		ck_assert(mk_miss_watch_note(&w, true) == (i == MK_SCOUT_MISSES));
+	w = (struct mk_miss_watch){ 0 };
+	for (unsigned i = 0; i < 100000; i++)
+		ck_assert(!mk_miss_watch_note(&w, i % (MK_SCOUT_MISS_WINDOW / 2) == 0));
+	w = (struct mk_miss_watch){ 0 };
+	for (unsigned i = 0; i < 10 * MK_SCOUT_MISS_WINDOW; i++) /* runs of misses, then hits */
+		ck_assert(!mk_miss_watch_note(&w, i % MK_SCOUT_MISS_WINDOW < MK_SCOUT_MISSES - 1));
+	w = (struct mk_miss_watch){ 0 };
+	unsigned step = (MK_SCOUT_MISS_WINDOW - 1) / (MK_SCOUT_MISSES - 1), first = UINT_MAX;
+	for (unsigned i = 0; i < MK_SCOUT_MISS_WINDOW && first == UINT_MAX; i++)
+		if (mk_miss_watch_note(&w, i % step == 0 && i / step < MK_SCOUT_MISSES))
+			first = i;
+	ck_assert_uint_eq(first, (MK_SCOUT_MISSES - 1) * step);
 }
 END_TEST
 
@@ -481,12 +506,13 @@ START_TEST(test_walk_starts_scout)
 {
 	if (!cold_tree("test_walk_starts_scout"))
 		return;
-	/* cold: the first read misses, the scout reads ahead the files after it (it may lag
-	 * at first, but the walk waits 5 ms a file); the excluded files stay unread */
+	/* cold: every read misses, and at the MK_SCOUT_MISSES-th the scout starts and reads
+	 * ahead the files after it (it may lag at first, but the walk waits 5 ms a file); the
+	 * excluded files stay unread */
 	uint64_t taken = 0;
 	long files = walk_tree(&taken);
-	ck_assert_int_ge(files, NFILES / 2);
-	ck_assert_uint_ge(taken, NFILES / 2); /* and the walk read them through its descriptors */
+	ck_assert_int_ge(files, (NFILES - MK_SCOUT_MISSES) / 2);
+	ck_assert_uint_ge(taken, (NFILES - MK_SCOUT_MISSES) / 2); /* read through its descriptors */
 	ck_assert_int_le(files, NFILES); /* d's 60 but the first, and z */
 	for (int i = 0; i < 8; i++) {
 		char rel[64];
@@ -499,6 +525,24 @@ START_TEST(test_walk_starts_scout)
 	long warm = 0;
 	for (int try = 0; try < 3 && warm != -1; try++) {
 		warm_tree();
+		warm = walk_tree(&taken);
+	}
+	ck_assert_int_eq(warm, -1);
+	/* warm but for MK_SCOUT_MISSES - 1 files in a row dropped from the page cache (a run of
+	 * pages the kernel reclaimed): still no scout (mk_miss_watch_note) */
+	warm = 0;
+	for (int try = 0; try < 3 && warm != -1; try++) {
+		warm_tree();
+		for (unsigned i = 0; i < MK_SCOUT_MISSES - 1; i++) {
+			char rel[64], path[512];
+			file_name(rel, sizeof(rel), "d", (int)(5 + i));
+			snprintf(path, sizeof(path), "%s/%s", tree, rel);
+			int fd = open(path, O_RDONLY);
+			ck_assert_int_ge(fd, 0);
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+			close(fd);
+			ck_assert_int_eq(resident(rel), -1);
+		}
 		warm = walk_tree(&taken);
 	}
 	ck_assert_int_eq(warm, -1);
@@ -523,6 +567,7 @@ static Suite *prefetch_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, NULL, remove_left_trees);
 	tcase_add_test(tc, test_path_order);
+	tcase_add_test(tc, test_miss_watch);
 	tcase_add_test(tc, test_window);
 	tcase_add_test(tc, test_handoff);
 	tcase_add_test(tc, test_dir_handoff);
