@@ -1,8 +1,8 @@
-/* The read-ahead scout of a cold directory walk (see prefetch.h), started by the walk's first
- * page-cache miss. Its lister thread walks the roots depth first in the walk's order, skipping
- * what the walk has passed, and queues each regular file ahead in a ring; a few opener threads
- * take the queued files in order and open each, stat it, ask the kernel for its first bytes
- * (POSIX_FADV_WILLNEED starts the reads and returns) and list its xattrs, so that on a file
+/* The read-ahead scout of a cold directory walk (see prefetch.h), started by a run of the
+ * walk's page-cache misses. Its lister thread walks the roots depth first in the walk's order,
+ * skipping what the walk has passed, and queues each regular file ahead in a ring; a few opener
+ * threads take the queued files in order and open each, stat it, ask the kernel for its first
+ * bytes (POSIX_FADV_WILLNEED starts the reads and returns) and list its xattrs, so that on a file
  * system where each of those is a round trip (FUSE, network file systems) several are in flight
  * at once. The ring holds each file until the walk reaches it, which keeps the bytes and files
  * ahead of the walk within the window. */
