@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ struct issued {
 	char *disk;         /* owned until an opener takes it; NULL after */
 	uint64_t bytes;
 	bool ready;         /* the opener is done (fd may still be -1: nothing to keep) */
+	bool cached;        /* the opener found its first byte in the page cache */
 	int fd;
 	dev_t dev;          /* of fd, by the opener's fstat */
 	ino_t ino;
@@ -105,6 +107,8 @@ struct mk_prefetch {
 	size_t nd;                   /* slots not DIR_FREE */
 	size_t dir_bytes;            /* of the listings kept: listing_bytes() */
 	uint64_t files, bytes;       /* asked for in all */
+	uint32_t warm_run;           /* files in a row the openers found in the page cache */
+	atomic_bool idle;            /* warm_run reached MK_SCOUT_IDLE_FILES */
 	uint64_t taken;              /* descriptors the walk took */
 };
 
@@ -334,9 +338,11 @@ static void list_xattrs(int fd, struct mk_prefetch_xattrs *x)
 
 /* An opener's work on one file: opens it (O_NONBLOCK|O_NOFOLLOW: what replaced it is not
  * waited on or followed; only a regular file is read ahead), asks for its first bytes (*want
- * of them) and lists its xattrs. -1 when there is nothing to keep; else *st its stat. */
+ * of them) unless the page cache holds its first byte (*cached: 1; 0 when it does not or
+ * cannot tell; -1 for an empty file) and lists its xattrs. -1 when there is nothing to keep;
+ * else *st its stat. */
 static int open_ahead(struct mk_prefetch *p, const char *disk, struct stat *st, uint64_t *want,
-		      struct mk_prefetch_xattrs *x)
+		      struct mk_prefetch_xattrs *x, int *cached)
 {
 	int fd = open(disk, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
@@ -347,7 +353,10 @@ static int open_ahead(struct mk_prefetch *p, const char *disk, struct stat *st, 
 		return -1;
 	}
 	*want = (uint64_t)st->st_size < p->per_file ? (uint64_t)st->st_size : p->per_file;
-	if (*want)
+	char b;
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+	*cached = !*want ? -1 : preadv2(fd, &iov, 1, 0, RWF_NOWAIT) == 1;
+	if (*cached == 0)
 		posix_fadvise(fd, 0, (off_t)*want, POSIX_FADV_WILLNEED);
 	if (p->xattrs)
 		list_xattrs(fd, x);
@@ -358,7 +367,7 @@ static int open_ahead(struct mk_prefetch *p, const char *disk, struct stat *st, 
  * when the slot cannot keep fd (the walk passed the file, or enough descriptors are kept): the
  * caller closes it, and frees x when the walk passed the file. */
 static bool deliver(struct mk_prefetch *p, uint64_t seq, int fd, const struct stat *st,
-		    uint64_t want, struct mk_prefetch_xattrs *x)
+		    uint64_t want, struct mk_prefetch_xattrs *x, bool cached)
 {
 	if (seq < p->seq_head)
 		return false;
@@ -366,6 +375,7 @@ static bool deliver(struct mk_prefetch *p, uint64_t seq, int fd, const struct st
 	p->ahead = p->ahead - it->bytes + want;
 	it->bytes = want;
 	it->ready = true;
+	it->cached = cached;
 	if (fd < 0)
 		return true;
 	p->files++;
@@ -588,10 +598,11 @@ static void *opener_main(void *arg)
 		struct stat st;
 		uint64_t want = 0;
 		struct mk_prefetch_xattrs x = { .len = -1 };
-		int fd = disk ? open_ahead(p, disk, &st, &want, &x) : -1;
+		int cached = -1;
+		int fd = disk ? open_ahead(p, disk, &st, &want, &x, &cached) : -1;
 		free(disk);
 		pthread_mutex_lock(&p->mu);
-		bool kept = deliver(p, seq, fd, &st, want, &x);
+		bool kept = deliver(p, seq, fd, &st, want, &x, cached != 0);
 		if (p->waiting)
 			pthread_cond_signal(&p->cv);
 		if (!kept && fd >= 0) {
@@ -845,6 +856,7 @@ int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t in
 	if (!p->have_thread)
 		return -1;
 	int fd = -1;
+	bool helped = false; /* the scout asked for this file's bytes before the walk came */
 	pthread_mutex_lock(&p->mu);
 	if (!set_cur(p, rel)) {
 		p->stop = true;
@@ -858,6 +870,7 @@ int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t in
 			 * the entry, and the walk opens its own */
 			if (r || !it->ready || it->dev != dev || it->ino != ino)
 				continue;
+			helped = !it->cached;
 			if (it->fd >= 0) {
 				fd = it->fd;
 				it->fd = -1;
@@ -871,6 +884,9 @@ int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t in
 	}
 	pop_reached(p);
 	p->taken += fd >= 0;
+	p->warm_run = helped ? 0 : p->warm_run + 1;
+	if (p->warm_run >= MK_SCOUT_IDLE_FILES)
+		atomic_store_explicit(&p->idle, true, memory_order_relaxed);
 	if (p->waiting)
 		pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
@@ -931,6 +947,11 @@ bool mk_miss_watch_note(struct mk_miss_watch *w, bool miss)
 	w->left--;
 	w->misses += miss;
 	return w->misses >= MK_SCOUT_MISSES;
+}
+
+bool mk_prefetch_idle(const struct mk_prefetch *p)
+{
+	return atomic_load_explicit(&p->idle, memory_order_relaxed);
 }
 
 bool mk_prefetch_started(const struct mk_prefetch *p)

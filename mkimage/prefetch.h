@@ -115,6 +115,14 @@ struct mk_miss_watch {
  * start. w starts zeroed. */
 bool mk_miss_watch_note(struct mk_miss_watch *w, bool miss);
 
+/* The scout is idle once MK_SCOUT_IDLE_FILES files in a row that the walk took were not read
+ * ahead by it: its openers found their first byte in the page cache (and asked the kernel for
+ * nothing), or the walk came before them. The tree ahead is warm or the scout cannot keep up;
+ * the walk then ends the scout (mk_prefetch_destroy) and watches for misses again. On a file
+ * system that cannot tell (FUSE) the openers never find a file cached. */
+#define MK_SCOUT_IDLE_FILES 1024u
+bool mk_prefetch_idle(const struct mk_prefetch *p);
+
 /* Files and bytes the scout asked the kernel to read so far, and descriptors the walk took
  * (taken may be NULL). */
 void mk_prefetch_counts(struct mk_prefetch *p, uint64_t *files, uint64_t *bytes,

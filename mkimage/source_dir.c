@@ -599,6 +599,20 @@ static int read_target(struct mk_ctx *c, struct dir_source *d, const struct stat
 	return 0;
 }
 
+/* Ends a scout that found the tree ahead warm (mk_prefetch_idle): the walk opens and reads on
+ * its own again and watches for misses, which may start a new scout. */
+static void stop_scout(struct dir_source *d)
+{
+	mk_prefetch_destroy(d->pf);
+	d->pf = NULL;
+	free(d->pf_ex.hit);
+	free(d->pf_ex.split);
+	free(d->pf_ex.parts);
+	memset(&d->pf_ex, 0, sizeof(d->pf_ex));
+	d->pf_off = false;
+	d->misses = (struct mk_miss_watch){ 0 };
+}
+
 /* Fills e from an lstat of d->path. Returns 1 for an entry to leave out (the image). */
 static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e, bool root)
 {
@@ -641,6 +655,8 @@ static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 	/* a file the scout read ahead: its descriptor and xattrs are taken now, before the
 	 * builder reads it, so that the walk makes no round trip of its own for it */
 	struct mk_prefetch_xattrs x = { .len = -1 };
+	if (d->pf && mk_prefetch_idle(d->pf))
+		stop_scout(d);
 	if (!err && S_ISREG(st.st_mode) && d->pf)
 		d->fd = mk_prefetch_take(d->pf, d->rel, d->dev, d->ino,
 					 c->opt->no_xattrs ? NULL : &x);

@@ -550,6 +550,73 @@ START_TEST(test_walk_starts_scout)
 }
 END_TEST
 
+/* A scout that finds the tree ahead warm stands down (mk_prefetch_idle), and a cold part
+ * after it starts a new one: a tree whose first 2 * MK_SCOUT_MISSES files are cold, the next
+ * MK_SCOUT_IDLE_FILES + 512 warm and the last 2 * MK_SCOUT_MISSES cold again starts the scout
+ * in the first cold part, has ended it by the end of the warm part, and started another in
+ * the last. Without the stand-down the first would run to the end. */
+START_TEST(test_scout_stands_down)
+{
+	const int cold = 2 * MK_SCOUT_MISSES, warm_end = cold + MK_SCOUT_IDLE_FILES + 512;
+	const int n = warm_end + cold;
+	char rel[64], path[512];
+	snprintf(tree, sizeof(tree), "/var/tmp/sqk-test-prefetch.%ld.XXXXXX", (long)runner);
+	ck_assert_ptr_nonnull(mkdtemp(tree));
+	test_tree_dir(tree, "w");
+	for (int i = 0; i < n; i++) {
+		snprintf(rel, sizeof(rel), "w/f%04d", i);
+		put(rel, 4096);
+	}
+	sync();
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/w/f%04d", tree, i);
+		int fd = open(path, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		static uint8_t b[4096];
+		if (i < cold || i >= warm_end)
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		else
+			ck_assert_int_eq(pread(fd, b, sizeof(b), 0), 4096);
+		close(fd);
+	}
+	snprintf(rel, sizeof(rel), "w/f%04d", 0);
+	if (resident(rel) != -1) {
+		fprintf(stderr, "test_scout_stands_down: %s keeps its pages, nothing to see\n", tree);
+		test_tree_remove(tree);
+		return;
+	}
+	char *argv[] = { "mkimage", tree, "/var/tmp/sqk-test-prefetch.img", NULL };
+	struct mk_options o;
+	struct mk_ctx c;
+	struct mk_source *src = NULL;
+	struct mk_entry e;
+	static uint8_t buf[4096];
+	ck_assert_int_eq(mk_options_parse(3, argv, &o), 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
+	ck_assert_int_eq(mk_source_dir_create(&c, &src), 0);
+	int r, files = 0;
+	bool started = false, stood_down = false;
+	while ((r = src->ops->next(src, &c, &e)) == 0) {
+		if (!S_ISREG(e.mode))
+			continue;
+		ck_assert_int_eq(src->ops->read(src, &c, 0, buf, 4096), 0);
+		if (++files == cold)
+			started = mk_source_dir_prefetch(src) != NULL;
+		if (files == warm_end)
+			stood_down = !mk_source_dir_prefetch(src);
+	}
+	ck_assert_int_eq(r, 1);
+	ck_assert_int_eq(files, n);
+	ck_assert_msg(started, "the cold files started no scout");
+	ck_assert_msg(stood_down, "the scout ran on over %u warm files", MK_SCOUT_IDLE_FILES + 512);
+	ck_assert_msg(mk_source_dir_prefetch(src), "the last cold files started no new scout");
+	mk_source_destroy(src);
+	mk_ctx_free(&c);
+	mk_options_free(&o);
+	test_tree_remove(tree);
+}
+END_TEST
+
 /* After the tests, in the runner: removes the trees a failed test (which stops at its
  * assertion, in its own process) left behind. */
 static void remove_left_trees(void)
@@ -573,6 +640,7 @@ static Suite *prefetch_suite(void)
 	tcase_add_test(tc, test_dir_handoff);
 	tcase_add_test(tc, test_nested_dirs);
 	tcase_add_test(tc, test_walk_starts_scout);
+	tcase_add_test(tc, test_scout_stands_down);
 	suite_add_tcase(s, tc);
 	return s;
 }
