@@ -14,7 +14,7 @@
 #                        bytes than the default (default 0.44: issue 19's 0.97x of mksquashfs
 #                        4.7.5's image, from sqk's 0.974x on the bench corpus)
 #   ZSTD_FLOOR           the tool (default build/bench/zstd_floor of this tree)
-# About 2 minutes on 2 cores for the bench corpus (834 MiB). Exit status: the tool's (0; 1 when
+# About 6 minutes on 2 cores for the bench corpus (834 MiB). Exit status: the tool's (0; 1 when
 # a file could not be read; 2 on a setup error).
 
 set -u
