@@ -107,7 +107,8 @@ struct mk_prefetch {
 	size_t nd;                   /* slots not DIR_FREE */
 	size_t dir_bytes;            /* of the listings kept: listing_bytes() */
 	uint64_t files, bytes;       /* asked for in all */
-	uint32_t warm_run;           /* files in a row the openers found in the page cache */
+	uint32_t warm_run;           /* files in a row the walk took that the scout did not read
+				      * ahead (found cached, or not reached) */
 	atomic_bool idle;            /* warm_run reached MK_SCOUT_IDLE_FILES */
 	uint64_t taken;              /* descriptors the walk took */
 };

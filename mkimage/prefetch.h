@@ -6,9 +6,10 @@
  *
  * It costs nothing on a warm tree: it starts when the walk's reads miss the page cache
  * (mk_miss_watch_note: a run of misses, not a page reclaimed here and there), and goes idle
- * when the files ahead are warm again (mk_prefetch_idle), which ends it. It never runs more than a window of bytes (and of files) ahead of the file the walk
- * reads, skips whatever the walk has passed, and is best-effort: it reports no error and
- * changes nothing the walk sees; an entry it cannot stat or open is simply not read ahead. */
+ * when the files ahead are warm again (mk_prefetch_idle), which ends it. It never runs more
+ * than a window of bytes (and of files) ahead of the file the walk reads, skips whatever the
+ * walk has passed, and is best-effort: it reports no error and changes nothing the walk sees;
+ * an entry it cannot stat or open is simply not read ahead. */
 #ifndef SQK_MK_PREFETCH_H
 #define SQK_MK_PREFETCH_H
 

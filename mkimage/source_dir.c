@@ -599,8 +599,9 @@ static int read_target(struct mk_ctx *c, struct dir_source *d, const struct stat
 	return 0;
 }
 
-/* Ends a scout that found the tree ahead warm (mk_prefetch_idle): the walk opens and reads on
- * its own again and watches for misses, which may start a new scout. */
+/* Ends the scout (when it found the tree ahead warm, mk_prefetch_idle, and at the end) and
+ * frees its view of the excludes: the walk opens and reads on its own again and watches for
+ * misses, which may start a new scout. */
 static void stop_scout(struct dir_source *d)
 {
 	mk_prefetch_destroy(d->pf);
@@ -652,11 +653,11 @@ static int stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 	} else if (!S_ISDIR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) {
 		return mk_fail(c, SQK_EUNSUPPORTED, "'%s': unsupported file type", d->path);
 	}
+	if (d->pf && mk_prefetch_idle(d->pf))
+		stop_scout(d);
 	/* a file the scout read ahead: its descriptor and xattrs are taken now, before the
 	 * builder reads it, so that the walk makes no round trip of its own for it */
 	struct mk_prefetch_xattrs x = { .len = -1 };
-	if (d->pf && mk_prefetch_idle(d->pf))
-		stop_scout(d);
 	if (!err && S_ISREG(st.st_mode) && d->pf)
 		d->fd = mk_prefetch_take(d->pf, d->rel, d->dev, d->ino,
 					 c->opt->no_xattrs ? NULL : &x);
@@ -884,10 +885,7 @@ static void dir_destroy(struct mk_source *s)
 	struct dir_source *d = (struct dir_source *)s;
 	close_file(d);
 	drop_pf_dir(d);
-	mk_prefetch_destroy(d->pf);
-	free(d->pf_ex.hit);
-	free(d->pf_ex.split);
-	free(d->pf_ex.parts);
+	stop_scout(d);
 	for (size_t i = 0; i < d->depth; i++)
 		frame_free(&d->stack[i]);
 	free(d->stack);
