@@ -70,7 +70,6 @@ struct sample {
 
 /* One stream of the tree's data (whole blocks or tails), spooled to an unnamed file. */
 struct stream {
-	const char *name;
 	FILE *spool;
 	uint64_t len;
 	unsigned every;
@@ -402,8 +401,8 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	struct stream blocks = { .name = "whole blocks", .every = 5 };
-	struct stream tails = { .name = "tails", .every = 10 };
+	struct stream blocks = { .every = 5 };
+	struct stream tails = { .every = 10 };
 	double goal = 0.44;
 	int opt;
 
