@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # squashkit — one non-recursive Makefile; each folder contributes a small .mk.
 # Targets: all (default), check, bench, install, clean, deps.
 

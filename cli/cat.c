@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk cat: copies regular files of an image to stdout, in 1 MiB sequential reads so the
  * library's readahead sees a sequential stream. */
 #include "cmd.h"

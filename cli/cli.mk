@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # cli/: the command line: the sqk dispatcher (cli/sqk.c) and its subcommands, sqkfuse
 # (cli/sqkfuse.c), the manual pages (cli/man/) and the bash completion (cli/completion/).
 # Linked last, on mkimage/, fuse/ and libsqk.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Helpers shared by the reading commands: open an image (reads verified unless --no-verify) with
  * a log callback that forwards the library's corruption messages to stderr, number parsing,
  * error messages (a chunk that failed its integrity check named once, with the path), lookups. */

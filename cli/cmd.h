@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared pieces of the sqk reading commands (ls, cat, info, extract): opening an image with a
  * logging callback, option parsing helpers and error messages that name the image and path. */
 #ifndef SQK_CMD_H

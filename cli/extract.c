@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk extract: restores an image (or some subtrees) into DEST in four phases: the tree
  * structure (directories, symlinks, devices, fifos, sockets) by one thread, through libsqk's
  * walk; regular files'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals of sqk extract shared by extract.c (walk, phases, CLI) and extract_fs.c (safe
  * filesystem operations relative to directory fds, metadata, file contents). */
 #ifndef SQK_EXTRACT_H

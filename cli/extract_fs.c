@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk extract, filesystem side: every operation is relative to a directory fd and never follows
  * a symlink (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW, /proc/self/fd/N/NAME for l*xattr). */
 #include "extract.h"

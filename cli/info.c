@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk info: formats what libsqk reports of an image: the superblock fields, the compressor
  * options, the statistics of a walk of every inode (sqk_image_info: kinds, distinct data blocks,
  * metadata blocks of the inode and directory tables), the integrity trailer and, for remote

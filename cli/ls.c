@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk ls: lists a directory of an image (or one entry), optionally long and recursive (through
  * libsqk's walk). */
 #include "cmd.h"

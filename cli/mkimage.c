@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* `sqk mkimage`: argv into the builder's options (cli/mkimage_options.c), the output (judged before any
  * source is read: a file is written as an unnamed temporary in the destination directory,
  * linked and renamed into place after the one fsync, so a failed build leaves the destination

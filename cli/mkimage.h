@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* `sqk mkimage`'s entry point (cli/mkimage.c), called by the sqk dispatcher. */
 #ifndef SQK_MKIMAGE_H
 #define SQK_MKIMAGE_H

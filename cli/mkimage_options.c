@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Command-line parsing for `sqk mkimage`: argv and SOURCE_DATE_EPOCH into the builder's
  * sqk_build_opts and sqk_build_source (sqk/build.h), plus the few options only cli/mkimage.c uses. */
 #include "mkimage_options.h"

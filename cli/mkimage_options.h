@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* `sqk mkimage`'s command line: argv and the environment parsed into the builder's structs
  * (sqk/build.h) plus what only the command line uses. */
 #ifndef SQK_CLI_MKIMAGE_OPTIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The progress line of sqk extract, verify, tar and cat (progress.h): a thread wakes every
  * SQK_PROGRESS_TICK_MS, reads the atomic counters the workers add to and redraws one line on
  * stderr with "\r", padding over what the last line left (no terminal escapes: dumb terminals

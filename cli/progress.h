@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The progress line of the long reading commands (sqk extract, verify, tar, cat): drawn on
  * stderr by a thread of its own a few times a second while stderr is a terminal and the process
  * is in its foreground, with what is done of the totals, the rate and the time left; erased

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk: the command-line front door; dispatches to the subcommands. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqkfuse: mount a SquashFS image read-only through FUSE. */
 #include "fuse/mount.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk tar: writes an image, or the subtree at PATH, as a pax archive through libarchive, to
  * standard output or to a file (judged first, then a temporary renamed into place once complete,
  * or a block device written in place). Options and output here; the walk and the entries in

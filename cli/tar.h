@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals of sqk tar shared by tar.c (options, output file, libarchive setup) and tar_walk.c
  * (the walk in image order and one archive entry per name: metadata, xattrs, hard links, sparse
  * file data). */

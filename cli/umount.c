@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk umount: finds MOUNTPOINT in /proc/self/mountinfo, refuses it unless it is a sqkfuse mount
  * (type fuse.sqkfuse: sqkfuse and sqk mount set that subtype), then unmounts it as
  * `fusermount3 -u` does: with umount2() as root, else by running fusermount3 (setuid root; it

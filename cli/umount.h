@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk umount: unmounts a sqkfuse mount (sqkfuse or sqk mount). */
 #ifndef SQK_UMOUNT_H
 #define SQK_UMOUNT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk verify: checks an image's integrity data (every chunk digest, the root digest) and its
  * whole structure through the library's checker (sqk/sqk_check.h), printing each finding with its
  * region and byte range and a one-line summary; fsck-like exit codes. */

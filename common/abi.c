@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Versioned structs of the public API: copying them in and out by their size field (abi.h). */
 #include "abi.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Versioned structs of the public API: every options struct a caller passes and every result
  * struct the library fills starts with `size_t size`, the sizeof of the caller's version of the
  * struct. Fields are only ever appended (a new field is a minor version); the library accepts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # common/: format structures, errors, I/O vtable, compressors, metadata blocks (what the reader
 # and the builder share; the HTTP/S3 backend is the reader's, in reader/remote/).
 COMMON_SRCS := common/error.c common/abi.c common/grow.c common/format.c common/io.c common/meta.c common/integrity.c common/hint.c \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* gzip codec (SquashFS id 1): zlib format (RFC 1950), not raw deflate nor gzip. Each configured
  * strategy gets one deflate stream and all blocks are tried with each, keeping the smallest
  * (mksquashfs -Xstrategy). All z_streams are set up with the instance and reset per block. */

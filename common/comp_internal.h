@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Private to common/: the codec constructors the compressor factory table points at, the
  * SquashFS defaults each codec resolves a zero config field to, and helpers shared by codecs. */
 #ifndef SQK_COMP_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* lz4 codec (SquashFS id 5): one raw LZ4 block (no frame) per SquashFS block, decoded with
  * LZ4_decompress_safe. The fast or HC compression state is allocated once per instance. */
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* lzo codec (SquashFS id 3): one raw LZO1X stream per block (no header), made by one of
  * mksquashfs's algorithms (lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15, lzo1x_999 at a level)
  * and decoded with lzo1x_decompress_safe, as the kernel does. liblzo2 takes no output bound

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* xz codec (SquashFS id 4): one complete .xz stream per block, CRC32 check, LZMA2 with the
  * image's dictionary size (the kernel pre-allocates it and refuses larger streams). With BCJ
  * filters configured, every block is compressed plainly and through each filter, and the

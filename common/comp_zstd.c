@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* zstd codec (SquashFS id 6): one zstd frame per block. The compression and decompression
  * contexts are created with the instance and reused for every block. Three ways of not spending
  * work that cannot pay (all decode with any zstd decoder; none is stored in the image): the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The compressor factory (a table indexed by SquashFS compressor id, one file per codec), the
  * names of compressors, BCJ filters and LZO algorithms, and the compressor options block written
  * after the superblock: serialised as mksquashfs does, parsed and validated as the kernel does. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The compressor vtable: one implementation file per codec (zstd, xz, gzip, lz4, lzo), a factory
  * indexed by SquashFS compressor id, and the options block both directions. An instance holds
  * reusable contexts; it is not thread-safe, so each thread creates its own. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The counts of an image's contents in the words every command uses for them: the sqk mkimage
  * summary (what was written), sqk info and sqk verify (what the image holds, through libsqk's
  * sqk_image_info). One place for the words, so the three say the same thing the same way. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The one depth policy of squashkit, shared by the builder and every reader walk.
  *
  * The depth of an entry is the number of components of its path below the root: the root is at

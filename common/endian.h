@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Explicit little-endian load/store helpers for on-disk fields (unaligned-safe). */
 #ifndef SQK_ENDIAN_H
 #define SQK_ENDIAN_H

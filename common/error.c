@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Error code messages and errno mappings. */
 #include "error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Error codes shared by every part of squashkit: 0 or a negative SQK_E* value. */
 #ifndef SQK_ERROR_H
 #define SQK_ERROR_H

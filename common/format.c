@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Field-by-field little-endian (de)serialisation of the fixed-size on-disk structures. */
 #include "format.h"
 

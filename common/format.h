@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* SquashFS 4.0 on-disk structures, with explicit little-endian encode/decode. Never cast these
  * structs over image bytes: sizes below are the on-disk sizes, asserted at compile time against
  * the encoders' lengths. */

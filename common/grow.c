@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The overflow-checked array grower (see grow.h). */
 #include "grow.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The one array grower of squashkit: every growable array (builder, reader, FUSE, tools) grows
  * through sqk_grow, which checks every size computation for overflow. */
 #ifndef SQK_GROW_H

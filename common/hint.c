@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The prefetch hint block (hint.h): encoded by the builder after the padded image, decoded by
  * libsqk (reader/lib/hint.c) and by the checker. Every field of a block read is distrusted. */
 #include "hint.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The prefetch hint: where an image's working set lies (the byte ranges a start reads: the
  * files `sqk mkimage --order` or `-sort` laid out first, and the metadata), for a reader that
  * fetches them in parallel when it opens a remote image. Invisible to the kernel and to other

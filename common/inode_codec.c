@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Inode bodies (see inode_codec.h): one table of field offsets per type, used both ways. */
 #include "inode_codec.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The one encoding of inode bodies (the bytes after the 16-byte header, SQUASHFS-FORMAT §7) for
  * all 14 types: the builder encodes with it, the reader and the checker decode with it. The
  * variable parts (a file's size words, a symlink's target, a directory's index) follow the fixed

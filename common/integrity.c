@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Integrity data (layout in integrity.h): the builder streams every byte it writes through a
  * writer that hashes fixed-size chunks as they pass with SHA-256 and XXH3-64 (chunk 0 last: the
  * superblock is written at the end), writes the fast checksum block at the end of the covered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* squashkit integrity data: SHA-256 hashes of every chunk of the image file, appended after the
  * (padded) SquashFS image, found from the end of the file and protected by a root digest, and
  * a block of fast checksums (XXH3-64) of the same chunks inside the covered bytes, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* I/O backends behind the sqk_io vtable: a file descriptor at a base offset (images on disk or
  * on block devices, possibly embedded at an offset), memory (in-memory images and tests), a
  * fault-injecting double that wraps another backend so tests can make single calls fail or

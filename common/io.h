@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The I/O vtable: positional reads and writes on an fd at a base offset, on memory, or through
  * a fault-injecting test double. Everything that touches image bytes goes through it. */
 #ifndef SQK_IO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Metadata blocks: the writer side accumulates a stream (inodes, directories, lookup tables) as
  * encoded 8 KiB blocks in memory; the reader side decodes and validates one block at a time,
  * applying the kernel's checks. */

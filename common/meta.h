@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The metadata-block codec: a byte stream cut into 8 KiB blocks, each stored with a u16 header,
  * compressed unless compression does not make it smaller. */
 #ifndef SQK_META_H

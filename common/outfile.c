@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The output file (outfile.h): the judge of what a path names, the temporary-then-rename file,
  * the block device written in place. */
 #include "outfile.h"

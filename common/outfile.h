@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* An output file that never clobbers what it should not, and that appears under its name only
  * once it is complete. What the name holds is judged first (sqk_outfile_judge, no side
  * effects): a character device, FIFO, socket or directory is refused, and so is a non-empty

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Number parsing (see parse.h): the digits are read here, not by strtoull, so that no sign,
  * base prefix, leading space or locale slips through. */
 #include "parse.h"

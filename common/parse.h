@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Number parsing for every command-line number of squashkit (one rule everywhere): decimal
  * digits only (no sign, no base prefix, no spaces: "08" is eight, "-1" and "0x10" are errors),
  * sizes with an optional K, M or G suffix (powers of 1024), a bound checked without overflow. */

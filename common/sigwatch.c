@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The signal-watching thread (see sigwatch.h): sigtimedwait with a short tick, so that stopping
  * it needs no signal of its own. */
 #include "sigwatch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A thread that takes SIGINT, SIGTERM and SIGHUP for the whole process. They are blocked in the
  * thread that starts the watcher, and so in every thread that one starts afterwards, and handed
  * to a callback on the watcher's own thread, where (unlike in a signal handler) it may take

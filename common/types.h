@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The plain data libsqk's API hands out, shared with the codecs that fill it: the SquashFS 4.0
  * constants, the superblock's fields, the compressor settings, the integrity trailer's summary
  * and the prefetch hint's ranges. Declarations only (no functions): installed with the public

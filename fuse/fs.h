@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What sqkfuse's operations (ops.c) and its mounting (mount.c) share: the mounted image's
  * state, the operations table and the log. Internal to fuse/; FUSE_USE_VERSION is set by the
  * including file. */

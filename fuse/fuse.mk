@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # fuse/: the FUSE 3 file system on libsqk (the library part of sqkfuse and `sqk mount`; the
 # programs are linked by cli/cli.mk).
 FUSE_LIBS = $(shell pkg-config --libs fuse3 2>/dev/null)

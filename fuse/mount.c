@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqkfuse's command line and mounting: the -o options, opening the image (local or remote)
  * and the trace, the mount point, the session loop with its signal and page-cache fill threads,
  * the stats file. The FUSE operations are ops.c. */

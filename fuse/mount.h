@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The FUSE front-end's entry point (mount.c), shared by the sqkfuse program and `sqk mount`. */
 #ifndef SQK_FUSE_MOUNT_H
 #define SQK_FUSE_MOUNT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Names for log lines: a map from node id to (parent id, name, lookup count), split into shards
  * that lock independently, so concurrent lookups and readdirplus replies rarely meet on one
  * mutex. Paths are put together only when an error is logged, by walking the parent ids up to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Node table of the FUSE front-end: FUSE node ids are inode references (+2; the root is 1), so
  * requests need no table; this one only lets an error message name the path of a node. It keeps,
  * per node the kernel knows, the parent's id and the name it was reached by (no path copies, no

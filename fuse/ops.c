@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqkfuse's FUSE 3 low-level operations on libsqk. The image is immutable, so node ids are
  * inode references (no lookup table to keep), replies carry long timeouts, file pages are kept
  * cached, and directories are read with readdirplus so a tree walk needs no separate lookups.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The page-cache fill thread (see store.h): a small bounded queue of groups to fill, one thread
  * that reads each group through libsqk (usually from the block cache: the read that queued it
  * has just decompressed it) and stores it, minus the pages of that read, with one notify; and a

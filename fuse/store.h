@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Page-cache fill for small reads. After a read smaller than a block (random access, mmap page
  * faults) has been answered, the rest of the block(s) around it is pushed into the kernel's page
  * cache with FUSE_NOTIFY_STORE, so later reads there never reach the daemon — the way the kernel's

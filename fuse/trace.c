@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The read trace (trace.h). First reads are told apart by a bitmap over inode numbers, so a file
  * read again costs one relaxed atomic load; a first read appends (inode number, path or none) to
  * a list under one mutex, the path bytes in one growing arena. At unmount the files without a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Read trace of the FUSE front-end (-o trace=FILE): the files whose data was read, each once, in
  * the order of their first read, written at unmount as one path a line relative to the image
  * root (the input `sqk mkimage --order` wants, to lay files out in the order they are used).

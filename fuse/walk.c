@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Tree-walk detection (see walk.h): the regular files of recent listings in a ring, in listing
  * order, a lossy id -> ring position index, and the walk's state, all under one mutex (a listing
  * or a read touches a few entries). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Tree-walk detection for sqkfuse: directories are listed (readdirplus) before their files are
  * read, so the daemon knows the order in which a walk such as `tar -c` or `cp -r` will read the
  * files. This module remembers the regular files of recent listings in listing order and, once

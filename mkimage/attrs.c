@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Owner ids and extended attributes: the id table (values in first-use order) and the xattr sets,
  * each distinct set stored once, long values out of line and shared between sets. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The build's orchestration, behind sqk_build (sqk_build.c): one pass over a source (entries
  * into the tree backend chosen here, file content into blocks and tails as it comes), then the
  * fragment blocks, the tables, padding, the prefetch hint and the fast checksums (inside the

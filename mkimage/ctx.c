@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The builder's context helpers, used by every stage: the first error and its message
  * (mk_fail, thread-safe), the array grower (mk_grow over common/grow.h), the one writer of image
  * bytes (mk_write: written at c->pos and hashed on the way), and the context's setup and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* File data, in the one pass over the source: each file's full blocks go to the pipeline as they
  * are read (holes skipped without reading), its tail is kept (spill.c) for a fragment block, and
  * its SHA-256 finds an earlier file of the same content (dedup.c). A file whose size an earlier

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Duplicate files, found in the one read pass: an index from (size, SHA-256 of the content) to the
  * first file that had it, and the set of sizes seen so far (a file whose size no earlier file
  * has cannot be a duplicate, so the writer need not hold it back). An entry in memory is the

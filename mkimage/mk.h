@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal state of the image builder, shared by its stages:
  * a source (source.h: source_dir.c, source_tar.c) yields entries → tree (tree.c, or walk.c on
  * disk), xattrs and ids (attrs.c) → each file's content read once (data.c: dedup in dedup.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Access-ordered images: --order FILE (a trace of first reads) and -sort FILE (mksquashfs
  * priorities). Before the walk, the files to lay out first (the trace's, in its order, then
  * those of priority > 0 by descending priority, ties in walk order) are read by path and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Worker threads compress blocks; a writer thread appends them strictly in submission order, so
  * the image is byte-identical whatever the thread count. Jobs live in a ring of slots. */
 #include "pipeline.h"

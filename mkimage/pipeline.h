@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The block pipeline: the main thread fills jobs in order, worker threads compress them (each
  * with its own compressor), one writer thread appends them in submission order. */
 #ifndef SQK_MK_PIPELINE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The read-ahead scout of a cold directory walk (see prefetch.h), started by a run of the
  * walk's page-cache misses. Its lister thread walks the roots depth first in the walk's order,
  * skipping what the walk has passed, and queues each regular file ahead in a ring; a few opener

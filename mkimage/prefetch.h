@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Read-ahead for a cold directory walk: a scout thread walks the same tree in the same order as
  * the walk (source_dir.c), ahead of it, and asks the kernel to read each regular file it meets
  * (posix_fadvise WILLNEED) so that the walk's own reads find the page cache filled. The walk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Pseudo definitions (--pseudo FILE, --pseudo-def DEF), in the spirit of mksquashfs's: entries
  * added to the tree after the source, or attributes of existing ones changed, so a user without
  * root can build an image with root-owned files and device nodes.

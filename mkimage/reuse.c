@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* --reuse OLD: compressed blocks of an earlier image copied verbatim instead of compressed again.
  * A new file is matched with the old file at the same path; each of its full blocks is compared,
  * by a worker, with the old block decompressed (a reused block is never trusted from sizes or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* --reuse: the old image's blocks and fragments offered to the new build (reuse.c). */
 #ifndef SQK_MK_REUSE_H
 #define SQK_MK_REUSE_H

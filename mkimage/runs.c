@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The external sort of a tree's entry records (runs.h): a buffer of the memory budget collects
  * them, is sorted and appended to an unnamed temporary file (a spill store of no memory of its
  * own) as one run whenever the next record would not fit; the merge reads every run through a

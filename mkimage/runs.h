@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The external sort of a tree's entries (runs.c) for a source whose entries come in any order:
  * records go to a buffer of a fixed budget, which is sorted and written to an unnamed temporary
  * file as a run whenever it is full; at the end the runs are merged, so the records come back

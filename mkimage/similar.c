@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Near-duplicate fragment pieces: a bottom-k sketch of each tail's 8-byte shingles, and the
  * clustering that moves a piece's near-duplicates (most sketch values shared) next to it in the
  * fragment order, so that they share one block and compress against each other. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the builder reads: a source is an iterator of entries in tree order, each regular file's
  * content read right after its entry, in order, once. The directory walker (source_dir.c) and
  * the tar reader (source_tar.c) are sources; tests make synthetic ones. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The directory walker as a source: depth first, each directory's entries in name order (unsigned
  * bytes), every entry stat'ed once when it is reached, excluded paths and the image being written
  * left out, xattrs listed with the entry, file content read with pread when the builder asks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A tar stream as a source, read with libarchive: ustar, GNU and pax, every sparse form, SCHILY and
  * LIBARCHIVE xattrs, hard links, long names, concatenated archives, compressed with any filter
  * libarchive knows (gzip, xz, zstd, bzip2, lz4...). File content is handed to the builder as it

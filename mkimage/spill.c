@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The spill store: byte strings that wait until the end of a build (file tails and whole small
  * files until they are packed into fragment blocks, file digests for dedup, the directory entries
  * of a walked tree, finished directory-table blocks). The first bytes stay in memory; past the

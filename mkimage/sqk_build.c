@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The builder's public entry (sqk/build.h): the defaults, the checks of the callers' structs
  * (their sizes, then the values), the source opened from its description, the other inputs
  * (mk_build_inputs), only then the output asked for, the build (build.c), and the result. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Everything after the data: inodes and directory listings (children before parents, so each
  * listing knows its entries' inode references; the tree backend's emit walks its tree and calls
  * mk_tables_inode and mk_tables_dir), then the fragment, export, id and xattr tables

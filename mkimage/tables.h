@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Writing the inode and directory tables, for the two ways the builder takes in the tree (a
  * source in any order, tree.c; a walked directory tree, walk.c), both written from walk.c's
  * records on disk. Each backend's emit (struct mk_tree_ops, mk.h) walks its tree and calls the

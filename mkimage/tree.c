@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The image tree, built from a source's entries as they come, for sources whose entries come in
  * any order (an archive) and pseudo definitions. Directories are nodes in memory: each entry is
  * placed under its parent (directories an archive implies but never lists are made with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The tree of an ordered source (the directory walker), held on disk rather than in memory.
  * Entries come depth first, each directory's in name order: the directories being listed form a
  * stack, each collecting its entries as compact records; once the walk has left a directory, its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* walk.c's tree on disk as a second front fills it (tree.c, for a source whose entries come in
  * any order): directories are given whole, in the order the inodes are numbered, each as its
  * sorted records; hard-link groups and where their names are; then mk_walk_close numbers the

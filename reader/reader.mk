@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # reader/: the libsqk library (sources in reader/lib/, the HTTP/S3 backend in reader/remote/,
 # public headers in reader/include/sqk/, included as "sqk/sqk.h" through -Ireader/include).
 LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(wildcard reader/remote/*.c)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs the Debian packages squashkit needs to build and test, when missing.
 # As root: installs them with apt-get. Otherwise: prints the exact command to run.
 PKGS="build-essential make gcc pkg-config libzstd-dev liblzma-dev zlib1g-dev liblz4-dev liblzo2-dev libfuse3-dev fuse3

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Quick start on a fresh Debian 12 (as root): installs what is missing, builds squashkit, then
 # packs a default directory into an image and prints the builder's summary.
 # Usage: sh scripts/quickstart.sh [SOURCE_DIR] [IMAGE]

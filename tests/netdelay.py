@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """netdelay.py QNUM DELAY_MS READY_FILE PARENT_PID
 
 A fixed one-way packet delay without netem (kernels without sch_netem), python3 stdlib only.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/: Check unit tests (one suite per module), integration scripts, benchmarks.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)

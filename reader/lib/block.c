@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Block loading: the compressor pool (instances are not thread-safe, so each caller borrows one),
  * positional reads of the image (verified when asked, see verified_reads.c), and the
  * decode-and-validate step of data, fragment and metadata blocks on their way into the shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The shared cache of decompressed blocks (metadata, data, fragments), keyed by absolute
  * position and bounded in bytes. A block being loaded is visible to other threads, which wait on
  * the condition variable instead of decompressing it again; refcounts keep eviction away from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The image checker's driver: integrity data first (chunk digests checked in parallel), then the
  * structural walk (library open, table regions, metadata blocks, the tree, every data and
  * fragment block), and last the mapping of each corrupt byte range to the regions it breaks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The checker's block pass: every data block the walk queued and every fragment block of the
  * fragment table, sorted by position and deduplicated, decompressed once each on worker threads
  * (one compressor per thread, neighbouring blocks read together with one large pread), each

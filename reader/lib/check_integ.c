@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The checker's integrity pass: loads the trailer and digest array, checks every chunk digest
  * on worker threads with large reads, merges adjacent bad chunks into ranges (mapped to regions
  * later), compares the root digest with the one the caller expects, checks that the chunks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals of the image checker (check*.c): the shared context, the finding reporter, the
  * interval map from byte ranges to the regions they break, and the list of data and fragment
  * blocks the structural walk collects for the parallel decompression pass. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The checker's table pass: names the byte range of the superblock, the compressor options and
  * every table (for mapping corrupt ranges), and walks the metadata block headers of the inode,
  * directory and xattr key/value tables, decompressing each block and checking that every block

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The checker's tree walk (libsqk's walk, walk.c): every inode reachable from the root is
  * decoded once (inode numbers unique per inode, in range, all reached; no directory reached
  * twice), every directory listing iterated (sorted, unique, valid names), every file's size

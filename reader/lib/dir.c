@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Directory listings: the run iterator with name validation (sorted, unique, no '/', not . or
  * ..) behind the opaque sqk_dir_open/next/close, lookup through the directory index of extended
  * directories, and path resolution. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Regular file reads: block index → block cache (with batched readahead when the file is read
  * sequentially) → copy into the caller's buffer. Sparse blocks are zeros without I/O; the tail
  * comes from the fragment block; nothing past the end of the file is ever returned. */

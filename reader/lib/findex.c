@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-file block indexes: a file's size words read once, validated, with the position of every
  * 64th block checkpointed, so a read anywhere in a big file finds its block in a few additions.
  * Indexes live in a small LRU keyed by inode reference and are refcounted while in use. */

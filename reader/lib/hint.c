@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The prefetch hint of an image (common/hint.h): found from the integrity trailer's `covered`
  * (or from the start of the fast checksum block that ends the covered bytes, integrity.h),
  * read through the image's read path (verified when reads are), decoded distrusting every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Opening an image: the superblock validated as the kernel does it, the compressor options block,
  * the integrity data (verified_reads.c: reads are verified unless opts.no_verify), the table
  * layout (tables.c), then the shared cache, the compressor pool and the readahead workers. Also

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk_image_info: what `sqk info` reports beyond the superblock, gathered through the reader's
  * own paths: every inode reachable from the root decoded once (kinds, file bytes, the stored
  * blocks of each distinct block list, from its size words), then the metadata blocks of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Inode decoding: the 16-byte header and the 14 type-specific bodies, read from the inode table
  * through the metadata cache and validated as the kernel does (type, number, ids, fragment,
  * sizes, symlink length, xattr index, block list that fits in the inode table). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libsqk internals shared by the reader's modules: the image handle, the shared block cache
  * (cache.c), block loading and the compressor pool (block.c), metadata streams (metaread.c),
  * per-file block indexes (findex.c) and readahead workers (readahead.c). */

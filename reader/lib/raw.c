@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The stored form of an image's data, for tools that copy compressed blocks verbatim into a new
  * image (sqk mkimage --reuse): a file's block size words, a fragment table entry, raw bytes.
  * Every value comes from the validated tables; reads are bounds-checked and verified when the

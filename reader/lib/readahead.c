@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Batched readahead for sequential file reads: claim a run of contiguous blocks not yet cached,
  * fetch them with one read, verify and decode the one the reader needs on its own thread and
  * hand the others to the worker threads (which verify theirs: hashing runs in parallel too).

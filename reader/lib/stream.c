@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Which reads may be fetched ahead, and how far: the decision a remote backend cannot make from
  * byte ranges alone.
  * - A file read sequentially is one stream, fetched ahead up to the end of its own data blocks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Table validation at open, back to front as the kernel does it (xattr, id, export, fragment,
  * then directory/inode ordering), and loading of the id and fragment tables. Every count is
  * checked against the bytes the image really has before anything is allocated for it. */

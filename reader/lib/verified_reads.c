@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Verified reads (the default; opts.no_verify turns them off): the integrity data at the end
  * of the file is loaded and authenticated at open, and every byte range read from the image
  * (superblock, tables, metadata, data and fragment blocks) is checked chunk by chunk before

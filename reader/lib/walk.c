@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The one tree walk of libsqk (sqk_walk_open/next/skip/close): depth first in listing order,
  * with an explicit stack of directory listings on the heap (one level per directory being read,
  * however deep the image nests), the one depth bound, loop detection, an optional

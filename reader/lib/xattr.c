@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Extended attributes (id entry → key/value pairs, out-of-line values) and symlink targets. */
 #include <string.h>
 

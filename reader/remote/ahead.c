@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fetching ahead of reads. A read fetches what it reads; only a read whose caller names its
  * stream (sqk_io_ahead: a file read sequentially, or a walk through the image) fetches ahead, in
  * growing windows cut into parts that run on parallel connections, never past the limit the

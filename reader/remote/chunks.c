@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The chunk table of a remote image: its memory cache, its disk cache, fetching and checking
  * chunks, and reads through them. The bytes below `covered` are cut into chunks (the integrity
  * chunks, else 64 KiB); each is taken from memory, else the disk cache, else fetched, coalesced

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Groups of chunk digests of an image with a digest tree: only the group digests are read at
  * open; each group of chunk digests is fetched (or taken from the disk cache) when a chunk it
  * covers is first checked, started as soon as the chunk is asked for so both requests run at

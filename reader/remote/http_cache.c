@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* On-disk chunk cache of remote images (see http_cache.h). Layout: ROOT/KEY/K, K the chunk
  * number in hex; each file is a 16-byte header ("SQKC", u32 length, u64 XXH3 of the data) then
  * the data. Writers use ROOT/KEY/.tmp.PID.TID.K and rename(2); temporaries of dead processes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The on-disk chunk cache of remote images: one folder per image version (named by a key over
  * the URL, the server's validators and the root digest) holding one file per chunk. Files are
  * written to a temporary name and renamed, and carry a length and an XXH3 checksum, so a killed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The transfer thread of remote images: one libcurl multi handle runs every range request
  * (keep-alive and HTTP/2 multiplexing come from its connection cache), up to `connections` at
  * once, requests for data a reader waits on ahead of readahead. Each response is checked before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals of the remote-image backend shared by its files: io_http.c (open, the vtable),
  * chunks.c (the chunk table, its caches, checks and reads), groups.c (groups of chunk digests),
  * ahead.c (fetching ahead, prefetching) and http_fetch.c (the transfer thread: libcurl multi,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Remote images behind the sqk_io vtable (see sqk/remote.h): open, the vtable, the counters,
  * cancel and quiesce. Open: one request learns the size and validators with the first 64 KiB,
  * one more the tail (the integrity digests and trailer, loaded and authenticated as for local

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The remote backend's calls for libsqk and the tools beyond its API (<sqk/remote.h>): fetching
  * ahead, stopping the transfer thread before fork(), display names, request headers. Not
  * installed, not exported. */

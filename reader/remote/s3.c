@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* s3:// URLs (see s3.h): resolution of the object's URL, region, endpoint and credentials as
  * the AWS CLI does it, a Signature V4 signer, and the meaning of S3 error answers. */
 #include <ctype.h>

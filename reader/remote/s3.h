@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* s3:// URLs for remote images. An s3://BUCKET/KEY URL is resolved, as the AWS CLI does it, to
  * the object's URL (path-style ENDPOINT/BUCKET/KEY when an endpoint is given, virtual-hosted
  * https://BUCKET.s3.REGION.amazonaws.com/KEY for AWS itself), the region and the credentials

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* URLs and request headers of remote images: which paths are URLs, the name shown for one (no
  * credentials, no query), and the checks and parsing of "Name: value" header lines. */
 #include <ctype.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The components of bench_app.sh's app-start cases, one cold run each, with a request log that
 # shows the serial fetch chain (issue 16's analysis; not part of make bench):
 #   curl download of the image, then the start on a kernel loop mount of the download

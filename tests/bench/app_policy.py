@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Simulates remote fetch policies over a recorded app start (issue 16's analysis, not a test).
 
 Input: the image file and the trace of the start on a local mount (sqkfuse IMAGE MNT

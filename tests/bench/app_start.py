@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The application start of tests/bench/bench_app.sh.
 
 Run by the Python of the application image (PYTHONHOME=MNT, LD_LIBRARY_PATH=MNT/lib, see

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # squashkit benchmark: `sqk mkimage` against mksquashfs on the same corpus.
 #
 #   make bench                      # builds, then runs this with SQK set

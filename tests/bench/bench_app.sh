@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # squashkit remote application-start benchmark (issue 16): a Python installation with its
 # site-packages in an image served by nginx over loopback with 20 ms RTT, started from the
 # mount. Every run is cold: a fresh empty cache directory, page cache dropped (drop_caches).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # squashkit zstd floor: how small and how fast any per-block zstd setting could make the bench
 # corpus's data, against sqk's default (tests/bench/zstd_floor.c has the method).
 #

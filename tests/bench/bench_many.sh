@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # squashkit many-files benchmark: time and peak memory of building and reading an image of N
 # small files (default 1,000,000), beside mksquashfs and squashfuse_ll.
 #

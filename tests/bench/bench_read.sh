@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # squashkit read-side benchmark, one run side by side with the peer tools:
 #   extract   sqk extract -j 2 vs unsquashfs -p 2 (same image, to tmpfs)      goal <= 0.80x
 #   cat       sqk cat of the largest file vs sqfscat                          goal <= 1.00x

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # squashkit remote-read benchmark: an image served by nginx over loopback with 20 ms RTT, read
 # through sqkfuse URL (HTTP range requests, on-disk chunk cache) and through the usual stacks.
 # Every run is cold: fresh empty cache directories, page cache dropped (drop_caches).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/bench/peers.sh: which peer tools the benchmarks run. Sourced (POSIX sh and bash) by
 # bench.sh, bench_read.sh, bench_remote.sh and bench_many.sh; the caller defines log().
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Helpers for the remote benchmarks (sourced by bash, no side effects when sourced): an image
 # directory served by nginx on 127.0.0.1 inside a network namespace with a fixed delay on lo
 # (netem where the kernel has it, else NFQUEUE and tests/netdelay.py), cold-cache helpers for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* slowfs: a read-only FUSE view of a directory in which every request waits a fixed delay
  * before it is answered, as a networked file system's round trip would. bench.sh builds from
  * it to see how a builder copes with a latency-bound source (many requests in flight, or one

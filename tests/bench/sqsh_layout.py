@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The data layout of a SquashFS 4.0 image, for the remote-policy simulation (app_policy.py).
 
 Reads the superblock, the inode, directory and fragment tables of an image file (zstd, xz, gzip

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Streams a ustar archive of N small files to standard output, never storing it: the tree of
 bench_many.sh (s0/ holds files 0 .. SMALL-1, s1/ the rest, in directories dNNNNNN of PER files
 fNNNNNNN, each a few dozen bytes naming its path and number, all distinct), in the order an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* zstd_floor: how far the zstd settings libzstd offers can take a tree's data, measured block
  * by block against sqk's own zstd default, and what a perfect per-block choice among them
  * would reach: the floor behind issue 19's build goals.

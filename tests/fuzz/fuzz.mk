@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # tests/fuzz/: libFuzzer targets over libsqk. `make unit` (so `make check`, normal and san builds)
 # replays the checked-in corpus and crash reproducers through the same entry points with the
 # normal compiler; `make fuzz SECONDS=N` builds them with clang + libFuzzer into build/fuzz/ and

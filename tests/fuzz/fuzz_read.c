@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target for libsqk's read path: opens the input as an image on a memory I/O object and
  * touches everything a mount would: every directory (walked iteratively, each visited once),
  * every inode, symlink target, xattr and regular file byte, with a bounded amount of work so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target for the image checker, and an oracle for its verdict. sqk_check_image runs over the
  * input on a memory I/O object with one thread and a report callback that drops every finding:
  * it must survive any bytes (report, never crash, hang or allocate beyond what the image

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Regenerates the fuzz seed corpus: small images of one tiny tree (fragments, tails, a sparse
 # block, xattrs including a shared out-of-line value, a hard link, symlinks, devices, an empty
 # directory, a 300-entry directory that gets a directory index) packed by `sqk mkimage` (with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Replay driver: runs a fuzz target's LLVMFuzzerTestOneInput over every file named on the command
  * line or found (non-recursively) in the named directories, without libFuzzer, so `make check`
  * replays the corpus and the crash reproducers under the normal and the sanitizer builds. */

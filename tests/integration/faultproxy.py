@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """faultproxy.py --upstream HOST:PORT --port-file FILE [--quiet]
 
 A small HTTP/1.1 reverse proxy for fault injection in the remote-image tests (python3 stdlib

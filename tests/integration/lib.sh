@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shared helpers for the integration tests; sourced by every t_*.sh (bash).
 #
 # Environment (set by run.sh): SQK (required), SQK_SAN (optional), TMP (a private scratch dir

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # mktree.sh [--small] [--no-sparse] [--no-special] DIR
 #
 # Builds the "rich" source tree used by the integration tests in DIR (created; must not exist or

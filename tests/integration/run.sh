@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Integration suite driver: runs every tests/integration/t_*.sh in name order with bash.
 #
 #   SQK=/abs/build/bin/sqk [SQK_SAN=/abs/build/san/bin/sqk] [SQK_TSAN=/abs/build/tsan/bin/sqk] \

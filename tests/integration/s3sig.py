@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """A small S3 server for the s3:// tests that checks AWS Signature V4 (s3rver does not: it only
 looks the access key up). Path-style requests /BUCKET/KEY on 127.0.0.1 are served from
 ROOT/BUCKET/KEY (GET with one Range, HEAD, PUT), each one verified with its own SigV4 code

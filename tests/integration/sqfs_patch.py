@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Decode and patch SquashFS 4.0 images for the verify tests (t_70_verify.sh).
 
   sqfs_patch.py layout IMAGE            JSON: superblock fields, table regions, data ranges

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builder options on a smaller tree (no 5 GiB file): block sizes, compressors and levels,
 # --no-fragments, --no-dedup, --no-xattrs, -j 1, -q, several sources, --mem. Each image is
 # extracted with unsquashfs (and some are kernel-mounted) and compared with the source.

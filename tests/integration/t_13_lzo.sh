@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # LZO (compressor id 3). The rich tree built with `sqk mkimage -c lzo` (lzo1x_999, level 8, no
 # options block): the kernel (when it has CONFIG_SQUASHFS_LZO), unsquashfs, squashfuse_ll,
 # sqkfuse and sqk extract all reproduce it; sqk info names the compressor and its options. The

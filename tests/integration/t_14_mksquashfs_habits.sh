@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # mksquashfs habits of `sqk mkimage` (issue 17, point 4): options anywhere (mksquashfs puts
 # them after SOURCE... IMAGE), "--", the mksquashfs spellings (-comp, -processors, -all-root,
 # -no-xattrs, -quiet, -no-progress, -noappend...), mksquashfs's -e (every argument after it an

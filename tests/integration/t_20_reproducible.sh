@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Reproducibility: the same tree gives byte-identical images whatever -j is, on repeated runs at
 # different wall-clock times, and from a copy whose directories list in another order (tmpfs).
 # SOURCE_DATE_EPOCH sets the superblock time and clamps newer mtimes, leaving older ones alone.

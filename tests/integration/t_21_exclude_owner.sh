@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # --exclude (globs on paths relative to the source; -e is mksquashfs's exact form, t_14), --all-root, --force-uid/--force-gid and
 # --mtime, checked on extracted images against the source with the matching expectations.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk mkimage --tar: an image from a tar stream.
 #  1. the rich tree (sockets removed: tar cannot hold them) through GNU tar (pax, xattrs of every
 #     namespace, 5 GiB sparse file) gives the very bytes of the directory build, from stdin and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # --pseudo / --pseudo-def: an unprivileged user builds a root filesystem image with root-owned
 # entries, device nodes, a fifo, a symlink, a hard link and changed modes; the kernel mount shows
 # exactly those; mksquashfs's -pf with the same file lists the same tree; bad definitions are

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # --reuse OLD: a rebuild after changes (appended, changed in the middle, truncated, removed,
 # added, renamed files) copies the old image's blocks and fragment blocks where the content is
 # the same, and the new image is complete: it verifies, mounts in the kernel equal to the new

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk mkimage --order TRACE and -sort FILE: the files a trace lists are laid out first, their
 # blocks contiguous at the start of the data area in trace order and their tails in the fragment
 # blocks right after, in trace order; one warning names the path the source does not hold; the

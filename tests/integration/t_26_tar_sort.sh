@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk mkimage --tar: the external sort of an archive's entries (mkimage/runs.c). Entries that are
 # not directories are records sorted in runs of a quarter of --mem; a small --mem spills runs to
 # an unnamed temporary file in $TMPDIR and merges them, a large one sorts one run in memory.

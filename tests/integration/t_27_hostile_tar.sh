@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk mkimage --tar on hostile and odd archives of other projects' test suites (generated here by
 # tar_hostile.py, never stored), and the one depth policy (common/depth.h, 2048 levels) of the
 # builder and every reader walk:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Error handling: every failed build exits non-zero (1 for build errors, 2 for usage errors, as
 # `sqk mkimage --help` documents), names the culprit on stderr, and leaves the destination
 # directory exactly as it was: no new image, no temp file, a pre-existing image byte-identical.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Outputs that are not images (issue 17, point 1): what `sqk mkimage SRC... IMAGE` and
 # `sqk tar -o FILE` do with what the output name already holds.
 #  (a) a character device node (mknod), a FIFO, a socket, a directory: refused before any source

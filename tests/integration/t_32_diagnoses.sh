@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Each input that is not a readable SquashFS 4.0 image gets its own message, the same from every
 # command (ls, cat, info, verify, extract, tar, sqkfuse, sqk mount): an empty file, files of other
 # formats (random bytes, zeros, gzip, tar, ELF), SquashFS 1.0/2.0/2.1/3.0/3.1 superblocks in both

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The counts of sqk mkimage's summary, sqk info (text and --json) and sqk verify (text and
 # --json) agree and use the same words, on a tree with every inode kind, hard links, duplicates
 # (of whole blocks and of a tail), sparse files, raw and compressed blocks; and they are the

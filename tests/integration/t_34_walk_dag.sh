@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # A crafted image whose directories form a DAG: at each of 40 levels, the entries `a` and `b`
 # name the same child directory, so a walk that only checks for loops on its way down lists
 # 2^40 paths. Every reader walk (ls -R, tar, extract, verify) must stop at the second visit

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The ASan/UBSan build ($SQK_SAN) on the rich tree (without the 5 GiB file) with zstd and xz, and
 # on a few error paths, so memory errors, leaks and undefined behaviour surface. Images are
 # checked with unsquashfs + treecmp; any sanitizer report on stderr fails the test.

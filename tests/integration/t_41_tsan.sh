@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The ThreadSanitizer build ($SQK_TSAN) through the same scenarios as t_40: multithreaded builds
 # (holes counted on the reading thread next to zero blocks counted on the writer thread), and
 # sqkfuse with concurrent random reads, page-cache fills and SIGTERM under reads. Any data race

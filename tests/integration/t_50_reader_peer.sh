@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk extract against images from other builders: mksquashfs with many option sets (each
 # compressor, block sizes, fragments on/off/always, uncompressed tables, -nopad, -no-sparse,
 # xz BCJ, -offset), sqk mkimage, and gensquashfs/tar2sqfs. Each extraction is compared with the

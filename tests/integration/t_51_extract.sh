@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk extract: thread counts, PATH subsets, a non-empty DEST (refused without --force, left
 # untouched), --force replacing entries without following a symlink planted in DEST, and
 # crafted images with duplicate, unsorted, '..' and '/' names failing cleanly.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk cat, ls and info on mksquashfs and sqk mkimage images of the small rich tree: cat of every
 # regular file equals the source, ls -lR lists the same paths as find, info --json is valid JSON
 # whose counts match the source tree; usage and error exit codes.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk tar: the rich tree (with its 5 GiB sparse file, plus a 1 GiB sparse file and densely
 # written zero blocks) through sqk mkimage and sqk tar:
 # - GNU tar (and bsdtar when installed) extract it equal to the source: contents, modes, owners,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Progress lines (issue 17, point 9) and what a failed extract leaves (point 11):
 #  1. off a terminal, sqk extract / verify / tar / cat print nothing extra: stderr is empty and
 #     stdout is what it was (the data, the archive, verify's one summary line)

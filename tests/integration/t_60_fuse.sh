@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqkfuse: mount images of the rich tree built by mksquashfs and by sqk mkimage and compare them
 # with the source (content, modes, owners, mtimes, devices, links, xattrs, hard links); 16
 # threads reading random ranges; a corrupted file gives EIO while the others stay readable and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqkfuse's command line: --version; meaningless -o values (threads=0, cache=0, ...) refused as
 # usage errors naming them, with nothing mounted; the exit statuses the README gives (a missing
 # mount point 1, usage 2); `sqk umount` unmounts a sqkfuse mount (also one whose daemon died, and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqkfuse's node table (the names behind the paths in log lines) stays within its budget
 # (-o names=N) whatever the number of files, and a node whose name was evicted is never logged
 # under a wrong path:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqkfuse -o trace=FILE lists the files whose data was read, once each, in first-read order, as
 # paths relative to the image root with bytes outside printable ASCII and '\' as \xHH:
 #   1. A tree with nested directories, a name with a space, one with a newline, a backslash and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqkfuse's pushes ahead of a tree walk (fuse/walk.h): files read in the order of their directory
 # listings are pushed whole into the page cache before the walker asks for them.
 #   1. A tree of 3 directories (60 files of 60-300 KiB, text that compresses, each different,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Integrity data: a default image carries it (checked independently by check_superblock) and
 # still mounts with the kernel, extracts with unsquashfs and mounts with squashfuse, identical to
 # the source; `sqk info` shows the root hash mkimage printed; --no-checksums leaves none and

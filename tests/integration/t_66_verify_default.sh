@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Verified reads by default (issue 17, point 2). An image built by sqk (integrity data appended
 # by default) gets one byte flipped inside a raw data block of big.bin (random bytes are stored
 # uncompressed: the block is found by its content). Then, with no option:

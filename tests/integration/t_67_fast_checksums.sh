@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Fast checksums (issue 17, point 2: verified reads within 10% wall / 15% CPU). sqk mkimage
 # writes an XXH3-64 of every chunk in a block at the end of the bytes the SHA-256 digests cover
 # (common/integrity.h); verified reads use it unless a root hash is pinned.

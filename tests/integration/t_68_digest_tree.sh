@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The digest tree (integrity trailer version 2, sqk mkimage --digest-tree), on an image of about
 # 60 MB of incompressible files with 4 KiB chunks (several groups of 4096 chunk digests):
 #  1. the layout, checked independently here: chunk digests, group digests G[g] = SHA-256 of

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sqk verify: a clean sqk image (with integrity data) and a clean mksquashfs image pass; every
 # single-byte corruption at ~200 positions across a sqk image is reported with the region the
 # position belongs to (computed from the layout by sqfs_patch.py); truncations are reported;

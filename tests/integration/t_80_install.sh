@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # make install PREFIX=/usr DESTDIR=...: programs, libsqk (static, shared), headers and libsqk.pc;
 # a program built with `pkg-config --cflags --libs libsqk` reads an image through the library.
 . "$(dirname "$0")/lib.sh"

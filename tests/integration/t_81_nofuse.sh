@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Without libfuse3 (HAVE_FUSE=0, as on a machine without libfuse3-dev): sqk builds and every
 # command but `mount` works; `sqk mount` says why it cannot; no sqkfuse is built and nothing
 # links libfuse3.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Remote images over HTTP(S) range requests, served by a real nginx (http_serve):
 #  1. sqkfuse mounts the URL of the rich tree's image: identical to the source (tree_equal);
 #     stats= has the http/disk-cache counters; each byte is fetched at most once

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Remote images through faultproxy.py (nginx behind it): every fault mode gives either a
 # successful retry with the right bytes or an error (non-zero exit / EIO), never wrong bytes;
 # a mount stays up after a failed read and reads other files (and the same file, once the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # A remote image over a slow link: a network namespace of its own whose loopback delays every
 # packet by 10 ms (20 ms round trips), with nginx and sqkfuse inside it. The rich tree
 # mounted from the URL is identical to the source, cold (every chunk fetched) and warm (the

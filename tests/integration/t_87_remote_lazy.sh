@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Remote reads stay lazy (served by a real nginx, bytes counted from its access log):
 #  1. on a sqkfuse mount of a plain image (no --order), reading one whole file of each of 20
 #     directories (files of 768 KiB, the other files of each directory lying right after it in

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # s3:// images against real S3 servers on 127.0.0.1:
 #  1. s3rver (npm): an image built by sqk mkimage, uploaded with a signed PUT (also under a key
 #     with spaces and non-ASCII letters): sqk ls -lR gives what it gives on the local file, sqk cat

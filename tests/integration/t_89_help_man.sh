@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The manual pages cannot drift from the programs: every command `sqk help` lists has its section
 # in sqk(1); every option each command's --help prints appears in that command's section (the
 # remote-image options in REMOTE IMAGES), every option and -o option of sqkfuse --help in

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes the hostile and odd tar archives of t_27_hostile_tar.sh (made here, never stored).
 
   tar_hostile.py deep LEVELS OUT     one file ("foo.txt") LEVELS directories deep, named by one

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """tar_lls.py IMAGE [PATH]: the tree of IMAGE as `unsquashfs -lln` lists it (times in UTC), one
 line per entry, "NAME MODE UID/GID SIZE DATE TIME", sorted, so that two tools' images of one tar
 compare with diff (t_22_tar_in.sh). Directory sizes (an encoding detail: how many directory

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """tar_make.py KIND OUT: writes the crafted tar archive KIND to OUT for t_22_tar_in.sh, with
 Python's tarfile (which needs no root for owners or device nodes).
 

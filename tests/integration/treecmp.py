@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """treecmp.py A B [options]: compare two directory trees exhaustively.
 
 A is the source (expected), B the tree under test (a mount or an extraction). Compared for every

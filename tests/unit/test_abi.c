@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Pins the public ABI of libsqk.so.1 (as squashfs-tools-ng's test/abi.c does): the size and
  * every member offset of each public struct, on this platform (x86-64 / LP64). A failure here
  * means the ABI changed: append fields only (and bump the minor version), or bump the SONAME

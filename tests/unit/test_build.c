@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for the builder as a library: sqk_build() over a synthetic source (entries and
  * content made up in memory, no filesystem tree, no root) into a memory I/O object, read back
  * through libsqk. Covers implied and re-listed directories, owners and devices without root,

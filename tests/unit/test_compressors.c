@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for common/compressor.c and the codecs: round trips of every codec (every LZO
  * algorithm too) at 4 KiB, 128 KiB and 1 MiB blocks, the raw-store rule, hostile input to the
  * decompressors (which must fail without writing past out_cap), the factory, names, and the

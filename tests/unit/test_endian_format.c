@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for common/endian.h and common/format.c: little-endian helpers, every on-disk
  * structure's encode/decode, a superblock made by mksquashfs 4.5.1, and device numbers. */
 #include <check.h>

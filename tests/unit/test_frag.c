@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for the builder's fragment packing (mkimage/data.c), read back from images built in
  * memory: the order in which small files and tails are placed, that no tail crosses the end of
  * its fragment block, which files get a piece at all, and the same bytes and fragment table for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of sqkfuse's tree-walk detection (fuse/walk.c): reads in listing order turn the walk
  * on and name the next files, each once; files above the bound are skipped; a new listing during
  * the walk pushes its first files; the walk comes back to a directory after a subdirectory;

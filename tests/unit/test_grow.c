@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of the one array grower (common/grow.c): doubling, zeroing, overflow refused with
  * the old array kept. */
 #include <check.h>

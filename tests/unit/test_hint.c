@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of the prefetch hint block (common/hint.c) and of the two lists sqk mkimage lays
  * files out by (mkimage/order.c): the trace of --order (\xHH escapes, blank lines) and the
  * mksquashfs sort file of -sort (priorities, their range, the line a malformed one is on). */

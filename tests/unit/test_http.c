@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of the remote-image pieces that need no server: URL names without secrets, header
  * checks, and the on-disk chunk cache (round trip, damaged and torn entries, temporaries of dead
  * processes, the byte bound, keys kept apart). The transfers are tested against a real nginx by

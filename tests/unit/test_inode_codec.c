@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The inode body codec (common/inode_codec.c) against fixtures written by hand from the format
  * brief (SQUASHFS-FORMAT §7, little-endian field by field), for all 14 types with fields at
  * their limits: encode gives exactly these bytes, decode gives back exactly these fields, and the

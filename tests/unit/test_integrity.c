@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for the integrity data: trailer round trip and rejections, the streaming writer
  * against one-shot hashes (with the first chunk rewritten last, as the builder does), loading a
  * blob and detecting every single-byte flip in it, chunk checks, and verified reads (the default)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for common/io.c: the memory backend (read-only view and growable buffer), the fd
  * backend with a base offset on a temporary file, the fault-injecting double and the capped
  * sink; and for common/outfile.c: the temporary-then-rename file and the judge of what an

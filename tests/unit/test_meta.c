@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for common/meta.c: the metadata stream writer (records straddling blocks, refs,
  * raw fallback, sticky errors) and the block decoder's validation of hostile blocks. */
 #include <check.h>

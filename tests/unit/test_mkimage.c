@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for the builder: options parsing, a build into memory through sqk_build and the
  * I/O vtable (superblock, root inode and root listing decoded back), byte-identical output for
  * any thread count, and write/sync failures injected with the fault double at many points of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for `sqk mkimage`'s command line (cli/mkimage_options.c) and the excludes of the
  * directory walker (mkimage/source_dir.c): options before, between and after the paths, "--",
  * the mksquashfs spellings, mksquashfs's -e (the rest of the command line) with exact paths and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of the one number rule (common/parse.c): decimal only, bounds without overflow,
  * size suffixes. */
 #include <check.h>

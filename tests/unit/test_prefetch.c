@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for the read-ahead scout of a cold directory walk (mkimage/prefetch.c): the walk's
  * path order, how far ahead the scout reads (the window, in files and bytes), that it skips what
  * the walk has passed, that the walk takes the descriptors it opened (only of the file the walk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for cli/progress.c, the progress line of sqk extract, verify, tar and cat:
  * the totals walk on an image built in memory (each inode once: hard links and a directory
  * reached twice count once; a subtree; one file), the counting I/O object, the size and rate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for libsqk: a tree built in memory by the builder read back and compared with the
  * source files (content, attributes, links, devices, xattrs, a 3000-entry indexed directory),
  * cache and readahead counters, concurrent readers, and crafted corrupt images (built by hand

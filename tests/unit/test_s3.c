@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of s3:// support (common/s3.c): the Signature V4 signer against AWS's published
  * GET Object example, canonical headers and query; URI encoding of keys; URL building (path and
  * virtual-hosted style); credentials, region and endpoint resolved from the environment and the

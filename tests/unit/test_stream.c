@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for what the reader tells the io about fetching ahead (reader/lib/stream.c): an
  * image read through a recording io (every read with the sqk_io_ahead it came with). A file read
  * on its own may be fetched ahead up to the end of its own data blocks and no further; eight

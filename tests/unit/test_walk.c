@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Check suite for libsqk's tree walk and directory iterator (reader/lib/walk.c, dir.c): on an
  * image built in memory by the builder, the walk's order, paths, depths, parents and post-order
  * events, skipping a directory, the once-per-inode flag on a hard link, the depth bound with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Helpers shared by the Check suites (linked into every test program). */
 #ifndef SQK_TESTUTIL_H
 #define SQK_TESTUTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The image builder as a library: options with their defaults, a source description, one call
  * that writes a SquashFS 4.0 image (with its integrity data) into an I/O object, and a result
  * the library fills (the error's code and message, the root digest, the counts). Command lines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Remote images: an sqk_io backend that reads an image served over HTTP(S) with range requests
  * (libcurl), fetching only what is read. Requests are aligned to the image's integrity chunks
  * (64 KiB chunks for images without integrity data); adjacent misses are coalesced into one

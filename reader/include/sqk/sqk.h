@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libsqk — read SquashFS 4.0 images (from squashkit, mksquashfs, gensquashfs, tar2sqfs).
  *
  * ABI: the options structs a caller passes (sqk_open_opts, sqk_http_opts) and the result structs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libsqk image checker: verifies the integrity data (chunk digests, root digest) of an image
  * and walks its whole structure (superblock, table indexes, metadata blocks, every inode and
  * directory, every data and fragment block), reporting each finding with its byte range and the
