@@ -29,7 +29,7 @@ CHECK_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
 OPT ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -fPIC -fvisibility=hidden -I. -Ireader/include -Imkimage/include
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -fPIC -fvisibility=hidden -I. -Iinclude
 CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = -pthread $(EXTRA_LDFLAGS)
 

@@ -12,14 +12,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/counts.h"
-#include "common/error.h"
+#include "sqk/counts.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/outfile.h"
 #include "common/sigwatch.h"
 #include "mkimage.h"
 #include "mkimage_options.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 
 static const struct sqk_outfile_kind image_kind = {
 	.what = "a SquashFS image",

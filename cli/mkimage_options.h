@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sqk/build.h"
+#include "mkimage/build.h"
 
 struct mk_options {
 	struct sqk_build_opts build;  /* the builder's options (build.image = image) */

@@ -216,7 +216,7 @@ static int parse(struct verify *v, int argc, char **argv)
 }
 
 /* The counts: those of sqk info and sqk mkimage's summary, in their words, when the inodes walk
- * (common/counts.h); else what the checker reached. */
+ * (sqk/counts.h); else what the checker reached. */
 static void summary_counts(const struct sqk_check_result *r)
 {
 	char line[256];

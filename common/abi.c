@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "error.h"
+#include "sqk/error.h"
 
 static size_t size_of(const void *s)
 {

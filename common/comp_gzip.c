@@ -9,7 +9,7 @@
 #include <zlib.h>
 
 #include "comp_internal.h"
-#include "error.h"
+#include "sqk/error.h"
 
 #define GZIP_NSTRATEGIES 5
 #define GZIP_MEM_LEVEL 8

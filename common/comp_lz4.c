@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "comp_internal.h"
-#include "error.h"
+#include "sqk/error.h"
 
 struct sqk_lz4 {
 	struct sqk_compressor base;

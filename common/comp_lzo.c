@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "comp_internal.h"
-#include "error.h"
+#include "sqk/error.h"
 
 struct sqk_lzo {
 	struct sqk_compressor base;

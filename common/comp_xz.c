@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "comp_internal.h"
-#include "error.h"
+#include "sqk/error.h"
 
 #define XZ_NBCJ 6
 #define XZ_MEMLIMIT ((uint64_t)64 << 20)

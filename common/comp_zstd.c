@@ -18,7 +18,7 @@
 #include <zstd_errors.h>
 
 #include "comp_internal.h"
-#include "error.h"
+#include "sqk/error.h"
 
 struct sqk_zstd {
 	struct sqk_compressor base;

@@ -10,7 +10,7 @@
 
 #include "comp_internal.h"
 #include "endian.h"
-#include "error.h"
+#include "sqk/error.h"
 
 struct comp_entry {
 	const char *name;

@@ -5,7 +5,7 @@
 #ifndef SQK_COMPRESSOR_H
 #define SQK_COMPRESSOR_H
 
-#include "types.h"
+#include "sqk/types.h"
 
 #include <stdbool.h>
 #include <stddef.h>

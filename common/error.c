@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Error code messages and errno mappings. */
-#include "error.h"
+#include "sqk/error.h"
 
 #include <errno.h>
 

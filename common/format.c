@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "endian.h"
-#include "error.h"
+#include "sqk/error.h"
 #include "integrity.h"
 #include "meta.h"
 

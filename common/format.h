@@ -5,7 +5,7 @@
 #ifndef SQK_FORMAT_H
 #define SQK_FORMAT_H
 
-#include "types.h"
+#include "sqk/types.h"
 
 #include <stddef.h>
 #include <stdint.h>

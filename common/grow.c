@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "sqk/error.h"
 
 #define GROW_MIN 8u
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "endian.h"
-#include "error.h"
+#include "sqk/error.h"
 
 size_t sqk_hint_len(size_t n)
 {

@@ -16,7 +16,7 @@
 #ifndef SQK_HINT_H
 #define SQK_HINT_H
 
-#include "types.h"
+#include "sqk/types.h"
 
 #include <stddef.h>
 #include <stdint.h>

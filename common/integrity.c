@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "endian.h"
-#include "error.h"
+#include "sqk/error.h"
 #include "grow.h"
 
 #define XXH_INLINE_ALL

@@ -64,13 +64,13 @@
 #ifndef SQK_INTEGRITY_H
 #define SQK_INTEGRITY_H
 
-#include "types.h"
+#include "sqk/types.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io.h"
+#include "sqk/io.h"
 
 #define SQK_INTEG_MAGIC "SQKINTG1"
 #define SQK_INTEG_TRAILER_SIZE 128u

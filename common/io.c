@@ -3,7 +3,7 @@
  * on block devices, possibly embedded at an offset), memory (in-memory images and tests), a
  * fault-injecting double that wraps another backend so tests can make single calls fail or
  * return bad bytes, and a capped sink in front of a block device. */
-#include "io.h"
+#include "sqk/io.h"
 
 #include <errno.h>
 #include <linux/fs.h>
@@ -14,7 +14,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "sqk/error.h"
 #include "grow.h"
 #include "format.h"
 #include "hint.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "endian.h"
-#include "error.h"
+#include "sqk/error.h"
 #include "grow.h"
 
 #define META_HEADER 2u

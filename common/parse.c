@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "sqk/error.h"
 
 /* Reads the digits at s; *end is the first non-digit. SQK_EINVAL without digits or on overflow
  * of max. */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 
 #define ROOT_ID 1 /* FUSE_ROOT_ID: never stored, its path is "/" */
 #define SHARDS 64 /* a power of two, well above the number of FUSE threads */

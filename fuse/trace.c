@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/grow.h"
 #include "common/outfile.h"
 

@@ -8,7 +8,7 @@
 #include <xxhash.h>
 
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/grow.h"
 #include "common/format.h"
 #include "mk.h"

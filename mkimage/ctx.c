@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/grow.h"
 #include "mk.h"
 #include "reuse.h"

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <openssl/evp.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/integrity.h"
 #include "mk.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/grow.h"
 #include "common/integrity.h"
 #include "mk.h"

@@ -18,9 +18,9 @@
 #include "common/compressor.h"
 #include "common/format.h"
 #include "common/integrity.h"
-#include "common/io.h"
+#include "sqk/io.h"
 #include "common/meta.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 
 /* The full blocks of a regular file (none for a file that is all fragment): their size words
  * and what was not stored. */

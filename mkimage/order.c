@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/hint.h"
 #include "mk.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "reuse.h"
 

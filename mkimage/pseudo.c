@@ -23,7 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/parse.h"
 #include "mk.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "mk.h"
 
 /* One multiply: the top half of the product depends on all eight bytes. */

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/depth.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/grow.h"
 #include "mk.h"

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 
 #include "common/depth.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/grow.h"
 #include "mk.h"

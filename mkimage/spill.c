@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "mk.h"
 
 #define SPILL_BUF (128u << 10)

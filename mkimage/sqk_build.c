@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "mk.h"
 #include "reuse.h"
 #include "source.h"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/inode_codec.h"
 #include "mk.h"

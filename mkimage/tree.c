@@ -19,7 +19,7 @@
 #include <xxhash.h>
 
 #include "common/depth.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "mk.h"
 #include "source.h"

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # reader/: the libsqk library (sources in reader/lib/, the HTTP/S3 backend in reader/remote/,
-# public headers in reader/include/sqk/, included as "sqk/sqk.h" through -Ireader/include).
+# public headers in include/sqk/, included as "sqk/sqk.h" through -Iinclude).
 LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(wildcard reader/remote/*.c)
 LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBSQK_A := $(BUILD)/lib/libsqk.a
@@ -11,14 +11,8 @@ LIBSQK_SONAME := libsqk.so.1
 LIBSQK_MAP := reader/libsqk.map
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
-# Installed as <sqk/sqk.h>, <sqk/sqk_check.h>, <sqk/remote.h> (the HTTP backend's API) and
-# <sqk/common/*.h> (the layout the public headers include each other by), so none of them
-# shadows a system header of the same name. Only the API: the reader's, the checker's and the
-# remote backend's headers, the I/O vtable (io.h), the error codes, the plain data the API
-# returns (types.h, counts.h) and the export mark (api.h); the on-disk codecs (format.h,
-# integrity.h, hint.h, compressor.h, inode_codec.h, meta.h) are not installed.
-LIBSQK_HEADERS := reader/include/sqk/sqk.h reader/include/sqk/sqk_check.h reader/include/sqk/remote.h
-LIBSQK_COMMON_HEADERS := common/api.h common/error.h common/io.h common/types.h common/counts.h
+# The public headers, installed as <sqk/*.h>: include/sqk/ holds exactly what is installed.
+LIBSQK_HEADERS := $(wildcard include/sqk/*.h)
 
 LIBS_OUT := $(LIBSQK_A) $(LIBSQK_SO) $(LIBSQK_PC)
 
@@ -38,13 +32,12 @@ $(LIBSQK_PC): reader/libsqk.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 install-lib: $(LIBS_OUT)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk/common \
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(LIBSQK_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBSQK_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(LIBSQK_SONAME) $(DESTDIR)$(PREFIX)/lib/libsqk.so
 	install -m 644 $(LIBSQK_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/
-	install -m 644 $(LIBSQK_COMMON_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/common/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
 
 .PHONY: install-lib

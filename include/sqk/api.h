@@ -4,6 +4,14 @@
 #ifndef SQK_API_H
 #define SQK_API_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define SQK_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct sqk_counts {
 	uint64_t inodes;
 	uint64_t files, dirs, symlinks, devices, fifos_sockets; /* inodes by kind */
@@ -60,5 +64,9 @@ static inline void sqk_counts_json(const struct sqk_counts *c, FILE *f, const ch
 		(unsigned long long)c->fragment_blocks, (unsigned long long)c->dup_files,
 		(unsigned long long)c->dup_bytes);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

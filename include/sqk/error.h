@@ -7,6 +7,10 @@
 
 #include <stdbool.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum sqk_error {
 	SQK_OK = 0,
 	SQK_EIO = -1,          /* read/write failed; errno has the detail */
@@ -49,5 +53,9 @@ SQK_API int sqk_from_errno(int errnum);
 
 /* Maps an SQK_E* code to a positive errno value (for FUSE replies). */
 SQK_API int sqk_to_errno(int err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

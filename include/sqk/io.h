@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct sqk_io;
 
 /* What a reader knows about a read that a backend fetching from far away (io_http.c) may use
@@ -119,5 +123,9 @@ SQK_API int sqk_io_capped_create(struct sqk_io *inner, uint64_t capacity, struct
 /* 0 while every write of a capped sink fitted (and for other backends), else the furthest end
  * offset any write reached. */
 SQK_API uint64_t sqk_io_capped_overflow(struct sqk_io *io);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,13 +11,17 @@
 #ifndef SQK_REMOTE_H
 #define SQK_REMOTE_H
 
-#include "common/api.h"
+#include "api.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/io.h"
+#include "io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define SQK_HTTP_RETRIES_DEFAULT 4
 #define SQK_HTTP_TIMEOUT_DEFAULT 30u                    /* seconds */
@@ -93,5 +97,9 @@ SQK_API bool sqk_io_http_verified(const struct sqk_io *io);
 
 /* The URL without its query string or credentials, for messages (borrowed from io). */
 SQK_API const char *sqk_io_http_name(const struct sqk_io *io);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,7 +10,7 @@
  * sqk_mismatch) have no size field: they change only with the SONAME (libsqk.so.N). A size
  * the library does not accept is SQK_EABI.
  *
- * Every function returns 0 (or a length) on success and a negative SQK_E* code (common/error.h,
+ * Every function returns 0 (or a length) on success and a negative SQK_E* code (sqk/error.h,
  * sqk_strerror()) on failure. An image handle is thread-safe: any number of threads may call
  * any function on one image concurrently. Nothing read from an image is trusted: every offset,
  * size and count is bounds-checked; corruption gives SQK_ECORRUPT / SQK_EDECOMPRESS /
@@ -18,18 +18,22 @@
 #ifndef SQK_LIBSQK_H
 #define SQK_LIBSQK_H
 
-#include "common/api.h"
+#include "api.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/counts.h"
-#include "common/error.h"
-#include "common/io.h"
-#include "common/types.h"
+#include "counts.h"
+#include "error.h"
+#include "io.h"
+#include "types.h"
 #include "remote.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 struct sqk_image;
 
@@ -143,7 +147,7 @@ struct sqk_image_info {
 	uint64_t directory_table_bytes; /* directory_table_start to the first lookup table */
 	uint64_t inode_metadata_blocks;
 	uint64_t directory_metadata_blocks;
-	/* What sqk mkimage's summary counts, in its words (common/counts.h): the inodes by kind
+	/* What sqk mkimage's summary counts, in its words (sqk/counts.h): the inodes by kind
 	 * as above (devices, fifos and sockets together), the extra names of files, data_blocks
 	 * and those stored raw, the sparse blocks (duplicates' once), the fragment blocks of the
 	 * superblock, the duplicates (a file whose data is an earlier file's, by size and place). */
@@ -419,5 +423,9 @@ SQK_API int sqk_image_info(struct sqk_image *img, struct sqk_image_info *out);
  * not decode. Two small reads, verified when reads of img are; thread-safe. */
 SQK_API int sqk_image_hint(struct sqk_image *img, struct sqk_hint_range *out, size_t max,
 			   size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

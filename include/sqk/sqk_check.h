@@ -6,14 +6,18 @@
 #ifndef SQK_SQK_CHECK_H
 #define SQK_SQK_CHECK_H
 
-#include "common/api.h"
+#include "api.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/counts.h"
-#include "common/error.h"
-#include "common/io.h"
+#include "counts.h"
+#include "error.h"
+#include "io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* One finding. All strings are borrowed for the duration of the report callback only. */
 struct sqk_check_report {
@@ -61,5 +65,9 @@ SQK_API void sqk_check_opts_init(struct sqk_check_opts *o);
  * size it does not accept). */
 SQK_API int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_check_opts *o,
 		    struct sqk_check_result *res);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

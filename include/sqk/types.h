@@ -2,13 +2,17 @@
 /* The plain data libsqk's API hands out, shared with the codecs that fill it: the SquashFS 4.0
  * constants, the superblock's fields, the compressor settings, the integrity trailer's summary
  * and the prefetch hint's ranges. Declarations only (no functions): installed with the public
- * headers as <sqk/common/types.h>, while the encoders and decoders of these structs
+ * headers as <sqk/types.h>, while the encoders and decoders of these structs
  * (format.h, compressor.h, integrity.h, hint.h) stay private to the tree. */
 #ifndef SQK_TYPES_H
 #define SQK_TYPES_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- SquashFS 4.0 (format.h has the on-disk codecs) ---- */
 
@@ -176,5 +180,9 @@ struct sqk_hint_range {
 	uint64_t start;
 	uint64_t length;
 };
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,7 +5,7 @@
  * field. Two small reads: the hint's last 32 bytes, then its block. */
 #include <stdlib.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/hint.h"
 #include "internal.h"

@@ -5,7 +5,7 @@
  * image is. */
 #include <string.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "internal.h"
 #include "sqk/sqk.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "http_internal.h"
 
 /* Disk-cache keys of groups: above every chunk number (chunks number less than 2^52). */

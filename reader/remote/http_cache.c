@@ -23,7 +23,7 @@
 #include <xxhash.h>
 
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/grow.h"
 
 #define HDR 16u

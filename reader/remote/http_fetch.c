@@ -17,7 +17,7 @@
 
 #include <openssl/crypto.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "http_internal.h"
 
 #define BACKOFF_MS 100u

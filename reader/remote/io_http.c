@@ -13,7 +13,7 @@
 #include <openssl/crypto.h>
 
 #include "common/abi.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "http_internal.h"
 
 #define PROBE_LEN 65536u

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/io.h"
+#include "sqk/io.h"
 #include "sqk/remote.h"
 
 /* Fetches [off, off + len) ahead of use, coalesced, in parallel parts, and waits for it (the

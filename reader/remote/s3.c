@@ -13,7 +13,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/grow.h"
 #include "s3.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "io_http.h"
 #include "s3.h"
 

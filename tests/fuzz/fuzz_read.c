@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/io.h"
+#include "sqk/io.h"
 #include "sqk/sqk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

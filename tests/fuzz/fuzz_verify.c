@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/io.h"
+#include "sqk/io.h"
 #include "sqk/sqk.h"
 #include "sqk/sqk_check.h"
 

@@ -4,7 +4,7 @@
  * means the ABI changed: append fields only (and bump the minor version), or bump the SONAME
  * (see the README's "Library ABI"). Also checks the size-field rules of common/abi.h and
  * sqk_version(). The pins cover libsqk's API (sqk.h, sqk_check.h, remote.h, the I/O vtable and
- * the plain data of common/types.h) and the builder library's (sqk/build.h). */
+ * the plain data of common/types.h) and the builder library's (mkimage/build.h). */
 #include <check.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "common/abi.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "sqk/sqk.h"
 #include "sqk/sqk_check.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "testutil.h"
 
 struct pin {

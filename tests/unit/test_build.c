@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 #include "common/depth.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
-#include "common/io.h"
+#include "sqk/io.h"
 #include "mkimage/mk.h"
 #include "mkimage/source.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "sqk/sqk.h"
 #include "sqk/sqk_check.h"
 #include "testutil.h"

@@ -12,7 +12,7 @@
 #include "common/comp_internal.h"
 #include "common/compressor.h"
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/meta.h"
 #include "testutil.h"
 

@@ -8,14 +8,14 @@
 #include <sys/types.h>
 
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
 #include "common/integrity.h"
 #include "testutil.h"
 
 /* The project's headers are included by their repo-relative paths with -I. only: the system's
  * <endian.h> (through <sys/types.h>) and <error.h> are not shadowed by common/endian.h and
- * common/error.h. */
+ * sqk/error.h. */
 #if !defined(BYTE_ORDER) || !defined(LITTLE_ENDIAN)
 #error "<sys/types.h> lost BYTE_ORDER: common/endian.h shadows <endian.h>"
 #endif

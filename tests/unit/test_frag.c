@@ -25,12 +25,12 @@
 
 #include "common/compressor.h"
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
-#include "common/io.h"
+#include "sqk/io.h"
 #include "common/meta.h"
 #include "sqk/sqk.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "mkimage/mk.h"
 #include "testutil.h"
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/grow.h"
 #include "testutil.h"
 

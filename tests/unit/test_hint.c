@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/hint.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/mk.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "testutil.h"
 
 static const struct sqk_hint_range three[] = {

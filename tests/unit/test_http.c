@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "reader/remote/http_cache.h"
 #include "reader/remote/io_http.h"
 #include "testutil.h"

@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/integrity.h"
-#include "common/io.h"
+#include "sqk/io.h"
 #include "sqk/sqk.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "testutil.h"
 
 static struct sqk_integ_trailer good_trailer(void)

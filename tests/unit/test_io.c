@@ -16,8 +16,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common/error.h"
-#include "common/io.h"
+#include "sqk/error.h"
+#include "sqk/io.h"
 #include "common/outfile.h"
 #include "testutil.h"
 

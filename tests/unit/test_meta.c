@@ -8,7 +8,7 @@
 
 #include "common/compressor.h"
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/meta.h"
 #include "testutil.h"
 

@@ -12,15 +12,15 @@
 #include <unistd.h>
 
 #include "common/endian.h"
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/format.h"
-#include "common/io.h"
+#include "sqk/io.h"
 #include "common/meta.h"
 #include "mkimage/mk.h"
 #include "mkimage/runs.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/source.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "testutil.h"
 
 static char tree[64];

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "mkimage/mk.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/source.h"

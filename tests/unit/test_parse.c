@@ -4,7 +4,7 @@
 #include <check.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "common/parse.h"
 #include "testutil.h"
 

@@ -12,7 +12,7 @@
 
 #include "cli/progress.h"
 #include "sqk/sqk.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "testutil.h"
 
 static char tree[64];

@@ -18,7 +18,7 @@
 #include "common/meta.h"
 #include "common/integrity.h"
 #include "sqk/sqk.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "testutil.h"
 
 #define BS 4096u

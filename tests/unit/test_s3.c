@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "sqk/error.h"
 #include "reader/remote/s3.h"
 #include "sqk/remote.h"
 #include "testutil.h"

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/io.h"
+#include "sqk/io.h"
 #include "sqk/sqk.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "testutil.h"
 
 #define NFILES 14

@@ -14,7 +14,7 @@
 
 #include "common/endian.h"
 #include "common/meta.h"
-#include "sqk/build.h"
+#include "mkimage/build.h"
 #include "sqk/sqk.h"
 #include "testutil.h"
 

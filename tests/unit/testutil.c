@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 
 #include "common/integrity.h"
-#include "common/io.h"
-#include "sqk/build.h"
+#include "sqk/io.h"
+#include "mkimage/build.h"
 
 int test_run_suite(Suite *s)
 {

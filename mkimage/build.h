@@ -14,7 +14,7 @@
 #include "common/compressor.h"
 #include "common/format.h"
 #include "common/integrity.h"
-#include "common/io.h"
+#include "sqk/io.h"
 
 /* ---- options ---- */
 
