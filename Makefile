@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # squashkit — one non-recursive Makefile; each folder contributes a small .mk.
-# Targets: all (default), check, bench, install, clean, deps.
+# Targets: all (default), install, clean, deps, check-deps, check (check-unit, check-san,
+# check-lint, check-integration), bench.
 
 # The version `sqk --version`, `sqkfuse --version` and libsqk.pc report.
 VERSION := 0.2.0
@@ -8,27 +9,48 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD ?= build
 CC ?= cc
-PKGS := libzstd liblzma zlib liblz4 lzo2 libxxhash libcrypto libcurl libarchive
+# Required libraries (pkg-config names). `make deps` installs them on Debian; `make` installs
+# nothing.
+PKGS := libzstd liblzma zlib libxxhash libcrypto
 TEST_PKGS := check
 
-# Install missing Debian packages first (as root), or print the apt-get line.
-DEPS_STAMP := $(BUILD)/.deps-ok
-$(DEPS_STAMP): scripts/install-deps.sh
-	@mkdir -p $(BUILD)
-	@sh scripts/install-deps.sh
-	@touch $@
+# Optional features: 1 when pkg-config finds the library, or forced on the command line
+# (`make HAVE_REMOTE=0`). A feature left out gives a message naming it at run time.
+have = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1 || echo 0)
+HAVE_FUSE ?= $(call have,fuse3)
+HAVE_REMOTE ?= $(call have,libcurl)
+HAVE_TAR ?= $(call have,libarchive)
+HAVE_LZO ?= $(call have,lzo2)
+HAVE_LZ4 ?= $(call have,liblz4)
+feature_on = $(filter 1,$(HAVE_$(1)))
+# libsqk's own libraries (it links them), then the programs' (libfuse3 for sqkfuse and
+# `sqk mount`, libarchive for tar input and `sqk tar`): libsqk.so never links those.
+LIBSQK_PKGS := $(PKGS) $(if $(call feature_on,REMOTE),libcurl) $(if $(call feature_on,LZO),lzo2) \
+	$(if $(call feature_on,LZ4),liblz4)
+PKGS := $(LIBSQK_PKGS) $(if $(call feature_on,FUSE),fuse3) $(if $(call feature_on,TAR),libarchive)
+FEATURE_CFLAGS := $(foreach f,FUSE REMOTE TAR LZO LZ4,-DSQK_HAVE_$(f)=$(if $(call feature_on,$(f)),1,0))
 
-# libfuse3 is needed by `sqk mount` and sqkfuse only: without it (or with HAVE_FUSE=0) sqk is
-# built without `mount` and sqkfuse is not built.
-HAVE_FUSE ?= $(shell pkg-config --exists fuse3 2>/dev/null && echo 1 || echo 0)
-FUSE_CFLAGS = $(if $(filter 1,$(HAVE_FUSE)),$(shell pkg-config --cflags fuse3 2>/dev/null),-DSQK_NO_FUSE)
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(FUSE_CFLAGS)
-PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CHECK_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
-CHECK_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+# Targets that need no library at all.
+NOLIB_GOALS := deps check-deps check clean help
+ifneq ($(filter-out $(NOLIB_GOALS),$(or $(MAKECMDGOALS),all)),)
+MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(filter 1,$(call have,$(p))),,$(p))))
+ifneq ($(MISSING_PKGS),)
+$(error missing libraries (pkg-config): $(MISSING_PKGS). Install them with `sudo make deps`, or leave optional features out: HAVE_FUSE=0 HAVE_REMOTE=0 HAVE_TAR=0 HAVE_LZO=0 HAVE_LZ4=0)
+endif
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(FEATURE_CFLAGS)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LIBSQK_LIBS := $(shell pkg-config --libs $(LIBSQK_PKGS) 2>/dev/null)
+CHECK_CFLAGS := $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
 OPT ?= -O2 -g
-WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+# Warnings are errors only when asked (WERROR=1: CI and `make check`), so that a newer
+# compiler's new warning does not break a user's build; it does not force a rebuild.
+WERROR ?= 0
+WERROR_FLAG := $(if $(filter 1,$(WERROR)),-Werror)
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread -fPIC -fvisibility=hidden -I. -Iinclude
 CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = -pthread $(EXTRA_LDFLAGS)
@@ -40,9 +62,9 @@ $(FLAGS_STAMP): FORCE
 	@echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL)' > $@
 FORCE:
 
-$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP) | $(DEPS_STAMP)
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(WERROR_FLAG) -MMD -MP -c $< -o $@
 
 # The programs get VERSION; a new one rebuilds them (the stamp changes only with it).
 VERSION_STAMP := $(BUILD)/.version
@@ -66,7 +88,9 @@ include cli/cli.mk
 include tests/tests.mk
 
 .DEFAULT_GOAL := all
+yesno = $(if $(call feature_on,$(1)),yes,no)
 all: $(BINS) $(LIBS_OUT)
+	@echo "squashkit $(VERSION) in $(BUILD)/: fuse=$(call yesno,FUSE) remote=$(call yesno,REMOTE) tar=$(call yesno,TAR) lzo=$(call yesno,LZO) lz4=$(call yesno,LZ4)"
 
 install: all install-lib install-cli
 	install -d $(DESTDIR)$(PREFIX)/bin
@@ -87,11 +111,16 @@ ifeq ($(HAVE_FUSE),1)
 	ln -sf sqk $(COMPLETIONDIR)/sqkfuse
 endif
 
+# The Debian packages for building (deps) and for testing (check-deps): installed with apt-get
+# as root, otherwise the command is printed.
 deps:
-	@sh scripts/install-deps.sh
+	@sh scripts/install-deps.sh build
+
+check-deps:
+	@sh scripts/install-deps.sh test
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all install install-cli deps clean check bench FORCE
+.PHONY: all install install-cli deps check-deps clean check bench FORCE
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,6 +4,10 @@
 # Linked last, on mkimage/, fuse/ and libsqk.
 SQK_BIN := $(BUILD)/bin/sqk
 CLI_SRCS := $(filter-out cli/sqk.c cli/sqkfuse.c,$(wildcard cli/*.c))
+# `sqk tar` writes with libarchive (HAVE_TAR).
+ifneq ($(HAVE_TAR),1)
+CLI_SRCS := $(filter-out cli/tar.c cli/tar_walk.c,$(CLI_SRCS))
+endif
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 SQK_OBJS := $(BUILD)/obj/cli/sqk.o $(CLI_OBJS)
 BINS += $(SQK_BIN)

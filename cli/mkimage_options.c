@@ -14,6 +14,7 @@
 
 #include "common/grow.h"
 #include "common/parse.h"
+#include "sqk/error.h"
 
 static void usage(FILE *f)
 {
@@ -420,10 +421,16 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 			return opt_error(as, arg, "need a power of two, 4K..1M");
 		return 0;
 	case 'c':
+	{
+		char why[160];
+
 		o->build.comp.id = sqk_comp_id(arg);
+		if (sqk_comp_supported(o->build.comp.id, why, sizeof(why)) == SQK_ENOTBUILT)
+			return opt_error(as, arg, why);
 		if (sqk_comp_supported(o->build.comp.id, NULL, 0))
 			return opt_error(as, arg, "choose zstd, xz, gzip, lz4 or lzo");
 		return 0;
+	}
 	case 'l':
 		if (sqk_parse_u64(arg, 22, &v))
 			return opt_error(as, arg, "not a level");

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk: the command-line front door; dispatches to the subcommands. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#ifndef SQK_NO_FUSE
+#if SQK_HAVE_FUSE
 #include "fuse/mount.h"
 #endif
 #include "mkimage.h"
 #include "cmd.h"
+#if SQK_HAVE_TAR
 #include "tar.h"
+#endif
 #include "umount.h"
 
 #ifndef SQK_VERSION
@@ -43,16 +46,46 @@ static void usage(FILE *f)
 
 static int mount_main(int argc, char **argv)
 {
-#ifndef SQK_NO_FUSE
+#if SQK_HAVE_FUSE
 	argv[0] = "sqk mount";
 	return sqk_fuse_main(argc, argv);
 #else
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "sqk mount: this sqk was built without libfuse3 (install libfuse3-dev "
-			"and rebuild), so it cannot mount; the other commands work\n");
+	fprintf(stderr, "sqk mount: this sqk was built without FUSE support (HAVE_FUSE=0; it "
+			"needs libfuse3: install libfuse3-dev and rebuild), so it cannot mount; the "
+			"other commands work\n");
 	return 1;
 #endif
+}
+
+#if !SQK_HAVE_TAR
+static int tar_main(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "sqk tar: this sqk was built without tar support (HAVE_TAR=0; it needs "
+			"libarchive: install libarchive-dev and rebuild)\n");
+	return 1;
+}
+#define sqk_tar_main tar_main
+#endif
+
+/* The optional features this sqk was built with, as `sqk --version` lists them. */
+static const struct feature {
+	const char *name;
+	bool on;
+} features[] = {
+	{ "fuse", SQK_HAVE_FUSE }, { "remote", SQK_HAVE_REMOTE }, { "tar", SQK_HAVE_TAR },
+	{ "lzo", SQK_HAVE_LZO },   { "lz4", SQK_HAVE_LZ4 },
+};
+
+static void print_version(void)
+{
+	printf("sqk %s\nfeatures:", SQK_VERSION);
+	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
+		printf(" %s%s", features[i].on ? "+" : "-", features[i].name);
+	printf("\n");
 }
 
 static int help_main(int argc, char **argv);
@@ -118,7 +151,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
-		printf("sqk %s\n", SQK_VERSION);
+		print_version();
 		return 0;
 	}
 	fprintf(stderr, "sqk: unknown command '%s'\n", cmd);

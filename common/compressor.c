@@ -16,15 +16,28 @@ struct comp_entry {
 	const char *name;
 	/* NULL: a known id squashkit cannot (de)compress */
 	int (*create)(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+	/* Non-NULL for a codec this build left out: the build switch and the library it needs. */
+	const char *left_out;
 };
 
+#if SQK_HAVE_LZO
+#define LZO_ENTRY { "lzo", sqk_lzo_create, NULL }
+#else
+#define LZO_ENTRY { "lzo", NULL, "HAVE_LZO=0; it needs liblzo2" }
+#endif
+#if SQK_HAVE_LZ4
+#define LZ4_ENTRY { "lz4", sqk_lz4_create, NULL }
+#else
+#define LZ4_ENTRY { "lz4", NULL, "HAVE_LZ4=0; it needs liblz4" }
+#endif
+
 static const struct comp_entry comp_table[] = {
-	[SQK_COMP_GZIP] = { "gzip", sqk_gzip_create },
-	[SQK_COMP_LZMA] = { "lzma", NULL },
-	[SQK_COMP_LZO] = { "lzo", sqk_lzo_create },
-	[SQK_COMP_XZ] = { "xz", sqk_xz_create },
-	[SQK_COMP_LZ4] = { "lz4", sqk_lz4_create },
-	[SQK_COMP_ZSTD] = { "zstd", sqk_zstd_create },
+	[SQK_COMP_GZIP] = { "gzip", sqk_gzip_create, NULL },
+	[SQK_COMP_LZMA] = { "lzma", NULL, NULL },
+	[SQK_COMP_LZO] = LZO_ENTRY,
+	[SQK_COMP_XZ] = { "xz", sqk_xz_create, NULL },
+	[SQK_COMP_LZ4] = LZ4_ENTRY,
+	[SQK_COMP_ZSTD] = { "zstd", sqk_zstd_create, NULL },
 };
 
 #define COMP_TABLE_LEN (sizeof(comp_table) / sizeof(comp_table[0]))
@@ -86,6 +99,12 @@ int sqk_comp_supported(uint16_t id, char *buf, size_t cap)
 		if (cap)
 			buf[0] = '\0';
 		return 0;
+	}
+	if (e && e->left_out) {
+		if (cap)
+			snprintf(buf, cap, "compressor %s (id %u) is not in this build of squashkit "
+				 "(built with %s)", e->name, id, e->left_out);
+		return SQK_ENOTBUILT;
 	}
 	if (cap && id == SQK_COMP_LZMA)
 		snprintf(buf, cap, "compressor lzma (legacy, id %u) is not supported", id);

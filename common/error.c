@@ -30,6 +30,7 @@ const char *sqk_strerror(int err)
 	case SQK_EISDIR: return "is a directory";
 	case SQK_ESCHEME: return "unsupported URL scheme; http, https and s3 are";
 	case SQK_EABI: return "struct size not supported by this libsqk (see sqk_version())";
+	case SQK_ENOTBUILT: return "not supported by this build (an optional feature was left out)";
 	default: return "unknown error";
 	}
 }
@@ -66,7 +67,7 @@ int sqk_to_errno(int err)
 	case SQK_ENOSPC: return ENOSPC;
 	case SQK_EINTR: return EINTR;
 	case SQK_EOVERFLOW: return EOVERFLOW;
-	case SQK_EUNSUPPORTED: return EOPNOTSUPP;
+	case SQK_EUNSUPPORTED: case SQK_ENOTBUILT: return EOPNOTSUPP;
 	case SQK_ETOOBIG: return EFBIG;
 	case SQK_EISDIR: return EISDIR;
 	case SQK_ESCHEME: return EPROTONOSUPPORT;

@@ -110,7 +110,14 @@ static int open_source(struct mk_ctx *c, struct mk_source **src)
 {
 	switch (c->src->kind) {
 	case SQK_BUILD_DIRS: return mk_source_dir_create(c, src);
+#if SQK_HAVE_TAR
 	case SQK_BUILD_TAR: return mk_source_tar_create(c, c->src->tar_path, src);
+#else
+	case SQK_BUILD_TAR:
+		*src = NULL;
+		return mk_fail(c, SQK_ENOTBUILT, "tar input is not in this build of squashkit "
+			       "(built with HAVE_TAR=0; it needs libarchive)");
+#endif
 	default: *src = NULL; return 0;
 	}
 }

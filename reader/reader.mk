@@ -24,7 +24,7 @@ $(LIBSQK_A): $(LIBSQK_OBJS) $(COMMON_OBJS)
 $(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS) $(LIBSQK_MAP)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,$(LIBSQK_SONAME) -Wl,--version-script=$(LIBSQK_MAP) $(LDFLAGS_ALL) \
-		-o $@ $(filter %.o,$^) $(PKG_LIBS)
+		-o $@ $(filter %.o,$^) $(LIBSQK_LIBS)
 	ln -sf $(LIBSQK_SONAME) $(BUILD)/lib/libsqk.so
 
 $(LIBSQK_PC): reader/libsqk.pc.in Makefile

@@ -1,7 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# tests/: Check unit tests (one suite per module), integration scripts, benchmarks.
+# tests/: Check unit tests (one suite per module), lint checks, integration scripts, benchmarks.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+# Suites that need an optional feature are left out of a build without it (and say so).
+UNIT_NEEDS_LZO := test_compressors test_meta test_mkoptions
+UNIT_NEEDS_LZ4 := $(UNIT_NEEDS_LZO)
+unit_skip = $(foreach f,LZO LZ4,$(if $(call feature_on,$(f)),,$(UNIT_NEEDS_$(f))))
+UNIT_SKIPPED := $(sort $(unit_skip))
+UNIT_BINS := $(filter-out $(UNIT_SKIPPED:%=$(BUILD)/tests/%),$(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%))
 UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
 UNIT_HELPER_OBJS := $(UNIT_HELPERS:%.c=$(BUILD)/obj/%.o)
 
@@ -23,20 +28,43 @@ $(BUILD)/tests/test_fuse_walk: $(BUILD)/obj/fuse/walk.o
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-unit: $(UNIT_BINS)
+# The Check suites: seconds, no root.
+check-unit unit: $(UNIT_BINS)
+	@for t in $(UNIT_SKIPPED); do echo "== skipped $$t: built without one of $(foreach f,LZO LZ4,$(if $(call feature_on,$(f)),,HAVE_$(f)=0))"; done
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CK_FORK=yes $$t; done
 
 TSAN_FLAGS := -fsanitize=thread
 
-# make check: unit tests, the same under ASan/UBSan and under ThreadSanitizer, then the
-# integration suite (which runs the sanitized programs too).
-check: all unit
+# The suites and the programs again under ASan/UBSan and under ThreadSanitizer (their programs
+# serve the integration suite's t_40 and t_41).
+check-san:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/san OPT='-O1 -g' \
 		EXTRA_CFLAGS='$(SAN_FLAGS)' EXTRA_LDFLAGS='$(SAN_FLAGS)' unit all
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66 $(MAKE) --no-print-directory BUILD=$(BUILD)/tsan \
 		OPT='-O1 -g' EXTRA_CFLAGS='$(TSAN_FLAGS)' EXTRA_LDFLAGS='$(TSAN_FLAGS)' unit all
-	SQK=$(abspath $(BUILD)/bin/sqk) SQK_SAN=$(abspath $(BUILD)/san/bin/sqk) \
-		SQK_TSAN=$(abspath $(BUILD)/tsan/bin/sqk) sh tests/integration/run.sh
+
+# Quick facts about the tree and the library: licence lines, the public headers in C99, C11 and
+# C++17, the symbols libsqk exports, the options the docs name; and a clang build without a
+# warning (gcc's is the default build).
+check-lint: all
+	$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)/clang WERROR=1 all
+	@set -e; for t in tests/lint/*.sh; do echo "== $$t"; \
+		SQK=$(abspath $(BUILD)/bin/sqk) SQKFUSE=$(abspath $(BUILD)/bin/sqkfuse) \
+		LIBSQK_DIR=$(abspath $(BUILD)/lib) bash $$t; done
+
+# Real programs: kernel and FUSE mounts, the peers as oracles, nginx and S3 servers on loopback.
+san_bin = $(if $(wildcard $(BUILD)/$(1)/bin/sqk),$(abspath $(BUILD)/$(1)/bin/sqk))
+check-integration: all
+	SQK=$(abspath $(BUILD)/bin/sqk) SQK_SAN=$(call san_bin,san) SQK_TSAN=$(call san_bin,tsan) \
+		sh tests/integration/run.sh
+
+# make check: the test tools first (installed as root; elsewhere the tests that need a missing
+# one skip and say so), then everything with warnings as errors.
+check:
+	@if [ "$$(id -u)" = 0 ]; then sh scripts/install-deps.sh test; \
+	else sh scripts/install-deps.sh test || echo "check: tests that need the missing tools skip"; fi
+	$(MAKE) --no-print-directory WERROR=1 all check-unit check-lint check-san
+	$(MAKE) --no-print-directory WERROR=1 check-integration
 
 # The zstd floor tool (tests/bench/zstd_floor.c): sqk's zstd compressor beside raw libzstd
 # settings, block by block, for bench_floor.sh.
@@ -59,6 +87,6 @@ bench: all $(FLOOR_BIN)
 	$(call bench_run,app,bash tests/bench/bench_app.sh)
 	$(call bench_run,floor,ZSTD_FLOOR=$(abspath $(FLOOR_BIN)) sh tests/bench/bench_floor.sh)
 
-.PHONY: unit
+.PHONY: unit check-unit check-san check-lint check-integration
 
 include tests/fuzz/fuzz.mk

@@ -39,6 +39,8 @@ enum sqk_error {
 	/* A versioned struct whose size field this library does not accept (too small for its
 	 * first version, or larger with non-zero bytes it does not know): see common/abi.h. */
 	SQK_EABI = -22,
+	/* An optional feature (a compressor, remote images, tar) this build was made without. */
+	SQK_ENOTBUILT = -23,
 };
 
 /* Returns a static, human-readable message for an SQK_E* code (never NULL). */

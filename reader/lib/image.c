@@ -110,7 +110,7 @@ static int read_options(struct sqk_image *img)
 static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
-	char why[80];
+	char why[160];
 	int rc = sqk_io_get_size(img->io, &img->file_size);
 
 	if (rc)

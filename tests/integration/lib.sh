@@ -72,6 +72,20 @@ need_sqk() {
 	[ -x "$SQK" ] || fail "SQK=$SQK is not an executable file"
 }
 
+# Skips unless $SQK was built with every named optional feature (fuse remote tar lzo lz4), as
+# the second line of `sqk --version` lists them ("features: +fuse -remote ...").
+need_feature() {
+	local f feats
+	need_sqk
+	feats=$("$SQK" --version | sed -n 's/^features://p')
+	for f in "$@"; do
+		case " $feats " in
+		*" +$f "*) ;;
+		*) skip "built without $f (HAVE_$(echo "$f" | tr a-z A-Z)=0)" ;;
+		esac
+	done
+}
+
 # A fresh directory under this test's scratch area.
 scratch() {
 	local d

@@ -11,6 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
+need_feature lzo
 need_cmd mksquashfs unsquashfs python3
 SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
 

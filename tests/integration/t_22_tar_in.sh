@@ -25,6 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 need_kernel_mount
 need_sqk
+need_feature tar
 need_cmd tar python3 unsquashfs cmp gzip
 LLS="python3 $IT_DIR/tar_lls.py"
 # zstd level 1: the test is about what is stored, and level 15 costs a minute on two cores

@@ -18,6 +18,7 @@
 #     had (in a directory of records), an entry under a path a file held.
 . "$(dirname "$0")/lib.sh"
 need_sqk
+need_feature tar
 need_cmd python3 unsquashfs cmp
 LLS="python3 $IT_DIR/tar_lls.py"
 MAKE="python3 $IT_DIR/tar_make.py"

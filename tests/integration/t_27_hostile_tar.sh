@@ -32,6 +32,7 @@
 . "$(dirname "$0")/lib.sh"
 need_kernel_mount
 need_sqk
+need_feature tar
 need_cmd tar python3 unsquashfs sqfstar gzip timeout
 H="python3 $IT_DIR/tar_hostile.py"
 W=$(scratch hostile)

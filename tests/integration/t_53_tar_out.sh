@@ -20,6 +20,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
+need_feature tar
 need_cmd python3 tar
 
 W=$(scratch tar)

@@ -10,6 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
+need_feature fuse
 need_cmd python3 fusermount3 mountpoint getfattr setfattr setpriv squashfuse_ll
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
@@ -23,7 +24,7 @@ setfattr -n user.big -v "$(head -c 300 /dev/zero | tr '\0' v)" "$W/src/d/f"
 sqk_build -q "$W/src" "$W/img.sqsh"
 
 # 1. --version: the version sqk prints, then libfuse's
-ver=$("$SQK" --version) || fail "sqk --version exited $?"
+ver=$("$SQK" --version | head -n 1) || fail "sqk --version exited $?"
 run_capture version "$SQKFUSE" --version
 [ "$RC" = 0 ] || fail "sqkfuse --version exited $RC"
 [ "$(head -n 1 "$OUT_FILE")" = "sqkfuse ${ver#sqk }" ] || fail "sqkfuse --version: $(cat "$OUT_FILE")"
