@@ -12,8 +12,15 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 SQK_OBJS := $(BUILD)/obj/cli/sqk.o $(CLI_OBJS)
 BINS += $(SQK_BIN)
 
-# The signal thread and the temporary-then-rename output file serve the programs only.
-$(SQK_BIN): $(SQK_OBJS) $(SIGWATCH_OBJ) $(OUTFILE_OBJ) $(LIBMKIMAGE) $(LIBSQK_A)
+# The tools library (cli/lib/): what the programs share and libsqk's users do not need, the
+# signal thread and the temporary-then-rename output file.
+LIBTOOLS_SRCS := $(wildcard cli/lib/*.c)
+LIBTOOLS := $(BUILD)/lib/libsqktools.a
+$(LIBTOOLS): $(LIBTOOLS_SRCS:%.c=$(BUILD)/obj/%.o)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBTOOLS) $(LIBSQK_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(SQK_LINK_EXTRA) $(PKG_LIBS)
 
@@ -21,7 +28,7 @@ ifeq ($(HAVE_FUSE),1)
 SQKFUSE_BIN := $(BUILD)/bin/sqkfuse
 BINS += $(SQKFUSE_BIN)
 
-$(SQKFUSE_BIN): $(BUILD)/obj/cli/sqkfuse.o $(SQKFUSE_LIB_OBJS) $(SIGWATCH_OBJ) $(OUTFILE_OBJ) $(LIBSQK_A)
+$(SQKFUSE_BIN): $(BUILD)/obj/cli/sqkfuse.o $(SQKFUSE_LIB_OBJS) $(LIBTOOLS) $(LIBSQK_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(FUSE_LIBS) $(PKG_LIBS)
 

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/outfile.h"
-#include "common/sigwatch.h"
+#include "cli/lib/outfile.h"
+#include "cli/lib/sigwatch.h"
 
 enum { TAR_OPT_OFFSET = 0x2000, TAR_OPT_ZSTD, TAR_OPT_NO_SPARSE, TAR_OPT_VERIFY, TAR_OPT_FORCE,
        TAR_OPT_NO_PROGRESS };

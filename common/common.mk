@@ -7,11 +7,6 @@ COMMON_SRCS := common/error.c common/abi.c common/grow.c common/format.c common/
 	$(if $(filter 1,$(HAVE_LZ4)),common/comp_lz4.c) $(if $(filter 1,$(HAVE_LZO)),common/comp_lzo.c)
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBCOMMON := $(BUILD)/lib/libsqkcommon.a
-# The signal thread serves the programs (sqk mkimage, sqkfuse), not libsqk's users; so does the
-# temporary-then-rename output file (sqk mkimage, sqk tar -o).
-SIGWATCH_OBJ := $(BUILD)/obj/common/sigwatch.o
-OUTFILE_OBJ := $(BUILD)/obj/common/outfile.o
-
 $(LIBCOMMON): $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^

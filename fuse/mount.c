@@ -27,7 +27,7 @@
 #include "fuse/trace.h"
 #include "fuse/walk.h"
 #include "common/parse.h"
-#include "common/sigwatch.h"
+#include "cli/lib/sigwatch.h"
 #include "reader/remote/io_http.h"
 #include "sqk/sqk.h"
 #include "common/integrity.h"

@@ -20,7 +20,7 @@
 
 #include "sqk/error.h"
 #include "common/grow.h"
-#include "common/outfile.h"
+#include "cli/lib/outfile.h"
 
 #define NO_PATH UINT64_MAX
 #define PATH_BUF 4096 /* a path from the node table; a longer one is named by the walk */

@@ -10,18 +10,14 @@ UNIT_BINS := $(filter-out $(UNIT_SKIPPED:%=$(BUILD)/tests/%),$(UNIT_SRCS:tests/u
 UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
 UNIT_HELPER_OBJS := $(UNIT_HELPERS:%.c=$(BUILD)/obj/%.o)
 
-# The suites that build images fill the builder's options through sqk mkimage's parser
-# (cli/mkimage_options.c); the output-file and signal modules are the programs'.
-UNIT_CLI_OBJS := $(BUILD)/obj/cli/mkimage_options.o $(SIGWATCH_OBJ) $(OUTFILE_OBJ)
-
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(UNIT_CLI_OBJS) $(LIBMKIMAGE) $(LIBSQK_A) $(LIBCOMMON)
+# Every suite links the builder, libsqk and the tools library; only the command line's own
+# suites link its modules (test_mkoptions: sqk mkimage's parser; test_progress: the progress line).
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) $(LIBTOOLS) $(LIBSQK_A) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CHECK_LIBS) $(PKG_LIBS)
 
-# test_progress tests a module of the sqk command itself (cli/progress.c), linked after
-# the libraries: they come again after it for what it calls.
+$(BUILD)/tests/test_mkoptions: $(BUILD)/obj/cli/mkimage_options.o
 $(BUILD)/tests/test_progress: $(BUILD)/obj/cli/progress.o
-$(BUILD)/tests/test_progress: CHECK_LIBS += $(LIBSQK_A) $(LIBCOMMON)
 
 # test_fuse_walk tests sqkfuse's walk detection (fuse/walk.c, which needs no libfuse).
 $(BUILD)/tests/test_fuse_walk: $(BUILD)/obj/fuse/walk.o

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format.h"
+#include "common/format.h"
 
 /* Symlinks followed from an output path before giving up (the kernel's limit). */
 #define MAX_LINK_HOPS 40

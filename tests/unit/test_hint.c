@@ -12,7 +12,6 @@
 #include "common/endian.h"
 #include "sqk/error.h"
 #include "common/hint.h"
-#include "cli/mkimage_options.h"
 #include "mkimage/mk.h"
 #include "mkimage/build.h"
 #include "testutil.h"

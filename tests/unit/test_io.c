@@ -18,7 +18,7 @@
 
 #include "sqk/error.h"
 #include "sqk/io.h"
-#include "common/outfile.h"
+#include "cli/lib/outfile.h"
 #include "testutil.h"
 
 /* A temporary file, already unlinked: it vanishes with its fd. */

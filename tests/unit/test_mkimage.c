@@ -18,7 +18,6 @@
 #include "common/meta.h"
 #include "mkimage/mk.h"
 #include "mkimage/runs.h"
-#include "cli/mkimage_options.h"
 #include "mkimage/source.h"
 #include "mkimage/build.h"
 #include "testutil.h"
@@ -103,45 +102,6 @@ static int build(const char *threads, struct sqk_io **mem, struct sqk_io **fault
 		*sb = r.super;
 	return err;
 }
-
-START_TEST(test_options)
-{
-	struct mk_options o;
-	char *ok[] = { "mkimage", "-b", "64K", "-c", "xz", "--bcj", "x86", "-j", "3",
-		       "--exclude", "*.o", "--all-root", "src", "img", NULL };
-	ck_assert_int_eq(mk_options_parse(14, ok, &o), 0);
-	ck_assert_uint_eq(o.build.block_size, 65536);
-	ck_assert_uint_eq(o.build.comp.id, SQK_COMP_XZ);
-	ck_assert_uint_eq(o.build.comp.xz_bcj, SQK_BCJ_X86);
-	ck_assert_int_eq(o.build.threads, 3);
-	ck_assert_int_eq(o.nexcludes, 1);
-	ck_assert_int_eq(o.build.force_uid, 0);
-	ck_assert_str_eq(o.image, "img");
-	ck_assert_int_eq(o.nsources, 1);
-	mk_options_free(&o);
-
-	/* The rejections print their messages; keep them out of the test log. */
-	fflush(stderr);
-	int saved = dup(STDERR_FILENO), devnull = open("/dev/null", O_WRONLY);
-	dup2(devnull, STDERR_FILENO);
-	const char *bad[][4] = { { "-b", "3000" }, { "-b", "2M" }, { "-c", "nosuch" },
-				 { "-l", "23" }, { "--bcj", "x86" }, { "-j", "0" },
-				 { "--force-uid", "-1" }, { "--mtime", "x" } };
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *argv[] = { "mkimage", (char *)bad[i][0], (char *)bad[i][1], "src", "img", NULL };
-		ck_assert_msg(mk_options_parse(5, argv, &o) == -1, "accepted %s %s", bad[i][0],
-			      bad[i][1]);
-		mk_options_free(&o);
-	}
-	char *one[] = { "mkimage", "img", NULL };
-	ck_assert_int_eq(mk_options_parse(2, one, &o), -1);
-	mk_options_free(&o);
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	close(devnull);
-}
-END_TEST
 
 /* Reads the metadata block at absolute pos of img and returns its decoded bytes. */
 static size_t meta_at(const uint8_t *img, size_t len, uint64_t pos, uint8_t *out)
@@ -379,7 +339,6 @@ static Suite *mkimage_suite(void)
 	Suite *s = suite_create("mkimage");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_options);
 	tcase_add_test(tc, test_build_in_memory);
 	tcase_add_test(tc, test_same_bytes_any_threads);
 	tcase_add_test(tc, test_write_faults);

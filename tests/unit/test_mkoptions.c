@@ -43,6 +43,46 @@ static int parse_quiet(int argc, char **argv, struct mk_options *o)
 	return r;
 }
 
+/* The common options fill the builder's options; bad values are refused. */
+START_TEST(test_options_basic)
+{
+	struct mk_options o;
+	char *ok[] = { "mkimage", "-b", "64K", "-c", "xz", "--bcj", "x86", "-j", "3",
+		       "--exclude", "*.o", "--all-root", "src", "img", NULL };
+	ck_assert_int_eq(mk_options_parse(14, ok, &o), 0);
+	ck_assert_uint_eq(o.build.block_size, 65536);
+	ck_assert_uint_eq(o.build.comp.id, SQK_COMP_XZ);
+	ck_assert_uint_eq(o.build.comp.xz_bcj, SQK_BCJ_X86);
+	ck_assert_int_eq(o.build.threads, 3);
+	ck_assert_int_eq(o.nexcludes, 1);
+	ck_assert_int_eq(o.build.force_uid, 0);
+	ck_assert_str_eq(o.image, "img");
+	ck_assert_int_eq(o.nsources, 1);
+	mk_options_free(&o);
+
+	/* The rejections print their messages; keep them out of the test log. */
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO), devnull = open("/dev/null", O_WRONLY);
+	dup2(devnull, STDERR_FILENO);
+	const char *bad[][4] = { { "-b", "3000" }, { "-b", "2M" }, { "-c", "nosuch" },
+				 { "-l", "23" }, { "--bcj", "x86" }, { "-j", "0" },
+				 { "--force-uid", "-1" }, { "--mtime", "x" } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "mkimage", (char *)bad[i][0], (char *)bad[i][1], "src", "img", NULL };
+		ck_assert_msg(mk_options_parse(5, argv, &o) == -1, "accepted %s %s", bad[i][0],
+			      bad[i][1]);
+		mk_options_free(&o);
+	}
+	char *one[] = { "mkimage", "img", NULL };
+	ck_assert_int_eq(mk_options_parse(2, one, &o), -1);
+	mk_options_free(&o);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(devnull);
+}
+END_TEST
+
 /* Options after the paths, between them and before them mean the same. */
 START_TEST(test_options_anywhere)
 {
@@ -341,6 +381,7 @@ static Suite *mkoptions_suite(void)
 	Suite *s = suite_create("mkoptions");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_options_basic);
 	tcase_add_test(tc, test_options_anywhere);
 	tcase_add_test(tc, test_mksquashfs_words);
 	tcase_add_test(tc, test_mks_excludes);

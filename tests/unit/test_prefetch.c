@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/mkimage_options.h"
 #include "mkimage/mk.h"
 #include "mkimage/prefetch.h"
 #include "mkimage/source.h"
@@ -473,19 +472,37 @@ START_TEST(test_nested_dirs)
 }
 END_TEST
 
+
+/* The builder's options for a walk of tree (into an image never written), with the mksquashfs
+ * excludes mks[0..nmks). */
+static void dir_build_opts(struct sqk_build_opts *bo, struct sqk_build_source *so,
+			   const char *const *mks, int nmks)
+{
+	static char *sources[1];
+
+	sources[0] = tree;
+	sqk_build_opts_init(bo);
+	bo->image = "/var/tmp/sqk-test-prefetch.img";
+	sqk_build_source_init(so, SQK_BUILD_DIRS);
+	so->sources = sources;
+	so->nsources = 1;
+	so->mks_excludes = mks;
+	so->nmks_excludes = nmks;
+}
 /* Walks tree with the directory source of "mkimage TREE IMG -e skipme", reading each file;
  * returns the scout's files read ahead (-1: none was started), *taken the descriptors the walk
  * took from it. */
 static long walk_tree(uint64_t *taken)
 {
-	char *argv[] = { "mkimage", tree, "/var/tmp/sqk-test-prefetch.img", "-e", "skipme", NULL };
-	struct mk_options o;
+	static const char *skip[] = { "skipme" };
+	struct sqk_build_opts bo;
+	struct sqk_build_source so;
 	struct mk_ctx c;
 	struct mk_source *src = NULL;
 	struct mk_entry e;
 	static uint8_t buf[FILE_BYTES];
-	ck_assert_int_eq(mk_options_parse(5, argv, &o), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
+	dir_build_opts(&bo, &so, skip, 1);
+	ck_assert_int_eq(mk_ctx_init(&c, &bo, &so), 0);
 	ck_assert_int_eq(mk_source_dir_create(&c, &src), 0);
 	int r;
 	while ((r = src->ops->next(src, &c, &e)) == 0) {
@@ -506,7 +523,6 @@ static long walk_tree(uint64_t *taken)
 	}
 	mk_source_destroy(src);
 	mk_ctx_free(&c);
-	mk_options_free(&o);
 	return files;
 }
 
@@ -591,14 +607,14 @@ START_TEST(test_scout_stands_down)
 		test_tree_remove(tree);
 		return;
 	}
-	char *argv[] = { "mkimage", tree, "/var/tmp/sqk-test-prefetch.img", NULL };
-	struct mk_options o;
+	struct sqk_build_opts bo;
+	struct sqk_build_source so;
 	struct mk_ctx c;
 	struct mk_source *src = NULL;
 	struct mk_entry e;
 	static uint8_t buf[4096];
-	ck_assert_int_eq(mk_options_parse(3, argv, &o), 0);
-	ck_assert_int_eq(mk_ctx_init(&c, &o.build, &o.src), 0);
+	dir_build_opts(&bo, &so, NULL, 0);
+	ck_assert_int_eq(mk_ctx_init(&c, &bo, &so), 0);
 	ck_assert_int_eq(mk_source_dir_create(&c, &src), 0);
 	int r, files = 0;
 	bool started = false, stood_down = false;
@@ -618,7 +634,6 @@ START_TEST(test_scout_stands_down)
 	ck_assert_msg(mk_source_dir_prefetch(src), "the last cold files started no new scout");
 	mk_source_destroy(src);
 	mk_ctx_free(&c);
-	mk_options_free(&o);
 	test_tree_remove(tree);
 }
 END_TEST
