@@ -9,6 +9,8 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD ?= build
 CC ?= cc
+LD ?= ld
+OBJCOPY ?= objcopy
 # Required libraries (pkg-config names). `make deps` installs them on Debian; `make` installs
 # nothing.
 PKGS := libzstd liblzma zlib libxxhash libcrypto

@@ -20,7 +20,7 @@ $(LIBTOOLS): $(LIBTOOLS_SRCS:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBTOOLS) $(LIBSQK_A)
+$(SQK_BIN): $(SQK_OBJS) $(LIBMKIMAGE) $(LIBTOOLS) $(LIBSQK_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(SQK_LINK_EXTRA) $(PKG_LIBS)
 
@@ -28,7 +28,7 @@ ifeq ($(HAVE_FUSE),1)
 SQKFUSE_BIN := $(BUILD)/bin/sqkfuse
 BINS += $(SQKFUSE_BIN)
 
-$(SQKFUSE_BIN): $(BUILD)/obj/cli/sqkfuse.o $(SQKFUSE_LIB_OBJS) $(LIBTOOLS) $(LIBSQK_A)
+$(SQKFUSE_BIN): $(BUILD)/obj/cli/sqkfuse.o $(SQKFUSE_LIB_OBJS) $(LIBTOOLS) $(LIBSQK_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(FUSE_LIBS) $(PKG_LIBS)
 

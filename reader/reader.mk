@@ -4,6 +4,9 @@
 LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(wildcard reader/remote/*.c)
 LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBSQK_A := $(BUILD)/lib/libsqk.a
+# The same objects with every symbol visible, for the tree's own programs and tests, which use
+# the internals; libsqk.a is what users link.
+LIBSQK_ALL := $(BUILD)/lib/internal/libsqk-all.a
 # The SONAME's number is the ABI's (README, "Library ABI"); the version script exports exactly
 # the API, every other symbol (the codecs, the builder's and the tools' helpers) stays local:
 # they come from the static libraries.
@@ -16,10 +19,18 @@ LIBSQK_HEADERS := $(wildcard include/sqk/*.h)
 
 LIBS_OUT := $(LIBSQK_A) $(LIBSQK_SO) $(LIBSQK_PC)
 
-# The static and shared libraries carry common/ so users link one library.
-$(LIBSQK_A): $(LIBSQK_OBJS) $(COMMON_OBJS)
+# The static and shared libraries carry common/ so users link one library. libsqk.a holds one
+# object linked from all of them in which every symbol but the API (the hidden ones) is made
+# local, so that a static link sees the same names as the shared library exports.
+$(LIBSQK_ALL): $(LIBSQK_OBJS) $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+$(LIBSQK_A): $(LIBSQK_OBJS) $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(LD) -r -o $(BUILD)/lib/libsqk.o $^
+	$(OBJCOPY) --localize-hidden $(BUILD)/lib/libsqk.o
+	rm -f $@ && ar rcs $@ $(BUILD)/lib/libsqk.o
 
 $(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS) $(LIBSQK_MAP)
 	@mkdir -p $(dir $@)
@@ -29,7 +40,7 @@ $(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS) $(LIBSQK_MAP)
 
 $(LIBSQK_PC): reader/libsqk.pc.in Makefile
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@REQUIRES@|$(LIBSQK_PKGS)|' $< > $@
 
 install-lib: $(LIBS_OUT)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk \
@@ -38,6 +49,6 @@ install-lib: $(LIBS_OUT)
 	install -m 755 $(LIBSQK_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(LIBSQK_SONAME) $(DESTDIR)$(PREFIX)/lib/libsqk.so
 	install -m 644 $(LIBSQK_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@REQUIRES@|$(LIBSQK_PKGS)|' reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
 
 .PHONY: install-lib

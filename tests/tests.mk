@@ -12,7 +12,7 @@ UNIT_HELPER_OBJS := $(UNIT_HELPERS:%.c=$(BUILD)/obj/%.o)
 
 # Every suite links the builder, libsqk and the tools library; only the command line's own
 # suites link its modules (test_mkoptions: sqk mkimage's parser; test_progress: the progress line).
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) $(LIBTOOLS) $(LIBSQK_A) $(LIBCOMMON)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) $(LIBTOOLS) $(LIBSQK_ALL) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CHECK_LIBS) $(PKG_LIBS)
 

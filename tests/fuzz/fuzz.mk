@@ -12,7 +12,7 @@ FUZZ_NAMES := read $(if $(shell grep -ls "^int sqk_check_image" reader/lib/*.c 2
 FUZZ_REPLAYS := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/replay_%)
 
 $(BUILD)/tests/fuzz/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o \
-		$(BUILD)/obj/tests/fuzz/replay_main.o $(LIBSQK_A)
+		$(BUILD)/obj/tests/fuzz/replay_main.o $(LIBSQK_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
 
@@ -31,7 +31,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 FUZZ_RUN_FLAGS := -max_len=65536 -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=256
 
 # Linked inside the clang sub-make below (BUILD=$(FUZZ_DIR)).
-$(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(LIBSQK_A)
+$(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(LIBSQK_ALL)
 	$(CC) $(LDFLAGS_ALL) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
 
 fuzz-bins: $(FUZZ_NAMES:%=$(BUILD)/fuzz_%)
