@@ -59,8 +59,10 @@ static int mount_main(int argc, char **argv)
 #endif
 }
 
-#if !SQK_HAVE_TAR
-static int tar_main(int argc, char **argv)
+#if SQK_HAVE_TAR
+#define TAR_MAIN sqk_tar_main
+#else
+static int tar_not_built(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
@@ -68,7 +70,7 @@ static int tar_main(int argc, char **argv)
 			"libarchive: install libarchive-dev and rebuild)\n");
 	return 1;
 }
-#define sqk_tar_main tar_main
+#define TAR_MAIN tar_not_built
 #endif
 
 /* The optional features this sqk was built with, as `sqk --version` lists them. */
@@ -96,7 +98,7 @@ static const struct command {
 } commands[] = {
 	{ "mkimage", sqk_mkimage_main }, { "ls", sqk_ls_main },
 	{ "cat", sqk_cat_main },	 { "extract", sqk_extract_main },
-	{ "tar", sqk_tar_main },	 { "info", sqk_info_main },
+	{ "tar", TAR_MAIN },	 { "info", sqk_info_main },
 	{ "verify", sqk_verify_main },	 { "mount", mount_main },
 	{ "umount", sqk_umount_main },	 { "help", help_main },
 };
