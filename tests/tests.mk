@@ -26,7 +26,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 
 # The Check suites: seconds, no root.
 check-unit unit: $(UNIT_BINS)
-	@for t in $(UNIT_SKIPPED); do echo "== skipped $$t: built without one of $(foreach f,LZO LZ4,$(if $(call feature_on,$(f)),,HAVE_$(f)=0))"; done
+	@for t in $(UNIT_SKIPPED); do echo "== skipped $$t: needs lzo and lz4, built with $(foreach f,LZO LZ4,$(if $(call feature_on,$(f)),,HAVE_$(f)=0))"; done
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CK_FORK=yes $$t; done
 
 TSAN_FLAGS := -fsanitize=thread
