@@ -7,7 +7,7 @@ LIBSQK_A := $(BUILD)/lib/libsqk.a
 # The SONAME's number is the ABI's (README, "Library ABI"); the version script exports exactly
 # the API, every other symbol (the codecs, the builder's and the tools' helpers) stays local:
 # they come from the static libraries.
-LIBSQK_SONAME := libsqk.so.1
+LIBSQK_SONAME := libsqk.so.2
 LIBSQK_MAP := reader/libsqk.map
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc

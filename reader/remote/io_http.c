@@ -131,19 +131,12 @@ static void http_destroy(struct sqk_io *io)
 	free(h);
 }
 
-static const struct sqk_io_ops http_ops = {
-	.read_at = http_read_at,
-	.write_at = http_write_at,
-	.get_size = http_get_size,
-	.sync = http_sync,
-	.destroy = http_destroy,
-	.read_ahead = http_read_ahead,
-};
-
-/* Borrows io. The caller makes sure no read runs meanwhile (io_http.h): sqk_http_submit starts
- * no thread while thread_pid still names the one being joined, so a job queued after its final
- * fail_queue would never run. */
-void sqk_io_http_quiesce(struct sqk_io *io)
+/* Borrows io. The caller makes sure no read runs meanwhile (sqk/io.h): a job queued while the
+ * thread is being joined (a digest group request asked again after a quiesce cut it off,
+ * sqk_http_group_need) could land after the thread's final queue flush, with no thread to run
+ * it (sqk_http_submit starts none while thread_pid still names the one being joined), and its
+ * reader would wait forever. */
+static void http_quiesce(struct sqk_io *io)
 {
 	struct sqk_http *h = (struct sqk_http *)io;
 
@@ -168,6 +161,20 @@ void sqk_io_http_cancel(struct sqk_io *io)
 	pthread_mutex_unlock(&h->mu);
 	curl_multi_wakeup(h->multi);
 }
+
+static const struct sqk_io_ops http_ops = {
+	.read_at = http_read_at,
+	.write_at = http_write_at,
+	.get_size = http_get_size,
+	.sync = http_sync,
+	.destroy = http_destroy,
+	.read_ahead = http_read_ahead,
+	.prefetch = sqk_http_prefetch,
+	.cancel = sqk_io_http_cancel,
+	.quiesce = http_quiesce,
+	.stats = sqk_io_http_stats,
+	.verified = sqk_io_http_verified,
+};
 
 /* Borrows io; fills the caller's *out. */
 int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The remote backend's calls for libsqk and the tools beyond its API (<sqk/remote.h>): fetching
- * ahead, stopping the transfer thread before fork(), display names, request headers. Not
- * installed, not exported. */
+/* The remote backend's calls for the tools beyond its API (<sqk/remote.h>): display names,
+ * request headers. Not installed, not exported. */
 #ifndef SQK_IO_HTTP_H
 #define SQK_IO_HTTP_H
 
@@ -10,22 +9,6 @@
 
 #include "sqk/io.h"
 #include "sqk/remote.h"
-
-/* Fetches [off, off + len) ahead of use, coalesced, in parallel parts, and waits for it (the
- * metadata tables at open). Best effort: errors surface when the bytes are read. */
-void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len);
-
-/* Starts fetching [off, off + len) in parts of 1 MiB, in order, `connections` at a time,
- * and returns at once (the prefetch hint's ranges at open; a file read at random); a read of those bytes waits for them (its request is then moved ahead of
- * readahead). Best effort: errors surface when the bytes are read. */
-void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len);
-
-/* Stops the transfer thread (it starts again on the next fetch): before fork(). Transfers in
- * flight and queued end with SQK_EINTR. No read of io may run during it, from any thread: a job
- * queued while the thread is being joined (a digest group request asked again after a quiesce
- * cut it off, sqk_http_group_need) can land after the thread's final queue flush, with no thread
- * to run it, and its reader waits forever. */
-void sqk_io_http_quiesce(struct sqk_io *io);
 
 /* url without its query string or credentials, for messages. Caller frees; NULL on ENOMEM. */
 char *sqk_url_display(const char *url);

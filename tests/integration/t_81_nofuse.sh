@@ -13,8 +13,8 @@ make -s -C "$TOP" -j2 HAVE_FUSE=0 BUILD="$B" OPT=-O0 all >"$TMP/make.log" 2>&1 |
 	{ tail -n 30 "$TMP/make.log" >&2; fail "make HAVE_FUSE=0 failed"; }
 [ -x "$B/bin/sqk" ] || fail "no sqk built without FUSE"
 [ ! -e "$B/bin/sqkfuse" ] || fail "sqkfuse was built without FUSE"
-if ldd "$B/bin/sqk" "$B/lib/libsqk.so.1" 2>&1 | grep -q "libfuse\|not found\|No such"; then
-	fail "sqk or libsqk links libfuse3 (or is missing): $(ldd "$B/bin/sqk" "$B/lib/libsqk.so.1" 2>&1 | grep "libfuse\|not found\|No such")"
+if ldd "$B/bin/sqk" "$B/lib/libsqk.so.2" 2>&1 | grep -q "libfuse\|not found\|No such"; then
+	fail "sqk or libsqk links libfuse3 (or is missing): $(ldd "$B/bin/sqk" "$B/lib/libsqk.so.2" 2>&1 | grep "libfuse\|not found\|No such")"
 fi
 mkdir -p "$W/src"
 echo "no fuse needed" >"$W/src/f.txt"
