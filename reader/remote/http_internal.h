@@ -15,7 +15,8 @@
 
 #include "http_cache.h"
 #include "common/integrity.h"
-#include "io_http.h"
+#include "sqk/io.h"
+#include "sqk/remote.h"
 #include "s3.h"
 
 /* Transfers at once for data readers wait on (readahead has `connections` of its own). */

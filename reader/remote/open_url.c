@@ -5,7 +5,7 @@
 #include "common/abi.h"
 #include "common/format.h"
 #include "reader/lib/open_io.h"
-#include "io_http.h"
+#include "sqk/remote.h"
 
 #define HTTP_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_http_opts, no_sign_request)
 

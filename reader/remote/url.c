@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "sqk/error.h"
-#include "io_http.h"
+#include "sqk/remote.h"
 #include "s3.h"
 
 /* Borrows s. */
@@ -45,8 +45,10 @@ int sqk_http_header_check(const char *line)
 	return 0;
 }
 
-/* Borrows text (lines written into it); fills the caller's hdrs and *n. */
-int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n)
+/* Splits text (changed in place: each line NUL-terminated) into "Name: value" lines appended
+ * to hdrs[*n..max) (pointers into text); empty lines and '#' comments are skipped. SQK_EINVAL
+ * for a bad line, SQK_ETOOBIG past max headers. */
+static int header_lines(char *text, const char **hdrs, size_t max, size_t *n)
 {
 	char *line, *save = NULL;
 
@@ -63,7 +65,7 @@ int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n)
 }
 
 /* Reads the header file at path into *text (caller frees, also on errors) and splits it with
- * sqk_http_header_lines. SQK_EIO (errno set) when it cannot be read. */
+ * header_lines. SQK_EIO (errno set) when it cannot be read. */
 int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_t max, size_t *n)
 {
 	FILE *f = fopen(path, "re");
@@ -81,7 +83,7 @@ int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_
 		if (!*text)
 			return SQK_ENOMEM;
 	}
-	return sqk_http_header_lines(*text, hdrs, max, n);
+	return header_lines(*text, hdrs, max, n);
 }
 
 /* scheme://host[:port]/path: no user info, no query, no fragment (presigned URLs keep their
