@@ -22,7 +22,13 @@ $(DEPS_STAMP): scripts/install-deps.sh
 # built without `mount` and sqkfuse is not built.
 HAVE_FUSE ?= $(shell pkg-config --exists fuse3 2>/dev/null && echo 1 || echo 0)
 FUSE_CFLAGS = $(if $(filter 1,$(HAVE_FUSE)),$(shell pkg-config --cflags fuse3 2>/dev/null),-DSQK_NO_FUSE)
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(FUSE_CFLAGS)
+# libcurl is needed by remote images (http, https, s3) only.
+HAVE_REMOTE ?= $(shell pkg-config --exists libcurl 2>/dev/null && echo 1 || echo 0)
+ifneq ($(HAVE_REMOTE),1)
+PKGS := $(filter-out libcurl,$(PKGS))
+endif
+FEATURE_CFLAGS = $(if $(filter 1,$(HAVE_REMOTE)),-DSQK_HAVE_REMOTE=1)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(FUSE_CFLAGS) $(FEATURE_CFLAGS)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)

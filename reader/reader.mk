@@ -1,7 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # reader/: the libsqk library (sources in reader/lib/, the HTTP/S3 backend in reader/remote/,
 # public headers in include/sqk/, included as "sqk/sqk.h" through -Iinclude).
-LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(wildcard reader/remote/*.c)
+# The backend (libcurl; libcrypto for S3) only with HAVE_REMOTE=1; else none.c defines the same
+# exported functions, refusing URLs. url.c (which paths are URLs, header lines) is in both.
+ifeq ($(HAVE_REMOTE),1)
+LIBSQK_REMOTE_SRCS := $(filter-out reader/remote/none.c,$(wildcard reader/remote/*.c))
+else
+LIBSQK_REMOTE_SRCS := reader/remote/url.c reader/remote/none.c
+endif
+LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(LIBSQK_REMOTE_SRCS)
 LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBSQK_A := $(BUILD)/lib/libsqk.a
 # The SONAME's number is the ABI's (README, "Library ABI"); the version script exports exactly
@@ -27,9 +34,12 @@ $(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS) $(LIBSQK_MAP)
 		-o $@ $(filter %.o,$^) $(PKG_LIBS)
 	ln -sf $(LIBSQK_SONAME) $(BUILD)/lib/libsqk.so
 
-$(LIBSQK_PC): reader/libsqk.pc.in Makefile
+# Without the remote backend, libsqk.pc requires no libcurl.
+LIBSQK_PC_SED = -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	$(if $(filter 1,$(HAVE_REMOTE)),,-e 's| libcurl||')
+$(LIBSQK_PC): reader/libsqk.pc.in Makefile $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	sed $(LIBSQK_PC_SED) $< > $@
 
 install-lib: $(LIBS_OUT)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sqk \
@@ -38,6 +48,6 @@ install-lib: $(LIBS_OUT)
 	install -m 755 $(LIBSQK_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(LIBSQK_SONAME) $(DESTDIR)$(PREFIX)/lib/libsqk.so
 	install -m 644 $(LIBSQK_HEADERS) $(DESTDIR)$(PREFIX)/include/sqk/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
+	sed $(LIBSQK_PC_SED) reader/libsqk.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libsqk.pc
 
 .PHONY: install-lib

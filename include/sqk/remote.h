@@ -96,7 +96,8 @@ SQK_API int sqk_http_header_file(const char *path, char **text, const char **hdr
 
 /* Opens the image at url (borrowed; opts borrowed, NULL = defaults): probes its size and
  * validators, loads and authenticates its integrity data, pins the root digest when asked.
- * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. */
+ * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. A libsqk built
+ * without the backend (HAVE_REMOTE=0) fails with SQK_ENOREMOTE, logging a line naming url. */
 SQK_API int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out);
 
 /* True when io is a remote image. */

@@ -166,7 +166,8 @@ SQK_API int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opt
 		      struct sqk_image **out);
 
 /* Opens the image served at url (range requests; opts->http tunes them; opts->offset must be 0).
- * The metadata tables are fetched at open, in few requests. Caller owns *out. */
+ * The metadata tables are fetched at open, in few requests. Caller owns *out. SQK_ENOREMOTE
+ * (a line naming url logged) when libsqk was built without the remote backend. */
 SQK_API int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out);
 
 /* Remote images: fails every pending and later fetch at once (for shutdown while requests hang);

@@ -15,6 +15,7 @@
 #include "common/abi.h"
 #include "sqk/error.h"
 #include "http_internal.h"
+#include "url.h"
 
 #define PROBE_LEN 65536u
 #define TAIL_LEN 65536u
@@ -22,7 +23,6 @@
 #define DEFAULT_CONNS 4u
 #define DEFAULT_MEM ((size_t)256 << 20)
 #define TAB_SIZE 4096u
-#define HTTP_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_http_opts, no_sign_request)
 #define HTTP_STATS_V1 SQK_ABI_SIZE_V1(struct sqk_http_stats, digest_groups)
 
 static const struct sqk_io_ops http_ops;
@@ -194,12 +194,6 @@ int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 	out->corrupt = atomic_load(&h->n_corrupt);
 	out->digest_groups = atomic_load(&h->n_groups);
 	return sqk_abi_copy_out(user, out, sizeof(*out), HTTP_STATS_V1);
-}
-
-/* Fills the caller's *o with the defaults. */
-void sqk_http_opts_init(struct sqk_http_opts *o)
-{
-	sqk_abi_copy_in(o, sizeof(*o), NULL, HTTP_OPTS_V1);
 }
 
 /* Borrows io. */

@@ -2,12 +2,9 @@
 /* sqk_image_open_url: an image served over HTTP(S) or S3 opened through the remote backend
  * (io_http.c), its metadata tables fetched in one go when they are small, then opened by the
  * reader like any other io (reader/lib/open_io.h). */
-#include "common/abi.h"
 #include "common/format.h"
 #include "reader/lib/open_io.h"
-#include "sqk/remote.h"
-
-#define HTTP_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_http_opts, no_sign_request)
+#include "url.h"
 
 /* Metadata tables at most this large are fetched whole at open; larger ones (millions of
  * files) are fetched as they are read, chunk by chunk, cached and verified like data. */

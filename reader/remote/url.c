@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* URLs and request headers of remote images: which paths are URLs, the name shown for one (no
- * credentials, no query), and the checks and parsing of "Name: value" header lines. */
+ * credentials, no query), the checks and parsing of "Name: value" header lines, the options'
+ * defaults. Plain string work, built also without the remote backend (HAVE_REMOTE=0). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,14 +9,19 @@
 #include <strings.h>
 
 #include "sqk/error.h"
-#include "sqk/remote.h"
-#include "s3.h"
+#include "url.h"
+
+/* Fills the caller's *o with the defaults. */
+void sqk_http_opts_init(struct sqk_http_opts *o)
+{
+	sqk_abi_copy_in(o, sizeof(*o), NULL, HTTP_OPTS_V1);
+}
 
 /* Borrows s. */
 bool sqk_is_url(const char *s)
 {
 	return s && (!strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8) ||
-		     sqk_s3_is_url(s));
+		     !strncasecmp(s, "s3://", 5));
 }
 
 /* Borrows s. */
