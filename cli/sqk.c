@@ -15,6 +15,20 @@
 #define SQK_VERSION "unknown" /* the Makefile's VERSION, given to this file */
 #endif
 
+/* The optional parts this sqk was built with, for `sqk --version` (the tests skip on what is
+ * missing); tar, lzo and lz4 are always built. */
+static void print_features(void)
+{
+	printf("features:");
+#ifndef SQK_NO_FUSE
+	printf(" fuse");
+#endif
+#ifdef SQK_HAVE_REMOTE
+	printf(" remote");
+#endif
+	printf(" tar lzo lz4\n");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: sqk COMMAND [ARGS...]\n"
@@ -89,7 +103,8 @@ static int help_main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[1], "version")) {
-		printf("usage: sqk version (or sqk --version): prints the version of sqk\n");
+		printf("usage: sqk version (or sqk --version): prints the version of sqk and the\n"
+		       "features it was built with\n");
 		return 0;
 	}
 	const struct command *c = find(argv[1]);
@@ -119,6 +134,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
 		printf("sqk %s\n", SQK_VERSION);
+		print_features();
 		return 0;
 	}
 	fprintf(stderr, "sqk: unknown command '%s'\n", cmd);

@@ -72,6 +72,18 @@ need_sqk() {
 	[ -x "$SQK" ] || fail "SQK=$SQK is not an executable file"
 }
 
+# have_feature NAME: true when $SQK was built with the optional feature NAME (remote, fuse, tar,
+# lzo, lz4), as the "features:" line of `sqk --version` lists them.
+have_feature() {
+	"$SQK" --version 2>/dev/null | grep -q "^features:\(.* \)\?$1\( \|\$\)"
+}
+
+# need_feature NAME: skips unless $SQK was built with NAME ("built with HAVE_NAME=0").
+need_feature() {
+	need_sqk
+	have_feature "$1" || skip "built with HAVE_$(printf '%s' "$1" | tr '[:lower:]' '[:upper:]')=0"
+}
+
 # A fresh directory under this test's scratch area.
 scratch() {
 	local d

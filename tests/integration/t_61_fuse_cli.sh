@@ -23,7 +23,7 @@ setfattr -n user.big -v "$(head -c 300 /dev/zero | tr '\0' v)" "$W/src/d/f"
 sqk_build -q "$W/src" "$W/img.sqsh"
 
 # 1. --version: the version sqk prints, then libfuse's
-ver=$("$SQK" --version) || fail "sqk --version exited $?"
+ver=$("$SQK" --version | head -n 1) || fail "sqk --version exited $?"
 run_capture version "$SQKFUSE" --version
 [ "$RC" = 0 ] || fail "sqkfuse --version exited $RC"
 [ "$(head -n 1 "$OUT_FILE")" = "sqkfuse ${ver#sqk }" ] || fail "sqkfuse --version: $(cat "$OUT_FILE")"

@@ -22,7 +22,7 @@ for f in usr/share/man/man1/sqk.1 usr/share/man/man8/sqkfuse.8 \
 	usr/share/bash-completion/completions/sqk usr/share/bash-completion/completions/sqkfuse; do
 	[ -e "$D/$f" ] || fail "make install did not install $f"
 done
-ver=$("$D/usr/bin/sqk" --version) || fail "the installed sqk --version failed"
+ver=$("$D/usr/bin/sqk" --version | head -n 1) || fail "the installed sqk --version failed"
 ver=${ver#sqk }
 "$D/usr/bin/sqkfuse" --version | head -n 1 | grep -qx "sqkfuse $ver" ||
 	fail "sqkfuse --version does not say $ver: $("$D/usr/bin/sqkfuse" --version)"
