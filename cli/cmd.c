@@ -4,7 +4,6 @@
  * error messages (a chunk that failed its integrity check named once, with the path), lookups. */
 #include "cmd.h"
 #include "common/parse.h"
-#include "reader/remote/io_http.h"
 #include "progress.h"
 #include "common/integrity.h"
 

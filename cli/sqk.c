@@ -124,7 +124,8 @@ static int help_main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[1], "version")) {
-		printf("usage: sqk version (or sqk --version): prints the version of sqk\n");
+		printf("usage: sqk version (or sqk --version): prints the version of sqk and the\n"
+		       "features it was built with\n");
 		return 0;
 	}
 	const struct command *c = find(argv[1]);

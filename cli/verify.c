@@ -17,7 +17,6 @@
 #include "sqk/sqk_check.h"
 #include "common/format.h"
 #include "common/integrity.h"
-#include "reader/remote/io_http.h"
 
 enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16 };
 

@@ -30,6 +30,9 @@ const char *sqk_strerror(int err)
 	case SQK_EISDIR: return "is a directory";
 	case SQK_ESCHEME: return "unsupported URL scheme; http, https and s3 are";
 	case SQK_EABI: return "struct size not supported by this libsqk (see sqk_version())";
+	case SQK_ENOREMOTE:
+		return "remote images are not supported by this build (built with HAVE_REMOTE=0; "
+		       "needs libcurl)";
 	case SQK_ENOTBUILT: return "not supported by this build (an optional feature was left out)";
 	default: return "unknown error";
 	}
@@ -37,7 +40,7 @@ const char *sqk_strerror(int err)
 
 bool sqk_err_not_image(int err)
 {
-	return err <= SQK_EEMPTY && err >= SQK_ESCHEME;
+	return (err <= SQK_EEMPTY && err >= SQK_ESCHEME) || err == SQK_ENOREMOTE;
 }
 
 int sqk_from_errno(int errnum)
@@ -72,6 +75,7 @@ int sqk_to_errno(int err)
 	case SQK_EISDIR: return EISDIR;
 	case SQK_ESCHEME: return EPROTONOSUPPORT;
 	case SQK_EABI: return EINVAL;
+	case SQK_ENOREMOTE: return EPROTONOSUPPORT;
 	default: return EIO;
 	}
 }

@@ -28,7 +28,6 @@
 #include "fuse/walk.h"
 #include "common/parse.h"
 #include "cli/lib/sigwatch.h"
-#include "reader/remote/io_http.h"
 #include "sqk/sqk.h"
 #include "common/integrity.h"
 

@@ -1,7 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # reader/: the libsqk library (sources in reader/lib/, the HTTP/S3 backend in reader/remote/,
 # public headers in include/sqk/, included as "sqk/sqk.h" through -Iinclude).
-LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(wildcard reader/remote/*.c)
+# The backend (libcurl; libcrypto for S3) only with HAVE_REMOTE=1; else none.c defines the same
+# exported functions, refusing URLs. url.c (which paths are URLs, header lines) is in both.
+ifeq ($(HAVE_REMOTE),1)
+LIBSQK_REMOTE_SRCS := $(filter-out reader/remote/none.c,$(wildcard reader/remote/*.c))
+else
+LIBSQK_REMOTE_SRCS := reader/remote/url.c reader/remote/none.c
+endif
+LIBSQK_SRCS := $(wildcard reader/lib/*.c) $(LIBSQK_REMOTE_SRCS)
 LIBSQK_OBJS := $(LIBSQK_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBSQK_A := $(BUILD)/lib/libsqk.a
 # The same objects with every symbol visible, for the tree's own programs and tests, which use
@@ -10,7 +17,7 @@ LIBSQK_ALL := $(BUILD)/lib/internal/libsqk-all.a
 # The SONAME's number is the ABI's (README, "Library ABI"); the version script exports exactly
 # the API, every other symbol (the codecs, the builder's and the tools' helpers) stays local:
 # they come from the static libraries.
-LIBSQK_SONAME := libsqk.so.1
+LIBSQK_SONAME := libsqk.so.2
 LIBSQK_MAP := reader/libsqk.map
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)
 LIBSQK_PC := $(BUILD)/lib/libsqk.pc
@@ -38,7 +45,8 @@ $(LIBSQK_SO): $(LIBSQK_OBJS) $(COMMON_OBJS) $(LIBSQK_MAP)
 		-o $@ $(filter %.o,$^) $(LIBSQK_LIBS)
 	ln -sf $(LIBSQK_SONAME) $(BUILD)/lib/libsqk.so
 
-$(LIBSQK_PC): reader/libsqk.pc.in Makefile
+# libsqk.pc requires the libraries of the features built (LIBSQK_PKGS).
+$(LIBSQK_PC): reader/libsqk.pc.in Makefile $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@REQUIRES@|$(LIBSQK_PKGS)|' $< > $@
 

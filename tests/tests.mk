@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/: Check unit tests (one suite per module), lint checks, integration scripts, benchmarks.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-# Suites that need an optional feature are left out of a build without it (and say so).
+# Suites that need an optional feature are left out of a build without it, and say so: the
+# codecs' suites need lzo and lz4, the remote backend's those that include its headers.
 UNIT_NEEDS_LZO := test_compressors test_meta test_mkoptions
 UNIT_NEEDS_LZ4 := $(UNIT_NEEDS_LZO)
-unit_skip = $(foreach f,LZO LZ4,$(if $(call feature_on,$(f)),,$(UNIT_NEEDS_$(f))))
-UNIT_SKIPPED := $(sort $(unit_skip))
+UNIT_NEEDS_REMOTE := $(basename $(notdir $(shell grep -l '"reader/remote/' $(UNIT_SRCS))))
+UNIT_FEATURES := LZO LZ4 REMOTE
+UNIT_SKIPPED := $(sort $(foreach f,$(UNIT_FEATURES),$(if $(call feature_on,$(f)),,$(UNIT_NEEDS_$(f)))))
 UNIT_BINS := $(filter-out $(UNIT_SKIPPED:%=$(BUILD)/tests/%),$(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%))
-UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
+UNIT_HELPERS := $(filter-out tests/unit/test_%.c,$(wildcard tests/unit/*.c))
 UNIT_HELPER_OBJS := $(UNIT_HELPERS:%.c=$(BUILD)/obj/%.o)
 
 # Every suite links the builder, libsqk and the tools library; only the command line's own
@@ -25,8 +27,9 @@ $(BUILD)/tests/test_fuse_walk: $(BUILD)/obj/fuse/walk.o
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # The Check suites: seconds, no root.
+unit_skip_why = $(foreach f,$(UNIT_FEATURES),$(if $(filter $(1),$(UNIT_NEEDS_$(f))),$(if $(call feature_on,$(f)),,HAVE_$(f)=0)))
 check-unit unit: $(UNIT_BINS)
-	@for t in $(UNIT_SKIPPED); do echo "== skipped $$t: needs lzo and lz4, built with $(foreach f,LZO LZ4,$(if $(call feature_on,$(f)),,HAVE_$(f)=0))"; done
+	@$(foreach t,$(UNIT_SKIPPED),echo "== skipped $(t): built with $(strip $(call unit_skip_why,$(t)))";) :
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CK_FORK=yes $$t; done
 
 TSAN_FLAGS := -fsanitize=thread

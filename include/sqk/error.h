@@ -39,15 +39,19 @@ enum sqk_error {
 	/* A versioned struct whose size field this library does not accept (too small for its
 	 * first version, or larger with non-zero bytes it does not know): see common/abi.h. */
 	SQK_EABI = -22,
-	/* An optional feature (a compressor, remote images, tar) this build was made without. */
-	SQK_ENOTBUILT = -23,
+	/* A remote image (http, https, s3) given to a libsqk built without the remote backend
+	 * (HAVE_REMOTE=0, no libcurl); sqk_image_open* logs a line naming the URL. */
+	SQK_ENOREMOTE = -23,
+	/* An optional feature (a compressor, tar) this build was made without. */
+	SQK_ENOTBUILT = -24,
 };
 
 /* Returns a static, human-readable message for an SQK_E* code (never NULL). */
 SQK_API const char *sqk_strerror(int err);
 
 /* True for the codes that say the input is not a readable SquashFS 4.0 image at all (SQK_EEMPTY
- * to SQK_ESCHEME): sqk_image_open* logs one line with the detail for each before returning it. */
+ * to SQK_ESCHEME, and SQK_ENOREMOTE: none this build reads): sqk_image_open* logs one line with
+ * the detail for each before returning it. */
 SQK_API bool sqk_err_not_image(int err);
 
 /* Maps an errno value to the closest SQK_E* code. */

@@ -5,6 +5,7 @@
 #define SQK_IO_H
 
 #include "api.h"
+#include "error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@ extern "C" {
 #endif
 
 struct sqk_io;
+struct sqk_http_stats;
 
 /* What a reader knows about a read that a backend fetching from far away (io_http.c) may use
  * to fetch ahead: reads with the same nonzero `stream` id are one sequential stream (a file, or
@@ -45,6 +47,25 @@ struct sqk_io_ops {
 	 * NULL: nothing may be fetched ahead of this read). NULL = read_at. */
 	int (*read_ahead)(struct sqk_io *io, uint64_t off, void *buf, size_t len,
 			  const struct sqk_io_ahead *ahead);
+	/* The optional operations of a backend that fetches from far away (remote.h); NULL = not
+	 * supported (the wrappers below then do nothing). A backend with prefetch counts as
+	 * remote (sqk_io_is_remote). Appended in libsqk.so.2: a table is never shorter. */
+	/* Fetches [off, off + len) ahead of use; wait: returns once it is in, else at once (in
+	 * the background, a read of those bytes waiting for them). Best effort: errors surface
+	 * when the bytes are read. */
+	void (*prefetch)(struct sqk_io *io, uint64_t off, uint64_t len, bool wait);
+	/* Fails every pending and later read at once (SQK_EINTR): for shutdown while requests
+	 * hang. Safe from any thread, also during reads. */
+	void (*cancel)(struct sqk_io *io);
+	/* Stops the backend's threads (they start again on the next read): before fork(). No
+	 * read of io may run meanwhile, from any thread. */
+	void (*quiesce)(struct sqk_io *io);
+	/* Copies the transfer counters into *out, whose size field the caller set (the shape of
+	 * struct sqk_http_stats in remote.h serves any backend that fetches). */
+	int (*stats)(struct sqk_io *io, struct sqk_http_stats *out);
+	/* True when the backend checks every byte it returns against the image's integrity data
+	 * itself (libsqk then need not). */
+	bool (*verified)(const struct sqk_io *io);
 };
 
 struct sqk_io {
@@ -63,6 +84,47 @@ static inline int sqk_io_read_ahead(struct sqk_io *io, uint64_t off, void *buf, 
 	if (io->ops->read_ahead)
 		return io->ops->read_ahead(io, off, buf, len, ahead);
 	return io->ops->read_at(io, off, buf, len);
+}
+
+/* True when io fetches from far away (it has the prefetch operation): readers then tell it
+ * what to fetch ahead and avoid reading what they do not need. */
+static inline bool sqk_io_is_remote(const struct sqk_io *io)
+{
+	return io->ops->prefetch != NULL;
+}
+
+/* The prefetch operation (see struct sqk_io_ops); nothing when io has none. */
+static inline void sqk_io_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait)
+{
+	if (io->ops->prefetch)
+		io->ops->prefetch(io, off, len, wait);
+}
+
+/* The cancel operation; nothing when io has none. NULL-safe. */
+static inline void sqk_io_cancel(struct sqk_io *io)
+{
+	if (io && io->ops->cancel)
+		io->ops->cancel(io);
+}
+
+/* The quiesce operation; nothing when io has none. NULL-safe. */
+static inline void sqk_io_quiesce(struct sqk_io *io)
+{
+	if (io && io->ops->quiesce)
+		io->ops->quiesce(io);
+}
+
+/* The stats operation: fills the caller's *out (its size set). SQK_EUNSUPPORTED when io has
+ * none (a local backend). */
+static inline int sqk_io_stats(struct sqk_io *io, struct sqk_http_stats *out)
+{
+	return io->ops->stats ? io->ops->stats(io, out) : SQK_EUNSUPPORTED;
+}
+
+/* The verified operation; false when io has none. */
+static inline bool sqk_io_verified(const struct sqk_io *io)
+{
+	return io->ops->verified && io->ops->verified(io);
 }
 
 static inline int sqk_io_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)

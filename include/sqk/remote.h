@@ -78,9 +78,26 @@ SQK_API bool sqk_is_url(const char *s);
  * a path that does not exist and looks like this is named an unsupported URL scheme. */
 SQK_API bool sqk_looks_like_url(const char *s);
 
+/* url (borrowed) without its user info, query string or fragment, where credentials and
+ * presigned secrets live: the name to show in messages. Caller frees; NULL on ENOMEM. */
+SQK_API char *sqk_url_display(const char *url);
+
+/* Checks one "Name: value" request header line (no CR/LF, a token before ':'), as
+ * sqk_http_opts.headers takes them. 0 or SQK_EINVAL. Borrows line. */
+SQK_API int sqk_http_header_check(const char *line);
+
+/* Reads the header file at path (borrowed): one "Name: value" line each, empty lines and '#'
+ * comments skipped. Its text goes to *text (caller frees, also after an error), each line
+ * NUL-terminated in place and appended to hdrs[*n..max) (pointers into *text, *n advanced).
+ * SQK_EIO (errno set) when the file cannot be read, SQK_EINVAL for a bad line, SQK_ETOOBIG past
+ * max headers. */
+SQK_API int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_t max,
+				 size_t *n);
+
 /* Opens the image at url (borrowed; opts borrowed, NULL = defaults): probes its size and
  * validators, loads and authenticates its integrity data, pins the root digest when asked.
- * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. */
+ * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. A libsqk built
+ * without the backend (HAVE_REMOTE=0) fails with SQK_ENOREMOTE, logging a line naming url. */
 SQK_API int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out);
 
 /* True when io is a remote image. */

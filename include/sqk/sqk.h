@@ -6,7 +6,7 @@
  * sizeof of the caller's version: set it with the *_init functions (options, with every
  * default) or to sizeof (results). Fields are only appended; the library accepts every size
  * from a struct's first version on (common/abi.h), so a program built against an older
- * libsqk.so.1 runs with a newer one. The hot per-entry structs (sqk_inode, sqk_dirent,
+ * libsqk.so.2 runs with a newer one. The hot per-entry structs (sqk_inode, sqk_dirent,
  * sqk_mismatch) have no size field: they change only with the SONAME (libsqk.so.N). A size
  * the library does not accept is SQK_EABI.
  *
@@ -38,7 +38,7 @@ extern "C" {
 struct sqk_image;
 
 /* The version of the library running ("MAJOR.MINOR.PATCH", static storage): the SONAME's
- * number (libsqk.so.1) changes with every incompatible change, MINOR with every addition. */
+ * number (libsqk.so.2) changes with every incompatible change, MINOR with every addition. */
 SQK_API const char *sqk_version(void);
 
 struct sqk_open_opts {
@@ -166,7 +166,8 @@ SQK_API int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opt
 		      struct sqk_image **out);
 
 /* Opens the image served at url (range requests; opts->http tunes them; opts->offset must be 0).
- * The metadata tables are fetched at open, in few requests. Caller owns *out. */
+ * The metadata tables are fetched at open, in few requests. Caller owns *out. SQK_ENOREMOTE
+ * (a line naming url logged) when libsqk was built without the remote backend. */
 SQK_API int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out);
 
 /* Remote images: fails every pending and later fetch at once (for shutdown while requests hang);

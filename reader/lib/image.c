@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "open_io.h"
 #include "common/abi.h"
 #include "common/meta.h"
 #include "common/format.h"
-#include "reader/remote/io_http.h"
 
 #define DEFAULT_CACHE (64u << 20)
 #define DEFAULT_READAHEAD 16u
@@ -190,6 +190,7 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	pthread_mutex_init(&img->rabufs.mu, NULL);
 	img->io = io;
 	img->owned_io = owned;
+	img->remote_verified = sqk_io_verified(io);
 	img->base = owned ? 0 : (o ? o->offset : 0);
 	img->at_zero = !o || o->offset == 0;
 	img->verify_req = !o || !o->no_verify; /* verified unless asked not to */
@@ -213,7 +214,6 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 }
 
 #define OPEN_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_open_opts, no_prefetch)
-#define HTTP_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_http_opts, no_sign_request)
 #define STATS_V1 SQK_ABI_SIZE_V1(struct sqk_stats, chunks_sha256)
 
 /* Borrows o; fills the caller's *o with the defaults. */
@@ -222,8 +222,8 @@ void sqk_open_opts_init(struct sqk_open_opts *o)
 	sqk_abi_copy_in(o, sizeof(*o), NULL, OPEN_OPTS_V1);
 }
 
-/* The caller's opts (NULL = defaults) as this library's struct, in *o: 0 or SQK_EABI. */
-static int take_opts(const struct sqk_open_opts *opts, struct sqk_open_opts *o)
+/* Borrows opts; fills the caller's *o. */
+int img_take_opts(const struct sqk_open_opts *opts, struct sqk_open_opts *o)
 {
 	return sqk_abi_copy_in(o, sizeof(*o), opts, OPEN_OPTS_V1);
 }
@@ -237,7 +237,7 @@ int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opts,
 	if (!io || !out)
 		return SQK_EINVAL;
 	*out = NULL;
-	if (take_opts(opts, &o))
+	if (img_take_opts(opts, &o))
 		return SQK_EABI;
 	return open_common(io, NULL, &o, NULL, out);
 }
@@ -252,7 +252,7 @@ int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image
 	if (!out)
 		return SQK_EINVAL;
 	*out = NULL;
-	if (take_opts(opts, &o))
+	if (img_take_opts(opts, &o))
 		return SQK_EABI;
 	rc = sqk_io_fd_create(fd, o.offset, false, &io);
 	if (rc)
@@ -260,34 +260,12 @@ int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image
 	return open_common(io, io, &o, NULL, out);
 }
 
-/* Metadata tables at most this large are fetched whole at open; larger ones (millions of
- * files) are fetched as they are read, chunk by chunk, cached and verified like data. */
-#define META_WHOLE_MAX ((uint64_t)4 << 20)
-
-/* Fetches the metadata tables (inode table to the end of the image) in one go when they are
- * small: the superblock is read and sanity-checked here only to find them; open_common
- * validates it for real. */
-static void prefetch_tables(struct sqk_io *io)
-{
-	uint8_t raw[SQK_SUPER_SIZE];
-	struct sqk_super sb;
-	uint64_t size;
-
-	if (sqk_io_read_at(io, 0, raw, sizeof(raw)) || sqk_io_get_size(io, &size))
-		return;
-	sqk_super_decode(raw, &sb);
-	if (sb.magic != SQK_MAGIC || sb.inode_table_start >= sb.bytes_used || sb.bytes_used > size ||
-	    sb.bytes_used - sb.inode_table_start > META_WHOLE_MAX)
-		return;
-	sqk_io_http_prefetch(io, sb.inode_table_start, sb.bytes_used - sb.inode_table_start);
-}
-
 /* Borrows img. */
 void sqk_image_prefetch(struct sqk_image *img)
 {
 	for (size_t i = 0; img && i < img->nhint; i++)
-		sqk_io_http_prefetch_async(img->io, img->base + img->hint[i].start,
-					   img->hint[i].length);
+		sqk_io_prefetch(img->io, img->base + img->hint[i].start, img->hint[i].length,
+				false);
 }
 
 /* Loads the image's prefetch hint (the working set it was laid out for: sqk mkimage --order /
@@ -310,38 +288,15 @@ static void load_hint(struct sqk_image *img, bool fetch)
 		sqk_image_prefetch(img);
 }
 
-/* Borrows url and opts; caller owns *out. */
-int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out)
+/* Takes io over (destroyed on failure too); borrows o; caller owns *out. */
+int img_open_remote(struct sqk_io *io, const struct sqk_open_opts *o, const char *name,
+		    struct sqk_image **out)
 {
-	struct sqk_http_opts ho;
-	struct sqk_open_opts o;
-	struct sqk_io *io;
-	int rc;
+	int rc = open_common(io, io, o, name, out);
 
-	if (!url || !out)
-		return SQK_EINVAL;
-	*out = NULL;
-	if (take_opts(opts, &o) || sqk_abi_copy_in(&ho, sizeof(ho), o.http, HTTP_OPTS_V1))
-		return SQK_EABI;
-	if (o.offset || ho.root_hash) /* the pin is o.root_hash */
-		return SQK_EINVAL;
-	if (!ho.log) {
-		ho.log = o.log;
-		ho.log_ctx = o.log_ctx;
-	}
-	ho.root_hash = o.root_hash; /* checked by the backend before anything else is fetched */
-	rc = sqk_io_http_create(url, &ho, &io);
-	if (rc)
-		return rc;
-	prefetch_tables(io);
-	o.no_verify = true; /* the backend checks every chunk it fetches, whatever opts say */
-	o.http = NULL;
-	o.root_hash = NULL;
-	rc = open_common(io, io, &o, sqk_io_http_name(io), out);
 	if (!rc) {
-		(*out)->remote_verified = sqk_io_http_verified(io);
 		(*out)->lazy_first = true;
-		load_hint(*out, !o.no_prefetch);
+		load_hint(*out, !o->no_prefetch);
 	}
 	return rc;
 }
@@ -350,7 +305,7 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 void sqk_image_cancel(struct sqk_image *img)
 {
 	if (img)
-		sqk_io_http_cancel(img->io);
+		sqk_io_cancel(img->io);
 }
 
 /* Borrows img; no other call on img may run meanwhile. */
@@ -362,13 +317,13 @@ void sqk_image_quiesce(struct sqk_image *img)
 	sqk_workers_stop(img);
 	img->workers_tried = false;
 	pthread_mutex_unlock(&img->workers_mu);
-	sqk_io_http_quiesce(img->io);
+	sqk_io_quiesce(img->io);
 }
 
 /* Borrows img; fills the caller's *out. */
 int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out)
 {
-	return sqk_io_http_stats(img->io, out) ? SQK_ENOENT : 0;
+	return sqk_io_stats(img->io, out) ? SQK_ENOENT : 0;
 }
 
 /* Borrowed; lives as long as img. */
@@ -401,7 +356,7 @@ int sqk_image_open(const char *path, const struct sqk_open_opts *user, struct sq
 	if (!path || !out)
 		return SQK_EINVAL;
 	*out = NULL;
-	if (take_opts(user, &o))
+	if (img_take_opts(user, &o))
 		return SQK_EABI;
 	if (sqk_is_url(path))
 		return sqk_image_open_url(path, opts, out);

@@ -9,7 +9,6 @@
  *   tar of the tree reads them. It runs to the end of the image, or of the prefetch hint's range
  *   it is in; the first file read further on ends it. Files without data blocks (all in
  *   fragment blocks) and duplicates (their blocks behind the walk) neither extend nor end it. */
-#include "reader/remote/io_http.h"
 #include "internal.h"
 
 #define WALK_FILES 8u /* fewer: an import reading a few files of a package in order */
@@ -76,11 +75,11 @@ static void read_random(struct sqk_image *img, struct sqk_findex *fi)
 {
 	uint64_t len = fi->data_end - fi->blocks_start;
 
-	if (fi->nblocks < 2 || !sqk_io_is_http(img->io) || atomic_load(&fi->random_reads) > 1 ||
+	if (fi->nblocks < 2 || !sqk_io_is_remote(img->io) || atomic_load(&fi->random_reads) > 1 ||
 	    atomic_fetch_add(&fi->random_reads, 1) != 1)
 		return;
-	sqk_io_http_prefetch_async(img->io, img->base + fi->blocks_start,
-				   len < RANDOM_WHOLE_MAX ? len : RANDOM_WHOLE_MAX);
+	sqk_io_prefetch(img->io, img->base + fi->blocks_start,
+			len < RANDOM_WHOLE_MAX ? len : RANDOM_WHOLE_MAX, false);
 }
 
 /* A read of fi at off is about to start (seq: it continues the one before). A file counts as

@@ -142,7 +142,7 @@ int sqk_verify_covers(struct sqk_image *img)
 }
 
 /* opts.root_hash: the authenticated integrity trailer must carry that root digest. Remote
- * images are pinned by their backend (io_http.c) with the same messages. */
+ * images are pinned by their backend as it opens them, with the same messages. */
 int sqk_verify_pin(struct sqk_image *img, const uint8_t *root_hash)
 {
 	char got[2 * SQK_INTEG_DIGEST_SIZE + 1], want[2 * SQK_INTEG_DIGEST_SIZE + 1];
@@ -517,7 +517,7 @@ int sqk_image_damaged_groups(struct sqk_image *img, uint64_t *count)
 	}
 	/* opts.no_verify: checked now, unless the image is remote (its groups are fetched when a
 	 * read needs them, not all at once here) */
-	if (!img->at_zero || sqk_io_is_http(img->io))
+	if (!img->at_zero || sqk_io_is_remote(img->io))
 		return SQK_ENOENT;
 	rc = sqk_integ_load_lazy(img->io, img->file_size, &ig);
 	if (!rc)

@@ -118,25 +118,20 @@ static bool prefetch_clip(const struct sqk_http *h, uint64_t off, uint64_t *len)
 	return true;
 }
 
-/* Borrows io. */
-void sqk_io_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len)
+/* Borrows io: its prefetch operation (sqk/io.h). */
+void sqk_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait)
 {
 	struct sqk_http *h = (struct sqk_http *)io;
 	uint8_t *tmp;
 
 	if (!sqk_io_is_http(io) || !prefetch_clip(h, off, &len))
 		return;
+	if (!wait) {
+		sqk_http_fetch_ahead(h, off, off + len, PREFETCH_PART);
+		return;
+	}
 	tmp = malloc((size_t)len);
 	if (tmp)
 		sqk_http_read_chunks(h, off, tmp, (size_t)len, NULL);
 	free(tmp);
-}
-
-/* Borrows io. */
-void sqk_io_http_prefetch_async(struct sqk_io *io, uint64_t off, uint64_t len)
-{
-	struct sqk_http *h = (struct sqk_http *)io;
-
-	if (sqk_io_is_http(io) && prefetch_clip(h, off, &len))
-		sqk_http_fetch_ahead(h, off, off + len, PREFETCH_PART);
 }

@@ -15,7 +15,8 @@
 
 #include "http_cache.h"
 #include "common/integrity.h"
-#include "io_http.h"
+#include "sqk/io.h"
+#include "sqk/remote.h"
 #include "s3.h"
 
 /* Transfers at once for data readers wait on (readahead has `connections` of its own). */
@@ -216,5 +217,12 @@ void sqk_http_plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
 /* ahead.c, without mu: fetches the chunks of [ra0, ra1) not yet present, in parallel parts of
  * at most part_max bytes. */
 void sqk_http_fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max);
+/* ahead.c, the prefetch operation of the vtable (sqk/io.h): with wait, fetches [off, off +
+ * len) coalesced, in parallel parts, and waits for it (the metadata tables at open); else
+ * starts fetching it in parts of 1 MiB, in order, `connections` at a time, and returns at once
+ * (the prefetch hint's ranges; a file read at random): a read of those bytes waits for them
+ * (its request is then moved ahead of readahead). Clipped to the chunk grid and half the memory
+ * cache. Best effort: errors surface when the bytes are read. */
+void sqk_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait);
 
 #endif

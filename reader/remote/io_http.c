@@ -15,6 +15,7 @@
 #include "common/abi.h"
 #include "sqk/error.h"
 #include "http_internal.h"
+#include "url.h"
 
 #define PROBE_LEN 65536u
 #define TAIL_LEN 65536u
@@ -22,7 +23,6 @@
 #define DEFAULT_CONNS 4u
 #define DEFAULT_MEM ((size_t)256 << 20)
 #define TAB_SIZE 4096u
-#define HTTP_OPTS_V1 SQK_ABI_SIZE_V1(struct sqk_http_opts, no_sign_request)
 #define HTTP_STATS_V1 SQK_ABI_SIZE_V1(struct sqk_http_stats, digest_groups)
 
 static const struct sqk_io_ops http_ops;
@@ -131,19 +131,12 @@ static void http_destroy(struct sqk_io *io)
 	free(h);
 }
 
-static const struct sqk_io_ops http_ops = {
-	.read_at = http_read_at,
-	.write_at = http_write_at,
-	.get_size = http_get_size,
-	.sync = http_sync,
-	.destroy = http_destroy,
-	.read_ahead = http_read_ahead,
-};
-
-/* Borrows io. The caller makes sure no read runs meanwhile (io_http.h): sqk_http_submit starts
- * no thread while thread_pid still names the one being joined, so a job queued after its final
- * fail_queue would never run. */
-void sqk_io_http_quiesce(struct sqk_io *io)
+/* Borrows io. The caller makes sure no read runs meanwhile (sqk/io.h): a job queued while the
+ * thread is being joined (a digest group request asked again after a quiesce cut it off,
+ * sqk_http_group_need) could land after the thread's final queue flush, with no thread to run
+ * it (sqk_http_submit starts none while thread_pid still names the one being joined), and its
+ * reader would wait forever. */
+static void http_quiesce(struct sqk_io *io)
 {
 	struct sqk_http *h = (struct sqk_http *)io;
 
@@ -169,6 +162,20 @@ void sqk_io_http_cancel(struct sqk_io *io)
 	curl_multi_wakeup(h->multi);
 }
 
+static const struct sqk_io_ops http_ops = {
+	.read_at = http_read_at,
+	.write_at = http_write_at,
+	.get_size = http_get_size,
+	.sync = http_sync,
+	.destroy = http_destroy,
+	.read_ahead = http_read_ahead,
+	.prefetch = sqk_http_prefetch,
+	.cancel = sqk_io_http_cancel,
+	.quiesce = http_quiesce,
+	.stats = sqk_io_http_stats,
+	.verified = sqk_io_http_verified,
+};
+
 /* Borrows io; fills the caller's *out. */
 int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 {
@@ -187,12 +194,6 @@ int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 	out->corrupt = atomic_load(&h->n_corrupt);
 	out->digest_groups = atomic_load(&h->n_groups);
 	return sqk_abi_copy_out(user, out, sizeof(*out), HTTP_STATS_V1);
-}
-
-/* Fills the caller's *o with the defaults. */
-void sqk_http_opts_init(struct sqk_http_opts *o)
-{
-	sqk_abi_copy_in(o, sizeof(*o), NULL, HTTP_OPTS_V1);
 }
 
 /* Borrows io. */

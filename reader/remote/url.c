@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* URLs and request headers of remote images: which paths are URLs, the name shown for one (no
- * credentials, no query), and the checks and parsing of "Name: value" header lines. */
+ * credentials, no query), the checks and parsing of "Name: value" header lines, the options'
+ * defaults. Plain string work, built also without the remote backend (HAVE_REMOTE=0). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,14 +9,19 @@
 #include <strings.h>
 
 #include "sqk/error.h"
-#include "io_http.h"
-#include "s3.h"
+#include "url.h"
+
+/* Fills the caller's *o with the defaults. */
+void sqk_http_opts_init(struct sqk_http_opts *o)
+{
+	sqk_abi_copy_in(o, sizeof(*o), NULL, HTTP_OPTS_V1);
+}
 
 /* Borrows s. */
 bool sqk_is_url(const char *s)
 {
 	return s && (!strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8) ||
-		     sqk_s3_is_url(s));
+		     !strncasecmp(s, "s3://", 5));
 }
 
 /* Borrows s. */
@@ -45,8 +51,10 @@ int sqk_http_header_check(const char *line)
 	return 0;
 }
 
-/* Borrows text (lines written into it); fills the caller's hdrs and *n. */
-int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n)
+/* Splits text (changed in place: each line NUL-terminated) into "Name: value" lines appended
+ * to hdrs[*n..max) (pointers into text); empty lines and '#' comments are skipped. SQK_EINVAL
+ * for a bad line, SQK_ETOOBIG past max headers. */
+static int header_lines(char *text, const char **hdrs, size_t max, size_t *n)
 {
 	char *line, *save = NULL;
 
@@ -63,7 +71,7 @@ int sqk_http_header_lines(char *text, const char **hdrs, size_t max, size_t *n)
 }
 
 /* Reads the header file at path into *text (caller frees, also on errors) and splits it with
- * sqk_http_header_lines. SQK_EIO (errno set) when it cannot be read. */
+ * header_lines. SQK_EIO (errno set) when it cannot be read. */
 int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_t max, size_t *n)
 {
 	FILE *f = fopen(path, "re");
@@ -81,7 +89,7 @@ int sqk_http_header_file(const char *path, char **text, const char **hdrs, size_
 		if (!*text)
 			return SQK_ENOMEM;
 	}
-	return sqk_http_header_lines(*text, hdrs, max, n);
+	return header_lines(*text, hdrs, max, n);
 }
 
 /* scheme://host[:port]/path: no user info, no query, no fragment (presigned URLs keep their

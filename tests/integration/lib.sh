@@ -72,17 +72,18 @@ need_sqk() {
 	[ -x "$SQK" ] || fail "SQK=$SQK is not an executable file"
 }
 
-# Skips unless $SQK was built with every named optional feature (fuse remote tar lzo lz4), as
-# the second line of `sqk --version` lists them ("features: +fuse -remote ...").
+# have_feature NAME: true when $SQK was built with the optional feature NAME (fuse, remote, tar,
+# lzo, lz4), as the second line of `sqk --version` lists them ("features: +fuse -remote ...").
+have_feature() {
+	"$SQK" --version 2>/dev/null | grep -q "^features:.* +$1\( \|\$\)"
+}
+
+# need_feature NAME...: skips unless $SQK was built with every NAME ("built with HAVE_NAME=0").
 need_feature() {
-	local f feats
+	local f
 	need_sqk
-	feats=$("$SQK" --version | sed -n 's/^features://p')
 	for f in "$@"; do
-		case " $feats " in
-		*" +$f "*) ;;
-		*) skip "built without $f (HAVE_$(echo "$f" | tr a-z A-Z)=0)" ;;
-		esac
+		have_feature "$f" || skip "built with HAVE_$(printf '%s' "$f" | tr '[:lower:]' '[:upper:]')=0"
 	done
 }
 

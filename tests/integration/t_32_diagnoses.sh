@@ -155,7 +155,9 @@ run_capture pad "$SQK" ls --offset 8192 padded.sqsh
 [ "$RC" = 0 ] || { show_err; fail "sqk ls --offset 8192 of the padded image: exit $RC"; }
 
 # the same lines for remote images (served by nginx when it is installed)
-if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+if ! have_feature remote; then
+	info "remote images not run: built with HAVE_REMOTE=0"
+elif command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
 	mkdir -p www && cp empty random text.gz v3.0-be.sqsh cut.sqsh www/
 	http_serve "$W/www"
 	while IFS='|' read -r f msg; do

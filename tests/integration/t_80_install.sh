@@ -10,7 +10,7 @@ W=$(scratch inst)
 D=$W/root
 make -s -C "$TOP" install PREFIX=/usr DESTDIR="$D" BUILD="$(dirname "$(dirname "$SQK")")" \
 	>"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; fail "make install failed"; }
-for f in usr/bin/sqk usr/bin/sqkfuse usr/lib/libsqk.a usr/lib/libsqk.so.1 usr/lib/libsqk.so \
+for f in usr/bin/sqk usr/bin/sqkfuse usr/lib/libsqk.a usr/lib/libsqk.so.2 usr/lib/libsqk.so \
 	usr/include/sqk/sqk.h usr/include/sqk/sqk_check.h usr/include/sqk/remote.h \
 	usr/lib/pkgconfig/libsqk.pc; do
 	[ -e "$D/$f" ] || fail "make install did not install $f"
@@ -90,13 +90,13 @@ info "installed libsqk used through pkg-config: $out"
 
 # libsqk.so exports exactly the functions its installed headers declare (SQK_API): no internals
 need_cmd nm
-nm -D --defined-only "$D/usr/lib/libsqk.so.1" | awk '$2 ~ /^[TW]$/ {print $3}' | sort >"$TMP/versioned"
-# every function is in the version script's node (sqk_x@@LIBSQK_1.0), none unversioned
-bad=$(grep -v '@@LIBSQK_1\.[0-9]*$' "$TMP/versioned") &&
+nm -D --defined-only "$D/usr/lib/libsqk.so.2" | awk '$2 ~ /^[TW]$/ {print $3}' | sort >"$TMP/versioned"
+# every function is in the version script's node (sqk_x@@LIBSQK_2.0), none unversioned
+bad=$(grep -v '@@LIBSQK_2\.[0-9]*$' "$TMP/versioned") &&
 	fail "libsqk.so exports functions outside its version script's nodes: $bad"
 sed 's/@@.*//' "$TMP/versioned" >"$TMP/exported"
-readelf -d "$D/usr/lib/libsqk.so.1" | grep -q 'SONAME.*\[libsqk\.so\.1\]' ||
-	fail "libsqk.so.1 does not carry the SONAME libsqk.so.1"
+readelf -d "$D/usr/lib/libsqk.so.2" | grep -q 'SONAME.*\[libsqk\.so\.2\]' ||
+	fail "libsqk.so.2 does not carry the SONAME libsqk.so.2"
 python3 - "$D/usr/include/sqk" "$TMP/exported" <<'PY' || fail "libsqk.so's exports differ from its headers"
 import os, re, sys
 decl, bare = set(), set()

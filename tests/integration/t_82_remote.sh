@@ -21,6 +21,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
+need_feature remote
 need_cmd python3 curl fusermount3 mountpoint
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}

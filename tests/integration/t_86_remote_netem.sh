@@ -13,6 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
+need_feature remote
 need_cmd ip nsenter python3 curl fusermount3 mountpoint
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 SQKFUSE_REAL=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}

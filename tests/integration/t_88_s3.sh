@@ -23,6 +23,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
+need_feature remote
 need_cmd python3 curl fusermount3 mountpoint
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
 	skip "node/npm are not installed (scripts/install-deps.sh installs them)"

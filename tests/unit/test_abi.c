@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Pins the public ABI of libsqk.so.1 (as squashfs-tools-ng's test/abi.c does): the size and
+/* Pins the public ABI of libsqk.so.2 (as squashfs-tools-ng's test/abi.c does): the size and
  * every member offset of each public struct, on this platform (x86-64 / LP64). A failure here
  * means the ABI changed: append fields only (and bump the minor version), or bump the SONAME
  * (see the README's "Library ABI"). Also checks the size-field rules of common/abi.h and
@@ -216,13 +216,18 @@ static const struct pin pins[] = {
 	SIZE(sqk_io_ahead, 16),
 	OFF(sqk_io_ahead, stream, 0),
 	OFF(sqk_io_ahead, limit, 8),
-	SIZE(sqk_io_ops, 48),
+	SIZE(sqk_io_ops, 88),
 	OFF(sqk_io_ops, read_at, 0),
 	OFF(sqk_io_ops, write_at, 8),
 	OFF(sqk_io_ops, get_size, 16),
 	OFF(sqk_io_ops, sync, 24),
 	OFF(sqk_io_ops, destroy, 32),
 	OFF(sqk_io_ops, read_ahead, 40),
+	OFF(sqk_io_ops, prefetch, 48),
+	OFF(sqk_io_ops, cancel, 56),
+	OFF(sqk_io_ops, quiesce, 64),
+	OFF(sqk_io_ops, stats, 72),
+	OFF(sqk_io_ops, verified, 80),
 	SIZE(sqk_io, 8),
 	OFF(sqk_io, ops, 0),
 	SIZE(sqk_build_opts, 216),

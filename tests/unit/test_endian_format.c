@@ -2,6 +2,7 @@
 /* Unit tests for common/endian.h and common/format.c: little-endian helpers, every on-disk
  * structure's encode/decode, a superblock made by mksquashfs 4.5.1, and device numbers. */
 #include <check.h>
+#include <errno.h>
 #include <error.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +293,10 @@ START_TEST(test_super_diagnose)
 	ck_assert_str_eq(why, "f: truncated image: file is 4999 bytes, the superblock says 5000");
 	ck_assert_int_eq(diag(b, 50, 50, why), SQK_ETRUNCATED);
 	ck_assert(sqk_err_not_image(SQK_ETRUNCATED) && !sqk_err_not_image(SQK_ECORRUPT));
+	/* a URL a build without the remote backend cannot read: the line names the feature */
+	ck_assert(sqk_err_not_image(SQK_ENOREMOTE) && !sqk_err_not_image(SQK_EABI));
+	ck_assert_ptr_nonnull(strstr(sqk_strerror(SQK_ENOREMOTE), "HAVE_REMOTE=0"));
+	ck_assert_int_eq(sqk_to_errno(SQK_ENOREMOTE), EPROTONOSUPPORT);
 }
 END_TEST
 

@@ -14,7 +14,7 @@
 
 #include "sqk/error.h"
 #include "reader/remote/http_cache.h"
-#include "reader/remote/io_http.h"
+#include "sqk/remote.h"
 #include "testutil.h"
 
 START_TEST(test_url_display)

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* What a backend built beside libsqk's reader (the remote one's sqk_image_open_url) calls to
+ * open an image on an io of its own. Not installed, not exported. */
+#ifndef SQK_READER_OPEN_IO_H
+#define SQK_READER_OPEN_IO_H
+
+#include "sqk/sqk.h"
+
+/* The caller's opts (borrowed; NULL = defaults) as this library's struct, in the caller's *o:
+ * 0 or SQK_EABI. */
+int img_take_opts(const struct sqk_open_opts *opts, struct sqk_open_opts *o);
+
+/* Opens the image on io, a backend that fetches from far away, named name (borrowed) in
+ * messages: io is taken over (destroyed with the image, or here when the open fails); o
+ * (borrowed) is this library's struct, with o->http NULL. A file's first one-block read then
+ * fetches nothing ahead, and the image's prefetch hint is loaded, its ranges fetched unless
+ * o->no_prefetch. Caller owns *out. */
+int img_open_remote(struct sqk_io *io, const struct sqk_open_opts *o, const char *name,
+		    struct sqk_image **out);
+
+#endif
