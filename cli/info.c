@@ -12,6 +12,7 @@
 
 #include "common/compressor.h"
 #include "common/integrity.h"
+#include "common/json.h"
 
 struct sqk_info {
 	struct sqk_cmd c;
@@ -90,23 +91,6 @@ static const char *info_comp_name(uint16_t id)
 	const char *n = sqk_comp_name(id);
 
 	return n ? n : "unknown";
-}
-
-/* Writes s as a JSON string literal. */
-static void info_json_str(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	putchar('"');
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7F)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
 }
 
 /* The xz filters as words: " bcj=x86,arm", " bcj=none". */
@@ -341,7 +325,7 @@ static void info_print_json(const struct sqk_info *in)
 	unsigned i, first = 1;
 
 	printf("{\n  \"image\": ");
-	info_json_str(in->c.shown ? in->c.shown : in->c.image);
+	json_put_str(stdout, in->c.shown ? in->c.shown : in->c.image);
 	printf(",\n  \"offset\": %llu,\n", (unsigned long long)in->c.offset);
 	printf("  \"inodes\": %u,\n  \"inodes_found\": %llu,\n", s->inode_count,
 	       (unsigned long long)in->st.inodes_found);
@@ -460,11 +444,11 @@ static void info_json_error(const struct sqk_info *in, const char *msg, int stat
 	fflush(stderr);
 	printf("{\n  \"image\": ");
 	if (in->c.image)
-		info_json_str(in->c.shown ? in->c.shown : in->c.image);
+		json_put_str(stdout, in->c.shown ? in->c.shown : in->c.image);
 	else
 		printf("null");
 	printf(",\n  \"error\": ");
-	info_json_str(msg);
+	json_put_str(stdout, msg);
 	printf(",\n  \"exit_status\": %d\n}\n", status);
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "endian.h"
 #include "sqk/error.h"
 #include "integrity.h"
@@ -70,14 +71,6 @@ const char *sqk_magic_name(const uint8_t *head, size_t n)
 	return NULL;
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 /* "'name' (at offset K)" or "'name'" into out. */
 static void who(char *out, size_t len, const char *name, uint64_t offset, bool quote)
 {
@@ -118,7 +111,7 @@ static int diagnose_magic(const char *name, uint64_t offset, const uint8_t *head
 	who(w, sizeof(w), name, offset, true);
 	if (what)
 		snprintf(why, len, "%s is not a SquashFS image: it is %s", w, what);
-	else if (all_zero(head, n))
+	else if (bytes_all_zero(head, n))
 		snprintf(why, len, "%s is not a SquashFS image: its first %zu bytes are zero", w, n);
 	else
 		snprintf(why, len, "%s is not a SquashFS image (no SquashFS magic)", w);

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "endian.h"
 #include "sqk/error.h"
 
@@ -75,9 +76,8 @@ int sqk_hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used, struct s
 	if (l != len)
 		return SQK_ECORRUPT;
 	/* Everything between the ranges and the footer is zero: nothing else hides there. */
-	for (size_t i = (size_t)nr * 16; i < len - SQK_HINT_FOOTER_SIZE; i++)
-		if (in[i])
-			return SQK_ECORRUPT;
+	if (!bytes_all_zero(in + (size_t)nr * 16, len - SQK_HINT_FOOTER_SIZE - (size_t)nr * 16))
+		return SQK_ECORRUPT;
 	uint64_t end = 0;
 	for (uint32_t i = 0; i < nr; i++) {
 		uint64_t s = sqk_get_le64(in + 16 * (size_t)i), ln = sqk_get_le64(in + 16 * (size_t)i + 8);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "endian.h"
 #include "sqk/error.h"
 #include "grow.h"
@@ -66,12 +67,7 @@ void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]
 void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE],
 		   char out[2 * SQK_INTEG_DIGEST_SIZE + 1])
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (unsigned i = 0; i < SQK_INTEG_DIGEST_SIZE; i++) {
-		out[2 * i] = digits[d[i] >> 4];
-		out[2 * i + 1] = digits[d[i] & 15];
-	}
+	bytes_hex(d, SQK_INTEG_DIGEST_SIZE, out);
 	out[2 * SQK_INTEG_DIGEST_SIZE] = '\0';
 }
 
@@ -138,15 +134,6 @@ void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
 	memcpy(out + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN);
 }
 
-/* Whether in[from, to) is all zero. */
-static bool zero_bytes(const uint8_t *in, unsigned from, unsigned to)
-{
-	for (unsigned i = from; i < to; i++)
-		if (in[i])
-			return false;
-	return true;
-}
-
 /* The fields of a digest tree, distrusted: group size, the group array right after the chunk
  * digests (no overflow), the group count, and the zero bytes around them. */
 static int decode_tree(const uint8_t *in, struct sqk_integ_trailer *t)
@@ -155,7 +142,7 @@ static int decode_tree(const uint8_t *in, struct sqk_integ_trailer *t)
 	t->groups_at = sqk_get_le64(in + TREE_AT + 8);
 	t->ngroups = sqk_get_le64(in + TREE_AT + 16);
 	if (!group_size_ok(t->group_chunks) || sqk_get_le32(in + TREE_AT + 4) ||
-	    !zero_bytes(in, TREE_END, SQK_INTEG_TRAILER_SIZE - MAGIC_LEN))
+	    !bytes_all_zero(in + TREE_END, SQK_INTEG_TRAILER_SIZE - MAGIC_LEN - TREE_END))
 		return SQK_ECORRUPT;
 	if (t->nchunks > (UINT64_MAX - t->covered) / SQK_INTEG_DIGEST_SIZE ||
 	    t->groups_at != t->covered + t->nchunks * SQK_INTEG_DIGEST_SIZE ||
@@ -191,7 +178,7 @@ int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 		return SQK_ECORRUPT;
 	if (t->version == SQK_INTEG_VERSION_TREE)
 		return decode_tree(in, t);
-	if (!zero_bytes(in, TREE_AT, SQK_INTEG_TRAILER_SIZE - MAGIC_LEN))
+	if (!bytes_all_zero(in + TREE_AT, SQK_INTEG_TRAILER_SIZE - MAGIC_LEN - TREE_AT))
 		return SQK_ECORRUPT;
 	return sqk_integ_end(t) ? 0 : SQK_ECORRUPT;
 }
@@ -487,10 +474,7 @@ static int check_padding(struct sqk_io *io, uint64_t at, uint64_t len)
 	err = sqk_io_read_at(io, at, buf, (size_t)len);
 	if (err)
 		return err == SQK_EBOUNDS ? SQK_ECORRUPT : err;
-	for (uint64_t i = 0; i < len; i++)
-		if (buf[i])
-			return SQK_ECORRUPT;
-	return 0;
+	return bytes_all_zero(buf, (size_t)len) ? 0 : SQK_ECORRUPT;
 }
 
 /* Reads n digests at `at` into a new buffer (*out, caller frees). */
@@ -851,9 +835,8 @@ int sqk_integ_fast_decode(const uint8_t *blk, size_t len, const struct sqk_integ
 	if (l != len)
 		return SQK_ECORRUPT;
 	/* nothing else hides between the entries and the footer */
-	for (size_t i = (size_t)n * 8; i < len - SQK_FAST_FOOTER_SIZE; i++)
-		if (blk[i])
-			return SQK_ECORRUPT;
+	if (!bytes_all_zero(blk + (size_t)n * 8, len - SQK_FAST_FOOTER_SIZE - (size_t)n * 8))
+		return SQK_ECORRUPT;
 	out->sums = malloc(n ? (size_t)n * sizeof(*out->sums) : 1);
 	if (!out->sums)
 		return SQK_ENOMEM;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/bytes.h"
 #include "common/depth.h"
 #include "sqk/error.h"
 #include "common/format.h"
@@ -366,14 +367,6 @@ static int pend_fill(struct mk_ctx *c, struct tar_source *t)
 	return 0;
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 /* Whether h is a tar header: its checksum (octal, the sum of its bytes with the checksum field
  * taken as spaces, unsigned or, as old tars wrote it, signed) is right. */
 static bool tar_header_ok(const uint8_t *h)
@@ -400,13 +393,13 @@ static bool tar_header_ok(const uint8_t *h)
 static int ignore_rest(struct mk_ctx *c, struct tar_source *t, int64_t at)
 {
 	uint64_t n = t->pend_len - t->pend_off;
-	bool zeros = all_zero(t->pend + t->pend_off, n);
+	bool zeros = bytes_all_zero(t->pend + t->pend_off, n);
 	const uint8_t *p;
 	size_t len;
 	int err = 0;
 	while (!t->raw_eof && !(err = pull_chunk(t, &p, &len))) {
 		n += len;
-		zeros = zeros && all_zero(p, len);
+		zeros = zeros && bytes_all_zero(p, len);
 	}
 	if (err)
 		return mk_fail(c, err == -2 ? SQK_ENOMEM : SQK_EIO, "cannot read tar '%s': %s",
@@ -443,7 +436,7 @@ static int after_end(struct mk_ctx *c, struct tar_source *t)
 		const uint8_t *h = t->pend + t->pend_off;
 		if (!avail)
 			return 1;
-		if (avail >= 512 && all_zero(h, 512)) {
+		if (avail >= 512 && bytes_all_zero(h, 512)) {
 			t->pend_off += 512;
 			t->pend_at += 512;
 			end += 512;

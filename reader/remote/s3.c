@@ -14,6 +14,7 @@
 #include <openssl/sha.h>
 
 #include "sqk/error.h"
+#include "common/bytes.h"
 #include "common/grow.h"
 #include "s3.h"
 
@@ -777,14 +778,10 @@ int sqk_sigv4_canonical(const struct sqk_sigv4_req *r, char **creq, char **signe
 	return *creq && (!signed_hdrs || *signed_hdrs) ? 0 : SQK_ENOMEM;
 }
 
+/* The lower-case hex of a 32-byte digest, NUL-terminated. */
 static void hex32(const unsigned char *d, char out[65])
 {
-	static const char hex[] = "0123456789abcdef";
-
-	for (int i = 0; i < 32; i++) {
-		out[2 * i] = hex[d[i] >> 4];
-		out[2 * i + 1] = hex[d[i] & 15];
-	}
+	bytes_hex(d, 32, out);
 	out[64] = '\0';
 }
 
