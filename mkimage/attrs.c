@@ -11,7 +11,9 @@
 #include "sqk/error.h"
 #include "common/grow.h"
 #include "common/format.h"
+#include "common/meta.h"
 #include "mk.h"
+#include "attrs.h"
 #include "source.h"
 
 /* ---- id table ---- */

@@ -14,6 +14,13 @@
 #include "common/format.h"
 #include "common/hint.h"
 #include "mk.h"
+#include "attrs.h"
+#include "data.h"
+#include "order.h"
+#include "pseudo.h"
+#include "tables.h"
+#include "tree.h"
+#include "walk.h"
 #include "reuse.h"
 #include "source.h"
 

@@ -12,6 +12,10 @@
 #include "sqk/error.h"
 #include "common/grow.h"
 #include "mk.h"
+#include "attrs.h"
+#include "order.h"
+#include "pseudo.h"
+#include "tree.h"
 #include "reuse.h"
 
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)

@@ -19,6 +19,10 @@
 #include "common/format.h"
 #include "common/hint.h"
 #include "mk.h"
+#include "data.h"
+#include "order.h"
+#include "spill.h"
+#include "tree.h"
 #include "source.h"
 
 /* Metadata the hint names when it is this small: inode and directory tables, lookup tables. */

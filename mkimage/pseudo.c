@@ -27,6 +27,8 @@
 #include "common/format.h"
 #include "common/parse.h"
 #include "mk.h"
+#include "pseudo.h"
+#include "tree.h"
 #include "source.h"
 
 struct pdef {

@@ -11,6 +11,7 @@
 #include "sqk/error.h"
 #include "common/format.h"
 #include "runs.h"
+#include "spill.h"
 
 /* An encoded record: dir (4 bytes), seq (8), the mk_wrec, the name, the target. */
 #define REC_HDR (4 + 8 + sizeof(struct mk_wrec))

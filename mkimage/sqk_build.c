@@ -10,6 +10,8 @@
 
 #include "sqk/error.h"
 #include "mk.h"
+#include "attrs.h"
+#include "order.h"
 #include "reuse.h"
 #include "source.h"
 

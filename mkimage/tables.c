@@ -12,6 +12,8 @@
 #include "common/format.h"
 #include "common/inode_codec.h"
 #include "mk.h"
+#include "attrs.h"
+#include "spill.h"
 #include "tables.h"
 
 /* The inode table goes out once this much of it is encoded; the directory table to its store. */

@@ -19,6 +19,8 @@
 #include "sqk/error.h"
 #include "common/format.h"
 #include "mk.h"
+#include "spill.h"
+#include "tree.h"
 #include "source.h"
 #include "tables.h"
 #include "walk.h"

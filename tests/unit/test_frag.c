@@ -32,6 +32,7 @@
 #include "sqk/sqk.h"
 #include "mkimage/build.h"
 #include "mkimage/mk.h"
+#include "mkimage/similar.h"
 #include "testutil.h"
 
 #define BS 4096u

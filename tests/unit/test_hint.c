@@ -14,6 +14,7 @@
 #include "common/hint.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/mk.h"
+#include "mkimage/order.h"
 #include "mkimage/build.h"
 #include "testutil.h"
 

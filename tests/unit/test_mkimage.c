@@ -17,6 +17,7 @@
 #include "sqk/io.h"
 #include "common/meta.h"
 #include "mkimage/mk.h"
+#include "mkimage/spill.h"
 #include "mkimage/runs.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/source.h"
