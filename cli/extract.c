@@ -171,7 +171,8 @@ static void x_raise_fd_limit(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		rl.rlim_cur =
+		    rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 }

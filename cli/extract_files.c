@@ -20,7 +20,8 @@ static void *x_worker(void *arg)
 
 	if (!buf)
 		atomic_store(&x->failed, 1);
-	while (buf && !atomic_load(&x->failed) && (j = atomic_fetch_add(&x->next_job, 1)) < x->njobs) {
+	while (buf && !atomic_load(&x->failed) &&
+	       (j = atomic_fetch_add(&x->next_job, 1)) < x->njobs) {
 		idx = x->jobs[j];
 		if (x->ents[idx].parent != cur) {
 			if (dfd >= 0)

@@ -262,7 +262,8 @@ int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf)
 		n = sqk_read(x->c.img, ino, buf, SQK_X_CHUNK, off);
 		if (n <= 0) {
 			sqk_cmd_read_err(&x->c, x->ents[idx].path, ino, n ? (int)n : SQK_ECORRUPT,
-					 "read failed at file offset %llu", (unsigned long long)off);
+					 "read failed at file offset %llu",
+					 (unsigned long long)off);
 			return -1;
 		}
 		if (x_write_sparse(fd, buf, (size_t)n, off, x->block_size, &end)) {

@@ -9,16 +9,23 @@
 static void x_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk extract [-j N] [--force] [--no-verify] [--offset N] [OPTIONS] IMAGE|URL DEST [PATH...]\n"
+		"usage: sqk extract [-j N] [--force] [--no-verify] [--offset N] [OPTIONS] "
+		"IMAGE|URL DEST [PATH...]\n"
 		"\n"
-		"Extracts a SquashFS image into the directory DEST (created if missing), or only the\n"
-		"subtrees PATH... (with their parent directories). Restores contents, permission bits\n"
-		"(incl. setuid, setgid, sticky), owners (when run as root), mtimes, xattrs (trusted.\n"
-		"and security. only as root), hard links, symlinks, devices, fifos and sockets; all-zero\n"
+		"Extracts a SquashFS image into the directory DEST (created if missing), or only "
+		"the\n"
+		"subtrees PATH... (with their parent directories). Restores contents, permission "
+		"bits\n"
+		"(incl. setuid, setgid, sticky), owners (when run as root), mtimes, xattrs "
+		"(trusted.\n"
+		"and security. only as root), hard links, symlinks, devices, fifos and sockets; "
+		"all-zero\n"
 		"blocks are written as holes. The image root's attributes are applied to DEST.\n"
 		"\n"
-		"Safety: names that are empty, '.', '..', contain '/', or are duplicated or unsorted in\n"
-		"a directory are rejected as corruption; nothing is written through a symlink or outside\n"
+		"Safety: names that are empty, '.', '..', contain '/', or are duplicated or "
+		"unsorted in\n"
+		"a directory are rejected as corruption; nothing is written through a symlink or "
+		"outside\n"
 		"DEST. A DEST that exists and is not empty is refused unless --force.\n"
 		"A PATH that is not in the image is an error before anything is made (DEST too).\n"
 		"After a failure, the directories made still get their modes and mtimes, and a\n"
@@ -28,12 +35,14 @@ static void x_usage(FILE *f)
 		"  -f, --force       extract into a non-empty DEST, replacing entries in the way\n"
 		"                    (a symlink in DEST is replaced, never followed)\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
-		"      --no-progress no progress line (on a terminal's stderr: files and bytes done,\n"
+		"      --no-progress no progress line (on a terminal's stderr: files and bytes "
+		"done,\n"
 		"                    the rate, the time left; a summary line at the end)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
-		"Exit status: 0 ok, 1 error (corrupt image, I/O, DEST not empty, cannot create or set\n"
+		"Exit status: 0 ok, 1 error (corrupt image, I/O, DEST not empty, cannot create or "
+		"set\n"
 		"attributes), 2 usage.\n");
 }
 
@@ -73,7 +82,8 @@ int x_parse(struct sqk_extract *x, int argc, char **argv)
 		switch (ch) {
 		case 'j':
 			if (sqk_parse_u64(optarg, 1024, &v) || v == 0) {
-				sqk_cmd_usage_err("extract", "bad thread count '%s' (1-1024)", optarg);
+				sqk_cmd_usage_err("extract", "bad thread count '%s' (1-1024)",
+						  optarg);
 				return 2;
 			}
 			x->threads = (unsigned)v;

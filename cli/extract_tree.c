@@ -178,7 +178,8 @@ static int x_make(struct sqk_extract *x, size_t idx, int dfd, int *fd)
 
 	*fd = -1;
 	if (n == 0 || n > sqk_image_super(x->c.img)->inode_count) {
-		sqk_cmd_err(&x->c, x->ents[idx].path, SQK_ECORRUPT, "inode number %u out of range", n);
+		sqk_cmd_err(&x->c, x->ents[idx].path, SQK_ECORRUPT, "inode number %u out of range",
+			    n);
 		return -1;
 	}
 	if (x->first[n] >= 0)

@@ -26,7 +26,8 @@ uint64_t sqk_integ_fast_len(uint64_t n)
 {
 	if (n > (UINT64_MAX - SQK_FAST_FOOTER_SIZE - SQK_FAST_ALIGN) / 8)
 		return 0;
-	return (n * 8 + SQK_FAST_FOOTER_SIZE + SQK_FAST_ALIGN - 1) / SQK_FAST_ALIGN * SQK_FAST_ALIGN;
+	return (n * 8 + SQK_FAST_FOOTER_SIZE + SQK_FAST_ALIGN - 1) / SQK_FAST_ALIGN *
+	       SQK_FAST_ALIGN;
 }
 
 int integ_fast_encode(const uint64_t *sums, uint64_t n, uint8_t **blk, size_t *len)

@@ -101,7 +101,8 @@ int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 	/* Either magic in place is a trailer: a damaged one must not pass for "no integrity
 	 * data", which would turn verified reads off without a word. */
 	bool head = memcmp(in, SQK_INTEG_MAGIC, MAGIC_LEN) == 0;
-	bool tail = memcmp(in + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN) == 0;
+	bool tail =
+	    memcmp(in + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN) == 0;
 
 	if (!head && !tail)
 		return SQK_ENOENT;

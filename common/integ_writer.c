@@ -28,7 +28,7 @@ struct sqk_integ_writer {
 	uint64_t ndigests;    /* slots in use (slot 0 is reserved for chunk 0) */
 	size_t dcap, scap;    /* slots allocated in digests and in sums (sqk_grow) */
 	XXH3_state_t *xs;     /* XXH3-64 of the chunk that stream_pos is in */
-	uint64_t *sums;       /* XXH3-64 per chunk, like digests (slot 0 at sqk_integ_writer_fast) */
+	uint64_t *sums; /* XXH3-64 per chunk, like digests (slot 0 at sqk_integ_writer_fast) */
 	bool chunk0_frozen;   /* the fast block has chunk 0's checksum: no more rewrites */
 	bool fast_done;
 	uint32_t group_chunks; /* of a digest tree */
@@ -186,7 +186,8 @@ static int make_blob(struct sqk_integ_trailer *t, const uint8_t *digests, uint8_
 	memcpy(b, digests, (size_t)dlen);
 	if (t->version == SQK_INTEG_VERSION_TREE)
 		group_digests(t, digests, b + dlen);
-	err = integ_root_digest(t, t->version == SQK_INTEG_VERSION_TREE ? b + dlen : digests, t->root);
+	err = integ_root_digest(t, t->version == SQK_INTEG_VERSION_TREE ? b + dlen : digests,
+				t->root);
 	if (err) {
 		free(b);
 		return err;

@@ -194,7 +194,8 @@ int mk_source_dir_resolve(struct mk_source *s, struct mk_ctx *c, const char *fs_
 			if (!(*out = malloc(len)))
 				r = mk_fail(c, SQK_ENOMEM, "out of memory");
 			else
-				snprintf(*out, len, "%s%s%s", name, *name && *rest ? "/" : "", rest);
+				snprintf(*out, len, "%s%s%s", name, *name && *rest ? "/" : "",
+					 rest);
 			r = *out ? 0 : r;
 		}
 		free(src);
@@ -229,7 +230,8 @@ int mk_source_dir_in_sources(struct mk_source *s, struct mk_ctx *c, const char *
 		}
 		snprintf(p, len, "%s/%s", o->sources[i], rel);
 		snprintf(img, strlen(name) + strlen(rel) + 2, "%s/%s", name, rel);
-		bool found = stat(o->sources[i], &st) == 0 && S_ISDIR(st.st_mode) && lstat(p, &st) == 0;
+		bool found =
+		    stat(o->sources[i], &st) == 0 && S_ISDIR(st.st_mode) && lstat(p, &st) == 0;
 		free(p);
 		if (found && !*out) {
 			*out = img;

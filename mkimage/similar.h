@@ -10,16 +10,15 @@
 
 /* similar.c: near-duplicate fragment pieces. A sketch is the MK_SKETCH_K smallest distinct
  * hashes of a tail's 8-byte shingles; a later tail whose full sketch shares MK_SKETCH_NEAR values
- * with a piece's (among MK_SKETCH_SCAN candidates per value) is its near-duplicate (measured on the bench corpus: 16 and 12 pack its fragments 1.3% smaller
- * than the type-and-directory order alone; looser thresholds break up directories and lose). */
+ * with a piece's (among MK_SKETCH_SCAN candidates per value) is its near-duplicate. Looser
+ * thresholds break up directories and pack worse than the type-and-directory order alone. */
 #define MK_SKETCH_K 16
 #define MK_SKETCH_NEAR 12
 #define MK_SKETCH_SCAN 64     /* candidates looked at per sketch value */
 #define MK_SKETCH_WINDOW 65536u /* pieces clustered together (bounds the index's memory) */
 /* Shorter tails get no sketch and stay where the type-and-directory order puts them: what a
  * near-duplicate could save on them is under their length, while sketching and clustering
- * cost as much per piece as for a large one (the bench corpus: 6,619 such tails, 1.0 MB of
- * its 559 MB; a tree of 1,000,000 numbered records of 40 bytes: all of it). */
+ * cost as much per piece as for a large one (a tree of many tiny files is all such tails). */
 #define MK_SKETCH_MIN 256u
 struct mk_sketch {
 	uint32_t v[MK_SKETCH_K];

@@ -132,8 +132,9 @@ int sd_enter_dir(struct mk_ctx *c, struct dir_source *d)
 		struct dirent *de = readdir(dir);
 		if (!de) {
 			if (errno)
-				err = mk_fail(c, sqk_from_errno(errno), "cannot read directory '%s': %s",
-					      d->path, strerror(errno));
+				err = mk_fail(c, sqk_from_errno(errno),
+					      "cannot read directory '%s': %s", d->path,
+					      strerror(errno));
 			break;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -193,8 +194,8 @@ static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *
 			return err;
 		ssize_t got = vl ? lgetxattr(d->path, nm, d->xvals + vtotal, (size_t)vl) : 0;
 		if (got != vl)
-			return mk_fail(c, SQK_ECHANGED, "xattr %s of '%s' changed while being read", nm,
-				       d->path);
+			return mk_fail(c, SQK_ECHANGED, "xattr %s of '%s' changed while being read",
+				       nm, d->path);
 		d->kv[i] = (struct mk_xattr_kv){ .name = nm, .value = (void *)(uintptr_t)vtotal,
 						 .size = (size_t)vl };
 		vtotal += (size_t)vl;
@@ -235,8 +236,8 @@ static int scout_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry 
 		uint32_t vl;
 		memcpy(&vl, x->buf + at, 4);
 		memcpy(d->xvals + vtotal, x->buf + at + 4, vl);
-		d->kv[i] = (struct mk_xattr_kv){ .name = d->xnames + off, .value = d->xvals + vtotal,
-						 .size = vl };
+		d->kv[i] = (struct mk_xattr_kv){
+		    .name = d->xnames + off, .value = d->xvals + vtotal, .size = vl};
 		at += 4 + vl;
 		vtotal += vl;
 	}
@@ -291,7 +292,8 @@ int sd_stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e, bo
 			       sqk_depth_shown(d->path, b), strerror(errno));
 	}
 	for (int i = 0; i < c->nskip; i++)
-		if (S_ISREG(st.st_mode) && st.st_dev == c->skip_dev[i] && st.st_ino == c->skip_ino[i])
+		if (S_ISREG(st.st_mode) && st.st_dev == c->skip_dev[i] &&
+		    st.st_ino == c->skip_ino[i])
 			return 1;
 	memset(e, 0, sizeof(*e));
 	e->path = d->rel;
@@ -394,7 +396,8 @@ static int dir_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 		}
 		const char *name = f->names[f->next++];
 		if (d->synthetic && d->depth == 1) {
-			/* a source given on the command line: its path as given, named by its base */
+			/* a source given on the command line: its path as given, named by its base
+			 */
 			const char *src = c->src->sources[d->src_order[f->next - 1]];
 			err = sd_set_str(c, &d->path, &d->path_cap, 0, src, false);
 		} else {
@@ -499,8 +502,9 @@ static int dir_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *b
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
-			return mk_fail(c, sqk_from_errno(errno), "cannot read '%s' at offset %llu: %s",
-				       d->path, (unsigned long long)off, strerror(errno));
+			return mk_fail(c, sqk_from_errno(errno),
+				       "cannot read '%s' at offset %llu: %s", d->path,
+				       (unsigned long long)off, strerror(errno));
 		if (r == 0)
 			return mk_fail(c, SQK_ECHANGED,
 				       "'%s' changed size while being read (ends at %llu, expected "
@@ -540,9 +544,9 @@ static int dir_end_file(struct mk_source *s, struct mk_ctx *c)
 		return mk_fail(c, sqk_from_errno(errno), "cannot stat '%s': %s", d->path,
 			       strerror(errno));
 	if ((uint64_t)st.st_size != d->size)
-		return mk_fail(c, SQK_ECHANGED,
-			       "'%s' changed size while being read (%llu bytes, then %llu)", d->path,
-			       (unsigned long long)d->size, (unsigned long long)st.st_size);
+		return mk_fail(
+		    c, SQK_ECHANGED, "'%s' changed size while being read (%llu bytes, then %llu)",
+		    d->path, (unsigned long long)d->size, (unsigned long long)st.st_size);
 	sd_close_file(d);
 	return 0;
 }
@@ -629,8 +633,9 @@ static int multi_frame(struct mk_ctx *c, struct dir_source *d)
 		const char *nm = sd_base_name(o->sources[i], v[i].name, sizeof(v[i].name));
 		v[i].idx = i;
 		if (!*nm || !strcmp(nm, ".") || !strcmp(nm, "..") || !strcmp(nm, "/"))
-			err = mk_fail(c, SQK_EINVAL, "source '%s': cannot name a root entry after it",
-				      o->sources[i]);
+			err =
+			    mk_fail(c, SQK_EINVAL, "source '%s': cannot name a root entry after it",
+				    o->sources[i]);
 	}
 	if (!err)
 		qsort(v, (size_t)o->nsources, sizeof(*v), named_cmp);
@@ -678,8 +683,9 @@ int mk_source_dir_create(struct mk_ctx *c, struct mk_source **out)
 	} else {
 		for (int i = 0; i < o->nsources && !err; i++)
 			if (lstat(o->sources[i], &st))
-				err = mk_fail(c, sqk_from_errno(errno), "cannot stat source '%s': %s",
-					      o->sources[i], strerror(errno));
+				err =
+				    mk_fail(c, sqk_from_errno(errno), "cannot stat source '%s': %s",
+					    o->sources[i], strerror(errno));
 		d->synthetic = true;
 		if (!err)
 			err = sd_set_str(c, &d->path, &d->path_cap, 0, "", false);

@@ -129,7 +129,8 @@ START_TEST(test_options)
 				 { "-l", "23" }, { "--bcj", "x86" }, { "-j", "0" },
 				 { "--force-uid", "-1" }, { "--mtime", "x" } };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *argv[] = { "mkimage", (char *)bad[i][0], (char *)bad[i][1], "src", "img", NULL };
+		char *argv[] = {"mkimage", (char *)bad[i][0], (char *)bad[i][1], "src", "img",
+				NULL};
 		ck_assert_msg(mk_options_parse(5, argv, &o) == -1, "accepted %s %s", bad[i][0],
 			      bad[i][1]);
 		mk_options_free(&o);
@@ -254,7 +255,8 @@ START_TEST(test_write_faults)
 	for (unsigned k = 0; k < writes; k += step) {
 		int err = build("2", &mem, &fault, SQK_FAULT_WRITE, k, &sb, msg);
 		ck_assert_msg(err == SQK_ENOSPC, "write %u of %u: got %d", k, writes, err);
-		ck_assert_msg(strstr(msg, "offset") || strstr(msg, "superblock"), "message: %s", msg);
+		ck_assert_msg(strstr(msg, "offset") || strstr(msg, "superblock"), "message: %s",
+			      msg);
 		ck_assert_ptr_nonnull(strstr(msg, "no space left"));
 		sqk_io_destroy(fault);
 		sqk_io_destroy(mem);
