@@ -22,16 +22,19 @@ static void cat_usage(FILE *f)
 		"usage: sqk cat [--no-verify] [--offset N] [OPTIONS] IMAGE|URL PATH...\n"
 		"\n"
 		"Writes the contents of the regular files PATH... of a SquashFS image to standard\n"
-		"output, one after the other. A PATH that is missing or not a regular file is an error;\n"
+		"output, one after the other. A PATH that is missing or not a regular file is an "
+		"error;\n"
 		"the remaining paths are still written.\n"
 		"\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
-		"      --no-progress no progress line (shown on a terminal's stderr after 1 s when\n"
+		"      --no-progress no progress line (shown on a terminal's stderr after 1 s "
+		"when\n"
 		"                    standard output is not that terminal)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
-		"Exit status: 0 ok, 1 error (missing path, not a file, corrupt image, I/O), 2 usage.\n");
+		"Exit status: 0 ok, 1 error (missing path, not a file, corrupt image, I/O), 2 "
+		"usage.\n");
 }
 
 /* Copies one file to stdout, counting it in pr. Returns 0, or 1 after printing an error. */

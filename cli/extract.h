@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Internals of sqk extract shared by extract.c (walk, phases, CLI) and extract_fs.c (safe
- * filesystem operations relative to directory fds, metadata, file contents). */
+/* Internals of sqk extract shared by extract.c (the command: the phases in order), its options
+ * (extract_opts.c), its phases (extract_tree.c, extract_files.c, extract_dirs.c) and
+ * extract_fs.c (safe filesystem operations relative to directory fds, metadata, contents). */
 #ifndef SQK_EXTRACT_H
 #define SQK_EXTRACT_H
 
@@ -63,6 +64,32 @@ int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf);
 
 /* Prints an error about entry idx (errno-style message when errnum != 0). */
 void sqk_x_err(struct sqk_extract *x, size_t idx, int errnum, const char *what);
+
+/* The phases and the options, each in its file, called by extract.c (sqk_extract_main);
+ * each returns 0 or -1 (message printed) unless said otherwise. */
+
+/* extract_opts.c */
+/* Parses argv into x: -1 to go on, else the exit status to return (help, usage errors). */
+int x_parse(struct sqk_extract *x, int argc, char **argv);
+
+/* extract_tree.c (phase 1) */
+/* Appends an entry named name under parent; returns its index or -1. */
+ssize_t x_add(struct sqk_extract *x, int32_t parent, const char *name,
+	      const struct sqk_inode *ino);
+/* Extracts the subtree PATH (with its parents); a subtree already extracted is skipped. */
+int x_extract_path(struct sqk_extract *x, const char *path);
+
+/* extract_files.c (phases 2 and 3) */
+/* Phase 2: the workers that write the regular files' contents and metadata. */
+int x_run_workers(struct sqk_extract *x);
+/* Phase 3: the remaining names of hard-linked regular files. */
+int x_link_files(struct sqk_extract *x);
+
+/* extract_dirs.c */
+/* Phase 4: directory owners, xattrs, modes and mtimes, deepest first; also after a failure,
+ * for the directories made so far, so that none is left 0700. Every directory is tried: one
+ * that fails does not leave the others unfinished. */
+int x_dir_meta(struct sqk_extract *x);
 
 #define SQK_X_CHUNK (1u << 20)
 

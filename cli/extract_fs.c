@@ -14,6 +14,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "common/bytes.h"
+
 void sqk_x_err(struct sqk_extract *x, size_t idx, int errnum, const char *what)
 {
 	if (errnum)
@@ -219,11 +221,6 @@ int sqk_x_meta(struct sqk_extract *x, size_t idx, int fd, int dfd)
 	return 0;
 }
 
-static bool x_all_zero(const unsigned char *p, size_t len)
-{
-	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
-}
-
 /* Writes buf[0..n) at off, skipping all-zero pieces of piece bytes (holes). */
 /* Writes buf (n bytes at file offset off) skipping all-zero pieces; *end is set to the end of
  * the last byte range actually written (unchanged when all of it was zeros). */
@@ -235,12 +232,12 @@ static int x_write_sparse(int fd, const unsigned char *buf, size_t n, uint64_t o
 
 	while (i < n) {
 		len = n - i < piece ? n - i : piece;
-		if (x_all_zero(buf + i, len)) {
+		if (bytes_all_zero(buf + i, len)) {
 			i += len;
 			continue;
 		}
 		start = i;
-		while (i < n && !x_all_zero(buf + i, n - i < piece ? n - i : piece))
+		while (i < n && !bytes_all_zero(buf + i, n - i < piece ? n - i : piece))
 			i += n - i < piece ? n - i : piece;
 		while (start < i) {
 			w = pwrite(fd, buf + start, i - start, (off_t)(off + start));
@@ -265,7 +262,8 @@ int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf)
 		n = sqk_read(x->c.img, ino, buf, SQK_X_CHUNK, off);
 		if (n <= 0) {
 			sqk_cmd_read_err(&x->c, x->ents[idx].path, ino, n ? (int)n : SQK_ECORRUPT,
-					 "read failed at file offset %llu", (unsigned long long)off);
+					 "read failed at file offset %llu",
+					 (unsigned long long)off);
 			return -1;
 		}
 		if (x_write_sparse(fd, buf, (size_t)n, off, x->block_size, &end)) {

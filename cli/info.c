@@ -12,6 +12,7 @@
 
 #include "common/compressor.h"
 #include "common/integrity.h"
+#include "common/json.h"
 
 struct sqk_info {
 	struct sqk_cmd c;
@@ -34,16 +35,22 @@ static void info_usage(FILE *f)
 	fprintf(f,
 		"usage: sqk info [--json] [--offset N] [OPTIONS] IMAGE|URL\n"
 		"\n"
-		"Prints the superblock of a SquashFS image (inode count, creation time, block size,\n"
+		"Prints the superblock of a SquashFS image (inode count, creation time, block "
+		"size,\n"
 		"fragment count, compressor and its options, flags, id count, bytes used, table\n"
-		"positions) and statistics from a walk of every inode: inodes by kind, data blocks\n"
-		"(stored, i.e. non-sparse, blocks of distinct files; blocks shared by duplicate files\n"
-		"count once), fragment blocks, metadata blocks of the inode and directory tables, total\n"
-		"file bytes and the compression ratio (file bytes / bytes used); the root hash of the\n"
+		"positions) and statistics from a walk of every inode: inodes by kind, data "
+		"blocks\n"
+		"(stored, i.e. non-sparse, blocks of distinct files; blocks shared by duplicate "
+		"files\n"
+		"count once), fragment blocks, metadata blocks of the inode and directory tables, "
+		"total\n"
+		"file bytes and the compression ratio (file bytes / bytes used); the root hash of "
+		"the\n"
 		"integrity data (sqk mkimage appends it unless --no-checksums).\n"
 		"\n"
 		"      --json        one JSON object instead of text; keys: image, inodes,\n"
-		"                    inodes_found, mkfs_time, block_size, fragment_blocks, compressor,\n"
+		"                    inodes_found, mkfs_time, block_size, fragment_blocks, "
+		"compressor,\n"
 		"                    compressor_options (those the compressor has),\n"
 		"                    compressor_options_stored (false: the defaults), flags,\n"
 		"                    flag_names, id_count, bytes_used, tables, inode_kinds,\n"
@@ -52,19 +59,26 @@ static void info_usage(FILE *f)
 		"                    fifos_sockets, extra_hard_links, data_blocks, raw_blocks,\n"
 		"                    sparse_blocks, fragment_blocks, duplicate_files,\n"
 		"                    duplicate_bytes), metadata_blocks,\n"
-		"                    inode_metadata_blocks, directory_metadata_blocks, file_bytes,\n"
+		"                    inode_metadata_blocks, directory_metadata_blocks, "
+		"file_bytes,\n"
 		"                    sparse_bytes, integrity (\"ok\", \"none\", \"corrupt\"),\n"
 		"                    root_hash (hex or null), integrity_chunk_size (or null),\n"
-		"                    digest_layout (\"flat\", \"tree\" or null), digest_groups and\n"
-		"                    digests_per_group (a tree's groups of chunk digests, or null),\n"
+		"                    digest_layout (\"flat\", \"tree\" or null), digest_groups "
+		"and\n"
+		"                    digests_per_group (a tree's groups of chunk digests, or "
+		"null),\n"
 		"                    damaged_digest_groups (those that do not match their group\n"
-		"                    digest, then integrity is \"corrupt\"; null for a flat layout\n"
+		"                    digest, then integrity is \"corrupt\"; null for a flat "
+		"layout\n"
 		"                    or a remote image, whose groups are checked when read),\n"
-		"                    checksums ([\"SHA-256\"], with \"XXH3-64\" when the image has\n"
+		"                    checksums ([\"SHA-256\"], with \"XXH3-64\" when the image "
+		"has\n"
 		"                    fast checksums; [] without integrity data),\n"
 		"                    fast_checksum_chunks (the chunks they cover, or null),\n"
-		"                    compression_ratio, prefetch_hint (the ranges sqk mkimage --order\n"
-		"                    or -sort recorded: [{start, length}...], [] for none, null when\n"
+		"                    compression_ratio, prefetch_hint (the ranges sqk mkimage "
+		"--order\n"
+		"                    or -sort recorded: [{start, length}...], [] for none, null "
+		"when\n"
 		"                    not valid), http_bytes, http_bytes_unused and\n"
 		"                    http_digest_groups (remote images);\n"
 		"                    a failure: {image, error, exit_status}\n"
@@ -90,23 +104,6 @@ static const char *info_comp_name(uint16_t id)
 	const char *n = sqk_comp_name(id);
 
 	return n ? n : "unknown";
-}
-
-/* Writes s as a JSON string literal. */
-static void info_json_str(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	putchar('"');
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7F)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
 }
 
 /* The xz filters as words: " bcj=x86,arm", " bcj=none". */
@@ -249,9 +246,10 @@ static void info_integrity_text(const struct sqk_info *in)
 		printf("integrity:               corrupt (%s)\n", sqk_strerror(in->integ_rc));
 	} else {
 		if (in->damaged)
-			printf("integrity:               corrupt: %llu of %llu digest groups damaged "
-			       "(reads of the bytes they cover fail)\n",
-			       (unsigned long long)in->damaged, (unsigned long long)in->integ.ngroups);
+			printf(
+			    "integrity:               corrupt: %llu of %llu digest groups damaged "
+			    "(reads of the bytes they cover fail)\n",
+			    (unsigned long long)in->damaged, (unsigned long long)in->integ.ngroups);
 		sqk_integ_hex(in->integ.root, hex);
 		printf("root hash:               %s\n", hex);
 		printf("integrity chunk size:    %u\n", in->integ.chunk_size);
@@ -283,12 +281,13 @@ static void info_http(const struct sqk_info *in, bool json)
 		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
 		       (unsigned long long)h.disk_misses, (unsigned long long)h.digest_groups);
 	else
-		printf("http:                    %llu requests, %llu bytes (%llu fetched unused), %llu "
+		printf("http:                    %llu requests, %llu bytes (%llu fetched unused), "
+		       "%llu "
 		       "retries; disk cache %llu hits, %llu misses; %llu digest groups fetched\n",
 		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
-		       (unsigned long long)h.bytes_unused,
-		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
-		       (unsigned long long)h.disk_misses, (unsigned long long)h.digest_groups);
+		       (unsigned long long)h.bytes_unused, (unsigned long long)h.retries,
+		       (unsigned long long)h.disk_hits, (unsigned long long)h.disk_misses,
+		       (unsigned long long)h.digest_groups);
 }
 
 /* What a hint range holds, for the text output. */
@@ -325,8 +324,8 @@ static void info_hint(const struct sqk_info *in, bool json)
 	}
 	for (size_t i = 0; i < in->nhint; i++)
 		total += in->hint[i].length;
-	printf("prefetch hint:           %zu range%s, %.1f MiB:", in->nhint, in->nhint == 1 ? "" : "s",
-	       (double)total / 1048576.0);
+	printf("prefetch hint:           %zu range%s, %.1f MiB:", in->nhint,
+	       in->nhint == 1 ? "" : "s", (double)total / 1048576.0);
 	for (size_t i = 0; i < in->nhint; i++)
 		printf("%s 0x%llx-0x%llx %s", i ? "," : "", (unsigned long long)in->hint[i].start,
 		       (unsigned long long)(in->hint[i].start + in->hint[i].length),
@@ -341,7 +340,7 @@ static void info_print_json(const struct sqk_info *in)
 	unsigned i, first = 1;
 
 	printf("{\n  \"image\": ");
-	info_json_str(in->c.shown ? in->c.shown : in->c.image);
+	json_put_str(stdout, in->c.shown ? in->c.shown : in->c.image);
 	printf(",\n  \"offset\": %llu,\n", (unsigned long long)in->c.offset);
 	printf("  \"inodes\": %u,\n  \"inodes_found\": %llu,\n", s->inode_count,
 	       (unsigned long long)in->st.inodes_found);
@@ -363,7 +362,8 @@ static void info_print_json(const struct sqk_info *in)
 	       (unsigned long long)s->bytes_used);
 	printf("  \"tables\": {\"inode\": %llu, \"directory\": %llu, \"fragment\": %lld, "
 	       "\"export\": %lld, \"id\": %llu, \"xattr_id\": %lld},\n",
-	       (unsigned long long)s->inode_table_start, (unsigned long long)s->directory_table_start,
+	       (unsigned long long)s->inode_table_start,
+	       (unsigned long long)s->directory_table_start,
 	       s->fragment_table_start == SQK_NONE64 ? -1LL : (long long)s->fragment_table_start,
 	       s->export_table_start == SQK_NONE64 ? -1LL : (long long)s->export_table_start,
 	       (unsigned long long)s->id_table_start,
@@ -376,11 +376,12 @@ static void info_print_json(const struct sqk_info *in)
 	printf("  \"counts\": {\n");
 	sqk_counts_json(&in->st.counts, stdout, "    ");
 	printf("\n  },\n");
-	printf("  \"metadata_blocks\": %llu,\n  \"inode_metadata_blocks\": %llu,\n"
-	       "  \"directory_metadata_blocks\": %llu,\n",
-	       (unsigned long long)(in->st.inode_metadata_blocks + in->st.directory_metadata_blocks),
-	       (unsigned long long)in->st.inode_metadata_blocks,
-	       (unsigned long long)in->st.directory_metadata_blocks);
+	printf(
+	    "  \"metadata_blocks\": %llu,\n  \"inode_metadata_blocks\": %llu,\n"
+	    "  \"directory_metadata_blocks\": %llu,\n",
+	    (unsigned long long)(in->st.inode_metadata_blocks + in->st.directory_metadata_blocks),
+	    (unsigned long long)in->st.inode_metadata_blocks,
+	    (unsigned long long)in->st.directory_metadata_blocks);
 	printf("  \"file_bytes\": %llu,\n  \"sparse_bytes\": %llu,\n",
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	info_integrity_json(in);
@@ -413,7 +414,8 @@ static void info_print_text(const struct sqk_info *in)
 	sqk_counts_inodes(&in->st.counts, line, sizeof(line));
 	printf("\ninodes:                  %s", line); /* the words of sqk mkimage's summary */
 	if (in->st.inodes_found != s->inode_count)
-		printf("; only %llu reached from the root", (unsigned long long)in->st.inodes_found);
+		printf("; only %llu reached from the root",
+		       (unsigned long long)in->st.inodes_found);
 	printf("\n");
 	printf("created:                 %s (%u)\n", when, s->mkfs_time);
 	printf("block size:              %u\n", s->block_size);
@@ -440,10 +442,11 @@ static void info_print_text(const struct sqk_info *in)
 	printf("blocks:                  %s\n", line);
 	sqk_counts_dups(&in->st.counts, line, sizeof(line));
 	printf("duplicates:              %s\n", line);
-	printf("metadata blocks:         %llu (inodes %llu, directories %llu)\n",
-	       (unsigned long long)(in->st.inode_metadata_blocks + in->st.directory_metadata_blocks),
-	       (unsigned long long)in->st.inode_metadata_blocks,
-	       (unsigned long long)in->st.directory_metadata_blocks);
+	printf(
+	    "metadata blocks:         %llu (inodes %llu, directories %llu)\n",
+	    (unsigned long long)(in->st.inode_metadata_blocks + in->st.directory_metadata_blocks),
+	    (unsigned long long)in->st.inode_metadata_blocks,
+	    (unsigned long long)in->st.directory_metadata_blocks);
 	printf("file bytes:              %llu (sparse %llu)\n",
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	printf("compression ratio:       %.2f\n", info_ratio(in, s));
@@ -460,11 +463,11 @@ static void info_json_error(const struct sqk_info *in, const char *msg, int stat
 	fflush(stderr);
 	printf("{\n  \"image\": ");
 	if (in->c.image)
-		info_json_str(in->c.shown ? in->c.shown : in->c.image);
+		json_put_str(stdout, in->c.shown ? in->c.shown : in->c.image);
 	else
 		printf("null");
 	printf(",\n  \"error\": ");
-	info_json_str(msg);
+	json_put_str(stdout, msg);
 	printf(",\n  \"exit_status\": %d\n}\n", status);
 }
 
@@ -508,8 +511,10 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 
 				return info_usage_fail(in, "unknown option '%s'", opt);
 			}
-			return info_usage_fail(in, optopt ? "missing argument of option '%s'" :
-					       "unknown or ambiguous option '%s'", argv[optind - 1]);
+			return info_usage_fail(in,
+					       optopt ? "missing argument of option '%s'"
+						      : "unknown or ambiguous option '%s'",
+					       argv[optind - 1]);
 		default:
 			if (sqk_cmd_remote_opt("info", &in->c.remote, ch, optarg) == 0)
 				break;
@@ -566,8 +571,8 @@ static void info_open_error(struct sqk_info *in, int err)
 	if (sqk_err_not_image(err) && in->c.why[0])
 		snprintf(msg, sizeof(msg), "%s", in->c.why);
 	else if (in->c.why[0])
-		snprintf(msg, sizeof(msg), "%s: cannot open image: %s (%s)", name, sqk_strerror(err),
-			 in->c.why);
+		snprintf(msg, sizeof(msg), "%s: cannot open image: %s (%s)", name,
+			 sqk_strerror(err), in->c.why);
 	else
 		snprintf(msg, sizeof(msg), "%s: cannot open image: %s", name, sqk_strerror(err));
 	info_json_error(in, msg, 1);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* `sqk mkimage`: argv into the builder's options (cli/mkimage_options.c), the output (judged before any
- * source is read: a file is written as an unnamed temporary in the destination directory,
+/* `sqk mkimage`: argv into the builder's options (cli/mkimage_options.c), the output (judged before
+ * any source is read: a file is written as an unnamed temporary in the destination directory,
  * linked and renamed into place after the one fsync, so a failed build leaves the destination
  * as it was; a block device is written in place), signals, sqk_build (sqk/build.h), the
  * summary. */
@@ -112,8 +112,10 @@ static int out_commit(struct output *out)
 	uint64_t need = sqk_io_capped_overflow(out->io);
 
 	if (need)
-		return out_fail(out, SQK_ENOSPC, "the image needs %llu bytes, the block device '%s' "
-				"holds %llu", (unsigned long long)need, image,
+		return out_fail(out, SQK_ENOSPC,
+				"the image needs %llu bytes, the block device '%s' "
+				"holds %llu",
+				(unsigned long long)need, image,
 				(unsigned long long)out->of.dev_size);
 	bool dev = out->of.device;
 	if (!sqk_outfile_commit(&out->of, NULL))
@@ -219,8 +221,10 @@ int sqk_mkimage_main(int argc, char **argv)
 	sqk_io_destroy(out.io);
 	if (err) {
 		int sig = atomic_load(&sw.sig);
-		const char *dev = out.of.device ? " (the device's old superblock is zeroed: an older "
-						  "image there is gone)" : "";
+		const char *dev = out.of.device
+				      ? " (the device's old superblock is zeroed: an older "
+					"image there is gone)"
+				      : "";
 		sqk_outfile_abort(&out.of);
 		if (sig)
 			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written%s\n",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Command-line parsing for `sqk mkimage`: argv and SOURCE_DATE_EPOCH into the builder's
- * sqk_build_opts and sqk_build_source (sqk/build.h), plus the few options only cli/mkimage.c uses. */
+ * sqk_build_opts and sqk_build_source (sqk/build.h), plus the few options only cli/mkimage.c uses.
+ */
 #include "mkimage_options.h"
 
 #include <errno.h>
@@ -22,81 +23,123 @@ static void usage(FILE *f)
 		"usage: sqk mkimage SOURCE... IMAGE [OPTIONS] [-e PATH...]\n"
 		"       sqk mkimage --tar [FILE|-] IMAGE [OPTIONS]\n"
 		"\n"
-		"Packs SOURCE into a SquashFS 4.0 image. One source directory becomes the image root;\n"
-		"several sources each become an entry of the root. Options may come before, between or\n"
+		"Packs SOURCE into a SquashFS 4.0 image. One source directory becomes the image "
+		"root;\n"
+		"several sources each become an entry of the root. Options may come before, "
+		"between or\n"
 		"after the paths (as mksquashfs's, which come after them); -- ends the options.\n"
 		"\n"
 		"  -b, --block-size SIZE   data block size, 4K..1M, power of two (default 128K)\n"
 		"  -c, --compressor NAME   zstd (default), xz, gzip, lz4 or lzo\n"
-		"  -l, --level N           compression level (zstd 1-22, xz 1-9, gzip 1-9, lz4 hc 1-12,\n"
+		"  -l, --level N           compression level (zstd 1-22, xz 1-9, gzip 1-9, lz4 hc "
+		"1-12,\n"
 		"                          lzo 1-9 with lzo1x_999 only)\n"
-		"      --bcj FILTER        xz branch filter: x86, powerpc, ia64, arm, armthumb, sparc\n"
+		"      --bcj FILTER        xz branch filter: x86, powerpc, ia64, arm, armthumb, "
+		"sparc\n"
 		"                          (repeatable; the smallest result per block is kept)\n"
-		"      --lzo-algorithm A   lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 or lzo1x_999\n"
+		"      --lzo-algorithm A   lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 or "
+		"lzo1x_999\n"
 		"                          (default, level 8)\n"
 		"  -j, --threads N         compression threads (default: online CPUs)\n"
 		"      --no-fragments      store tails and small files in their own blocks\n"
-		"      --no-tailends       pack only small files into fragments, not tails of large files\n"
+		"      --no-tailends       pack only small files into fragments, not tails of "
+		"large files\n"
 		"      --no-dedup          do not detect duplicate files\n"
 		"      --no-xattrs         do not store extended attributes\n"
 		"      --no-exports        omit the NFS export table\n"
-		"      --no-checksums      no integrity data (SHA-256 of every chunk and a root digest,\n"
+		"      --no-checksums      no integrity data (SHA-256 of every chunk and a root "
+		"digest,\n"
 		"                          appended after the image by default; see sqk verify)\n"
-		"      --checksum-chunk SIZE  integrity chunk size, 4K..1M, power of two (default 64K)\n"
-		"      --digest-tree       store the chunk digests as a tree of groups (4096 digests a\n"
-		"                          group) for any size; by default only when they exceed 4 MiB,\n"
+		"      --checksum-chunk SIZE  integrity chunk size, 4K..1M, power of two (default "
+		"64K)\n"
+		"      --digest-tree       store the chunk digests as a tree of groups (4096 "
+		"digests a\n"
+		"                          group) for any size; by default only when they exceed 4 "
+		"MiB,\n"
 		"                          so that remote readers fetch them on demand\n"
-		"      --exclude GLOB      skip paths (relative to the source) matching GLOB; repeatable\n"
+		"      --exclude GLOB      skip paths (relative to the source) matching GLOB; "
+		"repeatable\n"
 		"                          (-e is mksquashfs's exclude now, see below)\n"
 		"      --all-root          make every file owned by root (uid 0, gid 0)\n"
-		"      --keep-as-directory one source directory becomes an entry of the root (named\n"
+		"      --keep-as-directory one source directory becomes an entry of the root "
+		"(named\n"
 		"                          after it), as each of several sources does\n"
-		"      --force             replace an IMAGE that is not a SquashFS image (-noappend)\n"
+		"      --force             replace an IMAGE that is not a SquashFS image "
+		"(-noappend)\n"
 		"      --force-uid N       make every file owned by uid N\n"
 		"      --force-gid N       make every file owned by gid N\n"
-		"      --mtime T           set every mtime and the image time to T (seconds since 1970)\n"
-		"      --tar               read a tar stream (plain, gzip, xz, zstd, bzip2...) instead of\n"
-		"                          directories: sqk mkimage --tar [FILE|-] IMAGE (default stdin)\n"
-		"      --default-mode OCT  mode of directories the tar implies but never lists (0755)\n"
+		"      --mtime T           set every mtime and the image time to T (seconds since "
+		"1970)\n"
+		"      --tar               read a tar stream (plain, gzip, xz, zstd, bzip2...) "
+		"instead of\n"
+		"                          directories: sqk mkimage --tar [FILE|-] IMAGE (default "
+		"stdin)\n"
+		"      --default-mode OCT  mode of directories the tar implies but never lists "
+		"(0755)\n"
 		"      --default-uid N     their owner (default 0)\n"
 		"      --default-gid N     their group (default 0)\n"
-		"      --default-mtime T   their mtime (default 0, or --mtime / SOURCE_DATE_EPOCH)\n"
-		"      --pseudo FILE       pseudo definitions (mksquashfs style) applied after the source:\n"
+		"      --default-mtime T   their mtime (default 0, or --mtime / "
+		"SOURCE_DATE_EPOCH)\n"
+		"      --pseudo FILE       pseudo definitions (mksquashfs style) applied after the "
+		"source:\n"
 		"                          PATH d|m MODE UID GID, PATH c|b MODE UID GID MAJ MIN,\n"
-		"                          PATH s MODE UID GID TARGET, PATH i MODE UID GID f|s, PATH l TO\n"
+		"                          PATH s MODE UID GID TARGET, PATH i MODE UID GID f|s, "
+		"PATH l TO\n"
 		"      --pseudo-def DEF    one definition; both repeatable, applied in order\n"
-		"      --reuse OLD         copy compressed blocks and fragment blocks of the image OLD\n"
-		"                          (same compressor and block size) where their content is the\n"
-		"                          same, instead of compressing again; each is compared first\n"
-		"      --order FILE        lay the files FILE lists (one image path a line, \\xHH escapes, as\n"
-		"                          sqkfuse -o trace=FILE writes) out first, in that order, and\n"
-		"                          record where they are (a prefetch hint for remote opens)\n"
-		"      -sort, --sort FILE  mksquashfs sort file: PATH PRIORITY lines, -32768..32767;\n"
-		"                          higher first, unlisted 0, a directory's applies below it\n"
-		"      --mem SIZE          memory for what waits until the end: file tails, file digests,\n"
-		"                          directory entries, a quarter each (default 4M); the rest\n"
+		"      --reuse OLD         copy compressed blocks and fragment blocks of the image "
+		"OLD\n"
+		"                          (same compressor and block size) where their content is "
+		"the\n"
+		"                          same, instead of compressing again; each is compared "
+		"first\n"
+		"      --order FILE        lay the files FILE lists (one image path a line, \\xHH "
+		"escapes, as\n"
+		"                          sqkfuse -o trace=FILE writes) out first, in that order, "
+		"and\n"
+		"                          record where they are (a prefetch hint for remote "
+		"opens)\n"
+		"      -sort, --sort FILE  mksquashfs sort file: PATH PRIORITY lines, "
+		"-32768..32767;\n"
+		"                          higher first, unlisted 0, a directory's applies below "
+		"it\n"
+		"      --mem SIZE          memory for what waits until the end: file tails, file "
+		"digests,\n"
+		"                          directory entries, a quarter each (default 4M); the "
+		"rest\n"
 		"                          waits in unnamed temporary files in $TMPDIR\n"
-		"  -q, --quiet             no progress line, no summary (warnings and errors still print)\n"
+		"  -q, --quiet             no progress line, no summary (warnings and errors still "
+		"print)\n"
 		"      --no-progress       no progress line; the summary is kept\n"
 		"  -h, --help              this text\n"
 		"\n"
 		"mksquashfs spellings, same meaning: -comp NAME, -b SIZE (also 64KB, 1Mbytes),\n"
-		"-Xcompression-level N, -Xalgorithm A, -Xbcj F1,F2,.., -Xhc (lz4 HC), -processors N,\n"
-		"-noappend, -all-root, -root-owned, -force-uid N, -force-gid N, -no-xattrs, -xattrs,\n"
+		"-Xcompression-level N, -Xalgorithm A, -Xbcj F1,F2,.., -Xhc (lz4 HC), -processors "
+		"N,\n"
+		"-noappend, -all-root, -root-owned, -force-uid N, -force-gid N, -no-xattrs, "
+		"-xattrs,\n"
 		"-no-fragments, -no-duplicates, -no-exports, -exports, -no-tailends, -tailends,\n"
-		"-always-use-fragments, -keep-as-directory, -quiet, -no-progress, -p DEF, -pf FILE,\n"
+		"-always-use-fragments, -keep-as-directory, -quiet, -no-progress, -p DEF, -pf "
+		"FILE,\n"
 		"-sort FILE, -tar, -ef FILE (exclude paths, one a line), -wildcards, -regex.\n"
-		"  -e PATH...              every argument after -e is an exclude: an exact path, absolute\n"
-		"                          (/, ./ or ../ in front) or relative to each source; with\n"
-		"                          -wildcards a pattern matched a path component at a time (*, ?,\n"
-		"                          [...], extended globs), from the root, or at any depth after\n"
-		"                          \"... \"; with -regex, POSIX extended regular expressions\n"
-		"                          found in a component. An exclude that matched nothing is\n"
+		"  -e PATH...              every argument after -e is an exclude: an exact path, "
+		"absolute\n"
+		"                          (/, ./ or ../ in front) or relative to each source; "
+		"with\n"
+		"                          -wildcards a pattern matched a path component at a time "
+		"(*, ?,\n"
+		"                          [...], extended globs), from the root, or at any depth "
+		"after\n"
+		"                          \"... \"; with -regex, POSIX extended regular "
+		"expressions\n"
+		"                          found in a component. An exclude that matched nothing "
+		"is\n"
 		"                          warned about.\n"
-		"  -mem is refused: mksquashfs's total cache size has no counterpart here (--mem is the\n"
+		"  -mem is refused: mksquashfs's total cache size has no counterpart here (--mem "
+		"is the\n"
 		"  budget of what waits until the end, a different thing).\n"
 		"SOURCE_DATE_EPOCH (environment) sets the image time and clamps newer mtimes.\n"
-		"Without it, the image time is the newest mtime stored, so the same input always gives\n"
+		"Without it, the image time is the newest mtime stored, so the same input always "
+		"gives\n"
 		"the same image, whatever --threads is.\n"
 		"Exit status: 0 success, 1 build error (nothing written), 2 usage error.\n");
 }
@@ -346,8 +389,9 @@ static int parse_xbcj(struct mk_options *o, const char *arg)
 			f = sqk_xz_bcj_from_name(name);
 		}
 		if (!f)
-			return opt_error("-Xbcj", arg, "a comma-separated list of x86, powerpc, ia64, "
-				"arm, armthumb, sparc");
+			return opt_error("-Xbcj", arg,
+					 "a comma-separated list of x86, powerpc, ia64, "
+					 "arm, armthumb, sparc");
 		o->build.comp.xz_bcj |= f;
 		p += n;
 	} while (*p++ == ',');
@@ -360,7 +404,8 @@ static int refuse_mks_mem(const char *as)
 	fprintf(stderr, "sqk mkimage: %s is not supported: it is mksquashfs's total memory for "
 		"its caches and queues, which sqk does not have to size (its reads and writes are "
 		"streamed). sqk's --mem SIZE is another thing, the memory for what waits until the "
-		"end of the build (tails, digests, directory entries) before it spills to temporary "
+		"end of the build (tails, digests, directory entries) before it spills to "
+		"temporary "
 		"files; drop %s, or give --mem if that is what you meant\n", as, as);
 	return -1;
 }
@@ -440,7 +485,8 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 	case OPT_BCJ: {
 		uint32_t f = sqk_xz_bcj_from_name(arg);
 		if (!f)
-			return opt_error(as, arg, "choose x86, powerpc, ia64, arm, armthumb or sparc");
+			return opt_error(as, arg,
+					 "choose x86, powerpc, ia64, arm, armthumb or sparc");
 		o->build.comp.xz_bcj |= f;
 		return 0;
 	}
@@ -448,7 +494,8 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 	case OPT_LZOALG:
 		o->build.comp.lzo_algorithm = sqk_lzo_algorithm_from_name(arg);
 		if (!o->build.comp.lzo_algorithm)
-			return opt_error(as, arg, "choose lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 "
+			return opt_error(as, arg,
+					 "choose lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 "
 					 "or lzo1x_999");
 		return 0;
 	case 'j':
@@ -533,7 +580,8 @@ static int handle_opt(struct mk_options *o, int c, const char *arg, const char *
 
 static int unknown(const char *what, const char *word)
 {
-	fprintf(stderr, "sqk mkimage: %s '%s' (sqk mkimage --help lists the options)\n", what, word);
+	fprintf(stderr, "sqk mkimage: %s '%s' (sqk mkimage --help lists the options)\n", what,
+		word);
 	return -1;
 }
 
@@ -602,8 +650,10 @@ static int parse_short(int argc, char **argv, int *i, struct mk_options *o,
 		if (!d) {
 			if (p == w + 1)
 				return unknown("unknown option", w);
-			fprintf(stderr, "sqk mkimage: unknown option '%s' (in '%s'; sqk mkimage --help "
-				"lists the options)\n", opt, w);
+			fprintf(stderr,
+				"sqk mkimage: unknown option '%s' (in '%s'; sqk mkimage --help "
+				"lists the options)\n",
+				opt, w);
 			return -1;
 		}
 		if (*p == 'h') {
@@ -620,8 +670,10 @@ static int parse_short(int argc, char **argv, int *i, struct mk_options *o,
 			return -1;
 		int r = handle_opt(o, *p, val, NULL, ps);
 		if (r && val == p + 1 && p == w + 1 && strlen(val) > 1)
-			fprintf(stderr, "sqk mkimage: ('%s' was read as %s '%s'; mksquashfs's options are "
-				"whole words, listed by --help)\n", w, opt, val);
+			fprintf(stderr,
+				"sqk mkimage: ('%s' was read as %s '%s'; mksquashfs's options are "
+				"whole words, listed by --help)\n",
+				w, opt, val);
 		return r;
 	}
 	return 0;
@@ -653,8 +705,10 @@ static int take_mks_excludes(int argc, char **argv, int i, struct mk_options *o,
 			     struct parse_state *ps)
 {
 	if (i + 1 >= argc) {
-		fprintf(stderr, "sqk mkimage: -e needs at least one path after it (as in mksquashfs, "
-			"every argument after -e is an exclude; --exclude GLOB is the glob form)\n");
+		fprintf(stderr,
+			"sqk mkimage: -e needs at least one path after it (as in mksquashfs, "
+			"every argument after -e is an exclude; --exclude GLOB is the glob "
+			"form)\n");
 		return -1;
 	}
 	ps->saw_e = true;
@@ -730,8 +784,9 @@ static int check_regex(const char *x, const char *pat)
 		if (n && (rc = regcomp(&re, comp, REG_EXTENDED | REG_NOSUB)) != 0) {
 			char why[256];
 			regerror(rc, &re, why, sizeof(why));
-			fprintf(stderr, "sqk mkimage: -e '%s': invalid regular expression '%s': %s\n",
-				x, comp, why);
+			fprintf(stderr,
+				"sqk mkimage: -e '%s': invalid regular expression '%s': %s\n", x,
+				comp, why);
 			return -1;
 		}
 		if (n)
@@ -749,8 +804,10 @@ static int check_wildcards(const struct mk_options *o)
 		const char *x = o->mks_excludes[i];
 		const char *pat = strncmp(x, "... ", 4) ? x : x + 4;
 		if (x[0] == '/' || !strncmp(x, "./", 2) || !strncmp(x, "../", 3)) {
-			fprintf(stderr, "sqk mkimage: -e '%s': /, ./ and ../ in front are not supported "
-				"with %s (as in mksquashfs)\n", x, opt);
+			fprintf(stderr,
+				"sqk mkimage: -e '%s': /, ./ and ../ in front are not supported "
+				"with %s (as in mksquashfs)\n",
+				x, opt);
 			return -1;
 		}
 		if (!pat[strspn(pat, "/")]) {
@@ -769,7 +826,8 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 	if (check_level(o, ps->level_arg) || check_lzo(o, ps->level_arg) || check_wildcards(o))
 		return -1;
 	if (o->build.digest_tree && o->build.no_checksums) {
-		fprintf(stderr, "sqk mkimage: --digest-tree needs integrity data (not --no-checksums)\n");
+		fprintf(stderr,
+			"sqk mkimage: --digest-tree needs integrity data (not --no-checksums)\n");
 		return -1;
 	}
 	if (o->build.comp.xz_bcj && o->build.comp.id != SQK_COMP_XZ) {
@@ -781,18 +839,23 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 		return -1;
 	}
 	if (o->tar && (o->build.order_file || o->build.sort_file)) {
-		fprintf(stderr, "sqk mkimage: %s needs source directories: a tar stream is read once, "
-			"in its own order\n", o->build.order_file ? "--order" : "-sort");
+		fprintf(stderr,
+			"sqk mkimage: %s needs source directories: a tar stream is read once, "
+			"in its own order\n",
+			o->build.order_file ? "--order" : "-sort");
 		return -1;
 	}
 	if (o->tar && o->keep_as_directory) {
-		fprintf(stderr, "sqk mkimage: --keep-as-directory needs a source directory, not a tar "
+		fprintf(stderr,
+			"sqk mkimage: --keep-as-directory needs a source directory, not a tar "
 			"stream\n");
 		return -1;
 	}
 	if (o->tar && (o->nexcludes || o->nmks_excludes)) {
-		fprintf(stderr, "sqk mkimage: %s needs source directories: excludes are not applied "
-			"to a tar stream\n", o->nexcludes ? "--exclude" : "-e");
+		fprintf(stderr,
+			"sqk mkimage: %s needs source directories: excludes are not applied "
+			"to a tar stream\n",
+			o->nexcludes ? "--exclude" : "-e");
 		return -1;
 	}
 	if (o->tar && (o->nsources < 1 || o->nsources > 2)) {

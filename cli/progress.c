@@ -129,8 +129,9 @@ static void format_line(struct sqk_progress *p, char *buf, size_t cap)
 	}
 	n += (size_t)snprintf(buf + n, cap - n, "%s: ", p->name);
 	if (p->total_files && n < cap)
-		n += (size_t)snprintf(buf + n, cap - n, "%llu/%llu files, ",
-				      (unsigned long long)files, (unsigned long long)p->total_files);
+		n +=
+		    (size_t)snprintf(buf + n, cap - n, "%llu/%llu files, ",
+				     (unsigned long long)files, (unsigned long long)p->total_files);
 	if (n >= cap)
 		n = cap - 1;
 	sqk_progress_size(done, sizeof(done), bytes);

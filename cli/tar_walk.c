@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk tar, walk side: visits the image in its own order (a directory, then its entries sorted as
- * stored, depth first: libsqk's walk) and writes one archive entry per name through libarchive: metadata,
- * xattrs, symlink targets, device numbers, hard links as link entries to the first name, and
- * regular files 1 MiB at a time, with the image's sparse blocks as pax sparse holes. */
+ * stored, depth first: libsqk's walk) and writes one archive entry per name through libarchive:
+ * metadata, xattrs, symlink targets, device numbers, hard links as link entries to the first name,
+ * and regular files 1 MiB at a time, with the image's sparse blocks as pax sparse holes. */
 #include "tar.h"
 #include "common/depth.h"
 #include "common/grow.h"

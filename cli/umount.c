@@ -22,9 +22,12 @@ static void usage(FILE *f)
 	fprintf(f, "usage: sqk umount [-z] MOUNTPOINT\n"
 		   "\n"
 		   "Unmounts the sqkfuse mount at MOUNTPOINT (made by sqkfuse or sqk mount), as\n"
-		   "fusermount3 -u does: directly as root, else through fusermount3 (part of fuse3),\n"
-		   "which allows it to the user who mounted it. Anything else at MOUNTPOINT (another\n"
-		   "filesystem, another FUSE filesystem, no mount) is refused. sqkfuse then exits,\n"
+		   "fusermount3 -u does: directly as root, else through fusermount3 (part of "
+		   "fuse3),\n"
+		   "which allows it to the user who mounted it. Anything else at MOUNTPOINT "
+		   "(another\n"
+		   "filesystem, another FUSE filesystem, no mount) is refused. sqkfuse then "
+		   "exits,\n"
 		   "writing its -o stats= and -o trace= files.\n"
 		   "\n"
 		   "  -z, --lazy    detach now even if busy; unmounted when no longer in use\n"
@@ -119,8 +122,10 @@ static int unmount(const char *shown, const char *path, int lazy)
 		if (!umount2(path, UMOUNT_NOFOLLOW | (lazy ? MNT_DETACH : 0)))
 			return 0;
 		if (errno == EBUSY)
-			fprintf(stderr, "sqk umount: %s: busy (files or directories are open on it; "
-				"-z detaches it now and unmounts it when they are closed)\n", shown);
+			fprintf(stderr,
+				"sqk umount: %s: busy (files or directories are open on it; "
+				"-z detaches it now and unmounts it when they are closed)\n",
+				shown);
 		else
 			fprintf(stderr, "sqk umount: %s: %s\n", shown, strerror(errno));
 		return 1;
@@ -166,7 +171,8 @@ int sqk_umount_main(int argc, char **argv)
 	}
 	int found = find_mount(path, type, sizeof(type)), rc = 1;
 	if (found < 0)
-		fprintf(stderr, "sqk umount: cannot read /proc/self/mountinfo: %s\n", strerror(errno));
+		fprintf(stderr, "sqk umount: cannot read /proc/self/mountinfo: %s\n",
+			strerror(errno));
 	else if (!found)
 		fprintf(stderr, "sqk umount: %s: not a mount point\n", shown);
 	else if (strcmp(type, SQKFUSE_TYPE))

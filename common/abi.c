@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "sqk/error.h"
 
 static size_t size_of(const void *s)
@@ -16,12 +17,7 @@ static size_t size_of(const void *s)
 
 static int zero_from(const void *s, size_t from, size_t to)
 {
-	const unsigned char *p = s;
-
-	for (size_t i = from; i < to; i++)
-		if (p[i])
-			return SQK_EABI;
-	return 0;
+	return bytes_all_zero((const unsigned char *)s + from, to - from) ? 0 : SQK_EABI;
 }
 
 int sqk_abi_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size)

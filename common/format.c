@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "endian.h"
 #include "sqk/error.h"
 #include "integrity.h"
@@ -70,14 +71,6 @@ const char *sqk_magic_name(const uint8_t *head, size_t n)
 	return NULL;
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 /* "'name' (at offset K)" or "'name'" into out. */
 static void who(char *out, size_t len, const char *name, uint64_t offset, bool quote)
 {
@@ -118,8 +111,9 @@ static int diagnose_magic(const char *name, uint64_t offset, const uint8_t *head
 	who(w, sizeof(w), name, offset, true);
 	if (what)
 		snprintf(why, len, "%s is not a SquashFS image: it is %s", w, what);
-	else if (all_zero(head, n))
-		snprintf(why, len, "%s is not a SquashFS image: its first %zu bytes are zero", w, n);
+	else if (bytes_all_zero(head, n))
+		snprintf(why, len, "%s is not a SquashFS image: its first %zu bytes are zero", w,
+			 n);
 	else
 		snprintf(why, len, "%s is not a SquashFS image (no SquashFS magic)", w);
 	return SQK_ENOTSQFS;
@@ -149,9 +143,10 @@ static int diagnose_trailer(const char *name, uint64_t offset, const uint8_t *ta
 	if (at == 0)
 		return 0;
 	if (at != SQK_NONE64)
-		snprintf(why, len, "'%s' is not a SquashFS image at offset %llu: its integrity data "
-			 "covers an image at offset %llu (--offset %llu)", name,
-			 (unsigned long long)offset, (unsigned long long)(offset + at),
+		snprintf(why, len,
+			 "'%s' is not a SquashFS image at offset %llu: its integrity data "
+			 "covers an image at offset %llu (--offset %llu)",
+			 name, (unsigned long long)offset, (unsigned long long)(offset + at),
 			 (unsigned long long)(offset + at));
 	return rc;
 }
@@ -177,14 +172,17 @@ static int diagnose_head(const char *name, uint64_t offset, const uint8_t *head,
 	if (n >= 32 && (sqk_get_le16(head + 28) != 4 || sqk_get_le16(head + 30) != 0))
 		return diagnose_version(w, head, n, why, len);
 	if (n < SQK_SUPER_SIZE) {
-		snprintf(why, len, "%s: truncated image: file is %llu bytes, less than a superblock "
-			 "(%u)", w, (unsigned long long)size, SQK_SUPER_SIZE);
+		snprintf(why, len,
+			 "%s: truncated image: file is %llu bytes, less than a superblock "
+			 "(%u)",
+			 w, (unsigned long long)size, SQK_SUPER_SIZE);
 		return SQK_ETRUNCATED;
 	}
 	used = sqk_get_le64(head + 40);
 	if (used > size) {
-		snprintf(why, len, "%s: truncated image: file is %llu bytes, the superblock says %llu",
-			 w, (unsigned long long)size, (unsigned long long)used);
+		snprintf(why, len,
+			 "%s: truncated image: file is %llu bytes, the superblock says %llu", w,
+			 (unsigned long long)size, (unsigned long long)used);
 		return SQK_ETRUNCATED;
 	}
 	return 0;

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "endian.h"
 #include "sqk/error.h"
 
@@ -53,8 +54,8 @@ int sqk_hint_footer(const uint8_t footer[SQK_HINT_FOOTER_SIZE], uint64_t avail, 
 		return SQK_ENOENT;
 	uint32_t n = sqk_get_le32(footer), version = sqk_get_le32(footer + 4);
 	uint64_t l = sqk_get_le64(footer + 8), zero = sqk_get_le64(footer + 16);
-	if (version != SQK_HINT_VERSION || zero || !l || l % SQK_HINT_ALIGN || l > SQK_HINT_MAX_LEN ||
-	    l > avail || (uint64_t)n * 16 > l - SQK_HINT_FOOTER_SIZE)
+	if (version != SQK_HINT_VERSION || zero || !l || l % SQK_HINT_ALIGN ||
+	    l > SQK_HINT_MAX_LEN || l > avail || (uint64_t)n * 16 > l - SQK_HINT_FOOTER_SIZE)
 		return SQK_ECORRUPT;
 	*nranges = n;
 	*len = (size_t)l;
@@ -75,12 +76,12 @@ int sqk_hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used, struct s
 	if (l != len)
 		return SQK_ECORRUPT;
 	/* Everything between the ranges and the footer is zero: nothing else hides there. */
-	for (size_t i = (size_t)nr * 16; i < len - SQK_HINT_FOOTER_SIZE; i++)
-		if (in[i])
-			return SQK_ECORRUPT;
+	if (!bytes_all_zero(in + (size_t)nr * 16, len - SQK_HINT_FOOTER_SIZE - (size_t)nr * 16))
+		return SQK_ECORRUPT;
 	uint64_t end = 0;
 	for (uint32_t i = 0; i < nr; i++) {
-		uint64_t s = sqk_get_le64(in + 16 * (size_t)i), ln = sqk_get_le64(in + 16 * (size_t)i + 8);
+		uint64_t s = sqk_get_le64(in + 16 * (size_t)i),
+			 ln = sqk_get_le64(in + 16 * (size_t)i + 8);
 		if (ln == 0 || s < end || s >= bytes_used || ln > bytes_used - s)
 			return SQK_ECORRUPT;
 		end = s + ln;

@@ -83,8 +83,8 @@
 #define SQK_INTEG_GROUP_MIN 64u
 #define SQK_INTEG_GROUP_MAX 65536u
 
-
-void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t, uint8_t out[SQK_INTEG_TRAILER_SIZE]);
+void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
+			      uint8_t out[SQK_INTEG_TRAILER_SIZE]);
 /* Decodes and checks magics, version, chunk size, group size, the consistency of the counts
  * and offsets (without overflow) and the zero bytes. SQK_ENOENT without either magic. */
 int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],

@@ -166,8 +166,9 @@ static bool device_trailer_at(struct sqk_io *io, uint64_t covered, uint64_t c, u
 static uint64_t device_integ_end(struct sqk_io *io, uint64_t covered, uint64_t dev)
 {
 	for (uint64_t c = SQK_INTEG_CHUNK_MIN; c <= SQK_INTEG_CHUNK_MAX; c *= 2) {
-		struct sqk_integ_trailer t = { .version = SQK_INTEG_VERSION, .chunk_size = (uint32_t)c,
-					       .covered = covered, .hashes_at = covered,
+		struct sqk_integ_trailer t = { .version = SQK_INTEG_VERSION,
+					       .chunk_size = (uint32_t)c, .covered = covered,
+					       .hashes_at = covered,
 					       .nchunks = (covered + c - 1) / c };
 		uint64_t end = sqk_integ_end(&t), last = 0;
 

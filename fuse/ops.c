@@ -83,7 +83,8 @@ static void fill_stat(const struct fs *fs, const struct sqk_inode *i, struct sta
 	st->st_size = (off_t)i->size;
 	st->st_rdev = makedev(sqk_rdev_major(i->rdev), sqk_rdev_minor(i->rdev));
 	st->st_blksize = (blksize_t)sqk_image_super(fs->img)->block_size;
-	st->st_blocks = (blkcnt_t)((i->size - (i->sparse < i->size ? i->sparse : i->size) + 511) / 512);
+	st->st_blocks =
+	    (blkcnt_t)((i->size - (i->sparse < i->size ? i->sparse : i->size) + 511) / 512);
 	st->st_mtim.tv_sec = i->mtime;
 	st->st_atim = st->st_mtim;
 	st->st_ctim = st->st_mtim;
@@ -110,7 +111,8 @@ static void reply_fail(fuse_req_t req, struct fs *fs, fuse_ino_t id, const char 
 		sqk_fuse_log(fs, "%s: %s: %s: %s", fs->image, path, what, sqk_strerror(err));
 	}
 	fuse_reply_err(req, err == SQK_ENOENT ? ENOENT : err == SQK_ETOOBIG ? ERANGE :
-			    sqk_to_errno(err) == EIO || err == SQK_ECORRUPT ? EIO : sqk_to_errno(err));
+			    sqk_to_errno(err) == EIO || err == SQK_ECORRUPT ? EIO :
+			    sqk_to_errno(err));
 }
 
 static void fill_entry(struct fs *fs, const struct sqk_inode *i, struct fuse_entry_param *e)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "sqk/error.h"
+#include "common/bytes.h"
 #include "common/grow.h"
 #include "cli/lib/outfile.h"
 
@@ -312,7 +313,6 @@ static void flush(struct wbuf *b)
 /* Appends s (len bytes), printable ASCII but '\' as is, every other byte as \xHH. */
 static void put_escaped(struct wbuf *b, const char *s, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (b->len + 4 > sizeof(b->buf))
@@ -321,8 +321,7 @@ static void put_escaped(struct wbuf *b, const char *s, size_t len)
 			b->buf[b->len++] = (char)c;
 		} else {
 			memcpy(b->buf + b->len, "\\x", 2);
-			b->buf[b->len + 2] = hex[c >> 4];
-			b->buf[b->len + 3] = hex[c & 15];
+			bytes_hex(&c, 1, b->buf + b->len + 2);
 			b->len += 4;
 		}
 	}

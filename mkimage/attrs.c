@@ -11,7 +11,9 @@
 #include "sqk/error.h"
 #include "common/grow.h"
 #include "common/format.h"
+#include "common/meta.h"
 #include "mk.h"
+#include "attrs.h"
 #include "source.h"
 
 /* ---- id table ---- */
@@ -265,8 +267,8 @@ static int add_pair(struct mk_ctx *c, const char *origin, struct xset *s, size_t
 	if (pfx < 0 || strlen(kv->name + plen) > 0xFFFF)
 		return 0; /* other namespaces cannot be stored in SquashFS */
 	if (kv->size > 65536)
-		return mk_fail(c, SQK_ETOOBIG, "xattr %s of '%s' is too large (%zu bytes)", kv->name,
-			       origin, kv->size);
+		return mk_fail(c, SQK_ETOOBIG, "xattr %s of '%s' is too large (%zu bytes)",
+			       kv->name, origin, kv->size);
 	int err = mk_grow(c, &s->pairs, cap, (size_t)s->n + 1, sizeof(*s->pairs));
 	if (err)
 		return err;
@@ -297,8 +299,9 @@ int mk_xattrs_intern(struct mk_ctx *c, const char *origin, const struct mk_xattr
 		qsort(s.pairs, s.n, sizeof(*s.pairs), pair_cmp);
 		for (uint32_t i = 1; i < s.n; i++)
 			if (!pair_cmp(&s.pairs[i - 1], &s.pairs[i])) {
-				err = mk_fail(c, SQK_EINVAL, "'%s': xattr %s%s listed twice", origin,
-					      sqk_xattr_prefix(s.pairs[i].prefix), s.pairs[i].name);
+				err =
+				    mk_fail(c, SQK_EINVAL, "'%s': xattr %s%s listed twice", origin,
+					    sqk_xattr_prefix(s.pairs[i].prefix), s.pairs[i].name);
 				set_free(&s);
 				return err;
 			}
@@ -376,7 +379,8 @@ static int encode_set(const struct xset *s, struct sqk_meta_writer *kv, struct s
 	for (uint32_t i = 0; i < s->n && !err; i++) {
 		const struct xpair *p = &s->pairs[i];
 		err = write_pair(kv, p, p->value_len >= SQK_XATTR_OOL_MIN, refs[i]);
-		size += (uint32_t)(strlen(sqk_xattr_prefix(p->prefix)) + p->name_len + 1 + p->value_len);
+		size += (uint32_t)(strlen(sqk_xattr_prefix(p->prefix)) + p->name_len + 1 +
+				   p->value_len);
 	}
 	free(refs);
 	if (err)

@@ -14,6 +14,13 @@
 #include "common/format.h"
 #include "common/hint.h"
 #include "mk.h"
+#include "attrs.h"
+#include "data.h"
+#include "order.h"
+#include "pseudo.h"
+#include "tables.h"
+#include "tree.h"
+#include "walk.h"
 #include "reuse.h"
 #include "source.h"
 
@@ -211,8 +218,8 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 	if (!err)
 		err = mk_pseudo_apply(c, ps);
 	if (err) {
-		/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading side
-		 * saw afterwards, so it is the error reported. */
+		/* A writer or worker failure (e.g. ENOSPC) is the cause of whatever the reading
+		 * side saw afterwards, so it is the error reported. */
 		int perr = mk_data_abort(c);
 		return perr ? perr : err;
 	}

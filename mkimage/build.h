@@ -39,7 +39,7 @@ struct sqk_build_opts {
 	int64_t force_uid;      /* -1 = keep each entry's owner */
 	int64_t force_gid;
 	int64_t set_mtime;      /* -1 = keep (--mtime: every mtime and the image time) */
-	int64_t clamp_time;     /* -1 = none (SOURCE_DATE_EPOCH: image time, newer mtimes clamped) */
+	int64_t clamp_time; /* -1 = none (SOURCE_DATE_EPOCH: image time, newer mtimes clamped) */
 	uint32_t default_mode;  /* directories a source implies but never lists (0755) */
 	uint32_t default_uid, default_gid; /* (0, 0) */
 	int64_t default_mtime;  /* (0; set_mtime, or at most clamp_time, when those are set) */

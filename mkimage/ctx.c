@@ -12,6 +12,10 @@
 #include "sqk/error.h"
 #include "common/grow.h"
 #include "mk.h"
+#include "attrs.h"
+#include "order.h"
+#include "pseudo.h"
+#include "tree.h"
 #include "reuse.h"
 
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
@@ -83,8 +87,8 @@ int mk_ctx_init(struct mk_ctx *c, const struct sqk_build_opts *opts,
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	int err = sqk_compressor_create(&o->comp, &c->comp);
 	if (err)
-		return mk_fail(c, err, "cannot set up the %s compressor: %s", sqk_comp_name(o->comp.id),
-			       sqk_strerror(err));
+		return mk_fail(c, err, "cannot set up the %s compressor: %s",
+			       sqk_comp_name(o->comp.id), sqk_strerror(err));
 	return 0;
 }
 

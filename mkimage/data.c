@@ -4,10 +4,10 @@
  * its SHA-256 finds an earlier file of the same content (dedup.c). A file whose size an earlier
  * file has is hashed first when the source can be read twice, so that a duplicate's blocks are
  * never compressed; from a stream it is held back by the writer until its hash says whether it
- * is new (then written) or a duplicate (then dropped: it shares the original's blocks). The tails are packed into fragment
- * blocks ordered by file type, all at the end, or a batch at a time once MK_PIECE_BATCH of them
- * wait (memory stays bounded whatever the number of files). Compression and writing happen in
- * pipeline.c. */
+ * is new (then written) or a duplicate (then dropped: it shares the original's blocks). The tails
+ * are packed into fragment blocks ordered by file type, all at the end, or a batch at a time once
+ * MK_PIECE_BATCH of them wait (memory stays bounded whatever the number of files). Compression and
+ * writing happen in pipeline.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,10 @@
 #include "common/format.h"
 #include "common/integrity.h"
 #include "mk.h"
+#include "data.h"
+#include "dedup.h"
+#include "similar.h"
+#include "spill.h"
 #include "pipeline.h"
 #include "reuse.h"
 #include "source.h"
@@ -552,8 +556,10 @@ static int copy_old_fragments(struct mk_ctx *c, struct mk_data *d, uint32_t sinc
 		if (!err)
 			err = sqk_image_read_raw(r->img, start, j->in, stored);
 		if (err)
-			return mk_fail(c, err, "--reuse: cannot read fragment block %u of the old image: "
-				       "%s", i, sqk_strerror(err));
+			return mk_fail(c, err,
+				       "--reuse: cannot read fragment block %u of the old image: "
+				       "%s",
+				       i, sqk_strerror(err));
 		j->kind = MK_JOB_COPY;
 		j->frag_idx = r->frags[i].new_idx;
 		j->word = word;
@@ -578,7 +584,8 @@ static int cluster_pieces(struct mk_ctx *c, const struct mk_data *d, struct piec
 		size_t m = n - at < w ? n - at : w;
 		for (size_t i = 0; i < m; i++) {
 			if (v[at + i].sk == SQK_NONE32)
-				memset(&sk[i], 0, sizeof(sk[i])); /* empty: neither seeds nor joins */
+				/* empty: neither seeds nor joins */
+				memset(&sk[i], 0, sizeof(sk[i]));
 			else
 				sk[i] = d->sketches[v[at + i].sk];
 			len[i] = v[at + i].len;

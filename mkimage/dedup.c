@@ -13,6 +13,8 @@
 #include "common/grow.h"
 #include "common/integrity.h"
 #include "mk.h"
+#include "dedup.h"
+#include "spill.h"
 
 struct dd_entry {
 	uint64_t prefix;            /* the digest's first 8 bytes */

@@ -19,6 +19,10 @@
 #include "common/format.h"
 #include "common/hint.h"
 #include "mk.h"
+#include "data.h"
+#include "order.h"
+#include "spill.h"
+#include "tree.h"
 #include "source.h"
 
 /* Metadata the hint names when it is this small: inode and directory tables, lookup tables. */
@@ -141,7 +145,7 @@ struct mk_order {
 	struct mk_spill *def_paths;
 	char *scratch;
 	size_t scratch_cap;
-	uint32_t front_frags;      /* fragment blocks [0, front_frags) hold the front files' tails */
+	uint32_t front_frags; /* fragment blocks [0, front_frags) hold the front files' tails */
 	uint64_t front_bytes;
 };
 
@@ -493,10 +497,12 @@ static int sort_front(struct mk_ctx *c, struct mk_order *o)
 static void warn_missing(const char *opt, const struct missing *m)
 {
 	if (m->n)
-		fprintf(stderr, "sqk mkimage: %s: %llu listed path%s not %s of the source (first: "
-			"'%s'); left out of the order\n", opt, (unsigned long long)m->n,
-			m->n == 1 ? " is" : "s are",
-			strcmp(opt, "--order") ? "a file or directory" : "a regular file", m->first);
+		fprintf(stderr,
+			"sqk mkimage: %s: %llu listed path%s not %s of the source (first: "
+			"'%s'); left out of the order\n",
+			opt, (unsigned long long)m->n, m->n == 1 ? " is" : "s are",
+			strcmp(opt, "--order") ? "a file or directory" : "a regular file",
+			m->first);
 }
 
 int mk_order_load(struct mk_ctx *c)
@@ -604,9 +610,11 @@ int mk_order_take(struct mk_ctx *c, const struct mk_file_ref *fr, const struct m
 		&o->front[other - 1] : NULL;
 	if (f && f->found) {
 		if (f->file.size != e->size)
-			return mk_fail(c, SQK_ECHANGED, "'%s' changed size while the image was built "
-				       "(%llu bytes, then %llu)", e->origin,
-				       (unsigned long long)f->file.size, (unsigned long long)e->size);
+			return mk_fail(c, SQK_ECHANGED,
+				       "'%s' changed size while the image was built "
+				       "(%llu bytes, then %llu)",
+				       e->origin, (unsigned long long)f->file.size,
+				       (unsigned long long)e->size);
 		fr->file->dup_of = mk_file_data(&f->file);
 		fr->file->frag_index = MK_FRAG_DUP;
 		return 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sqk/error.h"
+#include "common/bytes.h"
 #include "common/format.h"
 #include "reuse.h"
 
@@ -65,18 +66,6 @@ static void fail(struct mk_pipeline *p, int err)
 	pthread_mutex_unlock(&p->mu);
 }
 
-static bool all_zero(const uint8_t *b, size_t len)
-{
-	static const uint8_t zero[256];
-	while (len >= sizeof(zero)) {
-		if (memcmp(b, zero, sizeof(zero)))
-			return false;
-		b += sizeof(zero);
-		len -= sizeof(zero);
-	}
-	return memcmp(b, zero, len) == 0;
-}
-
 /* --reuse: whether the old stored block holds exactly this block's bytes (decompressed and
  * compared); then out holds the old stored bytes. */
 static bool same_as_old(struct mk_pipeline *p, struct sqk_compressor *comp, struct mk_job *j)
@@ -97,7 +86,7 @@ static int compress_job(struct mk_pipeline *p, struct sqk_compressor *comp, stru
 	j->reused = false;
 	if (j->kind == MK_JOB_VERDICT || j->kind == MK_JOB_COPY)
 		return 0;
-	if (j->kind == MK_JOB_DATA && all_zero(j->in, j->in_len)) {
+	if (j->kind == MK_JOB_DATA && bytes_all_zero(j->in, j->in_len)) {
 		j->word = 0;
 		return 0;
 	}

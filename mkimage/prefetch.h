@@ -105,9 +105,7 @@ bool mk_prefetch_started(const struct mk_prefetch *p);
 /* When the walk starts the scout: MK_SCOUT_MISSES reads that missed the page cache within
  * MK_SCOUT_MISS_WINDOW reads from the first of them. A cold tree misses on every file, so the
  * scout starts at its 32nd; a warm tree whose pages the kernel partly reclaimed misses in
- * short runs (a 2-core VM's 1,000,000 warm 40-byte files: 3% of them, in runs of up to 16),
- * and there the scout's ten threads cost more than their read-ahead saves (19.7 s against
- * 15.7 s without it, when one miss started it). */
+ * short runs, and there the scout's threads cost more than their read-ahead saves. */
 #define MK_SCOUT_MISSES 32u
 #define MK_SCOUT_MISS_WINDOW 64u
 struct mk_miss_watch {

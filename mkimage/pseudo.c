@@ -27,6 +27,8 @@
 #include "common/format.h"
 #include "common/parse.h"
 #include "mk.h"
+#include "pseudo.h"
+#include "tree.h"
 #include "source.h"
 
 struct pdef {
@@ -167,14 +169,16 @@ static int parse_fields(struct mk_ctx *c, struct pdef *d, const char **s, bool t
 		else {
 			d->maj = (uint32_t)v;
 			if (sqk_parse_u64(b, 0xFFFFF, &v))
-				err = perr(c, d, "need MAJOR (0..4095) and MINOR (0..1048575)", NULL);
+				err =
+				    perr(c, d, "need MAJOR (0..4095) and MINOR (0..1048575)", NULL);
 			d->min = (uint32_t)v;
 		}
 		free(a);
 		free(b);
 	} else if (d->type == 's' || d->type == 'i') {
 		d->target = next_word(s, &bad);
-		if (!d->target || (d->type == 'i' && strcmp(d->target, "f") && strcmp(d->target, "s")))
+		if (!d->target ||
+		    (d->type == 'i' && strcmp(d->target, "f") && strcmp(d->target, "s")))
 			err = perr(c, d, d->type == 's' ? "'s' needs the symlink target" :
 							  "'i' needs f (fifo) or s (socket)", NULL);
 	}
@@ -207,9 +211,9 @@ static int add_line(struct mk_ctx *c, struct mk_pseudo *p, const char *line, con
 	if (bad)
 		err = perr(c, d, "unbalanced quotes", NULL);
 	else if (!path || !type || strlen(type) != 1 || !strchr("dmcbsilDMCBSI", type[0]))
-		err = type && strchr("fFR", type[0]) ?
-			      perr(c, d, "type '%s' (content from a command) is not supported", type) :
-			      perr(c, d, "need PATH TYPE ... with TYPE one of d m c b s i l", NULL);
+		err = type && strchr("fFR", type[0])
+			  ? perr(c, d, "type '%s' (content from a command) is not supported", type)
+			  : perr(c, d, "need PATH TYPE ... with TYPE one of d m c b s i l", NULL);
 	char *rel = path;
 	while (!err && *rel == '/')
 		rel++;
@@ -351,7 +355,8 @@ static int apply_one(struct mk_ctx *c, const struct pdef *d)
 		struct mk_node *pn = parent ? mk_tree_find(c, parent) : NULL;
 		free(parent);
 		if (!pn || !S_ISDIR(pn->mode))
-			return perr(c, d, "the parent directory of '%s' is not in the image", d->path);
+			return perr(c, d, "the parent directory of '%s' is not in the image",
+				    d->path);
 	}
 	struct mk_entry e = { .path = d->path, .origin = d->where, .uid = d->uid, .gid = d->gid,
 			      .mtime = mtime, .dev_major = d->maj, .dev_minor = d->min };
@@ -359,7 +364,8 @@ static int apply_one(struct mk_ctx *c, const struct pdef *d)
 	if (d->type == 's')
 		e.target = d->target;
 	if (d->type == 'l') {
-		struct mk_node *t = mk_tree_find(c, d->target[0] == '/' ? d->target + 1 : d->target);
+		struct mk_node *t =
+		    mk_tree_find(c, d->target[0] == '/' ? d->target + 1 : d->target);
 		if (!t || S_ISDIR(t->mode))
 			return perr(c, d, "'%s' is not a file in the image", d->target);
 		e.link = d->target[0] == '/' ? d->target + 1 : d->target;

@@ -53,9 +53,10 @@ int mk_reuse_open(struct mk_ctx *c, const char *path, struct mk_reuse **out)
 	const struct sqk_comp_config *oc = sqk_image_comp(r->img);
 	if (sb->block_size != c->opt->block_size || sb->compressor != c->opt->comp.id) {
 		if (!c->opt->quiet)
-			fprintf(stderr, "sqk mkimage: --reuse: '%s' has %s with %u KiB blocks, this build "
-					"%s with %u KiB: nothing reused\n", path,
-				sqk_comp_name(sb->compressor), sb->block_size / 1024,
+			fprintf(stderr,
+				"sqk mkimage: --reuse: '%s' has %s with %u KiB blocks, this build "
+				"%s with %u KiB: nothing reused\n",
+				path, sqk_comp_name(sb->compressor), sb->block_size / 1024,
 				sqk_comp_name(c->opt->comp.id), c->opt->block_size / 1024);
 		sqk_image_close(r->img);
 		free(r);
@@ -165,8 +166,8 @@ bool mk_reuse_tail(struct mk_ctx *c, struct mk_reuse *r, const uint8_t *tail, ui
 		   uint64_t size, uint32_t *old_idx, uint32_t *old_off)
 {
 	struct mk_reuse_file *f = &r->file;
-	if (!f->have || f->ino.frag_index == SQK_NONE32 || f->ino.size % c->opt->block_size != len ||
-	    f->ino.frag_index >= r->nfrags)
+	if (!f->have || f->ino.frag_index == SQK_NONE32 ||
+	    f->ino.size % c->opt->block_size != len || f->ino.frag_index >= r->nfrags)
 		return false;
 	uint64_t off = f->ino.size - len;
 	if (sqk_read(r->img, &f->ino, r->tail, len, off) != (ssize_t)len ||

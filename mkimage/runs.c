@@ -11,6 +11,7 @@
 #include "sqk/error.h"
 #include "common/format.h"
 #include "runs.h"
+#include "spill.h"
 
 /* An encoded record: dir (4 bytes), seq (8), the mk_wrec, the name, the target. */
 #define REC_HDR (4 + 8 + sizeof(struct mk_wrec))
@@ -138,7 +139,8 @@ int mk_runs_put(struct mk_ctx *c, struct mk_runs *s, const struct mk_srec *r)
 	size_t len = rec_size(r);
 	int err = 0;
 	if (s->merging)
-		return mk_fail(c, SQK_EINVAL, "entry records added after the merge (internal error)");
+		return mk_fail(c, SQK_EINVAL,
+			       "entry records added after the merge (internal error)");
 	if (s->nrecs && s->used + len > s->budget)
 		err = write_run(c, s);
 	if (!err)
@@ -174,7 +176,8 @@ static int run_next(struct mk_ctx *c, struct mk_runs *s, struct run *r)
 			return have ? mk_fail(c, SQK_ECORRUPT, "sorted entries damaged in the "
 					      "temporary file") : 1;
 		if (pass)
-			return mk_fail(c, SQK_ECORRUPT, "sorted entries damaged in the temporary file");
+			return mk_fail(c, SQK_ECORRUPT,
+				       "sorted entries damaged in the temporary file");
 		memmove(r->buf, r->buf + r->off, have);
 		size_t n = r->cap - have < r->left ? r->cap - have : (size_t)r->left;
 		int err = mk_spill_get(c, s->store, r->ref, r->buf + have, n);

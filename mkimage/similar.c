@@ -7,6 +7,7 @@
 
 #include "sqk/error.h"
 #include "mk.h"
+#include "similar.h"
 
 /* One multiply: the top half of the product depends on all eight bytes. */
 static uint32_t shingle_hash(const uint8_t *p)

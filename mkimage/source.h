@@ -33,7 +33,7 @@ struct mk_entry {
 	uint32_t dev_major, dev_minor; /* character and block devices */
 	uint64_t size;         /* regular files: bytes of content */
 	const char *target;    /* symlinks: the target */
-	const char *link;      /* a hard link to the earlier entry at this path (archives), or NULL */
+	const char *link; /* a hard link to the earlier entry at this path (archives), or NULL */
 	bool has_id;           /* id_dev/id_ino identify the file (hard links of a walked tree) */
 	uint64_t id_dev, id_ino;
 	bool maybe_sparse;     /* the content may have holes: ask data_at() */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/bytes.h"
 #include "common/depth.h"
 #include "sqk/error.h"
 #include "common/format.h"
@@ -133,8 +134,10 @@ static int confine(struct mk_ctx *c, struct tar_source *t, const char *name, cha
 		if (n == 2 && name[i] == '.' && name[i + 1] == '.') {
 			if (!o && !t->warned_dotdot) {
 				char b[2 * SQK_DEPTH_SHOWN + 4];
-				fprintf(stderr, "sqk mkimage: tar '%s': '%s' climbs above the root; "
-						"kept inside it\n", t->name, sqk_depth_shown(name, b));
+				fprintf(stderr,
+					"sqk mkimage: tar '%s': '%s' climbs above the root; "
+					"kept inside it\n",
+					t->name, sqk_depth_shown(name, b));
 				t->warned_dotdot = true;
 			}
 			while (o && p[o - 1] != '/')
@@ -181,7 +184,8 @@ static int entry_xattrs(struct mk_ctx *c, struct tar_source *t, struct mk_entry 
 	const void *value;
 	size_t size;
 	while (got < n && archive_entry_xattr_next(t->ae, &name, &value, &size) == ARCHIVE_OK) {
-		t->xa[got] = (struct tar_xattr){ { .name = name, .value = value, .size = size }, got };
+		t->xa[got] =
+			(struct tar_xattr){ { .name = name, .value = value, .size = size }, got };
 		got++;
 	}
 	qsort(t->xa, got, sizeof(*t->xa), xattr_cmp);
@@ -286,7 +290,8 @@ static la_ssize_t feed_read(struct archive *a, void *ud, const void **buf)
 	struct tar_source *t = ud;
 	struct feed_region r;
 	if (t->pend_off < t->pend_len) {
-		r = (struct feed_region){ t->pend + t->pend_off, t->pend_at, t->pend_len - t->pend_off };
+		r = (struct feed_region){t->pend + t->pend_off, t->pend_at,
+					 t->pend_len - t->pend_off};
 		t->pend_at += (int64_t)r.len;
 		t->pend_off = t->pend_len;
 	} else {
@@ -326,8 +331,10 @@ static int keep_unread(struct mk_ctx *c, struct tar_source *t, int64_t from)
 	}
 	if (need && lo != from) {
 		free(np);
-		return mk_fail(c, SQK_ECORRUPT, "tar '%s': the data after the end of the archive "
-			       "at offset %lld was lost (internal error)", t->name, (long long)from);
+		return mk_fail(c, SQK_ECORRUPT,
+			       "tar '%s': the data after the end of the archive "
+			       "at offset %lld was lost (internal error)",
+			       t->name, (long long)from);
 	}
 	free(t->pend);
 	t->pend = np;
@@ -357,21 +364,13 @@ static int pend_fill(struct mk_ctx *c, struct tar_source *t)
 			}
 		}
 		if (err)
-			return mk_fail(c, err == -2 ? SQK_ENOMEM : SQK_EIO, "cannot read tar '%s': %s",
-				       t->name, err == -2 ? "out of memory" :
-				       archive_error_string(t->raw));
+			return mk_fail(c, err == -2 ? SQK_ENOMEM : SQK_EIO,
+				       "cannot read tar '%s': %s", t->name,
+				       err == -2 ? "out of memory" : archive_error_string(t->raw));
 		memcpy(t->pend + t->pend_len, p, n);
 		t->pend_len += n;
 	}
 	return 0;
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
 }
 
 /* Whether h is a tar header: its checksum (octal, the sum of its bytes with the checksum field
@@ -400,22 +399,24 @@ static bool tar_header_ok(const uint8_t *h)
 static int ignore_rest(struct mk_ctx *c, struct tar_source *t, int64_t at)
 {
 	uint64_t n = t->pend_len - t->pend_off;
-	bool zeros = all_zero(t->pend + t->pend_off, n);
+	bool zeros = bytes_all_zero(t->pend + t->pend_off, n);
 	const uint8_t *p;
 	size_t len;
 	int err = 0;
 	while (!t->raw_eof && !(err = pull_chunk(t, &p, &len))) {
 		n += len;
-		zeros = zeros && all_zero(p, len);
+		zeros = zeros && bytes_all_zero(p, len);
 	}
 	if (err)
 		return mk_fail(c, err == -2 ? SQK_ENOMEM : SQK_EIO, "cannot read tar '%s': %s",
 			       t->name, err == -2 ? "out of memory" : archive_error_string(t->raw));
 	t->pend_off = t->pend_len;
 	if (zeros)
-		fprintf(stderr, "sqk mkimage: tar '%s': %llu zero byte%s after the end of the "
-			"archive (offset %lld) %s not a whole 512-byte block: ignored\n", t->name,
-			(unsigned long long)n, n == 1 ? "" : "s", (long long)at, n == 1 ? "is" : "are");
+		fprintf(stderr,
+			"sqk mkimage: tar '%s': %llu zero byte%s after the end of the "
+			"archive (offset %lld) %s not a whole 512-byte block: ignored\n",
+			t->name, (unsigned long long)n, n == 1 ? "" : "s", (long long)at,
+			n == 1 ? "is" : "are");
 	else
 		fprintf(stderr, "sqk mkimage: tar '%s': %llu byte%s after the end of the archive "
 			"(offset %lld) %s not a tar header: ignored, as GNU tar and bsdtar do\n",
@@ -443,7 +444,7 @@ static int after_end(struct mk_ctx *c, struct tar_source *t)
 		const uint8_t *h = t->pend + t->pend_off;
 		if (!avail)
 			return 1;
-		if (avail >= 512 && all_zero(h, 512)) {
+		if (avail >= 512 && bytes_all_zero(h, 512)) {
 			t->pend_off += 512;
 			t->pend_at += 512;
 			end += 512;
@@ -473,9 +474,10 @@ static int open_tar_reader(struct mk_ctx *c, struct tar_source *t)
 	bool fmt = e == EILSEQ;
 	const char *msg = archive_error_string(t->a);
 	if (t->start)
-		return mk_fail(c, fmt ? SQK_ECORRUPT : SQK_EIO, "tar '%s': the archive concatenated "
-			       "at offset %lld: %s", t->name, (long long)t->start,
-			       msg ? msg : "unreadable");
+		return mk_fail(c, fmt ? SQK_ECORRUPT : SQK_EIO,
+			       "tar '%s': the archive concatenated "
+			       "at offset %lld: %s",
+			       t->name, (long long)t->start, msg ? msg : "unreadable");
 	return mk_fail(c, fmt ? SQK_ECORRUPT : SQK_EIO, "cannot read tar '%s': %s%s%s%s", t->name,
 		       fmt ? "not a tar archive (" : "", msg ? msg : "unreadable",
 		       fmt ? ")" : e > 0 ? ": " : "", fmt || e <= 0 ? "" : strerror(e));
@@ -556,9 +558,10 @@ static int tar_read(struct mk_source *s, struct mk_ctx *c, uint64_t off, void *b
 			size_t n = upto - off < len ? (size_t)(upto - off) : len;
 			if (t->eof && archive_entry_size(t->ae) >= 0 &&
 			    off + len > (uint64_t)archive_entry_size(t->ae))
-				return mk_fail(c, SQK_ECORRUPT, "tar '%s': '%s' at offset %lld: data "
-					       "ends early", t->name, origin_shown(t),
-					       (long long)t->header_at);
+				return mk_fail(c, SQK_ECORRUPT,
+					       "tar '%s': '%s' at offset %lld: data "
+					       "ends early",
+					       t->name, origin_shown(t), (long long)t->header_at);
 			memset(p, 0, n);
 			p += n;
 			off += n;
@@ -639,7 +642,8 @@ int mk_source_tar_create(struct mk_ctx *c, const char *path, struct mk_source **
 	bool stdin_ = !path || !strcmp(path, "-");
 	t->name = stdin_ ? "(standard input)" : path;
 	/* Pax names are UTF-8: with a UTF-8 locale libarchive gives their bytes unchanged (in the C
-	 * locale it would try to convert them to ASCII). SquashFS names are bytes, so is the image. */
+	 * locale it would try to convert them to ASCII). SquashFS names are bytes, so is the image.
+	 */
 	const char *ct = setlocale(LC_CTYPE, NULL);
 	if (!ct || !strcmp(ct, "C") || !strcmp(ct, "POSIX"))
 		setlocale(LC_CTYPE, "C.UTF-8");
@@ -657,8 +661,9 @@ int mk_source_tar_create(struct mk_ctx *c, const char *path, struct mk_source **
 	    archive_read_next_header(t->raw, &ae) == ARCHIVE_FATAL) {
 		int e = archive_errno(t->raw);
 		const char *msg = archive_error_string(t->raw);
-		err = mk_fail(c, SQK_EIO, "cannot read tar '%s': %s%s%s", t->name,
-			      msg ? msg : "unreadable", e > 0 ? ": " : "", e > 0 ? strerror(e) : "");
+		err =
+		    mk_fail(c, SQK_EIO, "cannot read tar '%s': %s%s%s", t->name,
+			    msg ? msg : "unreadable", e > 0 ? ": " : "", e > 0 ? strerror(e) : "");
 	} else if (archive_format(t->raw) == ARCHIVE_FORMAT_EMPTY) {
 		/* no byte at all is a failed producer more likely than an archive (an empty tar
 		 * is 10 KiB of zeros): an error, not an empty image */

@@ -13,6 +13,7 @@
 
 #include "sqk/error.h"
 #include "mk.h"
+#include "spill.h"
 
 #define SPILL_BUF (128u << 10)
 

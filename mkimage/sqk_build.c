@@ -10,6 +10,8 @@
 
 #include "sqk/error.h"
 #include "mk.h"
+#include "attrs.h"
+#include "order.h"
 #include "reuse.h"
 #include "source.h"
 
@@ -86,7 +88,8 @@ static int check_opts(const struct sqk_build_opts *o, const struct sqk_build_sou
 	if (o->threads < 1 || o->threads > 1024)
 		return refuse(r, SQK_EINVAL, "%d threads: need 1..1024", o->threads);
 	if (o->digest_tree && o->no_checksums)
-		return refuse(r, SQK_EINVAL, "a digest tree needs integrity data (not no_checksums)");
+		return refuse(r, SQK_EINVAL,
+			      "a digest tree needs integrity data (not no_checksums)");
 	if (s->kind == SQK_BUILD_DIRS ? s->nsources < 1 :
 	    s->kind == SQK_BUILD_CUSTOM ? !s->custom : s->kind != SQK_BUILD_TAR)
 		return refuse(r, SQK_EINVAL, "no source to build from");

@@ -12,6 +12,8 @@
 #include "common/format.h"
 #include "common/inode_codec.h"
 #include "mk.h"
+#include "attrs.h"
+#include "spill.h"
 #include "tables.h"
 
 /* The inode table goes out once this much of it is encoded; the directory table to its store. */
@@ -249,9 +251,13 @@ static int emit_dir_inode(struct mk_tables *t, const struct mk_inode *a, const s
 	uint32_t size = l->bytes + 3;
 	bool ext = size > 0xFFFF || l->nidx || a->xattr_idx != SQK_NONE32 || n > SQK_DIR_RUN_MAX;
 	struct sqk_inode_body body = {
-		.dir_block = (uint32_t)(l->start >> 16), .dir_offset = (uint16_t)(l->start & 0xFFFF),
-		.nlink = 2 + nsubdirs, .size = size, .parent = parent,
-		.index_count = (uint16_t)l->nidx, .xattr_idx = a->xattr_idx,
+	    .dir_block = (uint32_t)(l->start >> 16),
+	    .dir_offset = (uint16_t)(l->start & 0xFFFF),
+	    .nlink = 2 + nsubdirs,
+	    .size = size,
+	    .parent = parent,
+	    .index_count = (uint16_t)l->nidx,
+	    .xattr_idx = a->xattr_idx,
 	};
 	size_t len = encode_inode(a, ext ? SQK_T_LDIR : SQK_T_DIR, &body, b);
 	int err = append_inode(t, a, b, len, NULL, 0, ref);
@@ -411,7 +417,8 @@ static int copy_dirs(struct mk_tables *t)
 	uint8_t *buf = cap ? malloc(cap) : NULL;
 	int err = cap && !buf ? mk_fail(c, SQK_ENOMEM, "out of memory") : 0;
 	for (size_t i = 0; i < t->ndir_pieces && !err; i++) {
-		err = mk_spill_get(c, t->dir_store, t->dir_pieces[i].ref, buf, t->dir_pieces[i].len);
+		err =
+		    mk_spill_get(c, t->dir_store, t->dir_pieces[i].ref, buf, t->dir_pieces[i].len);
 		if (!err)
 			err = mk_write(c, buf, t->dir_pieces[i].len);
 	}

@@ -8,7 +8,10 @@
 #ifndef SQK_MK_TABLES_H
 #define SQK_MK_TABLES_H
 
+#include "common/meta.h"
 #include "mk.h"
+#include "spill.h"
+#include "tree.h"
 
 struct mk_tables {
 	struct mk_ctx *c;
@@ -47,5 +50,8 @@ int mk_tables_inode(struct mk_tables *t, const struct mk_inode *a, uint64_t *ref
 int mk_tables_dir(struct mk_tables *t, const struct mk_inode *a, const struct mk_dent *v,
 		  size_t n, uint32_t nsubdirs, uint32_t parent_ino, const char *path,
 		  uint64_t *ref);
+
+/* tables.c: inode, directory, fragment, export, id and xattr tables, then the superblock. */
+int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb);
 
 #endif

@@ -22,6 +22,9 @@
 #include "sqk/error.h"
 #include "common/format.h"
 #include "mk.h"
+#include "attrs.h"
+#include "pseudo.h"
+#include "tree.h"
 #include "source.h"
 #include "runs.h"
 #include "tables.h"
@@ -107,7 +110,8 @@ static size_t names_slot(const struct name_map *m, const struct mk_node *parent,
 	size_t j = name_hash(parent, name, len) & (m->cap - 1);
 	for (;; j = (j + 1) & (m->cap - 1)) {
 		const struct mk_node *o = m->slots[j];
-		if (!o || (o->parent == parent && o->name_len == len && !memcmp(o->name, name, len)))
+		if (!o ||
+		    (o->parent == parent && o->name_len == len && !memcmp(o->name, name, len)))
 			return j;
 	}
 }
@@ -408,11 +412,13 @@ static int find_dir(struct mk_ctx *c, const char *path, size_t len, const char *
 			j++;
 		struct mk_node *ch = child_find(t, d, path + i, j - i);
 		if (!ch && j - i > SQK_NAME_MAX)
-			return mk_fail(c, SQK_ETOOBIG, "'%s': name '%.*s...' is longer than %u bytes",
-				       origin, 32, path + i, SQK_NAME_MAX);
+			return mk_fail(c, SQK_ETOOBIG,
+				       "'%s': name '%.*s...' is longer than %u bytes", origin, 32,
+				       path + i, SQK_NAME_MAX);
 		if (!ch) {
 			ch = new_node(t, path + i, j - i);
-			int err = !ch ? mk_fail(c, SQK_ENOMEM, "out of memory") : add_child(c, d, ch);
+			int err =
+			    !ch ? mk_fail(c, SQK_ENOMEM, "out of memory") : add_child(c, d, ch);
 			if (!err)
 				err = set_implied(c, ch);
 			if (!err)
@@ -733,7 +739,8 @@ int mk_tree_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_ref *
 	err = find_dir(c, e->path, dlen, e->origin, &dir);
 	if (err)
 		return err;
-	struct mk_node *old = c->tree->ordered ? NULL : child_find(c->tree, dir, name, strlen(name));
+	struct mk_node *old =
+	    c->tree->ordered ? NULL : child_find(c->tree, dir, name, strlen(name));
 	if (old && (err = replace_entry(c, old, e, &n)))
 		return err;
 	if (n)
@@ -923,7 +930,8 @@ static int put_node(struct mk_ctx *c, struct tdir *m, struct mk_node *k)
 			err = mk_walk_put_lname(c, m->d->dir_no, m->n, tg->group);
 		if (err)
 			return err;
-		r = (struct mk_wrec){ .link = 1, .ref = tg->group, .name_len = (uint16_t)k->name_len };
+		r = (struct mk_wrec){
+		    .link = 1, .ref = tg->group, .name_len = (uint16_t)k->name_len};
 	} else {
 		mk_count_kind(c, k->mode, k->file);
 		++*m->inodes;
@@ -1069,8 +1077,8 @@ static int merge_dir(struct mk_ctx *c, struct tdir *m)
 		if (S_ISDIR(k->mode) && k->born_implied) {
 			char where[1024];
 			mk_node_path(k, where, sizeof(where));
-			return mk_fail(c, SQK_EINVAL, "'%s/...': '%s' is not a directory", where + 1,
-				       where + 1);
+			return mk_fail(c, SQK_EINVAL, "'%s/...': '%s' is not a directory",
+				       where + 1, where + 1);
 		}
 		err = put_node(c, m, k);
 		i++;

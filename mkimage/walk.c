@@ -19,6 +19,8 @@
 #include "sqk/error.h"
 #include "common/format.h"
 #include "mk.h"
+#include "spill.h"
+#include "tree.h"
 #include "source.h"
 #include "tables.h"
 #include "walk.h"
@@ -177,8 +179,8 @@ static int walk_to(struct mk_ctx *c, struct mk_walk *w, const char *path, size_t
 			return err;
 	}
 	if (len)
-		return mk_fail(c, SQK_EINVAL, "'%s': entry out of order in the walk (internal error)",
-			       origin);
+		return mk_fail(c, SQK_EINVAL,
+			       "'%s': entry out of order in the walk (internal error)", origin);
 	return 0;
 }
 
@@ -192,8 +194,10 @@ static int put_rec(struct mk_ctx *c, struct mk_walk *w, struct mk_wrec *r, const
 		memcpy(&p, o->buf + o->last, sizeof(p));
 		if (sqk_name_cmp((const char *)o->buf + o->last + sizeof(p), p.name_len, name,
 				 r->name_len) >= 0)
-			return mk_fail(c, SQK_EINVAL, "'%.*s': entries out of name order in the walk "
-				       "(internal error)", (int)r->name_len, name);
+			return mk_fail(c, SQK_EINVAL,
+				       "'%.*s': entries out of name order in the walk "
+				       "(internal error)",
+				       (int)r->name_len, name);
 	}
 	o->last = o->len;
 	int err = mk_walk_encode(c, &o->buf, &o->len, &o->cap, r, name, target);
@@ -284,8 +288,8 @@ static int walk_add(struct mk_ctx *c, const struct mk_entry *e, struct mk_file_r
 	if (!*e->path)
 		return walk_root(c, w, e);
 	if (e->link)
-		return mk_fail(c, SQK_EINVAL, "'%s': a hard link by path in a walk (internal error)",
-			       e->origin);
+		return mk_fail(c, SQK_EINVAL,
+			       "'%s': a hard link by path in a walk (internal error)", e->origin);
 	int err = mk_check_depth(c, e);
 	if (err)
 		return err;

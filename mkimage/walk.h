@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "mk.h"
+#include "tree.h"
 
 /* The fixed part of an encoded entry; its name follows, then a symlink's target. */
 struct mk_wrec {
@@ -46,5 +47,11 @@ int mk_walk_set_group(struct mk_ctx *c, uint32_t group, const struct mk_wrec *r,
 int mk_walk_put_lname(struct mk_ctx *c, uint32_t dir, uint32_t pos, uint32_t group);
 /* All directories given: the root's attributes r, inodes in all; numbers the inodes. */
 int mk_walk_close(struct mk_ctx *c, const struct mk_wrec *root, uint64_t inodes);
+
+/* walk.c: the tree of an ordered source (the directory walker) held on disk: each directory's
+ * entries go to a store that spills to a temporary file once it is complete; memory keeps the
+ * 32-byte file records, the directories and the hard links. mk_walk_start, then
+ * mk_tree_disk_ops; the image is byte for byte the one the tree in memory gives. */
+int mk_walk_start(struct mk_ctx *c);
 
 #endif

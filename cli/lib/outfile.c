@@ -439,7 +439,8 @@ static int place_new(struct sqk_outfile *o, const char *path)
 	if (o->tmpname) {
 		if (!renameat2(AT_FDCWD, o->tmpname, AT_FDCWD, path, RENAME_NOREPLACE))
 			return 0;
-		if (errno != EINVAL) /* EINVAL: the file system cannot; link never replaces either */
+		/* EINVAL: the file system cannot; link never replaces either */
+		if (errno != EINVAL)
 			return -1;
 		if (link(o->tmpname, path))
 			return -1;

@@ -76,7 +76,7 @@ struct sqk_outfile {
 	char *path;      /* sqk_outfile_create: the path to commit to (owned), NULL otherwise */
 	bool device;     /* fd is a block device, written in place: no temporary, no rename */
 	uint64_t dev_size; /* a device's size in bytes */
-	bool judged;     /* created from a verdict: the commit checks path still holds what it saw */
+	bool judged; /* created from a verdict: the commit checks path still holds what it saw */
 	bool was_new;    /* judged: nothing was there (the commit never replaces what appears) */
 	dev_t old_dev;   /* judged, not new: the file replaced (st_dev, st_ino, st_ctim) */
 	ino_t old_ino;

@@ -10,7 +10,8 @@
 #define NBUCKETS 8192u
 #define NWAITQ 64u
 #define NSPARE 64u
-#define SPARE_BYTES (8u << 20) /* condition variables, by block: a fill wakes only that block's waiters */
+#define SPARE_BYTES                                                                                \
+	(8u << 20) /* condition variables, by block: a fill wakes only that block's waiters */
 
 struct sqk_cache {
 	pthread_mutex_t mu;

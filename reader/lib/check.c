@@ -243,10 +243,11 @@ static int report_bad(struct chk *c)
 /* Opens the image through the library; a failure is a structural finding. */
 static int open_image(struct chk *c)
 {
-	struct sqk_open_opts oo = { .size = sizeof(oo), .offset = c->offset, .cache_bytes = 256u << 20,
-				    .readahead_blocks = 1, .threads = 1, .log = chk_log,
-				    .log_ctx = c, .name = "image",
-				    .no_verify = true }; /* bad chunks are findings (chk_integrity) */
+	/* bad chunks are findings (chk_integrity) */
+	struct sqk_open_opts oo = { .size = sizeof(oo), .offset = c->offset,
+				    .cache_bytes = 256u << 20, .readahead_blocks = 1, .threads = 1,
+				    .log = chk_log, .log_ctx = c, .name = "image",
+				    .no_verify = true };
 	char msg[512];
 	int rc;
 
@@ -255,7 +256,8 @@ static int open_image(struct chk *c)
 		return rc;
 	if (rc) {
 		chk_last_log(c, msg, sizeof(msg));
-		if (sqk_err_not_image(rc)) /* the line says what it is: "image: truncated image: ..." */
+		/* the line says what it is: "image: truncated image: ..." */
+		if (sqk_err_not_image(rc))
 			chk_report(c, true, c->offset, c->offset + SQK_SUPER_SIZE, "superblock",
 				   "image does not open: %s", strncmp(msg, "image: ", 7) ? msg :
 				   msg + 7);

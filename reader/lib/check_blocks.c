@@ -54,7 +54,8 @@ static int queue_fragments(struct chk *c)
 		    len > sb->block_size || f->start < c->data_start || f->start > c->data_end ||
 		    len > c->data_end - f->start) {
 			chk_report(c, true, c->offset + f->start, c->offset + f->start + len, name,
-				   "fragment table entry %u (start %llu, size word 0x%08x) is invalid",
+				   "fragment table entry %u (start %llu, size word 0x%08x) is "
+				   "invalid",
 				   i, (unsigned long long)f->start, f->size);
 			continue;
 		}

@@ -48,8 +48,8 @@ static int check_span(struct integ_work *w, uint8_t *buf, uint64_t k0, uint64_t 
 			continue; /* its group's digests are wrong: reported (check_groups) */
 		if (sqk_integ_check_chunk(w->ig, k, buf + (s - s0), (size_t)(e - s)))
 			w->bad[k] = 1;
-		else if (k < w->fast->n &&
-			 sqk_integ_fast_check_chunk(w->ig, w->fast, k, buf + (s - s0), (size_t)(e - s)))
+		else if (k < w->fast->n && sqk_integ_fast_check_chunk(
+					       w->ig, w->fast, k, buf + (s - s0), (size_t)(e - s)))
 			w->fbad[k] = 1;
 	}
 	return 0;
@@ -114,7 +114,8 @@ static void report_fast_bad(struct chk *c, const struct sqk_integ *ig,
 			continue;
 		sqk_integ_chunk_range(ig, k, &s, &e);
 		chk_report(c, false, f->at + 8 * k, f->at + 8 * k + 8, "fast checksums",
-			   "fast checksum of chunk %llu (bytes %llu..%llu) does not match the chunk, "
+			   "fast checksum of chunk %llu (bytes %llu..%llu) does not match the "
+			   "chunk, "
 			   "which matches its SHA-256 digest", (unsigned long long)k,
 			   (unsigned long long)s, (unsigned long long)e - 1);
 	}
@@ -312,7 +313,8 @@ static int check_hint(struct chk *c, const struct sqk_integ *ig, uint64_t hint_e
 	if (rc && rc != SQK_ETOOBIG) {
 		chk_report(c, false, end, hint_end, "prefetch hint",
 			   "%zu bytes between the image and the %s are not a valid prefetch hint "
-			   "(%s)", len, hint_end < ig->t.covered ? "fast checksums" : "integrity digests",
+			   "(%s)",
+			   len, hint_end < ig->t.covered ? "fast checksums" : "integrity digests",
 			   sqk_strerror(rc));
 		return 0;
 	}
@@ -364,7 +366,8 @@ int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 	*loaded = true;
 	c->res->has_integrity = true;
 	if (c->o->root_hash) {
-		c->res->root_hash_ok = memcmp(c->o->root_hash, ig->t.root, SQK_INTEG_DIGEST_SIZE) == 0;
+		c->res->root_hash_ok =
+		    memcmp(c->o->root_hash, ig->t.root, SQK_INTEG_DIGEST_SIZE) == 0;
 		if (!c->res->root_hash_ok)
 			chk_report(c, false, c->file_size - SQK_INTEG_TRAILER_SIZE, c->file_size,
 				   "integrity data", "root digest differs from --root-hash");
@@ -389,7 +392,8 @@ int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 
 		rc = chk_label(c, "integrity data", &l);
 		if (rc == 0)
-			rc = chk_ival_add(c, ig->t.covered - c->offset, c->file_size - c->offset, l);
+			rc =
+			    chk_ival_add(c, ig->t.covered - c->offset, c->file_size - c->offset, l);
 	}
 	return rc;
 }

@@ -391,8 +391,9 @@ static int check_export(struct chk *c)
 			return lib_fail(c, rc, cur.pos, "export table", "entry", "export table");
 		if (c->ino_ref[i] != SQK_NONE64 && sqk_get_le64(raw) != c->ino_ref[i]) {
 			chk_report(c, true, c->offset + cur.pos, c->offset + cur.pos + 1,
-				   "export table", "entry for inode %u is %llu, the walk found %llu",
-				   i, (unsigned long long)sqk_get_le64(raw),
+				   "export table",
+				   "entry for inode %u is %llu, the walk found %llu", i,
+				   (unsigned long long)sqk_get_le64(raw),
 				   (unsigned long long)c->ino_ref[i]);
 			break;
 		}
@@ -413,7 +414,8 @@ int chk_walk(struct chk *c)
 	memset(c->ino_ref, 0xFF, ((size_t)sb->inode_count + 1) * sizeof(*c->ino_ref));
 	rc = sqk_image_root(c->img, &root);
 	if (rc)
-		rc = lib_fail(c, rc, inode_pos(c, sb->root_inode), "inode table", "root inode", "/");
+		rc =
+		    lib_fail(c, rc, inode_pos(c, sb->root_inode), "inode table", "root inode", "/");
 	else
 		rc = walk_tree(c, &root);
 	if (rc == 0 && !atomic_load(&c->stop) && c->found != sb->inode_count)

@@ -133,7 +133,8 @@ ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, voi
 	 * 4 KiB read of a cold file costs one or two chunks); its next read starts readahead. */
 	if (seq && img->lazy_first && off + len <= bs && atomic_load(&fi->next_off) == 0)
 		seq = false;
-	if (seq && img->readahead > 1 && len > 0) /* the blocks after this request, on the workers */
+	/* the blocks after this request, on the workers */
+	if (seq && img->readahead > 1 && len > 0)
 		sqk_prefetch(img, fi, (uint32_t)((off + len - 1) / bs + 1));
 	while (done < len && rc == 0) {
 		uint64_t cur = off + done, k = cur / bs;

@@ -62,7 +62,8 @@ static int read_words(struct sqk_image *img, const struct sqk_inode *in, struct 
 		int rc;
 
 		/* Doubling (up to nblocks): growing by a chunk per step copies quadratically. Not
-		 * sqk_grow, which would double past nblocks: the array ends exactly nblocks long. */
+		 * sqk_grow, which would double past nblocks: the array ends exactly nblocks long.
+		 */
 		if (done + n > cap) {
 			cap = done + n > fi->nblocks / 2 ? fi->nblocks : 2 * (done + n);
 			w = realloc(fi->words, (size_t)cap * 4);

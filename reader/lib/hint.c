@@ -20,7 +20,8 @@ int sqk_image_hint(struct sqk_image *img, struct sqk_hint_range *out, size_t max
 	int rc = sqk_image_integrity(img, &t);
 	if (rc)
 		return rc == SQK_ENOENT ? SQK_ENOENT : rc;
-	uint64_t padded = (img->sb.bytes_used + SQK_HINT_ALIGN - 1) / SQK_HINT_ALIGN * SQK_HINT_ALIGN;
+	uint64_t padded =
+	    (img->sb.bytes_used + SQK_HINT_ALIGN - 1) / SQK_HINT_ALIGN * SQK_HINT_ALIGN;
 	if (t.covered < padded || t.covered - padded < SQK_HINT_ALIGN || t.covered > img->file_size)
 		return SQK_ENOENT;
 	uint64_t end = sqk_verify_fast_start(img, &t, padded);
@@ -32,7 +33,8 @@ int sqk_image_hint(struct sqk_image *img, struct sqk_hint_range *out, size_t max
 	if (rc)
 		return rc;
 	if (end - len != padded)
-		return SQK_ECORRUPT; /* a hint is the whole of what lies between image and digests */
+		return SQK_ECORRUPT; /* a hint is the whole of what lies between image and digests
+				      */
 	uint8_t *blk = malloc(len);
 	if (!blk)
 		return SQK_ENOMEM;

@@ -236,8 +236,10 @@ static int count_meta(struct sqk_image *img, uint64_t start, uint64_t end, uint6
 		(*count)++;
 	}
 	if (pos != end) {
-		sqk_logf(img, "metadata blocks run past the next table at offset %llu (offset %llu): "
-			 "%s", (unsigned long long)end, (unsigned long long)pos,
+		sqk_logf(img,
+			 "metadata blocks run past the next table at offset %llu (offset %llu): "
+			 "%s",
+			 (unsigned long long)end, (unsigned long long)pos,
 			 sqk_strerror(SQK_ECORRUPT));
 		return SQK_ECORRUPT;
 	}

@@ -113,9 +113,11 @@ struct sqk_image {
 	struct sqk_counters st;
 	bool at_zero;           /* the image starts at offset 0 of its file */
 	bool verify_req;        /* !opts.no_verify */
-	atomic_bool quiet_mismatch; /* opts.quiet_mismatch, set once the open is over (workers read it) */
+	/* opts.quiet_mismatch, set once the open is over (workers read it) */
+	atomic_bool quiet_mismatch;
 	bool integ_on;          /* integrity data loaded: every read is verified */
-	uint64_t groups_damaged; /* integ_on: digest groups that failed their group digest at open */
+	/* integ_on: digest groups that failed their group digest at open */
+	uint64_t groups_damaged;
 	bool remote_verified;   /* a remote image whose backend checks every chunk it fetches */
 	bool lazy_first;        /* no readahead on a file's first one-block read (remote images) */
 	struct sqk_integ integ;

@@ -218,8 +218,10 @@ static void fast_skip(struct sqk_image *img, const char *why, uint64_t chunk)
 	char what[112];
 
 	if (!why && !sqk_integ_group_loaded(&img->integ, g))
-		snprintf(what, sizeof(what), "chunk %llu cannot be verified: its digest group %llu is "
-			 "damaged", k, g);
+		snprintf(what, sizeof(what),
+			 "chunk %llu cannot be verified: its digest group %llu is "
+			 "damaged",
+			 k, g);
 	else if (!why)
 		snprintf(what, sizeof(what), "chunk %llu does not match its digest", k);
 	sqk_logf(img, "fast checksum block ending at image offset %llu not used (%s): reads are "
@@ -258,7 +260,8 @@ static int fast_load_block(struct sqk_image *img, uint64_t at, uint64_t len, uin
 int sqk_verify_fast(struct sqk_image *img, bool pinned)
 {
 	const struct sqk_integ_trailer *t = &img->integ.t;
-	uint64_t padded = (img->sb.bytes_used + SQK_FAST_ALIGN - 1) / SQK_FAST_ALIGN * SQK_FAST_ALIGN;
+	uint64_t padded =
+	    (img->sb.bytes_used + SQK_FAST_ALIGN - 1) / SQK_FAST_ALIGN * SQK_FAST_ALIGN;
 	uint8_t foot[SQK_FAST_FOOTER_SIZE];
 	uint64_t at, len, n, bad = 0;
 	int rc;
@@ -381,7 +384,8 @@ static void log_mismatch(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 	if (ino)
 		snprintf(what, sizeof(what), " (read of inode %u)", ino);
 	if (!sqk_integ_group_loaded(&img->integ, sqk_integ_group_of(&img->integ, k))) {
-		sqk_logf(img, "integrity check failed at image offset %llu: bytes %llu..%llu (chunk "
+		sqk_logf(img,
+			 "integrity check failed at image offset %llu: bytes %llu..%llu (chunk "
 			 "%llu) cannot be verified: their digest group %llu is damaged%s",
 			 (unsigned long long)s, (unsigned long long)s, (unsigned long long)e - 1,
 			 (unsigned long long)k,

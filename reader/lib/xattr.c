@@ -54,8 +54,8 @@ static int read_pair(struct sqk_image *img, struct sqk_mcur *kv, struct xpair *p
 		return rc;
 	p->type = sqk_get_le16(raw);
 	p->name_len = sqk_get_le16(raw + 2);
-	if ((p->type & 0xFF) >= SQK_XATTR_NPREFIX || (p->type & ~0x1FFu) || p->name_len >= sizeof(p->name) ||
-	    p->name_len == 0)
+	if ((p->type & 0xFF) >= SQK_XATTR_NPREFIX || (p->type & ~0x1FFu) ||
+	    p->name_len >= sizeof(p->name) || p->name_len == 0)
 		return SQK_ECORRUPT;
 	rc = sqk_meta_read(img, kv, p->name, p->name_len);
 	if (rc == 0)

@@ -292,7 +292,8 @@ static int check_fetched(struct sqk_http *h, struct http_chunk *c, bool wait_gro
 		}
 
 		atomic_fetch_add(&h->n_corrupt, 1);
-		sqk_http_logf(h, "%s: bytes %llu-%llu (chunk %llu) do not match their SHA-256 digest",
+		sqk_http_logf(h,
+			      "%s: bytes %llu-%llu (chunk %llu) do not match their SHA-256 digest",
 			      h->name, (unsigned long long)s, (unsigned long long)(s + c->len - 1),
 			      (unsigned long long)c->k);
 		return SQK_ECORRUPT;
@@ -441,7 +442,8 @@ void sqk_http_store_unread(struct sqk_http *h)
 
 		for (c = h->tab[i]; c; c = c->hnext) {
 			if (c->state == CH_FETCHED && check_fetched(h, c, false) == 0)
-				c->state = CH_READY; /* no new request now: not when the group is out */
+				/* no new request now: not when the group is out */
+				c->state = CH_READY;
 		}
 	}
 }

@@ -115,9 +115,10 @@ static int group_take(struct sqk_http *h, uint64_t g, struct http_job *j)
 		rc = sqk_integ_group_accept(&h->integ, g, j->flat, j->len);
 		if (rc == SQK_ECORRUPT) {
 			atomic_fetch_add(&h->n_corrupt, 1);
-			sqk_http_logf(h, "%s: digest group %llu (bytes %llu-%llu) does not match its "
-				      "group digest", h->name, (unsigned long long)g,
-				      (unsigned long long)j->off,
+			sqk_http_logf(h,
+				      "%s: digest group %llu (bytes %llu-%llu) does not match its "
+				      "group digest",
+				      h->name, (unsigned long long)g, (unsigned long long)j->off,
 				      (unsigned long long)(j->off + j->len - 1));
 		} else if (rc == 0 && h->dc) {
 			sqk_dcache_put(h->dc, GROUP_KEY + g, j->flat, j->len);

@@ -107,7 +107,8 @@ static int scan_dir(struct sqk_dcache *d, const char *name)
 			continue;
 		}
 		k = strtoull(de->d_name, &end, 16);
-		if (*end || fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+		if (*end || fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
 			continue;
 		rc = push(d, idx, k, (uint64_t)st.st_size, (int64_t)st.st_mtime);
 	}
@@ -313,8 +314,8 @@ void sqk_dcache_put(struct sqk_dcache *d, uint64_t k, const uint8_t *buf, size_t
 	evict(d, size);
 	pthread_mutex_unlock(&d->mu);
 	chunk_name(name, sizeof(name), k);
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld.%ld.%s", (long)getpid(), (long)syscall(SYS_gettid),
-		 name);
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld.%ld.%s", (long)getpid(),
+		 (long)syscall(SYS_gettid), name);
 	if (write_tmp(d, tmp, buf, len) || renameat(d->dirfd, tmp, d->dirfd, name)) {
 		unlinkat(d->dirfd, tmp, 0);
 		return;

@@ -353,7 +353,8 @@ static int outcome(struct http_job *j, CURLcode res)
 	}
 	if (res != CURLE_OK) {
 		bool perm = res == CURLE_UNSUPPORTED_PROTOCOL || res == CURLE_URL_MALFORMAT ||
-			    res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_TOO_MANY_REDIRECTS;
+			    res == CURLE_PEER_FAILED_VERIFICATION ||
+			    res == CURLE_TOO_MANY_REDIRECTS;
 
 		set_why(j, perm, "%s", j->errbuf[0] ? j->errbuf : curl_easy_strerror(res));
 		return SQK_EIO;

@@ -132,7 +132,8 @@ struct sqk_http {
 	/* Sequential streams, for fetching ahead. */
 	struct http_stream {
 		uint64_t id;           /* the reader's stream id (sqk_io_ahead) */
-		uint64_t got, next, ra_end; /* bytes read in the stream, where it goes on, fetched to */
+		/* bytes read in the stream, where it goes on, fetched to */
+		uint64_t got, next, ra_end;
 		uint64_t window;       /* bytes */
 		uint64_t stamp;
 	} streams[16];

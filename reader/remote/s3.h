@@ -3,9 +3,10 @@
  * the object's URL (path-style ENDPOINT/BUCKET/KEY when an endpoint is given, virtual-hosted
  * https://BUCKET.s3.REGION.amazonaws.com/KEY for AWS itself), the region and the credentials
  * (environment, then the shared credentials and config files); the transfers sign each request
- * with libcurl's AWS Signature V4 (http_fetch.c). This file also holds a SigV4 signer of its
- * own (tests check it against AWS's published example and use it to check what libcurl sends)
- * and turns S3 error answers into messages. Nothing here ever prints a secret. */
+ * with libcurl's AWS Signature V4 (http_fetch.c). s3.c resolves URLs and turns S3 error
+ * answers into messages, s3_config.c reads the environment and the AWS files, sigv4.c is a
+ * SigV4 signer of squashkit's own (tests check it against AWS's published example and use it
+ * to check what libcurl sends). Nothing here ever prints a secret. */
 #ifndef SQK_S3_H
 #define SQK_S3_H
 

@@ -5,12 +5,12 @@
  *
  *   zstd_floor [-t EVERY] [-b EVERY] [-s PERCENT] DIR...
  *
- * The trees' regular files (each DIR walked in name order, symlinks not followed) are read once; a file whose
- * content (XXH3-128) was seen before is skipped, as the builder's dedup would. The rest are cut
- * as the builder cuts them: each file's whole 128 KiB blocks go to one stream, its tail (the
- * last partial block) to another, tails packed back to back as fragment blocks pack them. Every
- * EVERY-th 128 KiB chunk of each stream (-t: tails, default 10; -b: whole blocks, default 5) is
- * compressed with sqk's zstd compressor at its default level (the product's code: level 15 with
+ * The trees' regular files (each DIR walked in name order, symlinks not followed) are read once; a
+ * file whose content (XXH3-128) was seen before is skipped, as the builder's dedup would. The rest
+ * are cut as the builder cuts them: each file's whole 128 KiB blocks go to one stream, its tail
+ * (the last partial block) to another, tails packed back to back as fragment blocks pack them.
+ * Every EVERY-th 128 KiB chunk of each stream (-t: tails, default 10; -b: whole blocks, default 5)
+ * is compressed with sqk's zstd compressor at its default level (the product's code: level 15 with
  * its lowered searchLog, the level-9 rule for near-uniform and peaked blocks) and with each raw
  * libzstd setting of the table below, timed in thread CPU time, the settings interleaved chunk
  * by chunk so that they share the machine's state. A chunk that does not shrink counts as
@@ -151,7 +151,8 @@ static int take_file(struct walk *w, const char *path, off_t size)
 		XXH3_128bits_update(st, w->buf, (size_t)n);
 		for (ssize_t i = 0; i < n;) {
 			bool whole = at < full;
-			size_t k = whole && full - at < (uint64_t)(n - i) ? (size_t)(full - at) : (size_t)(n - i);
+			size_t k = whole && full - at < (uint64_t)(n - i) ? (size_t)(full - at)
+									  : (size_t)(n - i);
 			struct stream *s = whole ? w->blocks : w->tails;
 			if (fwrite(w->buf + i, 1, k, s->spool) != k) {
 				rc = -1;
@@ -380,15 +381,20 @@ static void report(struct stream *const *ss, size_t nss, const char *what, doubl
 	for (size_t i = 0; frontier && i < sizeof(steps) / sizeof(steps[0]); i++) {
 		double ns = least_ns(pts, b0 * (1 + steps[i] / 100));
 		if (ns >= 0)
-			printf("floor: %s: a perfect per-block choice at %+.1f%% bytes: %+.1f%% CPU at "
-			       "least\n", what, steps[i], pct(ns, t0));
+			printf("floor: %s: a perfect per-block choice at %+.1f%% bytes: %+.1f%% "
+			       "CPU at "
+			       "least\n",
+			       what, steps[i], pct(ns, t0));
 	}
 	double same = least_ns(pts, b0), at_goal = least_ns(pts, b0 * (1 - goal / 100));
-	printf("floor: %s: a perfect per-block choice at the default's bytes: %+.1f%% CPU at least\n",
-	       what, pct(same, t0));
+	printf(
+	    "floor: %s: a perfect per-block choice at the default's bytes: %+.1f%% CPU at least\n",
+	    what, pct(same, t0));
 	if (at_goal >= 0)
-		printf("floor: %s: a perfect per-block choice at %.2f%% fewer bytes: %+.1f%% CPU at "
-		       "least\n", what, goal, pct(at_goal, t0));
+		printf(
+		    "floor: %s: a perfect per-block choice at %.2f%% fewer bytes: %+.1f%% CPU at "
+		    "least\n",
+		    what, goal, pct(at_goal, t0));
 	else
 		printf("floor: %s: no per-block choice among these settings is %.2f%% smaller\n",
 		       what, goal);
@@ -435,7 +441,8 @@ int main(int argc, char **argv)
 	free(w.seen.slot);
 	if (rc || fflush(blocks.spool) || fflush(tails.spool))
 		return 1;
-	printf("floor: libzstd %s; %llu files, %llu of them duplicates; unique data %llu bytes in whole "
+	printf("floor: libzstd %s; %llu files, %llu of them duplicates; unique data %llu bytes in "
+	       "whole "
 	       "blocks (every %u-th chunk sampled), %llu in tails (every %u-th)\n",
 	       ZSTD_versionString(), (unsigned long long)w.files, (unsigned long long)w.dups,
 	       (unsigned long long)blocks.len, blocks.every, (unsigned long long)tails.len,

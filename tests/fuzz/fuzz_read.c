@@ -126,7 +126,8 @@ static void list_dir(struct walk *w, const struct sqk_inode *dir)
 	while (w->entries < MAX_ENTRIES && sqk_dir_next(it, &e) == 1) {
 		w->entries++;
 		/* The first entries, then a sample further on where the directory index matters. */
-		if (w->lookups < MAX_LOOKUPS && (sqk_dir_index(it) <= 16 || sqk_dir_index(it) % 64 == 0)) {
+		if (w->lookups < MAX_LOOKUPS &&
+		    (sqk_dir_index(it) <= 16 || sqk_dir_index(it) % 64 == 0)) {
 			w->lookups++;
 			sqk_lookup(w->img, dir, e.name, e.name_len, &found);
 		}

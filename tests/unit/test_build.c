@@ -225,7 +225,7 @@ static const struct spec tree_spec[] = {
 	{ .path = "a", .mode = S_IFDIR | 0700, .uid = 5, .gid = 6 },
 	{ .path = "big1", .mode = REG, .size = 3 * BS + 100, .seed = 2 },
 	{ .path = "big2", .mode = REG, .size = 3 * BS + 100, .seed = 2 },        /* dup of big1 */
-	{ .path = "big3", .mode = REG, .size = 3 * BS + 100, .seed = 3 },        /* same size, new */
+	{ .path = "big3", .mode = REG, .size = 3 * BS + 100, .seed = 3 }, /* same size, new */
 	{ .path = "small1", .mode = REG, .size = 50, .seed = 4 },
 	{ .path = "small2", .mode = REG, .size = 50, .seed = 4 },                /* dup of small1 */
 	{ .path = "exact", .mode = REG, .size = 2 * BS, .seed = 5 },
@@ -423,11 +423,19 @@ START_TEST(test_bad_entries)
 		{ .path = "h", .mode = REG, .link = "h" },
 	};
 	static const struct spec long_name[] = {
-		{ .path = "d/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		{ .path = "d/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxx",
 		  .mode = REG, .size = 1, .seed = 1 },
 	};
 	static const struct spec long_dir[] = {
-		{ .path = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/f",
+		{ .path = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxx/f",
 		  .mode = REG, .size = 1, .seed = 1 },
 	};
 	static const struct spec big_dev[] = {
@@ -571,11 +579,14 @@ START_TEST(test_walk_spills)
 		for (int i = 0; i < PER; i++) {
 			int f = d * PER + i;
 			uint64_t h = (uint64_t)f * 0x9E3779B97F4A7C15ull, g = h ^ (h >> 31);
-			/* names in order, of hard-to-compress bytes: the directory table spills too */
-			ck_assert_int_gt(asprintf(&paths[k], "d%d/%06d-%016llx%016llx%016llx%016llx.f%d",
-						  d, f, (unsigned long long)h, (unsigned long long)g,
-						  (unsigned long long)(g * 31), (unsigned long long)(h * 7),
-						  f % 7), 0);
+			/* names in order, of hard-to-compress bytes: the directory table
+			 * spills too */
+			ck_assert_int_gt(asprintf(&paths[k],
+						  "d%d/%06d-%016llx%016llx%016llx%016llx.f%d", d,
+						  f, (unsigned long long)h, (unsigned long long)g,
+						  (unsigned long long)(g * 31),
+						  (unsigned long long)(h * 7), f % 7),
+					 0);
 			v[k] = (struct spec){ .path = paths[k], .mode = REG, .size = 20 + f % 90,
 					      .seed = (uint32_t)(f % (N / 2)) };
 			k++;
@@ -696,7 +707,8 @@ START_TEST(test_sorted_runs_same_image)
 			}
 			continue;
 		}
-		if (i % 17 == 9 && i > 40) { /* a link to file j (j % 10 == 5: never listed again) */
+		/* a link to file j (j % 10 == 5: never listed again) */
+		if (i % 17 == 9 && i > 40) {
 			uint32_t j = (i - 40) / 10 * 10 + 5;
 			snprintf(paths[n], sizeof(paths[0]), "d%u/h%u", i % 30, i);
 			snprintf(links[n], sizeof(links[0]), "d%u/x/f%u", j % 30, j);
@@ -792,7 +804,8 @@ END_TEST
 START_TEST(test_mtime_clamped)
 {
 	static const struct spec v[] = {
-		{ .path = "old", .mode = REG, .size = 1, .seed = 1, .has_mtime = true, .mtime = -1 },
+		{ .path = "old", .mode = REG, .size = 1, .seed = 1, .has_mtime = true,
+		  .mtime = -1 },
 		{ .path = "new", .mode = REG, .size = 1, .seed = 1, .has_mtime = true,
 		  .mtime = 1ll << 33 },
 		{ .path = "max", .mode = REG, .size = 1, .seed = 1, .has_mtime = true,

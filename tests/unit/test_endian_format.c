@@ -263,7 +263,8 @@ START_TEST(test_super_diagnose)
 
 	ck_assert_int_eq(diag(b, 0, 0, why), SQK_EEMPTY);
 	ck_assert_str_eq(why, "'f' is empty: not a SquashFS image");
-	ck_assert_int_eq(sqk_super_diagnose("f", 7, b, 0, NULL, 0, 0, why, sizeof(why)), SQK_EEMPTY);
+	ck_assert_int_eq(sqk_super_diagnose("f", 7, b, 0, NULL, 0, 0, why, sizeof(why)),
+			 SQK_EEMPTY);
 	ck_assert_str_eq(why, "'f' at offset 7 is empty: not a SquashFS image");
 	ck_assert_int_eq(diag(b, 100, 100, why), SQK_ENOTSQFS);
 	ck_assert_str_eq(why, "'f' is not a SquashFS image: its first 100 bytes are zero");

@@ -32,6 +32,7 @@
 #include "sqk/sqk.h"
 #include "mkimage/build.h"
 #include "mkimage/mk.h"
+#include "mkimage/similar.h"
 #include "testutil.h"
 
 #define BS 4096u
@@ -508,7 +509,8 @@ static void model_cluster(struct mpiece *v, size_t n)
 		for (size_t j = i + 1; v[i].sk.n == MK_SKETCH_K && j < n; j++) {
 			bool cand = false;
 			for (unsigned k = 0; v[j].sk.n == MK_SKETCH_K && k < v[i].sk.n; k++)
-				if (sketch_has(&v[j].sk, v[i].sk.v[k]) && seen[k]++ < MK_SKETCH_SCAN)
+				if (sketch_has(&v[j].sk, v[i].sk.v[k]) &&
+				    seen[k]++ < MK_SKETCH_SCAN)
 					cand = true;
 			if (!cand || used[j] || bytes + v[j].len > BS ||
 			    model_shared(&v[i].sk, &v[j].sk) < MK_SKETCH_NEAR)
@@ -584,7 +586,8 @@ static void check_model(struct view *v)
 	ck_assert_uint_eq(v->sb.fragment_count, nblocks);
 	for (size_t i = 0, end; i < n; i = end) {
 		uint64_t bytes = 0;
-		for (end = i; end < n && (end == i || model_same_group(&m[end - 1], &m[end])); end++)
+		for (end = i; end < n && (end == i || model_same_group(&m[end - 1], &m[end]));
+		     end++)
 			bytes += m[end].len;
 		for (size_t k = i + 1; k < end && bytes <= BS; k++)
 			ck_assert_msg(got[m[k].file] == got[m[i].file],

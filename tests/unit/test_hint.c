@@ -13,6 +13,7 @@
 #include "sqk/error.h"
 #include "common/hint.h"
 #include "mkimage/mk.h"
+#include "mkimage/order.h"
 #include "mkimage/build.h"
 #include "testutil.h"
 

@@ -207,7 +207,8 @@ END_TEST
 /* Without a server nothing is opened: a clear error, no hang. */
 START_TEST(test_http_refused)
 {
-	struct sqk_http_opts o = { .size = sizeof(o), .retries_set = true, .retries = 1, .timeout_s = 2 };
+	struct sqk_http_opts o = {
+	    .size = sizeof(o), .retries_set = true, .retries = 1, .timeout_s = 2};
 	struct sqk_io *io = (struct sqk_io *)1;
 
 	ck_assert_int_eq(sqk_io_http_create("http://127.0.0.1:9/none.sqsh", &o, &io), SQK_EIO);

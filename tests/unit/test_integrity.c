@@ -645,7 +645,8 @@ START_TEST(test_fast_writer)
 	ck_assert_uint_eq(f.at, len);
 	ck_assert_uint_eq(f.n, 5);
 	for (uint64_t k = 0; k < 5; k++) {
-		ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536), 0);
+		ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536),
+				 0);
 		file[k * 65536 + 1000 + k] ^= 0x08;
 		ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536),
 				 SQK_ECORRUPT);
@@ -679,7 +680,8 @@ START_TEST(test_fast_writer)
 	sqk_integ_writer_destroy(w);
 	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
 	feed(w, data, 5 * 4096);
-	ck_assert_int_eq(sqk_integ_writer_fast(w, 4 * 4096, &blk, &bl), SQK_EINVAL); /* not all fed */
+	/* not all fed */
+	ck_assert_int_eq(sqk_integ_writer_fast(w, 4 * 4096, &blk, &bl), SQK_EINVAL);
 	sqk_integ_writer_destroy(w);
 	ck_assert_uint_eq(sqk_integ_fast_len(0), 4096);
 	ck_assert_uint_eq(sqk_integ_fast_len(508), 4096);
@@ -753,7 +755,8 @@ static void resign_chunk(uint8_t *file, size_t flen, uint64_t k)
 	uint8_t *tr = file + flen - SQK_INTEG_TRAILER_SIZE;
 
 	ck_assert_int_eq(sqk_integ_trailer_decode(tr, &t), 0);
-	uint64_t s = k * t.chunk_size, e = s + t.chunk_size < t.covered ? s + t.chunk_size : t.covered;
+	uint64_t s = k * t.chunk_size,
+		 e = s + t.chunk_size < t.covered ? s + t.chunk_size : t.covered;
 	sqk_sha256(file + s, e - s, file + t.covered + 32 * k);
 	uint8_t *buf = malloc(128 + 32 * t.nchunks);
 	memcpy(buf, tr, 128);
@@ -1042,7 +1045,8 @@ START_TEST(test_tree_loads)
 	for (uint64_t k = 0; k < TREE_CHUNKS; k++) {
 		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096), 0);
 		data[k * 4096 + 7] ^= 4;
-		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096), SQK_ECORRUPT);
+		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096),
+				 SQK_ECORRUPT);
 		data[k * 4096 + 7] ^= 4;
 	}
 	sqk_integ_free(&ig);

@@ -564,8 +564,10 @@ START_TEST(test_outfile_judge)
 	snprintf(want, sizeof(want), "'%s' (a symlink to '%s/sub/../notes.txt') is a file", l_txt,
 		 dir);
 	expect_verdict(l_txt, &img_kind, false, SQK_OUT_REFUSED, NULL, want);
-	snprintf(want, sizeof(want), "'%.120s' is a dangling symbolic link (to '%.120s'): not written "
-		 "through", l_dang, dang_end);
+	snprintf(want, sizeof(want),
+		 "'%.120s' is a dangling symbolic link (to '%.120s'): not written "
+		 "through",
+		 l_dang, dang_end);
 	expect_verdict(l_dang, &img_kind, true, SQK_OUT_REFUSED, NULL, want);
 	snprintf(want, sizeof(want), "%.120s/", missing);
 	expect_verdict(want, &img_kind, true, SQK_OUT_REFUSED, NULL, "names a directory");

@@ -17,6 +17,7 @@
 #include "sqk/io.h"
 #include "common/meta.h"
 #include "mkimage/mk.h"
+#include "mkimage/spill.h"
 #include "mkimage/runs.h"
 #include "mkimage/source.h"
 #include "mkimage/build.h"
@@ -213,7 +214,8 @@ START_TEST(test_write_faults)
 	for (unsigned k = 0; k < writes; k += step) {
 		int err = build("2", &mem, &fault, SQK_FAULT_WRITE, k, &sb, msg);
 		ck_assert_msg(err == SQK_ENOSPC, "write %u of %u: got %d", k, writes, err);
-		ck_assert_msg(strstr(msg, "offset") || strstr(msg, "superblock"), "message: %s", msg);
+		ck_assert_msg(strstr(msg, "offset") || strstr(msg, "superblock"), "message: %s",
+			      msg);
 		ck_assert_ptr_nonnull(strstr(msg, "no space left"));
 		sqk_io_destroy(fault);
 		sqk_io_destroy(mem);

@@ -148,7 +148,8 @@ START_TEST(test_mksquashfs_words)
 		      "-sort", "prio", NULL };
 	ck_assert_int_eq(mk_options_parse(NARGS(a), a, &o), 0);
 	ck_assert_uint_eq(o.build.comp.xz_bcj, SQK_BCJ_X86 | SQK_BCJ_ARM);
-	ck_assert(o.build.no_fragments && o.build.no_dedup && o.build.no_exports && o.build.no_tailends);
+	ck_assert(o.build.no_fragments && o.build.no_dedup && o.build.no_exports &&
+		  o.build.no_tailends);
 	ck_assert_uint_eq(o.build.block_size, 131072);
 	ck_assert_int_eq(o.build.force_uid, 7);
 	ck_assert_int_eq(o.build.force_gid, 8);
@@ -353,12 +354,14 @@ START_TEST(test_walk_excludes)
 			 ".hid.gz a a/b a/b/f deep deep/a deep/a/g x x/h");
 	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "... a/?"),
 			 ".hid.gz a deep deep/a st*r st*r/i stxr top.gz x x/h x/y.gz");
-	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "!(x|a)"), "a a/b a/b/f x x/h x/y.gz");
+	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-e", "!(x|a)"),
+			 "a a/b a/b/f x x/h x/y.gz");
 	/* -regex: found anywhere in a component; the last of -wildcards and -regex counts */
 	ck_assert_str_eq(WALK("src", "i", "-wildcards", "-regex", "-e", "gz$", "^st.r$", "x/^h"),
 			 "a a/b a/b/f deep deep/a deep/a/g x x/y.gz");
 	ck_assert_str_eq(WALK("src", "i", "-regex", "-wildcards", "-e", "^st.r$"),
-			 ".hid.gz a a/b a/b/f deep deep/a deep/a/g st*r st*r/i stxr top.gz x x/h x/y.gz");
+			 ".hid.gz a a/b a/b/f deep deep/a deep/a/g st*r st*r/i stxr top.gz x x/h "
+			 "x/y.gz");
 	ck_assert_str_eq(WALK("src", "i", "-regex", "-e", "... ^[ab]$"),
 			 ".hid.gz deep st*r st*r/i stxr top.gz x x/h x/y.gz");
 	/* several sources: relative to each; a whole source by an absolute path or a pattern */

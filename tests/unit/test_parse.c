@@ -26,7 +26,8 @@ START_TEST(test_u64)
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t max = i == 10 || i == 9 ? UINT64_MAX : 10;
 
-		ck_assert_msg(sqk_parse_u64(bad[i], max, &v) == SQK_EINVAL, "'%s' accepted", bad[i]);
+		ck_assert_msg(sqk_parse_u64(bad[i], max, &v) == SQK_EINVAL, "'%s' accepted",
+			      bad[i]);
 	}
 	ck_assert_uint_eq(v, 7); /* untouched on errors */
 	ck_assert_int_eq(sqk_parse_u64(NULL, 10, &v), SQK_EINVAL);

@@ -603,7 +603,8 @@ START_TEST(test_scout_stands_down)
 	}
 	snprintf(rel, sizeof(rel), "w/f%04d", 0);
 	if (resident(rel) != -1) {
-		fprintf(stderr, "test_scout_stands_down: %s keeps its pages, nothing to see\n", tree);
+		fprintf(stderr, "test_scout_stands_down: %s keeps its pages, nothing to see\n",
+			tree);
 		test_tree_remove(tree);
 		return;
 	}

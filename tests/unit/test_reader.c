@@ -308,7 +308,8 @@ START_TEST(test_round_trip)
 		char n[64];
 		int len = snprintf(n, sizeof(n), "entry_with_long_name_%05d", i);
 		int rc = sqk_lookup(img, &d, n, (size_t)len, &b);
-		ck_assert_msg(rc == (i % 3 == 0 && i < BIGDIR * 3 ? 0 : SQK_ENOENT), "%s: %d", n, rc);
+		ck_assert_msg(rc == (i % 3 == 0 && i < BIGDIR * 3 ? 0 : SQK_ENOENT), "%s: %d", n,
+			      rc);
 	}
 	ck_assert_int_eq(sqk_lookup(img, &d, "a", 1, &b), SQK_ENOENT);
 	ck_assert_int_eq(sqk_lookup(img, &d, "zzz", 3, &b), SQK_ENOENT);
@@ -365,7 +366,8 @@ START_TEST(test_info)
 	ck_assert_int_eq(sqk_lookup_path(img, "sparse", &sp), 0);
 	ck_assert_uint_eq(sp.sparse, 9 * BS);
 	ck_assert_uint_eq(inf.sparse_bytes, 9 * BS);
-	/* the counts in sqk mkimage's words: the same kinds, "hard" an extra name, 9 sparse blocks */
+	/* the counts in sqk mkimage's words: the same kinds, "hard" an extra name, 9 sparse blocks
+	 */
 	ck_assert_uint_eq(inf.counts.inodes, sb->inode_count);
 	ck_assert_uint_eq(inf.counts.files, 9 + BIGDIR);
 	ck_assert_uint_eq(inf.counts.dirs, 2);
@@ -873,7 +875,8 @@ static uint8_t *craft_image(const struct craft *c, size_t *len)
 	sb.id_count = (uint16_t)(c->id_count ? c->id_count : 1);
 	if (c->xattr_count) {
 		uint8_t xh[16];
-		struct sqk_xattr_header h = { .kv_start = sb.id_table_start, .count = c->xattr_count };
+		struct sqk_xattr_header h = { .kv_start = sb.id_table_start,
+					      .count = c->xattr_count };
 		sb.xattr_id_table_start = img.len;
 		sqk_xattr_header_encode(&h, xh);
 		put(&img, xh, 16);
@@ -1066,8 +1069,9 @@ START_TEST(test_byte_flips)
 				n = sqk_read(img, &in, buf, sizeof(buf), 0);
 				ck_assert(n >= 0 || n == SQK_ECORRUPT || n == SQK_EDECOMPRESS ||
 					  n == SQK_EBOUNDS || n == SQK_EUNSUPPORTED);
-				ck_assert(n < 0 || (uint64_t)n == (in.size < sizeof(buf) ? in.size
-											    : sizeof(buf)));
+				ck_assert(n < 0 ||
+					  (uint64_t)n ==
+					      (in.size < sizeof(buf) ? in.size : sizeof(buf)));
 			}
 			sqk_image_close(img);
 		}

@@ -611,7 +611,8 @@ static void log_cb(void *ctx, const char *msg)
 static int open_against(struct capture *c, const char *secret, struct logbuf *lb)
 {
 	char ep[64];
-	struct sqk_http_opts o = { .size = sizeof(o), .log = log_cb, .log_ctx = lb, .retries_set = true };
+	struct sqk_http_opts o = {
+	    .size = sizeof(o), .log = log_cb, .log_ctx = lb, .retries_set = true};
 	struct sqk_io *io = NULL;
 	pthread_t t;
 	int rc;

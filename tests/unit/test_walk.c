@@ -239,9 +239,9 @@ START_TEST(test_depth_bound)
 		{ SQK_WALK_ERR_DEPTH, "c", 1 },  { PRE, "e", 1 }, { PRE, "z", 1 },
 	};
 	static const struct step two[] = {
-		{ PRE, "", 0 },  { PRE, "a", 1 }, { PRE, "a/b", 2 }, { SQK_WALK_ERR_DEPTH, "a/b", 2 },
-		{ PRE, "a/f1", 2 }, { PRE, "a/hl", 2 }, { PRE, "c", 1 }, { PRE, "c/one", 2 },
-		{ PRE, "c/sym", 2 }, { PRE, "e", 1 }, { PRE, "z", 1 },
+	    {PRE, "", 0},      {PRE, "a", 1},	 {PRE, "a/b", 2}, {SQK_WALK_ERR_DEPTH, "a/b", 2},
+	    {PRE, "a/f1", 2},  {PRE, "a/hl", 2}, {PRE, "c", 1},	  {PRE, "c/one", 2},
+	    {PRE, "c/sym", 2}, {PRE, "e", 1},	 {PRE, "z", 1},
 	};
 	static const struct step none[] = { { PRE, "", 0 }, { SQK_WALK_ERR_DEPTH, "", 0 } };
 	static const struct step sub[] = {
