@@ -38,86 +38,86 @@ static void cat_usage(FILE *f)
 }
 
 /* Copies one file to stdout, counting it in pr. Returns 0, or 1 after printing an error. */
-static int cat_one(struct sqk_cmd *c, const char *path, void *buf, struct sqk_progress *pr)
+static int cat_one(struct cmd *c, const char *path, void *buf, struct progress *pr)
 {
 	struct sqk_inode ino;
 	uint64_t off = 0;
 	ssize_t n;
 
-	if (sqk_cmd_lookup(c, path, &ino))
+	if (cmd_lookup(c, path, &ino))
 		return 1;
-	if (!sqk_cmd_is(&ino, SQK_T_FILE)) {
-		sqk_cmd_err(c, path, 0, "not a regular file");
+	if (!cmd_is(&ino, SQK_T_FILE)) {
+		cmd_err(c, path, 0, "not a regular file");
 		return 1;
 	}
 	while (off < ino.size) {
 		n = sqk_read(c->img, &ino, buf, SQK_CAT_CHUNK, off);
 		if (n < 0) {
-			sqk_cmd_read_err(c, path, &ino, (int)n, "read failed at file offset %llu",
+			cmd_read_err(c, path, &ino, (int)n, "read failed at file offset %llu",
 					 (unsigned long long)off);
 			return 1;
 		}
 		if (n == 0) {
-			sqk_cmd_err(c, path, SQK_ECORRUPT, "file ends at %llu, inode size %llu",
+			cmd_err(c, path, SQK_ECORRUPT, "file ends at %llu, inode size %llu",
 				    (unsigned long long)off, (unsigned long long)ino.size);
 			return 1;
 		}
-		if (sqk_cmd_write_all(STDOUT_FILENO, buf, (size_t)n)) {
-			sqk_cmd_err(c, path, 0, "writing to stdout: %s", strerror(errno));
+		if (cmd_write_all(STDOUT_FILENO, buf, (size_t)n)) {
+			cmd_err(c, path, 0, "writing to stdout: %s", strerror(errno));
 			return 1;
 		}
 		off += (uint64_t)n;
-		sqk_progress_add(pr, 0, (uint64_t)n);
+		progress_add(pr, 0, (uint64_t)n);
 	}
-	sqk_progress_add(pr, 1, 0);
+	progress_add(pr, 1, 0);
 	return 0;
 }
 
 /* The totals of the progress line: the regular files among the PATHs (the others fail). */
-static void cat_totals(struct sqk_cmd *c, char **paths, int n, struct sqk_progress *pr)
+static void cat_totals(struct cmd *c, char **paths, int n, struct progress *pr)
 {
 	struct sqk_inode ino;
 	uint64_t files = 0, bytes = 0;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		if (sqk_lookup_path(c->img, paths[i], &ino) == 0 && sqk_cmd_is(&ino, SQK_T_FILE)) {
+		if (sqk_lookup_path(c->img, paths[i], &ino) == 0 && cmd_is(&ino, SQK_T_FILE)) {
 			files++;
 			bytes += ino.size;
 		}
 	}
-	sqk_progress_totals(pr, files, bytes);
+	progress_totals(pr, files, bytes);
 }
 
 /* Writes every PATH, with the progress line and its summary on a terminal. */
-static int cat_run(struct sqk_cmd *c, char **paths, int n, void *buf, bool progress)
+static int cat_run(struct cmd *c, char **paths, int n, void *buf, bool progress)
 {
-	struct sqk_progress pr;
+	struct progress pr;
 	char size[32], rate[32];
 	int i, status = 0;
 	double secs;
 
-	sqk_progress_init(&pr, "cat", progress && !isatty(STDOUT_FILENO));
+	progress_init(&pr, "cat", progress && !isatty(STDOUT_FILENO));
 	if (pr.on)
 		cat_totals(c, paths, n, &pr);
 	c->progress = &pr;
-	sqk_progress_start(&pr, SQK_CAT_PROGRESS_DELAY);
+	progress_start(&pr, SQK_CAT_PROGRESS_DELAY);
 	for (i = 0; i < n; i++)
 		status |= cat_one(c, paths[i], buf, &pr);
-	sqk_progress_stop(&pr);
+	progress_stop(&pr);
 	c->progress = NULL;
 	if (status == 0) {
-		secs = sqk_progress_elapsed(&pr);
-		sqk_progress_size(size, sizeof(size), pr.total_bytes);
-		sqk_progress_rate(rate, sizeof(rate), pr.total_bytes, secs);
-		sqk_progress_summary(&pr, "%llu %s (%s) written in %.1f s, %s",
+		secs = progress_elapsed(&pr);
+		progress_size(size, sizeof(size), pr.total_bytes);
+		progress_rate(rate, sizeof(rate), pr.total_bytes, secs);
+		progress_summary(&pr, "%llu %s (%s) written in %.1f s, %s",
 				     (unsigned long long)pr.total_files,
-				     sqk_plural(pr.total_files, "file", "files"), size, secs, rate);
+				     plural(pr.total_files, "file", "files"), size, secs, rate);
 	}
 	return status;
 }
 
-int sqk_cat_main(int argc, char **argv)
+int cat_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "offset", required_argument, NULL, 'o' },
@@ -126,7 +126,7 @@ int sqk_cat_main(int argc, char **argv)
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sqk_cmd c = { .name = "cat" };
+	struct cmd c = { .name = "cat" };
 	bool progress = true;
 	int ch, status;
 	void *buf;
@@ -134,15 +134,15 @@ int sqk_cat_main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
-			if (sqk_parse_u64(optarg, UINT64_MAX, &c.offset)) {
-				sqk_cmd_usage_err("cat", "bad --offset '%s'", optarg);
+			if (parse_u64(optarg, UINT64_MAX, &c.offset)) {
+				cmd_usage_err("cat", "bad --offset '%s'", optarg);
 				return 2;
 			}
 			break;
 		case CAT_OPT_NO_PROGRESS: progress = false; break;
 		case 'h': cat_usage(stdout); return 0;
 		default:
-			ch = sqk_cmd_remote_opt("cat", &c.remote, ch, optarg);
+			ch = cmd_remote_opt("cat", &c.remote, ch, optarg);
 			if (ch == 0)
 				break;
 			if (ch == 1)
@@ -151,22 +151,22 @@ int sqk_cat_main(int argc, char **argv)
 		}
 	}
 	if (argc - optind < 2) {
-		sqk_cmd_usage_err("cat", "expected IMAGE PATH...");
+		cmd_usage_err("cat", "expected IMAGE PATH...");
 		return 2;
 	}
 	c.image = argv[optind];
 	buf = malloc(SQK_CAT_CHUNK);
 	if (!buf) {
-		sqk_cmd_err(&c, NULL, SQK_ENOMEM, "cannot allocate a buffer");
+		cmd_err(&c, NULL, SQK_ENOMEM, "cannot allocate a buffer");
 		return 1;
 	}
-	if (sqk_cmd_open(&c)) {
-		sqk_cmd_close(&c); /* what the options and the URL's name hold */
+	if (cmd_open(&c)) {
+		cmd_close(&c); /* what the options and the URL's name hold */
 		free(buf);
 		return 1;
 	}
 	status = cat_run(&c, argv + optind + 1, argc - optind - 1, buf, progress);
-	sqk_cmd_close(&c);
+	cmd_close(&c);
 	free(buf);
 	return status;
 }

@@ -13,27 +13,27 @@
 #include <unistd.h>
 
 /* The library calls this (from any thread) with one line naming the image and the offset. */
-static void sqk_cmd_log(void *ctx, const char *msg)
+static void cmd_log(void *ctx, const char *msg)
 {
-	struct sqk_cmd *c = ctx;
+	struct cmd *c = ctx;
 
 	flockfile(stderr); /* also guards c->why */
-	sqk_progress_clear(c->progress);
+	progress_clear(c->progress);
 	fprintf(stderr, "sqk %s: %s\n", c->name, msg);
 	snprintf(c->why, sizeof(c->why), "%s", msg);
 	funlockfile(stderr);
 }
 
-static int add_header(const char *cmd, struct sqk_remote *r, const char *line)
+static int add_header(const char *cmd, struct remote *r, const char *line)
 {
 	if (sqk_http_header_check(line)) {
 		/* the line may hold a secret: none of it is shown */
-		sqk_cmd_usage_err(cmd, "bad header (header %zu): need 'Name: value' on one line",
+		cmd_usage_err(cmd, "bad header (header %zu): need 'Name: value' on one line",
 				  r->o.nheaders + 1);
 		return 2;
 	}
 	if (r->o.nheaders == SQK_CMD_MAX_HEADERS) {
-		sqk_cmd_usage_err(cmd, "more than %d headers", SQK_CMD_MAX_HEADERS);
+		cmd_usage_err(cmd, "more than %d headers", SQK_CMD_MAX_HEADERS);
 		return 2;
 	}
 	r->hdr[r->o.nheaders++] = line;
@@ -42,32 +42,32 @@ static int add_header(const char *cmd, struct sqk_remote *r, const char *line)
 }
 
 /* Reads a header file: one "Name: value" per line; empty lines and '#' comments skipped. */
-static int header_file(const char *cmd, struct sqk_remote *r, const char *path)
+static int header_file(const char *cmd, struct remote *r, const char *path)
 {
 	char *text = NULL;
 	int rc;
 
 	if (r->nfiles == SQK_CMD_MAX_HEADERS) {
-		sqk_cmd_usage_err(cmd, "cannot read header file '%s': too many files", path);
+		cmd_usage_err(cmd, "cannot read header file '%s': too many files", path);
 		return 2;
 	}
 	rc = sqk_http_header_file(path, &text, r->hdr, SQK_CMD_MAX_HEADERS, &r->o.nheaders);
 	r->files[r->nfiles++] = text;
 	r->o.headers = r->hdr;
 	if (rc == SQK_EIO)
-		sqk_cmd_usage_err(cmd, "cannot read header file '%s': %s", path, strerror(errno));
+		cmd_usage_err(cmd, "cannot read header file '%s': %s", path, strerror(errno));
 	else if (rc) /* the line may hold a secret: none of it is shown */
-		sqk_cmd_usage_err(cmd, "header file '%s': %s (need 'Name: value' lines)", path,
+		cmd_usage_err(cmd, "header file '%s': %s (need 'Name: value' lines)", path,
 				  rc == SQK_ETOOBIG ? "too many headers" : "a bad line");
 	return rc ? 2 : 0;
 }
 
 /* --verify (the default: a no-op, kept for old scripts) and --no-verify. sqk verify checks
  * everything whatever it is told, so it takes neither. */
-static int verify_opt(const char *cmd, struct sqk_remote *r, int ch)
+static int verify_opt(const char *cmd, struct remote *r, int ch)
 {
 	if (strcmp(cmd, "verify") == 0) {
-		sqk_cmd_usage_err(cmd, "%s: sqk verify always checks the integrity data",
+		cmd_usage_err(cmd, "%s: sqk verify always checks the integrity data",
 				  ch == SQK_OPT_VERIFY ? "--verify" : "--no-verify");
 		return 2;
 	}
@@ -78,7 +78,7 @@ static int verify_opt(const char *cmd, struct sqk_remote *r, int ch)
 	return 0;
 }
 
-int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char *arg)
+int cmd_remote_opt(const char *cmd, struct remote *r, int ch, const char *arg)
 {
 	uint64_t v;
 
@@ -87,23 +87,23 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 		r->o.cache_dir = arg;
 		return 0;
 	case SQK_OPT_CACHE_SIZE:
-		if (sqk_parse_size(arg, UINT64_MAX, &r->o.cache_size))
+		if (parse_bytes(arg, UINT64_MAX, &r->o.cache_size))
 			break;
 		r->o.cache_size_set = true;
 		return 0;
 	case SQK_OPT_ROOT_HASH:
-		if (sqk_integ_parse_hex(arg, r->root))
+		if (integ_parse_hex(arg, r->root))
 			break;
 		r->has_root = true;
 		return 0;
 	case SQK_OPT_RETRIES:
-		if (sqk_parse_u64(arg, 100, &v))
+		if (parse_u64(arg, 100, &v))
 			break;
 		r->o.retries = (unsigned)v;
 		r->o.retries_set = true;
 		return 0;
 	case SQK_OPT_TIMEOUT:
-		if (sqk_parse_u64(arg, 3600, &v) || v == 0)
+		if (parse_u64(arg, 3600, &v) || v == 0)
 			break;
 		r->o.timeout_s = (unsigned)v;
 		return 0;
@@ -129,7 +129,7 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 	default:
 		return 1;
 	}
-	sqk_cmd_usage_err(cmd, "bad argument '%s' for %s", arg,
+	cmd_usage_err(cmd, "bad argument '%s' for %s", arg,
 			  ch == SQK_OPT_CACHE_SIZE ? "--cache-size (a size: 0, 512M, 2G)"
 			  : ch == SQK_OPT_ROOT_HASH ? "--root-hash (64 hex digits)"
 			  : ch == SQK_OPT_RETRIES ? "--retries (0..100)"
@@ -137,7 +137,7 @@ int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char
 	return 2;
 }
 
-void sqk_cmd_remote_free(struct sqk_remote *r)
+void cmd_remote_free(struct remote *r)
 {
 	unsigned i;
 
@@ -146,17 +146,17 @@ void sqk_cmd_remote_free(struct sqk_remote *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int sqk_cmd_open(struct sqk_cmd *c)
+int cmd_open(struct cmd *c)
 {
 	struct sqk_open_opts o;
 	int err;
 
 	sqk_open_opts_init(&o);
 	o.offset = c->offset;
-	o.log = sqk_cmd_log;
+	o.log = cmd_log;
 	o.log_ctx = c;
 	o.no_verify = c->remote.no_verify;
-	o.quiet_mismatch = true; /* named once, with the path, by sqk_cmd_err */
+	o.quiet_mismatch = true; /* named once, with the path, by cmd_err */
 	c->remote.o.size = sizeof(c->remote.o); /* the struct is zeroed with the command's */
 	o.http = &c->remote.o;
 	o.root_hash = c->remote.has_root ? c->remote.root : NULL;
@@ -172,29 +172,29 @@ int sqk_cmd_open(struct sqk_cmd *c)
 					     "opens it unchecked)" : "";
 
 		if (c->offset)
-			sqk_cmd_err(c, NULL, err, "cannot open image (offset %llu)%s",
+			cmd_err(c, NULL, err, "cannot open image (offset %llu)%s",
 				    (unsigned long long)c->offset, hint);
 		else
-			sqk_cmd_err(c, NULL, err, "cannot open image%s", hint);
+			cmd_err(c, NULL, err, "cannot open image%s", hint);
 	}
 	if (!err && c->remote.verify_asked && !c->remote.no_verify && !sqk_image_verified(c->img))
-		sqk_cmd_err(c, NULL, 0, "no integrity data (or not at offset 0); reads are not "
+		cmd_err(c, NULL, 0, "no integrity data (or not at offset 0); reads are not "
 			    "verified");
 	return err;
 }
 
-void sqk_cmd_close(struct sqk_cmd *c)
+void cmd_close(struct cmd *c)
 {
 	sqk_image_close(c->img);
 	c->img = NULL;
-	sqk_cmd_remote_free(&c->remote);
+	cmd_remote_free(&c->remote);
 	free(c->shown);
 	c->shown = NULL;
 }
 
 /* Where in file f the image bytes [m->start, m->end) lie: appended to the message (nothing
  * when they are not in its data, or its block list cannot be read). */
-static void mismatch_where(const struct sqk_cmd *c, const struct sqk_inode *f,
+static void mismatch_where(const struct cmd *c, const struct sqk_inode *f,
 			   const struct sqk_mismatch *m)
 {
 	uint32_t n = 0, i, first = UINT32_MAX, last = 0, *w, word;
@@ -231,7 +231,7 @@ static void mismatch_where(const struct sqk_cmd *c, const struct sqk_inode *f,
 
 /* The reason printed after a message: the chunk that failed its integrity check in a read of
  * file f (NULL = any read), else the library's message for err. */
-static void err_reason(const struct sqk_cmd *c, const struct sqk_inode *f, int err)
+static void err_reason(const struct cmd *c, const struct sqk_inode *f, int err)
 {
 	struct sqk_mismatch m;
 
@@ -249,14 +249,14 @@ static void err_reason(const struct sqk_cmd *c, const struct sqk_inode *f, int e
 		fprintf(stderr, ": %s", sqk_strerror(err));
 }
 
-static void verr(const struct sqk_cmd *c, const char *path, const struct sqk_inode *f, int err,
+static void verr(const struct cmd *c, const char *path, const struct sqk_inode *f, int err,
 		 const char *fmt, va_list ap)
 {
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	flockfile(stderr);
-	sqk_progress_clear(c->progress);
+	progress_clear(c->progress);
 	if (path)
 		fprintf(stderr, "sqk %s: %s: /%s: %s", c->name, c->shown ? c->shown : c->image,
 			path[0] == '/' ? path + 1 : path, msg);
@@ -267,7 +267,7 @@ static void verr(const struct sqk_cmd *c, const char *path, const struct sqk_ino
 	funlockfile(stderr);
 }
 
-void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char *fmt, ...)
+void cmd_err(const struct cmd *c, const char *path, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -276,7 +276,7 @@ void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char 
 	va_end(ap);
 }
 
-void sqk_cmd_read_err(const struct sqk_cmd *c, const char *path, const struct sqk_inode *f,
+void cmd_read_err(const struct cmd *c, const char *path, const struct sqk_inode *f,
 		      int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -286,7 +286,7 @@ void sqk_cmd_read_err(const struct sqk_cmd *c, const char *path, const struct sq
 	va_end(ap);
 }
 
-void sqk_cmd_usage_err(const char *name, const char *fmt, ...)
+void cmd_usage_err(const char *name, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -297,16 +297,16 @@ void sqk_cmd_usage_err(const char *name, const char *fmt, ...)
 	fprintf(stderr, " (see sqk %s --help)\n", name);
 }
 
-int sqk_cmd_lookup(struct sqk_cmd *c, const char *path, struct sqk_inode *out)
+int cmd_lookup(struct cmd *c, const char *path, struct sqk_inode *out)
 {
 	int err = sqk_lookup_path(c->img, path, out);
 
 	if (err)
-		sqk_cmd_err(c, path, err, "lookup failed");
+		cmd_err(c, path, err, "lookup failed");
 	return err;
 }
 
-int sqk_cmd_write_all(int fd, const void *buf, size_t len)
+int cmd_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 

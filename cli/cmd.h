@@ -71,7 +71,7 @@ enum {
 	"      --verify         the default (kept for old scripts)\n"                            \
 	SQK_CMD_REMOTE_ONLY_HELP
 
-struct sqk_remote {
+struct remote {
 	struct sqk_http_opts o;
 	const char *hdr[SQK_CMD_MAX_HEADERS];
 	char *files[SQK_CMD_MAX_HEADERS]; /* header-file contents (owned) */
@@ -83,67 +83,67 @@ struct sqk_remote {
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
 };
 
-struct sqk_progress;
+struct progress;
 
 /* One opened image for a command; plain struct on the caller's stack. */
-struct sqk_cmd {
+struct cmd {
 	const char *name;     /* command name for messages ("ls") */
 	const char *image;    /* image path as given */
 	uint64_t offset;      /* --offset */
 	struct sqk_image *img;
-	struct sqk_remote remote;
+	struct remote remote;
 	char *shown;          /* the image name in messages: a URL without query or credentials */
 	char why[512];        /* the library's last line (after a failed open: why it failed) */
-	struct sqk_progress *progress; /* a progress line erased before each message, or NULL */
+	struct progress *progress; /* a progress line erased before each message, or NULL */
 };
 
 /* Entry points; argv[0] is the command name. Each returns the process exit status. */
-int sqk_ls_main(int argc, char **argv);
-int sqk_cat_main(int argc, char **argv);
-int sqk_info_main(int argc, char **argv);
-int sqk_extract_main(int argc, char **argv);
-int sqk_verify_main(int argc, char **argv);
+int ls_main(int argc, char **argv);
+int cat_main(int argc, char **argv);
+int info_main(int argc, char **argv);
+int extract_main(int argc, char **argv);
+int verify_main(int argc, char **argv);
 
 
 /* Handles a remote option (ch one of SQK_OPT_*) for command `cmd`: 0 taken, 1 not a remote
  * option, 2 bad argument (message printed). Borrows arg for the life of r. */
-int sqk_cmd_remote_opt(const char *cmd, struct sqk_remote *r, int ch, const char *arg);
+int cmd_remote_opt(const char *cmd, struct remote *r, int ch, const char *arg);
 
 /* Frees what the remote options own; the struct may be reused zeroed. */
-void sqk_cmd_remote_free(struct sqk_remote *r);
+void cmd_remote_free(struct remote *r);
 
 
 /* Opens c->image at c->offset into c->img, printing an error on failure. Returns 0 or SQK_E*. */
-int sqk_cmd_open(struct sqk_cmd *c);
+int cmd_open(struct cmd *c);
 
 /* Closes c->img (NULL-safe). */
-void sqk_cmd_close(struct sqk_cmd *c);
+void cmd_close(struct cmd *c);
 
 /* Prints "sqk NAME: IMAGE: PATH: message[: sqk_strerror(err)]" to stderr; path may be NULL,
  * err 0 omits the library message. When err is SQK_ECORRUPT because bytes did not match
  * their integrity digest, the library message is replaced by the chunk's image offset (the
- * library does not log it: sqk_cmd_open asks it not to, so it is printed once, here). */
-void sqk_cmd_err(const struct sqk_cmd *c, const char *path, int err, const char *fmt, ...)
+ * library does not log it: cmd_open asks it not to, so it is printed once, here). */
+void cmd_err(const struct cmd *c, const char *path, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* sqk_cmd_err for a failed read of file f (at PATH; borrowed): names the chunk that read hit,
+/* cmd_err for a failed read of file f (at PATH; borrowed): names the chunk that read hit,
  * not another file's (extract reads several files at once), and the file offset of the block
  * it lies in. */
-void sqk_cmd_read_err(const struct sqk_cmd *c, const char *path, const struct sqk_inode *f,
+void cmd_read_err(const struct cmd *c, const char *path, const struct sqk_inode *f,
 		      int err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Prints "sqk NAME: message" for usage errors. */
-void sqk_cmd_usage_err(const char *name, const char *fmt, ...)
+void cmd_usage_err(const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* Looks up path in the image, printing an error when it fails. Returns 0 or SQK_E*. */
-int sqk_cmd_lookup(struct sqk_cmd *c, const char *path, struct sqk_inode *out);
+int cmd_lookup(struct cmd *c, const char *path, struct sqk_inode *out);
 
 /* Writes all of buf to fd (retrying short writes and EINTR). Returns 0 or -1 with errno. */
-int sqk_cmd_write_all(int fd, const void *buf, size_t len);
+int cmd_write_all(int fd, const void *buf, size_t len);
 
 /* True when the basic type of t is the one given. */
-static inline int sqk_cmd_is(const struct sqk_inode *i, uint16_t basic)
+static inline int cmd_is(const struct sqk_inode *i, uint16_t basic)
 {
 	return sqk_basic_type(i->type) == basic;
 }

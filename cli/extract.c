@@ -36,7 +36,7 @@ static int x_cmp_paths(const void *a, const void *b)
 }
 
 /* Creates DEST, or checks that it is empty (unless --force); opens it. */
-static int x_open_dest(struct sqk_extract *x)
+static int x_open_dest(struct extract *x)
 {
 	bool existed = mkdir(x->dest, 0700) != 0;
 	struct dirent *de;
@@ -44,12 +44,12 @@ static int x_open_dest(struct sqk_extract *x)
 	int fd;
 
 	if (existed && errno != EEXIST) {
-		sqk_cmd_err(&x->c, NULL, 0, "cannot create %s: %s", x->dest, strerror(errno));
+		cmd_err(&x->c, NULL, 0, "cannot create %s: %s", x->dest, strerror(errno));
 		return -1;
 	}
 	x->destfd = open(x->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (x->destfd < 0) {
-		sqk_cmd_err(&x->c, NULL, 0, "cannot open %s: %s", x->dest, strerror(errno));
+		cmd_err(&x->c, NULL, 0, "cannot open %s: %s", x->dest, strerror(errno));
 		return -1;
 	}
 	if (!existed || x->force)
@@ -57,14 +57,14 @@ static int x_open_dest(struct sqk_extract *x)
 	fd = dup(x->destfd);
 	d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
-		sqk_cmd_err(&x->c, NULL, 0, "cannot read %s: %s", x->dest, strerror(errno));
+		cmd_err(&x->c, NULL, 0, "cannot read %s: %s", x->dest, strerror(errno));
 		return -1;
 	}
 	while ((de = readdir(d)) && (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")))
 		;
 	closedir(d);
 	if (de) {
-		sqk_cmd_err(&x->c, NULL, 0, "%s exists and is not empty (use --force to extract "
+		cmd_err(&x->c, NULL, 0, "%s exists and is not empty (use --force to extract "
 			    "into it)", x->dest);
 		return -1;
 	}
@@ -72,7 +72,7 @@ static int x_open_dest(struct sqk_extract *x)
 }
 
 /* Every PATH must be in the image before anything is made (not even DEST). */
-static int x_check_paths(struct sqk_extract *x, char **paths, int npaths)
+static int x_check_paths(struct extract *x, char **paths, int npaths)
 {
 	struct sqk_inode ino;
 	int i, r, bad = 0;
@@ -80,44 +80,44 @@ static int x_check_paths(struct sqk_extract *x, char **paths, int npaths)
 	for (i = 0; i < npaths; i++) {
 		r = sqk_lookup_path(x->c.img, paths[i], &ino);
 		if (r == SQK_ENOENT)
-			sqk_cmd_err(&x->c, paths[i], 0, "not in the image; nothing extracted");
+			cmd_err(&x->c, paths[i], 0, "not in the image; nothing extracted");
 		else if (r)
-			sqk_cmd_err(&x->c, paths[i], r, "cannot look up; nothing extracted");
+			cmd_err(&x->c, paths[i], r, "cannot look up; nothing extracted");
 		bad |= r != 0;
 	}
 	return bad ? -1 : 0;
 }
 
 /* Phase 2's totals for the progress line: the files its workers write. */
-static void x_totals(struct sqk_extract *x)
+static void x_totals(struct extract *x)
 {
 	uint64_t bytes = 0;
 	size_t j;
 
 	for (j = 0; j < x->njobs; j++)
 		bytes += x->ents[x->jobs[j]].ino.size;
-	sqk_progress_totals(&x->pr, x->njobs, bytes);
+	progress_totals(&x->pr, x->njobs, bytes);
 }
 
 /* After a failure: the directories made get their attributes all the same, and the message
  * says what DEST holds. */
-static void x_left(struct sqk_extract *x, bool files_started)
+static void x_left(struct extract *x, bool files_started)
 {
-	sqk_progress_stop(&x->pr); /* no line drawn under the last messages */
+	progress_stop(&x->pr); /* no line drawn under the last messages */
 	x_dir_meta(x);
 	if (files_started)
-		sqk_cmd_err(&x->c, NULL, 0, "extracted %zu of %zu %s into %s before the error; "
+		cmd_err(&x->c, NULL, 0, "extracted %zu of %zu %s into %s before the error; "
 			    "%s is incomplete", atomic_load(&x->files_done), x->njobs,
-			    sqk_plural(x->njobs, "file", "files"), x->dest, x->dest);
+			    plural(x->njobs, "file", "files"), x->dest, x->dest);
 	else
-		sqk_cmd_err(&x->c, NULL, 0, "extracted no file into %s before the error (%zu %s, "
+		cmd_err(&x->c, NULL, 0, "extracted no file into %s before the error (%zu %s, "
 			    "%zu other %s made); %s is incomplete", x->dest, x->made_dirs,
-			    sqk_plural(x->made_dirs, "directory", "directories"), x->made_other,
-			    sqk_plural(x->made_other, "entry", "entries"), x->dest);
+			    plural(x->made_dirs, "directory", "directories"), x->made_other,
+			    plural(x->made_other, "entry", "entries"), x->dest);
 }
 
 /* Phases 1 (every PATH, or the whole image) to 4. Returns 0 or -1 (messages printed). */
-static int x_phases(struct sqk_extract *x, char **paths, int npaths)
+static int x_phases(struct extract *x, char **paths, int npaths)
 {
 	int i;
 
@@ -134,30 +134,30 @@ static int x_phases(struct sqk_extract *x, char **paths, int npaths)
 		return -1;
 	}
 	if (x_dir_meta(x)) {
-		sqk_cmd_err(&x->c, NULL, 0, "extracted all %zu %s into %s, but not all the "
+		cmd_err(&x->c, NULL, 0, "extracted all %zu %s into %s, but not all the "
 			    "directories' attributes", x->njobs,
-			    sqk_plural(x->njobs, "file", "files"), x->dest);
+			    plural(x->njobs, "file", "files"), x->dest);
 		return -1;
 	}
 	return 0;
 }
 
 /* The terminal's summary line after a complete extraction. */
-static void x_summary(struct sqk_extract *x)
+static void x_summary(struct extract *x)
 {
 	char size[32], rate[32];
 	uint64_t bytes = 0;
-	double secs = sqk_progress_elapsed(&x->pr);
+	double secs = progress_elapsed(&x->pr);
 	size_t j;
 
 	for (j = 0; j < x->njobs; j++)
 		bytes += x->ents[x->jobs[j]].ino.size;
-	sqk_progress_size(size, sizeof(size), bytes);
-	sqk_progress_rate(rate, sizeof(rate), bytes, secs);
-	sqk_progress_summary(&x->pr, "%zu %s (%s), %zu %s, %zu other %s extracted into %s in "
-			     "%.1f s, %s", x->njobs, sqk_plural(x->njobs, "file", "files"), size,
-			     x->made_dirs, sqk_plural(x->made_dirs, "directory", "directories"),
-			     x->made_other, sqk_plural(x->made_other, "entry", "entries"), x->dest,
+	progress_size(size, sizeof(size), bytes);
+	progress_rate(rate, sizeof(rate), bytes, secs);
+	progress_summary(&x->pr, "%zu %s (%s), %zu %s, %zu other %s extracted into %s in "
+			     "%.1f s, %s", x->njobs, plural(x->njobs, "file", "files"), size,
+			     x->made_dirs, plural(x->made_dirs, "directory", "directories"),
+			     x->made_other, plural(x->made_other, "entry", "entries"), x->dest,
 			     secs, rate);
 }
 
@@ -178,7 +178,7 @@ static void x_raise_fd_limit(void)
 }
 
 /* Checks the PATHs, opens DEST, runs the phases with the progress line. */
-static int x_run(struct sqk_extract *x, char **paths, int npaths)
+static int x_run(struct extract *x, char **paths, int npaths)
 {
 	const struct sqk_super *s = sqk_image_super(x->c.img);
 	struct sqk_inode root;
@@ -191,7 +191,7 @@ static int x_run(struct sqk_extract *x, char **paths, int npaths)
 	memset(x->first, 0xFF, ((size_t)s->inode_count + 1) * sizeof(*x->first));
 	r = sqk_image_root(x->c.img, &root);
 	if (r) {
-		sqk_cmd_err(&x->c, "", r, "cannot read the root inode");
+		cmd_err(&x->c, "", r, "cannot read the root inode");
 		return -1;
 	}
 	if (root.ino == 0 || root.ino > s->inode_count || x_add(x, -1, "", &root) != 0)
@@ -201,18 +201,18 @@ static int x_run(struct sqk_extract *x, char **paths, int npaths)
 	if (x_check_paths(x, paths, npaths) || x_open_dest(x))
 		return -1;
 	x->ents[0].made = true;
-	sqk_progress_stage(&x->pr, "reading the tree", "entries");
-	sqk_progress_start(&x->pr, 0);
+	progress_stage(&x->pr, "reading the tree", "entries");
+	progress_start(&x->pr, 0);
 	r = x_phases(x, paths, npaths);
-	sqk_progress_stop(&x->pr);
+	progress_stop(&x->pr);
 	if (r == 0)
 		x_summary(x);
 	return r;
 }
 
-int sqk_extract_main(int argc, char **argv)
+int extract_main(int argc, char **argv)
 {
-	struct sqk_extract x;
+	struct extract x;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t i;
 	int r;
@@ -229,13 +229,13 @@ int sqk_extract_main(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	r = 1;
-	sqk_progress_init(&x.pr, "extract", x.progress);
+	progress_init(&x.pr, "extract", x.progress);
 	x.c.progress = &x.pr;
-	if (!sqk_cmd_open(&x.c))
+	if (!cmd_open(&x.c))
 		r = x_run(&x, argv + optind + 2, argc - optind - 2) ? 1 : 0;
 	if (x.destfd >= 0)
 		close(x.destfd);
-	sqk_cmd_close(&x.c);
+	cmd_close(&x.c);
 	for (i = 0; i < x.nents; i++)
 		free(x.ents[i].path);
 	free(x.ents);

@@ -13,7 +13,7 @@
 #include "progress.h"
 
 /* One extracted name. Directories, files and the rest share the table; indices stay valid. */
-struct sqk_xent {
+struct xent {
 	char *path;           /* relative to DEST; "" = DEST itself */
 	const char *name;     /* last component, inside path */
 	int32_t parent;       /* entry index of the parent directory, -1 for DEST */
@@ -24,15 +24,15 @@ struct sqk_xent {
 	struct sqk_inode ino;
 };
 
-struct sqk_extract {
-	struct sqk_cmd c;
+struct extract {
+	struct cmd c;
 	const char *dest;
 	int destfd;
 	unsigned threads;
 	bool force;
 	bool root;            /* running as root: owners, devices, trusted./security. xattrs */
 	uint32_t block_size;
-	struct sqk_xent *ents;
+	struct xent *ents;
 	size_t nents, capents;
 	int32_t *first;       /* by inode number: entry index of its first name, or -1 */
 	size_t *jobs;         /* regular files whose contents the workers write */
@@ -44,52 +44,52 @@ struct sqk_extract {
 	size_t made_dirs;     /* directories created under DEST (phase 1) */
 	size_t made_other;    /* symlinks, devices, fifos, sockets, hard links made (phases 1, 3) */
 	bool progress;        /* the progress line on a terminal (no --no-progress) */
-	struct sqk_progress pr;
+	struct progress pr;
 };
 
 /* Opens the directory of entry idx by walking its path from DEST, one component at a time with
  * O_DIRECTORY|O_NOFOLLOW (never through a symlink). Returns an fd or -1 with errno. */
-int sqk_x_open_dir(struct sqk_extract *x, size_t idx);
+int x_open_dir(struct extract *x, size_t idx);
 
 /* Removes name in dfd (a whole tree for a directory) without following symlinks. */
-int sqk_x_remove_at(int dfd, const char *name);
+int x_remove_at(int dfd, const char *name);
 
 /* Applies owner, xattrs, mode and mtime of entry idx: through fd when fd >= 0 (files,
  * directories), else to name in dfd without following it. Returns 0 or -1 (message printed). */
-int sqk_x_meta(struct sqk_extract *x, size_t idx, int fd, int dfd);
+int x_meta(struct extract *x, size_t idx, int fd, int dfd);
 
 /* Writes the contents of file entry idx into fd, leaving holes for all-zero blocks.
  * buf holds 1 MiB. Returns 0 or -1 (message printed). */
-int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf);
+int x_write_file(struct extract *x, size_t idx, int fd, void *buf);
 
 /* Prints an error about entry idx (errno-style message when errnum != 0). */
-void sqk_x_err(struct sqk_extract *x, size_t idx, int errnum, const char *what);
+void x_err(struct extract *x, size_t idx, int errnum, const char *what);
 
-/* The phases and the options, each in its file, called by extract.c (sqk_extract_main);
+/* The phases and the options, each in its file, called by extract.c (extract_main);
  * each returns 0 or -1 (message printed) unless said otherwise. */
 
 /* extract_opts.c */
 /* Parses argv into x: -1 to go on, else the exit status to return (help, usage errors). */
-int x_parse(struct sqk_extract *x, int argc, char **argv);
+int x_parse(struct extract *x, int argc, char **argv);
 
 /* extract_tree.c (phase 1) */
 /* Appends an entry named name under parent; returns its index or -1. */
-ssize_t x_add(struct sqk_extract *x, int32_t parent, const char *name,
+ssize_t x_add(struct extract *x, int32_t parent, const char *name,
 	      const struct sqk_inode *ino);
 /* Extracts the subtree PATH (with its parents); a subtree already extracted is skipped. */
-int x_extract_path(struct sqk_extract *x, const char *path);
+int x_extract_path(struct extract *x, const char *path);
 
 /* extract_files.c (phases 2 and 3) */
 /* Phase 2: the workers that write the regular files' contents and metadata. */
-int x_run_workers(struct sqk_extract *x);
+int x_run_workers(struct extract *x);
 /* Phase 3: the remaining names of hard-linked regular files. */
-int x_link_files(struct sqk_extract *x);
+int x_link_files(struct extract *x);
 
 /* extract_dirs.c */
 /* Phase 4: directory owners, xattrs, modes and mtimes, deepest first; also after a failure,
  * for the directories made so far, so that none is left 0700. Every directory is tried: one
  * that fails does not leave the others unfinished. */
-int x_dir_meta(struct sqk_extract *x);
+int x_dir_meta(struct extract *x);
 
 #define SQK_X_CHUNK (1u << 20)
 

@@ -11,7 +11,7 @@
 /* Phase 2 worker: creates each file with O_EXCL|O_NOFOLLOW, writes it, sets its metadata. */
 static void *x_worker(void *arg)
 {
-	struct sqk_extract *x = arg;
+	struct extract *x = arg;
 	void *buf = malloc(SQK_X_CHUNK);
 	int32_t cur = -2;
 	int dfd = -1, fd;
@@ -27,20 +27,20 @@ static void *x_worker(void *arg)
 			if (dfd >= 0)
 				close(dfd);
 			cur = x->ents[idx].parent;
-			dfd = sqk_x_open_dir(x, (size_t)cur);
+			dfd = x_open_dir(x, (size_t)cur);
 		}
 		/* Created with its final permission bits (umask is 0 while extracting); setuid,
 		 * setgid and sticky come after chown, which would clear them. */
 		fd = dfd < 0 ? -1 : openat(dfd, x->ents[idx].name, O_WRONLY | O_CREAT | O_EXCL |
 					   O_NOFOLLOW | O_CLOEXEC, x->ents[idx].ino.mode & 0777);
 		if (fd < 0) {
-			sqk_x_err(x, idx, errno, "cannot create file");
+			x_err(x, idx, errno, "cannot create file");
 			atomic_store(&x->failed, 1);
 			break;
 		}
-		ok = !sqk_x_write_file(x, idx, fd, buf) && !sqk_x_meta(x, idx, fd, dfd);
+		ok = !x_write_file(x, idx, fd, buf) && !x_meta(x, idx, fd, dfd);
 		if (close(fd)) {
-			sqk_x_err(x, idx, errno, "close failed");
+			x_err(x, idx, errno, "close failed");
 			ok = false;
 		}
 		if (!ok) {
@@ -48,7 +48,7 @@ static void *x_worker(void *arg)
 			break;
 		}
 		atomic_fetch_add(&x->files_done, 1);
-		sqk_progress_add(&x->pr, 1, 0);
+		progress_add(&x->pr, 1, 0);
 	}
 	if (dfd >= 0)
 		close(dfd);
@@ -56,7 +56,7 @@ static void *x_worker(void *arg)
 	return NULL;
 }
 
-int x_run_workers(struct sqk_extract *x)
+int x_run_workers(struct extract *x)
 {
 	unsigned n = x->threads, i, started = 0;
 	pthread_t *t;
@@ -78,23 +78,23 @@ int x_run_workers(struct sqk_extract *x)
 }
 
 /* Phase 3: the remaining names of hard-linked regular files. */
-int x_link_files(struct sqk_extract *x)
+int x_link_files(struct extract *x)
 {
 	size_t i;
 	int s, d, r;
 
 	for (i = 0; i < x->nents; i++) {
-		const struct sqk_xent *e = &x->ents[i];
-		const struct sqk_xent *f;
+		const struct xent *e = &x->ents[i];
+		const struct xent *f;
 
-		if (e->link_to < 0 || !sqk_cmd_is(&e->ino, SQK_T_FILE))
+		if (e->link_to < 0 || !cmd_is(&e->ino, SQK_T_FILE))
 			continue;
 		f = &x->ents[e->link_to];
-		s = sqk_x_open_dir(x, (size_t)f->parent);
-		d = s < 0 ? -1 : sqk_x_open_dir(x, (size_t)e->parent);
+		s = x_open_dir(x, (size_t)f->parent);
+		d = s < 0 ? -1 : x_open_dir(x, (size_t)e->parent);
 		r = d < 0 ? -1 : linkat(s, f->name, d, e->name, 0);
 		if (r)
-			sqk_x_err(x, i, errno, "cannot create hard link");
+			x_err(x, i, errno, "cannot create hard link");
 		else
 			x->made_other++;
 		if (s >= 0)

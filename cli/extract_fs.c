@@ -16,13 +16,13 @@
 
 #include "common/bytes.h"
 
-void sqk_x_err(struct sqk_extract *x, size_t idx, int errnum, const char *what)
+void x_err(struct extract *x, size_t idx, int errnum, const char *what)
 {
 	if (errnum)
-		sqk_cmd_err(&x->c, x->ents[idx].path, 0, "%s: %s (in %s)", what, strerror(errnum),
+		cmd_err(&x->c, x->ents[idx].path, 0, "%s: %s (in %s)", what, strerror(errnum),
 			    x->dest);
 	else
-		sqk_cmd_err(&x->c, x->ents[idx].path, 0, "%s (in %s)", what, x->dest);
+		cmd_err(&x->c, x->ents[idx].path, 0, "%s (in %s)", what, x->dest);
 }
 
 /* One syscall for the whole path where the kernel has openat2: no symlink anywhere on the way
@@ -38,7 +38,7 @@ static int open_dir_at2(int destfd, const char *path)
 	return (int)fd;
 }
 
-int sqk_x_open_dir(struct sqk_extract *x, size_t idx)
+int x_open_dir(struct extract *x, size_t idx)
 {
 	const char *p = x->ents[idx].path, *slash;
 	char comp[SQK_NAME_MAX + 1];
@@ -81,14 +81,14 @@ static int x_remove_children(int fd)
 	while ((de = readdir(d)) != NULL) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (sqk_x_remove_at(dirfd(d), de->d_name))
+		if (x_remove_at(dirfd(d), de->d_name))
 			r = -1;
 	}
 	closedir(d);
 	return r;
 }
 
-int sqk_x_remove_at(int dfd, const char *name)
+int x_remove_at(int dfd, const char *name)
 {
 	struct stat st;
 	int fd;
@@ -116,20 +116,20 @@ static int x_setxattr(int fd, int dfd, const char *name, const char *key, const 
 }
 
 /* Whether an xattr failure is a property of the destination (warned once, not an error). */
-static bool x_xattr_soft(struct sqk_extract *x, size_t idx, const char *key, int errnum)
+static bool x_xattr_soft(struct extract *x, size_t idx, const char *key, int errnum)
 {
 	if (errnum != ENOTSUP && errnum != EPERM && errnum != EACCES)
 		return false;
 	if (!atomic_exchange(&x->xattr_warned, 1))
-		sqk_cmd_err(&x->c, x->ents[idx].path, 0, "warning: cannot set xattr %s: %s (in %s; "
+		cmd_err(&x->c, x->ents[idx].path, 0, "warning: cannot set xattr %s: %s (in %s; "
 			    "further xattr warnings suppressed)", key, strerror(errnum), x->dest);
 	return true;
 }
 
 /* Restores the xattrs of entry idx (trusted./security. only as root). */
-static int x_xattrs(struct sqk_extract *x, size_t idx, int fd, int dfd)
+static int x_xattrs(struct extract *x, size_t idx, int fd, int dfd)
 {
-	const struct sqk_xent *e = &x->ents[idx];
+	const struct xent *e = &x->ents[idx];
 	char *names = NULL, *k, *val = NULL;
 	size_t len = 0, vlen;
 	int r;
@@ -152,26 +152,26 @@ static int x_xattrs(struct sqk_extract *x, size_t idx, int fd, int dfd)
 		if (!r)
 			r = sqk_xattr_get(x->c.img, &e->ino, k, val, vlen, &vlen);
 		if (r) {
-			sqk_cmd_err(&x->c, e->path, r, "cannot read xattr %s", k);
+			cmd_err(&x->c, e->path, r, "cannot read xattr %s", k);
 			break;
 		}
 		if (x_setxattr(fd, dfd, e->name, k, val, vlen) && !x_xattr_soft(x, idx, k, errno)) {
-			sqk_x_err(x, idx, errno, "cannot set xattr");
+			x_err(x, idx, errno, "cannot set xattr");
 			r = -1;
 		}
 	}
 	if (r && r != -1 && !names)
-		sqk_cmd_err(&x->c, e->path, r, "cannot list xattrs");
+		cmd_err(&x->c, e->path, r, "cannot list xattrs");
 	free(names);
 	free(val);
 	return r ? -1 : 0;
 }
 
 /* Owner and mode; the mode after chown, which clears setuid/setgid. */
-static int x_owner_mode(struct sqk_extract *x, size_t idx, int fd, int dfd)
+static int x_owner_mode(struct extract *x, size_t idx, int fd, int dfd)
 {
-	const struct sqk_xent *e = &x->ents[idx];
-	bool link = sqk_cmd_is(&e->ino, SQK_T_SYMLINK);
+	const struct xent *e = &x->ents[idx];
+	bool link = cmd_is(&e->ino, SQK_T_SYMLINK);
 	mode_t mode = e->ino.mode & 07777;
 	int r;
 
@@ -179,29 +179,29 @@ static int x_owner_mode(struct sqk_extract *x, size_t idx, int fd, int dfd)
 		r = fd >= 0 ? fchown(fd, e->ino.uid, e->ino.gid) :
 			      fchownat(dfd, e->name, e->ino.uid, e->ino.gid, AT_SYMLINK_NOFOLLOW);
 		if (r) {
-			sqk_x_err(x, idx, errno, "cannot set owner");
+			x_err(x, idx, errno, "cannot set owner");
 			return -1;
 		}
 	}
 	if (link)
 		return 0;
 	/* Regular files were created with their permission bits; only the special bits remain. */
-	if (fd >= 0 && sqk_cmd_is(&e->ino, SQK_T_FILE) && !(mode & 07000))
+	if (fd >= 0 && cmd_is(&e->ino, SQK_T_FILE) && !(mode & 07000))
 		return 0;
 	if (fd >= 0)
 		r = fchmod(fd, mode);
 	else
 		r = fchmodat(dfd, e->name, mode, AT_SYMLINK_NOFOLLOW);
 	if (r) {
-		sqk_x_err(x, idx, errno, "cannot set mode");
+		x_err(x, idx, errno, "cannot set mode");
 		return -1;
 	}
 	return 0;
 }
 
-int sqk_x_meta(struct sqk_extract *x, size_t idx, int fd, int dfd)
+int x_meta(struct extract *x, size_t idx, int fd, int dfd)
 {
-	const struct sqk_xent *e = &x->ents[idx];
+	const struct xent *e = &x->ents[idx];
 	struct timespec ts[2];
 	int r;
 
@@ -215,7 +215,7 @@ int sqk_x_meta(struct sqk_extract *x, size_t idx, int fd, int dfd)
 	ts[0].tv_nsec = ts[1].tv_nsec = 0;
 	r = fd >= 0 ? futimens(fd, ts) : utimensat(dfd, e->name, ts, AT_SYMLINK_NOFOLLOW);
 	if (r) {
-		sqk_x_err(x, idx, errno, "cannot set mtime");
+		x_err(x, idx, errno, "cannot set mtime");
 		return -1;
 	}
 	return 0;
@@ -252,7 +252,7 @@ static int x_write_sparse(int fd, const unsigned char *buf, size_t n, uint64_t o
 	return 0;
 }
 
-int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf)
+int x_write_file(struct extract *x, size_t idx, int fd, void *buf)
 {
 	const struct sqk_inode *ino = &x->ents[idx].ino;
 	uint64_t off = 0, end = 0;
@@ -261,21 +261,21 @@ int sqk_x_write_file(struct sqk_extract *x, size_t idx, int fd, void *buf)
 	while (off < ino->size) {
 		n = sqk_read(x->c.img, ino, buf, SQK_X_CHUNK, off);
 		if (n <= 0) {
-			sqk_cmd_read_err(&x->c, x->ents[idx].path, ino, n ? (int)n : SQK_ECORRUPT,
+			cmd_read_err(&x->c, x->ents[idx].path, ino, n ? (int)n : SQK_ECORRUPT,
 					 "read failed at file offset %llu",
 					 (unsigned long long)off);
 			return -1;
 		}
 		if (x_write_sparse(fd, buf, (size_t)n, off, x->block_size, &end)) {
-			sqk_x_err(x, idx, errno, "write failed");
+			x_err(x, idx, errno, "write failed");
 			return -1;
 		}
 		off += (uint64_t)n;
-		sqk_progress_add(&x->pr, 0, (uint64_t)n);
+		progress_add(&x->pr, 0, (uint64_t)n);
 	}
 	/* Only a file ending in a hole needs its size set. */
 	if (end != ino->size && ftruncate(fd, (off_t)ino->size)) {
-		sqk_x_err(x, idx, errno, "cannot set the file size");
+		x_err(x, idx, errno, "cannot set the file size");
 		return -1;
 	}
 	return 0;

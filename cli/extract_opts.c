@@ -64,7 +64,7 @@ static bool x_path_ok(const char *p)
 
 enum { X_OPT_NO_PROGRESS = 0x2100 };
 
-int x_parse(struct sqk_extract *x, int argc, char **argv)
+int x_parse(struct extract *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "threads", required_argument, NULL, 'j' },
@@ -81,8 +81,8 @@ int x_parse(struct sqk_extract *x, int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "j:fh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
-			if (sqk_parse_u64(optarg, 1024, &v) || v == 0) {
-				sqk_cmd_usage_err("extract", "bad thread count '%s' (1-1024)",
+			if (parse_u64(optarg, 1024, &v) || v == 0) {
+				cmd_usage_err("extract", "bad thread count '%s' (1-1024)",
 						  optarg);
 				return 2;
 			}
@@ -91,14 +91,14 @@ int x_parse(struct sqk_extract *x, int argc, char **argv)
 		case 'f': x->force = true; break;
 		case X_OPT_NO_PROGRESS: x->progress = false; break;
 		case 'o':
-			if (sqk_parse_u64(optarg, UINT64_MAX, &x->c.offset)) {
-				sqk_cmd_usage_err("extract", "bad --offset '%s'", optarg);
+			if (parse_u64(optarg, UINT64_MAX, &x->c.offset)) {
+				cmd_usage_err("extract", "bad --offset '%s'", optarg);
 				return 2;
 			}
 			break;
 		case 'h': x_usage(stdout); return 0;
 		default:
-			ch = sqk_cmd_remote_opt("extract", &x->c.remote, ch, optarg);
+			ch = cmd_remote_opt("extract", &x->c.remote, ch, optarg);
 			if (ch == 0)
 				break;
 			if (ch == 1)
@@ -107,12 +107,12 @@ int x_parse(struct sqk_extract *x, int argc, char **argv)
 		}
 	}
 	if (argc - optind < 2) {
-		sqk_cmd_usage_err("extract", "expected IMAGE DEST [PATH...]");
+		cmd_usage_err("extract", "expected IMAGE DEST [PATH...]");
 		return 2;
 	}
 	for (i = optind + 2; i < argc; i++) {
 		if (!x_path_ok(argv[i])) {
-			sqk_cmd_usage_err("extract", "PATH '%s' has a . or .. component", argv[i]);
+			cmd_usage_err("extract", "PATH '%s' has a . or .. component", argv[i]);
 			return 2;
 		}
 	}

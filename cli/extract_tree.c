@@ -15,15 +15,15 @@
 #include <unistd.h>
 
 /* Appends an entry named name under parent; returns its index or -1. */
-ssize_t x_add(struct sqk_extract *x, int32_t parent, const char *name,
+ssize_t x_add(struct extract *x, int32_t parent, const char *name,
 	      const struct sqk_inode *ino)
 {
 	const char *pp = parent >= 0 ? x->ents[parent].path : "";
 	size_t lp = strlen(pp), ln = strlen(name);
-	struct sqk_xent *e;
+	struct xent *e;
 	char *path;
 
-	if (sqk_grow(&x->ents, &x->capents, x->nents + 1, sizeof(*x->ents), 0))
+	if (mem_grow(&x->ents, &x->capents, x->nents + 1, sizeof(*x->ents), 0))
 		return -1;
 	path = malloc(lp + ln + 2);
 	if (!path)
@@ -41,20 +41,20 @@ ssize_t x_add(struct sqk_extract *x, int32_t parent, const char *name,
 	e->link_to = -1;
 	e->depth = parent >= 0 ? x->ents[parent].depth + 1 : 0;
 	e->ino = *ino;
-	sqk_progress_item(&x->pr);
+	progress_item(&x->pr);
 	return (ssize_t)x->nents++;
 }
 
-static int x_add_job(struct sqk_extract *x, size_t idx)
+static int x_add_job(struct extract *x, size_t idx)
 {
-	if (sqk_grow(&x->jobs, &x->capjobs, x->njobs + 1, sizeof(*x->jobs), 0))
+	if (mem_grow(&x->jobs, &x->capjobs, x->njobs + 1, sizeof(*x->jobs), 0))
 		return -1;
 	x->jobs[x->njobs++] = idx;
 	return 0;
 }
 
 /* Makes room for name in dfd under --force (a directory is kept when keep_dir). */
-static int x_clear(struct sqk_extract *x, size_t idx, int dfd, bool keep_dir)
+static int x_clear(struct extract *x, size_t idx, int dfd, bool keep_dir)
 {
 	struct stat st;
 
@@ -64,8 +64,8 @@ static int x_clear(struct sqk_extract *x, size_t idx, int dfd, bool keep_dir)
 		return 0;
 	if (keep_dir && S_ISDIR(st.st_mode))
 		return 0;
-	if (sqk_x_remove_at(dfd, x->ents[idx].name)) {
-		sqk_x_err(x, idx, errno, "cannot replace the existing entry");
+	if (x_remove_at(dfd, x->ents[idx].name)) {
+		x_err(x, idx, errno, "cannot replace the existing entry");
 		return -1;
 	}
 	return 0;
@@ -74,7 +74,7 @@ static int x_clear(struct sqk_extract *x, size_t idx, int dfd, bool keep_dir)
 /* Creates directory entry idx in dfd and returns an fd on it (or -1, message printed). It is
  * 0700 until phase 4 gives it its mode (also after a failure): a mode without write permission
  * would stop its entries being made. A directory kept under --force is made 0700 as well. */
-static int x_mkdir(struct sqk_extract *x, size_t idx, int dfd)
+static int x_mkdir(struct extract *x, size_t idx, int dfd)
 {
 	const char *name = x->ents[idx].name;
 	bool reused = false;
@@ -84,18 +84,18 @@ static int x_mkdir(struct sqk_extract *x, size_t idx, int dfd)
 		return -1;
 	if (mkdirat(dfd, name, 0700)) {
 		if (errno != EEXIST || !x->force) {
-			sqk_x_err(x, idx, errno, "cannot create directory");
+			x_err(x, idx, errno, "cannot create directory");
 			return -1;
 		}
 		reused = true;
 	}
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		sqk_x_err(x, idx, errno, "cannot open the new directory");
+		x_err(x, idx, errno, "cannot open the new directory");
 		return -1;
 	}
 	if (reused && fchmod(fd, 0700)) {
-		sqk_x_err(x, idx, errno, "cannot make the existing directory writable");
+		x_err(x, idx, errno, "cannot make the existing directory writable");
 		close(fd);
 		return -1;
 	}
@@ -105,9 +105,9 @@ static int x_mkdir(struct sqk_extract *x, size_t idx, int dfd)
 }
 
 /* Symlinks, devices, fifos, sockets: created and given their metadata now. */
-static int x_special(struct sqk_extract *x, size_t idx, int dfd)
+static int x_special(struct extract *x, size_t idx, int dfd)
 {
-	const struct sqk_xent *e = &x->ents[idx];
+	const struct xent *e = &x->ents[idx];
 	char target[SQK_SYMLINK_MAX + 1];
 	dev_t dev = 0;
 	size_t len;
@@ -115,53 +115,53 @@ static int x_special(struct sqk_extract *x, size_t idx, int dfd)
 
 	if (x_clear(x, idx, dfd, false))
 		return -1;
-	if (sqk_cmd_is(&e->ino, SQK_T_SYMLINK)) {
+	if (cmd_is(&e->ino, SQK_T_SYMLINK)) {
 		r = sqk_readlink(x->c.img, &e->ino, target, sizeof(target), &len);
 		if (!r && len >= sizeof(target))
 			r = SQK_ETOOBIG;
 		if (r) {
-			sqk_cmd_err(&x->c, e->path, r, "cannot read symlink");
+			cmd_err(&x->c, e->path, r, "cannot read symlink");
 			return -1;
 		}
 		r = symlinkat(target, dfd, e->name);
 	} else {
-		if (sqk_cmd_is(&e->ino, SQK_T_BLKDEV) || sqk_cmd_is(&e->ino, SQK_T_CHRDEV))
+		if (cmd_is(&e->ino, SQK_T_BLKDEV) || cmd_is(&e->ino, SQK_T_CHRDEV))
 			dev = makedev(sqk_rdev_major(e->ino.rdev), sqk_rdev_minor(e->ino.rdev));
 		r = mknodat(dfd, e->name, (e->ino.mode & S_IFMT) | 0600, dev);
 		if (r && errno == EPERM && !x->root && dev) {
-			sqk_x_err(x, idx, 0, "warning: device skipped (not root)");
+			x_err(x, idx, 0, "warning: device skipped (not root)");
 			return 0;
 		}
 	}
 	if (r) {
-		sqk_x_err(x, idx, errno, "cannot create");
+		x_err(x, idx, errno, "cannot create");
 		return -1;
 	}
 	x->made_other++;
-	return sqk_x_meta(x, idx, -1, dfd);
+	return x_meta(x, idx, -1, dfd);
 }
 
 /* A second name of an inode: linked now, or after the workers for regular files. */
-static int x_hardlink(struct sqk_extract *x, size_t idx, int dfd)
+static int x_hardlink(struct extract *x, size_t idx, int dfd)
 {
-	struct sqk_xent *e = &x->ents[idx];
+	struct xent *e = &x->ents[idx];
 	size_t first = (size_t)x->first[e->ino.ino];
 	int sfd, r;
 
-	if (sqk_cmd_is(&e->ino, SQK_T_DIR)) {
-		sqk_cmd_err(&x->c, e->path, SQK_ECORRUPT, "directory inode %u has a second name "
+	if (cmd_is(&e->ino, SQK_T_DIR)) {
+		cmd_err(&x->c, e->path, SQK_ECORRUPT, "directory inode %u has a second name "
 			    "(first: /%s)", e->ino.ino, x->ents[first].path);
 		return -1;
 	}
 	e->link_to = (int32_t)first;
 	if (x_clear(x, idx, dfd, false))
 		return -1;
-	if (sqk_cmd_is(&e->ino, SQK_T_FILE))
+	if (cmd_is(&e->ino, SQK_T_FILE))
 		return 0;
-	sfd = sqk_x_open_dir(x, (size_t)x->ents[first].parent);
+	sfd = x_open_dir(x, (size_t)x->ents[first].parent);
 	r = sfd < 0 ? -1 : linkat(sfd, x->ents[first].name, dfd, e->name, 0);
 	if (r)
-		sqk_x_err(x, idx, errno, "cannot create hard link");
+		x_err(x, idx, errno, "cannot create hard link");
 	else
 		x->made_other++;
 	if (sfd >= 0)
@@ -171,26 +171,26 @@ static int x_hardlink(struct sqk_extract *x, size_t idx, int dfd)
 
 /* Makes entry idx (just added) in directory dfd; for a directory made, *fd is an fd on it
  * (else -1). */
-static int x_make(struct sqk_extract *x, size_t idx, int dfd, int *fd)
+static int x_make(struct extract *x, size_t idx, int dfd, int *fd)
 {
 	const struct sqk_inode *ino = &x->ents[idx].ino;
 	uint32_t n = ino->ino;
 
 	*fd = -1;
 	if (n == 0 || n > sqk_image_super(x->c.img)->inode_count) {
-		sqk_cmd_err(&x->c, x->ents[idx].path, SQK_ECORRUPT, "inode number %u out of range",
+		cmd_err(&x->c, x->ents[idx].path, SQK_ECORRUPT, "inode number %u out of range",
 			    n);
 		return -1;
 	}
 	if (x->first[n] >= 0)
 		return x_hardlink(x, idx, dfd);
 	x->first[n] = (int32_t)idx;
-	if (sqk_cmd_is(ino, SQK_T_FILE)) {
+	if (cmd_is(ino, SQK_T_FILE)) {
 		if (x_clear(x, idx, dfd, false) || x_add_job(x, idx))
 			return -1;
 		return 0;
 	}
-	if (!sqk_cmd_is(ino, SQK_T_DIR))
+	if (!cmd_is(ino, SQK_T_DIR))
 		return x_special(x, idx, dfd);
 	*fd = x_mkdir(x, idx, dfd);
 	return *fd < 0 ? -1 : 0;
@@ -215,7 +215,7 @@ struct x_levels {
 
 static int x_push(struct x_levels *l, size_t idx, int fd)
 {
-	if (sqk_grow(&l->lv, &l->cap, l->n + 1, sizeof(*l->lv), 0))
+	if (mem_grow(&l->lv, &l->cap, l->n + 1, sizeof(*l->lv), 0))
 		return -1;
 	l->lv[l->n++] = (struct x_level){ idx, fd };
 	return 0;
@@ -233,20 +233,20 @@ static void x_pop_to(struct x_levels *l, size_t n)
 
 /* Adds and makes entry e of the walk, below the directory of level e->depth - 1; a directory
  * made becomes level e->depth. */
-static int x_walk_entry(struct sqk_extract *x, struct x_levels *l, const struct sqk_walk_entry *e)
+static int x_walk_entry(struct extract *x, struct x_levels *l, const struct sqk_walk_entry *e)
 {
 	const struct x_level up = l->lv[e->depth - 1];
 	ssize_t idx;
 	int fd;
 
 	if (!x_name_ok(&e->dirent)) {
-		sqk_cmd_err(&x->c, x->ents[up.idx].path, SQK_ECORRUPT,
+		cmd_err(&x->c, x->ents[up.idx].path, SQK_ECORRUPT,
 			    "bad directory listing, extraction stopped");
 		return -1;
 	}
 	idx = x_add(x, (int32_t)up.idx, e->name, &e->inode);
 	if (idx < 0) {
-		sqk_cmd_err(&x->c, x->ents[up.idx].path, SQK_ENOMEM, "out of memory");
+		cmd_err(&x->c, x->ents[up.idx].path, SQK_ENOMEM, "out of memory");
 		return -1;
 	}
 	if (x_make(x, (size_t)idx, up.fd, &fd))
@@ -254,34 +254,34 @@ static int x_walk_entry(struct sqk_extract *x, struct x_levels *l, const struct 
 	x->ents[idx].walked = fd >= 0;
 	if (fd >= 0 && x_push(l, (size_t)idx, fd)) {
 		close(fd);
-		sqk_cmd_err(&x->c, x->ents[idx].path, SQK_ENOMEM, "out of memory");
+		cmd_err(&x->c, x->ents[idx].path, SQK_ENOMEM, "out of memory");
 		return -1;
 	}
 	return 0;
 }
 
 /* The message of a failed step of the walk. */
-static void x_walk_err(struct sqk_extract *x, const struct x_levels *l,
+static void x_walk_err(struct extract *x, const struct x_levels *l,
 		       const struct sqk_walk_entry *e, int r)
 {
 	const char *dir = x->ents[l->lv[e->depth < l->n ? e->depth : l->n - 1].idx].path;
 	char b[2 * SQK_DEPTH_SHOWN + 4];
 
 	if (e->event == SQK_WALK_ERR_DEPTH) /* one open directory per level: common/depth.h */
-		sqk_cmd_err(&x->c, sqk_depth_shown(dir, b), SQK_ETOOBIG,
+		cmd_err(&x->c, depth_shown(dir, b), SQK_ETOOBIG,
 			    "directories nested deeper than %u levels (the most sqk walks)",
 			    SQK_DEPTH_MAX);
 	else if (e->event == SQK_WALK_ERR_LIST)
-		sqk_cmd_err(&x->c, dir, r, "bad directory listing, extraction stopped");
+		cmd_err(&x->c, dir, r, "bad directory listing, extraction stopped");
 	else if (e->event == SQK_WALK_ERR_INODE)
-		sqk_cmd_err(&x->c, x->ents[l->lv[e->depth - 1].idx].path, r,
+		cmd_err(&x->c, x->ents[l->lv[e->depth - 1].idx].path, r,
 			    "cannot read the inode of '%s'", e->name);
 	else
-		sqk_cmd_err(&x->c, dir, r, "out of memory");
+		cmd_err(&x->c, dir, r, "out of memory");
 }
 
 /* Extracts the contents of directory entry didx, open as dfd (borrowed). */
-static int x_walk(struct sqk_extract *x, size_t didx, int dfd)
+static int x_walk(struct extract *x, size_t didx, int dfd)
 {
 	uint32_t depth = x->ents[didx].depth;
 	struct x_levels l = { 0 };
@@ -295,7 +295,7 @@ static int x_walk(struct sqk_extract *x, size_t didx, int dfd)
 	if (r == 0)
 		r = x_push(&l, didx, dfd) ? SQK_ENOMEM : 0;
 	if (r) {
-		sqk_cmd_err(&x->c, x->ents[didx].path, r, "out of memory");
+		cmd_err(&x->c, x->ents[didx].path, r, "out of memory");
 		sqk_walk_close(w);
 		free(l.lv);
 		return -1;
@@ -315,7 +315,7 @@ static int x_walk(struct sqk_extract *x, size_t didx, int dfd)
 }
 
 /* Creates entry idx (just added) in directory dfd, and the contents of a directory. */
-static int x_create(struct sqk_extract *x, size_t idx, int dfd)
+static int x_create(struct extract *x, size_t idx, int dfd)
 {
 	int fd, r = x_make(x, idx, dfd, &fd);
 
@@ -327,7 +327,7 @@ static int x_create(struct sqk_extract *x, size_t idx, int dfd)
 }
 
 /* Index of the entry called name under parent, or -1. */
-static ssize_t x_find(const struct sqk_extract *x, size_t parent, const char *name)
+static ssize_t x_find(const struct extract *x, size_t parent, const char *name)
 {
 	size_t i;
 
@@ -338,34 +338,34 @@ static ssize_t x_find(const struct sqk_extract *x, size_t parent, const char *na
 }
 
 /* Creates the PATH component name of an image directory under entry cur; returns its index. */
-static ssize_t x_component(struct sqk_extract *x, size_t cur, const char *name, bool last)
+static ssize_t x_component(struct extract *x, size_t cur, const char *name, bool last)
 {
-	const struct sqk_xent *p = &x->ents[cur];
+	const struct xent *p = &x->ents[cur];
 	struct sqk_inode ino;
 	ssize_t idx;
 	int dfd, fd = -1, r;
 
 	r = sqk_lookup(x->c.img, &p->ino, name, strlen(name), &ino);
-	if (r || (!last && !sqk_cmd_is(&ino, SQK_T_DIR))) {
+	if (r || (!last && !cmd_is(&ino, SQK_T_DIR))) {
 		char *where = malloc(strlen(p->path) + strlen(name) + 2);
 
 		if (where)
 			sprintf(where, "%s%s%s", p->path, *p->path ? "/" : "", name);
-		sqk_cmd_err(&x->c, where ? where : name, r, "%s",
+		cmd_err(&x->c, where ? where : name, r, "%s",
 			    r ? "cannot look up" : "not a directory");
 		free(where);
 		return -1;
 	}
 	idx = x_add(x, (int32_t)cur, name, &ino);
-	dfd = idx < 0 ? -1 : sqk_x_open_dir(x, cur);
+	dfd = idx < 0 ? -1 : x_open_dir(x, cur);
 	if (dfd < 0) {
-		sqk_x_err(x, cur, idx < 0 ? ENOMEM : errno, "cannot open directory");
+		x_err(x, cur, idx < 0 ? ENOMEM : errno, "cannot open directory");
 		return -1;
 	}
 	if (last) {
 		r = x_create(x, (size_t)idx, dfd);
 	} else if (ino.ino == 0 || ino.ino > sqk_image_super(x->c.img)->inode_count) {
-		sqk_cmd_err(&x->c, x->ents[idx].path, SQK_ECORRUPT, "inode number %u out of range",
+		cmd_err(&x->c, x->ents[idx].path, SQK_ECORRUPT, "inode number %u out of range",
 			    ino.ino);
 		r = -1;
 	} else {
@@ -380,7 +380,7 @@ static ssize_t x_component(struct sqk_extract *x, size_t cur, const char *name, 
 }
 
 /* Extracts the subtree PATH (with its parents); a subtree already extracted is skipped. */
-int x_extract_path(struct sqk_extract *x, const char *path)
+int x_extract_path(struct extract *x, const char *path)
 {
 	char *copy = strdup(path), *save = NULL, *comp, *next;
 	ssize_t cur = 0, found;

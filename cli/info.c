@@ -14,8 +14,8 @@
 #include "common/integrity.h"
 #include "common/json.h"
 
-struct sqk_info {
-	struct sqk_cmd c;
+struct info {
+	struct cmd c;
 	int json;
 	struct sqk_image_info st;
 	int integ_rc;           /* sqk_image_integrity: 0, SQK_ENOENT or an error */
@@ -101,7 +101,7 @@ static const char *const info_kind_names[8] = {
 
 static const char *info_comp_name(uint16_t id)
 {
-	const char *n = sqk_comp_name(id);
+	const char *n = comp_name(id);
 
 	return n ? n : "unknown";
 }
@@ -115,7 +115,7 @@ static void info_bcj_names(uint32_t bits)
 	if (!bits)
 		printf("none");
 	for (uint32_t b = 1; b && b <= bits; b <<= 1) {
-		const char *n = sqk_xz_bcj_name(b);
+		const char *n = xz_bcj_name(b);
 
 		if (!(bits & b))
 			continue;
@@ -155,7 +155,7 @@ static void info_comp_opts(const struct sqk_comp_config *cc, bool stored, int js
 		break;
 	case SQK_COMP_LZO:
 		printf(json ? "\"algorithm\": \"%s\"" : "algorithm=%s",
-		       sqk_lzo_algorithm_name(cc->lzo_algorithm));
+		       lzo_algorithm_name(cc->lzo_algorithm));
 		if (cc->lzo_algorithm == SQK_LZO1X_999)
 			printf(fmt, sep, "level", (unsigned long long)cc->level);
 		break;
@@ -169,14 +169,14 @@ static void info_comp_opts(const struct sqk_comp_config *cc, bool stored, int js
 		printf("; not stored: the defaults");
 }
 
-static double info_ratio(const struct sqk_info *in, const struct sqk_super *s)
+static double info_ratio(const struct info *in, const struct sqk_super *s)
 {
 	return s->bytes_used ? (double)in->st.file_bytes / (double)s->bytes_used : 0.0;
 }
 
 /* A trailer that does not match its root digest, or (a tree) a group of chunk digests that does
  * not match its group digest: the integrity data is damaged. */
-static const char *info_integ_state(const struct sqk_info *in)
+static const char *info_integ_state(const struct info *in)
 {
 	if (in->integ_rc == 0)
 		return in->damaged ? "corrupt" : "ok";
@@ -184,7 +184,7 @@ static const char *info_integ_state(const struct sqk_info *in)
 }
 
 /* A tree's damaged groups as JSON: their count, or null when not known (a remote image). */
-static void info_damaged_json(const struct sqk_info *in)
+static void info_damaged_json(const struct info *in)
 {
 	if (in->damaged_rc)
 		printf("  \"damaged_digest_groups\": null,\n");
@@ -192,7 +192,7 @@ static void info_damaged_json(const struct sqk_info *in)
 		printf("  \"damaged_digest_groups\": %llu,\n", (unsigned long long)in->damaged);
 }
 
-static void info_integrity_json(const struct sqk_info *in)
+static void info_integrity_json(const struct info *in)
 {
 	char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
 
@@ -204,7 +204,7 @@ static void info_integrity_json(const struct sqk_info *in)
 		printf("  \"checksums\": [],\n  \"fast_checksum_chunks\": null,\n");
 		return;
 	}
-	sqk_integ_hex(in->integ.root, hex);
+	integ_hex(in->integ.root, hex);
 	printf("  \"root_hash\": \"%s\",\n  \"integrity_chunk_size\": %u,\n", hex,
 	       in->integ.chunk_size);
 	if (in->integ.version == SQK_INTEG_VERSION_TREE) {
@@ -224,7 +224,7 @@ static void info_integrity_json(const struct sqk_info *in)
 }
 
 /* Which checksums the integrity data holds, in one line. */
-static void info_checksums_text(const struct sqk_info *in)
+static void info_checksums_text(const struct info *in)
 {
 	printf("integrity:               SHA-256 per %u KiB chunk", in->integ.chunk_size / 1024);
 	if (in->fast_rc == 0)
@@ -236,7 +236,7 @@ static void info_checksums_text(const struct sqk_info *in)
 		printf("; fast checksums not valid (%s)\n", sqk_strerror(in->fast_rc));
 }
 
-static void info_integrity_text(const struct sqk_info *in)
+static void info_integrity_text(const struct info *in)
 {
 	char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
 
@@ -250,7 +250,7 @@ static void info_integrity_text(const struct sqk_info *in)
 			    "integrity:               corrupt: %llu of %llu digest groups damaged "
 			    "(reads of the bytes they cover fail)\n",
 			    (unsigned long long)in->damaged, (unsigned long long)in->integ.ngroups);
-		sqk_integ_hex(in->integ.root, hex);
+		integ_hex(in->integ.root, hex);
 		printf("root hash:               %s\n", hex);
 		printf("integrity chunk size:    %u\n", in->integ.chunk_size);
 		if (in->integ.version == SQK_INTEG_VERSION_TREE)
@@ -265,7 +265,7 @@ static void info_integrity_text(const struct sqk_info *in)
 }
 
 /* Remote images: what the transfers and the disk cache did for this command. */
-static void info_http(const struct sqk_info *in, bool json)
+static void info_http(const struct info *in, bool json)
 {
 	struct sqk_http_stats h = { .size = sizeof(h) };
 
@@ -298,7 +298,7 @@ static const char *info_hint_what(const struct sqk_super *s, const struct sqk_hi
 	return r->start >= s->inode_table_start ? "tables" : "data";
 }
 
-static void info_hint(const struct sqk_info *in, bool json)
+static void info_hint(const struct info *in, bool json)
 {
 	const struct sqk_super *s = sqk_image_super(in->c.img);
 	uint64_t total = 0;
@@ -333,7 +333,7 @@ static void info_hint(const struct sqk_info *in, bool json)
 	printf("\n");
 }
 
-static void info_print_json(const struct sqk_info *in)
+static void info_print_json(const struct info *in)
 {
 	const struct sqk_super *s = sqk_image_super(in->c.img);
 	const struct sqk_comp_config *cc = sqk_image_comp(in->c.img);
@@ -398,7 +398,7 @@ static void info_print_pos(const char *what, uint64_t v)
 		printf("  %-22s %llu\n", what, (unsigned long long)v);
 }
 
-static void info_print_text(const struct sqk_info *in)
+static void info_print_text(const struct info *in)
 {
 	const struct sqk_super *s = sqk_image_super(in->c.img);
 	time_t t = s->mkfs_time;
@@ -456,7 +456,7 @@ static void info_print_text(const struct sqk_info *in)
 }
 
 /* --json: a failure is a JSON object too, with the message (also on stderr) in "error". */
-static void info_json_error(const struct sqk_info *in, const char *msg, int status)
+static void info_json_error(const struct info *in, const char *msg, int status)
 {
 	if (!in->json)
 		return;
@@ -472,17 +472,17 @@ static void info_json_error(const struct sqk_info *in, const char *msg, int stat
 }
 
 /* A usage error: the message on stderr (and in the JSON object); returns 2. */
-static int info_usage_fail(struct sqk_info *in, const char *fmt, const char *arg)
+static int info_usage_fail(struct info *in, const char *fmt, const char *arg)
 {
 	char msg[512];
 
 	snprintf(msg, sizeof(msg), fmt, arg);
-	sqk_cmd_usage_err("info", "%s", msg);
+	cmd_usage_err("info", "%s", msg);
 	info_json_error(in, msg, 2);
 	return 2;
 }
 
-static int info_parse(struct sqk_info *in, int argc, char **argv)
+static int info_parse(struct info *in, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -501,7 +501,7 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 		switch (ch) {
 		case 'j': in->json = 1; break;
 		case 'o':
-			if (sqk_parse_u64(optarg, UINT64_MAX, &in->c.offset))
+			if (parse_u64(optarg, UINT64_MAX, &in->c.offset))
 				return info_usage_fail(in, "bad --offset '%s'", optarg);
 			break;
 		case 'h': info_usage(stdout); return 0;
@@ -516,7 +516,7 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 						      : "unknown or ambiguous option '%s'",
 					       argv[optind - 1]);
 		default:
-			if (sqk_cmd_remote_opt("info", &in->c.remote, ch, optarg) == 0)
+			if (cmd_remote_opt("info", &in->c.remote, ch, optarg) == 0)
 				break;
 			if (ch == SQK_OPT_HEADER) /* the line may hold a secret: not shown */
 				snprintf(what, sizeof(what), "bad --header: need 'Name: value'");
@@ -534,7 +534,7 @@ static int info_parse(struct sqk_info *in, int argc, char **argv)
 	return -1;
 }
 
-static int info_run(struct sqk_info *in)
+static int info_run(struct info *in)
 {
 	char msg[1024];
 	int rc;
@@ -563,7 +563,7 @@ static int info_run(struct sqk_info *in)
 
 /* --json after a failed open: what the library said (the line that names what the file is),
  * else the error. */
-static void info_open_error(struct sqk_info *in, int err)
+static void info_open_error(struct info *in, int err)
 {
 	char msg[1024];
 	const char *name = in->c.shown ? in->c.shown : in->c.image;
@@ -578,9 +578,9 @@ static void info_open_error(struct sqk_info *in, int err)
 	info_json_error(in, msg, 1);
 }
 
-int sqk_info_main(int argc, char **argv)
+int info_main(int argc, char **argv)
 {
-	struct sqk_info *in = calloc(1, sizeof(*in));
+	struct info *in = calloc(1, sizeof(*in));
 	int r;
 
 	if (!in)
@@ -588,17 +588,17 @@ int sqk_info_main(int argc, char **argv)
 	in->c.name = "info";
 	r = info_parse(in, argc, argv);
 	if (r < 0) {
-		r = sqk_cmd_open(&in->c);
+		r = cmd_open(&in->c);
 		if (r)
 			info_open_error(in, r);
 		r = r ? 1 : info_run(in);
 		fflush(stdout);
 		if (!r && ferror(stdout)) {
-			sqk_cmd_err(&in->c, NULL, 0, "error writing to stdout");
+			cmd_err(&in->c, NULL, 0, "error writing to stdout");
 			r = 1;
 		}
 	}
-	sqk_cmd_close(&in->c);
+	cmd_close(&in->c);
 	free(in);
 	return r;
 }

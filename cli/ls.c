@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-struct sqk_ls {
-	struct sqk_cmd c;
+struct ls {
+	struct cmd c;
 	int longfmt;
 	int recursive;
 	int escape;   /* 1: names with C escapes (-b), 0: as stored (-N), -1: escape on a tty */
@@ -78,7 +78,7 @@ static void ls_mode_string(uint32_t mode, char out[11])
 }
 
 /* Writes s, with control characters and backslashes as C escapes when l->escape. */
-static void ls_put(const struct sqk_ls *l, const char *s)
+static void ls_put(const struct ls *l, const char *s)
 {
 	if (!l->escape) {
 		fputs(s, stdout);
@@ -99,7 +99,7 @@ static void ls_put(const struct sqk_ls *l, const char *s)
 }
 
 /* Prints one entry; name is the text printed as its name. */
-static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode *ino)
+static void ls_print(struct ls *l, const char *name, const struct sqk_inode *ino)
 {
 	char mode[11], size[48], when[32], target[SQK_SYMLINK_MAX + 1];
 	time_t t = ino->mtime;
@@ -113,7 +113,7 @@ static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode 
 		return;
 	}
 	ls_mode_string(ino->mode, mode);
-	if (sqk_cmd_is(ino, SQK_T_BLKDEV) || sqk_cmd_is(ino, SQK_T_CHRDEV))
+	if (cmd_is(ino, SQK_T_BLKDEV) || cmd_is(ino, SQK_T_CHRDEV))
 		snprintf(size, sizeof(size), "%u, %u", sqk_rdev_major(ino->rdev),
 			 sqk_rdev_minor(ino->rdev));
 	else
@@ -122,11 +122,11 @@ static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode 
 		snprintf(when, sizeof(when), "%u", ino->mtime);
 	printf("%s %3u %5u %5u %9s %s ", mode, ino->nlink, ino->uid, ino->gid, size, when);
 	ls_put(l, name);
-	if (sqk_cmd_is(ino, SQK_T_SYMLINK)) {
+	if (cmd_is(ino, SQK_T_SYMLINK)) {
 		err = sqk_readlink(l->c.img, ino, target, sizeof(target), &tlen);
 		if (err) {
 			printf("\n");
-			sqk_cmd_err(&l->c, name, err, "cannot read symlink");
+			cmd_err(&l->c, name, err, "cannot read symlink");
 			l->status = 1;
 			return;
 		}
@@ -137,11 +137,11 @@ static void ls_print(struct sqk_ls *l, const char *name, const struct sqk_inode 
 }
 
 /* Sets l->full to the image path of e: where (the listed PATH) joined with e's path. */
-static int ls_full(struct sqk_ls *l, const char *where, const struct sqk_walk_entry *e)
+static int ls_full(struct ls *l, const char *where, const struct sqk_walk_entry *e)
 {
 	size_t a = strlen(where), at = a && e->path_len ? a + 1 : a;
 
-	if (sqk_grow(&l->full, &l->fcap, at + e->path_len + 1, 1, 0))
+	if (mem_grow(&l->full, &l->fcap, at + e->path_len + 1, 1, 0))
 		return SQK_ENOMEM;
 	memcpy(l->full, where, a);
 	if (at > a)
@@ -153,14 +153,14 @@ static int ls_full(struct sqk_ls *l, const char *where, const struct sqk_walk_en
 /* A directory that -R does not enter, as a crafted image can make one: its own descendant
  * (a loop), or reached under a second name (two entries of each level naming one child would
  * list it again at every level, 2^depth times in all). */
-static int ls_check_loop(struct sqk_ls *l, const struct sqk_walk_entry *e)
+static int ls_check_loop(struct ls *l, const struct sqk_walk_entry *e)
 {
 	if (e->flags & SQK_WALK_LOOP) {
-		sqk_cmd_err(&l->c, l->full, SQK_ECORRUPT, "directory loop");
+		cmd_err(&l->c, l->full, SQK_ECORRUPT, "directory loop");
 		return SQK_ECORRUPT;
 	}
 	if (e->flags & SQK_WALK_SEEN) {
-		sqk_cmd_err(&l->c, l->full, SQK_ECORRUPT,
+		cmd_err(&l->c, l->full, SQK_ECORRUPT,
 			    "directory inode %u reached twice (a directory loop)", e->inode.ino);
 		return SQK_ECORRUPT;
 	}
@@ -168,24 +168,24 @@ static int ls_check_loop(struct sqk_ls *l, const struct sqk_walk_entry *e)
 }
 
 /* The message of a failed step of the walk (l->full its image path). */
-static void ls_walk_err(struct sqk_ls *l, const struct sqk_walk_entry *e, int r)
+static void ls_walk_err(struct ls *l, const struct sqk_walk_entry *e, int r)
 {
 	char b[2 * SQK_DEPTH_SHOWN + 4];
 
 	if (e->event == SQK_WALK_ERR_INODE)
-		sqk_cmd_err(&l->c, l->full, r, "cannot read inode");
+		cmd_err(&l->c, l->full, r, "cannot read inode");
 	else if (e->event == SQK_WALK_ERR_LIST)
-		sqk_cmd_err(&l->c, l->full, r, "cannot list directory");
+		cmd_err(&l->c, l->full, r, "cannot list directory");
 	else /* SQK_WALK_ERR_DEPTH: common/depth.h */
-		sqk_cmd_err(&l->c, sqk_depth_shown(l->full, b), SQK_ETOOBIG,
+		cmd_err(&l->c, depth_shown(l->full, b), SQK_ETOOBIG,
 			    "directories nested deeper than %u levels (the most sqk walks)",
 			    SQK_DEPTH_MAX);
 }
 
 /* Prints entry e of the walk (l->full its image path); 0 or the error, printed. */
-static int ls_entry(struct sqk_ls *l, struct sqk_walk *w, const struct sqk_walk_entry *e)
+static int ls_entry(struct ls *l, struct sqk_walk *w, const struct sqk_walk_entry *e)
 {
-	bool dir = sqk_cmd_is(&e->inode, SQK_T_DIR);
+	bool dir = cmd_is(&e->inode, SQK_T_DIR);
 
 	if (e->depth > 0)
 		ls_print(l, l->recursive ? e->path : e->name, &e->inode);
@@ -196,7 +196,7 @@ static int ls_entry(struct sqk_ls *l, struct sqk_walk *w, const struct sqk_walk_
 
 /* Lists dir (at the image path where): its entries, or with -R every entry below it, named by
  * their path relative to it. The first failure stops the listing. */
-static int ls_dir(struct sqk_ls *l, const struct sqk_inode *dir, const char *where)
+static int ls_dir(struct ls *l, const struct sqk_inode *dir, const char *where)
 {
 	struct sqk_walk_entry e = { 0 };
 	struct sqk_walk *w;
@@ -217,12 +217,12 @@ static int ls_dir(struct sqk_ls *l, const struct sqk_inode *dir, const char *whe
 	if (r < 0 && e.event != SQK_WALK_ERR_FATAL && ls_full(l, where, &e) == 0)
 		ls_walk_err(l, &e, r);
 	else if (r < 0)
-		sqk_cmd_err(&l->c, where, r, "cannot list directory");
+		cmd_err(&l->c, where, r, "cannot list directory");
 	sqk_walk_close(w);
 	return r;
 }
 
-static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
+static int ls_parse(struct ls *l, int argc, char **argv, const char **path)
 {
 	static const struct option opts[] = {
 		{ "long", no_argument, NULL, 'l' },
@@ -244,14 +244,14 @@ static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
 		case 'b': l->escape = 1; break;
 		case 'N': l->escape = 0; break;
 		case 'o':
-			if (sqk_parse_u64(optarg, UINT64_MAX, &l->c.offset)) {
-				sqk_cmd_usage_err("ls", "bad --offset '%s'", optarg);
+			if (parse_u64(optarg, UINT64_MAX, &l->c.offset)) {
+				cmd_usage_err("ls", "bad --offset '%s'", optarg);
 				return 2;
 			}
 			break;
 		case 'h': ls_usage(stdout); return 0;
 		default:
-			ch = sqk_cmd_remote_opt("ls", &l->c.remote, ch, optarg);
+			ch = cmd_remote_opt("ls", &l->c.remote, ch, optarg);
 			if (ch == 0)
 				break;
 			if (ch == 1)
@@ -260,7 +260,7 @@ static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
 		}
 	}
 	if (optind >= argc || argc - optind > 2) {
-		sqk_cmd_usage_err("ls", "expected IMAGE [PATH]");
+		cmd_usage_err("ls", "expected IMAGE [PATH]");
 		return 2;
 	}
 	if (l->escape < 0)
@@ -270,9 +270,9 @@ static int ls_parse(struct sqk_ls *l, int argc, char **argv, const char **path)
 	return -1;
 }
 
-int sqk_ls_main(int argc, char **argv)
+int ls_main(int argc, char **argv)
 {
-	struct sqk_ls l;
+	struct ls l;
 	struct sqk_inode ino;
 	const char *path;
 	int r;
@@ -282,25 +282,25 @@ int sqk_ls_main(int argc, char **argv)
 	r = ls_parse(&l, argc, argv, &path);
 	if (r >= 0)
 		return r;
-	if (sqk_cmd_open(&l.c)) {
-		sqk_cmd_close(&l.c); /* what the options and the URL's name hold */
+	if (cmd_open(&l.c)) {
+		cmd_close(&l.c); /* what the options and the URL's name hold */
 		return 1;
 	}
 	while (*path == '/')
 		path++;
-	r = sqk_cmd_lookup(&l.c, path, &ino);
+	r = cmd_lookup(&l.c, path, &ino);
 	if (!r) {
-		if (sqk_cmd_is(&ino, SQK_T_DIR))
+		if (cmd_is(&ino, SQK_T_DIR))
 			r = ls_dir(&l, &ino, path);
 		else
 			ls_print(&l, path, &ino);
 	}
 	fflush(stdout);
 	if (ferror(stdout)) {
-		sqk_cmd_err(&l.c, NULL, 0, "error writing to stdout");
+		cmd_err(&l.c, NULL, 0, "error writing to stdout");
 		r = 1;
 	}
 	free(l.full);
-	sqk_cmd_close(&l.c);
+	cmd_close(&l.c);
 	return r || l.status ? 1 : 0;
 }

@@ -21,9 +21,9 @@
 #include "mkimage_options.h"
 #include "mkimage/build.h"
 
-static const struct sqk_outfile_kind image_kind = {
+static const struct outfile_kind image_kind = {
 	.what = "a SquashFS image",
-	.ours = sqk_outfile_is_squashfs,
+	.ours = outfile_is_squashfs,
 	.devices = true,
 };
 
@@ -31,8 +31,8 @@ static const struct sqk_outfile_kind image_kind = {
  * after the build. */
 struct output {
 	const struct mk_options *o;
-	struct sqk_outfile_target t;
-	struct sqk_outfile of;
+	struct outfile_target t;
+	struct outfile of;
 	struct sqk_io *io;       /* writes to of.fd (a device: through a capped sink) */
 	char msg[1024];          /* why the output failed, when it did */
 };
@@ -71,7 +71,7 @@ static int out_judge(struct output *out)
 		return out_fail(out, SQK_EINVAL, "--reuse '%s' is the block device the image goes "
 				"to, written in place: copy the old image to a file first",
 				o->build.reuse);
-	if (sqk_outfile_judge(o->image, &image_kind, o->force, &out->t))
+	if (outfile_judge(o->image, &image_kind, o->force, &out->t))
 		return out_fail(out, SQK_ENOMEM, "out of memory");
 	if (out->t.verdict == SQK_OUT_REFUSED)
 		return out_fail(out, SQK_EINVAL, "%s", out->t.why);
@@ -86,7 +86,7 @@ static int out_open(void *arg, struct sqk_io **io, int *skip_fd, char *msg, size
 	struct output *out = arg;
 	int err;
 
-	if (sqk_outfile_create_judged(&out->of, out->o->image, &out->t, ".sqk", msg, cap))
+	if (outfile_create_judged(&out->of, out->o->image, &out->t, ".sqk", msg, cap))
 		return errno ? sqk_from_errno(errno) : SQK_EINVAL;
 	err = sqk_io_fd_create(out->of.fd, 0, false, &out->io);
 	if (!err && out->of.device) {
@@ -118,7 +118,7 @@ static int out_commit(struct output *out)
 				(unsigned long long)need, image,
 				(unsigned long long)out->of.dev_size);
 	bool dev = out->of.device;
-	if (!sqk_outfile_commit(&out->of, NULL))
+	if (!outfile_commit(&out->of, NULL))
 		return 0;
 	if (errno == EEXIST) /* something else took the name since it was judged */
 		return out_fail(out, sqk_from_errno(errno), "'%s' changed during the build: not "
@@ -135,7 +135,7 @@ static void summary(const struct mk_options *o, const struct sqk_build_result *r
 	const struct sqk_super *sb = &r->super;
 	uint64_t total = s->file_bytes, fsize = r->image_bytes; /* integrity data included */
 	printf("image      %s\n", o->image);
-	printf("format     SquashFS 4.0, %s, %u KiB blocks%s\n", sqk_comp_name(sb->compressor),
+	printf("format     SquashFS 4.0, %s, %u KiB blocks%s\n", comp_name(sb->compressor),
 	       sb->block_size / 1024, o->build.no_fragments ? ", no fragments" : "");
 	printf("size       %llu bytes (%.2f MiB) for %llu bytes of file data: %.1f%%\n",
 	       (unsigned long long)fsize, (double)fsize / 1048576.0, (unsigned long long)total,
@@ -165,7 +165,7 @@ static void summary(const struct mk_options *o, const struct sqk_build_result *r
 	}
 	if (r->have_root) {
 		char hex[2 * SQK_INTEG_DIGEST_SIZE + 1];
-		sqk_integ_hex(r->root_hash, hex);
+		integ_hex(r->root_hash, hex);
 		printf("root hash  %s\n", hex);
 	} else {
 		printf("root hash  none (--no-checksums)\n");
@@ -187,7 +187,7 @@ static int run(struct mk_options *o, struct output *out, struct sqk_build_result
 	o->build.open_output = out_open;
 	o->build.open_arg = out;
 	err = sqk_build(&o->build, &o->src, NULL, res);
-	sqk_outfile_target_free(&out->t);
+	outfile_target_free(&out->t);
 	if (err) {
 		*msg = res->msg;
 		return err;
@@ -197,10 +197,10 @@ static int run(struct mk_options *o, struct output *out, struct sqk_build_result
 	return out_commit(out);
 }
 
-int sqk_mkimage_main(int argc, char **argv)
+int mkimage_main(int argc, char **argv)
 {
 	struct mk_options o;
-	struct sqk_sigwatch sw;
+	struct sigwatch sw;
 	struct output out = { .o = &o, .of = { .fd = -1 } };
 	struct sqk_build_result res;
 	struct timespec t0, t1;
@@ -209,7 +209,7 @@ int sqk_mkimage_main(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (sqk_sigwatch_start(&sw, NULL, NULL)) {
+	if (sigwatch_start(&sw, NULL, NULL)) {
 		fprintf(stderr, "sqk mkimage: cannot start the signal thread\n");
 		mk_options_free(&o);
 		return 1;
@@ -217,7 +217,7 @@ int sqk_mkimage_main(int argc, char **argv)
 	o.build.cancel = &sw.sig;
 	sqk_build_result_init(&res);
 	int err = run(&o, &out, &res, &msg);
-	sqk_sigwatch_stop(&sw);
+	sigwatch_stop(&sw);
 	sqk_io_destroy(out.io);
 	if (err) {
 		int sig = atomic_load(&sw.sig);
@@ -225,7 +225,7 @@ int sqk_mkimage_main(int argc, char **argv)
 				      ? " (the device's old superblock is zeroed: an older "
 					"image there is gone)"
 				      : "";
-		sqk_outfile_abort(&out.of);
+		outfile_abort(&out.of);
 		if (sig)
 			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written%s\n",
 				strsignal(sig), dev);

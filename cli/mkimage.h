@@ -4,6 +4,6 @@
 #define SQK_MKIMAGE_H
 
 /* Runs `sqk mkimage` with argv[0] = "mkimage". Returns the process exit status. */
-int sqk_mkimage_main(int argc, char **argv);
+int mkimage_main(int argc, char **argv);
 
 #endif

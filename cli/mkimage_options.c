@@ -161,7 +161,7 @@ static int parse_block_size(const char *s, uint32_t *out)
 		     !strcmp(buf + i + 1, "bytes")))
 			buf[i + 1] = 0;
 	}
-	if (sqk_parse_size(buf, 1048576, &v) || v < 4096 || (v & (v - 1)))
+	if (parse_bytes(buf, 1048576, &v) || v < 4096 || (v & (v - 1)))
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
@@ -176,7 +176,7 @@ static int oom(void)
 /* Makes room for entry n of the array at *arrp (a T **) of capacity *cap. */
 static int grow_one(void *arrp, size_t *cap, int n, size_t elem)
 {
-	return n < INT_MAX && !sqk_grow(arrp, cap, (size_t)n + 1, elem, 0) ? 0 : oom();
+	return n < INT_MAX && !mem_grow(arrp, cap, (size_t)n + 1, elem, 0) ? 0 : oom();
 }
 
 static int add_pseudo(struct mk_options *o, bool file, const char *arg)
@@ -369,7 +369,7 @@ static int check_level(const struct mk_options *o, const char *arg)
 	if (arg && (lv < lo || lv > hi)) {
 		char why[64];
 		snprintf(why, sizeof(why), "must be %d..%d for %s", lo, hi,
-			 sqk_comp_name(o->build.comp.id));
+			 comp_name(o->build.comp.id));
 		return opt_error("--level", arg, why);
 	}
 	return 0;
@@ -386,7 +386,7 @@ static int parse_xbcj(struct mk_options *o, const char *arg)
 		if (n && n < sizeof(name)) {
 			memcpy(name, p, n);
 			name[n] = 0;
-			f = sqk_xz_bcj_from_name(name);
+			f = xz_bcj_from_name(name);
 		}
 		if (!f)
 			return opt_error("-Xbcj", arg,
@@ -413,7 +413,7 @@ static int refuse_mks_mem(const char *as)
 static int parse_id(const char *as, const char *arg, int64_t *out)
 {
 	uint64_t v;
-	if (sqk_parse_u64(arg, UINT32_MAX, &v))
+	if (parse_u64(arg, UINT32_MAX, &v))
 		return opt_error(as, arg, "need 0..4294967295");
 	*out = (int64_t)v;
 	return 0;
@@ -422,7 +422,7 @@ static int parse_id(const char *as, const char *arg, int64_t *out)
 static int parse_time(const char *as, const char *arg, int64_t *out)
 {
 	uint64_t v;
-	if (sqk_parse_u64(arg, UINT32_MAX, &v))
+	if (parse_u64(arg, UINT32_MAX, &v))
 		return opt_error(as, arg, "need seconds 0..4294967295");
 	*out = (int64_t)v;
 	return 0;
@@ -469,21 +469,21 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 	{
 		char why[160];
 
-		o->build.comp.id = sqk_comp_id(arg);
-		if (sqk_comp_supported(o->build.comp.id, why, sizeof(why)) == SQK_ENOTBUILT)
+		o->build.comp.id = comp_id_from_name(arg);
+		if (comp_supported(o->build.comp.id, why, sizeof(why)) == SQK_ENOTBUILT)
 			return opt_error(as, arg, why);
-		if (sqk_comp_supported(o->build.comp.id, NULL, 0))
+		if (comp_supported(o->build.comp.id, NULL, 0))
 			return opt_error(as, arg, "choose zstd, xz, gzip, lz4 or lzo");
 		return 0;
 	}
 	case 'l':
-		if (sqk_parse_u64(arg, 22, &v))
+		if (parse_u64(arg, 22, &v))
 			return opt_error(as, arg, "not a level");
 		o->build.comp.level = (int)v;
 		ps->level_arg = arg;
 		return 0;
 	case OPT_BCJ: {
-		uint32_t f = sqk_xz_bcj_from_name(arg);
+		uint32_t f = xz_bcj_from_name(arg);
 		if (!f)
 			return opt_error(as, arg,
 					 "choose x86, powerpc, ia64, arm, armthumb or sparc");
@@ -492,14 +492,14 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 	}
 	case OPT_XBCJ: return parse_xbcj(o, arg);
 	case OPT_LZOALG:
-		o->build.comp.lzo_algorithm = sqk_lzo_algorithm_from_name(arg);
+		o->build.comp.lzo_algorithm = lzo_algorithm_from_name(arg);
 		if (!o->build.comp.lzo_algorithm)
 			return opt_error(as, arg,
 					 "choose lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15 "
 					 "or lzo1x_999");
 		return 0;
 	case 'j':
-		if (sqk_parse_u64(arg, 1024, &v) || v == 0)
+		if (parse_u64(arg, 1024, &v) || v == 0)
 			return opt_error(as, arg, "need 1..1024");
 		o->build.threads = (int)v;
 		return 0;
@@ -508,7 +508,7 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 			return opt_error(as, arg, "need a power of two, 4K..1M");
 		return 0;
 	case OPT_MEM:
-		if (sqk_parse_size(arg, UINT64_MAX / 2, &v) || v < (1u << 20))
+		if (parse_bytes(arg, UINT64_MAX / 2, &v) || v < (1u << 20))
 			return opt_error(as, arg, "need a size of at least 1M");
 		o->build.mem = v;
 		return 0;
@@ -534,7 +534,7 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 	case OPT_PSEUDODEF:
 		return add_pseudo(o, c == OPT_PSEUDO, arg);
 	case OPT_DMODE:
-		if (sqk_parse_mode(arg, &o->build.default_mode))
+		if (parse_mode(arg, &o->build.default_mode))
 			return opt_error(as, arg, "need an octal mode 0..07777");
 		return 0;
 	case OPT_DUID:
@@ -758,7 +758,7 @@ static int parse_env(struct mk_options *o)
 	uint64_t v;
 	if (!sde || !*sde)
 		return 0;
-	if (sqk_parse_u64(sde, UINT32_MAX, &v)) {
+	if (parse_u64(sde, UINT32_MAX, &v)) {
 		fprintf(stderr, "sqk mkimage: invalid SOURCE_DATE_EPOCH '%s': need seconds "
 				"0..4294967295\n", sde);
 		return -1;

@@ -14,7 +14,7 @@ struct mk_options {
 	struct sqk_build_source src;  /* the source: its arrays point at the ones below */
 	char **sources;      /* owned array of strings borrowed from argv */
 	int nsources;
-	size_t sources_cap;  /* entries allocated (sqk_grow), like each *_cap below */
+	size_t sources_cap;  /* entries allocated (mem_grow), like each *_cap below */
 	const char *image;   /* borrowed from argv */
 	bool force;          /* --force, -noappend: replace an IMAGE that is not a SquashFS image */
 	bool quiet;          /* -q, -quiet: no progress line, no summary (warnings still print) */

@@ -20,7 +20,7 @@ static double ts_diff(const struct timespec *a, const struct timespec *b)
 	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
-void sqk_progress_init(struct sqk_progress *p, const char *name, bool enable)
+void progress_init(struct progress *p, const char *name, bool enable)
 {
 	memset(p, 0, sizeof(*p));
 	p->name = name;
@@ -32,7 +32,7 @@ void sqk_progress_init(struct sqk_progress *p, const char *name, bool enable)
 	clock_gettime(CLOCK_MONOTONIC, &p->start);
 }
 
-void sqk_progress_totals(struct sqk_progress *p, uint64_t files, uint64_t bytes)
+void progress_totals(struct progress *p, uint64_t files, uint64_t bytes)
 {
 	pthread_mutex_lock(&p->mu);
 	p->total_files = files;
@@ -41,13 +41,13 @@ void sqk_progress_totals(struct sqk_progress *p, uint64_t files, uint64_t bytes)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void sqk_progress_stage(struct sqk_progress *p, const char *stage, const char *unit)
+void progress_stage(struct progress *p, const char *stage, const char *unit)
 {
 	p->stage = stage;
 	p->unit = unit;
 }
 
-double sqk_progress_elapsed(const struct sqk_progress *p)
+double progress_elapsed(const struct progress *p)
 {
 	struct timespec now;
 
@@ -55,7 +55,7 @@ double sqk_progress_elapsed(const struct sqk_progress *p)
 	return ts_diff(&p->start, &now);
 }
 
-void sqk_progress_size(char *buf, size_t cap, uint64_t bytes)
+void progress_size(char *buf, size_t cap, uint64_t bytes)
 {
 	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
 	double v = (double)bytes;
@@ -70,7 +70,7 @@ void sqk_progress_size(char *buf, size_t cap, uint64_t bytes)
 	snprintf(buf, cap, "%.1f %s", v, unit[u]);
 }
 
-void sqk_progress_rate(char *buf, size_t cap, uint64_t bytes, double secs)
+void progress_rate(char *buf, size_t cap, uint64_t bytes, double secs)
 {
 	size_t n;
 
@@ -78,7 +78,7 @@ void sqk_progress_rate(char *buf, size_t cap, uint64_t bytes, double secs)
 		snprintf(buf, cap, "-");
 		return;
 	}
-	sqk_progress_size(buf, cap, (uint64_t)((double)bytes / secs));
+	progress_size(buf, cap, (uint64_t)((double)bytes / secs));
 	n = strlen(buf);
 	snprintf(buf + n, cap > n ? cap - n : 0, "/s");
 }
@@ -95,7 +95,7 @@ static void fmt_eta(char *buf, size_t cap, double secs)
 }
 
 /* Bytes per second over the window of recent samples (the whole run while it is short). */
-static double window_rate(struct sqk_progress *p, double now, uint64_t bytes)
+static double window_rate(struct progress *p, double now, uint64_t bytes)
 {
 	unsigned oldest;
 	double span;
@@ -113,11 +113,11 @@ static double window_rate(struct sqk_progress *p, double now, uint64_t bytes)
 }
 
 /* The text of the line: "extract: 12/40 files, 3.1 MiB/9.0 MiB (34%), 2.0 MiB/s, 0:03 left". */
-static void format_line(struct sqk_progress *p, char *buf, size_t cap)
+static void format_line(struct progress *p, char *buf, size_t cap)
 {
 	uint64_t files = atomic_load(&p->files), bytes = atomic_load(&p->bytes);
 	char done[32], total[32], rate[32], eta[32];
-	double now = sqk_progress_elapsed(p), r = window_rate(p, now, bytes);
+	double now = progress_elapsed(p), r = window_rate(p, now, bytes);
 	size_t n = 0;
 
 	pthread_mutex_lock(&p->mu);
@@ -134,9 +134,9 @@ static void format_line(struct sqk_progress *p, char *buf, size_t cap)
 				     (unsigned long long)files, (unsigned long long)p->total_files);
 	if (n >= cap)
 		n = cap - 1;
-	sqk_progress_size(done, sizeof(done), bytes);
-	sqk_progress_size(total, sizeof(total), p->total_bytes);
-	sqk_progress_rate(rate, sizeof(rate), (uint64_t)r, 1.0);
+	progress_size(done, sizeof(done), bytes);
+	progress_size(total, sizeof(total), p->total_bytes);
+	progress_rate(rate, sizeof(rate), (uint64_t)r, 1.0);
 	if (bytes > p->total_bytes)
 		bytes = p->total_bytes;
 	if (r > 0 && now >= 1.0) /* the first reads say little of the rate to come */
@@ -177,7 +177,7 @@ static void erase(size_t len)
 
 /* Draws the line once: in one write, padded over the previous one. A process in the background
  * of its terminal draws nothing (its line would land in the middle of the shell's). */
-static void draw(struct sqk_progress *p)
+static void draw(struct progress *p)
 {
 	char line[512];
 	size_t len, width = term_width(), pad;
@@ -199,7 +199,7 @@ static void draw(struct sqk_progress *p)
 	funlockfile(stderr);
 }
 
-void sqk_progress_clear(struct sqk_progress *p)
+void progress_clear(struct progress *p)
 {
 	if (!p || !atomic_load(&p->shown))
 		return;
@@ -209,7 +209,7 @@ void sqk_progress_clear(struct sqk_progress *p)
 
 static void *progress_thread(void *arg)
 {
-	struct sqk_progress *p = arg;
+	struct progress *p = arg;
 	struct timespec at = p->start;
 	long first_ms = (long)(p->delay * 1000);
 	long step = first_ms > SQK_PROGRESS_TICK_MS ? first_ms : SQK_PROGRESS_TICK_MS;
@@ -232,7 +232,7 @@ static void *progress_thread(void *arg)
 	return NULL;
 }
 
-int sqk_progress_start(struct sqk_progress *p, double delay)
+int progress_start(struct progress *p, double delay)
 {
 	pthread_condattr_t ca;
 
@@ -254,7 +254,7 @@ int sqk_progress_start(struct sqk_progress *p, double delay)
 	return 0;
 }
 
-void sqk_progress_stop(struct sqk_progress *p)
+void progress_stop(struct progress *p)
 {
 	if (!p || !p->running)
 		return;
@@ -266,11 +266,11 @@ void sqk_progress_stop(struct sqk_progress *p)
 	pthread_cond_destroy(&p->cv);
 	p->running = false;
 	flockfile(stderr);
-	sqk_progress_clear(p);
+	progress_clear(p);
 	funlockfile(stderr);
 }
 
-void sqk_progress_summary(const struct sqk_progress *p, const char *fmt, ...)
+void progress_summary(const struct progress *p, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -287,7 +287,7 @@ void sqk_progress_summary(const struct sqk_progress *p, const char *fmt, ...)
 
 /* Regular files are counted once each (hard links aside); a directory met twice (a loop in a
  * corrupt image) is not entered again: libsqk's walk, once per inode. */
-int sqk_progress_count(struct sqk_image *img, const struct sqk_inode *top, uint64_t *files,
+int progress_count(struct sqk_image *img, const struct sqk_inode *top, uint64_t *files,
 		       uint64_t *bytes)
 {
 	struct sqk_walk_entry e;
@@ -312,7 +312,7 @@ int sqk_progress_count(struct sqk_image *img, const struct sqk_inode *top, uint6
 struct count_io {
 	struct sqk_io io;
 	struct sqk_io *inner;
-	struct sqk_progress *p;
+	struct progress *p;
 };
 
 static int cio_read(struct sqk_io *io, uint64_t off, void *buf, size_t len)
@@ -321,7 +321,7 @@ static int cio_read(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 	int r = sqk_io_read_at(c->inner, off, buf, len);
 
 	if (r == 0)
-		sqk_progress_add(c->p, 0, len);
+		progress_add(c->p, 0, len);
 	return r;
 }
 
@@ -332,7 +332,7 @@ static int cio_read_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t len
 	int r = sqk_io_read_ahead(c->inner, off, buf, len, ahead);
 
 	if (r == 0)
-		sqk_progress_add(c->p, 0, len);
+		progress_add(c->p, 0, len);
 	return r;
 }
 
@@ -365,7 +365,7 @@ static const struct sqk_io_ops count_ops = {
 	.read_ahead = cio_read_ahead,
 };
 
-int sqk_progress_io(struct sqk_progress *p, struct sqk_io *inner, struct sqk_io **out)
+int progress_io(struct progress *p, struct sqk_io *inner, struct sqk_io **out)
 {
 	struct count_io *c = calloc(1, sizeof(*c));
 
@@ -385,23 +385,23 @@ static uint64_t integ_covered(struct sqk_io *io, uint64_t size)
 	struct sqk_integ_trailer t;
 
 	if (size < sizeof(raw) || sqk_io_read_at(io, size - sizeof(raw), raw, sizeof(raw)) ||
-	    sqk_integ_trailer_decode(raw, &t))
+	    integ_trailer_decode(raw, &t))
 		return 0;
 	return t.covered;
 }
 
-int sqk_progress_check(struct sqk_progress *p, struct sqk_io *io, uint64_t size,
+int progress_check(struct progress *p, struct sqk_io *io, uint64_t size,
 		       const struct sqk_check_opts *o, struct sqk_check_result *res)
 {
 	struct sqk_io *counted = NULL;
 	int rc;
 
-	if (p->on && sqk_progress_io(p, io, &counted) == 0) {
-		sqk_progress_totals(p, 0, size + integ_covered(io, size));
-		sqk_progress_start(p, 0);
+	if (p->on && progress_io(p, io, &counted) == 0) {
+		progress_totals(p, 0, size + integ_covered(io, size));
+		progress_start(p, 0);
 	}
 	rc = sqk_check_image(counted ? counted : io, size, o, res);
-	sqk_progress_stop(p);
+	progress_stop(p);
 	sqk_io_destroy(counted);
 	return rc;
 }

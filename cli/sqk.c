@@ -52,7 +52,7 @@ static int mount_main(int argc, char **argv)
 {
 #if SQK_HAVE_FUSE
 	argv[0] = "sqk mount";
-	return sqk_fuse_main(argc, argv);
+	return sqkfuse_main(argc, argv);
 #else
 	(void)argc;
 	(void)argv;
@@ -64,7 +64,7 @@ static int mount_main(int argc, char **argv)
 }
 
 #if SQK_HAVE_TAR
-#define TAR_MAIN sqk_tar_main
+#define TAR_MAIN tar_main
 #else
 static int tar_not_built(int argc, char **argv)
 {
@@ -100,11 +100,11 @@ static const struct command {
 	const char *name;
 	int (*main)(int argc, char **argv);
 } commands[] = {
-	{ "mkimage", sqk_mkimage_main }, { "ls", sqk_ls_main },
-	{ "cat", sqk_cat_main },	 { "extract", sqk_extract_main },
-	{ "tar", TAR_MAIN },	 { "info", sqk_info_main },
-	{ "verify", sqk_verify_main },	 { "mount", mount_main },
-	{ "umount", sqk_umount_main },	 { "help", help_main },
+	{ "mkimage", mkimage_main }, { "ls", ls_main },
+	{ "cat", cat_main },	 { "extract", extract_main },
+	{ "tar", TAR_MAIN },	 { "info", info_main },
+	{ "verify", verify_main },	 { "mount", mount_main },
+	{ "umount", umount_main },	 { "help", help_main },
 };
 
 static const struct command *find(const char *name)

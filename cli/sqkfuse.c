@@ -4,5 +4,5 @@
 
 int main(int argc, char **argv)
 {
-	return sqk_fuse_main(argc, argv);
+	return sqkfuse_main(argc, argv);
 }

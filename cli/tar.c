@@ -79,7 +79,7 @@ static void tar_usage(FILE *f)
 		"128+N when interrupted by signal N while writing FILE.\n");
 }
 
-static int tar_option(struct sqk_tar *t, struct tar_opts *o, int ch)
+static int tar_option(struct tar *t, struct tar_opts *o, int ch)
 {
 	switch (ch) {
 	case 'o': o->out = strcmp(optarg, "-") ? optarg : NULL; return -1;
@@ -89,12 +89,12 @@ static int tar_option(struct sqk_tar *t, struct tar_opts *o, int ch)
 	case TAR_OPT_NO_PROGRESS: t->no_progress = true; return -1;
 	case 'h': tar_usage(stdout); return 0;
 	case TAR_OPT_OFFSET:
-		if (!sqk_parse_u64(optarg, UINT64_MAX, &t->c.offset))
+		if (!parse_u64(optarg, UINT64_MAX, &t->c.offset))
 			return -1;
-		sqk_cmd_usage_err("tar", "bad --offset '%s'", optarg);
+		cmd_usage_err("tar", "bad --offset '%s'", optarg);
 		return 2;
 	default:
-		ch = sqk_cmd_remote_opt("tar", &t->c.remote, ch, optarg);
+		ch = cmd_remote_opt("tar", &t->c.remote, ch, optarg);
 		if (ch == 0)
 			return -1;
 		if (ch == 1)
@@ -104,7 +104,7 @@ static int tar_option(struct sqk_tar *t, struct tar_opts *o, int ch)
 }
 
 /* Returns -1 to go on, else the exit status. */
-static int tar_parse(struct sqk_tar *t, struct tar_opts *o, int argc, char **argv)
+static int tar_parse(struct tar *t, struct tar_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -125,13 +125,13 @@ static int tar_parse(struct sqk_tar *t, struct tar_opts *o, int argc, char **arg
 		if ((r = tar_option(t, o, ch)) >= 0)
 			return r;
 	if (optind >= argc || argc - optind > 2) {
-		sqk_cmd_usage_err("tar", "expected IMAGE [PATH]");
+		cmd_usage_err("tar", "expected IMAGE [PATH]");
 		return 2;
 	}
 	t->c.image = argv[optind];
 	o->path = optind + 1 < argc ? argv[optind + 1] : "";
 	if (!o->out && isatty(STDOUT_FILENO)) {
-		sqk_cmd_usage_err("tar", "refusing to write a tar archive to a terminal (redirect "
+		cmd_usage_err("tar", "refusing to write a tar archive to a terminal (redirect "
 				  "standard output or use -o FILE)");
 		return 2;
 	}
@@ -139,7 +139,7 @@ static int tar_parse(struct sqk_tar *t, struct tar_opts *o, int argc, char **arg
 }
 
 /* Sets the image path of the top entry (PATH without extra slashes) and its archive name. */
-static int tar_top(struct sqk_tar *t, const char *path, const struct sqk_inode *top)
+static int tar_top(struct tar *t, const char *path, const struct sqk_inode *top)
 {
 	size_t len;
 	const char *slash;
@@ -157,14 +157,14 @@ static int tar_top(struct sqk_tar *t, const char *path, const struct sqk_inode *
 	t->path[len] = '\0';
 	t->plen = len;
 	t->rel = len ? len + 1 : 0;
-	if (sqk_cmd_is(top, SQK_T_DIR)) {
+	if (cmd_is(top, SQK_T_DIR)) {
 		t->top_name = ".";
 		return 0;
 	}
 	slash = strrchr(t->path, '/');
 	t->top_name = slash ? slash + 1 : t->path;
 	if (!strcmp(t->top_name, ".") || !strcmp(t->top_name, "..")) {
-		sqk_cmd_err(&t->c, t->path, 0, "PATH must end with the entry's name");
+		cmd_err(&t->c, t->path, 0, "PATH must end with the entry's name");
 		return SQK_EINVAL;
 	}
 	return 0;
@@ -172,40 +172,40 @@ static int tar_top(struct sqk_tar *t, const char *path, const struct sqk_inode *
 
 /* Gives the complete archive its name (synced first), atomically replacing an older file.
  * errno on failure. */
-static int tar_out_commit(struct sqk_outfile *o)
+static int tar_out_commit(struct outfile *o)
 {
-	return fsync(o->fd) ? -1 : sqk_outfile_commit(o, NULL);
+	return fsync(o->fd) ? -1 : outfile_commit(o, NULL);
 }
 
-static const struct sqk_outfile_kind tar_kind = {
+static const struct outfile_kind tar_kind = {
 	.what = "a tar archive",
-	.ours = sqk_outfile_is_tar,
+	.ours = outfile_is_tar,
 	.devices = true,
 };
 
 /* Judges -o FILE before the image is opened (outfile.h); a refusal is printed. 0 or -1. */
-static int tar_out_judge(struct sqk_tar *t, const struct tar_opts *o)
+static int tar_out_judge(struct tar *t, const struct tar_opts *o)
 {
-	struct sqk_outfile_target tg;
+	struct outfile_target tg;
 
 	if (!o->out)
 		return 0;
-	if (sqk_outfile_judge(o->out, &tar_kind, o->force, &tg)) {
-		sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");
+	if (outfile_judge(o->out, &tar_kind, o->force, &tg)) {
+		cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");
 		return -1;
 	}
 	if (tg.verdict == SQK_OUT_REFUSED) /* about FILE, not the image: no image prefix */
 		fprintf(stderr, "sqk tar: %s\n", tg.why);
-	sqk_outfile_target_free(&tg);
+	outfile_target_free(&tg);
 	return tg.verdict == SQK_OUT_REFUSED ? -1 : 0;
 }
 
 /* Opens -o FILE for writing (judged again: it may have changed) and names it for messages. */
-static int tar_out_open(struct sqk_tar *t, struct tar_opts *o, struct sqk_outfile *out)
+static int tar_out_open(struct tar *t, struct tar_opts *o, struct outfile *out)
 {
 	char msg[700];
 
-	if (sqk_outfile_create(out, o->out, &tar_kind, o->force, ".sqk-tar", msg, sizeof(msg))) {
+	if (outfile_create(out, o->out, &tar_kind, o->force, ".sqk-tar", msg, sizeof(msg))) {
 		fprintf(stderr, "sqk tar: %s\n", msg);
 		return -1;
 	}
@@ -220,13 +220,13 @@ static int tar_out_open(struct sqk_tar *t, struct tar_opts *o, struct sqk_outfil
 /* libarchive's output callback: everything it produces goes to t->fd, whole. */
 static la_ssize_t tar_write_cb(struct archive *a, void *ctx, const void *buf, size_t len)
 {
-	struct sqk_tar *t = ctx;
+	struct tar *t = ctx;
 
 	if (t->discard) { /* the archive failed: nothing more of it is written */
 		archive_set_error(a, ECANCELED, "archive abandoned");
 		return -1;
 	}
-	if (sqk_cmd_write_all(t->fd, buf, len)) {
+	if (cmd_write_all(t->fd, buf, len)) {
 		t->out_errno = errno;
 		archive_set_error(a, errno, "write failed");
 		return -1;
@@ -234,13 +234,13 @@ static la_ssize_t tar_write_cb(struct archive *a, void *ctx, const void *buf, si
 	return (la_ssize_t)len;
 }
 
-static int tar_archive_open(struct sqk_tar *t, int filter)
+static int tar_archive_open(struct tar *t, int filter)
 {
 	int r;
 
 	t->a = archive_write_new();
 	if (!t->a) {
-		sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "cannot start the archive");
+		cmd_err(&t->c, NULL, SQK_ENOMEM, "cannot start the archive");
 		return -1;
 	}
 	r = archive_write_set_format_pax(t->a);
@@ -259,7 +259,7 @@ static int tar_archive_open(struct sqk_tar *t, int filter)
 	if (r == ARCHIVE_OK)
 		r = archive_write_open2(t->a, t, NULL, tar_write_cb, NULL, NULL);
 	if (r != ARCHIVE_OK) {
-		sqk_tar_archive_err(t, "cannot start the archive");
+		tar_archive_err(t, "cannot start the archive");
 		return -1;
 	}
 	return 0;
@@ -268,7 +268,7 @@ static int tar_archive_open(struct sqk_tar *t, int filter)
 /* Ends the archive: its last blocks written and flushed on success; on failure nothing more
  * (what libarchive still holds is dropped), so that readers of the truncated archive fail too.
  * archive_write_close runs either way: it is what frees libarchive's output buffers. */
-static int tar_archive_end(struct sqk_tar *t, int ok)
+static int tar_archive_end(struct tar *t, int ok)
 {
 	int r = 0;
 
@@ -276,7 +276,7 @@ static int tar_archive_end(struct sqk_tar *t, int ok)
 		return ok ? 0 : -1;
 	t->discard = !ok;
 	if (archive_write_close(t->a) != ARCHIVE_OK && ok) {
-		sqk_tar_archive_err(t, "cannot finish the archive");
+		tar_archive_err(t, "cannot finish the archive");
 		r = -1;
 	}
 	archive_write_free(t->a);
@@ -286,7 +286,7 @@ static int tar_archive_end(struct sqk_tar *t, int ok)
 
 static void tar_on_signal(void *ctx, int sig)
 {
-	struct sqk_tar *t = ctx;
+	struct tar *t = ctx;
 	struct sqk_image *img = atomic_load(&t->cancel_img);
 
 	atomic_store(&t->sig, sig);
@@ -294,7 +294,7 @@ static void tar_on_signal(void *ctx, int sig)
 		sqk_image_cancel(img);
 }
 
-static void tar_free(struct sqk_tar *t)
+static void tar_free(struct tar *t)
 {
 	archive_entry_free(t->ent);
 	free(t->path);
@@ -308,45 +308,45 @@ static void tar_free(struct sqk_tar *t)
 }
 
 /* On a terminal: the progress line, against the files and bytes below top (walked first). */
-static void tar_progress_start(struct sqk_tar *t, const struct sqk_inode *top)
+static void tar_progress_start(struct tar *t, const struct sqk_inode *top)
 {
 	uint64_t files, bytes;
 
-	sqk_progress_init(&t->pr, "tar", !t->no_progress);
+	progress_init(&t->pr, "tar", !t->no_progress);
 	t->c.progress = &t->pr;
-	if (t->pr.on && sqk_progress_count(t->c.img, top, &files, &bytes) == 0)
-		sqk_progress_totals(&t->pr, files, bytes);
-	sqk_progress_start(&t->pr, 0);
+	if (t->pr.on && progress_count(t->c.img, top, &files, &bytes) == 0)
+		progress_totals(&t->pr, files, bytes);
+	progress_start(&t->pr, 0);
 }
 
 /* The terminal's summary line after a complete archive. */
-static void tar_summary(const struct sqk_tar *t)
+static void tar_summary(const struct tar *t)
 {
 	uint64_t bytes = atomic_load(&t->pr.bytes), files = atomic_load(&t->pr.files);
-	double secs = sqk_progress_elapsed(&t->pr);
+	double secs = progress_elapsed(&t->pr);
 	char size[32], rate[32];
 
-	sqk_progress_size(size, sizeof(size), bytes);
-	sqk_progress_rate(rate, sizeof(rate), bytes, secs);
-	sqk_progress_summary(&t->pr, "%llu %s (%s) archived to %s in %.1f s, %s",
-			     (unsigned long long)files, sqk_plural(files, "file", "files"), size,
+	progress_size(size, sizeof(size), bytes);
+	progress_rate(rate, sizeof(rate), bytes, secs);
+	progress_summary(&t->pr, "%llu %s (%s) archived to %s in %.1f s, %s",
+			     (unsigned long long)files, plural(files, "file", "files"), size,
 			     t->out_name, secs, rate);
 }
 
 /* Opens the image and the output, writes the archive. Returns 0 or -1 (message printed). */
-static int tar_run(struct sqk_tar *t, struct tar_opts *o, struct sqk_outfile *out)
+static int tar_run(struct tar *t, struct tar_opts *o, struct outfile *out)
 {
 	struct sqk_inode top;
 	int ok;
 
-	if (tar_out_judge(t, o) || sqk_cmd_open(&t->c))
+	if (tar_out_judge(t, o) || cmd_open(&t->c))
 		return -1;
 	atomic_store(&t->cancel_img, t->c.img);
-	if (sqk_cmd_lookup(&t->c, o->path, &top))
+	if (cmd_lookup(&t->c, o->path, &top))
 		return -1;
 	if (tar_top(t, o->path, &top)) {
 		if (!t->path)
-			sqk_cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");
+			cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");
 		return -1;
 	}
 	if (o->out && tar_out_open(t, o, out))
@@ -355,20 +355,20 @@ static int tar_run(struct sqk_tar *t, struct tar_opts *o, struct sqk_outfile *ou
 	if (tar_archive_open(t, o->filter))
 		return tar_archive_end(t, 0);
 	tar_progress_start(t, &top);
-	ok = sqk_tar_walk(t, &top) == 0;
-	sqk_progress_stop(&t->pr);
+	ok = tar_walk(t, &top) == 0;
+	progress_stop(&t->pr);
 	if (tar_archive_end(t, ok))
 		return -1;
 	if (atomic_load(&t->sig)) { /* arrived after the last entry: FILE is still not made */
-		sqk_cmd_err(&t->c, NULL, 0, "interrupted by signal %d", atomic_load(&t->sig));
+		cmd_err(&t->c, NULL, 0, "interrupted by signal %d", atomic_load(&t->sig));
 		return -1;
 	}
 	if (o->out && tar_out_commit(out)) {
 		if (errno == EEXIST) /* something else took the name since it was judged */
-			sqk_cmd_err(&t->c, NULL, 0, "'%s' changed during the write: not replaced",
+			cmd_err(&t->c, NULL, 0, "'%s' changed during the write: not replaced",
 				    o->out);
 		else
-			sqk_cmd_err(&t->c, NULL, 0, "cannot write '%s': %s", o->out,
+			cmd_err(&t->c, NULL, 0, "cannot write '%s': %s", o->out,
 				    strerror(errno));
 		return -1;
 	}
@@ -376,12 +376,12 @@ static int tar_run(struct sqk_tar *t, struct tar_opts *o, struct sqk_outfile *ou
 	return 0;
 }
 
-int sqk_tar_main(int argc, char **argv)
+int tar_main(int argc, char **argv)
 {
-	struct sqk_tar t;
+	struct tar t;
 	struct tar_opts o = { 0 };
-	struct sqk_outfile out = { .fd = -1 };
-	struct sqk_sigwatch sw;
+	struct outfile out = { .fd = -1 };
+	struct sigwatch sw;
 	bool watching = false;
 	int r, sig;
 
@@ -390,21 +390,21 @@ int sqk_tar_main(int argc, char **argv)
 	t.sparse = true;
 	r = tar_parse(&t, &o, argc, argv);
 	if (r >= 0) {
-		sqk_cmd_remote_free(&t.c.remote);
+		cmd_remote_free(&t.c.remote);
 		return r;
 	}
 	t.out_name = o.out ? o.out : "stdout";
 	/* a closed pipe is an error to report (EPIPE), not a signal to die of */
 	signal(SIGPIPE, SIG_IGN);
 	/* with -o, a signal stops the walk so that the temporary file goes */
-	if (o.out && sqk_sigwatch_start(&sw, tar_on_signal, &t) == 0)
+	if (o.out && sigwatch_start(&sw, tar_on_signal, &t) == 0)
 		watching = true;
 	r = tar_run(&t, &o, &out);
-	sqk_outfile_abort(&out);
+	outfile_abort(&out);
 	if (watching)
-		sqk_sigwatch_stop(&sw);
+		sigwatch_stop(&sw);
 	sig = atomic_load(&t.sig);
-	sqk_cmd_close(&t.c);
+	cmd_close(&t.c);
 	tar_free(&t);
 	return sig ? 128 + sig : r ? 1 : 0;
 }

@@ -18,18 +18,18 @@ struct archive_entry;
 #define SQK_TAR_CHUNK (1u << 20)
 
 /* A data region of a file being written: [off, off + len) holds a block that is not all zero. */
-struct sqk_tar_region {
+struct tar_region {
 	uint64_t off, len;
 };
 
 /* First name of an inode with several names: later names become hard-link entries to it. */
-struct sqk_tar_link {
+struct tar_link {
 	uint32_t ino;         /* 0 = free slot */
 	uint64_t name;        /* offset of the archive name in names */
 };
 
-struct sqk_tar {
-	struct sqk_cmd c;
+struct tar {
+	struct cmd c;
 	struct archive *a;
 	struct archive_entry *ent;
 	int fd;               /* where the archive goes */
@@ -44,11 +44,11 @@ struct sqk_tar {
 	char *path;
 	size_t plen, pcap, rel;
 	const char *top_name; /* archive name of the top entry ("." for a directory) */
-	struct sqk_tar_link *links;
+	struct tar_link *links;
 	size_t nlinks, caplinks;
 	char *names;          /* archive names of first names, NUL-terminated */
 	size_t nnames, capnames;
-	struct sqk_tar_region *map;
+	struct tar_region *map;
 	size_t nmap, capmap;
 	uint32_t *words;      /* block list of the current file */
 	size_t capwords;
@@ -56,18 +56,18 @@ struct sqk_tar {
 	size_t capxnames, capxval;
 	unsigned char *buf;   /* SQK_TAR_CHUNK bytes */
 	bool no_progress;     /* --no-progress */
-	struct sqk_progress pr; /* the progress line on a terminal: files and bytes stored */
+	struct progress pr; /* the progress line on a terminal: files and bytes stored */
 };
 
 /* Entry point of `sqk tar`; argv[0] is the command name. Returns the process exit status. */
-int sqk_tar_main(int argc, char **argv);
+int tar_main(int argc, char **argv);
 
 /* Writes the entry at t->path (top entry: the inode top) and everything below it. Returns 0
  * or -1 after printing an error (the archive is then unusable). */
-int sqk_tar_walk(struct sqk_tar *t, const struct sqk_inode *top);
+int tar_walk(struct tar *t, const struct sqk_inode *top);
 
 /* Prints the error of a failed libarchive call about the current entry (the write error when
  * the output failed). */
-void sqk_tar_archive_err(struct sqk_tar *t, const char *what);
+void tar_archive_err(struct tar *t, const char *what);
 
 #endif

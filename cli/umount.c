@@ -139,7 +139,7 @@ static int unmount(const char *shown, const char *path, int lazy)
 	return 1;
 }
 
-int sqk_umount_main(int argc, char **argv)
+int umount_main(int argc, char **argv)
 {
 	static const struct option lo[] = { { "lazy", no_argument, NULL, 'z' },
 					    { "help", no_argument, NULL, 'h' },

@@ -5,6 +5,6 @@
 
 /* Runs `sqk umount [-z] MOUNTPOINT` (argv[0] is "umount"). Returns the exit status: 0 unmounted,
  * 1 error (not a sqkfuse mount, busy, not permitted), 2 usage. */
-int sqk_umount_main(int argc, char **argv);
+int umount_main(int argc, char **argv);
 
 #endif

@@ -27,13 +27,13 @@ struct verify {
 	uint64_t offset;
 	bool has_root;
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
-	struct sqk_remote remote;
+	struct remote remote;
 	char *shown;                /* a URL without query or credentials */
 	unsigned long nfound;       /* findings printed (JSON separators) */
 	bool begun;                 /* the JSON object is open (its findings list too) */
 	char why[512];              /* the last line the remote backend logged */
 	bool no_progress;           /* --no-progress */
-	struct sqk_progress pr;     /* the progress line on a terminal */
+	struct progress pr;     /* the progress line on a terminal */
 };
 
 static void usage(FILE *f)
@@ -139,7 +139,7 @@ static void on_report(void *ctx, const struct sqk_check_report *r)
 	struct verify *v = ctx;
 
 	flockfile(stderr);
-	sqk_progress_clear(&v->pr);
+	progress_clear(&v->pr);
 	report(v, r);
 	if (v->pr.on)
 		fflush(stdout);
@@ -173,16 +173,16 @@ static int parse(struct verify *v, int argc, char **argv)
 			v->json = 1;
 		} else if (ch == 'P') {
 			v->no_progress = true;
-		} else if (ch == 'j' && !sqk_parse_u64(optarg, 256, &n) && n >= 1) {
+		} else if (ch == 'j' && !parse_u64(optarg, 256, &n) && n >= 1) {
 			v->threads = (unsigned)n;
-		} else if (ch == 'O' && !sqk_parse_u64(optarg, UINT64_MAX, &v->offset)) {
+		} else if (ch == 'O' && !parse_u64(optarg, UINT64_MAX, &v->offset)) {
 			continue;
-		} else if (ch == 'R' && !sqk_integ_parse_hex(optarg, v->root)) {
+		} else if (ch == 'R' && !integ_parse_hex(optarg, v->root)) {
 			v->has_root = true;
 		} else if (ch >= SQK_OPT_CACHE_DIR && ch <= SQK_OPT_CACERT) {
-			if (sqk_cmd_remote_opt("verify", &v->remote, ch, optarg) == 0)
+			if (cmd_remote_opt("verify", &v->remote, ch, optarg) == 0)
 				continue;
-			/* sqk_cmd_remote_opt printed the message; a header may hold a secret */
+			/* cmd_remote_opt printed the message; a header may hold a secret */
 			if (ch == SQK_OPT_HEADER)
 				snprintf(bad, sizeof(bad), "bad --header: need 'Name: value'");
 			else
@@ -306,7 +306,7 @@ static int probe(struct verify *v, struct sqk_io *io, uint64_t size)
 	if (rc)
 		return fail(v, EXIT_OPER, "%s: read of the superblock failed: %s", v->image,
 			    sqk_strerror(rc));
-	rc = sqk_super_diagnose(v->image, v->offset, head, n, tail, t, size, why, sizeof(why));
+	rc = super_diagnose(v->image, v->offset, head, n, tail, t, size, why, sizeof(why));
 	if (rc == 0 || rc == SQK_ETRUNCATED)
 		return -1;
 	return fail(v, EXIT_OPER, "%s", why);
@@ -325,8 +325,8 @@ static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 		return rc;
 	if (v->json)
 		json_begin(v);
-	sqk_progress_init(&v->pr, "verify", !v->no_progress);
-	rc = sqk_progress_check(&v->pr, io, size, &o, &r);
+	progress_init(&v->pr, "verify", !v->no_progress);
+	rc = progress_check(&v->pr, io, size, &o, &r);
 	if (rc)
 		return fail(v, EXIT_OPER, "%s: %s", v->image, sqk_strerror(rc));
 	if (v->json)
@@ -425,19 +425,19 @@ static int run_file(struct verify *v)
 }
 
 /* Entry point of `sqk verify`; argv[0] is the command name. Returns the exit status. */
-int sqk_verify_main(int argc, char **argv)
+int verify_main(int argc, char **argv)
 {
 	struct verify v = { 0 };
 	int r = parse(&v, argc, argv);
 
 	if (r >= 0) {
-		sqk_cmd_remote_free(&v.remote);
+		cmd_remote_free(&v.remote);
 		return r;
 	}
 	r = sqk_is_url(v.image) ? run_url(&v, v.image) : run_file(&v);
 	if (fflush(stdout) || ferror(stdout))
 		r = EXIT_OPER;
-	sqk_cmd_remote_free(&v.remote);
+	cmd_remote_free(&v.remote);
 	free(v.shown);
 	return r;
 }

@@ -20,7 +20,7 @@ static int zero_from(const void *s, size_t from, size_t to)
 	return bytes_all_zero((const unsigned char *)s + from, to - from) ? 0 : SQK_EABI;
 }
 
-int sqk_abi_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size)
+int abi_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size)
 {
 	size_t n;
 
@@ -38,7 +38,7 @@ int sqk_abi_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size
 	return 0;
 }
 
-int sqk_abi_copy_out(void *dst, const void *src, size_t src_size, size_t min_size)
+int abi_copy_out(void *dst, const void *src, size_t src_size, size_t min_size)
 {
 	size_t n;
 

@@ -21,10 +21,10 @@
 /* Copies the caller's options src (borrowed; its first member the size_t size) into the
  * library's dst of dst_size bytes: 0, or SQK_EABI (dst then untouched). src NULL: dst zeroed
  * with its size set (the defaults). */
-int sqk_abi_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size);
+int abi_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size);
 
 /* Copies the library's result src (src_size bytes, its size member ignored) into the caller's
  * dst, whose size member says how much it holds: 0, or SQK_EABI (dst untouched). */
-int sqk_abi_copy_out(void *dst, const void *src, size_t src_size, size_t min_size);
+int abi_copy_out(void *dst, const void *src, size_t src_size, size_t min_size);
 
 #endif

@@ -19,13 +19,13 @@ static const int gzip_strategy_of_bit[GZIP_NSTRATEGIES] = {
 	Z_DEFAULT_STRATEGY, Z_FILTERED, Z_HUFFMAN_ONLY, Z_RLE, Z_FIXED,
 };
 
-struct sqk_gzip {
-	struct sqk_compressor base;
+struct gzip {
+	struct compressor base;
 	z_stream def[GZIP_NSTRATEGIES]; /* def[0..ndef) initialised */
 	unsigned ndef;
 	z_stream inf;
 	bool inf_ready;
-	struct sqk_comp_scratch scratch; /* candidate output while a smaller result sits in out */
+	struct comp_scratch scratch; /* candidate output while a smaller result sits in out */
 };
 
 static int zlib_error(int ret, int fallback)
@@ -52,18 +52,18 @@ static ssize_t gzip_try(z_stream *s, const void *in, size_t in_len, uint8_t *out
 	return zlib_error(ret, SQK_ECOMPRESS);
 }
 
-/* Attempt with strategy stream i (the sqk_comp_attempt_fn shape). */
+/* Attempt with strategy stream i (the comp_attempt_fn shape). */
 static ssize_t gzip_attempt(void *codec, unsigned i, const void *in, size_t in_len, uint8_t *out,
 			    size_t cap)
 {
-	return gzip_try(&((struct sqk_gzip *)codec)->def[i], in, in_len, out, cap);
+	return gzip_try(&((struct gzip *)codec)->def[i], in, in_len, out, cap);
 }
 
-static ssize_t gzip_compress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t gzip_compress(struct compressor *c, const void *in, size_t in_len, void *out,
 			     size_t out_cap)
 {
-	struct sqk_gzip *g = (struct sqk_gzip *)c;
-	size_t limit = sqk_comp_limit(in_len, out_cap);
+	struct gzip *g = (struct gzip *)c;
+	size_t limit = comp_limit(in_len, out_cap);
 	ssize_t best;
 	unsigned i;
 
@@ -73,15 +73,15 @@ static ssize_t gzip_compress(struct sqk_compressor *c, const void *in, size_t in
 		return 0;
 	best = gzip_try(&g->def[0], in, in_len, out, limit);
 	for (i = 1; i < g->ndef && best >= 0; i++)
-		best = sqk_comp_try_smaller(&g->scratch, gzip_attempt, g, i, in, in_len, out,
+		best = comp_try_smaller(&g->scratch, gzip_attempt, g, i, in, in_len, out,
 					    limit, best);
 	return best;
 }
 
-static ssize_t gzip_decompress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t gzip_decompress(struct compressor *c, const void *in, size_t in_len, void *out,
 			       size_t out_cap)
 {
-	struct sqk_gzip *g = (struct sqk_gzip *)c;
+	struct gzip *g = (struct gzip *)c;
 	uInt cap = out_cap > UINT_MAX ? UINT_MAX : (uInt)out_cap;
 	int ret;
 
@@ -101,9 +101,9 @@ static ssize_t gzip_decompress(struct sqk_compressor *c, const void *in, size_t 
 	return (ssize_t)(cap - g->inf.avail_out);
 }
 
-static void gzip_destroy(struct sqk_compressor *c)
+static void gzip_destroy(struct compressor *c)
 {
-	struct sqk_gzip *g = (struct sqk_gzip *)c;
+	struct gzip *g = (struct gzip *)c;
 	unsigned i;
 
 	for (i = 0; i < g->ndef; i++)
@@ -114,16 +114,16 @@ static void gzip_destroy(struct sqk_compressor *c)
 	free(g);
 }
 
-static const struct sqk_comp_ops gzip_ops = {
+static const struct comp_ops gzip_ops = {
 	.compress = gzip_compress,
 	.decompress = gzip_decompress,
 	.destroy = gzip_destroy,
 };
 
 /* Sets up one deflate stream per strategy bit (the default strategy when none is set). */
-static int gzip_init_streams(struct sqk_gzip *g, const struct sqk_comp_config *cfg)
+static int gzip_init_streams(struct gzip *g, const struct sqk_comp_config *cfg)
 {
-	int level = sqk_gzip_level(cfg), window = sqk_gzip_window(cfg);
+	int level = gzip_level(cfg), window = gzip_window(cfg);
 	unsigned bits = cfg->gzip_strategies ? cfg->gzip_strategies : 1u;
 	unsigned i;
 	int ret;
@@ -145,9 +145,9 @@ static int gzip_init_streams(struct sqk_gzip *g, const struct sqk_comp_config *c
 }
 
 /* Borrows cfg (copied); caller owns *out. */
-int sqk_gzip_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out)
+int gzip_create(const struct sqk_comp_config *cfg, struct compressor **out)
 {
-	struct sqk_gzip *g = calloc(1, sizeof(*g));
+	struct gzip *g = calloc(1, sizeof(*g));
 	int rc;
 
 	*out = NULL;

@@ -28,36 +28,36 @@
 
 /* Candidate output of codecs that try several variants (gzip strategies, xz BCJ filters) and
  * keep the smallest: grows on demand, owned by the codec instance. */
-struct sqk_comp_scratch {
+struct comp_scratch {
 	uint8_t *buf;
 	size_t cap;
 };
 
 /* One compression attempt of `variant` into out[0..cap): the length, 0 if it does not fit, or
  * SQK_E*. */
-typedef ssize_t (*sqk_comp_attempt_fn)(void *codec, unsigned variant, const void *in,
+typedef ssize_t (*comp_attempt_fn)(void *codec, unsigned variant, const void *in,
 				       size_t in_len, uint8_t *out, size_t cap);
 
 /* Runs one attempt with a budget one byte under `best` (the result already in out; <= 0 means
  * none yet, budget `limit`) and moves a smaller result into out. Returns the new best. */
-ssize_t sqk_comp_try_smaller(struct sqk_comp_scratch *s, sqk_comp_attempt_fn fn, void *codec,
+ssize_t comp_try_smaller(struct comp_scratch *s, comp_attempt_fn fn, void *codec,
 			     unsigned variant, const void *in, size_t in_len, uint8_t *out,
 			     size_t limit, ssize_t best);
 
-/* Codec constructors: cfg was validated by sqk_comp_config_check and is copied; caller owns
+/* Codec constructors: cfg was validated by comp_config_check and is copied; caller owns
  * *out. */
-int sqk_gzip_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
-int sqk_xz_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
-int sqk_lz4_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
-int sqk_zstd_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
-int sqk_lzo_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+int gzip_create(const struct sqk_comp_config *cfg, struct compressor **out);
+int xz_create(const struct sqk_comp_config *cfg, struct compressor **out);
+int lz4_create(const struct sqk_comp_config *cfg, struct compressor **out);
+int zstd_create(const struct sqk_comp_config *cfg, struct compressor **out);
+int lzo_create(const struct sqk_comp_config *cfg, struct compressor **out);
 
 /* Rejects (SQK_EINVAL) a configuration the codec, the options block or the kernel cannot
  * represent; SQK_EUNSUPPORTED for lzma and unknown ids. Borrows cfg. */
-int sqk_comp_config_check(const struct sqk_comp_config *cfg);
+int comp_config_check(const struct sqk_comp_config *cfg);
 
 /* The dictionary size form the kernel accepts in an xz options block: 2^n or 2^n + 2^(n+1). */
-static inline bool sqk_xz_dict_form_ok(uint32_t dict)
+static inline bool xz_dict_form_ok(uint32_t dict)
 {
 	uint32_t low;
 
@@ -67,35 +67,35 @@ static inline bool sqk_xz_dict_form_ok(uint32_t dict)
 	return dict == low || (low <= UINT32_MAX / 3 && dict == low * 3);
 }
 
-static inline int sqk_gzip_level(const struct sqk_comp_config *cfg)
+static inline int gzip_level(const struct sqk_comp_config *cfg)
 {
 	return cfg->level ? cfg->level : SQK_GZIP_DEFAULT_LEVEL;
 }
 
-static inline int sqk_gzip_window(const struct sqk_comp_config *cfg)
+static inline int gzip_window(const struct sqk_comp_config *cfg)
 {
 	return cfg->gzip_window ? cfg->gzip_window : SQK_GZIP_DEFAULT_WINDOW;
 }
 
-static inline int sqk_zstd_level(const struct sqk_comp_config *cfg)
+static inline int zstd_level(const struct sqk_comp_config *cfg)
 {
 	return cfg->level ? cfg->level : SQK_ZSTD_DEFAULT_LEVEL;
 }
 
-static inline int sqk_xz_preset(const struct sqk_comp_config *cfg)
+static inline int xz_preset(const struct sqk_comp_config *cfg)
 {
 	return cfg->level ? cfg->level : SQK_XZ_DEFAULT_PRESET;
 }
 
 /* The LZMA2 dictionary: as configured, else the block size as mksquashfs does. */
-static inline uint32_t sqk_xz_dict(const struct sqk_comp_config *cfg)
+static inline uint32_t xz_dict(const struct sqk_comp_config *cfg)
 {
 	if (cfg->xz_dict)
 		return cfg->xz_dict;
 	return cfg->block_size ? cfg->block_size : SQK_XZ_DICT_FALLBACK;
 }
 
-static inline bool sqk_lz4_is_hc(const struct sqk_comp_config *cfg)
+static inline bool lz4_is_hc(const struct sqk_comp_config *cfg)
 {
 	return cfg->lz4_hc || cfg->level > 0;
 }
@@ -106,7 +106,7 @@ static inline int sqk_lzo_algorithm(const struct sqk_comp_config *cfg)
 }
 
 /* lzo1x_999's level (as configured, else 8); 0 for the algorithms that take none. */
-static inline int sqk_lzo_level(const struct sqk_comp_config *cfg)
+static inline int lzo_level(const struct sqk_comp_config *cfg)
 {
 	if (sqk_lzo_algorithm(cfg) != SQK_LZO1X_999)
 		return 0;
@@ -115,7 +115,7 @@ static inline int sqk_lzo_level(const struct sqk_comp_config *cfg)
 
 /* Output budget of one compression attempt: the result must be strictly smaller than the input
  * and fit out_cap. 0 means no attempt can succeed (the block is stored raw). */
-static inline size_t sqk_comp_limit(size_t in_len, size_t out_cap)
+static inline size_t comp_limit(size_t in_len, size_t out_cap)
 {
 	if (in_len == 0)
 		return 0;

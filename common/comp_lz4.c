@@ -9,17 +9,17 @@
 #include "comp_internal.h"
 #include "sqk/error.h"
 
-struct sqk_lz4 {
-	struct sqk_compressor base;
+struct lz4 {
+	struct compressor base;
 	void *state;  /* LZ4 or LZ4HC state, per hc_level */
 	int hc_level; /* 0: fast mode */
 };
 
-static ssize_t lz4_compress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t lz4_compress(struct compressor *c, const void *in, size_t in_len, void *out,
 			    size_t out_cap)
 {
-	struct sqk_lz4 *l = (struct sqk_lz4 *)c;
-	size_t limit = sqk_comp_limit(in_len, out_cap);
+	struct lz4 *l = (struct lz4 *)c;
+	size_t limit = comp_limit(in_len, out_cap);
 	int cap, n;
 
 	if (in_len > LZ4_MAX_INPUT_SIZE)
@@ -35,7 +35,7 @@ static ssize_t lz4_compress(struct sqk_compressor *c, const void *in, size_t in_
 	return n > 0 && (size_t)n < in_len ? n : 0;
 }
 
-static ssize_t lz4_decompress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t lz4_decompress(struct compressor *c, const void *in, size_t in_len, void *out,
 			      size_t out_cap)
 {
 	int cap = out_cap > INT_MAX ? INT_MAX : (int)out_cap;
@@ -48,31 +48,31 @@ static ssize_t lz4_decompress(struct sqk_compressor *c, const void *in, size_t i
 	return n < 0 ? SQK_EDECOMPRESS : n;
 }
 
-static void lz4_destroy(struct sqk_compressor *c)
+static void lz4_destroy(struct compressor *c)
 {
-	struct sqk_lz4 *l = (struct sqk_lz4 *)c;
+	struct lz4 *l = (struct lz4 *)c;
 
 	free(l->state);
 	free(l);
 }
 
-static const struct sqk_comp_ops lz4_ops = {
+static const struct comp_ops lz4_ops = {
 	.compress = lz4_compress,
 	.decompress = lz4_decompress,
 	.destroy = lz4_destroy,
 };
 
 /* Borrows cfg (copied); caller owns *out. level > 0 selects HC at that level. */
-int sqk_lz4_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out)
+int lz4_create(const struct sqk_comp_config *cfg, struct compressor **out)
 {
-	struct sqk_lz4 *l = calloc(1, sizeof(*l));
+	struct lz4 *l = calloc(1, sizeof(*l));
 
 	*out = NULL;
 	if (!l)
 		return SQK_ENOMEM;
 	l->base.ops = &lz4_ops;
 	l->base.cfg = *cfg;
-	if (sqk_lz4_is_hc(cfg))
+	if (lz4_is_hc(cfg))
 		l->hc_level = cfg->level > 0 ? cfg->level : LZ4HC_CLEVEL_DEFAULT;
 	l->state = malloc((size_t)(l->hc_level ? LZ4_sizeofStateHC() : LZ4_sizeofState()));
 	if (!l->state) {

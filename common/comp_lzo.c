@@ -13,13 +13,13 @@
 #include "comp_internal.h"
 #include "sqk/error.h"
 
-struct sqk_lzo {
-	struct sqk_compressor base;
+struct lzo {
+	struct compressor base;
 	int algorithm; /* enum sqk_lzo_algorithm, never SQK_LZO_DEFAULT */
 	int level;     /* lzo1x_999 only */
 	void *wrkmem;
-	struct sqk_comp_scratch out;   /* worst-case compressor output */
-	struct sqk_comp_scratch plain; /* lzo1x_optimize's decoded copy of the block */
+	struct comp_scratch out;   /* worst-case compressor output */
+	struct comp_scratch plain; /* lzo1x_optimize's decoded copy of the block */
 };
 
 /* LZO's documented worst case for incompressible input. */
@@ -39,13 +39,13 @@ static size_t lzo_wrkmem_size(int algorithm)
 	}
 }
 
-static int scratch_reserve(struct sqk_comp_scratch *s, size_t len)
+static int scratch_reserve(struct comp_scratch *s, size_t len)
 {
 	uint8_t *p;
 
 	if (len <= s->cap)
 		return 0;
-	p = realloc(s->buf, len); /* exactly len (a byte size), not sqk_grow */
+	p = realloc(s->buf, len); /* exactly len (a byte size), not mem_grow */
 	if (!p)
 		return SQK_ENOMEM;
 	s->buf = p;
@@ -54,7 +54,7 @@ static int scratch_reserve(struct sqk_comp_scratch *s, size_t len)
 }
 
 /* Work memory and the worst-case output buffer for blocks of in_len bytes. */
-static int lzo_reserve(struct sqk_lzo *l, size_t in_len)
+static int lzo_reserve(struct lzo *l, size_t in_len)
 {
 	if (!l->wrkmem) {
 		l->wrkmem = malloc(lzo_wrkmem_size(l->algorithm));
@@ -68,7 +68,7 @@ static int lzo_reserve(struct sqk_lzo *l, size_t in_len)
 
 /* liblzo2 declares its sources as `const lzo_bytep` (a const pointer to non-const bytes):
  * the casts below drop a const that liblzo2 does honour, it only reads the source. */
-static int lzo_run(struct sqk_lzo *l, const void *src, size_t in_len, lzo_uint *n)
+static int lzo_run(struct lzo *l, const void *src, size_t in_len, lzo_uint *n)
 {
 	lzo_bytep in = (lzo_bytep)src; /* lzo_bytep is a macro: one declarator each */
 	lzo_bytep out = l->out.buf;
@@ -86,11 +86,11 @@ static int lzo_run(struct sqk_lzo *l, const void *src, size_t in_len, lzo_uint *
 
 /* As mksquashfs: the stream is then rewritten by lzo1x_optimize (same length, faster to
  * decode), which decodes it again into a copy of the block: a check of the result too. */
-static ssize_t lzo_compress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t lzo_compress(struct compressor *c, const void *in, size_t in_len, void *out,
 			    size_t out_cap)
 {
-	struct sqk_lzo *l = (struct sqk_lzo *)c;
-	size_t limit = sqk_comp_limit(in_len, out_cap);
+	struct lzo *l = (struct lzo *)c;
+	size_t limit = comp_limit(in_len, out_cap);
 	lzo_uint n = 0, back = in_len;
 	int rc;
 
@@ -110,7 +110,7 @@ static ssize_t lzo_compress(struct sqk_compressor *c, const void *in, size_t in_
 	return (ssize_t)n;
 }
 
-static ssize_t lzo_decompress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t lzo_decompress(struct compressor *c, const void *in, size_t in_len, void *out,
 			      size_t out_cap)
 {
 	lzo_uint n = out_cap; /* the output bound lzo1x_decompress_safe enforces */
@@ -127,9 +127,9 @@ static ssize_t lzo_decompress(struct sqk_compressor *c, const void *in, size_t i
 	return (ssize_t)n;
 }
 
-static void lzo_destroy(struct sqk_compressor *c)
+static void lzo_destroy(struct compressor *c)
 {
-	struct sqk_lzo *l = (struct sqk_lzo *)c;
+	struct lzo *l = (struct lzo *)c;
 
 	free(l->wrkmem);
 	free(l->out.buf);
@@ -137,16 +137,16 @@ static void lzo_destroy(struct sqk_compressor *c)
 	free(l);
 }
 
-static const struct sqk_comp_ops lzo_ops = {
+static const struct comp_ops lzo_ops = {
 	.compress = lzo_compress,
 	.decompress = lzo_decompress,
 	.destroy = lzo_destroy,
 };
 
 /* Borrows cfg (copied); caller owns *out. */
-int sqk_lzo_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out)
+int lzo_create(const struct sqk_comp_config *cfg, struct compressor **out)
 {
-	struct sqk_lzo *l;
+	struct lzo *l;
 
 	*out = NULL;
 	if (lzo_init() != LZO_E_OK) /* liblzo2 built for another ABI */
@@ -157,7 +157,7 @@ int sqk_lzo_create(const struct sqk_comp_config *cfg, struct sqk_compressor **ou
 	l->base.ops = &lzo_ops;
 	l->base.cfg = *cfg;
 	l->algorithm = sqk_lzo_algorithm(cfg);
-	l->level = sqk_lzo_level(cfg);
+	l->level = lzo_level(cfg);
 	*out = &l->base;
 	return 0;
 }

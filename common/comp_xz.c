@@ -20,15 +20,15 @@ static const lzma_vli bcj_filter_ids[XZ_NBCJ] = {
 	LZMA_FILTER_ARM, LZMA_FILTER_ARMTHUMB, LZMA_FILTER_SPARC,
 };
 
-struct sqk_xz {
-	struct sqk_compressor base;
+struct xz {
+	struct compressor base;
 	lzma_options_lzma lzma2;
 	uint32_t bcj;
 	/* enc[0]: plain LZMA2; enc[1 + i]: BCJ bit i, then LZMA2. Each keeps its own chain so that
 	 * switching filters does not free and rebuild the LZMA2 encoder. */
 	lzma_stream enc[1 + XZ_NBCJ];
 	lzma_stream dec;
-	struct sqk_comp_scratch scratch; /* candidate output while a smaller result sits in out */
+	struct comp_scratch scratch; /* candidate output while a smaller result sits in out */
 };
 
 static int xz_lzma_error(lzma_ret ret, int fallback)
@@ -38,7 +38,7 @@ static int xz_lzma_error(lzma_ret ret, int fallback)
 
 /* Compresses in with chain variant v into out[0..limit); returns the length, or 0 if the
  * stream does not fit. */
-static ssize_t xz_try(struct sqk_xz *x, unsigned v, const void *in, size_t in_len, uint8_t *out,
+static ssize_t xz_try(struct xz *x, unsigned v, const void *in, size_t in_len, uint8_t *out,
 		      size_t limit)
 {
 	lzma_filter chain[3];
@@ -67,18 +67,18 @@ static ssize_t xz_try(struct sqk_xz *x, unsigned v, const void *in, size_t in_le
 	return xz_lzma_error(ret, SQK_ECOMPRESS);
 }
 
-/* Attempt with BCJ variant v (the sqk_comp_attempt_fn shape). */
+/* Attempt with BCJ variant v (the comp_attempt_fn shape). */
 static ssize_t xz_attempt(void *codec, unsigned v, const void *in, size_t in_len, uint8_t *out,
 			  size_t cap)
 {
 	return xz_try(codec, v, in, in_len, out, cap);
 }
 
-static ssize_t xz_compress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t xz_compress(struct compressor *c, const void *in, size_t in_len, void *out,
 			   size_t out_cap)
 {
-	struct sqk_xz *x = (struct sqk_xz *)c;
-	size_t limit = sqk_comp_limit(in_len, out_cap);
+	struct xz *x = (struct xz *)c;
+	size_t limit = comp_limit(in_len, out_cap);
 	ssize_t best;
 	unsigned v;
 
@@ -87,16 +87,16 @@ static ssize_t xz_compress(struct sqk_compressor *c, const void *in, size_t in_l
 	best = xz_try(x, 0, in, in_len, out, limit);
 	for (v = 1; v <= XZ_NBCJ && best >= 0; v++) {
 		if (x->bcj & (1u << (v - 1)))
-			best = sqk_comp_try_smaller(&x->scratch, xz_attempt, x, v, in, in_len,
+			best = comp_try_smaller(&x->scratch, xz_attempt, x, v, in, in_len,
 						    out, limit, best);
 	}
 	return best;
 }
 
-static ssize_t xz_decompress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t xz_decompress(struct compressor *c, const void *in, size_t in_len, void *out,
 			     size_t out_cap)
 {
-	struct sqk_xz *x = (struct sqk_xz *)c;
+	struct xz *x = (struct xz *)c;
 	lzma_stream *s = &x->dec;
 	lzma_ret ret;
 
@@ -118,9 +118,9 @@ static ssize_t xz_decompress(struct sqk_compressor *c, const void *in, size_t in
 	return (ssize_t)(out_cap - s->avail_out);
 }
 
-static void xz_destroy(struct sqk_compressor *c)
+static void xz_destroy(struct compressor *c)
 {
-	struct sqk_xz *x = (struct sqk_xz *)c;
+	struct xz *x = (struct xz *)c;
 	unsigned v;
 
 	for (v = 0; v <= XZ_NBCJ; v++)
@@ -130,7 +130,7 @@ static void xz_destroy(struct sqk_compressor *c)
 	free(x);
 }
 
-static const struct sqk_comp_ops xz_ops = {
+static const struct comp_ops xz_ops = {
 	.compress = xz_compress,
 	.decompress = xz_decompress,
 	.destroy = xz_destroy,
@@ -152,9 +152,9 @@ static int xz_filters_supported(uint32_t bcj)
 
 /* Borrows cfg (copied); caller owns *out. Encoders are set up on first use, so an instance that
  * only decompresses never allocates their buffers. */
-int sqk_xz_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out)
+int xz_create(const struct sqk_comp_config *cfg, struct compressor **out)
 {
-	struct sqk_xz *x;
+	struct xz *x;
 	unsigned v;
 	int rc;
 
@@ -171,11 +171,11 @@ int sqk_xz_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out
 	for (v = 0; v <= XZ_NBCJ; v++)
 		x->enc[v] = (lzma_stream)LZMA_STREAM_INIT;
 	x->dec = (lzma_stream)LZMA_STREAM_INIT;
-	if (lzma_lzma_preset(&x->lzma2, (uint32_t)sqk_xz_preset(cfg))) {
+	if (lzma_lzma_preset(&x->lzma2, (uint32_t)xz_preset(cfg))) {
 		xz_destroy(&x->base);
 		return SQK_EINVAL;
 	}
-	x->lzma2.dict_size = sqk_xz_dict(cfg);
+	x->lzma2.dict_size = xz_dict(cfg);
 	*out = &x->base;
 	return 0;
 }

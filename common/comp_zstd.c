@@ -19,8 +19,8 @@
 #include "comp_internal.h"
 #include "sqk/error.h"
 
-struct sqk_zstd {
-	struct sqk_compressor base;
+struct zstd {
+	struct compressor base;
 	ZSTD_CCtx *cctx;
 	ZSTD_CCtx *flat; /* level 9: near-uniform and peaked blocks; NULL until one comes */
 	ZSTD_DCtx *dctx;
@@ -60,7 +60,7 @@ static enum block_kind classify(const uint8_t *in, size_t len)
 /* The context for this block: the level-9 one (created on first use) for a near-uniform block
  * when the level is above ZSTD_FLAT_LEVEL, and for a peaked one at the default level; else the
  * instance's. NULL when out of memory. */
-static ZSTD_CCtx *pick_ctx(struct sqk_zstd *z, const void *in, size_t in_len)
+static ZSTD_CCtx *pick_ctx(struct zstd *z, const void *in, size_t in_len)
 {
 	if (z->level <= ZSTD_FLAT_LEVEL || in_len < ZSTD_FLAT_MIN)
 		return z->cctx;
@@ -80,7 +80,7 @@ static ZSTD_CCtx *pick_ctx(struct sqk_zstd *z, const void *in, size_t in_len)
 
 /* For the default level, a block of in_len bytes: a searchLog two below the level's own for
  * that size (never below 1); the level itself is set once, at creation. */
-static int set_search(struct sqk_zstd *z, size_t in_len)
+static int set_search(struct zstd *z, size_t in_len)
 {
 	if (!z->tuned)
 		return 0;
@@ -90,11 +90,11 @@ static int set_search(struct sqk_zstd *z, size_t in_len)
 		SQK_ECOMPRESS : 0;
 }
 
-static ssize_t zstd_compress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t zstd_compress(struct compressor *c, const void *in, size_t in_len, void *out,
 			     size_t out_cap)
 {
-	struct sqk_zstd *z = (struct sqk_zstd *)c;
-	size_t limit = sqk_comp_limit(in_len, out_cap);
+	struct zstd *z = (struct zstd *)c;
+	size_t limit = comp_limit(in_len, out_cap);
 	size_t n;
 
 	if (limit == 0)
@@ -110,10 +110,10 @@ static ssize_t zstd_compress(struct sqk_compressor *c, const void *in, size_t in
 	return n < in_len ? (ssize_t)n : 0;
 }
 
-static ssize_t zstd_decompress(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+static ssize_t zstd_decompress(struct compressor *c, const void *in, size_t in_len, void *out,
 			       size_t out_cap)
 {
-	struct sqk_zstd *z = (struct sqk_zstd *)c;
+	struct zstd *z = (struct zstd *)c;
 	size_t n;
 
 	if (in_len == 0)
@@ -127,9 +127,9 @@ static ssize_t zstd_decompress(struct sqk_compressor *c, const void *in, size_t 
 	return n <= out_cap ? (ssize_t)n : SQK_EDECOMPRESS;
 }
 
-static void zstd_destroy(struct sqk_compressor *c)
+static void zstd_destroy(struct compressor *c)
 {
-	struct sqk_zstd *z = (struct sqk_zstd *)c;
+	struct zstd *z = (struct zstd *)c;
 
 	ZSTD_freeCCtx(z->cctx);
 	ZSTD_freeCCtx(z->flat);
@@ -137,23 +137,23 @@ static void zstd_destroy(struct sqk_compressor *c)
 	free(z);
 }
 
-static const struct sqk_comp_ops zstd_ops = {
+static const struct comp_ops zstd_ops = {
 	.compress = zstd_compress,
 	.decompress = zstd_decompress,
 	.destroy = zstd_destroy,
 };
 
 /* Borrows cfg (copied); caller owns *out. */
-int sqk_zstd_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out)
+int zstd_create(const struct sqk_comp_config *cfg, struct compressor **out)
 {
-	struct sqk_zstd *z = calloc(1, sizeof(*z));
+	struct zstd *z = calloc(1, sizeof(*z));
 
 	*out = NULL;
 	if (!z)
 		return SQK_ENOMEM;
 	z->base.ops = &zstd_ops;
 	z->base.cfg = *cfg;
-	z->level = sqk_zstd_level(cfg);
+	z->level = zstd_level(cfg);
 	z->tuned = cfg->level == 0;
 	z->cctx = ZSTD_createCCtx();
 	z->dctx = ZSTD_createDCtx();
@@ -163,7 +163,7 @@ int sqk_zstd_create(const struct sqk_comp_config *cfg, struct sqk_compressor **o
 	}
 	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, z->level))) {
 		zstd_destroy(&z->base);
-		return SQK_EINVAL; /* sqk_comp_config_check admits only levels zstd takes */
+		return SQK_EINVAL; /* comp_config_check admits only levels zstd takes */
 	}
 	*out = &z->base;
 	return 0;

@@ -15,29 +15,29 @@
 struct comp_entry {
 	const char *name;
 	/* NULL: a known id squashkit cannot (de)compress */
-	int (*create)(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+	int (*create)(const struct sqk_comp_config *cfg, struct compressor **out);
 	/* Non-NULL for a codec this build left out: the build switch and the library it needs. */
 	const char *left_out;
 };
 
 #if SQK_HAVE_LZO
-#define LZO_ENTRY { "lzo", sqk_lzo_create, NULL }
+#define LZO_ENTRY { "lzo", lzo_create, NULL }
 #else
 #define LZO_ENTRY { "lzo", NULL, "HAVE_LZO=0; it needs liblzo2" }
 #endif
 #if SQK_HAVE_LZ4
-#define LZ4_ENTRY { "lz4", sqk_lz4_create, NULL }
+#define LZ4_ENTRY { "lz4", lz4_create, NULL }
 #else
 #define LZ4_ENTRY { "lz4", NULL, "HAVE_LZ4=0; it needs liblz4" }
 #endif
 
 static const struct comp_entry comp_table[] = {
-	[SQK_COMP_GZIP] = { "gzip", sqk_gzip_create, NULL },
+	[SQK_COMP_GZIP] = { "gzip", gzip_create, NULL },
 	[SQK_COMP_LZMA] = { "lzma", NULL, NULL },
 	[SQK_COMP_LZO] = LZO_ENTRY,
-	[SQK_COMP_XZ] = { "xz", sqk_xz_create, NULL },
+	[SQK_COMP_XZ] = { "xz", xz_create, NULL },
 	[SQK_COMP_LZ4] = LZ4_ENTRY,
-	[SQK_COMP_ZSTD] = { "zstd", sqk_zstd_create, NULL },
+	[SQK_COMP_ZSTD] = { "zstd", zstd_create, NULL },
 };
 
 #define COMP_TABLE_LEN (sizeof(comp_table) / sizeof(comp_table[0]))
@@ -69,7 +69,7 @@ static const struct comp_entry *comp_entry(uint16_t id)
 }
 
 /* Static name of id (not owned by the caller); NULL when unknown. */
-const char *sqk_comp_name(uint16_t id)
+const char *comp_name(uint16_t id)
 {
 	const struct comp_entry *e = comp_entry(id);
 
@@ -77,7 +77,7 @@ const char *sqk_comp_name(uint16_t id)
 }
 
 /* Borrows name; 0 when unknown. */
-uint16_t sqk_comp_id(const char *name)
+uint16_t comp_id_from_name(const char *name)
 {
 	uint16_t id;
 
@@ -91,7 +91,7 @@ uint16_t sqk_comp_id(const char *name)
 }
 
 /* Borrows buf (cap bytes, may be 0). */
-int sqk_comp_supported(uint16_t id, char *buf, size_t cap)
+int comp_supported(uint16_t id, char *buf, size_t cap)
 {
 	const struct comp_entry *e = comp_entry(id);
 
@@ -116,7 +116,7 @@ int sqk_comp_supported(uint16_t id, char *buf, size_t cap)
 }
 
 /* Borrows name; SQK_LZO_DEFAULT when unknown. */
-int sqk_lzo_algorithm_from_name(const char *name)
+int lzo_algorithm_from_name(const char *name)
 {
 	int a;
 
@@ -128,7 +128,7 @@ int sqk_lzo_algorithm_from_name(const char *name)
 }
 
 /* Static name (not owned by the caller); NULL when out of range. */
-const char *sqk_lzo_algorithm_name(int algorithm)
+const char *lzo_algorithm_name(int algorithm)
 {
 	if (algorithm == SQK_LZO_DEFAULT)
 		algorithm = SQK_LZO1X_999;
@@ -136,7 +136,7 @@ const char *sqk_lzo_algorithm_name(int algorithm)
 }
 
 /* Borrows name; 0 when unknown. */
-const char *sqk_xz_bcj_name(uint32_t bit)
+const char *xz_bcj_name(uint32_t bit)
 {
 	for (size_t i = 0; i < sizeof(bcj_names) / sizeof(bcj_names[0]); i++)
 		if (bcj_names[i].bit == bit)
@@ -144,7 +144,7 @@ const char *sqk_xz_bcj_name(uint32_t bit)
 	return NULL;
 }
 
-uint32_t sqk_xz_bcj_from_name(const char *name)
+uint32_t xz_bcj_from_name(const char *name)
 {
 	size_t i;
 
@@ -159,7 +159,7 @@ uint32_t sqk_xz_bcj_from_name(const char *name)
 
 static int gzip_check(const struct sqk_comp_config *cfg)
 {
-	int level = sqk_gzip_level(cfg), window = sqk_gzip_window(cfg);
+	int level = gzip_level(cfg), window = gzip_window(cfg);
 
 	if (level < 1 || level > 9 || window < 8 || window > 15)
 		return SQK_EINVAL;
@@ -168,11 +168,11 @@ static int gzip_check(const struct sqk_comp_config *cfg)
 
 static int xz_check(const struct sqk_comp_config *cfg)
 {
-	uint32_t dict = sqk_xz_dict(cfg);
+	uint32_t dict = xz_dict(cfg);
 
 	if (cfg->level < 0 || cfg->level > 9 || (cfg->xz_bcj & ~SQK_XZ_BCJ_MASK))
 		return SQK_EINVAL;
-	return sqk_xz_dict_form_ok(dict) && dict >= SQK_XZ_DICT_MIN ? 0 : SQK_EINVAL;
+	return xz_dict_form_ok(dict) && dict >= SQK_XZ_DICT_MIN ? 0 : SQK_EINVAL;
 }
 
 /* A level only for lzo1x_999 (1..9), as mksquashfs -Xcompression-level. */
@@ -186,7 +186,7 @@ static int lzo_check(const struct sqk_comp_config *cfg)
 }
 
 /* Borrows cfg. */
-int sqk_comp_config_check(const struct sqk_comp_config *cfg)
+int comp_config_check(const struct sqk_comp_config *cfg)
 {
 	const struct comp_entry *e = comp_entry(cfg->id);
 
@@ -209,21 +209,21 @@ int sqk_comp_config_check(const struct sqk_comp_config *cfg)
 }
 
 /* Borrows cfg (copied into the instance); caller owns *out. */
-int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out)
+int compressor_create(const struct sqk_comp_config *cfg, struct compressor **out)
 {
 	int rc;
 
 	*out = NULL;
 	if (!cfg)
 		return SQK_EINVAL;
-	rc = sqk_comp_config_check(cfg);
+	rc = comp_config_check(cfg);
 	if (rc)
 		return rc;
 	return comp_entry(cfg->id)->create(cfg, out);
 }
 
 /* Takes c; NULL-safe. */
-void sqk_compressor_destroy(struct sqk_compressor *c)
+void compressor_destroy(struct compressor *c)
 {
 	if (c)
 		c->ops->destroy(c);
@@ -231,64 +231,64 @@ void sqk_compressor_destroy(struct sqk_compressor *c)
 
 static size_t gzip_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
 {
-	int level = sqk_gzip_level(cfg), window = sqk_gzip_window(cfg);
+	int level = gzip_level(cfg), window = gzip_window(cfg);
 
 	if (level == SQK_GZIP_DEFAULT_LEVEL && window == SQK_GZIP_DEFAULT_WINDOW &&
 	    cfg->gzip_strategies == 0)
 		return 0;
-	sqk_put_le32(buf, (uint32_t)level);
-	sqk_put_le16(buf + 4, (uint16_t)window);
-	sqk_put_le16(buf + 6, cfg->gzip_strategies);
+	put_le32(buf, (uint32_t)level);
+	put_le16(buf + 4, (uint16_t)window);
+	put_le16(buf + 6, cfg->gzip_strategies);
 	return 8;
 }
 
 static size_t xz_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
 {
-	uint32_t dict = sqk_xz_dict(cfg);
+	uint32_t dict = xz_dict(cfg);
 
 	if (dict == cfg->block_size && cfg->xz_bcj == 0)
 		return 0;
-	sqk_put_le32(buf, dict);
-	sqk_put_le32(buf + 4, cfg->xz_bcj);
+	put_le32(buf, dict);
+	put_le32(buf + 4, cfg->xz_bcj);
 	return 8;
 }
 
 static size_t zstd_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
 {
-	int level = sqk_zstd_level(cfg);
+	int level = zstd_level(cfg);
 
 	if (level == SQK_ZSTD_DEFAULT_LEVEL)
 		return 0;
-	sqk_put_le32(buf, (uint32_t)level);
+	put_le32(buf, (uint32_t)level);
 	return 4;
 }
 
 static size_t lz4_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
 {
-	sqk_put_le32(buf, SQK_LZ4_VERSION);
-	sqk_put_le32(buf + 4, sqk_lz4_is_hc(cfg) ? SQK_LZ4_FLAG_HC : 0);
+	put_le32(buf, SQK_LZ4_VERSION);
+	put_le32(buf + 4, lz4_is_hc(cfg) ? SQK_LZ4_FLAG_HC : 0);
 	return 8;
 }
 
 /* No block for lzo1x_999 at level 8, the legacy LZO images (mksquashfs does the same). */
 static size_t lzo_opts_write(const struct sqk_comp_config *cfg, uint8_t *buf)
 {
-	int algorithm = sqk_lzo_algorithm(cfg), level = sqk_lzo_level(cfg);
+	int algorithm = sqk_lzo_algorithm(cfg), level = lzo_level(cfg);
 
 	if (algorithm == SQK_LZO1X_999 && level == SQK_LZO_DEFAULT_LEVEL)
 		return 0;
-	sqk_put_le32(buf, (uint32_t)(algorithm - 1));
-	sqk_put_le32(buf + 4, (uint32_t)level);
+	put_le32(buf, (uint32_t)(algorithm - 1));
+	put_le32(buf + 4, (uint32_t)level);
 	return 8;
 }
 
 /* Borrows cfg; writes at most 8 bytes to buf. */
-int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len)
+int comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len)
 {
 	int rc;
 
 	*len = 0;
-	rc = sqk_comp_config_check(cfg);
+	rc = comp_config_check(cfg);
 	if (rc)
 		return rc;
 	switch (cfg->id) {
@@ -326,13 +326,13 @@ static int gzip_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_confi
 		return 0;
 	if (len < 8)
 		return SQK_ECORRUPT;
-	level = sqk_get_le32(opts);
-	window = sqk_get_le16(opts + 4);
+	level = get_le32(opts);
+	window = get_le16(opts + 4);
 	if (level < 1 || level > 9 || window < 8 || window > 15)
 		return SQK_ECORRUPT;
 	cfg->level = (int)level;
 	cfg->gzip_window = window;
-	cfg->gzip_strategies = sqk_get_le16(opts + 6) & SQK_GZIP_STRATEGY_MASK;
+	cfg->gzip_strategies = get_le16(opts + 6) & SQK_GZIP_STRATEGY_MASK;
 	return 0;
 }
 
@@ -346,13 +346,13 @@ static int xz_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config 
 		return 0;
 	if (len < 8)
 		return SQK_ECORRUPT;
-	dict = sqk_get_le32(opts);
-	if (!sqk_xz_dict_form_ok(dict))
+	dict = get_le32(opts);
+	if (!xz_dict_form_ok(dict))
 		return SQK_ECORRUPT;
 	if (dict < SQK_XZ_DICT_MIN) /* no xz stream can declare a dictionary this small */
 		return SQK_EUNSUPPORTED;
 	cfg->xz_dict = dict;
-	cfg->xz_bcj = sqk_get_le32(opts + 4) & SQK_XZ_BCJ_MASK;
+	cfg->xz_bcj = get_le32(opts + 4) & SQK_XZ_BCJ_MASK;
 	return 0;
 }
 
@@ -365,7 +365,7 @@ static int zstd_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_confi
 		return 0;
 	if (len < 4)
 		return SQK_ECORRUPT;
-	level = sqk_get_le32(opts);
+	level = get_le32(opts);
 	if (level < 1 || level > SQK_ZSTD_MAX_LEVEL)
 		return SQK_ECORRUPT;
 	cfg->level = (int)level;
@@ -377,9 +377,9 @@ static int lz4_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config
 {
 	if (len < 8)
 		return SQK_ECORRUPT;
-	if (sqk_get_le32(opts) != SQK_LZ4_VERSION)
+	if (get_le32(opts) != SQK_LZ4_VERSION)
 		return SQK_EUNSUPPORTED;
-	cfg->lz4_hc = (sqk_get_le32(opts + 4) & SQK_LZ4_FLAG_HC) != 0;
+	cfg->lz4_hc = (get_le32(opts + 4) & SQK_LZ4_FLAG_HC) != 0;
 	return 0;
 }
 
@@ -395,8 +395,8 @@ static int lzo_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config
 		return 0;
 	if (len < 8)
 		return SQK_ECORRUPT;
-	algorithm = sqk_get_le32(opts) + 1u; /* enum sqk_lzo_algorithm */
-	level = sqk_get_le32(opts + 4);
+	algorithm = get_le32(opts) + 1u; /* enum sqk_lzo_algorithm */
+	level = get_le32(opts + 4);
 	if (algorithm == 0 || algorithm >= (uint32_t)LZO_NAMES_LEN)
 		return SQK_ECORRUPT;
 	if (algorithm == SQK_LZO1X_999 ? level < 1 || level > SQK_LZO_MAX_LEVEL : level != 0)
@@ -407,7 +407,7 @@ static int lzo_opts_read(const uint8_t *opts, size_t len, struct sqk_comp_config
 }
 
 /* Borrows opts; fills *cfg (reset first). */
-int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
+int comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
 			  struct sqk_comp_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -431,7 +431,7 @@ int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts,
 	}
 }
 
-ssize_t sqk_comp_try_smaller(struct sqk_comp_scratch *s, sqk_comp_attempt_fn fn, void *codec,
+ssize_t comp_try_smaller(struct comp_scratch *s, comp_attempt_fn fn, void *codec,
 			     unsigned variant, const void *in, size_t in_len, uint8_t *out,
 			     size_t limit, ssize_t best)
 {
@@ -440,7 +440,7 @@ ssize_t sqk_comp_try_smaller(struct sqk_comp_scratch *s, sqk_comp_attempt_fn fn,
 
 	if (budget == 0)
 		return best;
-	if (budget > s->cap) { /* exactly one attempt's budget (a byte size), not sqk_grow */
+	if (budget > s->cap) { /* exactly one attempt's budget (a byte size), not mem_grow */
 		uint8_t *p = realloc(s->buf, budget);
 		if (!p)
 			return SQK_ENOMEM;

@@ -13,39 +13,39 @@
 #include <sys/types.h>
 
 
-struct sqk_compressor;
+struct compressor;
 
-struct sqk_comp_ops {
+struct comp_ops {
 	/* Compresses in[0..in_len) into out[0..out_cap). Returns the compressed length when it is
 	 * strictly smaller than in_len, 0 when the data did not shrink (store raw), or SQK_E*. */
-	ssize_t (*compress)(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+	ssize_t (*compress)(struct compressor *c, const void *in, size_t in_len, void *out,
 			    size_t out_cap);
 	/* Decompresses one block. Returns the decompressed length (never more than out_cap; data
 	 * that would exceed out_cap is SQK_EDECOMPRESS) or SQK_E*. */
-	ssize_t (*decompress)(struct sqk_compressor *c, const void *in, size_t in_len, void *out,
+	ssize_t (*decompress)(struct compressor *c, const void *in, size_t in_len, void *out,
 			      size_t out_cap);
-	void (*destroy)(struct sqk_compressor *c);
+	void (*destroy)(struct compressor *c);
 };
 
-struct sqk_compressor {
-	const struct sqk_comp_ops *ops;
+struct compressor {
+	const struct comp_ops *ops;
 	struct sqk_comp_config cfg;
 };
 
 /* Creates an instance for cfg (copied). Caller owns *out. SQK_EUNSUPPORTED for lzma and
  * unknown ids. */
-int sqk_compressor_create(const struct sqk_comp_config *cfg, struct sqk_compressor **out);
+int compressor_create(const struct sqk_comp_config *cfg, struct compressor **out);
 
 /* Destroys c; NULL-safe. */
-void sqk_compressor_destroy(struct sqk_compressor *c);
+void compressor_destroy(struct compressor *c);
 
-static inline ssize_t sqk_compress(struct sqk_compressor *c, const void *in, size_t in_len,
+static inline ssize_t comp_compress(struct compressor *c, const void *in, size_t in_len,
 				   void *out, size_t out_cap)
 {
 	return c->ops->compress(c, in, in_len, out, out_cap);
 }
 
-static inline ssize_t sqk_decompress(struct sqk_compressor *c, const void *in, size_t in_len,
+static inline ssize_t comp_decompress(struct compressor *c, const void *in, size_t in_len,
 				     void *out, size_t out_cap)
 {
 	return c->ops->decompress(c, in, in_len, out, out_cap);
@@ -53,34 +53,34 @@ static inline ssize_t sqk_decompress(struct sqk_compressor *c, const void *in, s
 
 /* Serialises the options block payload for cfg into buf (at least 8 bytes) as mksquashfs would:
  * sets *len to 0 when the defaults need no block (always writes one for lz4). */
-int sqk_comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len);
+int comp_options_write(const struct sqk_comp_config *cfg, uint8_t *buf, size_t *len);
 
 /* Fills cfg from a compressor id, the image block size and an options payload (opts may be NULL
  * with len 0). Validates the payload as the kernel does. */
-int sqk_comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
+int comp_options_read(uint16_t id, uint32_t block_size, const uint8_t *opts, size_t len,
 			  struct sqk_comp_config *cfg);
 
 /* "zstd", "xz", "gzip", "lz4", "lzma", "lzo"; NULL for an unknown id. */
-const char *sqk_comp_name(uint16_t id);
+const char *comp_name(uint16_t id);
 
 /* Id for a name above, or 0 if unknown. */
-uint16_t sqk_comp_id(const char *name);
+uint16_t comp_id_from_name(const char *name);
 
 /* Whether images with compressor id can be read and written: 0, or SQK_EUNSUPPORTED with a
  * message naming the compressor in buf ("compressor lzma (legacy, id 2) is not supported",
  * "unknown compressor id 9"); buf (cap bytes; may be NULL when cap is 0) is NUL-terminated. */
-int sqk_comp_supported(uint16_t id, char *buf, size_t cap);
+int comp_supported(uint16_t id, char *buf, size_t cap);
 
 /* LZO algorithm for a name ("lzo1x_1", "lzo1x_1_11", "lzo1x_1_12", "lzo1x_1_15",
  * "lzo1x_999"), or SQK_LZO_DEFAULT if unknown. */
-int sqk_lzo_algorithm_from_name(const char *name);
+int lzo_algorithm_from_name(const char *name);
 
 /* Name of an LZO algorithm (SQK_LZO_DEFAULT is "lzo1x_999"); NULL when out of range. */
-const char *sqk_lzo_algorithm_name(int algorithm);
+const char *lzo_algorithm_name(int algorithm);
 
 /* Parses a BCJ filter name ("x86", "powerpc", "ia64", "arm", "armthumb", "sparc"); 0 if unknown. */
-uint32_t sqk_xz_bcj_from_name(const char *name);
+uint32_t xz_bcj_from_name(const char *name);
 /* The name of one filter bit (SQK_BCJ_X86...), NULL for another value. */
-const char *sqk_xz_bcj_name(uint32_t bit);
+const char *xz_bcj_name(uint32_t bit);
 
 #endif

@@ -30,7 +30,7 @@
 #define SQK_DEPTH_MAX 2048u
 
 /* The depth of a normalised relative path (no empty, "." or ".." components): "" is 0. */
-static inline uint64_t sqk_path_depth(const char *path, size_t len)
+static inline uint64_t path_depth(const char *path, size_t len)
 {
 	uint64_t n = len ? 1 : 0;
 	for (size_t i = 0; i < len; i++)
@@ -41,7 +41,7 @@ static inline uint64_t sqk_path_depth(const char *path, size_t len)
 /* Messages name a path that deep by its two ends: p itself when short, else its first and last
  * SQK_DEPTH_SHOWN bytes around "..." in buf. */
 #define SQK_DEPTH_SHOWN 72
-static inline const char *sqk_depth_shown(const char *p, char buf[2 * SQK_DEPTH_SHOWN + 4])
+static inline const char *depth_shown(const char *p, char buf[2 * SQK_DEPTH_SHOWN + 4])
 {
 	size_t n = strlen(p);
 	if (n <= 2 * SQK_DEPTH_SHOWN + 3)

@@ -22,11 +22,11 @@ _Static_assert(SQK_XATTR_ID_SIZE == 16, "xattr id entry is 16 bytes");
 _Static_assert(SQK_XATTR_HEADER_SIZE == 16, "xattr header is 16 bytes");
 /* The in-memory structs hold every field; their padding-free sizes match the disk layout. */
 _Static_assert(sizeof(struct sqk_super) == SQK_SUPER_SIZE, "super fields");
-_Static_assert(sizeof(struct sqk_inode_header) == SQK_INODE_HEADER_SIZE, "inode header fields");
-_Static_assert(sizeof(struct sqk_dir_header) == SQK_DIR_HEADER_SIZE, "dir header fields");
-_Static_assert(sizeof(struct sqk_dir_entry) == SQK_DIR_ENTRY_SIZE, "dir entry fields");
-_Static_assert(sizeof(struct sqk_frag_entry) == SQK_FRAG_ENTRY_SIZE, "frag entry fields");
-_Static_assert(sizeof(struct sqk_xattr_id) == SQK_XATTR_ID_SIZE, "xattr id fields");
+_Static_assert(sizeof(struct inode_header) == SQK_INODE_HEADER_SIZE, "inode header fields");
+_Static_assert(sizeof(struct dir_header) == SQK_DIR_HEADER_SIZE, "dir header fields");
+_Static_assert(sizeof(struct dir_entry) == SQK_DIR_ENTRY_SIZE, "dir entry fields");
+_Static_assert(sizeof(struct frag_entry) == SQK_FRAG_ENTRY_SIZE, "frag entry fields");
+_Static_assert(sizeof(struct xattr_id) == SQK_XATTR_ID_SIZE, "xattr id fields");
 
 /* ---- what a file that does not open holds ---- */
 
@@ -60,7 +60,7 @@ static const struct magic magics[] = {
 };
 
 /* Borrows head. */
-const char *sqk_magic_name(const uint8_t *head, size_t n)
+const char *magic_name(const uint8_t *head, size_t n)
 {
 	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
 		const struct magic *m = &magics[i];
@@ -85,7 +85,7 @@ static void who(char *out, size_t len, const char *name, uint64_t offset, bool q
 /* A magic of some SquashFS version other than 4.0: which, in which byte order. */
 static int diagnose_version(const char *w, const uint8_t *head, size_t n, char *why, size_t len)
 {
-	uint32_t m = sqk_get_le32(head);
+	uint32_t m = get_le32(head);
 	bool be = m == MAGIC_BE || m == MAGIC_LZMA_BE;
 	const char *lzma = m == MAGIC_LZMA || m == MAGIC_LZMA_BE ? " (squashfs-lzma variant)" : "";
 	unsigned major, minor;
@@ -95,8 +95,8 @@ static int diagnose_version(const char *w, const uint8_t *head, size_t n, char *
 			 "bytes: only 4.0 is supported", w, be ? ", big-endian" : "", lzma, n);
 		return SQK_EVERSION;
 	}
-	major = be ? (unsigned)head[28] << 8 | head[29] : sqk_get_le16(head + 28);
-	minor = be ? (unsigned)head[30] << 8 | head[31] : sqk_get_le16(head + 30);
+	major = be ? (unsigned)head[28] << 8 | head[29] : get_le16(head + 28);
+	minor = be ? (unsigned)head[30] << 8 | head[31] : get_le16(head + 30);
 	snprintf(why, len, "%s: SquashFS %u.%u image%s%s: only 4.0 is supported", w, major, minor,
 		 be ? ", big-endian" : "", lzma);
 	return SQK_EVERSION;
@@ -105,7 +105,7 @@ static int diagnose_version(const char *w, const uint8_t *head, size_t n, char *
 static int diagnose_magic(const char *name, uint64_t offset, const uint8_t *head, size_t n,
 			  char *why, size_t len)
 {
-	const char *what = sqk_magic_name(head, n);
+	const char *what = magic_name(head, n);
 	char w[320];
 
 	who(w, sizeof(w), name, offset, true);
@@ -127,9 +127,9 @@ static uint64_t trailer_start(const uint8_t *tail, size_t tail_len, uint64_t siz
 	uint64_t len;
 
 	if (!tail || tail_len != SQK_INTEG_TRAILER_SIZE || size < tail_len ||
-	    sqk_integ_trailer_decode(tail, &t) || t.covered > size)
+	    integ_trailer_decode(tail, &t) || t.covered > size)
 		return SQK_NONE64;
-	len = sqk_integ_end(&t);
+	len = integ_end(&t);
 	return len && len <= size ? size - len : SQK_NONE64;
 }
 
@@ -151,12 +151,12 @@ static int diagnose_trailer(const char *name, uint64_t offset, const uint8_t *ta
 	return rc;
 }
 
-/* sqk_super_diagnose without the trailer. */
+/* super_diagnose without the trailer. */
 static int diagnose_head(const char *name, uint64_t offset, const uint8_t *head, size_t n,
 			 uint64_t size, char *why, size_t len)
 {
 	char w[320], q[320];
-	uint32_t m = n >= 4 ? sqk_get_le32(head) : 0;
+	uint32_t m = n >= 4 ? get_le32(head) : 0;
 	uint64_t used;
 
 	who(w, sizeof(w), name, offset, false);
@@ -169,7 +169,7 @@ static int diagnose_head(const char *name, uint64_t offset, const uint8_t *head,
 		return diagnose_version(w, head, n, why, len);
 	if (m != SQK_MAGIC)
 		return diagnose_magic(name, offset, head, n, why, len);
-	if (n >= 32 && (sqk_get_le16(head + 28) != 4 || sqk_get_le16(head + 30) != 0))
+	if (n >= 32 && (get_le16(head + 28) != 4 || get_le16(head + 30) != 0))
 		return diagnose_version(w, head, n, why, len);
 	if (n < SQK_SUPER_SIZE) {
 		snprintf(why, len,
@@ -178,7 +178,7 @@ static int diagnose_head(const char *name, uint64_t offset, const uint8_t *head,
 			 w, (unsigned long long)size, SQK_SUPER_SIZE);
 		return SQK_ETRUNCATED;
 	}
-	used = sqk_get_le64(head + 40);
+	used = get_le64(head + 40);
 	if (used > size) {
 		snprintf(why, len,
 			 "%s: truncated image: file is %llu bytes, the superblock says %llu", w,
@@ -189,7 +189,7 @@ static int diagnose_head(const char *name, uint64_t offset, const uint8_t *head,
 }
 
 /* Borrows name, head and tail; writes why. */
-int sqk_super_diagnose(const char *name, uint64_t offset, const uint8_t *head, size_t n,
+int super_diagnose(const char *name, uint64_t offset, const uint8_t *head, size_t n,
 		       const uint8_t *tail, size_t tail_len, uint64_t size, char *why, size_t len)
 {
 	int rc = diagnose_head(name, offset, head, n, size, why, len);
@@ -199,159 +199,159 @@ int sqk_super_diagnose(const char *name, uint64_t offset, const uint8_t *head, s
 	return rc;
 }
 
-void sqk_super_encode(const struct sqk_super *s, uint8_t out[SQK_SUPER_SIZE])
+void super_encode(const struct sqk_super *s, uint8_t out[SQK_SUPER_SIZE])
 {
-	sqk_put_le32(out + 0, s->magic);
-	sqk_put_le32(out + 4, s->inode_count);
-	sqk_put_le32(out + 8, s->mkfs_time);
-	sqk_put_le32(out + 12, s->block_size);
-	sqk_put_le32(out + 16, s->fragment_count);
-	sqk_put_le16(out + 20, s->compressor);
-	sqk_put_le16(out + 22, s->block_log);
-	sqk_put_le16(out + 24, s->flags);
-	sqk_put_le16(out + 26, s->id_count);
-	sqk_put_le16(out + 28, s->version_major);
-	sqk_put_le16(out + 30, s->version_minor);
-	sqk_put_le64(out + 32, s->root_inode);
-	sqk_put_le64(out + 40, s->bytes_used);
-	sqk_put_le64(out + 48, s->id_table_start);
-	sqk_put_le64(out + 56, s->xattr_id_table_start);
-	sqk_put_le64(out + 64, s->inode_table_start);
-	sqk_put_le64(out + 72, s->directory_table_start);
-	sqk_put_le64(out + 80, s->fragment_table_start);
-	sqk_put_le64(out + 88, s->export_table_start);
+	put_le32(out + 0, s->magic);
+	put_le32(out + 4, s->inode_count);
+	put_le32(out + 8, s->mkfs_time);
+	put_le32(out + 12, s->block_size);
+	put_le32(out + 16, s->fragment_count);
+	put_le16(out + 20, s->compressor);
+	put_le16(out + 22, s->block_log);
+	put_le16(out + 24, s->flags);
+	put_le16(out + 26, s->id_count);
+	put_le16(out + 28, s->version_major);
+	put_le16(out + 30, s->version_minor);
+	put_le64(out + 32, s->root_inode);
+	put_le64(out + 40, s->bytes_used);
+	put_le64(out + 48, s->id_table_start);
+	put_le64(out + 56, s->xattr_id_table_start);
+	put_le64(out + 64, s->inode_table_start);
+	put_le64(out + 72, s->directory_table_start);
+	put_le64(out + 80, s->fragment_table_start);
+	put_le64(out + 88, s->export_table_start);
 }
 
-void sqk_super_decode(const uint8_t in[SQK_SUPER_SIZE], struct sqk_super *s)
+void super_decode(const uint8_t in[SQK_SUPER_SIZE], struct sqk_super *s)
 {
-	s->magic = sqk_get_le32(in + 0);
-	s->inode_count = sqk_get_le32(in + 4);
-	s->mkfs_time = sqk_get_le32(in + 8);
-	s->block_size = sqk_get_le32(in + 12);
-	s->fragment_count = sqk_get_le32(in + 16);
-	s->compressor = sqk_get_le16(in + 20);
-	s->block_log = sqk_get_le16(in + 22);
-	s->flags = sqk_get_le16(in + 24);
-	s->id_count = sqk_get_le16(in + 26);
-	s->version_major = sqk_get_le16(in + 28);
-	s->version_minor = sqk_get_le16(in + 30);
-	s->root_inode = sqk_get_le64(in + 32);
-	s->bytes_used = sqk_get_le64(in + 40);
-	s->id_table_start = sqk_get_le64(in + 48);
-	s->xattr_id_table_start = sqk_get_le64(in + 56);
-	s->inode_table_start = sqk_get_le64(in + 64);
-	s->directory_table_start = sqk_get_le64(in + 72);
-	s->fragment_table_start = sqk_get_le64(in + 80);
-	s->export_table_start = sqk_get_le64(in + 88);
+	s->magic = get_le32(in + 0);
+	s->inode_count = get_le32(in + 4);
+	s->mkfs_time = get_le32(in + 8);
+	s->block_size = get_le32(in + 12);
+	s->fragment_count = get_le32(in + 16);
+	s->compressor = get_le16(in + 20);
+	s->block_log = get_le16(in + 22);
+	s->flags = get_le16(in + 24);
+	s->id_count = get_le16(in + 26);
+	s->version_major = get_le16(in + 28);
+	s->version_minor = get_le16(in + 30);
+	s->root_inode = get_le64(in + 32);
+	s->bytes_used = get_le64(in + 40);
+	s->id_table_start = get_le64(in + 48);
+	s->xattr_id_table_start = get_le64(in + 56);
+	s->inode_table_start = get_le64(in + 64);
+	s->directory_table_start = get_le64(in + 72);
+	s->fragment_table_start = get_le64(in + 80);
+	s->export_table_start = get_le64(in + 88);
 }
 
-void sqk_inode_header_encode(const struct sqk_inode_header *h, uint8_t *out)
+void inode_header_encode(const struct inode_header *h, uint8_t *out)
 {
-	sqk_put_le16(out + 0, h->type);
-	sqk_put_le16(out + 2, h->mode);
-	sqk_put_le16(out + 4, h->uid_idx);
-	sqk_put_le16(out + 6, h->gid_idx);
-	sqk_put_le32(out + 8, h->mtime);
-	sqk_put_le32(out + 12, h->inode_number);
+	put_le16(out + 0, h->type);
+	put_le16(out + 2, h->mode);
+	put_le16(out + 4, h->uid_idx);
+	put_le16(out + 6, h->gid_idx);
+	put_le32(out + 8, h->mtime);
+	put_le32(out + 12, h->inode_number);
 }
 
-void sqk_inode_header_decode(const uint8_t *in, struct sqk_inode_header *h)
+void inode_header_decode(const uint8_t *in, struct inode_header *h)
 {
-	h->type = sqk_get_le16(in + 0);
-	h->mode = sqk_get_le16(in + 2);
-	h->uid_idx = sqk_get_le16(in + 4);
-	h->gid_idx = sqk_get_le16(in + 6);
-	h->mtime = sqk_get_le32(in + 8);
-	h->inode_number = sqk_get_le32(in + 12);
+	h->type = get_le16(in + 0);
+	h->mode = get_le16(in + 2);
+	h->uid_idx = get_le16(in + 4);
+	h->gid_idx = get_le16(in + 6);
+	h->mtime = get_le32(in + 8);
+	h->inode_number = get_le32(in + 12);
 }
 
-void sqk_dir_header_encode(const struct sqk_dir_header *h, uint8_t *out)
+void dir_header_encode(const struct dir_header *h, uint8_t *out)
 {
-	sqk_put_le32(out + 0, h->count);
-	sqk_put_le32(out + 4, h->start_block);
-	sqk_put_le32(out + 8, h->inode_number);
+	put_le32(out + 0, h->count);
+	put_le32(out + 4, h->start_block);
+	put_le32(out + 8, h->inode_number);
 }
 
-void sqk_dir_header_decode(const uint8_t *in, struct sqk_dir_header *h)
+void dir_header_decode(const uint8_t *in, struct dir_header *h)
 {
-	h->count = sqk_get_le32(in + 0);
-	h->start_block = sqk_get_le32(in + 4);
-	h->inode_number = sqk_get_le32(in + 8);
+	h->count = get_le32(in + 0);
+	h->start_block = get_le32(in + 4);
+	h->inode_number = get_le32(in + 8);
 }
 
-void sqk_dir_entry_encode(const struct sqk_dir_entry *e, uint8_t *out)
+void dir_entry_encode(const struct dir_entry *e, uint8_t *out)
 {
-	sqk_put_le16(out + 0, e->offset);
-	sqk_put_le16(out + 2, (uint16_t)e->inode_delta);
-	sqk_put_le16(out + 4, e->type);
-	sqk_put_le16(out + 6, e->name_size);
+	put_le16(out + 0, e->offset);
+	put_le16(out + 2, (uint16_t)e->inode_delta);
+	put_le16(out + 4, e->type);
+	put_le16(out + 6, e->name_size);
 }
 
-void sqk_dir_entry_decode(const uint8_t *in, struct sqk_dir_entry *e)
+void dir_entry_decode(const uint8_t *in, struct dir_entry *e)
 {
-	e->offset = sqk_get_le16(in + 0);
-	e->inode_delta = (int16_t)sqk_get_le16(in + 2);
-	e->type = sqk_get_le16(in + 4);
-	e->name_size = sqk_get_le16(in + 6);
+	e->offset = get_le16(in + 0);
+	e->inode_delta = (int16_t)get_le16(in + 2);
+	e->type = get_le16(in + 4);
+	e->name_size = get_le16(in + 6);
 }
 
-void sqk_dir_index_encode(const struct sqk_dir_index *e, uint8_t *out)
+void dir_index_encode(const struct sqk_dir_index *e, uint8_t *out)
 {
-	sqk_put_le32(out + 0, e->index);
-	sqk_put_le32(out + 4, e->start_block);
-	sqk_put_le32(out + 8, e->name_size);
+	put_le32(out + 0, e->index);
+	put_le32(out + 4, e->start_block);
+	put_le32(out + 8, e->name_size);
 }
 
-void sqk_dir_index_decode(const uint8_t *in, struct sqk_dir_index *e)
+void dir_index_decode(const uint8_t *in, struct sqk_dir_index *e)
 {
-	e->index = sqk_get_le32(in + 0);
-	e->start_block = sqk_get_le32(in + 4);
-	e->name_size = sqk_get_le32(in + 8);
+	e->index = get_le32(in + 0);
+	e->start_block = get_le32(in + 4);
+	e->name_size = get_le32(in + 8);
 }
 
-void sqk_frag_entry_encode(const struct sqk_frag_entry *e, uint8_t *out)
+void frag_entry_encode(const struct frag_entry *e, uint8_t *out)
 {
-	sqk_put_le64(out + 0, e->start);
-	sqk_put_le32(out + 8, e->size);
-	sqk_put_le32(out + 12, e->unused);
+	put_le64(out + 0, e->start);
+	put_le32(out + 8, e->size);
+	put_le32(out + 12, e->unused);
 }
 
-void sqk_frag_entry_decode(const uint8_t *in, struct sqk_frag_entry *e)
+void frag_entry_decode(const uint8_t *in, struct frag_entry *e)
 {
-	e->start = sqk_get_le64(in + 0);
-	e->size = sqk_get_le32(in + 8);
-	e->unused = sqk_get_le32(in + 12);
+	e->start = get_le64(in + 0);
+	e->size = get_le32(in + 8);
+	e->unused = get_le32(in + 12);
 }
 
-void sqk_xattr_id_encode(const struct sqk_xattr_id *e, uint8_t *out)
+void xattr_id_encode(const struct xattr_id *e, uint8_t *out)
 {
-	sqk_put_le64(out + 0, e->ref);
-	sqk_put_le32(out + 8, e->count);
-	sqk_put_le32(out + 12, e->size);
+	put_le64(out + 0, e->ref);
+	put_le32(out + 8, e->count);
+	put_le32(out + 12, e->size);
 }
 
-void sqk_xattr_id_decode(const uint8_t *in, struct sqk_xattr_id *e)
+void xattr_id_decode(const uint8_t *in, struct xattr_id *e)
 {
-	e->ref = sqk_get_le64(in + 0);
-	e->count = sqk_get_le32(in + 8);
-	e->size = sqk_get_le32(in + 12);
+	e->ref = get_le64(in + 0);
+	e->count = get_le32(in + 8);
+	e->size = get_le32(in + 12);
 }
 
-void sqk_xattr_header_encode(const struct sqk_xattr_header *h, uint8_t *out)
+void xattr_header_encode(const struct xattr_header *h, uint8_t *out)
 {
-	sqk_put_le64(out + 0, h->kv_start);
-	sqk_put_le32(out + 8, h->count);
-	sqk_put_le32(out + 12, h->unused);
+	put_le64(out + 0, h->kv_start);
+	put_le32(out + 8, h->count);
+	put_le32(out + 12, h->unused);
 }
 
-void sqk_xattr_header_decode(const uint8_t *in, struct sqk_xattr_header *h)
+void xattr_header_decode(const uint8_t *in, struct xattr_header *h)
 {
-	h->kv_start = sqk_get_le64(in + 0);
-	h->count = sqk_get_le32(in + 8);
-	h->unused = sqk_get_le32(in + 12);
+	h->kv_start = get_le64(in + 0);
+	h->count = get_le32(in + 8);
+	h->unused = get_le32(in + 12);
 }
 
-int sqk_name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+int dir_name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
 	int r = memcmp(a, b, alen < blen ? alen : blen);
 
@@ -360,19 +360,19 @@ int sqk_name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 	return (alen > blen) - (alen < blen);
 }
 
-const char *sqk_xattr_prefix(unsigned id)
+const char *xattr_prefix(unsigned id)
 {
 	static const char *const prefixes[SQK_XATTR_NPREFIX] = { "user.", "trusted.", "security." };
 
 	return id < SQK_XATTR_NPREFIX ? prefixes[id] : NULL;
 }
 
-uint64_t sqk_table_blocks(uint64_t count, unsigned size)
+uint64_t table_blocks(uint64_t count, unsigned size)
 {
 	return (count * size + SQK_META_SIZE - 1) / SQK_META_SIZE;
 }
 
-uint64_t sqk_table_index_bytes(uint64_t count, unsigned size)
+uint64_t table_index_bytes(uint64_t count, unsigned size)
 {
-	return sqk_table_blocks(count, size) * 8;
+	return table_blocks(count, size) * 8;
 }

@@ -26,7 +26,7 @@ static size_t next_cap(size_t cap, size_t need, size_t elem)
 	return n <= GROW_MAX_BYTES / elem ? n : need;
 }
 
-int sqk_grow(void *arrp, size_t *cap, size_t need, size_t elem, int zero)
+int mem_grow(void *arrp, size_t *cap, size_t need, size_t elem, int zero)
 {
 	void *old, *nv;
 	size_t ncap;

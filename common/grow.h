@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The one array grower of squashkit: every growable array (builder, reader, FUSE, tools) grows
- * through sqk_grow, which checks every size computation for overflow. */
+ * through mem_grow, which checks every size computation for overflow. */
 #ifndef SQK_GROW_H
 #define SQK_GROW_H
 
@@ -13,6 +13,6 @@
  * failure (SQK_ENOMEM: out of memory, or need * elem past PTRDIFF_MAX bytes) *arrp and *cap are
  * unchanged and the old array still belongs to the caller. The caller owns the array and frees it
  * with free(). */
-int sqk_grow(void *arrp, size_t *cap, size_t need, size_t elem, int zero);
+int mem_grow(void *arrp, size_t *cap, size_t need, size_t elem, int zero);
 
 #endif

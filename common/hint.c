@@ -9,7 +9,7 @@
 #include "endian.h"
 #include "sqk/error.h"
 
-size_t sqk_hint_len(size_t n)
+size_t hint_len(size_t n)
 {
 	if (n > SQK_HINT_MAX_RANGES)
 		return 0;
@@ -17,7 +17,7 @@ size_t sqk_hint_len(size_t n)
 	return (need + SQK_HINT_ALIGN - 1) / SQK_HINT_ALIGN * SQK_HINT_ALIGN;
 }
 
-int sqk_hint_check(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used)
+int hint_check(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used)
 {
 	uint64_t end = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -29,31 +29,31 @@ int sqk_hint_check(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used
 	return 0;
 }
 
-int sqk_hint_encode(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used, uint8_t *out,
+int hint_encode(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used, uint8_t *out,
 		    size_t len)
 {
-	if (!len || len != sqk_hint_len(n) || sqk_hint_check(r, n, bytes_used))
+	if (!len || len != hint_len(n) || hint_check(r, n, bytes_used))
 		return SQK_EINVAL;
 	memset(out, 0, len);
 	for (size_t i = 0; i < n; i++) {
-		sqk_put_le64(out + 16 * i, r[i].start);
-		sqk_put_le64(out + 16 * i + 8, r[i].length);
+		put_le64(out + 16 * i, r[i].start);
+		put_le64(out + 16 * i + 8, r[i].length);
 	}
 	uint8_t *f = out + len - SQK_HINT_FOOTER_SIZE;
-	sqk_put_le32(f, (uint32_t)n);
-	sqk_put_le32(f + 4, SQK_HINT_VERSION);
-	sqk_put_le64(f + 8, len);
+	put_le32(f, (uint32_t)n);
+	put_le32(f + 4, SQK_HINT_VERSION);
+	put_le64(f + 8, len);
 	memcpy(f + 24, SQK_HINT_MAGIC, 8);
 	return 0;
 }
 
-int sqk_hint_footer(const uint8_t footer[SQK_HINT_FOOTER_SIZE], uint64_t avail, uint32_t *nranges,
+int hint_footer(const uint8_t footer[SQK_HINT_FOOTER_SIZE], uint64_t avail, uint32_t *nranges,
 		    size_t *len)
 {
 	if (memcmp(footer + 24, SQK_HINT_MAGIC, 8))
 		return SQK_ENOENT;
-	uint32_t n = sqk_get_le32(footer), version = sqk_get_le32(footer + 4);
-	uint64_t l = sqk_get_le64(footer + 8), zero = sqk_get_le64(footer + 16);
+	uint32_t n = get_le32(footer), version = get_le32(footer + 4);
+	uint64_t l = get_le64(footer + 8), zero = get_le64(footer + 16);
 	if (version != SQK_HINT_VERSION || zero || !l || l % SQK_HINT_ALIGN ||
 	    l > SQK_HINT_MAX_LEN || l > avail || (uint64_t)n * 16 > l - SQK_HINT_FOOTER_SIZE)
 		return SQK_ECORRUPT;
@@ -62,7 +62,7 @@ int sqk_hint_footer(const uint8_t footer[SQK_HINT_FOOTER_SIZE], uint64_t avail, 
 	return 0;
 }
 
-int sqk_hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used, struct sqk_hint_range *out,
+int hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used, struct sqk_hint_range *out,
 		    size_t max, size_t *n)
 {
 	uint32_t nr;
@@ -70,7 +70,7 @@ int sqk_hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used, struct s
 	*n = 0;
 	if (len < SQK_HINT_FOOTER_SIZE)
 		return SQK_ECORRUPT;
-	int err = sqk_hint_footer(in + len - SQK_HINT_FOOTER_SIZE, len, &nr, &l);
+	int err = hint_footer(in + len - SQK_HINT_FOOTER_SIZE, len, &nr, &l);
 	if (err)
 		return err;
 	if (l != len)
@@ -80,8 +80,8 @@ int sqk_hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used, struct s
 		return SQK_ECORRUPT;
 	uint64_t end = 0;
 	for (uint32_t i = 0; i < nr; i++) {
-		uint64_t s = sqk_get_le64(in + 16 * (size_t)i),
-			 ln = sqk_get_le64(in + 16 * (size_t)i + 8);
+		uint64_t s = get_le64(in + 16 * (size_t)i),
+			 ln = get_le64(in + 16 * (size_t)i + 8);
 		if (ln == 0 || s < end || s >= bytes_used || ln > bytes_used - s)
 			return SQK_ECORRUPT;
 		end = s + ln;

@@ -26,28 +26,28 @@
 #define SQK_HINT_ALIGN 4096u
 
 /* The block length that holds n ranges (a multiple of 4096), or 0 when n is too many. */
-size_t sqk_hint_len(size_t n);
+size_t hint_len(size_t n);
 
 /* Checks r[0..n) against the rules above for an image of bytes_used bytes: 0 or SQK_ECORRUPT. */
-int sqk_hint_check(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used);
+int hint_check(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used);
 
-/* Encodes r[0..n) (borrowed, checked) into out, a block of len bytes (len = sqk_hint_len(n)),
+/* Encodes r[0..n) (borrowed, checked) into out, a block of len bytes (len = hint_len(n)),
  * zeros included. SQK_EINVAL for bad ranges or a wrong len. */
-int sqk_hint_encode(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used,
+int hint_encode(const struct sqk_hint_range *r, size_t n, uint64_t bytes_used,
 			    uint8_t *out, size_t len);
 
 /* Reads the footer of a hint: footer is the last 32 bytes of the block. Sets *nranges and
  * *len after checking magic, version, zero field, len (a multiple of 4096, <= 64 KiB, at most
  * avail bytes) and that nranges fits in len. SQK_ENOENT when the magic is not there,
  * SQK_ECORRUPT for any other mismatch. */
-int sqk_hint_footer(const uint8_t footer[SQK_HINT_FOOTER_SIZE], uint64_t avail,
+int hint_footer(const uint8_t footer[SQK_HINT_FOOTER_SIZE], uint64_t avail,
 			    uint32_t *nranges, size_t *len);
 
 /* Decodes the whole block in[0..len) (borrowed) for an image of bytes_used bytes: distrusts
  * every field (footer, ranges, the zero bytes). Writes up to max ranges to out (caller's array)
  * and the count in *n; SQK_ETOOBIG when there are more than max, SQK_ENOENT without the magic,
  * SQK_ECORRUPT otherwise. */
-int sqk_hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used,
+int hint_decode(const uint8_t *in, size_t len, uint64_t bytes_used,
 			    struct sqk_hint_range *out, size_t max, size_t *n);
 
 #endif

@@ -11,7 +11,7 @@
 
 /* The fixed body of any type, decoded. Fields a type does not store are left untouched by
  * decode and ignored by encode. Basic files have no nlink (1) and no xattr. */
-struct sqk_inode_body {
+struct inode_body {
 	uint32_t nlink;
 	uint64_t size;          /* file bytes; directory listing bytes + 3; symlink target length */
 	uint64_t blocks_start;  /* files */
@@ -27,12 +27,12 @@ struct sqk_inode_body {
 };
 
 /* Bytes of the fixed body of type (1..14) before any variable part; 0 for a bad type. */
-size_t sqk_inode_body_size(uint16_t type);
+size_t inode_body_size(uint16_t type);
 
-/* Encodes b as type's fixed body into out (sqk_inode_body_size(type) bytes). */
-void sqk_inode_body_encode(uint16_t type, const struct sqk_inode_body *b, uint8_t *out);
+/* Encodes b as type's fixed body into out (inode_body_size(type) bytes). */
+void inode_body_encode(uint16_t type, const struct inode_body *b, uint8_t *out);
 
-/* Decodes type's fixed body from in (sqk_inode_body_size(type) bytes) into *b. */
-void sqk_inode_body_decode(uint16_t type, const uint8_t *in, struct sqk_inode_body *b);
+/* Decodes type's fixed body from in (inode_body_size(type) bytes) into *b. */
+void inode_body_decode(uint16_t type, const uint8_t *in, struct inode_body *b);
 
 #endif

@@ -17,12 +17,12 @@
 #include <xxhash.h>
 
 /* Borrows data. */
-uint64_t sqk_xxh3_64(const void *data, size_t len)
+uint64_t hash_xxh3_64(const void *data, size_t len)
 {
 	return XXH3_64bits(data, len);
 }
 
-uint64_t sqk_integ_fast_len(uint64_t n)
+uint64_t integ_fast_len(uint64_t n)
 {
 	if (n > (UINT64_MAX - SQK_FAST_FOOTER_SIZE - SQK_FAST_ALIGN) / 8)
 		return 0;
@@ -32,7 +32,7 @@ uint64_t sqk_integ_fast_len(uint64_t n)
 
 int integ_fast_encode(const uint64_t *sums, uint64_t n, uint8_t **blk, size_t *len)
 {
-	uint64_t l = sqk_integ_fast_len(n);
+	uint64_t l = integ_fast_len(n);
 	uint8_t *b, *f;
 
 	if (!l || l > SIZE_MAX)
@@ -41,12 +41,12 @@ int integ_fast_encode(const uint64_t *sums, uint64_t n, uint8_t **blk, size_t *l
 	if (!b)
 		return SQK_ENOMEM;
 	for (uint64_t k = 0; k < n; k++)
-		sqk_put_le64(b + 8 * k, sums[k]);
+		put_le64(b + 8 * k, sums[k]);
 	f = b + l - SQK_FAST_FOOTER_SIZE;
-	sqk_put_le64(f, n);
-	sqk_put_le64(f + 8, l);
-	sqk_put_le32(f + 16, SQK_FAST_VERSION);
-	sqk_put_le32(f + 20, SQK_FAST_XXH3_64);
+	put_le64(f, n);
+	put_le64(f + 8, l);
+	put_le32(f + 16, SQK_FAST_VERSION);
+	put_le32(f + 20, SQK_FAST_XXH3_64);
 	memcpy(f + 24, SQK_FAST_MAGIC, MAGIC_LEN);
 	*blk = b;
 	*len = (size_t)l;
@@ -54,11 +54,11 @@ int integ_fast_encode(const uint64_t *sums, uint64_t n, uint8_t **blk, size_t *l
 }
 
 /* Borrows footer and t; fills the caller's *at, *len, *n. */
-int sqk_integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
+int integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
 			  const struct sqk_integ_trailer *t, uint64_t min_start, uint64_t *at,
 			  uint64_t *len, uint64_t *n)
 {
-	uint64_t nn = sqk_get_le64(footer), l = sqk_get_le64(footer + 8);
+	uint64_t nn = get_le64(footer), l = get_le64(footer + 8);
 
 	if (memcmp(footer + 24, SQK_FAST_MAGIC, MAGIC_LEN))
 		return SQK_ENOENT;
@@ -67,17 +67,17 @@ int sqk_integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
 	*at = t->covered - l;
 	*len = l;
 	*n = nn;
-	if (sqk_get_le32(footer + 16) != SQK_FAST_VERSION ||
-	    sqk_get_le32(footer + 20) != SQK_FAST_XXH3_64)
+	if (get_le32(footer + 16) != SQK_FAST_VERSION ||
+	    get_le32(footer + 20) != SQK_FAST_XXH3_64)
 		return SQK_EUNSUPPORTED;
 	/* exactly the chunks wholly before the block, in exactly the bytes they need */
-	if (nn != *at / t->chunk_size || sqk_integ_fast_len(nn) != l)
+	if (nn != *at / t->chunk_size || integ_fast_len(nn) != l)
 		return SQK_ECORRUPT;
 	return 0;
 }
 
 /* Frees what f owns; NULL-safe. */
-void sqk_integ_fast_free(struct sqk_integ_fast *f)
+void integ_fast_free(struct integ_fast *f)
 {
 	if (!f)
 		return;
@@ -87,8 +87,8 @@ void sqk_integ_fast_free(struct sqk_integ_fast *f)
 }
 
 /* Borrows blk and t; fills the caller's out. */
-int sqk_integ_fast_decode(const uint8_t *blk, size_t len, const struct sqk_integ_trailer *t,
-			  uint64_t min_start, struct sqk_integ_fast *out)
+int integ_fast_decode(const uint8_t *blk, size_t len, const struct sqk_integ_trailer *t,
+			  uint64_t min_start, struct integ_fast *out)
 {
 	uint64_t at, l, n;
 	int rc;
@@ -96,7 +96,7 @@ int sqk_integ_fast_decode(const uint8_t *blk, size_t len, const struct sqk_integ
 	memset(out, 0, sizeof(*out));
 	if (len < SQK_FAST_FOOTER_SIZE)
 		return SQK_ECORRUPT;
-	rc = sqk_integ_fast_footer(blk + len - SQK_FAST_FOOTER_SIZE, t, min_start, &at, &l, &n);
+	rc = integ_fast_footer(blk + len - SQK_FAST_FOOTER_SIZE, t, min_start, &at, &l, &n);
 	if (rc)
 		return rc;
 	if (l != len)
@@ -108,7 +108,7 @@ int sqk_integ_fast_decode(const uint8_t *blk, size_t len, const struct sqk_integ
 	if (!out->sums)
 		return SQK_ENOMEM;
 	for (uint64_t k = 0; k < n; k++)
-		out->sums[k] = sqk_get_le64(blk + 8 * k);
+		out->sums[k] = get_le64(blk + 8 * k);
 	out->at = at;
 	out->len = l;
 	out->n = n;
@@ -117,7 +117,7 @@ int sqk_integ_fast_decode(const uint8_t *blk, size_t len, const struct sqk_integ
 }
 
 /* Borrows ig, f and data. */
-int sqk_integ_fast_check_chunk(const struct sqk_integ *ig, const struct sqk_integ_fast *f,
+int integ_fast_check_chunk(const struct integ *ig, const struct integ_fast *f,
 			       uint64_t k, const void *data, size_t len)
 {
 	if (k >= f->n || len != ig->t.chunk_size)

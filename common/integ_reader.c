@@ -18,7 +18,7 @@
 #include "sqk/error.h"
 
 /* A lazy load's groups of chunk digests, each set once when accepted (then never changed). */
-struct sqk_integ_lazy {
+struct integ_lazy {
 	pthread_mutex_t mu; /* serialises acceptance */
 	uint8_t *_Atomic *gd; /* ngroups: the group's chunk digests, or NULL */
 };
@@ -26,10 +26,10 @@ struct sqk_integ_lazy {
 /* Bytes of padding between the digests (or group digests) and the trailer. */
 static uint64_t pad_len(const struct sqk_integ_trailer *t)
 {
-	return sqk_integ_end(t) - SQK_INTEG_TRAILER_SIZE - integ_digests_end(t);
+	return integ_end(t) - SQK_INTEG_TRAILER_SIZE - integ_digests_end(t);
 }
 
-static void lazy_free(struct sqk_integ_lazy *l, uint64_t ngroups)
+static void lazy_free(struct integ_lazy *l, uint64_t ngroups)
 {
 	if (!l)
 		return;
@@ -41,7 +41,7 @@ static void lazy_free(struct sqk_integ_lazy *l, uint64_t ngroups)
 }
 
 /* Frees what ig owns; NULL-safe. */
-void sqk_integ_free(struct sqk_integ *ig)
+void integ_free(struct integ *ig)
 {
 	if (!ig)
 		return;
@@ -86,7 +86,7 @@ static int read_digests(struct sqk_io *io, uint64_t at, uint64_t n, uint8_t **ou
 
 /* Reads what the root covers (chunk digests in version 1, group digests in version 2) and
  * the padding, and checks the root. */
-static int load_rooted(struct sqk_io *io, struct sqk_integ *out)
+static int load_rooted(struct sqk_io *io, struct integ *out)
 {
 	const struct sqk_integ_trailer *t = &out->t;
 	bool tree = t->version == SQK_INTEG_VERSION_TREE;
@@ -103,9 +103,9 @@ static int load_rooted(struct sqk_io *io, struct sqk_integ *out)
 	return err;
 }
 
-/* Borrows io; ig from sqk_integ_load_lazy. */
-int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad,
-			    void (*on_bad)(void *ctx, const struct sqk_integ *ig, uint64_t g),
+/* Borrows io; ig from integ_load_lazy. */
+int integ_accept_groups(struct sqk_io *io, struct integ *ig, uint64_t *nbad,
+			    void (*on_bad)(void *ctx, const struct integ *ig, uint64_t g),
 			    void *ctx)
 {
 	uint8_t *buf;
@@ -120,12 +120,12 @@ int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *n
 	for (uint64_t g = 0; !err && g < ig->t.ngroups; g++) {
 		uint64_t k0, k1, s, e;
 
-		sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
+		integ_group_range(ig, g, &k0, &k1, &s, &e);
 		err = sqk_io_read_at(io, s, buf, (size_t)(e - s));
 		if (err == SQK_EBOUNDS)
 			err = SQK_ECORRUPT;
 		if (!err)
-			err = sqk_integ_group_accept(ig, g, buf, (size_t)(e - s));
+			err = integ_group_accept(ig, g, buf, (size_t)(e - s));
 		if (err == SQK_ECORRUPT) {
 			(*nbad)++;
 			err = 0;
@@ -138,7 +138,7 @@ int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *n
 }
 
 /* Reads and decodes the trailer and checks that the area it describes ends the file. */
-static int read_trailer(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
+static int read_trailer(struct sqk_io *io, uint64_t file_size, struct integ *out)
 {
 	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
 	int err;
@@ -150,31 +150,31 @@ static int read_trailer(struct sqk_io *io, uint64_t file_size, struct sqk_integ 
 	err = sqk_io_read_at(io, file_size - SQK_INTEG_TRAILER_SIZE, raw, sizeof(raw));
 	if (err)
 		return err;
-	err = sqk_integ_trailer_decode(raw, &out->t);
+	err = integ_trailer_decode(raw, &out->t);
 	if (err)
 		return err;
-	if (file_size % PAD || out->t.covered >= file_size || sqk_integ_end(&out->t) != file_size)
+	if (file_size % PAD || out->t.covered >= file_size || integ_end(&out->t) != file_size)
 		return SQK_ECORRUPT;
 	return 0;
 }
 
-/* Borrows io; fills the caller's out (sqk_integ_free, also after a failure). */
-int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
+/* Borrows io; fills the caller's out (integ_free, also after a failure). */
+int integ_load(struct sqk_io *io, uint64_t file_size, struct integ *out)
 {
 	uint64_t nbad = 0;
-	int err = sqk_integ_load_lazy(io, file_size, out);
+	int err = integ_load_lazy(io, file_size, out);
 
 	if (!err)
-		err = sqk_integ_accept_groups(io, out, &nbad, NULL, NULL);
+		err = integ_accept_groups(io, out, &nbad, NULL, NULL);
 	if (!err && nbad)
 		err = SQK_ECORRUPT;
 	if (err)
-		sqk_integ_free(out);
+		integ_free(out);
 	return err;
 }
 
-/* Borrows io; fills the caller's out (sqk_integ_free, also after a failure). */
-int sqk_integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out)
+/* Borrows io; fills the caller's out (integ_free, also after a failure). */
+int integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct integ *out)
 {
 	int err = read_trailer(io, file_size, out);
 
@@ -193,18 +193,18 @@ int sqk_integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct sqk_integ 
 			err = SQK_ENOMEM;
 	}
 	if (err)
-		sqk_integ_free(out);
+		integ_free(out);
 	return err;
 }
 
 /* Borrows ig. */
-uint64_t sqk_integ_group_of(const struct sqk_integ *ig, uint64_t k)
+uint64_t integ_group_of(const struct integ *ig, uint64_t k)
 {
 	return ig->t.version == SQK_INTEG_VERSION_TREE ? k / ig->t.group_chunks : 0;
 }
 
 /* Borrows ig; fills the caller's outputs. */
-void sqk_integ_group_range(const struct sqk_integ *ig, uint64_t g, uint64_t *k0, uint64_t *k1,
+void integ_group_range(const struct integ *ig, uint64_t g, uint64_t *k0, uint64_t *k1,
 			   uint64_t *start, uint64_t *end)
 {
 	uint64_t per = ig->t.version == SQK_INTEG_VERSION_TREE ? ig->t.group_chunks
@@ -217,7 +217,7 @@ void sqk_integ_group_range(const struct sqk_integ *ig, uint64_t g, uint64_t *k0,
 }
 
 /* Borrows ig. */
-bool sqk_integ_group_loaded(const struct sqk_integ *ig, uint64_t g)
+bool integ_group_loaded(const struct integ *ig, uint64_t g)
 {
 	if (!ig->lazy)
 		return ig->digests != NULL;
@@ -225,32 +225,32 @@ bool sqk_integ_group_loaded(const struct sqk_integ *ig, uint64_t g)
 }
 
 /* Borrows ig and data. */
-int sqk_integ_group_check(const struct sqk_integ *ig, uint64_t g, const void *data, size_t len)
+int integ_group_check(const struct integ *ig, uint64_t g, const void *data, size_t len)
 {
 	uint8_t d[SQK_INTEG_DIGEST_SIZE];
 	uint64_t k0, k1, s, e;
 
 	if (ig->t.version != SQK_INTEG_VERSION_TREE || !ig->groups || g >= ig->t.ngroups)
 		return SQK_EINVAL;
-	sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
+	integ_group_range(ig, g, &k0, &k1, &s, &e);
 	if (len != e - s)
 		return SQK_ECORRUPT;
-	sqk_sha256(data, len, d);
+	hash_sha256(data, len, d);
 	return CRYPTO_memcmp(d, ig->groups + g * SQK_INTEG_DIGEST_SIZE, sizeof(d)) ? SQK_ECORRUPT
 										     : 0;
 }
 
 /* Borrows data; ig keeps its own copy. */
-int sqk_integ_group_accept(struct sqk_integ *ig, uint64_t g, const void *data, size_t len)
+int integ_group_accept(struct integ *ig, uint64_t g, const void *data, size_t len)
 {
 	uint8_t *copy;
 	int err;
 
 	if (!ig->lazy)
 		return ig->digests ? 0 : SQK_EINVAL;
-	if (sqk_integ_group_loaded(ig, g))
+	if (integ_group_loaded(ig, g))
 		return 0;
-	err = sqk_integ_group_check(ig, g, data, len);
+	err = integ_group_check(ig, g, data, len);
 	if (err)
 		return err;
 	copy = malloc(len ? len : 1);
@@ -269,7 +269,7 @@ int sqk_integ_group_accept(struct sqk_integ *ig, uint64_t g, const void *data, s
 }
 
 /* Borrows ig. */
-const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g)
+const uint8_t *integ_group_digests(const struct integ *ig, uint64_t g)
 {
 	if (!ig->lazy) /* version 1: one group, the whole array */
 		return ig->digests && g == 0 ? ig->digests : NULL;
@@ -278,7 +278,7 @@ const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g)
 }
 
 /* The digest of chunk k, NULL when its group is not loaded. */
-static const uint8_t *chunk_digest(const struct sqk_integ *ig, uint64_t k)
+static const uint8_t *chunk_digest(const struct integ *ig, uint64_t k)
 {
 	const uint8_t *gd;
 	uint64_t g;
@@ -291,7 +291,7 @@ static const uint8_t *chunk_digest(const struct sqk_integ *ig, uint64_t k)
 }
 
 /* Borrows ig; fills the caller's *start and *end. */
-void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start, uint64_t *end)
+void integ_chunk_range(const struct integ *ig, uint64_t k, uint64_t *start, uint64_t *end)
 {
 	uint64_t s = k * ig->t.chunk_size, e = s + ig->t.chunk_size;
 
@@ -300,7 +300,7 @@ void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *sta
 }
 
 /* Borrows ig and data. */
-int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len)
+int integ_check_chunk(const struct integ *ig, uint64_t k, const void *data, size_t len)
 {
 	uint8_t d[SQK_INTEG_DIGEST_SIZE];
 	const uint8_t *want;
@@ -311,10 +311,10 @@ int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *da
 	want = chunk_digest(ig, k);
 	if (!want)
 		return SQK_ENOENT;
-	sqk_integ_chunk_range(ig, k, &s, &e);
+	integ_chunk_range(ig, k, &s, &e);
 	if (len != e - s)
 		return SQK_ECORRUPT;
-	sqk_sha256(data, len, d);
+	hash_sha256(data, len, d);
 	if (CRYPTO_memcmp(d, want, sizeof(d)))
 		return SQK_ECORRUPT;
 	return 0;

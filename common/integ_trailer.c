@@ -15,7 +15,7 @@
 #include "sqk/error.h"
 
 /* SHA-256 of data into out (one shot; thread-safe). */
-void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE])
+void hash_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE])
 {
 	unsigned int n = SQK_INTEG_DIGEST_SIZE;
 
@@ -24,7 +24,7 @@ void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]
 }
 
 /* Writes the lower-case hex of d into the caller's out (65 bytes). */
-void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE],
+void integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE],
 		   char out[2 * SQK_INTEG_DIGEST_SIZE + 1])
 {
 	bytes_hex(d, SQK_INTEG_DIGEST_SIZE, out);
@@ -43,7 +43,7 @@ static int hexval(char c)
 }
 
 /* Borrows hex; fills the caller's out. */
-int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE])
+int integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE])
 {
 	if (!hex || strlen(hex) != 2 * SQK_INTEG_DIGEST_SIZE)
 		return SQK_EINVAL;
@@ -58,21 +58,21 @@ int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE])
 }
 
 /* Borrows t; fills the caller's out. */
-void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
+void integ_trailer_encode(const struct sqk_integ_trailer *t,
 			      uint8_t out[SQK_INTEG_TRAILER_SIZE])
 {
 	memset(out, 0, SQK_INTEG_TRAILER_SIZE);
 	memcpy(out, SQK_INTEG_MAGIC, MAGIC_LEN);
-	sqk_put_le32(out + 8, t->version);
-	sqk_put_le32(out + 12, t->chunk_size);
-	sqk_put_le64(out + 16, t->covered);
-	sqk_put_le64(out + 24, t->hashes_at);
-	sqk_put_le64(out + 32, t->nchunks);
+	put_le32(out + 8, t->version);
+	put_le32(out + 12, t->chunk_size);
+	put_le64(out + 16, t->covered);
+	put_le64(out + 24, t->hashes_at);
+	put_le64(out + 32, t->nchunks);
 	memcpy(out + ROOT_AT, t->root, SQK_INTEG_DIGEST_SIZE);
 	if (t->version == SQK_INTEG_VERSION_TREE) {
-		sqk_put_le32(out + TREE_AT, t->group_chunks);
-		sqk_put_le64(out + TREE_AT + 8, t->groups_at);
-		sqk_put_le64(out + TREE_AT + 16, t->ngroups);
+		put_le32(out + TREE_AT, t->group_chunks);
+		put_le64(out + TREE_AT + 8, t->groups_at);
+		put_le64(out + TREE_AT + 16, t->ngroups);
 	}
 	memcpy(out + SQK_INTEG_TRAILER_SIZE - MAGIC_LEN, SQK_INTEG_MAGIC, MAGIC_LEN);
 }
@@ -81,21 +81,21 @@ void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
  * digests (no overflow), the group count, and the zero bytes around them. */
 static int decode_tree(const uint8_t *in, struct sqk_integ_trailer *t)
 {
-	t->group_chunks = sqk_get_le32(in + TREE_AT);
-	t->groups_at = sqk_get_le64(in + TREE_AT + 8);
-	t->ngroups = sqk_get_le64(in + TREE_AT + 16);
-	if (!group_size_ok(t->group_chunks) || sqk_get_le32(in + TREE_AT + 4) ||
+	t->group_chunks = get_le32(in + TREE_AT);
+	t->groups_at = get_le64(in + TREE_AT + 8);
+	t->ngroups = get_le64(in + TREE_AT + 16);
+	if (!group_size_ok(t->group_chunks) || get_le32(in + TREE_AT + 4) ||
 	    !bytes_all_zero(in + TREE_END, SQK_INTEG_TRAILER_SIZE - MAGIC_LEN - TREE_END))
 		return SQK_ECORRUPT;
 	if (t->nchunks > (UINT64_MAX - t->covered) / SQK_INTEG_DIGEST_SIZE ||
 	    t->groups_at != t->covered + t->nchunks * SQK_INTEG_DIGEST_SIZE ||
 	    t->ngroups != t->nchunks / t->group_chunks + (t->nchunks % t->group_chunks != 0))
 		return SQK_ECORRUPT;
-	return sqk_integ_end(t) ? 0 : SQK_ECORRUPT;
+	return integ_end(t) ? 0 : SQK_ECORRUPT;
 }
 
 /* Borrows in; fills the caller's t. */
-int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
+int integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 			     struct sqk_integ_trailer *t)
 {
 	/* Either magic in place is a trailer: a damaged one must not pass for "no integrity
@@ -109,11 +109,11 @@ int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 	if (!head || !tail)
 		return SQK_ECORRUPT;
 	memset(t, 0, sizeof(*t));
-	t->version = sqk_get_le32(in + 8);
-	t->chunk_size = sqk_get_le32(in + 12);
-	t->covered = sqk_get_le64(in + 16);
-	t->hashes_at = sqk_get_le64(in + 24);
-	t->nchunks = sqk_get_le64(in + 32);
+	t->version = get_le32(in + 8);
+	t->chunk_size = get_le32(in + 12);
+	t->covered = get_le64(in + 16);
+	t->hashes_at = get_le64(in + 24);
+	t->nchunks = get_le64(in + 32);
 	memcpy(t->root, in + ROOT_AT, SQK_INTEG_DIGEST_SIZE);
 	/* Another version is indistinguishable from a damaged one: the root cannot be checked. */
 	if ((t->version != SQK_INTEG_VERSION && t->version != SQK_INTEG_VERSION_TREE) ||
@@ -124,7 +124,7 @@ int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 		return decode_tree(in, t);
 	if (!bytes_all_zero(in + TREE_AT, SQK_INTEG_TRAILER_SIZE - MAGIC_LEN - TREE_AT))
 		return SQK_ECORRUPT;
-	return sqk_integ_end(t) ? 0 : SQK_ECORRUPT;
+	return integ_end(t) ? 0 : SQK_ECORRUPT;
 }
 
 uint64_t integ_digests_end(const struct sqk_integ_trailer *t)
@@ -138,7 +138,7 @@ uint64_t integ_digests_end(const struct sqk_integ_trailer *t)
 }
 
 /* Borrows t. */
-uint64_t sqk_integ_end(const struct sqk_integ_trailer *t)
+uint64_t integ_end(const struct sqk_integ_trailer *t)
 {
 	uint64_t e = integ_digests_end(t);
 
@@ -148,7 +148,7 @@ uint64_t sqk_integ_end(const struct sqk_integ_trailer *t)
 }
 
 /* Borrows t. */
-uint64_t sqk_integ_lazy_start(const struct sqk_integ_trailer *t)
+uint64_t integ_lazy_start(const struct sqk_integ_trailer *t)
 {
 	return t->version == SQK_INTEG_VERSION_TREE ? t->groups_at : t->hashes_at;
 }
@@ -163,7 +163,7 @@ int integ_root_digest(const struct sqk_integ_trailer *t, const uint8_t *digests,
 	int ok;
 
 	memset(z.root, 0, sizeof(z.root));
-	sqk_integ_trailer_encode(&z, raw);
+	integ_trailer_encode(&z, raw);
 	ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
 	     EVP_DigestUpdate(ctx, raw, sizeof(raw)) &&
 	     EVP_DigestUpdate(ctx, digests, n * SQK_INTEG_DIGEST_SIZE) &&

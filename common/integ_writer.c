@@ -19,16 +19,16 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-struct sqk_integ_writer {
+struct integ_writer {
 	uint32_t chunk_size;
 	uint8_t *chunk0;      /* the first chunk, hashed at finish */
 	uint64_t stream_pos;  /* next expected offset past chunk 0 */
 	EVP_MD_CTX *ctx;      /* hashing the chunk that stream_pos is in */
 	uint8_t *digests;     /* 32 bytes per chunk, slot 0 filled at finish */
 	uint64_t ndigests;    /* slots in use (slot 0 is reserved for chunk 0) */
-	size_t dcap, scap;    /* slots allocated in digests and in sums (sqk_grow) */
+	size_t dcap, scap;    /* slots allocated in digests and in sums (mem_grow) */
 	XXH3_state_t *xs;     /* XXH3-64 of the chunk that stream_pos is in */
-	uint64_t *sums; /* XXH3-64 per chunk, like digests (slot 0 at sqk_integ_writer_fast) */
+	uint64_t *sums; /* XXH3-64 per chunk, like digests (slot 0 at integ_writer_fast) */
 	bool chunk0_frozen;   /* the fast block has chunk 0's checksum: no more rewrites */
 	bool fast_done;
 	uint32_t group_chunks; /* of a digest tree */
@@ -37,17 +37,17 @@ struct sqk_integ_writer {
 
 /* Makes digests and sums hold at least n slots each (doubling); SQK_ENOMEM leaves both arrays
  * valid, with their own capacities. */
-static int grow_slots(struct sqk_integ_writer *w, size_t n)
+static int grow_slots(struct integ_writer *w, size_t n)
 {
-	int err = sqk_grow(&w->digests, &w->dcap, n, SQK_INTEG_DIGEST_SIZE, 0);
+	int err = mem_grow(&w->digests, &w->dcap, n, SQK_INTEG_DIGEST_SIZE, 0);
 
-	return err ? err : sqk_grow(&w->sums, &w->scap, n, sizeof(*w->sums), 0);
+	return err ? err : mem_grow(&w->sums, &w->scap, n, sizeof(*w->sums), 0);
 }
 
-/* Caller owns *out (sqk_integ_writer_destroy). */
-int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
+/* Caller owns *out (integ_writer_destroy). */
+int integ_writer_create(uint32_t chunk_size, struct integ_writer **out)
 {
-	struct sqk_integ_writer *w;
+	struct integ_writer *w;
 
 	*out = NULL;
 	if (!chunk_size)
@@ -68,7 +68,7 @@ int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
 	if (!w->chunk0 || !w->ctx || !w->xs || grow_slots(w, 64) ||
 	    XXH3_64bits_reset(w->xs) != XXH_OK ||
 	    !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL)) {
-		sqk_integ_writer_destroy(w);
+		integ_writer_destroy(w);
 		return SQK_ENOMEM;
 	}
 	*out = w;
@@ -76,7 +76,7 @@ int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out)
 }
 
 /* Borrows w. */
-int sqk_integ_writer_tree(struct sqk_integ_writer *w, uint32_t group_chunks, uint64_t flat_max)
+int integ_writer_tree(struct integ_writer *w, uint32_t group_chunks, uint64_t flat_max)
 {
 	if (!group_chunks)
 		group_chunks = SQK_INTEG_GROUP_DEFAULT;
@@ -88,7 +88,7 @@ int sqk_integ_writer_tree(struct sqk_integ_writer *w, uint32_t group_chunks, uin
 }
 
 /* Destroys w; NULL-safe. */
-void sqk_integ_writer_destroy(struct sqk_integ_writer *w)
+void integ_writer_destroy(struct integ_writer *w)
 {
 	if (!w)
 		return;
@@ -102,7 +102,7 @@ void sqk_integ_writer_destroy(struct sqk_integ_writer *w)
 }
 
 /* Stores the finished digest of the current streamed chunk and starts the next one. */
-static int close_chunk(struct sqk_integ_writer *w)
+static int close_chunk(struct integ_writer *w)
 {
 	int err;
 
@@ -121,7 +121,7 @@ static int close_chunk(struct sqk_integ_writer *w)
 }
 
 /* Borrows data for the call. */
-int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void *data, size_t len)
+int integ_writer_update(struct integ_writer *w, uint64_t off, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
@@ -162,7 +162,7 @@ static void group_digests(const struct sqk_integ_trailer *t, const uint8_t *dige
 
 		if (k1 > t->nchunks)
 			k1 = t->nchunks;
-		sqk_sha256(digests + k0 * SQK_INTEG_DIGEST_SIZE,
+		hash_sha256(digests + k0 * SQK_INTEG_DIGEST_SIZE,
 			   (size_t)((k1 - k0) * SQK_INTEG_DIGEST_SIZE),
 			   out + g * SQK_INTEG_DIGEST_SIZE);
 	}
@@ -174,11 +174,11 @@ static int make_blob(struct sqk_integ_trailer *t, const uint8_t *digests, uint8_
 		     size_t *blob_len)
 {
 	uint64_t dlen = t->nchunks * SQK_INTEG_DIGEST_SIZE;
-	uint64_t total = sqk_integ_end(t) - t->covered;
+	uint64_t total = integ_end(t) - t->covered;
 	uint8_t *b;
 	int err;
 
-	if (!sqk_integ_end(t) || total > SIZE_MAX)
+	if (!integ_end(t) || total > SIZE_MAX)
 		return SQK_EOVERFLOW;
 	b = calloc(1, (size_t)total);
 	if (!b)
@@ -192,14 +192,14 @@ static int make_blob(struct sqk_integ_trailer *t, const uint8_t *digests, uint8_
 		free(b);
 		return err;
 	}
-	sqk_integ_trailer_encode(t, b + total - SQK_INTEG_TRAILER_SIZE);
+	integ_trailer_encode(t, b + total - SQK_INTEG_TRAILER_SIZE);
 	*blob = b;
 	*blob_len = (size_t)total;
 	return 0;
 }
 
 /* Caller owns *blob (free). */
-int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_t **blob,
+int integ_writer_finish(struct integ_writer *w, uint64_t covered, uint8_t **blob,
 			    size_t *blob_len, uint8_t root[SQK_INTEG_DIGEST_SIZE])
 {
 	struct sqk_integ_trailer t = { .version = SQK_INTEG_VERSION, .chunk_size = w->chunk_size,
@@ -223,7 +223,7 @@ int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_
 		t.groups_at = covered + t.nchunks * SQK_INTEG_DIGEST_SIZE;
 		t.ngroups = t.nchunks / t.group_chunks + (t.nchunks % t.group_chunks != 0);
 	}
-	sqk_sha256(w->chunk0, covered < w->chunk_size ? (size_t)covered : w->chunk_size,
+	hash_sha256(w->chunk0, covered < w->chunk_size ? (size_t)covered : w->chunk_size,
 		   w->digests);
 	err = make_blob(&t, w->digests, blob, blob_len);
 	if (!err)
@@ -232,7 +232,7 @@ int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_
 }
 
 /* Caller owns *blk (free). */
-int sqk_integ_writer_fast(struct sqk_integ_writer *w, uint64_t at, uint8_t **blk, size_t *len)
+int integ_writer_fast(struct integ_writer *w, uint64_t at, uint8_t **blk, size_t *len)
 {
 	uint64_t n = at / w->chunk_size;
 

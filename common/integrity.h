@@ -43,7 +43,7 @@
  * reading only the trailer, the group array and that group (a remote image fetches groups on
  * demand). An sqk older than version 2 refuses such a trailer as damaged; the kernel,
  * unsquashfs and squashfuse ignore it, as everything past bytes_used. The length of the whole
- * area follows from the trailer alone (sqk_integ_end).
+ * area follows from the trailer alone (integ_end).
  *
  * The fast checksum block, [at, covered) with at = covered - len (sqk mkimage writes it with
  * the integrity data; images from before it have none, and readers that do not know it see
@@ -83,129 +83,129 @@
 #define SQK_INTEG_GROUP_MIN 64u
 #define SQK_INTEG_GROUP_MAX 65536u
 
-void sqk_integ_trailer_encode(const struct sqk_integ_trailer *t,
+void integ_trailer_encode(const struct sqk_integ_trailer *t,
 			      uint8_t out[SQK_INTEG_TRAILER_SIZE]);
 /* Decodes and checks magics, version, chunk size, group size, the consistency of the counts
  * and offsets (without overflow) and the zero bytes. SQK_ENOENT without either magic. */
-int sqk_integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
+int integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
 			     struct sqk_integ_trailer *t);
 
 /* Where the integrity data of a decoded trailer ends (the file's size: the trailer ends on a
  * 4 KiB boundary after the digests, and the group digests in version 2); 0 when that would
  * overflow. The one computation of the area's length, for every version. */
-uint64_t sqk_integ_end(const struct sqk_integ_trailer *t);
+uint64_t integ_end(const struct sqk_integ_trailer *t);
 
-/* Where what sqk_integ_load_lazy reads starts: the chunk digests (version 1), the group
+/* Where what integ_load_lazy reads starts: the chunk digests (version 1), the group
  * digests (version 2). */
-uint64_t sqk_integ_lazy_start(const struct sqk_integ_trailer *t);
+uint64_t integ_lazy_start(const struct sqk_integ_trailer *t);
 
 /* ---- writing (the builder) ---- */
 
-struct sqk_integ_writer;
+struct integ_writer;
 
 /* Creates a streaming hasher for chunk_size (0 = default). Caller owns *out. It writes a flat
  * digest array (version 1) unless the digests exceed SQK_INTEG_FLAT_MAX, then a digest tree of
- * SQK_INTEG_GROUP_DEFAULT digests a group (sqk_integ_writer_tree changes both). */
-int sqk_integ_writer_create(uint32_t chunk_size, struct sqk_integ_writer **out);
+ * SQK_INTEG_GROUP_DEFAULT digests a group (integ_writer_tree changes both). */
+int integ_writer_create(uint32_t chunk_size, struct integ_writer **out);
 
 /* Before finish: a digest tree of group_chunks digests a group (0 = SQK_INTEG_GROUP_DEFAULT;
  * else a power of two, SQK_INTEG_GROUP_MIN .. MAX) when the digests take more than flat_max
  * bytes (0: always). SQK_EINVAL for a bad group size. */
-int sqk_integ_writer_tree(struct sqk_integ_writer *w, uint32_t group_chunks,
+int integ_writer_tree(struct integ_writer *w, uint32_t group_chunks,
 				  uint64_t flat_max);
 
 /* Feeds the bytes written at off. Writes must be sequential, except that bytes inside the first
  * chunk may be rewritten (the superblock is written last): that chunk is hashed at finish. */
-int sqk_integ_writer_update(struct sqk_integ_writer *w, uint64_t off, const void *data,
+int integ_writer_update(struct integ_writer *w, uint64_t off, const void *data,
 			    size_t len);
 
 /* Ends at `covered` bytes (all fed). Returns in *blob (caller frees) the bytes to append at
  * `covered` (digests, padding, trailer) and the root digest. */
-int sqk_integ_writer_finish(struct sqk_integ_writer *w, uint64_t covered, uint8_t **blob,
+int integ_writer_finish(struct integ_writer *w, uint64_t covered, uint8_t **blob,
 			    size_t *blob_len, uint8_t root[SQK_INTEG_DIGEST_SIZE]);
 
 /* Destroys w; NULL-safe. */
-void sqk_integ_writer_destroy(struct sqk_integ_writer *w);
+void integ_writer_destroy(struct integ_writer *w);
 
 /* ---- reading ---- */
 
-struct sqk_integ_lazy;
+struct integ_lazy;
 
-struct sqk_integ {
+struct integ {
 	struct sqk_integ_trailer t;
 	uint8_t *digests; /* version 1: nchunks * 32 bytes (owned); NULL in version 2 */
 	uint8_t *groups;  /* version 2: ngroups * 32 group digests (owned); NULL in version 1 */
-	struct sqk_integ_lazy *lazy; /* version 2: the groups of chunk digests accepted (owned) */
+	struct integ_lazy *lazy; /* version 2: the groups of chunk digests accepted (owned) */
 	uint64_t file_size;
 };
 
 /* Loads the integrity data of the file behind io (file_size bytes), all of it: every chunk
  * digest, checked (in version 2 each group against its group digest). SQK_ENOENT when there is
  * none (no trailer magic); SQK_ECORRUPT when the trailer, the padding, the digest array or a
- * group do not match the root digest. Fills out (free with sqk_integ_free). */
-int sqk_integ_load(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
+ * group do not match the root digest. Fills out (free with integ_free). */
+int integ_load(struct sqk_io *io, uint64_t file_size, struct integ *out);
 
-/* Loads the trailer and what the root digest covers, from sqk_integ_lazy_start on, and checks
- * the root: in version 1 that is the whole digest array (the same as sqk_integ_load); in
+/* Loads the trailer and what the root digest covers, from integ_lazy_start on, and checks
+ * the root: in version 1 that is the whole digest array (the same as integ_load); in
  * version 2 the group digests only, and no chunk digest is known until its group is accepted
- * (sqk_integ_group_accept; sqk_integ_check_chunk says SQK_ENOENT before). Errors and out as
- * sqk_integ_load. */
-int sqk_integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct sqk_integ *out);
+ * (integ_group_accept; integ_check_chunk says SQK_ENOENT before). Errors and out as
+ * integ_load. */
+int integ_load_lazy(struct sqk_io *io, uint64_t file_size, struct integ *out);
 
-/* After sqk_integ_load_lazy: reads every group of chunk digests from io (borrowed) and accepts
+/* After integ_load_lazy: reads every group of chunk digests from io (borrowed) and accepts
  * those that match their group digest; *nbad counts the others (left unknown: their chunks
- * fail sqk_integ_check_chunk with SQK_ENOENT), each also passed to on_bad (NULL = none) with
+ * fail integ_check_chunk with SQK_ENOENT), each also passed to on_bad (NULL = none) with
  * ctx. 0, or an I/O error. No-op in version 1. */
-int sqk_integ_accept_groups(struct sqk_io *io, struct sqk_integ *ig, uint64_t *nbad,
-			    void (*on_bad)(void *ctx, const struct sqk_integ *ig, uint64_t g),
+int integ_accept_groups(struct sqk_io *io, struct integ *ig, uint64_t *nbad,
+			    void (*on_bad)(void *ctx, const struct integ *ig, uint64_t g),
 			    void *ctx);
 
 /* The group of chunk k (0 in version 1, which has one "group": the whole array). */
-uint64_t sqk_integ_group_of(const struct sqk_integ *ig, uint64_t k);
+uint64_t integ_group_of(const struct integ *ig, uint64_t k);
 
 /* Group g (< ngroups): its chunks [*k0, *k1) and the file bytes [*start, *end) that hold their
  * digests. Borrows ig. */
-void sqk_integ_group_range(const struct sqk_integ *ig, uint64_t g, uint64_t *k0,
+void integ_group_range(const struct integ *ig, uint64_t g, uint64_t *k0,
 				   uint64_t *k1, uint64_t *start, uint64_t *end);
 
 /* Whether the digests of group g are known (always after a full load). Thread-safe. */
-bool sqk_integ_group_loaded(const struct sqk_integ *ig, uint64_t g);
+bool integ_group_loaded(const struct integ *ig, uint64_t g);
 
-/* The chunk digests of group g (borrowed from ig: (k1 - k0) * 32 bytes, sqk_integ_group_range),
+/* The chunk digests of group g (borrowed from ig: (k1 - k0) * 32 bytes, integ_group_range),
  * or NULL when they are not known. Thread-safe. */
-const uint8_t *sqk_integ_group_digests(const struct sqk_integ *ig, uint64_t g);
+const uint8_t *integ_group_digests(const struct integ *ig, uint64_t g);
 
-/* Checks data (the whole of group g's digests, sqk_integ_group_range) against its group digest:
+/* Checks data (the whole of group g's digests, integ_group_range) against its group digest:
  * 0 or SQK_ECORRUPT. Thread-safe; keeps nothing. */
-int sqk_integ_group_check(const struct sqk_integ *ig, uint64_t g, const void *data,
+int integ_group_check(const struct integ *ig, uint64_t g, const void *data,
 				  size_t len);
 
-/* After sqk_integ_load_lazy: checks data as sqk_integ_group_check and keeps a copy (ig owns
+/* After integ_load_lazy: checks data as integ_group_check and keeps a copy (ig owns
  * it), so the chunks of group g can be checked from then on. 0 also when it was known already;
  * SQK_ECORRUPT (nothing kept), SQK_ENOMEM, SQK_EINVAL without a lazy load. Thread-safe, also
- * against sqk_integ_check_chunk. Borrows data. */
-int sqk_integ_group_accept(struct sqk_integ *ig, uint64_t g, const void *data,
+ * against integ_check_chunk. Borrows data. */
+int integ_group_accept(struct integ *ig, uint64_t g, const void *data,
 				   size_t len);
 
-/* Frees what sqk_integ_load allocated; NULL-safe. */
-void sqk_integ_free(struct sqk_integ *ig);
+/* Frees what integ_load allocated; NULL-safe. */
+void integ_free(struct integ *ig);
 
 /* Byte range [*start, *end) of chunk k. */
-void sqk_integ_chunk_range(const struct sqk_integ *ig, uint64_t k, uint64_t *start,
+void integ_chunk_range(const struct integ *ig, uint64_t k, uint64_t *start,
 			   uint64_t *end);
 
 /* Checks data (the whole of chunk k) against its digest: 0 or SQK_ECORRUPT; SQK_ENOENT when
  * the digests of its group are not loaded yet (lazy loads). Thread-safe. */
-int sqk_integ_check_chunk(const struct sqk_integ *ig, uint64_t k, const void *data, size_t len);
+int integ_check_chunk(const struct integ *ig, uint64_t k, const void *data, size_t len);
 
 /* SHA-256 of data into out. */
-void sqk_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+void hash_sha256(const void *data, size_t len, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
 
 /* Lower-case hex of a digest (65 bytes with the NUL). */
-void sqk_integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE], char out[2 * SQK_INTEG_DIGEST_SIZE + 1]);
+void integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE], char out[2 * SQK_INTEG_DIGEST_SIZE + 1]);
 
 /* Parses 64 hex digits; SQK_EINVAL otherwise. */
-int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
+int integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
 
 /* ---- fast checksums (XXH3-64 per chunk, inside `covered`) ---- */
 
@@ -216,19 +216,19 @@ int sqk_integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE]);
 #define SQK_FAST_ALIGN 4096u
 
 /* A decoded fast checksum block. */
-struct sqk_integ_fast {
+struct integ_fast {
 	uint64_t at;        /* offset of the block (its end is the trailer's covered) */
 	uint64_t len;       /* its length */
 	uint64_t n;         /* entries: chunks [0, n) */
 	uint32_t algorithm; /* SQK_FAST_XXH3_64 */
-	uint64_t *sums;     /* n checksums (owned; sqk_integ_fast_free) */
+	uint64_t *sums;     /* n checksums (owned; integ_fast_free) */
 };
 
 /* XXH3-64 (seed 0) of data. */
-uint64_t sqk_xxh3_64(const void *data, size_t len);
+uint64_t hash_xxh3_64(const void *data, size_t len);
 
 /* The length of a block of n entries (a multiple of 4096), 0 when it would overflow. */
-uint64_t sqk_integ_fast_len(uint64_t n);
+uint64_t integ_fast_len(uint64_t n);
 
 /* Reads the footer (the last 32 bytes of [0, t->covered)) of a block that must start at or
  * after min_start (the padded image, or the end of what precedes it). SQK_ENOENT without the
@@ -236,32 +236,32 @@ uint64_t sqk_integ_fast_len(uint64_t n);
  * [min_start, covered); *at and *len are then set, and SQK_EUNSUPPORTED is returned for another
  * version or algorithm (a block to skip); SQK_ECORRUPT when n is not at / chunk_size or len not
  * the length n entries take. */
-int sqk_integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
+int integ_fast_footer(const uint8_t footer[SQK_FAST_FOOTER_SIZE],
 				  const struct sqk_integ_trailer *t, uint64_t min_start,
 				  uint64_t *at, uint64_t *len, uint64_t *n);
 
 /* Decodes the whole block blk[0..len) (borrowed), distrusting every field: the footer as
- * above, the zero bytes between the entries and the footer. Fills out (sqk_integ_fast_free,
- * also after a failure); errors as sqk_integ_fast_footer, or SQK_ENOMEM. */
-int sqk_integ_fast_decode(const uint8_t *blk, size_t len,
+ * above, the zero bytes between the entries and the footer. Fills out (integ_fast_free,
+ * also after a failure); errors as integ_fast_footer, or SQK_ENOMEM. */
+int integ_fast_decode(const uint8_t *blk, size_t len,
 				  const struct sqk_integ_trailer *t, uint64_t min_start,
-				  struct sqk_integ_fast *out);
+				  struct integ_fast *out);
 
 /* Frees what f owns; NULL-safe. */
-void sqk_integ_fast_free(struct sqk_integ_fast *f);
+void integ_fast_free(struct integ_fast *f);
 
 /* Checks data (the whole of chunk k < f->n) against its fast checksum: 0 or SQK_ECORRUPT.
  * Thread-safe. */
-int sqk_integ_fast_check_chunk(const struct sqk_integ *ig,
-				       const struct sqk_integ_fast *f, uint64_t k,
+int integ_fast_check_chunk(const struct integ *ig,
+				       const struct integ_fast *f, uint64_t k,
 				       const void *data, size_t len);
 
 /* The builder: the fast checksum block to write at `at` (everything before it fed, the
  * superblock included: chunk 0 may not change after this call; at a multiple of 4096), for
  * the chunks [0, at / chunk_size). Returns in *blk (caller frees) the block of *len bytes, to
- * feed through sqk_integ_writer_update at `at` like the image; *blk NULL and *len 0 when
+ * feed through integ_writer_update at `at` like the image; *blk NULL and *len 0 when
  * there is no whole chunk before `at` (no block). Once per writer. */
-int sqk_integ_writer_fast(struct sqk_integ_writer *w, uint64_t at, uint8_t **blk,
+int integ_writer_fast(struct integ_writer *w, uint64_t at, uint8_t **blk,
 				  size_t *len);
 
 #endif

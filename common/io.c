@@ -24,7 +24,7 @@
 /* Largest transfer handed to one pread/pwrite (POSIX leaves > SSIZE_MAX unspecified). */
 #define FD_CHUNK ((size_t)1 << 30)
 
-struct sqk_io_fd {
+struct io_fd {
 	struct sqk_io base;
 	int fd;
 	uint64_t base_off;
@@ -32,7 +32,7 @@ struct sqk_io_fd {
 };
 
 /* File position of off, checking that [off, off + len) stays inside off_t. */
-static int fd_pos(const struct sqk_io_fd *f, uint64_t off, size_t len, off_t *pos)
+static int fd_pos(const struct io_fd *f, uint64_t off, size_t len, off_t *pos)
 {
 	uint64_t p = f->base_off + off;
 
@@ -44,7 +44,7 @@ static int fd_pos(const struct sqk_io_fd *f, uint64_t off, size_t len, off_t *po
 
 static int fd_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 {
-	struct sqk_io_fd *f = (struct sqk_io_fd *)io;
+	struct io_fd *f = (struct io_fd *)io;
 	uint8_t *p = buf;
 	off_t pos;
 
@@ -68,7 +68,7 @@ static int fd_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 
 static int fd_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
 {
-	struct sqk_io_fd *f = (struct sqk_io_fd *)io;
+	struct io_fd *f = (struct io_fd *)io;
 	const uint8_t *p = buf;
 	off_t pos;
 	int rc = fd_pos(f, off, len, &pos);
@@ -107,7 +107,7 @@ static uint64_t device_hint_len(struct sqk_io *io, uint64_t padded, uint64_t dev
 	for (uint64_t h = SQK_HINT_ALIGN; h <= SQK_HINT_MAX_LEN && padded + h <= dev;
 	     h += SQK_HINT_ALIGN)
 		if (!fd_read_at(io, padded + h - sizeof(footer), footer, sizeof(footer)) &&
-		    !sqk_hint_footer(footer, h, &nranges, &len) && len == h)
+		    !hint_footer(footer, h, &nranges, &len) && len == h)
 			return h;
 	return 0;
 }
@@ -120,12 +120,12 @@ static uint64_t device_fast_len(struct sqk_io *io, uint64_t at, uint64_t dev)
 	uint8_t footer[SQK_FAST_FOOTER_SIZE];
 
 	for (uint64_t c = SQK_INTEG_CHUNK_MIN; c <= SQK_INTEG_CHUNK_MAX; c *= 2) {
-		uint64_t n = at / c, len = sqk_integ_fast_len(n);
+		uint64_t n = at / c, len = integ_fast_len(n);
 
 		if (n && len && at + len <= dev &&
 		    !fd_read_at(io, at + len - sizeof(footer), footer, sizeof(footer)) &&
-		    !memcmp(footer + 24, SQK_FAST_MAGIC, 8) && sqk_get_le64(footer) == n &&
-		    sqk_get_le64(footer + 8) == len)
+		    !memcmp(footer + 24, SQK_FAST_MAGIC, 8) && get_le64(footer) == n &&
+		    get_le64(footer + 8) == len)
 			return len;
 	}
 	return 0;
@@ -142,13 +142,13 @@ static bool device_chunk0_ok(struct sqk_io *io, uint64_t covered, uint64_t c)
 		  !fd_read_at(io, 0, chunk, len);
 
 	if (ok)
-		sqk_sha256(chunk, len, got);
+		hash_sha256(chunk, len, got);
 	free(chunk);
 	return ok && !memcmp(want, got, sizeof(got));
 }
 
 /* Whether a trailer for an image covering `covered` bytes with chunks of c bytes ends at `end`
- * (the integrity data it describes ends there too: sqk_integ_end). */
+ * (the integrity data it describes ends there too: integ_end). */
 static bool device_trailer_at(struct sqk_io *io, uint64_t covered, uint64_t c, uint64_t end,
 			      uint64_t dev)
 {
@@ -156,8 +156,8 @@ static bool device_trailer_at(struct sqk_io *io, uint64_t covered, uint64_t c, u
 	struct sqk_integ_trailer t;
 
 	return end && end <= dev && !fd_read_at(io, end - sizeof(raw), raw, sizeof(raw)) &&
-	       !sqk_integ_trailer_decode(raw, &t) && t.chunk_size == c && t.covered == covered &&
-	       sqk_integ_end(&t) == end && device_chunk0_ok(io, covered, c);
+	       !integ_trailer_decode(raw, &t) && t.chunk_size == c && t.covered == covered &&
+	       integ_end(&t) == end && device_chunk0_ok(io, covered, c);
 }
 
 /* Where the integrity data of an image covering `covered` bytes ends, if a trailer for it is
@@ -170,7 +170,7 @@ static uint64_t device_integ_end(struct sqk_io *io, uint64_t covered, uint64_t d
 					       .chunk_size = (uint32_t)c, .covered = covered,
 					       .hashes_at = covered,
 					       .nchunks = (covered + c - 1) / c };
-		uint64_t end = sqk_integ_end(&t), last = 0;
+		uint64_t end = integ_end(&t), last = 0;
 
 		if (device_trailer_at(io, covered, c, end, dev))
 			return end;
@@ -179,7 +179,7 @@ static uint64_t device_integ_end(struct sqk_io *io, uint64_t covered, uint64_t d
 		for (uint32_t g = SQK_INTEG_GROUP_MIN; g <= SQK_INTEG_GROUP_MAX; g *= 2) {
 			t.group_chunks = g;
 			t.ngroups = (t.nchunks + g - 1) / g;
-			end = sqk_integ_end(&t);
+			end = integ_end(&t);
 			if (end != last && device_trailer_at(io, covered, c, end, dev))
 				return end;
 			last = end;
@@ -199,7 +199,7 @@ static uint64_t device_extent(struct sqk_io *io, uint64_t dev)
 
 	if (dev < SQK_SUPER_SIZE || fd_read_at(io, 0, raw, sizeof(raw)))
 		return dev;
-	sqk_super_decode(raw, &sb);
+	super_decode(raw, &sb);
 	if (sb.magic != SQK_MAGIC || sb.bytes_used < SQK_SUPER_SIZE || sb.bytes_used > dev)
 		return dev;
 	uint64_t padded = round_4k(sb.bytes_used);
@@ -217,7 +217,7 @@ static uint64_t device_extent(struct sqk_io *io, uint64_t dev)
  * size is the device's (BLKGETSIZE64; st_size is 0). */
 static int fd_get_size(struct sqk_io *io, uint64_t *size)
 {
-	struct sqk_io_fd *f = (struct sqk_io_fd *)io;
+	struct io_fd *f = (struct io_fd *)io;
 	struct stat st;
 	uint64_t bytes;
 
@@ -237,7 +237,7 @@ static int fd_get_size(struct sqk_io *io, uint64_t *size)
 
 static int fd_sync(struct sqk_io *io)
 {
-	struct sqk_io_fd *f = (struct sqk_io_fd *)io;
+	struct io_fd *f = (struct io_fd *)io;
 
 	while (fsync(f->fd) != 0) {
 		if (errno == EINTR)
@@ -252,7 +252,7 @@ static int fd_sync(struct sqk_io *io)
 
 static void fd_destroy(struct sqk_io *io)
 {
-	struct sqk_io_fd *f = (struct sqk_io_fd *)io;
+	struct io_fd *f = (struct io_fd *)io;
 
 	if (f->own_fd)
 		close(f->fd);
@@ -270,7 +270,7 @@ static const struct sqk_io_ops fd_ops = {
 /* Borrows fd (or takes it over when own_fd); caller owns *out. */
 int sqk_io_fd_create(int fd, uint64_t base, bool own_fd, struct sqk_io **out)
 {
-	struct sqk_io_fd *f;
+	struct io_fd *f;
 
 	*out = NULL;
 	if (fd < 0 || base > (uint64_t)INT64_MAX)
@@ -286,7 +286,7 @@ int sqk_io_fd_create(int fd, uint64_t base, bool own_fd, struct sqk_io **out)
 	return 0;
 }
 
-struct sqk_io_mem {
+struct io_mem {
 	struct sqk_io base;
 	const uint8_t *view; /* borrowed read-only bytes; NULL for a growable buffer */
 	uint8_t *buf;        /* owned growable buffer */
@@ -294,14 +294,14 @@ struct sqk_io_mem {
 	size_t cap;
 };
 
-static const uint8_t *mem_bytes(const struct sqk_io_mem *m)
+static const uint8_t *mem_bytes(const struct io_mem *m)
 {
 	return m->view ? m->view : m->buf;
 }
 
 static int mem_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 {
-	struct sqk_io_mem *m = (struct sqk_io_mem *)io;
+	struct io_mem *m = (struct io_mem *)io;
 
 	if (len == 0)
 		return 0;
@@ -313,14 +313,14 @@ static int mem_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 
 /* Grows the owned buffer to hold at least need bytes (4 KiB at first), doubling to keep
  * appends linear. */
-static int mem_reserve(struct sqk_io_mem *m, size_t need)
+static int mem_reserve(struct io_mem *m, size_t need)
 {
-	return sqk_grow(&m->buf, &m->cap, need < 4096 ? 4096 : need, 1, 0);
+	return mem_grow(&m->buf, &m->cap, need < 4096 ? 4096 : need, 1, 0);
 }
 
 static int mem_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
 {
-	struct sqk_io_mem *m = (struct sqk_io_mem *)io;
+	struct io_mem *m = (struct io_mem *)io;
 	size_t end;
 	int rc;
 
@@ -344,7 +344,7 @@ static int mem_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t
 
 static int mem_get_size(struct sqk_io *io, uint64_t *size)
 {
-	*size = ((struct sqk_io_mem *)io)->len;
+	*size = ((struct io_mem *)io)->len;
 	return 0;
 }
 
@@ -356,7 +356,7 @@ static int mem_sync(struct sqk_io *io)
 
 static void mem_destroy(struct sqk_io *io)
 {
-	struct sqk_io_mem *m = (struct sqk_io_mem *)io;
+	struct io_mem *m = (struct io_mem *)io;
 
 	free(m->buf);
 	free(m);
@@ -374,7 +374,7 @@ static const struct sqk_io_ops mem_ops = {
  * Caller owns *out. */
 int sqk_io_mem_create(const void *data, size_t len, struct sqk_io **out)
 {
-	struct sqk_io_mem *m = calloc(1, sizeof(*m));
+	struct io_mem *m = calloc(1, sizeof(*m));
 	int rc;
 
 	*out = NULL;
@@ -398,7 +398,7 @@ int sqk_io_mem_create(const void *data, size_t len, struct sqk_io **out)
 /* Borrowed bytes of a memory object (NULL with *len 0 for any other backend). */
 const uint8_t *sqk_io_mem_data(struct sqk_io *io, size_t *len)
 {
-	struct sqk_io_mem *m = (struct sqk_io_mem *)io;
+	struct io_mem *m = (struct io_mem *)io;
 
 	if (!io || io->ops != &mem_ops) {
 		*len = 0;
@@ -416,7 +416,7 @@ struct fault_arm {
 	int err;            /* 0: corrupt a read instead of failing it (other ops: pass through) */
 };
 
-struct sqk_io_fault {
+struct io_fault {
 	struct sqk_io base;
 	struct sqk_io *inner;
 	unsigned calls[FAULT_NOPS];
@@ -424,7 +424,7 @@ struct sqk_io_fault {
 };
 
 /* Counts a call of kind op and says what to do: 0 forward it, 1 forward and corrupt, < 0 fail. */
-static int fault_step(struct sqk_io_fault *f, enum sqk_io_fault_op op)
+static int fault_step(struct io_fault *f, enum sqk_io_fault_op op)
 {
 	struct fault_arm *a = &f->arm[op];
 
@@ -440,7 +440,7 @@ static int fault_step(struct sqk_io_fault *f, enum sqk_io_fault_op op)
 
 static int fault_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 {
-	struct sqk_io_fault *f = (struct sqk_io_fault *)io;
+	struct io_fault *f = (struct io_fault *)io;
 	int step = fault_step(f, SQK_FAULT_READ);
 	int rc;
 
@@ -454,7 +454,7 @@ static int fault_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 
 static int fault_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
 {
-	struct sqk_io_fault *f = (struct sqk_io_fault *)io;
+	struct io_fault *f = (struct io_fault *)io;
 	int step = fault_step(f, SQK_FAULT_WRITE);
 
 	return step < 0 ? step : sqk_io_write_at(f->inner, off, buf, len);
@@ -462,7 +462,7 @@ static int fault_write_at(struct sqk_io *io, uint64_t off, const void *buf, size
 
 static int fault_get_size(struct sqk_io *io, uint64_t *size)
 {
-	struct sqk_io_fault *f = (struct sqk_io_fault *)io;
+	struct io_fault *f = (struct io_fault *)io;
 	int step = fault_step(f, SQK_FAULT_SIZE);
 
 	return step < 0 ? step : sqk_io_get_size(f->inner, size);
@@ -470,7 +470,7 @@ static int fault_get_size(struct sqk_io *io, uint64_t *size)
 
 static int fault_sync(struct sqk_io *io)
 {
-	struct sqk_io_fault *f = (struct sqk_io_fault *)io;
+	struct io_fault *f = (struct io_fault *)io;
 	int step = fault_step(f, SQK_FAULT_SYNC);
 
 	return step < 0 ? step : sqk_io_sync(f->inner);
@@ -492,7 +492,7 @@ static const struct sqk_io_ops fault_ops = {
 /* Borrows inner; caller owns *out. */
 int sqk_io_fault_create(struct sqk_io *inner, struct sqk_io **out)
 {
-	struct sqk_io_fault *f;
+	struct io_fault *f;
 
 	*out = NULL;
 	if (!inner)
@@ -506,18 +506,18 @@ int sqk_io_fault_create(struct sqk_io *inner, struct sqk_io **out)
 	return 0;
 }
 
-static struct sqk_io_fault *as_fault(struct sqk_io *io, enum sqk_io_fault_op op)
+static struct io_fault *as_fault(struct sqk_io *io, enum sqk_io_fault_op op)
 {
 	if (!io || io->ops != &fault_ops || (unsigned)op >= FAULT_NOPS)
 		return NULL;
-	return (struct sqk_io_fault *)io;
+	return (struct io_fault *)io;
 }
 
 /* Arms op on a fault double (ignored for other backends). err 0 on SQK_FAULT_READ: the reads
  * succeed but byte len/2 of each is inverted; err 0 on other ops: calls pass through. */
 void sqk_io_fault_arm(struct sqk_io *io, enum sqk_io_fault_op op, unsigned countdown, int err)
 {
-	struct sqk_io_fault *f = as_fault(io, op);
+	struct io_fault *f = as_fault(io, op);
 
 	if (!f)
 		return;
@@ -529,12 +529,12 @@ void sqk_io_fault_arm(struct sqk_io *io, enum sqk_io_fault_op op, unsigned count
 /* Calls of kind op seen by a fault double (0 for other backends). */
 unsigned sqk_io_fault_calls(struct sqk_io *io, enum sqk_io_fault_op op)
 {
-	struct sqk_io_fault *f = as_fault(io, op);
+	struct io_fault *f = as_fault(io, op);
 
 	return f ? f->calls[op] : 0;
 }
 
-struct sqk_io_capped {
+struct io_capped {
 	struct sqk_io base;
 	struct sqk_io *inner; /* owned */
 	uint64_t capacity;
@@ -543,13 +543,13 @@ struct sqk_io_capped {
 
 static int capped_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 {
-	return sqk_io_read_at(((struct sqk_io_capped *)io)->inner, off, buf, len);
+	return sqk_io_read_at(((struct io_capped *)io)->inner, off, buf, len);
 }
 
 /* Forwards writes until one does not fit; drops that one and every later one. */
 static int capped_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t len)
 {
-	struct sqk_io_capped *c = (struct sqk_io_capped *)io;
+	struct io_capped *c = (struct io_capped *)io;
 	uint64_t end = off + len;
 
 	if (end < off)
@@ -563,17 +563,17 @@ static int capped_write_at(struct sqk_io *io, uint64_t off, const void *buf, siz
 
 static int capped_get_size(struct sqk_io *io, uint64_t *size)
 {
-	return sqk_io_get_size(((struct sqk_io_capped *)io)->inner, size);
+	return sqk_io_get_size(((struct io_capped *)io)->inner, size);
 }
 
 static int capped_sync(struct sqk_io *io)
 {
-	return sqk_io_sync(((struct sqk_io_capped *)io)->inner);
+	return sqk_io_sync(((struct io_capped *)io)->inner);
 }
 
 static void capped_destroy(struct sqk_io *io)
 {
-	sqk_io_destroy(((struct sqk_io_capped *)io)->inner);
+	sqk_io_destroy(((struct io_capped *)io)->inner);
 	free(io);
 }
 
@@ -588,7 +588,7 @@ static const struct sqk_io_ops capped_ops = {
 /* Takes inner over; caller owns *out. */
 int sqk_io_capped_create(struct sqk_io *inner, uint64_t capacity, struct sqk_io **out)
 {
-	struct sqk_io_capped *c;
+	struct io_capped *c;
 
 	*out = NULL;
 	if (!inner)
@@ -609,5 +609,5 @@ uint64_t sqk_io_capped_overflow(struct sqk_io *io)
 {
 	if (!io || io->ops != &capped_ops)
 		return 0;
-	return ((struct sqk_io_capped *)io)->overflow;
+	return ((struct io_capped *)io)->overflow;
 }

@@ -15,14 +15,14 @@
 #define META_LEN_MASK 0x7FFFu
 
 /* Borrows comp (may be NULL: every block stored raw). */
-void sqk_meta_writer_init(struct sqk_meta_writer *w, struct sqk_compressor *comp)
+void meta_writer_init(struct meta_writer *w, struct compressor *comp)
 {
 	memset(w, 0, sizeof(*w));
 	w->comp = comp;
 }
 
 /* Frees what w owns; w may be initialised again. */
-void sqk_meta_writer_free(struct sqk_meta_writer *w)
+void meta_writer_free(struct meta_writer *w)
 {
 	free(w->out);
 	w->out = NULL;
@@ -34,25 +34,25 @@ void sqk_meta_writer_free(struct sqk_meta_writer *w)
 }
 
 /* Makes room for one more encoded block (header + at most a full raw payload). */
-static int writer_reserve(struct sqk_meta_writer *w)
+static int writer_reserve(struct meta_writer *w)
 {
 	size_t need = w->out_len + META_HEADER + SQK_META_SIZE;
 	size_t first = 4 * (META_HEADER + SQK_META_SIZE);
 
 	if (need < w->out_len)
 		return SQK_EOVERFLOW;
-	return sqk_grow(&w->out, &w->out_cap, need < first ? first : need, 1, 0);
+	return mem_grow(&w->out, &w->out_cap, need < first ? first : need, 1, 0);
 }
 
 /* Encodes the pending bytes as the next block. */
-static int writer_flush(struct sqk_meta_writer *w)
+static int writer_flush(struct meta_writer *w)
 {
 	ssize_t n;
 	int rc = writer_reserve(w);
 
 	if (rc)
 		return rc;
-	n = sqk_meta_encode_block(w->comp, w->pending, w->pending_len, w->out + w->out_len);
+	n = meta_encode_block(w->comp, w->pending, w->pending_len, w->out + w->out_len);
 	if (n < 0)
 		return (int)n;
 	w->out_len += (size_t)n;
@@ -62,7 +62,7 @@ static int writer_flush(struct sqk_meta_writer *w)
 }
 
 /* Borrows data. */
-int sqk_meta_writer_append(struct sqk_meta_writer *w, const void *data, size_t len)
+int meta_writer_append(struct meta_writer *w, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
@@ -87,7 +87,7 @@ int sqk_meta_writer_append(struct sqk_meta_writer *w, const void *data, size_t l
 }
 
 /* Flushes the partial last block; w keeps owning the encoded stream. */
-int sqk_meta_writer_finish(struct sqk_meta_writer *w)
+int meta_writer_finish(struct meta_writer *w)
 {
 	if (w->error)
 		return w->error;
@@ -97,7 +97,7 @@ int sqk_meta_writer_finish(struct sqk_meta_writer *w)
 }
 
 /* Borrows comp, in and out; out holds at least 2 + len bytes. */
-ssize_t sqk_meta_encode_block(struct sqk_compressor *comp, const void *in, size_t len,
+ssize_t meta_encode_block(struct compressor *comp, const void *in, size_t len,
 			      uint8_t *out)
 {
 	ssize_t n = 0;
@@ -105,17 +105,17 @@ ssize_t sqk_meta_encode_block(struct sqk_compressor *comp, const void *in, size_
 	if (len == 0 || len > SQK_META_SIZE)
 		return SQK_EINVAL;
 	if (comp) {
-		n = sqk_compress(comp, in, len, out + META_HEADER, len);
+		n = comp_compress(comp, in, len, out + META_HEADER, len);
 		if (n < 0)
 			return n;
 	}
 	/* unsquashfs rejects a compressed block that is not smaller than its content */
 	if (n > 0 && (size_t)n < len) {
-		sqk_put_le16(out, (uint16_t)n);
+		put_le16(out, (uint16_t)n);
 		return (ssize_t)META_HEADER + n;
 	}
 	memcpy(out + META_HEADER, in, len);
-	sqk_put_le16(out, (uint16_t)(SQK_META_RAW | len));
+	put_le16(out, (uint16_t)(SQK_META_RAW | len));
 	return (ssize_t)(META_HEADER + len);
 }
 
@@ -126,7 +126,7 @@ static int decode_header(const uint8_t *buf, size_t avail, size_t *len, int *raw
 
 	if (avail < META_HEADER)
 		return SQK_ECORRUPT;
-	hdr = sqk_get_le16(buf);
+	hdr = get_le16(buf);
 	*len = hdr & META_LEN_MASK;
 	*raw = (hdr & SQK_META_RAW) != 0;
 	if (*len == 0 || *len > SQK_META_SIZE || *len > avail - META_HEADER)
@@ -135,7 +135,7 @@ static int decode_header(const uint8_t *buf, size_t avail, size_t *len, int *raw
 }
 
 /* Borrows comp, buf and out; out holds at least 8192 bytes. */
-ssize_t sqk_meta_decode_block(struct sqk_compressor *comp, const uint8_t *buf, size_t avail,
+ssize_t meta_decode_block(struct compressor *comp, const uint8_t *buf, size_t avail,
 			      uint8_t *out, size_t expected, size_t *used)
 {
 	size_t len;
@@ -155,7 +155,7 @@ ssize_t sqk_meta_decode_block(struct sqk_compressor *comp, const uint8_t *buf, s
 	} else {
 		if (!comp)
 			return SQK_EINVAL;
-		n = sqk_decompress(comp, buf + META_HEADER, len, out, SQK_META_SIZE);
+		n = comp_decompress(comp, buf + META_HEADER, len, out, SQK_META_SIZE);
 		if (n < 0)
 			return n;
 		if (n == 0 || (expected && (size_t)n != expected))

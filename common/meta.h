@@ -13,53 +13,53 @@
 #define SQK_META_RAW 0x8000u
 
 /* Accumulates a metadata stream in memory as encoded blocks (header + payload). */
-struct sqk_meta_writer {
-	struct sqk_compressor *comp; /* borrowed; NULL = store every block raw */
+struct meta_writer {
+	struct compressor *comp; /* borrowed; NULL = store every block raw */
 	uint8_t pending[SQK_META_SIZE];
 	size_t pending_len;
 	uint8_t *out;    /* encoded blocks so far (owned) */
 	size_t out_len;
 	size_t out_cap;
 	uint32_t nblocks;
-	uint64_t drained; /* encoded bytes handed out by sqk_meta_writer_drain before out */
+	uint64_t drained; /* encoded bytes handed out by meta_writer_drain before out */
 	int error;       /* sticky first error */
 };
 
 /* Initialises w; comp is borrowed. */
-void sqk_meta_writer_init(struct sqk_meta_writer *w, struct sqk_compressor *comp);
+void meta_writer_init(struct meta_writer *w, struct compressor *comp);
 
 /* Frees w's buffers. */
-void sqk_meta_writer_free(struct sqk_meta_writer *w);
+void meta_writer_free(struct meta_writer *w);
 
 /* Reference of the next byte to be appended: (encoded bytes so far << 16) | pending length. */
-static inline uint64_t sqk_meta_writer_ref(const struct sqk_meta_writer *w)
+static inline uint64_t meta_writer_ref(const struct meta_writer *w)
 {
 	return ((w->drained + w->out_len) << 16) | w->pending_len;
 }
 
 /* Forgets the encoded blocks in out[0..out_len), which the caller has written out; the stream
  * goes on after them (references count them). Keeps the buffer. */
-static inline void sqk_meta_writer_drain(struct sqk_meta_writer *w)
+static inline void meta_writer_drain(struct meta_writer *w)
 {
 	w->drained += w->out_len;
 	w->out_len = 0;
 }
 
 /* Appends bytes, flushing every full 8192-byte block. Returns 0 or SQK_E* (sticky). */
-int sqk_meta_writer_append(struct sqk_meta_writer *w, const void *data, size_t len);
+int meta_writer_append(struct meta_writer *w, const void *data, size_t len);
 
 /* Flushes a partial last block (if any). Returns 0 or SQK_E*. */
-int sqk_meta_writer_finish(struct sqk_meta_writer *w);
+int meta_writer_finish(struct meta_writer *w);
 
 /* Encodes one block of len (1..8192) bytes into out (at least 2 + len bytes): compressed unless
  * that is not smaller. Returns the encoded length (2 + payload) or SQK_E*. */
-ssize_t sqk_meta_encode_block(struct sqk_compressor *comp, const void *in, size_t len,
+ssize_t meta_encode_block(struct compressor *comp, const void *in, size_t len,
 			      uint8_t *out);
 
 /* Decodes the block whose header is at buf[0], with avail bytes available from buf. Writes up to
  * 8192 bytes to out and sets *used to the encoded length. expected: exact decompressed length
  * required (0 = any 1..8192). Returns the decompressed length or SQK_E*. */
-ssize_t sqk_meta_decode_block(struct sqk_compressor *comp, const uint8_t *buf, size_t avail,
+ssize_t meta_decode_block(struct compressor *comp, const uint8_t *buf, size_t avail,
 			      uint8_t *out, size_t expected, size_t *used);
 
 #endif

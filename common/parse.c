@@ -30,7 +30,7 @@ static int digits(const char *s, uint64_t max, uint64_t *out, const char **end)
 	return 0;
 }
 
-int sqk_parse_u64(const char *s, uint64_t max, uint64_t *out)
+int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
 	const char *end;
 	uint64_t v;
@@ -41,7 +41,7 @@ int sqk_parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int sqk_parse_size(const char *s, uint64_t max, uint64_t *out)
+int parse_bytes(const char *s, uint64_t max, uint64_t *out)
 {
 	const char *end;
 	unsigned shift = 0;
@@ -61,7 +61,7 @@ int sqk_parse_size(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int sqk_parse_mode(const char *s, uint32_t *out)
+int parse_mode(const char *s, uint32_t *out)
 {
 	char *end;
 	if (!*s || *s == '-' || *s == '+')

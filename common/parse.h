@@ -8,13 +8,13 @@
 #include <stdint.h>
 
 /* Parses s (borrowed) as a decimal number <= max into *out. 0 or SQK_EINVAL. */
-int sqk_parse_u64(const char *s, uint64_t max, uint64_t *out);
+int parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 /* Parses s (borrowed) as a size: decimal, optional K/M/G suffix, result <= max. 0 or
  * SQK_EINVAL. */
-int sqk_parse_size(const char *s, uint64_t max, uint64_t *out);
+int parse_bytes(const char *s, uint64_t max, uint64_t *out);
 
 /* Parses s (borrowed) as an octal permission mode, 0..07777 (no sign). 0 or SQK_EINVAL. */
-int sqk_parse_mode(const char *s, uint32_t *out);
+int parse_mode(const char *s, uint32_t *out);
 
 #endif

@@ -25,9 +25,9 @@ struct dirh;
 struct fs {
 	struct sqk_image *img;
 	struct sqk_inode root;
-	struct sqk_nodes *nodes;
-	struct sqk_store *store; /* page-cache fill after small reads; NULL = off */
-	struct sqk_trace *trace; /* -o trace: files read, in first-read order; NULL = off */
+	struct nodes *nodes;
+	struct store *store; /* page-cache fill after small reads; NULL = off */
+	struct trace *trace; /* -o trace: files read, in first-read order; NULL = off */
 	struct sqk_walk *walk;   /* tree-walk detection for pushes ahead (walk.h); NULL = off */
 	unsigned fill;           /* blocks per fill group */
 	uint64_t fills;          /* groups stored by the fill thread (for stats=) */
@@ -48,9 +48,9 @@ struct fs {
 };
 
 /* The low-level operations on a struct fs (given as the session's userdata). */
-extern const struct fuse_lowlevel_ops sqk_fuse_ops;
+extern const struct fuse_lowlevel_ops sqkfuse_ops;
 
 /* Logs one line: to stderr in the foreground, to syslog once detached. */
-void sqk_fuse_log(const struct fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sqkfuse_log(const struct fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

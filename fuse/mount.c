@@ -41,7 +41,7 @@ static void lib_log(void *ctx, const char *msg)
 
 	if (pthread_equal(pthread_self(), fs->opener))
 		snprintf(fs->open_msg, sizeof(fs->open_msg), "%s", msg);
-	sqk_fuse_log(fs, "%s", msg);
+	sqkfuse_log(fs, "%s", msg);
 }
 
 /* ---- command line ---- */
@@ -220,7 +220,7 @@ static int num_opts(struct opts *o, const char *prog)
 		*n[i].out = n[i].def;
 		if (!n[i].val)
 			continue;
-		if (sqk_parse_u64(n[i].val, n[i].max, n[i].out) || *n[i].out < n[i].min) {
+		if (parse_u64(n[i].val, n[i].max, n[i].out) || *n[i].out < n[i].min) {
 			fprintf(stderr, "%s: invalid %s=%s (a decimal number, %llu to %llu)\n", prog,
 				n[i].name, n[i].val, (unsigned long long)n[i].min,
 				(unsigned long long)n[i].max);
@@ -233,7 +233,7 @@ static int num_opts(struct opts *o, const char *prog)
 static int parse_size(const char *s, size_t *out)
 {
 	uint64_t v;
-	if (sqk_parse_size(s, SIZE_MAX, &v))
+	if (parse_bytes(s, SIZE_MAX, &v))
 		return -1;
 	*out = (size_t)v;
 	return 0;
@@ -276,7 +276,7 @@ static int write_stats(struct fs *fs, const char *path)
 		(unsigned long long)s.bytes_read, (unsigned long long)s.readahead_batches,
 		(unsigned long long)atomic_load(&fs->reads), (unsigned long long)fs->fills,
 		(unsigned long long)fs->pushes, (unsigned long long)atomic_load(&fs->opendirs),
-		(unsigned long long)sqk_nodes_count(fs->nodes));
+		(unsigned long long)nodes_count(fs->nodes));
 	write_http_stats(fs, f);
 	return fclose(f) ? -1 : 0;
 }
@@ -320,7 +320,7 @@ static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *pro
 	ho->retries_set = true;
 	ho->retries = (unsigned)o->retries;
 	ho->timeout_s = (unsigned)o->timeout;
-	if (o->root_hash && sqk_integ_parse_hex(o->root_hash, o->root)) {
+	if (o->root_hash && integ_parse_hex(o->root_hash, o->root)) {
 		fprintf(stderr, "%s: invalid root_hash (64 hex digits)\n", prog);
 		return -1;
 	}
@@ -382,7 +382,7 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 static int open_trace(struct fs *fs, const struct opts *o, const char *prog)
 {
 	char why[640];
-	int err = sqk_trace_create(o->trace, o->subdir, why, sizeof(why), &fs->trace);
+	int err = trace_create(o->trace, o->subdir, why, sizeof(why), &fs->trace);
 	if (err && why[0])
 		fprintf(stderr, "%s: -o trace: %s\n", prog, why);
 	else if (err)
@@ -395,16 +395,16 @@ static int open_trace(struct fs *fs, const struct opts *o, const char *prog)
 static int finish_trace(struct fs *fs, const char *path)
 {
 	size_t unnamed;
-	int err = sqk_trace_resolve(fs->trace, fs->img, &fs->root, &unnamed);
+	int err = trace_resolve(fs->trace, fs->img, &fs->root, &unnamed);
 	if (err || unnamed)
-		sqk_fuse_log(fs, "trace '%s': %zu of the files read left out: no name found in %s%s%s",
+		sqkfuse_log(fs, "trace '%s': %zu of the files read left out: no name found in %s%s%s",
 		       path, unnamed, fs->image, err ? ": " : "", err ? sqk_strerror(err) : "");
-	if (sqk_trace_lost(fs->trace))
-		sqk_fuse_log(fs, "trace '%s': %zu of the files read left out: out of memory", path,
-		       sqk_trace_lost(fs->trace));
-	err = sqk_trace_write(fs->trace);
+	if (trace_lost(fs->trace))
+		sqkfuse_log(fs, "trace '%s': %zu of the files read left out: out of memory", path,
+		       trace_lost(fs->trace));
+	err = trace_write(fs->trace);
 	if (err) {
-		sqk_fuse_log(fs, "cannot write the trace to '%s': %s", path,
+		sqkfuse_log(fs, "cannot write the trace to '%s': %s", path,
 		       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
 		return 1;
 	}
@@ -494,7 +494,7 @@ static void on_signal(void *ctx, int sig)
 	struct shutdown *sd = ctx;
 	const struct timespec pause = { 0, 20 * 1000 * 1000 };
 	sqk_image_cancel(sd->fs->img); /* reads waiting on a hung server fail now */
-	sqk_store_stop(__atomic_load_n(&sd->fs->store, __ATOMIC_ACQUIRE));
+	store_stop(__atomic_load_n(&sd->fs->store, __ATOMIC_ACQUIRE));
 	fuse_session_exit(sd->se);
 	while (!atomic_load(&sd->loop_done)) {
 		pthread_kill(sd->main, SIGUSR1);
@@ -507,27 +507,27 @@ static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_
 {
 	struct shutdown sd = { .fs = fs, .se = se, .main = pthread_self() };
 	struct sigaction sa = { .sa_handler = wake }; /* no SA_RESTART: interrupts the loop's wait */
-	struct sqk_sigwatch sw;
+	struct sigwatch sw;
 	int ret;
 	atomic_init(&sd.loop_done, false);
 	sigaction(SIGUSR1, &sa, NULL);
-	if (sqk_sigwatch_start(&sw, on_signal, &sd)) {
-		sqk_fuse_log(fs, "cannot start the signal thread");
+	if (sigwatch_start(&sw, on_signal, &sd)) {
+		sqkfuse_log(fs, "cannot start the signal thread");
 		return 1;
 	}
 	/* the signal thread first (every later thread inherits its blocked signals); it reads
 	 * fs->store, published atomically */
-	struct sqk_store *st = NULL;
-	if (sqk_store_start(fs->img, se, fs->fill, fs->walk, SQK_FUSE_PUSH_MAX, &st))
-		sqk_fuse_log(fs, "page-cache fill off: out of memory");
+	struct store *st = NULL;
+	if (store_start(fs->img, se, fs->fill, fs->walk, SQK_FUSE_PUSH_MAX, &st))
+		sqkfuse_log(fs, "page-cache fill off: out of memory");
 	__atomic_store_n(&fs->store, st, __ATOMIC_RELEASE);
 	/* A signal ends the loop with 0 (or its number): a clean unmount. */
 	ret = run_loop(se, cmd) < 0 ? 1 : 0;
 	atomic_store(&sd.loop_done, true);
-	sqk_sigwatch_stop(&sw);
-	sqk_store_stop(fs->store); /* the connection is gone or the fills stopped */
-	fs->pushes = sqk_store_pushes(fs->store);
-	fs->fills = sqk_store_destroy(fs->store);
+	sigwatch_stop(&sw);
+	store_stop(fs->store); /* the connection is gone or the fills stopped */
+	fs->pushes = store_pushes(fs->store);
+	fs->fills = store_destroy(fs->store);
 	fs->store = NULL;
 	return ret;
 }
@@ -558,7 +558,7 @@ out_handlers:
 	return ret;
 }
 
-int sqk_fuse_main(int argc, char **argv)
+int sqkfuse_main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
@@ -611,7 +611,7 @@ int sqk_fuse_main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	se = fuse_session_new(&args, &sqk_fuse_ops, sizeof(sqk_fuse_ops), &fs);
+	se = fuse_session_new(&args, &sqkfuse_ops, sizeof(sqkfuse_ops), &fs);
 	if (!se)
 		goto out;
 	fs.fill = (unsigned)o.fill;
@@ -621,16 +621,16 @@ int sqk_fuse_main(int argc, char **argv)
 		ret = open_trace(&fs, &o, prog);
 	if (!ret)
 		ret = open_image(&fs, &o, prog);
-	if (!ret && fs.trace && sqk_trace_size(fs.trace, sqk_image_super(fs.img)->inode_count)) {
+	if (!ret && fs.trace && trace_size(fs.trace, sqk_image_super(fs.img)->inode_count)) {
 		fprintf(stderr, "%s: trace '%s': %s\n", prog, o.trace, sqk_strerror(SQK_ENOMEM));
 		ret = 1;
 	}
-	if (!ret && (sqk_nodes_create((size_t)o.names, &fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
+	if (!ret && (nodes_create((size_t)o.names, &fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
 		ret = 1;
 	/* local images only: a remote walk is fetched ahead by the library's own walk detection;
 	 * not with trace=, which records the reads a push would take away */
 	if (!ret && !o.nowalk && !o.shown && !o.trace &&
-	    sqk_walk_create(SQK_FUSE_PUSH_MAX, &fs.walk))
+	    walk_create(SQK_FUSE_PUSH_MAX, &fs.walk))
 		ret = 1;
 	fs.image = o.shown ? o.shown : o.image;
 	if (!ret)
@@ -640,9 +640,9 @@ int sqk_fuse_main(int argc, char **argv)
 			strerror(errno));
 	if (!ret && fs.trace)
 		ret = finish_trace(&fs, o.trace);
-	sqk_trace_destroy(fs.trace);
-	sqk_nodes_destroy(fs.nodes);
-	sqk_walk_destroy(fs.walk);
+	trace_destroy(fs.trace);
+	nodes_destroy(fs.nodes);
+	walk_destroy(fs.walk);
 	sqk_image_close(fs.img);
 out:
 	if (se)

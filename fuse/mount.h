@@ -5,6 +5,6 @@
 
 /* Runs `sqkfuse IMAGE MOUNTPOINT [options]` (argv[0] is the program name). Returns the exit
  * status: 0 after a clean unmount, 1 on errors (reported before detaching), 2 on usage. */
-int sqk_fuse_main(int argc, char **argv);
+int sqkfuse_main(int argc, char **argv);
 
 #endif

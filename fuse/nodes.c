@@ -44,7 +44,7 @@ struct shard {
 	size_t hand; /* the bucket the next eviction sweep starts at */
 };
 
-struct sqk_nodes {
+struct nodes {
 	struct shard shards[SHARDS];
 	_Alignas(64) atomic_size_t total; /* entries in all shards, at most max */
 	size_t max;
@@ -62,7 +62,7 @@ static uint64_t hash(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static struct shard *shard_of(struct sqk_nodes *t, uint64_t h)
+static struct shard *shard_of(struct nodes *t, uint64_t h)
 {
 	return &t->shards[h >> (64 - SHARD_BITS)];
 }
@@ -76,9 +76,9 @@ static struct node **find(struct shard *s, uint64_t id, uint64_t h)
 	return p;
 }
 
-int sqk_nodes_create(size_t max, struct sqk_nodes **out)
+int nodes_create(size_t max, struct nodes **out)
 {
-	struct sqk_nodes *t = aligned_alloc(_Alignof(struct sqk_nodes), sizeof(*t));
+	struct nodes *t = aligned_alloc(_Alignof(struct nodes), sizeof(*t));
 	if (!t)
 		return SQK_ENOMEM;
 	memset(t, 0, sizeof(*t));
@@ -89,7 +89,7 @@ int sqk_nodes_create(size_t max, struct sqk_nodes **out)
 		s->nbuckets = MIN_BUCKETS;
 		s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
 		if (!s->buckets) {
-			sqk_nodes_destroy(t);
+			nodes_destroy(t);
 			return SQK_ENOMEM;
 		}
 		pthread_mutex_init(&s->mu, NULL);
@@ -98,7 +98,7 @@ int sqk_nodes_create(size_t max, struct sqk_nodes **out)
 	return 0;
 }
 
-void sqk_nodes_destroy(struct sqk_nodes *t)
+void nodes_destroy(struct nodes *t)
 {
 	if (!t)
 		return;
@@ -138,7 +138,7 @@ static void grow(struct shard *s)
 }
 
 /* Takes a place for a new entry in the global count; false when the table is full. */
-static bool reserve(struct sqk_nodes *t)
+static bool reserve(struct nodes *t)
 {
 	size_t c = atomic_load_explicit(&t->total, memory_order_relaxed);
 	do {
@@ -149,13 +149,13 @@ static bool reserve(struct sqk_nodes *t)
 	return true;
 }
 
-static void release(struct sqk_nodes *t)
+static void release(struct nodes *t)
 {
 	atomic_fetch_sub_explicit(&t->total, 1, memory_order_relaxed);
 }
 
 /* Adds one lookup (or one child) to id's entry; false when id has none. */
-static bool count_one(struct sqk_nodes *t, uint64_t id, bool child)
+static bool count_one(struct nodes *t, uint64_t id, bool child)
 {
 	uint64_t h = hash(id);
 	struct shard *s = shard_of(t, h);
@@ -173,7 +173,7 @@ static bool count_one(struct sqk_nodes *t, uint64_t id, bool child)
 
 /* Takes lookups lookups and children children off id's entry; an entry left with neither is
  * freed, and gives back its hold on its parent, which may go in turn. */
-static void drop(struct sqk_nodes *t, uint64_t id, uint64_t lookups, uint32_t children)
+static void drop(struct nodes *t, uint64_t id, uint64_t lookups, uint32_t children)
 {
 	for (;;) {
 		uint64_t h = hash(id);
@@ -226,7 +226,7 @@ static struct node *evict(struct shard *s)
 }
 
 /* Frees an evicted entry (already unlinked and uncounted), giving back its hold on its parent. */
-static void let_go(struct sqk_nodes *t, struct node *v)
+static void let_go(struct nodes *t, struct node *v)
 {
 	if (v->holds_parent)
 		drop(t, v->parent, 0, 1);
@@ -237,7 +237,7 @@ static void let_go(struct sqk_nodes *t, struct node *v)
  * for the same id first (0); or finds no room, not even by evicting a leaf of n's shard (-1).
  * Unless 1 is returned, n is not used. *victim is the entry evicted to make room, or NULL; the
  * caller lets it go. */
-static int publish(struct sqk_nodes *t, struct node *n, struct node **victim)
+static int publish(struct nodes *t, struct node *n, struct node **victim)
 {
 	uint64_t h = hash(n->id);
 	struct shard *s = shard_of(t, h);
@@ -265,7 +265,7 @@ static int publish(struct sqk_nodes *t, struct node *n, struct node **victim)
 
 /* Makes room in a full table from the shards other than home, one locked at a time; false when
  * none has a leaf. */
-static bool evict_elsewhere(struct sqk_nodes *t, const struct shard *home)
+static bool evict_elsewhere(struct nodes *t, const struct shard *home)
 {
 	size_t first = (size_t)(home - t->shards);
 	for (size_t k = 1; k < SHARDS; k++) {
@@ -284,7 +284,7 @@ static bool evict_elsewhere(struct sqk_nodes *t, const struct shard *home)
 
 /* Most adds are of nodes the table does not hold yet (a tree walk meets each entry once), so the
  * entry is made first and dropped again when the id turns out to be known or finds no room. */
-void sqk_nodes_add(struct sqk_nodes *t, uint64_t id, uint64_t parent, const char *name, size_t len)
+void nodes_add(struct nodes *t, uint64_t id, uint64_t parent, const char *name, size_t len)
 {
 	if (id == ROOT_ID || !t->max)
 		return;
@@ -315,13 +315,13 @@ void sqk_nodes_add(struct sqk_nodes *t, uint64_t id, uint64_t parent, const char
 	free(n);
 }
 
-void sqk_nodes_forget(struct sqk_nodes *t, uint64_t id, uint64_t nlookup)
+void nodes_forget(struct nodes *t, uint64_t id, uint64_t nlookup)
 {
 	if (id != ROOT_ID)
 		drop(t, id, nlookup, 0);
 }
 
-size_t sqk_nodes_count(struct sqk_nodes *t)
+size_t nodes_count(struct nodes *t)
 {
 	return atomic_load_explicit(&t->total, memory_order_relaxed);
 }
@@ -329,7 +329,7 @@ size_t sqk_nodes_count(struct sqk_nodes *t)
 /* Puts "/name" of id in front of buf[*pos] and sets *parent; 0, or -1 when id has no entry, or 1
  * when it does not fit in front of the "..." a cut path starts with. A node named in a message is
  * one in use: marked so. */
-static int prepend_name(struct sqk_nodes *t, uint64_t id, char *buf, size_t *pos, uint64_t *parent)
+static int prepend_name(struct nodes *t, uint64_t id, char *buf, size_t *pos, uint64_t *parent)
 {
 	uint64_t h = hash(id);
 	struct shard *s = shard_of(t, h);
@@ -351,7 +351,7 @@ static int prepend_name(struct sqk_nodes *t, uint64_t id, char *buf, size_t *pos
 	return r;
 }
 
-int sqk_nodes_path(struct sqk_nodes *t, uint64_t id, char *buf, size_t cap)
+int nodes_path(struct nodes *t, uint64_t id, char *buf, size_t cap)
 {
 	if (cap < 5) { /* room for "/" or "..." only */
 		if (cap)

@@ -13,35 +13,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sqk_nodes;
+struct nodes;
 
 /* The default bound on entries: about 4 MiB of entries and buckets. */
 #define SQK_NODES_DEFAULT_MAX 65536
 
 /* Creates an empty table of at most max entries (0: it records nothing). Caller owns *out. */
-int sqk_nodes_create(size_t max, struct sqk_nodes **out);
+int nodes_create(size_t max, struct nodes **out);
 
 /* Destroys t and every entry left in it; NULL-safe. */
-void sqk_nodes_destroy(struct sqk_nodes *t);
+void nodes_destroy(struct nodes *t);
 
 /* Counts one kernel lookup of id, found as name (len bytes, borrowed) in directory parent; a new
  * entry remembers parent and name (the first ones seen while the node lives). Call it before the
  * reply that makes the kernel count the lookup. A full table evicts an entry that is no other
  * entry's parent (its path parts are lost, its lookups are not counted any more); when none can
  * go, or out of memory, the node is not recorded. Thread-safe. */
-void sqk_nodes_add(struct sqk_nodes *t, uint64_t id, uint64_t parent, const char *name, size_t len);
+void nodes_add(struct nodes *t, uint64_t id, uint64_t parent, const char *name, size_t len);
 
 /* Drops nlookup kernel lookups of id; the entry is freed when none are left and no entry below it
  * needs it for its path. Unknown (never recorded or evicted) ids are ignored. Thread-safe. */
-void sqk_nodes_forget(struct sqk_nodes *t, uint64_t id, uint64_t nlookup);
+void nodes_forget(struct nodes *t, uint64_t id, uint64_t nlookup);
 
 /* Writes id's path into buf (cap bytes, NUL-terminated): "/" for the root, "/a/b" otherwise, with
  * a leading "..." when an ancestor is not recorded or the path is cut to fit (".../b"). Returns 0
  * for a whole path, 1 for one that starts with "...", -1 (buf "") when id itself is not recorded.
  * Thread-safe. */
-int sqk_nodes_path(struct sqk_nodes *t, uint64_t id, char *buf, size_t cap);
+int nodes_path(struct nodes *t, uint64_t id, char *buf, size_t cap);
 
 /* Entries held now (for tests and stats). Thread-safe. */
-size_t sqk_nodes_count(struct sqk_nodes *t);
+size_t nodes_count(struct nodes *t);
 
 #endif

@@ -45,7 +45,7 @@ struct dirh {
 	char pend_name[SQK_NAME_MAX + 1];
 };
 
-void sqk_fuse_log(const struct fs *fs, const char *fmt, ...)
+void sqkfuse_log(const struct fs *fs, const char *fmt, ...)
 {
 	char line[1024];
 	va_list ap;
@@ -106,9 +106,9 @@ static void reply_fail(fuse_req_t req, struct fs *fs, fuse_ino_t id, const char 
 {
 	char path[1024];
 	if (err != SQK_ENOENT) {
-		if (sqk_nodes_path(fs->nodes, id, path, sizeof(path)) < 0)
+		if (nodes_path(fs->nodes, id, path, sizeof(path)) < 0)
 			name_unrecorded(fs, id, path, sizeof(path));
-		sqk_fuse_log(fs, "%s: %s: %s: %s", fs->image, path, what, sqk_strerror(err));
+		sqkfuse_log(fs, "%s: %s: %s: %s", fs->image, path, what, sqk_strerror(err));
 	}
 	fuse_reply_err(req, err == SQK_ENOENT ? ENOENT : err == SQK_ETOOBIG ? ERANGE :
 			    sqk_to_errno(err) == EIO || err == SQK_ECORRUPT ? EIO :
@@ -147,15 +147,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fill_entry(fs, &child, &e);
 	/* Counted before the reply (a forget may follow it at once); a reply the kernel did not
 	 * take (an interrupted request) counted no lookup there. */
-	sqk_nodes_add(fs->nodes, e.ino, parent, name, strlen(name));
+	nodes_add(fs->nodes, e.ino, parent, name, strlen(name));
 	if (fuse_reply_entry(req, &e))
-		sqk_nodes_forget(fs->nodes, e.ino, 1);
+		nodes_forget(fs->nodes, e.ino, 1);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t id, uint64_t nlookup)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	sqk_nodes_forget(fs->nodes, id, nlookup);
+	nodes_forget(fs->nodes, id, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -163,7 +163,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 {
 	struct fs *fs = fuse_req_userdata(req);
 	for (size_t i = 0; i < count; i++)
-		sqk_nodes_forget(fs->nodes, forgets[i].ino, forgets[i].nlookup);
+		nodes_forget(fs->nodes, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -236,11 +236,11 @@ static uint8_t *thread_buf(struct fs *fs)
 }
 
 /* Queues the walk's n pushes; those the store cannot take go back to the walk. */
-static void walk_push(struct fs *fs, const struct sqk_walk_push *p, size_t n)
+static void walk_push(struct fs *fs, const struct walk_push *p, size_t n)
 {
-	size_t taken = sqk_store_push(fs->store, p, n);
+	size_t taken = store_push(fs->store, p, n);
 	if (taken < n)
-		sqk_walk_unpush(fs->walk, p + taken, n - taken);
+		walk_unpush(fs->walk, p + taken, n - taken);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
@@ -259,7 +259,7 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 		i = &tmp;
 	}
 	/* before the read: a reader that goes on to the next file once answered sees its order */
-	sqk_trace_read(fs->trace, i->ino, id, fs->nodes);
+	trace_read(fs->trace, i->ino, id, fs->nodes);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -280,10 +280,10 @@ static void op_read(fuse_req_t req, fuse_ino_t id, size_t size, off_t off,
 	fuse_reply_buf(req, (const char *)buf, (size_t)n);
 	atomic_fetch_add_explicit(&fs->reads, 1, memory_order_relaxed);
 	if (fill)
-		sqk_store_after_read(fs->store, id, i, (uint64_t)off, (size_t)n);
+		store_after_read(fs->store, id, i, (uint64_t)off, (size_t)n);
 	if (fs->walk) { /* the next files of a tree walk, into the page cache before it asks */
-		struct sqk_walk_push p[SQK_WALK_BATCH];
-		walk_push(fs, p, sqk_walk_read(fs->walk, id, (uint64_t)off, p, SQK_WALK_BATCH));
+		struct walk_push p[SQK_WALK_BATCH];
+		walk_push(fs, p, walk_read(fs->walk, id, (uint64_t)off, p, SQK_WALK_BATCH));
 	}
 }
 
@@ -459,9 +459,9 @@ static size_t add_entry(fuse_req_t req, struct fs *fs, struct dirh *h, fuse_ino_
 	fill_entry(fs, &child, &e);
 	size_t n = fuse_add_direntry_plus(req, buf, cap, name, &e, next);
 	if (n <= cap) /* the kernel counts a lookup of every entry but . and .. */
-		sqk_nodes_add(fs->nodes, e.ino, dir_id, name, de->name_len);
+		nodes_add(fs->nodes, e.ino, dir_id, name, de->name_len);
 	if (n <= cap && fs->walk && S_ISREG(child.mode) && child.size) {
-		sqk_walk_listed(fs->walk, dir_id, e.ino, child.size, !h->listed_file);
+		walk_listed(fs->walk, dir_id, e.ino, child.size, !h->listed_file);
 		h->listed_file = true;
 	}
 	return n;
@@ -521,8 +521,8 @@ full:
 	else if (parked)
 		dirh_park(fs, h);
 	if (fs->walk && plus) { /* a walk lists a directory, then reads its files */
-		struct sqk_walk_push p[SQK_WALK_BATCH];
-		walk_push(fs, p, sqk_walk_after_listing(fs->walk, id, p, SQK_WALK_BATCH));
+		struct walk_push p[SQK_WALK_BATCH];
+		walk_push(fs, p, walk_after_listing(fs->walk, id, p, SQK_WALK_BATCH));
 	}
 }
 
@@ -639,7 +639,7 @@ static void op_destroy(void *userdata)
 	pthread_mutex_destroy(&fs->park_mu);
 }
 
-const struct fuse_lowlevel_ops sqk_fuse_ops = {
+const struct fuse_lowlevel_ops sqkfuse_ops = {
 	.init = op_init,
 	.destroy = op_destroy,
 	.lookup = op_lookup,

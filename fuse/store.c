@@ -29,7 +29,7 @@ struct fill {
 	uint64_t key;
 };
 
-struct sqk_store {
+struct store {
 	struct sqk_image *img;
 	struct fuse_session *se;
 	uint64_t group;           /* bytes per group: blocks * block size */
@@ -40,10 +40,10 @@ struct sqk_store {
 	unsigned head, count;
 	uint64_t pending[NPEND];
 	bool stop;
-	bool joined;              /* the thread has been joined (only sqk_store_stop touches it) */
+	bool joined;              /* the thread has been joined (only store_stop touches it) */
 	uint8_t *buf;
 	uint64_t fills;           /* groups stored */
-	struct sqk_walk_push pq[PCAP]; /* files to push, with head and count as q's */
+	struct walk_push pq[PCAP]; /* files to push, with head and count as q's */
 	unsigned phead, pcount;
 	uint64_t push_max;        /* the largest push (bytes): pbuf's size */
 	uint8_t *pbuf;            /* allocated at the first push */
@@ -53,7 +53,7 @@ struct sqk_store {
 	pthread_t th;
 };
 
-static int store_range(struct sqk_store *s, uint64_t id, uint64_t off, const uint8_t *p,
+static int store_range(struct store *s, uint64_t id, uint64_t off, const uint8_t *p,
 			uint64_t len)
 {
 	if (!len)
@@ -68,13 +68,13 @@ static int store_range(struct sqk_store *s, uint64_t id, uint64_t off, const uin
 /* Reads file id whole (verified, as every read) and stores it. A file the walk took from a
  * listing just answered may not be linked by the kernel yet (the reader parses the reply after
  * waking): ENOENT is retried for a moment. */
-static void do_push(struct sqk_store *s, const struct sqk_walk_push *p)
+static void do_push(struct store *s, const struct walk_push *p)
 {
 	const struct timespec pause = { 0, 50 * 1000 };
 	struct sqk_inode file;
 	if (!s->pbuf && !(s->pbuf = malloc((size_t)s->push_max)))
 		return;
-	if (!sqk_walk_unread(s->walk, p->id))
+	if (!walk_unread(s->walk, p->id))
 		return; /* the walker got there first: the kernel has its pages */
 	if (p->len > s->push_max || sqk_inode_get(s->img, p->id - 2, &file) ||
 	    file.size != p->len)
@@ -91,7 +91,7 @@ static void do_push(struct sqk_store *s, const struct sqk_walk_push *p)
 		s->pushes++; /* only this thread writes it; read after the join */
 }
 
-static void do_fill(struct sqk_store *s, const struct fill *f)
+static void do_fill(struct store *s, const struct fill *f)
 {
 	ssize_t n = sqk_read_ex(s->img, &f->file, s->buf, (size_t)(f->end - f->start), f->start,
 				SQK_READ_ASIDE);
@@ -107,7 +107,7 @@ static void do_fill(struct sqk_store *s, const struct fill *f)
 
 static void *store_main(void *arg)
 {
-	struct sqk_store *s = arg;
+	struct store *s = arg;
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		while (!s->count && !s->pcount && !s->stop)
@@ -117,7 +117,7 @@ static void *store_main(void *arg)
 			return NULL;
 		}
 		if (!s->count) { /* fills first: a random reader waits on each of its reads */
-			struct sqk_walk_push p = s->pq[s->phead];
+			struct walk_push p = s->pq[s->phead];
 			s->phead = (s->phead + 1) % PCAP;
 			s->pcount--;
 			pthread_mutex_unlock(&s->mu);
@@ -136,10 +136,10 @@ static void *store_main(void *arg)
 	}
 }
 
-int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
-		    struct sqk_walk *walk, uint64_t push_max, struct sqk_store **out)
+int store_start(struct sqk_image *img, struct fuse_session *se, unsigned blocks,
+		    struct sqk_walk *walk, uint64_t push_max, struct store **out)
 {
-	struct sqk_store *s;
+	struct store *s;
 	*out = NULL;
 	if (!walk)
 		push_max = 0;
@@ -169,7 +169,7 @@ int sqk_store_start(struct sqk_image *img, struct fuse_session *se, unsigned blo
 	return 0;
 }
 
-void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_inode *file,
+void store_after_read(struct store *s, uint64_t id, const struct sqk_inode *file,
 			  uint64_t off, size_t len)
 {
 	if (!s || !s->fill_on || len >= s->block || off >= file->size)
@@ -196,7 +196,7 @@ void sqk_store_after_read(struct sqk_store *s, uint64_t id, const struct sqk_ino
 	pthread_mutex_unlock(&s->mu);
 }
 
-size_t sqk_store_push(struct sqk_store *s, const struct sqk_walk_push *p, size_t n)
+size_t store_push(struct store *s, const struct walk_push *p, size_t n)
 {
 	size_t i = 0;
 	if (!s || !s->push_max || !n)
@@ -209,12 +209,12 @@ size_t sqk_store_push(struct sqk_store *s, const struct sqk_walk_push *p, size_t
 	return i;
 }
 
-uint64_t sqk_store_pushes(const struct sqk_store *s)
+uint64_t store_pushes(const struct store *s)
 {
 	return s && s->joined ? s->pushes : 0;
 }
 
-void sqk_store_stop(struct sqk_store *s)
+void store_stop(struct store *s)
 {
 	if (!s || s->joined)
 		return;
@@ -226,12 +226,12 @@ void sqk_store_stop(struct sqk_store *s)
 	s->joined = true;
 }
 
-uint64_t sqk_store_destroy(struct sqk_store *s)
+uint64_t store_destroy(struct store *s)
 {
 	uint64_t fills;
 	if (!s)
 		return 0;
-	sqk_store_stop(s);
+	store_stop(s);
 	fills = s->fills;
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);

@@ -32,7 +32,7 @@ struct rec {
 	uint64_t off;     /* of the path in the arena; NO_PATH = not named yet */
 };
 
-struct sqk_trace {
+struct trace {
 	_Atomic uint64_t *bits; /* bit ino - 1: read already (during the walk: wanted, or walked) */
 	uint32_t inode_count;
 	pthread_mutex_t mu;     /* recs, names and lost while the session runs */
@@ -44,13 +44,13 @@ struct sqk_trace {
 	char *path;             /* the trace file */
 	char *prefix;           /* the mounted directory's path in the image ("" = the root) */
 	char *tmp_prefix;       /* of the temporary's name: "<name of path>.tmp" */
-	struct sqk_outfile out;
+	struct outfile out;
 };
 
 /* Copies len bytes of name into the arena as r's path; false without memory (r unchanged). */
-static bool put_name(struct sqk_trace *t, const char *name, size_t len, struct rec *r)
+static bool put_name(struct trace *t, const char *name, size_t len, struct rec *r)
 {
-	if (len > UINT32_MAX || sqk_grow(&t->names, &t->ncap, t->nlen + len, 1, 0))
+	if (len > UINT32_MAX || mem_grow(&t->names, &t->ncap, t->nlen + len, 1, 0))
 		return false;
 	memcpy(t->names + t->nlen, name, len);
 	r->off = t->nlen;
@@ -109,12 +109,12 @@ static bool any_file(const uint8_t *head, size_t len)
 	return true;
 }
 
-static const struct sqk_outfile_kind trace_kind = { "a trace", any_file, false };
+static const struct outfile_kind trace_kind = { "a trace", any_file, false };
 
-int sqk_trace_create(const char *path, const char *subdir, char *why, size_t whylen,
-		     struct sqk_trace **out)
+int trace_create(const char *path, const char *subdir, char *why, size_t whylen,
+		     struct trace **out)
 {
-	struct sqk_trace *t = calloc(1, sizeof(*t));
+	struct trace *t = calloc(1, sizeof(*t));
 	if (why && whylen)
 		why[0] = '\0';
 	if (!t)
@@ -125,12 +125,12 @@ int sqk_trace_create(const char *path, const char *subdir, char *why, size_t why
 	t->prefix = canonical(subdir ? subdir : "");
 	t->tmp_prefix = tmp_prefix(path);
 	if (!t->path || !t->prefix || !t->tmp_prefix) {
-		sqk_trace_destroy(t);
+		trace_destroy(t);
 		return SQK_ENOMEM;
 	}
-	if (sqk_outfile_create(&t->out, path, &trace_kind, false, t->tmp_prefix, why, whylen)) {
+	if (outfile_create(&t->out, path, &trace_kind, false, t->tmp_prefix, why, whylen)) {
 		int e = errno;
-		sqk_trace_destroy(t);
+		trace_destroy(t);
 		errno = e;
 		return e == ENOMEM ? SQK_ENOMEM : SQK_EIO;
 	}
@@ -138,7 +138,7 @@ int sqk_trace_create(const char *path, const char *subdir, char *why, size_t why
 	return 0;
 }
 
-int sqk_trace_size(struct sqk_trace *t, uint32_t inode_count)
+int trace_size(struct trace *t, uint32_t inode_count)
 {
 	size_t words = ((size_t)inode_count + 63) / 64;
 	/* calloc'ed zero pages: a large image costs memory only where inode numbers are read */
@@ -150,23 +150,23 @@ int sqk_trace_size(struct sqk_trace *t, uint32_t inode_count)
 }
 
 /* The first read of ino: appends it with its whole path from the node table, if it has one. */
-static void record(struct sqk_trace *t, uint32_t ino, uint64_t id, struct sqk_nodes *nodes)
+static void record(struct trace *t, uint32_t ino, uint64_t id, struct nodes *nodes)
 {
 	char path[PATH_BUF];
 	/* built before the lock: it takes the node table's own locks */
-	int whole = nodes && sqk_nodes_path(nodes, id, path, sizeof(path)) == 0 && path[1];
+	int whole = nodes && nodes_path(nodes, id, path, sizeof(path)) == 0 && path[1];
 	struct rec r = { .ino = ino, .off = NO_PATH };
 	pthread_mutex_lock(&t->mu);
 	if (whole)
 		put_name(t, path + 1, strlen(path + 1), &r); /* no memory: the walk names it */
-	if (!sqk_grow(&t->recs, &t->rcap, t->nrecs + 1, sizeof(*t->recs), 0))
+	if (!mem_grow(&t->recs, &t->rcap, t->nrecs + 1, sizeof(*t->recs), 0))
 		t->recs[t->nrecs++] = r;
 	else
 		t->lost++;
 	pthread_mutex_unlock(&t->mu);
 }
 
-void sqk_trace_read(struct sqk_trace *t, uint32_t ino, uint64_t id, struct sqk_nodes *nodes)
+void trace_read(struct trace *t, uint32_t ino, uint64_t id, struct nodes *nodes)
 {
 	if (!t || !ino || ino > t->inode_count)
 		return;
@@ -180,7 +180,7 @@ void sqk_trace_read(struct sqk_trace *t, uint32_t ino, uint64_t id, struct sqk_n
 	record(t, ino, id, nodes);
 }
 
-size_t sqk_trace_lost(const struct sqk_trace *t)
+size_t trace_lost(const struct trace *t)
 {
 	return t->lost;
 }
@@ -193,7 +193,7 @@ struct want {
 };
 
 struct walk {
-	struct sqk_trace *t;
+	struct trace *t;
 	struct sqk_image *img;
 	struct want *want; /* sorted by inode number */
 	size_t nwant, left;
@@ -207,7 +207,7 @@ static int want_cmp(const void *a, const void *b)
 }
 
 /* Sets ino's bit; returns whether it was set before (an ino outside the image counts as set). */
-static bool test_and_set(struct sqk_trace *t, uint32_t ino)
+static bool test_and_set(struct trace *t, uint32_t ino)
 {
 	if (!ino || ino > t->inode_count)
 		return true;
@@ -216,7 +216,7 @@ static bool test_and_set(struct sqk_trace *t, uint32_t ino)
 	return atomic_fetch_or_explicit(w, m, memory_order_relaxed) & m;
 }
 
-static bool test_bit(struct sqk_trace *t, uint32_t ino)
+static bool test_bit(struct trace *t, uint32_t ino)
 {
 	return ino && ino <= t->inode_count &&
 	       (atomic_load_explicit(&t->bits[(ino - 1) / 64], memory_order_relaxed) >>
@@ -263,7 +263,7 @@ static void walk_tree(struct walk *w, const struct sqk_inode *root)
 	sqk_walk_close(wk);
 }
 
-int sqk_trace_resolve(struct sqk_trace *t, struct sqk_image *img, const struct sqk_inode *root,
+int trace_resolve(struct trace *t, struct sqk_image *img, const struct sqk_inode *root,
 		      size_t *unnamed)
 {
 	struct walk w = { .t = t, .img = img };
@@ -327,7 +327,7 @@ static void put_escaped(struct wbuf *b, const char *s, size_t len)
 	}
 }
 
-static void put_line(struct wbuf *b, const struct sqk_trace *t, const struct rec *r)
+static void put_line(struct wbuf *b, const struct trace *t, const struct rec *r)
 {
 	if (t->prefix[0]) {
 		put_escaped(b, t->prefix, strlen(t->prefix));
@@ -339,7 +339,7 @@ static void put_line(struct wbuf *b, const struct sqk_trace *t, const struct rec
 	b->buf[b->len++] = '\n';
 }
 
-int sqk_trace_write(struct sqk_trace *t)
+int trace_write(struct trace *t)
 {
 	struct wbuf *b = malloc(sizeof(*b));
 	if (!b)
@@ -351,22 +351,22 @@ int sqk_trace_write(struct sqk_trace *t)
 		if (t->recs[i].off != NO_PATH)
 			put_line(b, t, &t->recs[i]);
 	flush(b);
-	bool failed = b->failed || fsync(t->out.fd) || sqk_outfile_commit(&t->out, NULL);
+	bool failed = b->failed || fsync(t->out.fd) || outfile_commit(&t->out, NULL);
 	free(b);
 	if (failed) {
 		int e = errno;
-		sqk_outfile_abort(&t->out);
+		outfile_abort(&t->out);
 		errno = e;
 		return SQK_EIO;
 	}
 	return 0;
 }
 
-void sqk_trace_destroy(struct sqk_trace *t)
+void trace_destroy(struct trace *t)
 {
 	if (!t)
 		return;
-	sqk_outfile_abort(&t->out); /* nothing left to do once committed */
+	outfile_abort(&t->out); /* nothing left to do once committed */
 	pthread_mutex_destroy(&t->mu);
 	free(t->bits);
 	free(t->recs);

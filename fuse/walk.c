@@ -46,7 +46,7 @@ static size_t slot_of(uint64_t id)
 	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 40) & (SLOTS - 1);
 }
 
-int sqk_walk_create(uint64_t max_file, struct sqk_walk **out)
+int walk_create(uint64_t max_file, struct sqk_walk **out)
 {
 	struct sqk_walk *w = calloc(1, sizeof(*w));
 	*out = NULL;
@@ -59,7 +59,7 @@ int sqk_walk_create(uint64_t max_file, struct sqk_walk **out)
 	return 0;
 }
 
-void sqk_walk_destroy(struct sqk_walk *w)
+void walk_destroy(struct sqk_walk *w)
 {
 	if (!w)
 		return;
@@ -74,7 +74,7 @@ static struct went *entry(struct sqk_walk *w, uint64_t seq)
 	return seq && seq < w->next && e->seq == seq ? e : NULL;
 }
 
-void sqk_walk_listed(struct sqk_walk *w, uint64_t dir, uint64_t id, uint64_t size, int first)
+void walk_listed(struct sqk_walk *w, uint64_t dir, uint64_t id, uint64_t size, int first)
 {
 	pthread_mutex_lock(&w->mu);
 	uint64_t seq = w->next++;
@@ -90,7 +90,7 @@ void sqk_walk_listed(struct sqk_walk *w, uint64_t dir, uint64_t id, uint64_t siz
 
 /* The files after seq in its listing not yet read or pushed, up to AHEAD_FILES entries after
  * it and AHEAD_BYTES: marked pushed and named in out. Locked. */
-static size_t ahead(struct sqk_walk *w, uint64_t seq, bool from_here, struct sqk_walk_push *out,
+static size_t ahead(struct sqk_walk *w, uint64_t seq, bool from_here, struct walk_push *out,
 		    size_t cap)
 {
 	const struct went *at = entry(w, seq);
@@ -107,12 +107,12 @@ static size_t ahead(struct sqk_walk *w, uint64_t seq, bool from_here, struct sqk
 			continue;
 		e->pushed = true;
 		bytes += e->size;
-		out[n++] = (struct sqk_walk_push){ .id = e->id, .len = e->size };
+		out[n++] = (struct walk_push){ .id = e->id, .len = e->size };
 	}
 	return n;
 }
 
-size_t sqk_walk_after_listing(struct sqk_walk *w, uint64_t dir, struct sqk_walk_push *out,
+size_t walk_after_listing(struct sqk_walk *w, uint64_t dir, struct walk_push *out,
 			      size_t cap)
 {
 	size_t n = 0;
@@ -138,7 +138,7 @@ static bool in_walk(struct sqk_walk *w, const struct went *e)
 	return w->on && (e->first || (prev && (prev->read || prev->pushed)));
 }
 
-size_t sqk_walk_read(struct sqk_walk *w, uint64_t id, uint64_t off, struct sqk_walk_push *out,
+size_t walk_read(struct sqk_walk *w, uint64_t id, uint64_t off, struct walk_push *out,
 		     size_t cap)
 {
 	size_t n = 0;
@@ -164,7 +164,7 @@ size_t sqk_walk_read(struct sqk_walk *w, uint64_t id, uint64_t off, struct sqk_w
 	return n;
 }
 
-bool sqk_walk_unread(struct sqk_walk *w, uint64_t id)
+bool walk_unread(struct sqk_walk *w, uint64_t id)
 {
 	pthread_mutex_lock(&w->mu);
 	const struct slot *s = &w->slots[slot_of(id)];
@@ -174,7 +174,7 @@ bool sqk_walk_unread(struct sqk_walk *w, uint64_t id)
 	return unread;
 }
 
-void sqk_walk_unpush(struct sqk_walk *w, const struct sqk_walk_push *p, size_t n)
+void walk_unpush(struct sqk_walk *w, const struct walk_push *p, size_t n)
 {
 	pthread_mutex_lock(&w->mu);
 	for (size_t i = 0; i < n; i++) {

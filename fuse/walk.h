@@ -23,7 +23,7 @@
 struct sqk_walk;
 
 /* A file to push: its FUSE node id and how many bytes from its start. */
-struct sqk_walk_push {
+struct walk_push {
 	uint64_t id;
 	uint64_t len;
 };
@@ -32,32 +32,32 @@ struct sqk_walk_push {
 #define SQK_WALK_BATCH 64u
 
 /* Creates an empty walk state; max_file: files above this size are never pushed (they are read
- * well through requests with readahead). Caller owns *out (sqk_walk_destroy). */
-int sqk_walk_create(uint64_t max_file, struct sqk_walk **out);
+ * well through requests with readahead). Caller owns *out (walk_destroy). */
+int walk_create(uint64_t max_file, struct sqk_walk **out);
 
 /* Frees w; NULL-safe. */
-void sqk_walk_destroy(struct sqk_walk *w);
+void walk_destroy(struct sqk_walk *w);
 
 /* Records regular file id (size bytes) as the next entry of directory dir's listing; first: it is
  * the listing's first regular file (the listing starts anew). Thread-safe. */
-void sqk_walk_listed(struct sqk_walk *w, uint64_t dir, uint64_t id, uint64_t size, int first);
+void walk_listed(struct sqk_walk *w, uint64_t dir, uint64_t id, uint64_t size, int first);
 
 /* After a listing's batch has been answered: the pushes the walk wants now for dir (its first
  * files while the walk is on), at most cap (<= SQK_WALK_BATCH) into out; returns how many.
  * Thread-safe. */
-size_t sqk_walk_after_listing(struct sqk_walk *w, uint64_t dir, struct sqk_walk_push *out,
+size_t walk_after_listing(struct sqk_walk *w, uint64_t dir, struct walk_push *out,
 			      size_t cap);
 
 /* A read of id at off was answered: updates the walk and returns the pushes to queue now (at
  * most cap into out). Unlisted ids are ignored. Thread-safe. */
-size_t sqk_walk_read(struct sqk_walk *w, uint64_t id, uint64_t off, struct sqk_walk_push *out,
+size_t walk_read(struct sqk_walk *w, uint64_t id, uint64_t off, struct walk_push *out,
 		     size_t cap);
 
 /* Gives back the n pushes of p that could not be queued: they may be named again. Thread-safe. */
-void sqk_walk_unpush(struct sqk_walk *w, const struct sqk_walk_push *p, size_t n);
+void walk_unpush(struct sqk_walk *w, const struct walk_push *p, size_t n);
 
 /* False when a read of id has been answered already (a push of it would come too late: the
  * walker was faster than the pushes); true otherwise, also for ids not remembered. Thread-safe. */
-bool sqk_walk_unread(struct sqk_walk *w, uint64_t id);
+bool walk_unread(struct sqk_walk *w, uint64_t id);
 
 #endif

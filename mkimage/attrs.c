@@ -178,9 +178,9 @@ static uint64_t set_hash(const struct xset *s)
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct xpair *p = &s->pairs[i];
 		uint8_t hdr[8];
-		sqk_put_le16(hdr, p->prefix);
-		sqk_put_le16(hdr + 2, p->name_len);
-		sqk_put_le32(hdr + 4, p->value_len);
+		put_le16(hdr, p->prefix);
+		put_le16(hdr + 2, p->name_len);
+		put_le32(hdr + 4, p->value_len);
 		XXH3_64bits_update(&st, hdr, sizeof(hdr));
 		XXH3_64bits_update(&st, p->name, p->name_len);
 		XXH3_64bits_update(&st, p->value, p->value_len);
@@ -235,9 +235,9 @@ static int intern_set(struct mk_xattrs *x, struct xset *s, uint32_t *idx)
 		*idx = x->slots[j] - 1;
 		return 0;
 	}
-	if (sqk_grow(&x->sets, &x->cap, (size_t)x->nsets + 1, sizeof(*x->sets), 0))
+	if (mem_grow(&x->sets, &x->cap, (size_t)x->nsets + 1, sizeof(*x->sets), 0))
 		return SQK_ENOMEM;
-	/* shrink to fit (an exact size, not sqk_grow): a kept set's pairs take s->n slots */
+	/* shrink to fit (an exact size, not mem_grow): a kept set's pairs take s->n slots */
 	struct xpair *fit = realloc(s->pairs, s->n * sizeof(*fit));
 	if (fit)
 		s->pairs = fit;
@@ -250,8 +250,8 @@ static int intern_set(struct mk_xattrs *x, struct xset *s, uint32_t *idx)
 static int prefix_of(const char *name, size_t *plen)
 {
 	for (unsigned i = 0; i < SQK_XATTR_NPREFIX; i++) {
-		size_t l = strlen(sqk_xattr_prefix(i));
-		if (!strncmp(name, sqk_xattr_prefix(i), l) && name[l]) {
+		size_t l = strlen(xattr_prefix(i));
+		if (!strncmp(name, xattr_prefix(i), l) && name[l]) {
 			*plen = l;
 			return (int)i;
 		}
@@ -301,7 +301,7 @@ int mk_xattrs_intern(struct mk_ctx *c, const char *origin, const struct mk_xattr
 			if (!pair_cmp(&s.pairs[i - 1], &s.pairs[i])) {
 				err =
 				    mk_fail(c, SQK_EINVAL, "'%s': xattr %s%s listed twice", origin,
-					    sqk_xattr_prefix(s.pairs[i].prefix), s.pairs[i].name);
+					    xattr_prefix(s.pairs[i].prefix), s.pairs[i].name);
 				set_free(&s);
 				return err;
 			}
@@ -326,7 +326,7 @@ struct ool_values {
 	size_t n, cap;
 };
 
-static int write_ool(struct sqk_meta_writer *kv, const struct xpair *p, struct ool_values *vals,
+static int write_ool(struct meta_writer *kv, const struct xpair *p, struct ool_values *vals,
 		     uint64_t *ref)
 {
 	uint64_t h = XXH3_64bits(p->value, p->value_len);
@@ -338,35 +338,35 @@ static int write_ool(struct sqk_meta_writer *kv, const struct xpair *p, struct o
 			return 0;
 		}
 	}
-	if (sqk_grow(&vals->v, &vals->cap, vals->n + 1, sizeof(*vals->v), 0))
+	if (mem_grow(&vals->v, &vals->cap, vals->n + 1, sizeof(*vals->v), 0))
 		return SQK_ENOMEM;
-	*ref = sqk_meta_writer_ref(kv);
+	*ref = meta_writer_ref(kv);
 	vals->v[vals->n++] = (struct ool_value){ h, p, *ref };
 	uint8_t sz[4];
-	sqk_put_le32(sz, p->value_len);
-	int err = sqk_meta_writer_append(kv, sz, 4);
-	return err ? err : sqk_meta_writer_append(kv, p->value, p->value_len);
+	put_le32(sz, p->value_len);
+	int err = meta_writer_append(kv, sz, 4);
+	return err ? err : meta_writer_append(kv, p->value, p->value_len);
 }
 
-static int write_pair(struct sqk_meta_writer *kv, const struct xpair *p, bool ool, uint64_t ref)
+static int write_pair(struct meta_writer *kv, const struct xpair *p, bool ool, uint64_t ref)
 {
 	uint8_t hdr[4], vs[4], r[8];
-	sqk_put_le16(hdr, (uint16_t)(p->prefix | (ool ? 0x100 : 0)));
-	sqk_put_le16(hdr + 2, p->name_len);
-	sqk_put_le32(vs, ool ? 8 : p->value_len);
-	sqk_put_le64(r, ref);
-	int err = sqk_meta_writer_append(kv, hdr, 4);
+	put_le16(hdr, (uint16_t)(p->prefix | (ool ? 0x100 : 0)));
+	put_le16(hdr + 2, p->name_len);
+	put_le32(vs, ool ? 8 : p->value_len);
+	put_le64(r, ref);
+	int err = meta_writer_append(kv, hdr, 4);
 	if (!err)
-		err = sqk_meta_writer_append(kv, p->name, p->name_len);
+		err = meta_writer_append(kv, p->name, p->name_len);
 	if (!err)
-		err = sqk_meta_writer_append(kv, vs, 4);
+		err = meta_writer_append(kv, vs, 4);
 	if (!err)
-		err = sqk_meta_writer_append(kv, ool ? r : p->value, ool ? 8 : p->value_len);
+		err = meta_writer_append(kv, ool ? r : p->value, ool ? 8 : p->value_len);
 	return err;
 }
 
 /* Writes one set: its new out-of-line values first, then its pairs; appends its id entry. */
-static int encode_set(const struct xset *s, struct sqk_meta_writer *kv, struct sqk_meta_writer *ids,
+static int encode_set(const struct xset *s, struct meta_writer *kv, struct meta_writer *ids,
 		      struct ool_values *vals)
 {
 	uint64_t *refs = calloc(s->n, sizeof(*refs));
@@ -375,23 +375,23 @@ static int encode_set(const struct xset *s, struct sqk_meta_writer *kv, struct s
 	for (uint32_t i = 0; i < s->n && !err; i++)
 		if (s->pairs[i].value_len >= SQK_XATTR_OOL_MIN)
 			err = write_ool(kv, &s->pairs[i], vals, &refs[i]);
-	uint64_t first = sqk_meta_writer_ref(kv);
+	uint64_t first = meta_writer_ref(kv);
 	for (uint32_t i = 0; i < s->n && !err; i++) {
 		const struct xpair *p = &s->pairs[i];
 		err = write_pair(kv, p, p->value_len >= SQK_XATTR_OOL_MIN, refs[i]);
-		size += (uint32_t)(strlen(sqk_xattr_prefix(p->prefix)) + p->name_len + 1 +
+		size += (uint32_t)(strlen(xattr_prefix(p->prefix)) + p->name_len + 1 +
 				   p->value_len);
 	}
 	free(refs);
 	if (err)
 		return err;
 	uint8_t e[SQK_XATTR_ID_SIZE];
-	struct sqk_xattr_id id = { .ref = first, .count = s->n, .size = size };
-	sqk_xattr_id_encode(&id, e);
-	return sqk_meta_writer_append(ids, e, sizeof(e));
+	struct xattr_id id = { .ref = first, .count = s->n, .size = size };
+	xattr_id_encode(&id, e);
+	return meta_writer_append(ids, e, sizeof(e));
 }
 
-int mk_xattrs_encode(struct mk_ctx *c, struct sqk_meta_writer *kv, struct sqk_meta_writer *ids)
+int mk_xattrs_encode(struct mk_ctx *c, struct meta_writer *kv, struct meta_writer *ids)
 {
 	struct mk_xattrs *x = c->xattrs;
 	struct ool_values vals = { 0 };
@@ -400,8 +400,8 @@ int mk_xattrs_encode(struct mk_ctx *c, struct sqk_meta_writer *kv, struct sqk_me
 		err = encode_set(&x->sets[i], kv, ids, &vals);
 	free(vals.v);
 	if (!err)
-		err = sqk_meta_writer_finish(kv);
+		err = meta_writer_finish(kv);
 	if (!err)
-		err = sqk_meta_writer_finish(ids);
+		err = meta_writer_finish(ids);
 	return err ? mk_fail(c, err, "cannot encode xattr tables: %s", sqk_strerror(err)) : 0;
 }

@@ -9,7 +9,7 @@
 #include "mk.h"
 
 struct mk_xattr_kv;
-struct sqk_meta_writer;
+struct meta_writer;
 
 /* attrs.c: id table and xattr sets. */
 int mk_ids_create(struct mk_ids **out);
@@ -26,6 +26,6 @@ int mk_xattrs_intern(struct mk_ctx *c, const char *origin, const struct mk_xattr
 		     size_t n, uint32_t *idx);
 uint32_t mk_xattrs_count(const struct mk_xattrs *x);
 /* Encodes the kv stream and the xattr id entries (refs relative to kv start). */
-int mk_xattrs_encode(struct mk_ctx *c, struct sqk_meta_writer *kv, struct sqk_meta_writer *ids);
+int mk_xattrs_encode(struct mk_ctx *c, struct meta_writer *kv, struct meta_writer *ids);
 
 #endif

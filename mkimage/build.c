@@ -48,7 +48,7 @@ static int write_head(struct mk_ctx *c, bool *comp_opts)
 {
 	uint8_t opts[16], blk[32];
 	size_t len = 0;
-	int err = sqk_comp_options_write(&c->opt->comp, opts, &len);
+	int err = comp_options_write(&c->opt->comp, opts, &len);
 	if (err)
 		return mk_fail(c, err, "compressor options: %s", sqk_strerror(err));
 	c->pos = SQK_SUPER_SIZE;
@@ -76,7 +76,7 @@ static int write_super(struct mk_ctx *c, const uint8_t *raw)
 /* Hashes the superblock into the integrity data, which covers it. */
 static int hash_super(struct mk_ctx *c, const uint8_t *raw)
 {
-	int err = c->integ ? sqk_integ_writer_update(c->integ, 0, raw, SQK_SUPER_SIZE) : 0;
+	int err = c->integ ? integ_writer_update(c->integ, 0, raw, SQK_SUPER_SIZE) : 0;
 	if (err)
 		return mk_fail(c, err, "cannot hash the superblock of '%s': %s", c->opt->image,
 			       sqk_strerror(err));
@@ -88,7 +88,7 @@ static int write_integrity(struct mk_ctx *c)
 {
 	uint8_t *blob;
 	size_t len;
-	int err = sqk_integ_writer_finish(c->integ, c->pos, &blob, &len, c->root_hash);
+	int err = integ_writer_finish(c->integ, c->pos, &blob, &len, c->root_hash);
 
 	if (err)
 		return mk_fail(c, err, "cannot finish the integrity data of '%s': %s",
@@ -110,13 +110,13 @@ static int write_hint(struct mk_ctx *c, const struct sqk_super *sb)
 {
 	struct sqk_hint_range r[MK_HINT_RANGES];
 	size_t n = mk_order_hint(c, sb, r);
-	size_t len = sqk_hint_len(n);
+	size_t len = hint_len(n);
 	uint8_t *blk = n && len ? malloc(len) : NULL;
 	if (!n)
 		return 0;
 	if (!blk)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	int err = sqk_hint_encode(r, n, sb->bytes_used, blk, len);
+	int err = hint_encode(r, n, sb->bytes_used, blk, len);
 	if (err)
 		err = mk_fail(c, err, "cannot encode the prefetch hint: %s", sqk_strerror(err));
 	else
@@ -133,7 +133,7 @@ static int write_fast(struct mk_ctx *c)
 {
 	uint8_t *blk;
 	size_t len;
-	int err = sqk_integ_writer_fast(c->integ, c->pos, &blk, &len);
+	int err = integ_writer_fast(c->integ, c->pos, &blk, &len);
 
 	if (err)
 		return mk_fail(c, err, "cannot make the fast checksums of '%s': %s", c->opt->image,
@@ -161,7 +161,7 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	int err = pad ? mk_write(c, zeros, pad) : 0;
 	if (!err && c->integ && c->order)
 		err = write_hint(c, sb);
-	sqk_super_encode(sb, raw);
+	super_encode(sb, raw);
 	if (!err)
 		err = hash_super(c, raw);
 	if (!err && c->integ)
@@ -233,9 +233,9 @@ int mk_build_inputs(struct mk_ctx *c)
 
 	c->inputs_ready = true;
 	if (!c->opt->no_checksums && !c->integ) {
-		err = sqk_integ_writer_create(c->opt->checksum_chunk, &c->integ);
+		err = integ_writer_create(c->opt->checksum_chunk, &c->integ);
 		if (!err && c->opt->digest_tree)
-			err = sqk_integ_writer_tree(c->integ, 0, 0);
+			err = integ_writer_tree(c->integ, 0, 0);
 		if (err)
 			return mk_fail(c, err, "cannot set up the integrity writer: %s",
 				       sqk_strerror(err));

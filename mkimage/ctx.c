@@ -34,7 +34,7 @@ int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 
 int mk_grow(struct mk_ctx *c, void *arrp, size_t *cap, size_t need, size_t sz)
 {
-	int err = sqk_grow(arrp, cap, need, sz, 0);
+	int err = mem_grow(arrp, cap, need, sz, 0);
 	return err ? mk_fail(c, err, "out of memory") : 0;
 }
 
@@ -45,7 +45,7 @@ int mk_write(struct mk_ctx *c, const void *buf, size_t len)
 		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
 			       (unsigned long long)c->pos,
 			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
-	if (c->integ && (err = sqk_integ_writer_update(c->integ, c->pos, buf, len)))
+	if (c->integ && (err = integ_writer_update(c->integ, c->pos, buf, len)))
 		return mk_fail(c, err, "cannot hash image '%s' at offset %llu: %s", c->opt->image,
 			       (unsigned long long)c->pos, sqk_strerror(err));
 	c->pos += len;
@@ -85,10 +85,10 @@ int mk_ctx_init(struct mk_ctx *c, const struct sqk_build_opts *opts,
 	pthread_mutex_init(&c->errmu, NULL);
 	if (mk_ids_create(&c->ids) || mk_xattrs_create(&c->xattrs))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
-	int err = sqk_compressor_create(&o->comp, &c->comp);
+	int err = compressor_create(&o->comp, &c->comp);
 	if (err)
 		return mk_fail(c, err, "cannot set up the %s compressor: %s",
-			       sqk_comp_name(o->comp.id), sqk_strerror(err));
+			       comp_name(o->comp.id), sqk_strerror(err));
 	return 0;
 }
 
@@ -98,8 +98,8 @@ void mk_ctx_free(struct mk_ctx *c)
 		c->tops->free(c);
 	mk_ids_destroy(c->ids);
 	mk_xattrs_destroy(c->xattrs);
-	sqk_compressor_destroy(c->comp);
-	sqk_integ_writer_destroy(c->integ);
+	compressor_destroy(c->comp);
+	integ_writer_destroy(c->integ);
 	mk_reuse_close(c->reuse);
 	mk_pseudo_free(c->pseudo);
 	mk_order_free(c);

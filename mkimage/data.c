@@ -381,11 +381,11 @@ int mk_data_file(struct mk_ctx *c, const struct mk_file_ref *fr, struct mk_sourc
 
 static int piece_group_cmp(const struct mk_data *d, const struct piece *x, const struct piece *y)
 {
-	int r = sqk_name_cmp(d->keys + x->key, x->cls_len, d->keys + y->key, y->cls_len);
+	int r = dir_name_cmp(d->keys + x->key, x->cls_len, d->keys + y->key, y->cls_len);
 	if (!r && x->ldir != y->ldir)
 		r = x->ldir < y->ldir ? -1 : 1;
 	if (!r)
-		r = sqk_name_cmp(d->keys + x->key + x->cls_len, x->stem_len,
+		r = dir_name_cmp(d->keys + x->key + x->cls_len, x->stem_len,
 				 d->keys + y->key + y->cls_len, y->stem_len);
 	return r;
 }

@@ -116,7 +116,7 @@ static uint32_t key_hash(uint64_t size, uint64_t prefix)
 static int slot_of(struct mk_ctx *c, const struct mk_dedup *d, uint64_t size,
 		   const uint8_t *digest, uint32_t *slot)
 {
-	uint64_t prefix = sqk_get_le64(digest);
+	uint64_t prefix = get_le64(digest);
 	uint32_t j = key_hash(size, prefix) & (d->nslots - 1);
 	for (;; j = (j + 1) & (d->nslots - 1)) {
 		uint32_t e = d->slots[j];
@@ -170,7 +170,7 @@ int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_f
 	if ((d->n + 1) * 2 > d->nslots)
 		err = grow(d);
 	if (!err)
-		err = sqk_grow(&d->v, &d->cap, (size_t)d->n + 1, sizeof(*d->v), 0);
+		err = mem_grow(&d->v, &d->cap, (size_t)d->n + 1, sizeof(*d->v), 0);
 	if (!err)
 		err = sizes_add(d, size);
 	if (!err && d->n == UINT32_MAX - 1)
@@ -188,7 +188,7 @@ int mk_dedup_find_or_add(struct mk_ctx *c, struct mk_dedup *d, const struct mk_f
 	*orig = NULL;
 	if ((err = mk_spill_put(c, d->digests, digest, SQK_INTEG_DIGEST_SIZE, &ref)))
 		return err;
-	d->v[d->n] = (struct dd_entry){ .prefix = sqk_get_le64(digest), .f = f };
+	d->v[d->n] = (struct dd_entry){ .prefix = get_le64(digest), .f = f };
 	d->slots[j] = ++d->n;
 	return 0;
 }

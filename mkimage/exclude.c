@@ -25,14 +25,14 @@ static ssize_t split_path(struct excludes *x, const char *rel)
 	size_t len = strlen(rel), n = 1;
 	for (size_t i = 0; i < len; i++)
 		n += rel[i] == '/';
-	if (len + 1 > x->split_cap) { /* a string: exactly len + 1, not sqk_grow */
+	if (len + 1 > x->split_cap) { /* a string: exactly len + 1, not mem_grow */
 		char *nb = realloc(x->split, len + 1);
 		if (!nb)
 			return -1;
 		x->split = nb;
 		x->split_cap = len + 1;
 	}
-	if (sqk_grow(&x->parts, &x->parts_cap, n, sizeof(*x->parts), 0))
+	if (mem_grow(&x->parts, &x->parts_cap, n, sizeof(*x->parts), 0))
 		return -1;
 	memcpy(x->split, rel, len + 1);
 	x->parts[0] = x->split;

@@ -133,13 +133,13 @@ struct mk_ctx {
 	uint32_t newest_mtime;
 	struct mk_xattrs *xattrs;
 	struct mk_ids *ids;
-	struct sqk_compressor *comp; /* main-thread compressor (metadata) */
+	struct compressor *comp; /* main-thread compressor (metadata) */
 	struct sqk_io *out;          /* image output (borrowed) */
 	uint64_t pos;                /* next write position (owned by the writer during data) */
-	struct sqk_integ_writer *integ; /* hashes every byte written; NULL with --no-checksums */
+	struct integ_writer *integ; /* hashes every byte written; NULL with --no-checksums */
 	bool have_root;              /* root_hash set: integrity data was appended */
 	uint8_t root_hash[SQK_INTEG_DIGEST_SIZE];
-	struct sqk_frag_entry *frags;
+	struct frag_entry *frags;
 	uint32_t nfrags;             /* fragment blocks planned (main thread) */
 	size_t frags_cap;            /* frags: grown by the writer thread as it writes them */
 	struct mk_stats st;
@@ -177,7 +177,7 @@ int mk_build_inputs(struct mk_ctx *c);
  * sync; fills sb. On error the first message is in c->errmsg. */
 int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb);
 
-/* ctx.c: the context helpers. mk_grow is sqk_grow (common/grow.h: arrp is a T **, the array
+/* ctx.c: the context helpers. mk_grow is mem_grow (common/grow.h: arrp is a T **, the array
  * of *cap elements of sz bytes grows to hold need, overflow-checked) with the failure reported
  * through c. */
 int mk_grow(struct mk_ctx *c, void *arrp, size_t *cap, size_t need, size_t sz);

@@ -415,7 +415,7 @@ static int walk_cmp(const char *a, const char *b)
 {
 	for (;;) {
 		size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
-		int r = sqk_name_cmp(a, la, b, lb);
+		int r = dir_name_cmp(a, la, b, lb);
 		if (r || (!a[la] && !b[lb]))
 			return r;
 		if (!a[la] || !b[lb]) /* cannot happen for two files */

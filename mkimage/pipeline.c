@@ -46,7 +46,7 @@ struct mk_pipeline {
 
 struct worker_arg {
 	struct mk_pipeline *p;
-	struct sqk_compressor *comp;
+	struct compressor *comp;
 };
 
 static void fail_locked(struct mk_pipeline *p, int err)
@@ -68,12 +68,12 @@ static void fail(struct mk_pipeline *p, int err)
 
 /* --reuse: whether the old stored block holds exactly this block's bytes (decompressed and
  * compared); then out holds the old stored bytes. */
-static bool same_as_old(struct mk_pipeline *p, struct sqk_compressor *comp, struct mk_job *j)
+static bool same_as_old(struct mk_pipeline *p, struct compressor *comp, struct mk_job *j)
 {
 	uint32_t stored = j->reuse_word & SQK_BLOCK_SIZE_MASK;
 	if (j->reuse_word & SQK_BLOCK_RAW)
 		return stored == j->in_len && !memcmp(j->old, j->in, j->in_len);
-	ssize_t r = sqk_decompress(comp, j->old, stored, j->out, p->c->opt->block_size);
+	ssize_t r = comp_decompress(comp, j->old, stored, j->out, p->c->opt->block_size);
 	if (r != (ssize_t)j->in_len || memcmp(j->out, j->in, j->in_len))
 		return false;
 	memcpy(j->out, j->old, stored);
@@ -81,7 +81,7 @@ static bool same_as_old(struct mk_pipeline *p, struct sqk_compressor *comp, stru
 }
 
 /* Compresses one job; data blocks of zeros become sparse, blocks that don't shrink stay raw. */
-static int compress_job(struct mk_pipeline *p, struct sqk_compressor *comp, struct mk_job *j)
+static int compress_job(struct mk_pipeline *p, struct compressor *comp, struct mk_job *j)
 {
 	j->reused = false;
 	if (j->kind == MK_JOB_VERDICT || j->kind == MK_JOB_COPY)
@@ -95,7 +95,7 @@ static int compress_job(struct mk_pipeline *p, struct sqk_compressor *comp, stru
 		j->reused = true;
 		return 0;
 	}
-	ssize_t r = sqk_compress(comp, j->in, j->in_len, j->out, p->c->opt->block_size);
+	ssize_t r = comp_compress(comp, j->in, j->in_len, j->out, p->c->opt->block_size);
 	if (r < 0)
 		return mk_fail(p->c, (int)r, "compression failed: %s", sqk_strerror((int)r));
 	j->word = r > 0 ? (uint32_t)r : ((uint32_t)j->in_len | SQK_BLOCK_RAW);
@@ -216,7 +216,7 @@ static int write_job(struct mk_pipeline *p, struct mk_job *j)
 		if ((err = mk_grow(c, &c->frags, &c->frags_cap, (size_t)j->frag_idx + 1,
 				   sizeof(*c->frags))))
 			return err;
-		c->frags[j->frag_idx] = (struct sqk_frag_entry){ .start = at, .size = j->word };
+		c->frags[j->frag_idx] = (struct frag_entry){ .start = at, .size = j->word };
 		c->st.frag_blocks++;
 		return 0;
 	}
@@ -286,10 +286,10 @@ static void free_pipeline(struct mk_pipeline *p)
 static int start_threads(struct mk_pipeline *p, struct worker_arg *args)
 {
 	for (int i = 0; i < p->nworkers; i++) {
-		int err = sqk_compressor_create(&p->c->opt->comp, &args[i].comp);
+		int err = compressor_create(&p->c->opt->comp, &args[i].comp);
 		if (err)
 			return mk_fail(p->c, err, "cannot set up the %s compressor: %s",
-				       sqk_comp_name(p->c->opt->comp.id), sqk_strerror(err));
+				       comp_name(p->c->opt->comp.id), sqk_strerror(err));
 		args[i].p = p;
 	}
 	for (int i = 0; i < p->nworkers; i++)
@@ -385,7 +385,7 @@ int mk_pipeline_finish(struct mk_pipeline *p)
 	if (!err && p->next_write != p->next_submit)
 		err = mk_fail(p->c, SQK_EIO, "internal error: blocks left unwritten");
 	for (int i = 0; pf->args && i < p->c->opt->threads; i++)
-		sqk_compressor_destroy(pf->args[i].comp);
+		compressor_destroy(pf->args[i].comp);
 	free(pf->args);
 	free_pipeline(p);
 	return err;

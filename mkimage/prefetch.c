@@ -117,7 +117,7 @@ int mk_walk_path_cmp(const char *a, const char *b)
 {
 	for (;;) {
 		const char *ea = strchrnul(a, '/'), *eb = strchrnul(b, '/');
-		int r = sqk_name_cmp(a, (size_t)(ea - a), b, (size_t)(eb - b));
+		int r = dir_name_cmp(a, (size_t)(ea - a), b, (size_t)(eb - b));
 		if (r)
 			return r;
 		if (!*ea || !*eb)
@@ -396,7 +396,7 @@ static bool deliver(struct mk_prefetch *p, uint64_t seq, int fd, const struct st
 static int name_cmp(const void *a, const void *b)
 {
 	const char *x = *(char *const *)a + 1, *y = *(char *const *)b + 1;
-	return sqk_name_cmp(x, strlen(x), y, strlen(y));
+	return dir_name_cmp(x, strlen(x), y, strlen(y));
 }
 
 /* Reads the directory fd (closed here) into ld: its identity, its entries sorted as the walk

@@ -81,7 +81,7 @@ int mk_prefetch_take(struct mk_prefetch *p, const char *rel, dev_t dev, ino_t in
 		     struct mk_prefetch_xattrs *x);
 
 /* A directory's listing as the scout read it: n entries, each its d_type byte, its name and a
- * NUL, in the walk's order (sqk_name_cmp), without "." and ".."; and its xattrs (x.len -1: not
+ * NUL, in the walk's order (dir_name_cmp), without "." and ".."; and its xattrs (x.len -1: not
  * read). */
 struct mk_prefetch_dir {
 	char *names;
@@ -132,7 +132,7 @@ void mk_prefetch_counts(struct mk_prefetch *p, uint64_t *files, uint64_t *bytes,
 /* Stops the scout (waiting for the read-ahead it is issuing) and frees p. NULL is a no-op. */
 void mk_prefetch_destroy(struct mk_prefetch *p);
 
-/* The walk's order on image paths: depth first, each directory's entries by sqk_name_cmp, a
+/* The walk's order on image paths: depth first, each directory's entries by dir_name_cmp, a
  * directory before what it holds. <0, 0 or >0 like strcmp. */
 int mk_walk_path_cmp(const char *a, const char *b);
 

@@ -109,7 +109,7 @@ static int perr(struct mk_ctx *c, const struct pdef *d, const char *fmt, const c
 static int parse_id(const char *s, bool user, uint32_t *out)
 {
 	uint64_t v;
-	if (!sqk_parse_u64(s, UINT32_MAX, &v)) {
+	if (!parse_u64(s, UINT32_MAX, &v)) {
 		*out = (uint32_t)v;
 		return 0;
 	}
@@ -140,7 +140,7 @@ static int parse_fields(struct mk_ctx *c, struct pdef *d, const char **s, bool t
 	}
 	if (timed) {
 		char *t = next_word(s, &bad);
-		if (!t || sqk_parse_u64(t, UINT32_MAX, &v))
+		if (!t || parse_u64(t, UINT32_MAX, &v))
 			err = perr(c, d, "bad or missing time '%s'", t);
 		else
 			d->mtime = (int64_t)v;
@@ -152,7 +152,7 @@ static int parse_fields(struct mk_ctx *c, struct pdef *d, const char **s, bool t
 		w[i] = next_word(s, &bad);
 	if (!w[2])
 		err = perr(c, d, "need MODE UID GID", NULL);
-	else if (sqk_parse_mode(w[0], &d->mode))
+	else if (parse_mode(w[0], &d->mode))
 		err = perr(c, d, "bad mode '%s' (octal, up to 07777)", w[0]);
 	else if (parse_id(w[1], true, &d->uid))
 		err = perr(c, d, "unknown user '%s'", w[1]);
@@ -164,11 +164,11 @@ static int parse_fields(struct mk_ctx *c, struct pdef *d, const char **s, bool t
 		return err;
 	if (d->type == 'c' || d->type == 'b') {
 		char *a = next_word(s, &bad), *b = next_word(s, &bad);
-		if (!a || !b || sqk_parse_u64(a, 0xFFF, &v))
+		if (!a || !b || parse_u64(a, 0xFFF, &v))
 			err = perr(c, d, "need MAJOR (0..4095) and MINOR (0..1048575)", NULL);
 		else {
 			d->maj = (uint32_t)v;
-			if (sqk_parse_u64(b, 0xFFFFF, &v))
+			if (parse_u64(b, 0xFFFFF, &v))
 				err =
 				    perr(c, d, "need MAJOR (0..4095) and MINOR (0..1048575)", NULL);
 			d->min = (uint32_t)v;

@@ -56,8 +56,8 @@ int mk_reuse_open(struct mk_ctx *c, const char *path, struct mk_reuse **out)
 			fprintf(stderr,
 				"sqk mkimage: --reuse: '%s' has %s with %u KiB blocks, this build "
 				"%s with %u KiB: nothing reused\n",
-				path, sqk_comp_name(sb->compressor), sb->block_size / 1024,
-				sqk_comp_name(c->opt->comp.id), c->opt->block_size / 1024);
+				path, comp_name(sb->compressor), sb->block_size / 1024,
+				comp_name(c->opt->comp.id), c->opt->block_size / 1024);
 		sqk_image_close(r->img);
 		free(r);
 		return 0;
@@ -94,7 +94,7 @@ static int old_dir(struct mk_ctx *c, struct mk_reuse *r, const char *path, size_
 {
 	if (r->dir_path && r->dir_len == len && !memcmp(r->dir_path, path, len))
 		return 0;
-	if (len + 1 > r->dir_cap) { /* a string: exactly len + 1, not sqk_grow */
+	if (len + 1 > r->dir_cap) { /* a string: exactly len + 1, not mem_grow */
 		char *np = realloc(r->dir_path, len + 1);
 		if (!np)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");

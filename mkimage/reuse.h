@@ -16,7 +16,7 @@ struct mk_reuse_file {
 	bool have;
 	struct sqk_inode ino;
 	uint32_t *words, nblocks;
-	size_t cap;            /* words allocated (sqk_grow) */
+	size_t cap;            /* words allocated (mem_grow) */
 	uint32_t next_k;       /* blocks before next_pos */
 	uint64_t next_pos;
 };

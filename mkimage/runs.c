@@ -63,7 +63,7 @@ static int srec_cmp(const struct mk_srec *a, const struct mk_srec *b)
 {
 	if (a->dir != b->dir)
 		return a->dir < b->dir ? -1 : 1;
-	int r = sqk_name_cmp(a->name, a->r.name_len, b->name, b->r.name_len);
+	int r = dir_name_cmp(a->name, a->r.name_len, b->name, b->r.name_len);
 	if (r)
 		return r;
 	return (a->seq > b->seq) - (a->seq < b->seq);

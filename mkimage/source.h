@@ -46,7 +46,7 @@ struct mk_source;
 struct mk_source_ops {
 	/* read() may go back to offset 0 of the current file (a file on disk; not a stream). */
 	bool rereadable;
-	/* Entries come depth first, each directory's in name order (sqk_name_cmp), no path twice:
+	/* Entries come depth first, each directory's in name order (dir_name_cmp), no path twice:
 	 * the builder then keeps no index of names. */
 	bool ordered;
 	/* Fills e with the next entry: 0, 1 at the end, or an SQK_E* error reported through c.

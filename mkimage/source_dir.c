@@ -27,7 +27,7 @@
 int sd_name_sort(const void *a, const void *b)
 {
 	const char *x = *(char *const *)a, *y = *(char *const *)b;
-	return sqk_name_cmp(x, strlen(x), y, strlen(y));
+	return dir_name_cmp(x, strlen(x), y, strlen(y));
 }
 
 int sd_set_str(struct mk_ctx *c, char **buf, size_t *cap, size_t at, const char *add,
@@ -165,7 +165,7 @@ static int read_xattrs(struct mk_ctx *c, struct dir_source *d, struct mk_entry *
 			       strerror(errno));
 	if (len == 0)
 		return 0;
-	if ((size_t)len > d->xnames_cap) { /* exactly the list's bytes, not sqk_grow */
+	if ((size_t)len > d->xnames_cap) { /* exactly the list's bytes, not mem_grow */
 		char *nb = realloc(d->xnames, (size_t)len);
 		if (!nb)
 			return mk_fail(c, SQK_ENOMEM, "out of memory");
@@ -289,7 +289,7 @@ int sd_stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e, bo
 	if (root ? stat(d->path, &st) : lstat(d->path, &st)) {
 		char b[2 * SQK_DEPTH_SHOWN + 4]; /* a path too long for PATH_MAX: its two ends */
 		return mk_fail(c, sqk_from_errno(errno), "cannot stat '%s': %s",
-			       sqk_depth_shown(d->path, b), strerror(errno));
+			       depth_shown(d->path, b), strerror(errno));
 	}
 	for (int i = 0; i < c->nskip; i++)
 		if (S_ISREG(st.st_mode) && st.st_dev == c->skip_dev[i] &&
@@ -610,7 +610,7 @@ struct named_source {
 static int named_cmp(const void *a, const void *b)
 {
 	const struct named_source *x = a, *y = b;
-	int r = sqk_name_cmp(x->name, strlen(x->name), y->name, strlen(y->name));
+	int r = dir_name_cmp(x->name, strlen(x->name), y->name, strlen(y->name));
 	return r ? r : (x->idx > y->idx) - (x->idx < y->idx);
 }
 

@@ -91,7 +91,7 @@ struct dir_source {
 	char target[SQK_SYMLINK_MAX + 2];
 };
 
-/* qsort order of entry names: sqk_name_cmp (unsigned bytes). */
+/* qsort order of entry names: dir_name_cmp (unsigned bytes). */
 int sd_name_sort(const void *a, const void *b);
 /* Writes add into *buf at at (grown as needed), after a '/' when slash and at does not
  * end one already. */

@@ -72,7 +72,7 @@ struct tar_source {
 /* The current entry for messages: a name of thousands of levels by its two ends. */
 static const char *origin_shown(struct tar_source *t)
 {
-	return sqk_depth_shown(t->origin ? t->origin : "", t->shown);
+	return depth_shown(t->origin ? t->origin : "", t->shown);
 }
 
 static int64_t stream_pos(struct tar_source *t)
@@ -137,7 +137,7 @@ static int confine(struct mk_ctx *c, struct tar_source *t, const char *name, cha
 				fprintf(stderr,
 					"sqk mkimage: tar '%s': '%s' climbs above the root; "
 					"kept inside it\n",
-					t->name, sqk_depth_shown(name, b));
+					t->name, depth_shown(name, b));
 				t->warned_dotdot = true;
 			}
 			while (o && p[o - 1] != '/')
@@ -271,7 +271,7 @@ static int pull_chunk(struct tar_source *t, const uint8_t **out, size_t *len)
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
 			return -1;
 		if (got + n > t->chunk_cap[k] &&
-		    sqk_grow(&t->chunk[k], &t->chunk_cap[k],
+		    mem_grow(&t->chunk[k], &t->chunk_cap[k],
 			     got + n > 2 * FEED_CHUNK ? got + n : 2 * FEED_CHUNK, 1, 0))
 			return -2;
 		memcpy(t->chunk[k] + got, b, n);
@@ -353,7 +353,7 @@ static int pend_fill(struct mk_ctx *c, struct tar_source *t)
 		const uint8_t *p;
 		size_t n;
 		int err = pull_chunk(t, &p, &n);
-		/* exact, not sqk_grow: pend only ever takes the few chunks up to the next header */
+		/* exact, not mem_grow: pend only ever takes the few chunks up to the next header */
 		if (!err && t->pend_len + n > t->pend_cap) {
 			uint8_t *np = realloc(t->pend, t->pend_len + n);
 			if (np) {

@@ -136,7 +136,7 @@ int mk_spill_put(struct mk_ctx *c, struct mk_spill *t, const void *data, size_t 
 			size_t ncap = t->cap ? t->cap : 1u << 16;
 			while (ncap < t->used + len)
 				ncap *= 2;
-			if (ncap > t->budget) /* not sqk_grow: never past the memory budget */
+			if (ncap > t->budget) /* not mem_grow: never past the memory budget */
 				ncap = t->budget;
 			uint8_t *nm = realloc(t->mem, ncap);
 			if (!nm)

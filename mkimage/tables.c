@@ -25,7 +25,7 @@ static int drain(struct mk_tables *t)
 	int err = 0;
 	if (t->inodes.out_len >= DRAIN_AT) {
 		err = mk_write(c, t->inodes.out, t->inodes.out_len);
-		sqk_meta_writer_drain(&t->inodes);
+		meta_writer_drain(&t->inodes);
 	}
 	if (!err && t->dirs.out_len >= DRAIN_AT) {
 		if ((err = mk_grow(c, &t->dir_pieces, &t->dir_pieces_cap,
@@ -34,16 +34,16 @@ static int drain(struct mk_tables *t)
 		struct mk_piece_ref *p = &t->dir_pieces[t->ndir_pieces++];
 		p->len = t->dirs.out_len;
 		err = mk_spill_put(c, t->dir_store, t->dirs.out, t->dirs.out_len, &p->ref);
-		sqk_meta_writer_drain(&t->dirs);
+		meta_writer_drain(&t->dirs);
 	}
 	return err;
 }
 
 /* Header and fixed body of a as type into b; returns their length. */
 static size_t encode_inode(const struct mk_inode *a, uint16_t type,
-			   const struct sqk_inode_body *body, uint8_t *b)
+			   const struct inode_body *body, uint8_t *b)
 {
-	struct sqk_inode_header h = {
+	struct inode_header h = {
 		.type = type,
 		.mode = (uint16_t)(a->mode & 07777),
 		.uid_idx = a->uid_idx,
@@ -51,21 +51,21 @@ static size_t encode_inode(const struct mk_inode *a, uint16_t type,
 		.mtime = a->mtime,
 		.inode_number = a->ino,
 	};
-	sqk_inode_header_encode(&h, b);
-	sqk_inode_body_encode(type, body, b + SQK_INODE_HEADER_SIZE);
-	return SQK_INODE_HEADER_SIZE + sqk_inode_body_size(type);
+	inode_header_encode(&h, b);
+	inode_body_encode(type, body, b + SQK_INODE_HEADER_SIZE);
+	return SQK_INODE_HEADER_SIZE + inode_body_size(type);
 }
 
 /* Starts a's inode: records its reference for the export table. */
 static int append_inode(struct mk_tables *t, const struct mk_inode *a, const uint8_t *b,
 			size_t len, const void *tail, size_t tail_len, uint64_t *ref)
 {
-	*ref = sqk_meta_writer_ref(&t->inodes);
+	*ref = meta_writer_ref(&t->inodes);
 	if (a->ino && a->ino <= t->c->inode_count)
 		t->exports[a->ino - 1] = *ref;
-	int err = sqk_meta_writer_append(&t->inodes, b, len);
+	int err = meta_writer_append(&t->inodes, b, len);
 	if (!err && tail_len)
-		err = sqk_meta_writer_append(&t->inodes, tail, tail_len);
+		err = meta_writer_append(&t->inodes, tail, tail_len);
 	return err;
 }
 
@@ -79,7 +79,7 @@ static int emit_file(struct mk_tables *t, const struct mk_inode *a, uint64_t *re
 	uint8_t words[4096];
 	bool ext = f->blocks_start > UINT32_MAX || f->size > UINT32_MAX || a->nlink > 1 ||
 		   a->xattr_idx != SQK_NONE32 || sparse;
-	struct sqk_inode_body body = {
+	struct inode_body body = {
 		.blocks_start = f->blocks_start, .size = f->size, .sparse = sparse,
 		.nlink = a->nlink, .frag_index = f->frag_index,
 		.frag_offset = f->frag_index == SQK_NONE32 ? 0 : f->frag_offset,
@@ -91,8 +91,8 @@ static int emit_file(struct mk_tables *t, const struct mk_inode *a, uint64_t *re
 	for (uint32_t k = 0; k < nblocks && !err;) {
 		uint32_t m = nblocks - k < 1024 ? nblocks - k : 1024;
 		for (uint32_t i = 0; i < m; i++)
-			sqk_put_le32(words + 4 * i, bl->words[k + i]);
-		err = sqk_meta_writer_append(&t->inodes, words, 4 * (size_t)m);
+			put_le32(words + 4 * i, bl->words[k + i]);
+		err = meta_writer_append(&t->inodes, words, 4 * (size_t)m);
 		k += m;
 	}
 	return err;
@@ -114,7 +114,7 @@ static int emit_other(struct mk_tables *t, const struct mk_inode *a, uint64_t *r
 	uint8_t b[32];
 	bool ext = a->xattr_idx != SQK_NONE32;
 	uint16_t type = (uint16_t)(other_type(a->mode) + (ext ? 7 : 0));
-	struct sqk_inode_body body = { .nlink = a->nlink, .size = a->target_len, .rdev = a->rdev,
+	struct inode_body body = { .nlink = a->nlink, .size = a->target_len, .rdev = a->rdev,
 				       .xattr_idx = a->xattr_idx };
 	size_t len = encode_inode(a, type, &body, b);
 
@@ -122,8 +122,8 @@ static int emit_other(struct mk_tables *t, const struct mk_inode *a, uint64_t *r
 		return append_inode(t, a, b, len, NULL, 0, ref);
 	int err = append_inode(t, a, b, len, a->target, a->target_len, ref);
 	if (!err && ext) { /* an extended symlink's xattr index follows its target */
-		sqk_put_le32(b, a->xattr_idx);
-		err = sqk_meta_writer_append(&t->inodes, b, 4);
+		put_le32(b, a->xattr_idx);
+		err = meta_writer_append(&t->inodes, b, 4);
 	}
 	return err;
 }
@@ -193,23 +193,23 @@ static uint16_t dent_type(mode_t m)
 static int write_run(struct mk_tables *t, const struct mk_dent *v, size_t i, size_t n)
 {
 	uint8_t b[SQK_DIR_HEADER_SIZE];
-	struct sqk_dir_header h = { .count = (uint32_t)(n - 1),
+	struct dir_header h = { .count = (uint32_t)(n - 1),
 				    .start_block = (uint32_t)(v[i].ref >> 16),
 				    .inode_number = v[i].ino };
-	sqk_dir_header_encode(&h, b);
-	int err = sqk_meta_writer_append(&t->dirs, b, sizeof(b));
+	dir_header_encode(&h, b);
+	int err = meta_writer_append(&t->dirs, b, sizeof(b));
 	for (size_t j = i; j < i + n && !err; j++) {
-		struct sqk_dir_entry e = {
+		struct dir_entry e = {
 			.offset = (uint16_t)(v[j].ref & 0xFFFF),
 			.inode_delta = (int16_t)((int64_t)v[j].ino - (int64_t)v[i].ino),
 			.type = dent_type(v[j].mode),
 			.name_size = (uint16_t)(v[j].name_len - 1),
 		};
 		uint8_t eb[SQK_DIR_ENTRY_SIZE];
-		sqk_dir_entry_encode(&e, eb);
-		err = sqk_meta_writer_append(&t->dirs, eb, sizeof(eb));
+		dir_entry_encode(&e, eb);
+		err = meta_writer_append(&t->dirs, eb, sizeof(eb));
 		if (!err)
-			err = sqk_meta_writer_append(&t->dirs, v[j].name, v[j].name_len);
+			err = meta_writer_append(&t->dirs, v[j].name, v[j].name_len);
 	}
 	return err;
 }
@@ -219,9 +219,9 @@ static int write_listing(struct mk_tables *t, const struct mk_dent *v, size_t n,
 {
 	uint32_t since_index = 0;
 	bool next_indexed = false;
-	l->start = sqk_meta_writer_ref(&t->dirs);
+	l->start = meta_writer_ref(&t->dirs);
 	for (size_t i = 0; i < n;) {
-		uint64_t ref = sqk_meta_writer_ref(&t->dirs);
+		uint64_t ref = meta_writer_ref(&t->dirs);
 		if (next_indexed) {
 			int err = add_index(t->c, l, l->bytes, ref, &v[i]);
 			if (err)
@@ -250,7 +250,7 @@ static int emit_dir_inode(struct mk_tables *t, const struct mk_inode *a, const s
 	uint8_t b[40];
 	uint32_t size = l->bytes + 3;
 	bool ext = size > 0xFFFF || l->nidx || a->xattr_idx != SQK_NONE32 || n > SQK_DIR_RUN_MAX;
-	struct sqk_inode_body body = {
+	struct inode_body body = {
 	    .dir_block = (uint32_t)(l->start >> 16),
 	    .dir_offset = (uint16_t)(l->start & 0xFFFF),
 	    .nlink = 2 + nsubdirs,
@@ -263,10 +263,10 @@ static int emit_dir_inode(struct mk_tables *t, const struct mk_inode *a, const s
 	int err = append_inode(t, a, b, len, NULL, 0, ref);
 	for (size_t i = 0; ext && i < l->nidx && !err; i++) {
 		uint8_t ib[SQK_DIR_INDEX_SIZE];
-		sqk_dir_index_encode(&l->idx[i].e, ib);
-		err = sqk_meta_writer_append(&t->inodes, ib, sizeof(ib));
+		dir_index_encode(&l->idx[i].e, ib);
+		err = meta_writer_append(&t->inodes, ib, sizeof(ib));
 		if (!err)
-			err = sqk_meta_writer_append(&t->inodes, l->idx[i].first->name,
+			err = meta_writer_append(&t->inodes, l->idx[i].first->name,
 						     l->idx[i].first->name_len);
 	}
 	return err;
@@ -291,12 +291,12 @@ int mk_tables_dir(struct mk_tables *t, const struct mk_inode *a, const struct mk
 /* ---- the tree in memory ---- */
 
 /* Appends a finished metadata stream at c->pos; fills pos[] with each block's position. */
-static int write_stream(struct mk_ctx *c, const struct sqk_meta_writer *w, uint64_t *pos)
+static int write_stream(struct mk_ctx *c, const struct meta_writer *w, uint64_t *pos)
 {
 	size_t k = 0;
 	for (size_t off = 0; pos && off < w->out_len; k++) {
 		pos[k] = c->pos + off;
-		off += 2 + (sqk_get_le16(w->out + off) & 0x7FFF);
+		off += 2 + (get_le16(w->out + off) & 0x7FFF);
 	}
 	return w->out_len ? mk_write(c, w->out, w->out_len) : 0;
 }
@@ -305,7 +305,7 @@ static int write_index(struct mk_ctx *c, const uint64_t *pos, uint32_t n)
 {
 	uint8_t b[8];
 	for (uint32_t i = 0; i < n; i++) {
-		sqk_put_le64(b, pos[i]);
+		put_le64(b, pos[i]);
 		int err = mk_write(c, b, 8);
 		if (err)
 			return err;
@@ -316,11 +316,11 @@ static int write_index(struct mk_ctx *c, const uint64_t *pos, uint32_t n)
 /* A lookup table: entries as metadata blocks, then the u64 index; *start = index position. */
 static int write_lookup(struct mk_ctx *c, const uint8_t *data, size_t len, uint64_t *start)
 {
-	struct sqk_meta_writer w;
-	sqk_meta_writer_init(&w, c->comp);
-	int err = sqk_meta_writer_append(&w, data, len);
+	struct meta_writer w;
+	meta_writer_init(&w, c->comp);
+	int err = meta_writer_append(&w, data, len);
 	if (!err)
-		err = sqk_meta_writer_finish(&w);
+		err = meta_writer_finish(&w);
 	uint64_t *pos = calloc(w.nblocks ? w.nblocks : 1, sizeof(*pos));
 	if (!err && !pos)
 		err = SQK_ENOMEM;
@@ -330,7 +330,7 @@ static int write_lookup(struct mk_ctx *c, const uint8_t *data, size_t len, uint6
 	if (!err)
 		err = write_index(c, pos, w.nblocks);
 	free(pos);
-	sqk_meta_writer_free(&w);
+	meta_writer_free(&w);
 	return err;
 }
 
@@ -340,7 +340,7 @@ static int write_frag_table(struct mk_ctx *c, struct sqk_super *sb)
 	if (!buf)
 		return SQK_ENOMEM;
 	for (uint32_t i = 0; i < c->nfrags; i++)
-		sqk_frag_entry_encode(&c->frags[i], buf + (size_t)i * SQK_FRAG_ENTRY_SIZE);
+		frag_entry_encode(&c->frags[i], buf + (size_t)i * SQK_FRAG_ENTRY_SIZE);
 	int err = write_lookup(c, buf, (size_t)c->nfrags * SQK_FRAG_ENTRY_SIZE,
 			       &sb->fragment_table_start);
 	free(buf);
@@ -356,7 +356,7 @@ static int write_export_table(struct mk_ctx *c, struct sqk_super *sb, uint64_t *
 		return 0;
 	}
 	for (uint32_t i = 0; i < c->inode_count; i++)
-		sqk_put_le64((uint8_t *)&refs[i], refs[i]);
+		put_le64((uint8_t *)&refs[i], refs[i]);
 	return write_lookup(c, (const uint8_t *)refs, (size_t)c->inode_count * 8,
 			    &sb->export_table_start);
 }
@@ -369,7 +369,7 @@ static int write_id_table(struct mk_ctx *c, struct sqk_super *sb)
 	if (!buf)
 		return SQK_ENOMEM;
 	for (uint32_t i = 0; i < n; i++)
-		sqk_put_le32(buf + 4 * i, v[i]);
+		put_le32(buf + 4 * i, v[i]);
 	int err = write_lookup(c, buf, (size_t)n * 4, &sb->id_table_start);
 	free(buf);
 	sb->id_count = (uint16_t)n;
@@ -382,12 +382,12 @@ static int write_xattr_tables(struct mk_ctx *c, struct sqk_super *sb)
 	sb->xattr_id_table_start = SQK_NONE64;
 	if (!n)
 		return 0;
-	struct sqk_meta_writer kv, ids;
-	sqk_meta_writer_init(&kv, c->comp);
-	sqk_meta_writer_init(&ids, c->comp);
+	struct meta_writer kv, ids;
+	meta_writer_init(&kv, c->comp);
+	meta_writer_init(&ids, c->comp);
 	int err = mk_xattrs_encode(c, &kv, &ids);
 	uint64_t *pos = calloc(ids.nblocks ? ids.nblocks : 1, sizeof(*pos));
-	struct sqk_xattr_header h = { .kv_start = c->pos, .count = n };
+	struct xattr_header h = { .kv_start = c->pos, .count = n };
 	if (!err && !pos)
 		err = SQK_ENOMEM;
 	if (!err)
@@ -396,14 +396,14 @@ static int write_xattr_tables(struct mk_ctx *c, struct sqk_super *sb)
 		err = write_stream(c, &ids, pos);
 	sb->xattr_id_table_start = c->pos;
 	uint8_t hb[SQK_XATTR_HEADER_SIZE];
-	sqk_xattr_header_encode(&h, hb);
+	xattr_header_encode(&h, hb);
 	if (!err)
 		err = mk_write(c, hb, sizeof(hb));
 	if (!err)
 		err = write_index(c, pos, ids.nblocks);
 	free(pos);
-	sqk_meta_writer_free(&kv);
-	sqk_meta_writer_free(&ids);
+	meta_writer_free(&kv);
+	meta_writer_free(&ids);
 	return err;
 }
 
@@ -437,9 +437,9 @@ static int write_inodes_dirs(struct mk_ctx *c, struct sqk_super *sb, struct mk_t
 		err = c->tops->emit(c, t, &root_ref);
 	sb->root_inode = root_ref;
 	if (!err)
-		err = sqk_meta_writer_finish(&t->inodes);
+		err = meta_writer_finish(&t->inodes);
 	if (!err)
-		err = sqk_meta_writer_finish(&t->dirs);
+		err = meta_writer_finish(&t->dirs);
 	if (err && !c->first_err)
 		err = mk_fail(c, err, "cannot build the inode table: %s", sqk_strerror(err));
 	if (!err && t->inodes.out_len)
@@ -453,11 +453,11 @@ static int write_inodes_dirs(struct mk_ctx *c, struct sqk_super *sb, struct mk_t
 int mk_tables_write(struct mk_ctx *c, struct sqk_super *sb)
 {
 	struct mk_tables t = { .c = c };
-	sqk_meta_writer_init(&t.inodes, c->comp);
-	sqk_meta_writer_init(&t.dirs, c->comp);
+	meta_writer_init(&t.inodes, c->comp);
+	meta_writer_init(&t.dirs, c->comp);
 	int err = write_inodes_dirs(c, sb, &t);
-	sqk_meta_writer_free(&t.inodes);
-	sqk_meta_writer_free(&t.dirs);
+	meta_writer_free(&t.inodes);
+	meta_writer_free(&t.dirs);
 	mk_spill_destroy(t.dir_store);
 	free(t.dir_pieces);
 	if (!err)

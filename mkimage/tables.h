@@ -15,7 +15,7 @@
 
 struct mk_tables {
 	struct mk_ctx *c;
-	struct sqk_meta_writer inodes, dirs;
+	struct meta_writer inodes, dirs;
 	struct mk_spill *dir_store;  /* finished directory-table blocks (owned) */
 	struct mk_piece_ref { uint64_t ref; size_t len; } *dir_pieces; /* what went in (owned) */
 	size_t ndir_pieces, dir_pieces_cap;

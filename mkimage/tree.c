@@ -263,7 +263,7 @@ void mk_report_clamped(struct mk_ctx *c)
 int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e)
 {
 	size_t len = strlen(e->path);
-	uint64_t depth = sqk_path_depth(e->path, len);
+	uint64_t depth = path_depth(e->path, len);
 	if (depth <= SQK_DEPTH_MAX)
 		return 0;
 	/* the origin names the path (an archive member, a source file) or where it was defined
@@ -273,8 +273,8 @@ int mk_check_depth(struct mk_ctx *c, const struct mk_entry *e)
 	char b[2 * SQK_DEPTH_SHOWN + 4], bp[2 * SQK_DEPTH_SHOWN + 4];
 	return mk_fail(c, SQK_ETOOBIG, "'%s'%s%s%s is %llu levels deep; an image holds at most %u "
 		       "levels (SQK_DEPTH_MAX), so that every reader can walk it back",
-		       sqk_depth_shown(e->origin, b), named ? "" : " ('",
-		       named ? "" : sqk_depth_shown(e->path, bp), named ? "" : "')",
+		       depth_shown(e->origin, b), named ? "" : " ('",
+		       named ? "" : depth_shown(e->path, bp), named ? "" : "')",
 		       (unsigned long long)depth, SQK_DEPTH_MAX);
 }
 
@@ -341,7 +341,7 @@ static struct mk_node *child_find(const struct mk_tree *t, const struct mk_node 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		const struct mk_node *ch = dir->children[mid];
-		int r = sqk_name_cmp(ch->name, ch->name_len, name, len);
+		int r = dir_name_cmp(ch->name, ch->name_len, name, len);
 		if (!r)
 			return dir->children[mid];
 		if (r < 0)
@@ -357,7 +357,7 @@ static int add_child(struct mk_ctx *c, struct mk_node *dir, struct mk_node *chil
 	uint32_t n = dir->nchildren;
 	if (n == UINT32_MAX)
 		return mk_fail(c, SQK_ETOOBIG, "too many entries in one directory");
-	/* Not sqk_grow: the capacity is implied by nchildren (no capacity field in every node). */
+	/* Not mem_grow: the capacity is implied by nchildren (no capacity field in every node). */
 	if (n == 0 || (n >= 8 && !(n & (n - 1)))) { /* full: 0, 8, 16, 32... */
 		size_t ncap = n ? (size_t)n * 2 : 8;
 		struct mk_node **nc = realloc(dir->children, ncap * sizeof(*nc));
@@ -432,7 +432,7 @@ static int find_dir(struct mk_ctx *c, const char *path, size_t len, const char *
 		d = ch;
 		i = j + 1;
 	}
-	char *nd = realloc(t->last_dir, len + 1); /* a string: exactly len + 1, not sqk_grow */
+	char *nd = realloc(t->last_dir, len + 1); /* a string: exactly len + 1, not mem_grow */
 	if (!nd)
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
 	memcpy(nd, path, len);
@@ -844,7 +844,7 @@ void mk_tree_free(struct mk_ctx *c)
 static int name_cmp(const void *a, const void *b)
 {
 	const struct mk_node *x = *(struct mk_node *const *)a, *y = *(struct mk_node *const *)b;
-	return sqk_name_cmp(x->name, x->name_len, y->name, y->name_len);
+	return dir_name_cmp(x->name, x->name_len, y->name, y->name_len);
 }
 
 /* Drops replaced nodes from the tree order (their data stays referenced by duplicates). */
@@ -952,7 +952,7 @@ static int proxy_cmp(const struct tproxy *p, const struct mk_srec *r)
 	const struct mk_node *n = p->n;
 	if (n->parent->order != r->dir)
 		return n->parent->order < r->dir ? -1 : 1;
-	return sqk_name_cmp(n->name, n->name_len, r->name, r->r.name_len);
+	return dir_name_cmp(n->name, n->name_len, r->name, r->r.name_len);
 }
 
 static int proxy_sort(const void *a, const void *b)
@@ -960,7 +960,7 @@ static int proxy_sort(const void *a, const void *b)
 	const struct mk_node *x = ((const struct tproxy *)a)->n, *y = ((const struct tproxy *)b)->n;
 	if (x->parent->order != y->parent->order)
 		return x->parent->order < y->parent->order ? -1 : 1;
-	int r = sqk_name_cmp(x->name, x->name_len, y->name, y->name_len);
+	int r = dir_name_cmp(x->name, x->name_len, y->name, y->name_len);
 	return r ? r : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
@@ -1027,7 +1027,7 @@ static int take_key(struct mk_ctx *c, struct tdir *m, struct mk_srec *last)
 	while (m->proxy < t->nproxies && proxy_cmp(&t->proxies[m->proxy], r) < 0)
 		err = resolve(c, &t->proxies[m->proxy++], NULL);
 	for (bool have = false; !err && r; r = mk_runs_peek(t->runs)) {
-		if (have && (r->dir != last->dir || sqk_name_cmp(r->name, r->r.name_len, last->name,
+		if (have && (r->dir != last->dir || dir_name_cmp(r->name, r->r.name_len, last->name,
 								 last->r.name_len)))
 			break;
 		err = resolve_before(c, m, r, have ? last : NULL, r->seq);
@@ -1058,7 +1058,7 @@ static int merge_dir(struct mk_ctx *c, struct tdir *m)
 		if (!rec && i == d->nchildren)
 			break;
 		struct mk_node *k = i < d->nchildren ? d->children[i] : NULL;
-		int cmp = !rec ? -1 : !k ? 1 : sqk_name_cmp(k->name, k->name_len, r->name,
+		int cmp = !rec ? -1 : !k ? 1 : dir_name_cmp(k->name, k->name_len, r->name,
 							     r->r.name_len);
 		if (cmp < 0) {
 			err = put_node(c, m, k);

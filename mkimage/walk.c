@@ -192,7 +192,7 @@ static int put_rec(struct mk_ctx *c, struct mk_walk *w, struct mk_wrec *r, const
 	if (o->len) { /* the source promised name order; the listing depends on it */
 		struct mk_wrec p;
 		memcpy(&p, o->buf + o->last, sizeof(p));
-		if (sqk_name_cmp((const char *)o->buf + o->last + sizeof(p), p.name_len, name,
+		if (dir_name_cmp((const char *)o->buf + o->last + sizeof(p), p.name_len, name,
 				 r->name_len) >= 0)
 			return mk_fail(c, SQK_EINVAL,
 				       "'%.*s': entries out of name order in the walk "

@@ -19,12 +19,12 @@
 /* Symlinks followed from an output path before giving up (the kernel's limit). */
 #define MAX_LINK_HOPS 40
 
-bool sqk_outfile_is_squashfs(const uint8_t *head, size_t len)
+bool outfile_is_squashfs(const uint8_t *head, size_t len)
 {
 	return len >= 4 && !memcmp(head, "hsqs", 4);
 }
 
-bool sqk_outfile_is_tar(const uint8_t *head, size_t len)
+bool outfile_is_tar(const uint8_t *head, size_t len)
 {
 	static const uint8_t gz[] = { 0x1f, 0x8b }, xz[] = { 0xfd, '7', 'z', 'X', 'Z', 0 },
 			     zst[] = { 0x28, 0xb5, 0x2f, 0xfd };
@@ -140,8 +140,8 @@ static const char *refused_type(mode_t mode, bool devices)
 
 /* Judges the block device t->path (named name in messages): zeros or the kind are written
  * over, anything else only when forced. */
-static void judge_device(const struct stat *st, const struct sqk_outfile_kind *kind, bool force,
-			 const char *name, struct sqk_outfile_target *t)
+static void judge_device(const struct stat *st, const struct outfile_kind *kind, bool force,
+			 const char *name, struct outfile_target *t)
 {
 	static const uint8_t zeros[SQK_OUTFILE_DEV_WIPE];
 	uint8_t head[SQK_OUTFILE_DEV_WIPE];
@@ -159,8 +159,8 @@ static void judge_device(const struct stat *st, const struct sqk_outfile_kind *k
 			 "(--force replaces it)", name, strerror(errno));
 		return;
 	}
-	const char *what = sqk_magic_name(head, (size_t)n);
-	if (sqk_outfile_is_squashfs(head, (size_t)n))
+	const char *what = magic_name(head, (size_t)n);
+	if (outfile_is_squashfs(head, (size_t)n))
 		what = "a SquashFS image";
 	if (what)
 		snprintf(t->why, sizeof(t->why),
@@ -173,8 +173,8 @@ static void judge_device(const struct stat *st, const struct sqk_outfile_kind *k
 }
 
 /* Judges the existing regular file t->path (named name in messages). */
-static void judge_file(const struct stat *st, const struct sqk_outfile_kind *kind, bool force,
-		       const char *name, struct sqk_outfile_target *t)
+static void judge_file(const struct stat *st, const struct outfile_kind *kind, bool force,
+		       const char *name, struct outfile_target *t)
 {
 	uint8_t head[SQK_OUTFILE_HEAD];
 	char links[48] = "";
@@ -199,8 +199,8 @@ static void judge_file(const struct stat *st, const struct sqk_outfile_kind *kin
 		 kind->what);
 }
 
-int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, bool force,
-		      struct sqk_outfile_target *t)
+int outfile_judge(const char *path, const struct outfile_kind *kind, bool force,
+		      struct outfile_target *t)
 {
 	struct stat st;
 	char name[320];
@@ -247,7 +247,7 @@ int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, boo
 	return 0;
 }
 
-void sqk_outfile_target_free(struct sqk_outfile_target *t)
+void outfile_target_free(struct outfile_target *t)
 {
 	free(t->path);
 	t->path = NULL;
@@ -273,7 +273,7 @@ static int wipe_head(int fd, uint64_t size)
 	return fsync(fd);
 }
 
-int sqk_outfile_open_device(struct sqk_outfile *o, const char *path, dev_t rdev)
+int outfile_open_device(struct outfile *o, const char *path, dev_t rdev)
 {
 	struct stat st;
 	int fl;
@@ -296,8 +296,8 @@ int sqk_outfile_open_device(struct sqk_outfile *o, const char *path, dev_t rdev)
 	return wipe_head(o->fd, o->dev_size);
 }
 
-/* The message of a failed sqk_outfile_create (errno set by the open). */
-static void create_msg(const struct sqk_outfile *o, const struct sqk_outfile_target *t,
+/* The message of a failed outfile_create (errno set by the open). */
+static void create_msg(const struct outfile *o, const struct outfile_target *t,
 		       const char *path, char *msg, size_t msglen)
 {
 	int e = errno;
@@ -317,15 +317,15 @@ static void create_msg(const struct sqk_outfile *o, const struct sqk_outfile_tar
 
 /* Gives the temporary o->fd the mode and owner of the file st it replaces: the owner first
  * (which clears set-id bits), as far as permitted (EPERM is not an error). 0, or -1 with errno. */
-static int keep_mode(struct sqk_outfile *o, const struct stat *st)
+static int keep_mode(struct outfile *o, const struct stat *st)
 {
 	if (fchown(o->fd, st->st_uid, st->st_gid) && errno != EPERM)
 		return -1;
 	return fchmod(o->fd, st->st_mode & 07777);
 }
 
-int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
-			      struct sqk_outfile_target *t, const char *prefix, char *msg,
+int outfile_create_judged(struct outfile *o, const char *path,
+			      struct outfile_target *t, const char *prefix, char *msg,
 			      size_t msglen)
 {
 	int r;
@@ -335,14 +335,14 @@ int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
 	o->prefix = prefix;
 	if (t->verdict == SQK_OUT_REFUSED) {
 		snprintf(msg, msglen, "%s", t->why);
-		sqk_outfile_target_free(t);
+		outfile_target_free(t);
 		errno = 0;
 		return -1;
 	}
 	if (t->verdict == SQK_OUT_DEVICE) {
-		r = sqk_outfile_open_device(o, t->path, t->st.st_rdev);
+		r = outfile_open_device(o, t->path, t->st.st_rdev);
 	} else {
-		r = sqk_outfile_open(o, t->path, prefix);
+		r = outfile_open(o, t->path, prefix);
 		o->judged = true;
 		o->was_new = t->verdict == SQK_OUT_NEW;
 		o->old_dev = t->st.st_dev;
@@ -358,22 +358,22 @@ int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
 	return r;
 }
 
-int sqk_outfile_create(struct sqk_outfile *o, const char *path, const struct sqk_outfile_kind *kind,
+int outfile_create(struct outfile *o, const char *path, const struct outfile_kind *kind,
 		       bool force, const char *prefix, char *msg, size_t msglen)
 {
-	struct sqk_outfile_target t;
+	struct outfile_target t;
 
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
 	o->prefix = prefix;
-	if (sqk_outfile_judge(path, kind, force, &t)) {
+	if (outfile_judge(path, kind, force, &t)) {
 		snprintf(msg, msglen, "out of memory");
 		return -1;
 	}
-	return sqk_outfile_create_judged(o, path, &t, prefix, msg, msglen);
+	return outfile_create_judged(o, path, &t, prefix, msg, msglen);
 }
 
-int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix)
+int outfile_open(struct outfile *o, const char *path, const char *prefix)
 {
 	char *copy = strdup(path);
 	o->fd = -1;
@@ -410,7 +410,7 @@ int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix
 }
 
 /* Links the unnamed temporary under a fresh temporary name in its directory. */
-static int give_name(struct sqk_outfile *o)
+static int give_name(struct outfile *o)
 {
 	char proc[64];
 	size_t len = strlen(o->dir) + strlen(o->prefix) + 40;
@@ -433,7 +433,7 @@ static int give_name(struct sqk_outfile *o)
 
 /* Gives the temporary the name path where nothing was: linked (the unnamed temporary) or
  * renamed without replacing (the named one); EEXIST when something appeared there since. */
-static int place_new(struct sqk_outfile *o, const char *path)
+static int place_new(struct outfile *o, const char *path)
 {
 	char proc[64];
 	if (o->tmpname) {
@@ -453,7 +453,7 @@ static int place_new(struct sqk_outfile *o, const char *path)
 
 /* Whether path is still the file the judge saw, unchanged (0: a file removed and made again may
  * get the same inode, not the same ctime), else -1 with errno EEXIST. */
-static int still_there(const struct sqk_outfile *o, const char *path)
+static int still_there(const struct outfile *o, const char *path)
 {
 	struct stat st;
 	if (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_dev == o->old_dev &&
@@ -464,14 +464,14 @@ static int still_there(const struct sqk_outfile *o, const char *path)
 	return -1;
 }
 
-int sqk_outfile_commit(struct sqk_outfile *o, const char *path)
+int outfile_commit(struct outfile *o, const char *path)
 {
 	if (!path)
 		path = o->path;
 	if (o->device) {
 		int r = close(o->fd);
 		o->fd = -1;
-		sqk_outfile_abort(o);
+		outfile_abort(o);
 		return r;
 	}
 	if (o->judged && o->was_new) {
@@ -489,11 +489,11 @@ int sqk_outfile_commit(struct sqk_outfile *o, const char *path)
 	o->tmpname = NULL;
 	close(o->fd);
 	o->fd = -1;
-	sqk_outfile_abort(o);
+	outfile_abort(o);
 	return 0;
 }
 
-void sqk_outfile_abort(struct sqk_outfile *o)
+void outfile_abort(struct outfile *o)
 {
 	if (o->fd >= 0 && o->device)
 		(void)wipe_head(o->fd, o->dev_size); /* best effort: no partial output stays */

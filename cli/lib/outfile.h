@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* An output file that never clobbers what it should not, and that appears under its name only
- * once it is complete. What the name holds is judged first (sqk_outfile_judge, no side
+ * once it is complete. What the name holds is judged first (outfile_judge, no side
  * effects): a character device, FIFO, socket or directory is refused, and so is a non-empty
  * regular file of another kind than the output, or a block device holding something else than
  * zeros or that kind, unless forced; a symlink is followed and its target judged (a dangling one
@@ -27,7 +27,7 @@
 #define SQK_OUTFILE_DEV_WIPE 4096
 
 /* What an output is, for the judge. */
-struct sqk_outfile_kind {
+struct outfile_kind {
 	const char *what;   /* in messages: "a SquashFS image" */
 	/* Whether the first len bytes (len <= SQK_OUTFILE_HEAD; fewer when the file is shorter)
 	 * of an existing non-empty file are of this kind: such a file is replaced unforced. */
@@ -36,13 +36,13 @@ struct sqk_outfile_kind {
 };
 
 /* The first four bytes are the SquashFS magic "hsqs". */
-bool sqk_outfile_is_squashfs(const uint8_t *head, size_t len);
+bool outfile_is_squashfs(const uint8_t *head, size_t len);
 
 /* A tar archive (ustar magic at offset 257, POSIX or GNU), or a gzip, xz or zstd stream (what
  * `sqk tar -z`, `-J`, `--zstd` write). */
-bool sqk_outfile_is_tar(const uint8_t *head, size_t len);
+bool outfile_is_tar(const uint8_t *head, size_t len);
 
-enum sqk_outfile_verdict {
+enum outfile_verdict {
 	SQK_OUT_NEW,      /* nothing there: created (never through a dangling symlink) */
 	SQK_OUT_REPLACE,  /* an empty regular file or one of the kind: replaced atomically */
 	SQK_OUT_FORCED,   /* a regular file of another kind, replaced because forced */
@@ -50,8 +50,8 @@ enum sqk_outfile_verdict {
 	SQK_OUT_REFUSED,  /* anything else; why says what and why */
 };
 
-struct sqk_outfile_target {
-	enum sqk_outfile_verdict verdict;
+struct outfile_target {
+	enum outfile_verdict verdict;
 	char *path;      /* where the output goes: path, or the end of its symlinks (owned) */
 	char why[600];   /* SQK_OUT_REFUSED: "'X' is a character device: not replaced" */
 	struct stat st;  /* the lstat of path when the verdict is not SQK_OUT_NEW */
@@ -62,18 +62,18 @@ struct sqk_outfile_target {
  * a block device (opened read-only); force lets a regular file of another kind, or a block
  * device holding something else than zeros or the kind, be replaced. A dangling symlink and a
  * path ending in '/' are refused. No side effects. Fills *t (free t->path with
- * sqk_outfile_target_free). 0, or -1 with errno set (out of memory) and nothing to free. */
-int sqk_outfile_judge(const char *path, const struct sqk_outfile_kind *kind, bool force,
-		      struct sqk_outfile_target *t);
+ * outfile_target_free). 0, or -1 with errno set (out of memory) and nothing to free. */
+int outfile_judge(const char *path, const struct outfile_kind *kind, bool force,
+		      struct outfile_target *t);
 
-void sqk_outfile_target_free(struct sqk_outfile_target *t);
+void outfile_target_free(struct outfile_target *t);
 
-struct sqk_outfile {
+struct outfile {
 	int fd;          /* the temporary or the device, open for writing; -1 when closed */
 	char *dir;       /* the destination directory (owned) */
 	char *tmpname;   /* the named temporary, NULL while the file has no name (owned) */
 	const char *prefix; /* of temporary names (borrowed) */
-	char *path;      /* sqk_outfile_create: the path to commit to (owned), NULL otherwise */
+	char *path;      /* outfile_create: the path to commit to (owned), NULL otherwise */
 	bool device;     /* fd is a block device, written in place: no temporary, no rename */
 	uint64_t dev_size; /* a device's size in bytes */
 	bool judged; /* created from a verdict: the commit checks path still holds what it saw */
@@ -83,25 +83,25 @@ struct sqk_outfile {
 	struct timespec old_ctime;
 };
 
-/* Creates the temporary for path, with mode 0666 & ~umask (sqk_outfile_create and
- * sqk_outfile_create_judged then give it the mode and owner of a file it replaces), temporary
+/* Creates the temporary for path, with mode 0666 & ~umask (outfile_create and
+ * outfile_create_judged then give it the mode and owner of a file it replaces), temporary
  * names starting with prefix (borrowed, e.g. ".sqk"). Judges nothing: callers that take a
- * user's path use sqk_outfile_create. 0, or -1 with errno set; o must then be aborted. */
-int sqk_outfile_open(struct sqk_outfile *o, const char *path, const char *prefix);
+ * user's path use outfile_create. 0, or -1 with errno set; o must then be aborted. */
+int outfile_open(struct outfile *o, const char *path, const char *prefix);
 
-/* Judges path (sqk_outfile_judge) and opens o for it: a temporary in the directory of the path
- * its symlinks lead to, or a block device in place (sqk_outfile_open_device). On failure, -1
+/* Judges path (outfile_judge) and opens o for it: a temporary in the directory of the path
+ * its symlinks lead to, or a block device in place (outfile_open_device). On failure, -1
  * with errno set (0 when refused) and msg (msglen bytes, borrowed) saying why, naming path;
  * o must be aborted either way. */
-int sqk_outfile_create(struct sqk_outfile *o, const char *path, const struct sqk_outfile_kind *kind,
+int outfile_create(struct outfile *o, const char *path, const struct outfile_kind *kind,
 		       bool force, const char *prefix, char *msg, size_t msglen);
 
-/* Opens o for what t (judged by sqk_outfile_judge, not refused; t->path taken over, freed by
+/* Opens o for what t (judged by outfile_judge, not refused; t->path taken over, freed by
  * commit or abort) says: a temporary, given the mode and owner of the file it replaces (the
  * owner as far as permitted), or the block device in place, which must still be the device
- * judged (st_rdev). The same failure contract as sqk_outfile_create. */
-int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
-			      struct sqk_outfile_target *t, const char *prefix, char *msg,
+ * judged (st_rdev). The same failure contract as outfile_create. */
+int outfile_create_judged(struct outfile *o, const char *path,
+			      struct outfile_target *t, const char *prefix, char *msg,
 			      size_t msglen);
 
 /* Opens the block device path for writing in place: O_WRONLY | O_EXCL | O_NOFOLLOW (a mounted
@@ -109,19 +109,19 @@ int sqk_outfile_create_judged(struct sqk_outfile *o, const char *path,
  * its first SQK_OUTFILE_DEV_WIPE bytes zeroed and synced, so that an older image there is gone
  * before anything new is written; rdev, when not 0, is the device it must be (else ENOTBLK).
  * 0, or -1 with errno set; o must then be aborted. */
-int sqk_outfile_open_device(struct sqk_outfile *o, const char *path, dev_t rdev);
+int outfile_open_device(struct outfile *o, const char *path, dev_t rdev);
 
-/* Gives the complete temporary the name path (NULL: the path sqk_outfile_create chose; the
+/* Gives the complete temporary the name path (NULL: the path outfile_create chose; the
  * caller synced the file) and closes it; a device is only closed. When o was judged, path must
  * still hold what the judge saw: nothing (the name is linked, never replacing what appeared
  * since) or the same file unchanged (st_dev, st_ino, st_ctim); else -1 with errno EEXIST
  * ("changed during the write"). 0, or -1 with errno set (the temporary is still there: abort
  * it). */
-int sqk_outfile_commit(struct sqk_outfile *o, const char *path);
+int outfile_commit(struct outfile *o, const char *path);
 
 /* Closes and removes the temporary, frees what o owns; o may be aborted again. A device not
  * committed has its first SQK_OUTFILE_DEV_WIPE bytes zeroed again and synced (no partial output
  * at its start), then is closed. */
-void sqk_outfile_abort(struct sqk_outfile *o);
+void outfile_abort(struct outfile *o);
 
 #endif

@@ -7,7 +7,7 @@
 
 static void *watch_main(void *arg)
 {
-	struct sqk_sigwatch *w = arg;
+	struct sigwatch *w = arg;
 	const struct timespec tick = { 0, 100 * 1000 * 1000 };
 	while (!atomic_load(&w->done)) {
 		int sig = sigtimedwait(&w->set, NULL, &tick);
@@ -18,7 +18,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int sqk_sigwatch_start(struct sqk_sigwatch *w, void (*on_signal)(void *ctx, int sig), void *ctx)
+int sigwatch_start(struct sigwatch *w, void (*on_signal)(void *ctx, int sig), void *ctx)
 {
 	sigemptyset(&w->set);
 	sigaddset(&w->set, SIGINT);
@@ -36,7 +36,7 @@ int sqk_sigwatch_start(struct sqk_sigwatch *w, void (*on_signal)(void *ctx, int 
 	return 0;
 }
 
-void sqk_sigwatch_stop(struct sqk_sigwatch *w)
+void sigwatch_stop(struct sigwatch *w)
 {
 	atomic_store(&w->done, true);
 	pthread_join(w->thread, NULL);

@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-struct sqk_sigwatch {
+struct sigwatch {
 	pthread_t thread;
 	atomic_int sig;       /* the first signal received; 0 = none yet */
 	atomic_bool done;
@@ -22,10 +22,10 @@ struct sqk_sigwatch {
 };
 
 /* Blocks the signals in the calling thread and starts the watcher; w is the caller's and must
- * stay put until sqk_sigwatch_stop. on_signal (borrowed ctx) may be NULL. Returns 0 or -1. */
-int sqk_sigwatch_start(struct sqk_sigwatch *w, void (*on_signal)(void *ctx, int sig), void *ctx);
+ * stay put until sigwatch_stop. on_signal (borrowed ctx) may be NULL. Returns 0 or -1. */
+int sigwatch_start(struct sigwatch *w, void (*on_signal)(void *ctx, int sig), void *ctx);
 
 /* Joins the watcher (within 100 ms, or once on_signal returns) and restores the signal mask. */
-void sqk_sigwatch_stop(struct sqk_sigwatch *w);
+void sigwatch_stop(struct sigwatch *w);
 
 #endif

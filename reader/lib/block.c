@@ -13,7 +13,7 @@
 #include "common/meta.h"
 
 /* Formats a message prefixed with the image name and hands it to the log callback. */
-void sqk_logf(struct sqk_image *img, const char *fmt, ...)
+void img_logf(struct sqk_image *img, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -29,27 +29,27 @@ void sqk_logf(struct sqk_image *img, const char *fmt, ...)
 }
 
 /* Reads len bytes at image position pos (superblock-relative); buf is borrowed. */
-int sqk_img_read(struct sqk_image *img, uint64_t pos, void *buf, size_t len)
+int img_read(struct sqk_image *img, uint64_t pos, void *buf, size_t len)
 {
-	return sqk_img_read_ino(img, pos, buf, len, 0);
+	return img_read_ino(img, pos, buf, len, 0);
 }
 
-/* Like sqk_img_read, for bytes of inode ino (named when verification fails; 0 = none). */
-int sqk_img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len, uint32_t ino)
+/* Like img_read, for bytes of inode ino (named when verification fails; 0 = none). */
+int img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len, uint32_t ino)
 {
-	int rc = sqk_img_read_raw(img, pos, buf, len);
+	int rc = img_read_raw(img, pos, buf, len);
 
-	return rc ? rc : sqk_verify_range(img, pos, buf, len, ino);
+	return rc ? rc : verify_range(img, pos, buf, len, ino);
 }
 
 /* Reads without verification (the caller verifies: readahead spreads it over its workers). */
-int sqk_img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len)
+int img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len)
 {
-	return sqk_img_read_raw_ahead(img, pos, buf, len, NULL);
+	return img_read_raw_ahead(img, pos, buf, len, NULL);
 }
 
-/* sqk_img_read_raw telling the io how far it may fetch ahead (ahead borrowed, NULL = not). */
-int sqk_img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
+/* img_read_raw telling the io how far it may fetch ahead (ahead borrowed, NULL = not). */
+int img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
 			   const struct sqk_io_ahead *ahead)
 {
 	int rc;
@@ -58,7 +58,7 @@ int sqk_img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_
 		return SQK_EBOUNDS;
 	rc = sqk_io_read_ahead(img->io, img->base + pos, buf, len, ahead);
 	if (rc) {
-		sqk_logf(img, "read of %zu bytes at offset %llu failed: %s", len,
+		img_logf(img, "read of %zu bytes at offset %llu failed: %s", len,
 			 (unsigned long long)pos, sqk_strerror(rc));
 		return rc;
 	}
@@ -66,28 +66,28 @@ int sqk_img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_
 	return 0;
 }
 
-/* Borrows a compressor instance (created on first need); give it back with sqk_pool_put. */
-int sqk_pool_get(struct sqk_image *img, struct sqk_compressor **out)
+/* Borrows a compressor instance (created on first need); give it back with pool_put. */
+int pool_get(struct sqk_image *img, struct compressor **out)
 {
-	struct sqk_comp_pool *p = &img->pool;
+	struct comp_pool *p = &img->pool;
 
 	pthread_mutex_lock(&p->mu);
 	*out = p->nfree ? p->free[--p->nfree] : NULL;
 	pthread_mutex_unlock(&p->mu);
 	if (*out)
 		return 0;
-	return sqk_compressor_create(&img->comp, out);
+	return compressor_create(&img->comp, out);
 }
 
 /* Returns c to the pool (the pool then owns it). */
-void sqk_pool_put(struct sqk_image *img, struct sqk_compressor *c)
+void pool_put(struct sqk_image *img, struct compressor *c)
 {
-	struct sqk_comp_pool *p = &img->pool;
+	struct comp_pool *p = &img->pool;
 
 	pthread_mutex_lock(&p->mu);
-	if (sqk_grow(&p->free, &p->cap, p->nfree + 1, sizeof(*p->free), 0)) {
+	if (mem_grow(&p->free, &p->cap, p->nfree + 1, sizeof(*p->free), 0)) {
 		pthread_mutex_unlock(&p->mu);
-		sqk_compressor_destroy(c);
+		compressor_destroy(c);
 		return;
 	}
 	p->free[p->nfree++] = c;
@@ -95,10 +95,10 @@ void sqk_pool_put(struct sqk_image *img, struct sqk_compressor *c)
 }
 
 /* Destroys every pooled instance. */
-void sqk_pool_free(struct sqk_comp_pool *p)
+void pool_free(struct comp_pool *p)
 {
 	for (size_t i = 0; i < p->nfree; i++)
-		sqk_compressor_destroy(p->free[i]);
+		compressor_destroy(p->free[i]);
 	free(p->free);
 	p->free = NULL;
 	p->nfree = p->cap = 0;
@@ -110,13 +110,13 @@ static const char *kind_name(int kind)
 }
 
 /* Checks a data/fragment size word: reserved bits clear, length <= block_size, inside the image. */
-int sqk_check_word(struct sqk_image *img, uint64_t pos, uint32_t word, uint32_t ino)
+int check_word(struct sqk_image *img, uint64_t pos, uint32_t word, uint32_t ino)
 {
 	uint32_t len = word & SQK_BLOCK_SIZE_MASK;
 
 	if ((word & ~(SQK_BLOCK_SIZE_MASK | SQK_BLOCK_RAW)) || len > img->sb.block_size ||
 	    pos > img->sb.bytes_used || len > img->sb.bytes_used - pos) {
-		sqk_logf(img, "bad block size word 0x%08x at offset %llu (inode %u)", word,
+		img_logf(img, "bad block size word 0x%08x at offset %llu (inode %u)", word,
 			 (unsigned long long)pos, ino);
 		return SQK_ECORRUPT;
 	}
@@ -125,44 +125,44 @@ int sqk_check_word(struct sqk_image *img, uint64_t pos, uint32_t word, uint32_t 
 
 /* Validates a cached block's length against what this reader expects of it. Data blocks must
  * have exactly `expected` bytes; fragment blocks at least `expected`. */
-int sqk_check_len(struct sqk_image *img, struct sqk_cblock *b, int kind, size_t expected,
+int check_len(struct sqk_image *img, struct cblock *b, int kind, size_t expected,
 		  uint32_t ino)
 {
 	if (kind == SQK_BK_DATA ? b->len == expected : b->len >= expected)
 		return 0;
-	sqk_logf(img, "%s at offset %llu decompressed to %zu bytes, expected %s%zu (inode %u)",
+	img_logf(img, "%s at offset %llu decompressed to %zu bytes, expected %s%zu (inode %u)",
 		 kind_name(kind), (unsigned long long)b->pos, b->len,
 		 kind == SQK_BK_DATA ? "" : "at least ", expected, ino);
 	return SQK_EDECOMPRESS;
 }
 
 /* Decodes the stored block src (size word `word`) and fills the claimed cache entry b. */
-int sqk_decode_data(struct sqk_image *img, const uint8_t *src, uint32_t word, int kind,
-		    size_t expected, uint64_t pos, uint32_t ino, struct sqk_cblock *b)
+int decode_data(struct sqk_image *img, const uint8_t *src, uint32_t word, int kind,
+		    size_t expected, uint64_t pos, uint32_t ino, struct cblock *b)
 {
 	size_t len = word & SQK_BLOCK_SIZE_MASK, cap = img->sb.block_size;
-	uint8_t *out = sqk_cache_buf(img->cache);
-	struct sqk_compressor *c;
+	uint8_t *out = cache_buf(img->cache);
+	struct compressor *c;
 	ssize_t n = SQK_ENOMEM;
 	int rc;
 
 	if (out && (word & SQK_BLOCK_RAW)) {
 		memcpy(out, src, len);
 		n = (ssize_t)len;
-	} else if (out && (n = sqk_pool_get(img, &c)) == 0) {
-		n = sqk_decompress(c, src, len, out, cap);
-		sqk_pool_put(img, c);
+	} else if (out && (n = pool_get(img, &c)) == 0) {
+		n = comp_decompress(c, src, len, out, cap);
+		pool_put(img, c);
 	}
 	if (n < 0) {
-		sqk_logf(img, "%s at offset %llu (inode %u) does not decompress: %s",
+		img_logf(img, "%s at offset %llu (inode %u) does not decompress: %s",
 			 kind_name(kind), (unsigned long long)pos, ino, sqk_strerror((int)n));
-		sqk_cache_fill(img->cache, b, out, 0, 0, (int)n);
+		cache_fill(img->cache, b, out, 0, 0, (int)n);
 		return (int)n;
 	}
 	atomic_fetch_add(kind == SQK_BK_DATA ? &img->st.data : &img->st.frag, 1);
 	b->len = (size_t)n;
-	rc = sqk_check_len(img, b, kind, expected, ino);
-	sqk_cache_fill(img->cache, b, out, (size_t)n, len, rc);
+	rc = check_len(img, b, kind, expected, ino);
+	cache_fill(img->cache, b, out, (size_t)n, len, rc);
 	return rc;
 }
 
@@ -172,28 +172,28 @@ static int read_block_bytes(struct sqk_image *img, uint64_t pos, void *buf, size
 			    uint32_t ino)
 {
 	struct sqk_io_ahead tmp;
-	int rc = sqk_img_read_raw_ahead(img, pos, buf, len,
-					sqk_stream_ahead(img, NULL, pos, &tmp));
+	int rc = img_read_raw_ahead(img, pos, buf, len,
+					stream_ahead(img, NULL, pos, &tmp));
 
-	return rc ? rc : sqk_verify_range(img, pos, buf, len, ino);
+	return rc ? rc : verify_range(img, pos, buf, len, ino);
 }
 
 /* Gets the data or fragment block at pos, decoded and length-checked. Caller owns a reference
- * on *out (sqk_cache_put). */
-int sqk_data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind, size_t expected,
-		   uint32_t ino, struct sqk_cblock **out)
+ * on *out (cache_put). */
+int data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind, size_t expected,
+		   uint32_t ino, struct cblock **out)
 {
 	size_t len = word & SQK_BLOCK_SIZE_MASK;
-	struct sqk_cblock *b;
+	struct cblock *b;
 	uint8_t *src;
-	int rc = sqk_check_word(img, pos, word, ino);
+	int rc = check_word(img, pos, word, ino);
 
 	if (rc)
 		return rc;
-	rc = sqk_cache_get(img->cache, pos, kind, true, &b);
+	rc = cache_get(img->cache, pos, kind, true, &b);
 	if (rc == SQK_CACHE_HIT) {
 		atomic_fetch_add(&img->st.hits, 1);
-		rc = sqk_check_len(img, b, kind, expected, ino);
+		rc = check_len(img, b, kind, expected, ino);
 		goto done;
 	}
 	if (rc < 0)
@@ -202,62 +202,62 @@ int sqk_data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind,
 	src = malloc(len ? len : 1);
 	rc = src ? read_block_bytes(img, pos, src, len, ino) : SQK_ENOMEM;
 	if (rc)
-		sqk_cache_fill(img->cache, b, NULL, 0, 0, rc);
+		cache_fill(img->cache, b, NULL, 0, 0, rc);
 	else
-		rc = sqk_decode_data(img, src, word, kind, expected, pos, ino, b);
+		rc = decode_data(img, src, word, kind, expected, pos, ino, b);
 	free(src);
 done:
 	if (rc) {
-		sqk_cache_put(img->cache, b);
+		cache_put(img->cache, b);
 		return rc;
 	}
 	*out = b;
 	return 0;
 }
 
-static int load_meta(struct sqk_image *img, uint64_t pos, uint64_t end, struct sqk_cblock *b)
+static int load_meta(struct sqk_image *img, uint64_t pos, uint64_t end, struct cblock *b)
 {
 	size_t avail = (size_t)(end - pos < 2 + SQK_META_SIZE ? end - pos : 2 + SQK_META_SIZE);
 	uint8_t *src = malloc(avail), *out = malloc(SQK_META_SIZE);
-	struct sqk_compressor *c = NULL;
+	struct compressor *c = NULL;
 	size_t used = 0;
 	ssize_t n = src && out ? 0 : SQK_ENOMEM;
 
 	if (n == 0)
-		n = sqk_img_read(img, pos, src, avail);
+		n = img_read(img, pos, src, avail);
 	if (n == 0)
-		n = sqk_pool_get(img, &c);
+		n = pool_get(img, &c);
 	if (n == 0) {
-		n = sqk_meta_decode_block(c, src, avail, out, 0, &used);
-		sqk_pool_put(img, c);
+		n = meta_decode_block(c, src, avail, out, 0, &used);
+		pool_put(img, c);
 		if (n < 0)
-			sqk_logf(img, "bad metadata block at offset %llu: %s",
+			img_logf(img, "bad metadata block at offset %llu: %s",
 				 (unsigned long long)pos, sqk_strerror((int)n));
 	}
 	free(src);
 	if (n > 0)
 		atomic_fetch_add(&img->st.meta, 1);
-	sqk_cache_fill(img->cache, b, out, n > 0 ? (size_t)n : 0, used, n < 0 ? (int)n : 0);
+	cache_fill(img->cache, b, out, n > 0 ? (size_t)n : 0, used, n < 0 ? (int)n : 0);
 	return n < 0 ? (int)n : 0;
 }
 
 /* Gets the metadata block whose header is at pos (the table ends at end). Caller owns a
  * reference on *out. */
-int sqk_meta_block(struct sqk_image *img, uint64_t pos, uint64_t end, struct sqk_cblock **out)
+int meta_block(struct sqk_image *img, uint64_t pos, uint64_t end, struct cblock **out)
 {
-	struct sqk_cblock *b;
+	struct cblock *b;
 	int rc;
 
 	if (end > img->sb.bytes_used || pos >= end || end - pos < 3) {
-		sqk_logf(img, "metadata block at offset %llu is outside its table",
+		img_logf(img, "metadata block at offset %llu is outside its table",
 			 (unsigned long long)pos);
 		return SQK_ECORRUPT;
 	}
-	rc = sqk_cache_get(img->cache, pos, SQK_BK_META, true, &b);
+	rc = cache_get(img->cache, pos, SQK_BK_META, true, &b);
 	if (rc == SQK_CACHE_HIT) {
 		atomic_fetch_add(&img->st.hits, 1);
 		if (pos + b->stored > end) {
-			sqk_cache_put(img->cache, b);
+			cache_put(img->cache, b);
 			return SQK_ECORRUPT;
 		}
 		*out = b;
@@ -268,7 +268,7 @@ int sqk_meta_block(struct sqk_image *img, uint64_t pos, uint64_t end, struct sqk
 	atomic_fetch_add(&img->st.misses, 1);
 	rc = load_meta(img, pos, end, b);
 	if (rc) {
-		sqk_cache_put(img->cache, b);
+		cache_put(img->cache, b);
 		return rc;
 	}
 	*out = b;
@@ -277,14 +277,14 @@ int sqk_meta_block(struct sqk_image *img, uint64_t pos, uint64_t end, struct sqk
 
 /* Reads len bytes of a metadata stream at cursor c (buf NULL = skip), advancing it across
  * blocks. A block that ends before the stream does must hold exactly 8192 bytes. */
-int sqk_meta_read(struct sqk_image *img, struct sqk_mcur *c, void *buf, size_t len)
+int meta_read(struct sqk_image *img, struct mcur *c, void *buf, size_t len)
 {
 	uint8_t *dst = buf;
 
 	while (len > 0) {
-		struct sqk_cblock *b;
+		struct cblock *b;
 		size_t n;
-		int rc = sqk_meta_block(img, c->pos, c->end, &b);
+		int rc = meta_block(img, c->pos, c->end, &b);
 
 		if (rc)
 			return rc;
@@ -293,9 +293,9 @@ int sqk_meta_read(struct sqk_image *img, struct sqk_mcur *c, void *buf, size_t l
 
 			c->pos += b->stored;
 			c->off = 0;
-			sqk_cache_put(img->cache, b);
+			cache_put(img->cache, b);
 			if (!full) {
-				sqk_logf(img, "metadata read past the end of block at offset %llu",
+				img_logf(img, "metadata read past the end of block at offset %llu",
 					 (unsigned long long)(c->pos));
 				return SQK_ECORRUPT;
 			}
@@ -308,7 +308,7 @@ int sqk_meta_read(struct sqk_image *img, struct sqk_mcur *c, void *buf, size_t l
 		}
 		c->off += (uint32_t)n;
 		len -= n;
-		sqk_cache_put(img->cache, b);
+		cache_put(img->cache, b);
 	}
 	return 0;
 }

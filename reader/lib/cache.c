@@ -13,11 +13,11 @@
 #define SPARE_BYTES                                                                                \
 	(8u << 20) /* condition variables, by block: a fill wakes only that block's waiters */
 
-struct sqk_cache {
+struct cache {
 	pthread_mutex_t mu;
 	pthread_cond_t cv[NWAITQ];
-	struct sqk_cblock *buckets[NBUCKETS];
-	struct sqk_cblock lru; /* sentinel: lru.next = most recently used */
+	struct cblock *buckets[NBUCKETS];
+	struct cblock lru; /* sentinel: lru.next = most recently used */
 	size_t bytes, limit;
 	/* Buffers of evicted data/fragment blocks, reused by the next decode: fresh memory would
 	 * be page-faulted in again for every block. */
@@ -32,10 +32,10 @@ static size_t bucket_of(uint64_t pos, int kind)
 	return (size_t)(h >> 40) % NBUCKETS;
 }
 
-/* Caller owns *out (sqk_cache_destroy). */
-int sqk_cache_create(size_t limit, struct sqk_cache **out)
+/* Caller owns *out (cache_destroy). */
+int cache_create(size_t limit, struct cache **out)
 {
-	struct sqk_cache *c = calloc(1, sizeof(*c));
+	struct cache *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return SQK_ENOMEM;
@@ -49,12 +49,12 @@ int sqk_cache_create(size_t limit, struct sqk_cache **out)
 }
 
 /* Frees c and every block (none may be in use any more); NULL-safe. */
-void sqk_cache_destroy(struct sqk_cache *c)
+void cache_destroy(struct cache *c)
 {
 	if (!c)
 		return;
 	for (size_t i = 0; i < NBUCKETS; i++) {
-		struct sqk_cblock *b = c->buckets[i], *n;
+		struct cblock *b = c->buckets[i], *n;
 
 		for (; b; b = n) {
 			n = b->hnext;
@@ -70,7 +70,7 @@ void sqk_cache_destroy(struct sqk_cache *c)
 	free(c);
 }
 
-static void lru_unlink(struct sqk_cblock *b)
+static void lru_unlink(struct cblock *b)
 {
 	if (b->prev) {
 		b->prev->next = b->next;
@@ -79,7 +79,7 @@ static void lru_unlink(struct sqk_cblock *b)
 	}
 }
 
-static void lru_front(struct sqk_cache *c, struct sqk_cblock *b)
+static void lru_front(struct cache *c, struct cblock *b)
 {
 	lru_unlink(b);
 	b->next = c->lru.next;
@@ -88,9 +88,9 @@ static void lru_front(struct sqk_cache *c, struct sqk_cblock *b)
 	c->lru.next = b;
 }
 
-static void unhash(struct sqk_cache *c, struct sqk_cblock *b)
+static void unhash(struct cache *c, struct cblock *b)
 {
-	struct sqk_cblock **pp = &c->buckets[bucket_of(b->pos, b->kind)];
+	struct cblock **pp = &c->buckets[bucket_of(b->pos, b->kind)];
 
 	while (*pp && *pp != b)
 		pp = &(*pp)->hnext;
@@ -100,8 +100,8 @@ static void unhash(struct sqk_cache *c, struct sqk_cblock *b)
 	lru_unlink(b);
 }
 
-/* Sets the size of data and fragment block buffers (sqk_cache_buf); call before any use. */
-void sqk_cache_set_block_size(struct sqk_cache *c, size_t block_size)
+/* Sets the size of data and fragment block buffers (cache_buf); call before any use. */
+void cache_set_block_size(struct cache *c, size_t block_size)
 {
 	c->block_size = block_size;
 	c->keep = block_size ? (unsigned)(SPARE_BYTES / block_size) : 0;
@@ -109,9 +109,9 @@ void sqk_cache_set_block_size(struct sqk_cache *c, size_t block_size)
 		c->keep = NSPARE;
 }
 
-/* A buffer of block_size bytes for a data or fragment block (sqk_cache_fill takes it back);
+/* A buffer of block_size bytes for a data or fragment block (cache_fill takes it back);
  * a reused one when an evicted block left one. Contents are undefined. */
-uint8_t *sqk_cache_buf(struct sqk_cache *c)
+uint8_t *cache_buf(struct cache *c)
 {
 	uint8_t *p = NULL;
 
@@ -123,7 +123,7 @@ uint8_t *sqk_cache_buf(struct sqk_cache *c)
 }
 
 /* Frees a block that nobody uses any more, keeping its buffer when there is room. Locked. */
-static void drop_block(struct sqk_cache *c, struct sqk_cblock *b)
+static void drop_block(struct cache *c, struct cblock *b)
 {
 	if (b->kind != SQK_BK_META && b->data && c->nspare < c->keep)
 		c->spare[c->nspare++] = b->data;
@@ -133,9 +133,9 @@ static void drop_block(struct sqk_cache *c, struct sqk_cblock *b)
 }
 
 /* Drops unused blocks from the cold end until the cache fits its limit. Called locked. */
-static void evict(struct sqk_cache *c)
+static void evict(struct cache *c)
 {
-	struct sqk_cblock *b = c->lru.prev, *p;
+	struct cblock *b = c->lru.prev, *p;
 
 	for (; b != &c->lru && c->bytes > c->limit; b = p) {
 		p = b->prev;
@@ -147,9 +147,9 @@ static void evict(struct sqk_cache *c)
 	}
 }
 
-static struct sqk_cblock *find(struct sqk_cache *c, uint64_t pos, int kind)
+static struct cblock *find(struct cache *c, uint64_t pos, int kind)
 {
-	struct sqk_cblock *b = c->buckets[bucket_of(pos, kind)];
+	struct cblock *b = c->buckets[bucket_of(pos, kind)];
 
 	while (b && (b->pos != pos || b->kind != kind))
 		b = b->hnext;
@@ -157,7 +157,7 @@ static struct sqk_cblock *find(struct sqk_cache *c, uint64_t pos, int kind)
 }
 
 /* Waits for b to finish loading; returns HIT or the loader's error (b's ref then dropped). */
-static int wait_ready(struct sqk_cache *c, struct sqk_cblock *b)
+static int wait_ready(struct cache *c, struct cblock *b)
 {
 	while (b->state == 1) {
 		b->waiters++;
@@ -170,11 +170,11 @@ static int wait_ready(struct sqk_cache *c, struct sqk_cblock *b)
 }
 
 /* Looks up a block. HIT: *out is ready and pinned. CLAIMED: *out is a new loading entry, pinned,
- * that the caller must sqk_cache_fill. PRESENT (only with !wait): someone has it, nothing pinned.
- * Caller owns a reference on *out (sqk_cache_put). */
-int sqk_cache_get(struct sqk_cache *c, uint64_t pos, int kind, bool wait, struct sqk_cblock **out)
+ * that the caller must cache_fill. PRESENT (only with !wait): someone has it, nothing pinned.
+ * Caller owns a reference on *out (cache_put). */
+int cache_get(struct cache *c, uint64_t pos, int kind, bool wait, struct cblock **out)
 {
-	struct sqk_cblock *b;
+	struct cblock *b;
 	int rc = SQK_CACHE_CLAIMED;
 
 	pthread_mutex_lock(&c->mu);
@@ -212,7 +212,7 @@ int sqk_cache_get(struct sqk_cache *c, uint64_t pos, int kind, bool wait, struct
 }
 
 /* Completes a claimed block: takes ownership of data (also on error) and wakes the waiters. */
-void sqk_cache_fill(struct sqk_cache *c, struct sqk_cblock *b, uint8_t *data, size_t len,
+void cache_fill(struct cache *c, struct cblock *b, uint8_t *data, size_t len,
 		    size_t stored, int err)
 {
 	pthread_mutex_lock(&c->mu);
@@ -235,8 +235,8 @@ void sqk_cache_fill(struct sqk_cache *c, struct sqk_cblock *b, uint8_t *data, si
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Drops a reference taken by sqk_cache_get; NULL-safe. */
-void sqk_cache_put(struct sqk_cache *c, struct sqk_cblock *b)
+/* Drops a reference taken by cache_get; NULL-safe. */
+void cache_put(struct cache *c, struct cblock *b)
 {
 	if (!b)
 		return;

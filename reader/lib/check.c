@@ -65,7 +65,7 @@ int chk_label(struct chk *c, const char *name, uint32_t *out)
 {
 	char *s;
 
-	if (sqk_grow(&c->labels, &c->caplabels, c->nlabels + 1, sizeof(*c->labels), 0))
+	if (mem_grow(&c->labels, &c->caplabels, c->nlabels + 1, sizeof(*c->labels), 0))
 		return SQK_ENOMEM;
 	s = strdup(name);
 	if (!s)
@@ -79,7 +79,7 @@ int chk_ival_add(struct chk *c, uint64_t start, uint64_t end, uint32_t label)
 {
 	if (end <= start)
 		return 0;
-	if (sqk_grow(&c->iv, &c->capiv, c->niv + 1, sizeof(*c->iv), 0))
+	if (mem_grow(&c->iv, &c->capiv, c->niv + 1, sizeof(*c->iv), 0))
 		return SQK_ENOMEM;
 	c->iv[c->niv++] = (struct chk_ival){ start + c->offset, end + c->offset, label };
 	return 0;
@@ -87,7 +87,7 @@ int chk_ival_add(struct chk *c, uint64_t start, uint64_t end, uint32_t label)
 
 int chk_job_add(struct chk *c, const struct chk_job *j)
 {
-	if (sqk_grow(&c->jobs, &c->capjobs, c->njobs + 1, sizeof(*c->jobs), 0))
+	if (mem_grow(&c->jobs, &c->capjobs, c->njobs + 1, sizeof(*c->jobs), 0))
 		return SQK_ENOMEM;
 	c->jobs[c->njobs++] = *j;
 	return 0;
@@ -282,7 +282,7 @@ static void chk_counts(struct chk *c)
 
 static int run(struct chk *c)
 {
-	struct sqk_integ ig = { 0 };
+	struct integ ig = { 0 };
 	bool loaded = false;
 	int rc = chk_integrity(c, &ig, &loaded);
 
@@ -301,7 +301,7 @@ static int run(struct chk *c)
 	if (rc == 0)
 		rc = report_bad(c);
 	if (loaded)
-		sqk_integ_free(&ig);
+		integ_free(&ig);
 	return rc;
 }
 
@@ -326,7 +326,7 @@ static void chk_free(struct chk *c)
 /* Fills the caller's *o with the defaults. */
 void sqk_check_opts_init(struct sqk_check_opts *o)
 {
-	sqk_abi_copy_in(o, sizeof(*o), NULL, CHECK_OPTS_V1);
+	abi_copy_in(o, sizeof(*o), NULL, CHECK_OPTS_V1);
 }
 
 /* The check runs on this library's versions of the options and the result, copied from and to
@@ -342,7 +342,7 @@ int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_chec
 
 	if (!io || !res)
 		return SQK_EINVAL;
-	if (res->size < CHECK_RESULT_V1 || sqk_abi_copy_in(&o, sizeof(o), user, CHECK_OPTS_V1))
+	if (res->size < CHECK_RESULT_V1 || abi_copy_in(&o, sizeof(o), user, CHECK_OPTS_V1))
 		return SQK_EABI;
 	c.offset = c.o->offset;
 	c.threads = c.o->threads ? c.o->threads : (cpus > 0 ? (unsigned)cpus : 1);
@@ -352,6 +352,6 @@ int sqk_check_image(struct sqk_io *io, uint64_t file_size, const struct sqk_chec
 	atomic_init(&c.stop, false);
 	rc = run(&c);
 	chk_free(&c);
-	sqk_abi_copy_out(res, &mine, sizeof(mine), CHECK_RESULT_V1);
+	abi_copy_out(res, &mine, sizeof(mine), CHECK_RESULT_V1);
 	return rc;
 }

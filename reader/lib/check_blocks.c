@@ -40,7 +40,7 @@ static int queue_fragments(struct chk *c)
 	uint32_t l;
 
 	for (uint32_t i = 0; i < sb->fragment_count; i++) {
-		const struct sqk_frag_entry *f = &c->img->frags[i];
+		const struct frag_entry *f = &c->img->frags[i];
 		uint32_t len = f->size & SQK_BLOCK_SIZE_MASK;
 		struct chk_job j = { f->start, f->size, c->frag_need[i], 0, 1 };
 		int rc;
@@ -69,7 +69,7 @@ static int queue_fragments(struct chk *c)
 	return 0;
 }
 
-static void check_one(struct chk *c, struct sqk_compressor *comp, const struct chk_job *j,
+static void check_one(struct chk *c, struct compressor *comp, const struct chk_job *j,
 		      const uint8_t *src, uint8_t *out)
 {
 	size_t len = j->word & SQK_BLOCK_SIZE_MASK, bs = sqk_image_super(c->img)->block_size;
@@ -78,7 +78,7 @@ static void check_one(struct chk *c, struct sqk_compressor *comp, const struct c
 	ssize_t n = (ssize_t)len;
 
 	if (!(j->word & SQK_BLOCK_RAW))
-		n = sqk_decompress(comp, src, len, out, bs);
+		n = comp_decompress(comp, src, len, out, bs);
 	if (n < 0)
 		chk_report(c, true, at, at + len, c->labels[j->label],
 			   "%s at offset %llu (%zu bytes) does not decompress: %s", what,
@@ -102,7 +102,7 @@ static bool claim(struct blk_work *w, size_t *i, size_t *e)
 }
 
 /* Reads jobs [i, e) with as few preads as READ_SPAN allows and checks each. */
-static int run_span(struct blk_work *w, struct sqk_compressor *comp, uint8_t *buf, uint8_t *out,
+static int run_span(struct blk_work *w, struct compressor *comp, uint8_t *buf, uint8_t *out,
 		    size_t i, size_t e)
 {
 	struct chk *c = w->c;
@@ -134,13 +134,13 @@ static int blk_worker(void *arg)
 	struct blk_work *w = arg;
 	struct chk *c = w->c;
 	uint8_t *buf = malloc(READ_SPAN), *out = malloc(sqk_image_super(c->img)->block_size);
-	struct sqk_compressor *comp = NULL;
+	struct compressor *comp = NULL;
 	size_t i, e;
-	int rc = buf && out ? sqk_compressor_create(sqk_image_comp(c->img), &comp) : SQK_ENOMEM;
+	int rc = buf && out ? compressor_create(sqk_image_comp(c->img), &comp) : SQK_ENOMEM;
 
 	while (rc == 0 && !atomic_load(&c->stop) && claim(w, &i, &e))
 		rc = run_span(w, comp, buf, out, i, e);
-	sqk_compressor_destroy(comp);
+	compressor_destroy(comp);
 	free(buf);
 	free(out);
 	return rc;

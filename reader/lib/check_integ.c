@@ -23,11 +23,11 @@
 
 struct integ_work {
 	struct chk *c;
-	const struct sqk_integ *ig;
+	const struct integ *ig;
 	atomic_uint_fast64_t next;
 	uint64_t per;             /* chunks per claim */
 	uint8_t *bad;             /* by chunk */
-	const struct sqk_integ_fast *fast; /* the fast checksums (n 0 when none) */
+	const struct integ_fast *fast; /* the fast checksums (n 0 when none) */
 	uint8_t *fbad;            /* by chunk: its fast checksum is wrong */
 };
 
@@ -37,18 +37,18 @@ static int check_span(struct integ_work *w, uint8_t *buf, uint64_t k0, uint64_t 
 	uint64_t s0, e0, s, e;
 	int rc;
 
-	sqk_integ_chunk_range(w->ig, k0, &s0, &e0);
-	sqk_integ_chunk_range(w->ig, k1 - 1, &s, &e);
+	integ_chunk_range(w->ig, k0, &s0, &e0);
+	integ_chunk_range(w->ig, k1 - 1, &s, &e);
 	rc = sqk_io_read_at(w->c->io, s0, buf, (size_t)(e - s0));
 	if (rc)
 		return rc;
 	for (uint64_t k = k0; k < k1; k++) {
-		sqk_integ_chunk_range(w->ig, k, &s, &e);
-		if (!sqk_integ_group_loaded(w->ig, sqk_integ_group_of(w->ig, k)))
+		integ_chunk_range(w->ig, k, &s, &e);
+		if (!integ_group_loaded(w->ig, integ_group_of(w->ig, k)))
 			continue; /* its group's digests are wrong: reported (check_groups) */
-		if (sqk_integ_check_chunk(w->ig, k, buf + (s - s0), (size_t)(e - s)))
+		if (integ_check_chunk(w->ig, k, buf + (s - s0), (size_t)(e - s)))
 			w->bad[k] = 1;
-		else if (k < w->fast->n && sqk_integ_fast_check_chunk(
+		else if (k < w->fast->n && integ_fast_check_chunk(
 					       w->ig, w->fast, k, buf + (s - s0), (size_t)(e - s)))
 			w->fbad[k] = 1;
 	}
@@ -74,7 +74,7 @@ static int integ_worker(void *arg)
 }
 
 /* Collects the bad chunks as merged ranges in c->bad. */
-static int merge_bad(struct chk *c, const struct sqk_integ *ig, const uint8_t *bad)
+static int merge_bad(struct chk *c, const struct integ *ig, const uint8_t *bad)
 {
 	for (uint64_t k = 0; k < ig->t.nchunks; k++) {
 		uint64_t s, e, s2, e2, j = k;
@@ -86,9 +86,9 @@ static int merge_bad(struct chk *c, const struct sqk_integ *ig, const uint8_t *b
 			j++;
 			c->res->chunks_bad++;
 		}
-		sqk_integ_chunk_range(ig, k, &s, &e);
-		sqk_integ_chunk_range(ig, j, &s2, &e2);
-		if (sqk_grow(&c->bad, &c->capbad, c->nbad + 1, 2 * sizeof(*c->bad), 0))
+		integ_chunk_range(ig, k, &s, &e);
+		integ_chunk_range(ig, j, &s2, &e2);
+		if (mem_grow(&c->bad, &c->capbad, c->nbad + 1, 2 * sizeof(*c->bad), 0))
 			return SQK_ENOMEM;
 		c->bad[2 * c->nbad] = s;
 		c->bad[2 * c->nbad + 1] = e2;
@@ -101,8 +101,8 @@ static int merge_bad(struct chk *c, const struct sqk_integ *ig, const uint8_t *b
 /* One finding per chunk whose fast checksum is wrong, at its entry in the block; none when a
  * chunk of the block itself fails its digest (its entries are then not the builder's, and that
  * chunk is the finding). */
-static void report_fast_bad(struct chk *c, const struct sqk_integ *ig,
-			    const struct sqk_integ_fast *f, const uint8_t *bad, const uint8_t *fbad)
+static void report_fast_bad(struct chk *c, const struct integ *ig,
+			    const struct integ_fast *f, const uint8_t *bad, const uint8_t *fbad)
 {
 	for (uint64_t k = f->at / ig->t.chunk_size; f->n && k < ig->t.nchunks; k++)
 		if (bad[k])
@@ -112,7 +112,7 @@ static void report_fast_bad(struct chk *c, const struct sqk_integ *ig,
 
 		if (!fbad[k])
 			continue;
-		sqk_integ_chunk_range(ig, k, &s, &e);
+		integ_chunk_range(ig, k, &s, &e);
 		chk_report(c, false, f->at + 8 * k, f->at + 8 * k + 8, "fast checksums",
 			   "fast checksum of chunk %llu (bytes %llu..%llu) does not match the "
 			   "chunk, "
@@ -121,7 +121,7 @@ static void report_fast_bad(struct chk *c, const struct sqk_integ *ig,
 	}
 }
 
-static int check_chunks(struct chk *c, const struct sqk_integ *ig, const struct sqk_integ_fast *f)
+static int check_chunks(struct chk *c, const struct integ *ig, const struct integ_fast *f)
 {
 	struct integ_work w = { .c = c, .ig = ig, .fast = f };
 	int rc;
@@ -142,8 +142,8 @@ static int check_chunks(struct chk *c, const struct sqk_integ *ig, const struct 
 	for (uint64_t g = 0; g < (ig->lazy ? ig->t.ngroups : 1); g++) {
 		uint64_t k0, k1, s, e;
 
-		sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
-		if (sqk_integ_group_loaded(ig, g))
+		integ_group_range(ig, g, &k0, &k1, &s, &e);
+		if (integ_group_loaded(ig, g))
 			c->res->chunks += k1 - k0;
 	}
 	if (rc == 0)
@@ -164,8 +164,8 @@ static void report_corrupt_integ(struct chk *c)
 	bool tree = false;
 
 	if (c->file_size >= sizeof(raw) && sqk_io_read_at(c->io, s, raw, sizeof(raw)) == 0 &&
-	    sqk_integ_trailer_decode(raw, &t) == 0 && sqk_integ_lazy_start(&t) < c->file_size) {
-		s = sqk_integ_lazy_start(&t);
+	    integ_trailer_decode(raw, &t) == 0 && integ_lazy_start(&t) < c->file_size) {
+		s = integ_lazy_start(&t);
 		tree = t.version == SQK_INTEG_VERSION_TREE;
 	}
 	chk_report(c, false, s, c->file_size, "integrity data",
@@ -186,7 +186,7 @@ static void check_no_trailer(struct chk *c)
 	if (c->offset > c->file_size || c->file_size - c->offset < sizeof(raw) ||
 	    sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
 		return;
-	sqk_super_decode(raw, &sb);
+	super_decode(raw, &sb);
 	if (sb.magic != SQK_MAGIC || sb.bytes_used > c->file_size - c->offset)
 		return;
 	end = (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
@@ -198,7 +198,7 @@ static void check_no_trailer(struct chk *c)
 
 /* The checksummed range must hold the whole image (up to bytes_used), else verified opens fail:
  * its last bytes would double as digests. */
-static void check_covers(struct chk *c, const struct sqk_integ *ig)
+static void check_covers(struct chk *c, const struct integ *ig)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
 	struct sqk_super sb;
@@ -211,7 +211,7 @@ static void check_covers(struct chk *c, const struct sqk_integ *ig)
 	if (c->offset > c->file_size || c->file_size - c->offset < sizeof(raw) ||
 	    sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
 		return;
-	sqk_super_decode(raw, &sb);
+	super_decode(raw, &sb);
 	if (sb.magic == SQK_MAGIC && sb.bytes_used > ig->t.covered - c->offset)
 		chk_report(c, false, ig->t.covered, c->offset + sb.bytes_used, "integrity data",
 			   "integrity data covers %llu bytes, the image ends at %llu",
@@ -230,7 +230,7 @@ static uint64_t padded_end(struct chk *c)
 	if (c->offset > c->file_size || c->file_size - c->offset < sizeof(raw) ||
 	    sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
 		return 0;
-	sqk_super_decode(raw, &sb);
+	super_decode(raw, &sb);
 	if (sb.magic != SQK_MAGIC)
 		return 0;
 	return (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
@@ -239,7 +239,7 @@ static uint64_t padded_end(struct chk *c)
 /* The fast checksum block that ends the covered bytes (integrity.h), into *f (n 0 when there is
  * none or it is not valid: a finding). Labelled; sets *start to where it begins (covered
  * without one), so the hint check takes what lies before it. */
-static int load_fast(struct chk *c, const struct sqk_integ *ig, struct sqk_integ_fast *f,
+static int load_fast(struct chk *c, const struct integ *ig, struct integ_fast *f,
 		     uint64_t *start)
 {
 	uint64_t end = padded_end(c), at, len, n;
@@ -253,11 +253,11 @@ static int load_fast(struct chk *c, const struct sqk_integ *ig, struct sqk_integ
 	if (!end || ig->t.covered < end + SQK_FAST_ALIGN ||
 	    sqk_io_read_at(c->io, ig->t.covered - sizeof(foot), foot, sizeof(foot)))
 		return 0;
-	rc = sqk_integ_fast_footer(foot, &ig->t, end, &at, &len, &n);
+	rc = integ_fast_footer(foot, &ig->t, end, &at, &len, &n);
 	if (rc == SQK_ENOENT) {
 		/* a footer that is right but for its magic: the block, damaged */
 		memcpy(foot + 24, SQK_FAST_MAGIC, 8);
-		if (sqk_integ_fast_footer(foot, &ig->t, end, &at, &len, &n))
+		if (integ_fast_footer(foot, &ig->t, end, &at, &len, &n))
 			return 0;
 		*start = at;
 		rc = SQK_ECORRUPT;
@@ -270,13 +270,13 @@ static int load_fast(struct chk *c, const struct sqk_integ *ig, struct sqk_integ
 			return SQK_ENOMEM;
 		rc = sqk_io_read_at(c->io, at, blk, (size_t)len);
 		if (!rc)
-			rc = sqk_integ_fast_decode(blk, (size_t)len, &ig->t, end, f);
+			rc = integ_fast_decode(blk, (size_t)len, &ig->t, end, f);
 		free(blk);
 		if (rc == SQK_ENOMEM)
 			return rc;
 	}
 	if (rc && rc != SQK_EUNSUPPORTED) {
-		sqk_integ_fast_free(f);
+		integ_fast_free(f);
 		chk_report(c, false, ig->t.covered - sizeof(foot), ig->t.covered, "fast checksums",
 			   "the fast checksum block ending at %llu is not valid (%s)",
 			   (unsigned long long)ig->t.covered, sqk_strerror(rc));
@@ -287,7 +287,7 @@ static int load_fast(struct chk *c, const struct sqk_integ *ig, struct sqk_integ
 	return rc ? rc : chk_ival_add(c, *start - c->offset, ig->t.covered - c->offset, l);
 }
 
-static int check_hint(struct chk *c, const struct sqk_integ *ig, uint64_t hint_end)
+static int check_hint(struct chk *c, const struct integ *ig, uint64_t hint_end)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
 	struct sqk_super sb;
@@ -298,7 +298,7 @@ static int check_hint(struct chk *c, const struct sqk_integ *ig, uint64_t hint_e
 	if (c->offset > c->file_size || c->file_size - c->offset < sizeof(raw) ||
 	    sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
 		return 0;
-	sqk_super_decode(raw, &sb);
+	super_decode(raw, &sb);
 	uint64_t end = (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
 	if (sb.magic != SQK_MAGIC || hint_end <= end || hint_end - end > SQK_HINT_MAX_LEN)
 		return 0;
@@ -308,7 +308,7 @@ static int check_hint(struct chk *c, const struct sqk_integ *ig, uint64_t hint_e
 		return SQK_ENOMEM;
 	int rc = sqk_io_read_at(c->io, end, blk, len);
 	if (!rc)
-		rc = sqk_hint_decode(blk, len, sb.bytes_used, r, 4, &n);
+		rc = hint_decode(blk, len, sb.bytes_used, r, 4, &n);
 	free(blk);
 	if (rc && rc != SQK_ETOOBIG) {
 		chk_report(c, false, end, hint_end, "prefetch hint",
@@ -325,13 +325,13 @@ static int check_hint(struct chk *c, const struct sqk_integ *ig, uint64_t hint_e
 /* A digest tree: each group of chunk digests against its group digest (which the root has
  * authenticated). A wrong group is a finding: the group, its chunks and the image bytes they
  * cover, which cannot be verified. */
-static void report_group(void *ctx, const struct sqk_integ *ig, uint64_t g)
+static void report_group(void *ctx, const struct integ *ig, uint64_t g)
 {
 	uint64_t k0, k1, s, e, is, ie, x;
 
-	sqk_integ_group_range(ig, g, &k0, &k1, &s, &e);
-	sqk_integ_chunk_range(ig, k0, &is, &x);
-	sqk_integ_chunk_range(ig, k1 - 1, &x, &ie);
+	integ_group_range(ig, g, &k0, &k1, &s, &e);
+	integ_chunk_range(ig, k0, &is, &x);
+	integ_chunk_range(ig, k1 - 1, &x, &ie);
 	chk_report(ctx, false, s, e, "integrity data",
 		   "digest group %llu (chunks %llu..%llu, image bytes %llu..%llu; its digests "
 		   "at %llu..%llu) does not match its group digest: those bytes cannot be "
@@ -341,16 +341,16 @@ static void report_group(void *ctx, const struct sqk_integ *ig, uint64_t g)
 		   (unsigned long long)(e - 1));
 }
 
-static int check_groups(struct chk *c, struct sqk_integ *ig)
+static int check_groups(struct chk *c, struct integ *ig)
 {
 	uint64_t nbad;
 
-	return sqk_integ_accept_groups(c->io, ig, &nbad, report_group, c);
+	return integ_accept_groups(c->io, ig, &nbad, report_group, c);
 }
 
-int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
+int chk_integrity(struct chk *c, struct integ *ig, bool *loaded)
 {
-	int rc = sqk_integ_load_lazy(c->io, c->file_size, ig);
+	int rc = integ_load_lazy(c->io, c->file_size, ig);
 
 	if (rc == SQK_ENOENT) {
 		check_no_trailer(c);
@@ -372,7 +372,7 @@ int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 			chk_report(c, false, c->file_size - SQK_INTEG_TRAILER_SIZE, c->file_size,
 				   "integrity data", "root digest differs from --root-hash");
 	}
-	struct sqk_integ_fast fast;
+	struct integ_fast fast;
 	uint64_t hint_end;
 
 	rc = check_groups(c, ig);
@@ -382,7 +382,7 @@ int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded)
 		memset(&fast, 0, sizeof(fast));
 	if (rc == 0)
 		rc = check_chunks(c, ig, &fast);
-	sqk_integ_fast_free(&fast);
+	integ_fast_free(&fast);
 	if (rc == 0)
 		check_covers(c, ig);
 	if (rc == 0)

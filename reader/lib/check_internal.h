@@ -72,7 +72,7 @@ int chk_ival_add(struct chk *c, uint64_t start, uint64_t end, uint32_t label);
 int chk_job_add(struct chk *c, const struct chk_job *j);
 
 /* check_integ.c: the chunk digests, the root digest, the trailer. */
-int chk_integrity(struct chk *c, struct sqk_integ *ig, bool *loaded);
+int chk_integrity(struct chk *c, struct integ *ig, bool *loaded);
 
 /* check_meta.c: table regions and the metadata blocks of the inode and directory tables. */
 int chk_tables(struct chk *c);

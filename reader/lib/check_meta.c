@@ -28,7 +28,7 @@ static uint64_t options_end(struct chk *c)
 	if (!(sb->flags & SQK_FLAG_COMP_OPTS) ||
 	    sqk_io_read_at(c->io, c->offset + SQK_SUPER_SIZE, h, 2))
 		return SQK_SUPER_SIZE;
-	return SQK_SUPER_SIZE + 2 + (sqk_get_le16(h) & 0x7FFF);
+	return SQK_SUPER_SIZE + 2 + (get_le16(h) & 0x7FFF);
 }
 
 /* The lookup tables follow the directory table back to back (validated at open). */
@@ -39,17 +39,17 @@ static int table_regions(struct chk *c)
 	int rc = 0;
 
 	if (sb->fragment_count) {
-		end = sb->fragment_table_start + sqk_table_index_bytes(sb->fragment_count, 16);
+		end = sb->fragment_table_start + table_index_bytes(sb->fragment_count, 16);
 		rc = region(c, at, end, "fragment table");
 		at = end;
 	}
 	if (rc == 0 && sb->export_table_start != SQK_NONE64) {
-		end = sb->export_table_start + sqk_table_index_bytes(sb->inode_count, 8);
+		end = sb->export_table_start + table_index_bytes(sb->inode_count, 8);
 		rc = region(c, at, end, "export table");
 		at = end;
 	}
 	if (rc == 0) {
-		end = sb->id_table_start + sqk_table_index_bytes(sb->id_count, 4);
+		end = sb->id_table_start + table_index_bytes(sb->id_count, 4);
 		rc = region(c, at > end ? c->img->dir_end : at, end, "id table");
 		at = end;
 	}
@@ -65,14 +65,14 @@ static int walk_meta(struct chk *c, uint64_t start, uint64_t end, const char *wh
 {
 	size_t len = (size_t)(end - start), used;
 	uint8_t *buf = malloc(len ? len : 1), out[SQK_META_SIZE];
-	struct sqk_compressor *comp = NULL;
+	struct compressor *comp = NULL;
 	uint64_t p = 0;
 	int rc = buf ? sqk_io_read_at(c->io, c->offset + start, buf, len) : SQK_ENOMEM;
 
 	if (rc == 0)
-		rc = sqk_compressor_create(sqk_image_comp(c->img), &comp);
+		rc = compressor_create(sqk_image_comp(c->img), &comp);
 	while (rc == 0 && p < len) {
-		ssize_t n = sqk_meta_decode_block(comp, buf + p, len - p, out, 0, &used);
+		ssize_t n = meta_decode_block(comp, buf + p, len - p, out, 0, &used);
 		uint64_t at = c->offset + start + p;
 
 		if (n < 0) {
@@ -89,7 +89,7 @@ static int walk_meta(struct chk *c, uint64_t start, uint64_t end, const char *wh
 				   (unsigned long long)at, n);
 		p += used;
 	}
-	sqk_compressor_destroy(comp);
+	compressor_destroy(comp);
 	free(buf);
 	return rc;
 }
@@ -102,7 +102,7 @@ static uint64_t first_block(struct chk *c, uint64_t pos, uint64_t fallback)
 
 	if (pos > c->file_size || sqk_io_read_at(c->io, c->offset + pos, raw, 8))
 		return fallback;
-	v = sqk_get_le64(raw);
+	v = get_le64(raw);
 	return v < pos ? v : fallback;
 }
 
@@ -118,7 +118,7 @@ int chk_fallback_regions(struct chk *c)
 
 	if (rc || sqk_io_read_at(c->io, c->offset, raw, sizeof(raw)))
 		return rc;
-	sqk_super_decode(raw, &sb);
+	super_decode(raw, &sb);
 	if (sb.magic != SQK_MAGIC)
 		return 0;
 	starts[0] = sb.fragment_count ? sb.fragment_table_start : SQK_NONE64;
@@ -136,7 +136,7 @@ int chk_fallback_regions(struct chk *c)
 	for (int i = 0; i < 3 && rc == 0; i++) {
 		if (starts[i] == SQK_NONE64)
 			continue;
-		end = starts[i] + sqk_table_index_bytes(i == 0 ? sb.fragment_count :
+		end = starts[i] + table_index_bytes(i == 0 ? sb.fragment_count :
 					      i == 1 ? sb.inode_count : sb.id_count,
 					      i == 0 ? 16 : i == 1 ? 8 : 4);
 		rc = region(c, at, end, names[i]);

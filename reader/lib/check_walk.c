@@ -81,18 +81,18 @@ static int file_blocks(struct chk *c, const struct sqk_inode *in, const char *pa
 	uint64_t bs = sb->block_size, pos = in->blocks_start;
 	uint64_t n = in->frag_index == SQK_NONE32 ? (in->size + bs - 1) / bs : in->size / bs;
 	uint32_t w[WORDS_PER_READ];
-	struct sqk_mcur cur;
+	struct mcur cur;
 
-	sqk_inode_cursor(c->img, in->body_ref, &cur);
+	inode_cursor(c->img, in->body_ref, &cur);
 	for (uint64_t k = 0; k < n && !atomic_load(&c->stop);) {
 		size_t m = n - k < WORDS_PER_READ ? (size_t)(n - k) : WORDS_PER_READ;
-		int rc = sqk_meta_read(c->img, &cur, w, m * 4);
+		int rc = meta_read(c->img, &cur, w, m * 4);
 
 		if (rc)
 			return lib_fail(c, rc, inode_pos(c, in->body_ref), "inode table",
 					"size words", path);
 		for (size_t i = 0; i < m; i++, k++) {
-			rc = file_word(c, in, path, label, k, n, sqk_get_le32(&w[i]), &pos);
+			rc = file_word(c, in, path, label, k, n, get_le32(&w[i]), &pos);
 			if (rc)
 				return rc < 0 ? rc : 0;
 		}
@@ -104,7 +104,7 @@ static int file_fragment(struct chk *c, const struct sqk_inode *in, const char *
 			 uint32_t label)
 {
 	const struct sqk_super *sb = sqk_image_super(c->img);
-	const struct sqk_frag_entry *f;
+	const struct frag_entry *f;
 	uint64_t tail = in->size % sb->block_size, at = c->offset + inode_pos(c, in->ref);
 
 	if (in->frag_index == SQK_NONE32)
@@ -249,7 +249,7 @@ static int visit(struct chk *c, const struct sqk_inode *in, const char *path)
 /* Sets pa->p to the path of e in messages. */
 static int path_set(struct path *pa, const struct sqk_walk_entry *e)
 {
-	int rc = sqk_grow(&pa->p, &pa->cap, e->path_len + 2, 1, 0);
+	int rc = mem_grow(&pa->p, &pa->cap, e->path_len + 2, 1, 0);
 
 	if (rc)
 		return rc;
@@ -301,7 +301,7 @@ static bool check_index(struct chk *c, const struct sqk_inode *dir, const struct
  * at each depth, in turn: a new one starts at index 0). */
 static int index_reported(struct path *pa, const struct sqk_walk_entry *e, bool **flag)
 {
-	int rc = sqk_grow(&pa->index_bad, &pa->capbad, e->depth + 1, sizeof(bool), 1);
+	int rc = mem_grow(&pa->index_bad, &pa->capbad, e->depth + 1, sizeof(bool), 1);
 
 	if (rc)
 		return rc;
@@ -342,7 +342,7 @@ static int walk_step(struct chk *c, struct sqk_walk *w, struct path *pa,
 		/* the bound of common/depth.h: its entries are not walked */
 		chk_report(c, true, 0, 0, "directory table", "%s: directories nested deeper than "
 			   "%u levels (the most sqk builds and walks)",
-			   sqk_depth_shown(pa->p[0] ? pa->p : "/", b), SQK_DEPTH_MAX);
+			   depth_shown(pa->p[0] ? pa->p : "/", b), SQK_DEPTH_MAX);
 		return 0;
 	default:
 		return rc;
@@ -376,7 +376,7 @@ static int check_export(struct chk *c)
 {
 	const struct sqk_super *sb = sqk_image_super(c->img);
 	uint8_t raw[8];
-	struct sqk_mcur cur = { .off = 0, .end = sb->export_table_start };
+	struct mcur cur = { .off = 0, .end = sb->export_table_start };
 	int rc;
 
 	if (sb->export_table_start == SQK_NONE64)
@@ -384,16 +384,16 @@ static int check_export(struct chk *c)
 	rc = sqk_io_read_at(c->io, c->offset + sb->export_table_start, raw, 8);
 	if (rc)
 		return rc;
-	cur.pos = sqk_get_le64(raw);
+	cur.pos = get_le64(raw);
 	for (uint32_t i = 1; i <= sb->inode_count && !atomic_load(&c->stop); i++) {
-		rc = sqk_meta_read(c->img, &cur, raw, 8);
+		rc = meta_read(c->img, &cur, raw, 8);
 		if (rc)
 			return lib_fail(c, rc, cur.pos, "export table", "entry", "export table");
-		if (c->ino_ref[i] != SQK_NONE64 && sqk_get_le64(raw) != c->ino_ref[i]) {
+		if (c->ino_ref[i] != SQK_NONE64 && get_le64(raw) != c->ino_ref[i]) {
 			chk_report(c, true, c->offset + cur.pos, c->offset + cur.pos + 1,
 				   "export table",
 				   "entry for inode %u is %llu, the walk found %llu", i,
-				   (unsigned long long)sqk_get_le64(raw),
+				   (unsigned long long)get_le64(raw),
 				   (unsigned long long)c->ino_ref[i]);
 			break;
 		}

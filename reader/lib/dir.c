@@ -22,7 +22,7 @@ static void iter_at(struct sqk_image *img, const struct sqk_inode *dir, uint32_t
 }
 
 /* it is the caller's storage and borrows img. */
-int sqk_dir_start(struct sqk_image *img, const struct sqk_inode *dir, struct sqk_dir_iter *it)
+int dir_start(struct sqk_image *img, const struct sqk_inode *dir, struct sqk_dir_iter *it)
 {
 	if (sqk_basic_type(dir->type) != SQK_T_DIR)
 		return SQK_EINVAL;
@@ -34,12 +34,12 @@ int sqk_dir_start(struct sqk_image *img, const struct sqk_inode *dir, struct sqk
 static int iter_read(struct sqk_dir_iter *it, void *buf, size_t len)
 {
 	struct sqk_image *img = it->img;
-	struct sqk_mcur c = { .pos = it->pos, .off = it->off, .end = img->dir_end };
+	struct mcur c = { .pos = it->pos, .off = it->off, .end = img->dir_end };
 	int rc;
 
 	if (it->remaining < len)
 		return SQK_ECORRUPT;
-	rc = sqk_meta_read(img, &c, buf, len);
+	rc = meta_read(img, &c, buf, len);
 	if (rc)
 		return rc;
 	it->pos = c.pos;
@@ -51,12 +51,12 @@ static int iter_read(struct sqk_dir_iter *it, void *buf, size_t len)
 static int next_run(struct sqk_dir_iter *it)
 {
 	uint8_t raw[SQK_DIR_HEADER_SIZE];
-	struct sqk_dir_header h;
+	struct dir_header h;
 	int rc = iter_read(it, raw, sizeof(raw));
 
 	if (rc)
 		return rc;
-	sqk_dir_header_decode(raw, &h);
+	dir_header_decode(raw, &h);
 	if (h.count + 1 > SQK_DIR_RUN_MAX || h.count + 1 == 0)
 		return SQK_ECORRUPT;
 	it->run_left = h.count + 1;
@@ -77,14 +77,14 @@ static int read_entry(struct sqk_dir_iter *it, struct sqk_dirent *e)
 {
 	uint8_t raw[SQK_DIR_ENTRY_SIZE];
 	char name[SQK_NAME_MAX + 1];
-	struct sqk_dir_entry d;
+	struct dir_entry d;
 	size_t len;
 	int64_t ino;
 	int rc = iter_read(it, raw, sizeof(raw));
 
 	if (rc)
 		return rc;
-	sqk_dir_entry_decode(raw, &d);
+	dir_entry_decode(raw, &d);
 	len = (size_t)d.name_size + 1;
 	if (len > SQK_NAME_MAX)
 		return SQK_ECORRUPT;
@@ -96,7 +96,7 @@ static int read_entry(struct sqk_dir_iter *it, struct sqk_dirent *e)
 	if (!name_ok(name, len) || d.type < SQK_T_DIR || d.type > SQK_T_SOCKET || ino < 1 ||
 	    ino > it->img->sb.inode_count || d.offset >= SQK_META_SIZE)
 		return SQK_ECORRUPT;
-	if (it->index > 0 && sqk_name_cmp(it->name, strlen(it->name), name, len) >= 0)
+	if (it->index > 0 && dir_name_cmp(it->name, strlen(it->name), name, len) >= 0)
 		return SQK_ECORRUPT;
 	memcpy(it->name, name, len + 1);
 	e->name = it->name;
@@ -116,7 +116,7 @@ int sqk_dir_open(struct sqk_image *img, const struct sqk_inode *dir, struct sqk_
 	*out = NULL;
 	if (!it)
 		return SQK_ENOMEM;
-	rc = sqk_dir_start(img, dir, it);
+	rc = dir_start(img, dir, it);
 	if (rc) {
 		free(it);
 		return rc;
@@ -150,7 +150,7 @@ int sqk_dir_next(struct sqk_dir_iter *it, struct sqk_dirent *e)
 			rc = SQK_ECORRUPT;
 	}
 	if (rc) {
-		sqk_logf(it->img, "bad directory entry in block at offset %llu: %s",
+		img_logf(it->img, "bad directory entry in block at offset %llu: %s",
 			 (unsigned long long)it->pos, sqk_strerror(rc));
 		it->remaining = 0;
 		it->run_left = 0;
@@ -164,27 +164,27 @@ int sqk_dir_next(struct sqk_dir_iter *it, struct sqk_dirent *e)
 static int seek_index(struct sqk_image *img, const struct sqk_inode *dir, const char *name,
 		      size_t len, struct sqk_dir_iter *it)
 {
-	struct sqk_mcur c;
+	struct mcur c;
 	uint32_t listing = (uint32_t)(dir->size - 3), last = 0;
 
-	sqk_inode_cursor(img, dir->body_ref, &c);
+	inode_cursor(img, dir->body_ref, &c);
 	for (uint32_t i = 0; i < dir->index_count; i++) {
 		uint8_t raw[SQK_DIR_INDEX_SIZE];
 		char iname[SQK_NAME_MAX + 1];
 		struct sqk_dir_index d;
-		int rc = sqk_meta_read(img, &c, raw, sizeof(raw));
+		int rc = meta_read(img, &c, raw, sizeof(raw));
 
 		if (rc)
 			return rc;
-		sqk_dir_index_decode(raw, &d);
+		dir_index_decode(raw, &d);
 		if (d.name_size + 1 > SQK_NAME_MAX || d.name_size + 1 == 0)
 			return SQK_ECORRUPT;
-		rc = sqk_meta_read(img, &c, iname, d.name_size + 1);
+		rc = meta_read(img, &c, iname, d.name_size + 1);
 		if (rc)
 			return rc;
 		if (d.index <= last || d.index >= listing)
 			return SQK_ECORRUPT;
-		if (sqk_name_cmp(iname, d.name_size + 1, name, len) > 0)
+		if (dir_name_cmp(iname, d.name_size + 1, name, len) > 0)
 			break;
 		last = d.index;
 		iter_at(img, dir, d.start_block, (dir->dir_offset + d.index) % SQK_META_SIZE,
@@ -199,14 +199,14 @@ int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *n
 {
 	struct sqk_dir_iter it;
 	struct sqk_dirent e;
-	int rc = sqk_dir_start(img, dir, &it);
+	int rc = dir_start(img, dir, &it);
 
 	if (rc)
 		return rc;
 	if (dir->type == SQK_T_LDIR && dir->index_count && dir->size > 3)
 		rc = seek_index(img, dir, name, len, &it);
 	while (rc == 0 && (rc = sqk_dir_next(&it, &e)) == 1) {
-		int cmp = sqk_name_cmp(e.name, e.name_len, name, len);
+		int cmp = dir_name_cmp(e.name, e.name_len, name, len);
 
 		if (cmp == 0)
 			return sqk_inode_get(img, e.ref, out);
@@ -237,7 +237,7 @@ int sqk_lookup_path(struct sqk_image *img, const char *path, struct sqk_inode *o
 			if (depth) /* ".." of the root is the root */
 				cur = up[--depth];
 		} else if (!(n == 1 && path[0] == '.')) {
-			rc = sqk_grow(&up, &cap, depth + 1, sizeof(*up), 0);
+			rc = mem_grow(&up, &cap, depth + 1, sizeof(*up), 0);
 			if (rc)
 				break;
 			up[depth++] = cur;

@@ -11,16 +11,16 @@
 #define FI_SLOTS 32u
 #define FI_CHUNK 8192u /* size words read per step: the allocation follows real data */
 
-struct sqk_findex_cache {
+struct findex_cache {
 	pthread_mutex_t mu;
-	struct sqk_findex *slot[FI_SLOTS];
+	struct findex *slot[FI_SLOTS];
 	uint64_t clock;
 };
 
 /* Caller owns *out. */
-int sqk_findex_cache_create(struct sqk_findex_cache **out)
+int findex_cache_create(struct findex_cache **out)
 {
-	struct sqk_findex_cache *fc = calloc(1, sizeof(*fc));
+	struct findex_cache *fc = calloc(1, sizeof(*fc));
 
 	if (!fc)
 		return SQK_ENOMEM;
@@ -29,7 +29,7 @@ int sqk_findex_cache_create(struct sqk_findex_cache **out)
 	return 0;
 }
 
-static void fi_free(struct sqk_findex *fi)
+static void fi_free(struct findex *fi)
 {
 	if (fi) {
 		free(fi->words);
@@ -39,7 +39,7 @@ static void fi_free(struct sqk_findex *fi)
 }
 
 /* Frees fc and its indexes; NULL-safe. */
-void sqk_findex_cache_destroy(struct sqk_findex_cache *fc)
+void findex_cache_destroy(struct findex_cache *fc)
 {
 	if (!fc)
 		return;
@@ -50,19 +50,19 @@ void sqk_findex_cache_destroy(struct sqk_findex_cache *fc)
 }
 
 /* Reads the size words incrementally, growing the array only as data actually decodes. */
-static int read_words(struct sqk_image *img, const struct sqk_inode *in, struct sqk_findex *fi)
+static int read_words(struct sqk_image *img, const struct sqk_inode *in, struct findex *fi)
 {
-	struct sqk_mcur c;
+	struct mcur c;
 	uint32_t done = 0, cap = 0;
 
-	sqk_inode_cursor(img, in->body_ref, &c);
+	inode_cursor(img, in->body_ref, &c);
 	while (done < fi->nblocks) {
 		uint32_t n = fi->nblocks - done < FI_CHUNK ? fi->nblocks - done : FI_CHUNK;
 		uint32_t *w = fi->words;
 		int rc;
 
 		/* Doubling (up to nblocks): growing by a chunk per step copies quadratically. Not
-		 * sqk_grow, which would double past nblocks: the array ends exactly nblocks long.
+		 * mem_grow, which would double past nblocks: the array ends exactly nblocks long.
 		 */
 		if (done + n > cap) {
 			cap = done + n > fi->nblocks / 2 ? fi->nblocks : 2 * (done + n);
@@ -71,18 +71,18 @@ static int read_words(struct sqk_image *img, const struct sqk_inode *in, struct 
 				return SQK_ENOMEM;
 			fi->words = w;
 		}
-		rc = sqk_meta_read(img, &c, w + done, (size_t)n * 4);
+		rc = meta_read(img, &c, w + done, (size_t)n * 4);
 		if (rc)
 			return rc;
 		for (uint32_t i = done; i < done + n; i++)
-			w[i] = sqk_get_le32(&w[i]);
+			w[i] = get_le32(&w[i]);
 		done += n;
 	}
 	return 0;
 }
 
 /* Checks every size word and records checkpoints; the blocks must end within bytes_used. */
-static int index_words(struct sqk_image *img, struct sqk_findex *fi)
+static int index_words(struct sqk_image *img, struct findex *fi)
 {
 	uint64_t pos = fi->blocks_start;
 
@@ -96,7 +96,7 @@ static int index_words(struct sqk_image *img, struct sqk_findex *fi)
 
 		if (k % SQK_FI_STEP == 0)
 			fi->ckpt[k / SQK_FI_STEP] = pos;
-		rc = w ? sqk_check_word(img, pos, w, fi->ino) : 0;
+		rc = w ? check_word(img, pos, w, fi->ino) : 0;
 		if (rc)
 			return rc;
 		pos += w & SQK_BLOCK_SIZE_MASK;
@@ -105,9 +105,9 @@ static int index_words(struct sqk_image *img, struct sqk_findex *fi)
 	return 0;
 }
 
-static int fi_build(struct sqk_image *img, const struct sqk_inode *in, struct sqk_findex **out)
+static int fi_build(struct sqk_image *img, const struct sqk_inode *in, struct findex **out)
 {
-	struct sqk_findex *fi = calloc(1, sizeof(*fi));
+	struct findex *fi = calloc(1, sizeof(*fi));
 	uint32_t bs = img->sb.block_size;
 	uint64_t nblocks;
 	int rc;
@@ -134,7 +134,7 @@ static int fi_build(struct sqk_image *img, const struct sqk_inode *in, struct sq
 }
 
 /* Position of block k: the checkpoint before it plus at most 63 size words. */
-uint64_t sqk_findex_pos(const struct sqk_findex *fi, uint32_t k)
+uint64_t findex_pos(const struct findex *fi, uint32_t k)
 {
 	uint64_t pos = fi->ckpt[k / SQK_FI_STEP];
 
@@ -144,7 +144,7 @@ uint64_t sqk_findex_pos(const struct sqk_findex *fi, uint32_t k)
 }
 
 /* Decompressed size block k must have. */
-size_t sqk_findex_expected(const struct sqk_image *img, const struct sqk_findex *fi, uint32_t k)
+size_t findex_expected(const struct sqk_image *img, const struct findex *fi, uint32_t k)
 {
 	uint64_t bs = img->sb.block_size;
 
@@ -153,10 +153,10 @@ size_t sqk_findex_expected(const struct sqk_image *img, const struct sqk_findex 
 	return (size_t)bs;
 }
 
-static struct sqk_findex *find_slot(struct sqk_findex_cache *fc, uint64_t ref)
+static struct findex *find_slot(struct findex_cache *fc, uint64_t ref)
 {
 	for (unsigned i = 0; i < FI_SLOTS; i++) {
-		struct sqk_findex *fi = fc->slot[i];
+		struct findex *fi = fc->slot[i];
 
 		if (fi && fi->ref == ref) {
 			fi->refs++;
@@ -168,7 +168,7 @@ static struct sqk_findex *find_slot(struct sqk_findex_cache *fc, uint64_t ref)
 }
 
 /* Puts fi into the least recently used slot; the evicted index is freed once unused. */
-static void insert_slot(struct sqk_findex_cache *fc, struct sqk_findex *fi)
+static void insert_slot(struct findex_cache *fc, struct findex *fi)
 {
 	unsigned victim = 0;
 
@@ -191,11 +191,11 @@ static void insert_slot(struct sqk_findex_cache *fc, struct sqk_findex *fi)
 	fc->slot[victim] = fi;
 }
 
-/* The block index of file in (built on first use). Caller owns a reference (sqk_findex_put). */
-int sqk_findex_get(struct sqk_image *img, const struct sqk_inode *in, struct sqk_findex **out)
+/* The block index of file in (built on first use). Caller owns a reference (findex_put). */
+int findex_get(struct sqk_image *img, const struct sqk_inode *in, struct findex **out)
 {
-	struct sqk_findex_cache *fc = img->findex;
-	struct sqk_findex *fi, *other;
+	struct findex_cache *fc = img->findex;
+	struct findex *fi, *other;
 	int rc;
 
 	pthread_mutex_lock(&fc->mu);
@@ -221,8 +221,8 @@ int sqk_findex_get(struct sqk_image *img, const struct sqk_inode *in, struct sqk
 	return 0;
 }
 
-/* Drops a reference from sqk_findex_get; NULL-safe. */
-void sqk_findex_put(struct sqk_image *img, struct sqk_findex *fi)
+/* Drops a reference from findex_get; NULL-safe. */
+void findex_put(struct sqk_image *img, struct findex *fi)
 {
 	if (!fi)
 		return;

@@ -24,12 +24,12 @@ int sqk_image_hint(struct sqk_image *img, struct sqk_hint_range *out, size_t max
 	    (img->sb.bytes_used + SQK_HINT_ALIGN - 1) / SQK_HINT_ALIGN * SQK_HINT_ALIGN;
 	if (t.covered < padded || t.covered - padded < SQK_HINT_ALIGN || t.covered > img->file_size)
 		return SQK_ENOENT;
-	uint64_t end = sqk_verify_fast_start(img, &t, padded);
+	uint64_t end = verify_fast_start(img, &t, padded);
 	if (end - padded < SQK_HINT_ALIGN)
 		return SQK_ENOENT;
-	rc = sqk_img_read(img, end - sizeof(foot), foot, sizeof(foot));
+	rc = img_read(img, end - sizeof(foot), foot, sizeof(foot));
 	if (!rc)
-		rc = sqk_hint_footer(foot, end - padded, &nranges, &len);
+		rc = hint_footer(foot, end - padded, &nranges, &len);
 	if (rc)
 		return rc;
 	if (end - len != padded)
@@ -38,12 +38,12 @@ int sqk_image_hint(struct sqk_image *img, struct sqk_hint_range *out, size_t max
 	uint8_t *blk = malloc(len);
 	if (!blk)
 		return SQK_ENOMEM;
-	rc = sqk_img_read(img, padded, blk, len);
+	rc = img_read(img, padded, blk, len);
 	if (!rc)
-		rc = sqk_hint_decode(blk, len, img->sb.bytes_used, out, max, n);
+		rc = hint_decode(blk, len, img->sb.bytes_used, out, max, n);
 	free(blk);
 	if (rc && rc != SQK_ETOOBIG && rc != SQK_ENOMEM && rc != SQK_EIO)
-		sqk_logf(img, "prefetch hint at offset %llu is not valid: %s",
+		img_logf(img, "prefetch hint at offset %llu is not valid: %s",
 			 (unsigned long long)padded, sqk_strerror(rc));
 	return rc;
 }

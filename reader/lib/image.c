@@ -26,29 +26,29 @@ static int check_super(struct sqk_image *img)
 	const struct sqk_super *sb = &img->sb;
 
 	if (sb->magic != SQK_MAGIC || sb->version_major != 4 || sb->version_minor != 0) {
-		sqk_logf(img, "bad superblock: magic 0x%08x, version %u.%u (the integrity data says "
+		img_logf(img, "bad superblock: magic 0x%08x, version %u.%u (the integrity data says "
 			 "it was a SquashFS 4.0 image: it is damaged)", sb->magic, sb->version_major,
 			 sb->version_minor);
 		return SQK_ECORRUPT;
 	}
 	if (sb->block_size < SQK_MIN_BLOCK || sb->block_size > SQK_MAX_BLOCK ||
 	    sb->block_log > 20 || sb->block_size != 1u << sb->block_log) {
-		sqk_logf(img, "bad superblock: block size %u with block_log %u (a power of two from "
+		img_logf(img, "bad superblock: block size %u with block_log %u (a power of two from "
 			 "4 KiB to 1 MiB, 2^block_log)", sb->block_size, sb->block_log);
 		return SQK_ECORRUPT;
 	}
 	if (sb->flags & SQK_FLAG_CHECK) {
-		sqk_logf(img, "bad superblock: flag 0x0004 (check data, SquashFS 1.x-3.x) set in a "
+		img_logf(img, "bad superblock: flag 0x0004 (check data, SquashFS 1.x-3.x) set in a "
 			 "4.0 image");
 		return SQK_EUNSUPPORTED;
 	}
 	if (sb->bytes_used > img->file_size || sb->bytes_used < SQK_SUPER_SIZE) {
-		sqk_logf(img, "bad superblock: bytes_used %llu, the file has %llu bytes",
+		img_logf(img, "bad superblock: bytes_used %llu, the file has %llu bytes",
 			 (unsigned long long)sb->bytes_used, (unsigned long long)img->file_size);
 		return SQK_ECORRUPT;
 	}
 	if ((sb->root_inode & 0xFFFF) > SQK_META_SIZE || sb->inode_count == 0) {
-		sqk_logf(img, "bad superblock: root inode reference 0x%llx, %u inodes",
+		img_logf(img, "bad superblock: root inode reference 0x%llx, %u inodes",
 			 (unsigned long long)sb->root_inode, sb->inode_count);
 		return SQK_ECORRUPT;
 	}
@@ -57,7 +57,7 @@ static int check_super(struct sqk_image *img)
 
 /* Before anything else is read (the integrity trailer included): an empty file, a file that is
  * not SquashFS, another SquashFS version or a truncated image is refused with a line of its own
- * naming the image and what it is (sqk_super_diagnose); the bytes are not verified, only
+ * naming the image and what it is (super_diagnose); the bytes are not verified, only
  * judged. offset is the caller's, for the message. */
 static int probe_super(struct sqk_image *img, uint64_t offset)
 {
@@ -73,11 +73,11 @@ static int probe_super(struct sqk_image *img, uint64_t offset)
 	n = size < sizeof(head) ? (size_t)size : sizeof(head);
 	if (n && (rc = sqk_io_read_at(img->io, img->base, head, n)) != 0)
 		return rc;
-	rc = sqk_super_diagnose(img->name, offset, head, n, NULL, 0, size, why, sizeof(why));
+	rc = super_diagnose(img->name, offset, head, n, NULL, 0, size, why, sizeof(why));
 	/* not SquashFS 4.0 at its start: the end may be the integrity data of an image */
 	if ((rc == SQK_ENOTSQFS || rc == SQK_EVERSION) && img->at_zero && size >= t &&
 	    sqk_io_read_at(img->io, img->base + size - t, tail, t) == 0)
-		rc = sqk_super_diagnose(img->name, offset, head, n, tail, t, size, why, sizeof(why));
+		rc = super_diagnose(img->name, offset, head, n, tail, t, size, why, sizeof(why));
 	if (rc && img->log)
 		img->log(img->log_ctx, why);
 	return rc;
@@ -91,19 +91,19 @@ static int read_options(struct sqk_image *img)
 	ssize_t n = 0;
 
 	if (!(img->sb.flags & SQK_FLAG_COMP_OPTS))
-		return sqk_comp_options_read(img->sb.compressor, img->sb.block_size, NULL, 0,
+		return comp_options_read(img->sb.compressor, img->sb.block_size, NULL, 0,
 					     &img->comp);
 	avail = img->sb.bytes_used - SQK_SUPER_SIZE;
 	if (avail > sizeof(buf))
 		avail = sizeof(buf);
-	n = sqk_img_read(img, SQK_SUPER_SIZE, buf, avail);
+	n = img_read(img, SQK_SUPER_SIZE, buf, avail);
 	if (n == 0)
-		n = sqk_meta_decode_block(NULL, buf, avail, out, 0, &used);
+		n = meta_decode_block(NULL, buf, avail, out, 0, &used);
 	if (n == SQK_EINVAL)
 		n = SQK_EUNSUPPORTED; /* a compressed options block: nobody writes one */
 	if (n < 0)
 		return (int)n;
-	return sqk_comp_options_read(img->sb.compressor, img->sb.block_size, out, (size_t)n,
+	return comp_options_read(img->sb.compressor, img->sb.block_size, out, (size_t)n,
 				     &img->comp);
 }
 
@@ -120,31 +120,31 @@ static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 			return SQK_ECORRUPT;
 		img->file_size -= img->base;
 	}
-	rc = sqk_verify_init(img);
+	rc = verify_init(img);
 	if (rc == 0)
-		rc = sqk_verify_pin(img, root_hash);
+		rc = verify_pin(img, root_hash);
 	if (rc)
 		return rc;
-	rc = sqk_img_read(img, 0, raw, sizeof(raw));
+	rc = img_read(img, 0, raw, sizeof(raw));
 	if (rc)
 		return rc == SQK_EBOUNDS ? SQK_ECORRUPT : rc;
-	sqk_super_decode(raw, &img->sb);
+	super_decode(raw, &img->sb);
 	rc = check_super(img); /* logs why */
 	if (rc)
 		return rc;
-	rc = sqk_comp_supported(img->sb.compressor, why, sizeof(why));
+	rc = comp_supported(img->sb.compressor, why, sizeof(why));
 	if (rc) {
-		sqk_logf(img, "%s", why);
+		img_logf(img, "%s", why);
 		return rc;
 	}
-	rc = sqk_verify_covers(img);
+	rc = verify_covers(img);
 	if (rc == 0)
-		rc = sqk_verify_fast(img, root_hash != NULL);
+		rc = verify_fast(img, root_hash != NULL);
 	if (rc)
 		return rc;
 	rc = read_options(img);
 	if (rc)
-		sqk_logf(img, "bad compressor options: %s", sqk_strerror(rc));
+		img_logf(img, "bad compressor options: %s", sqk_strerror(rc));
 	return rc;
 }
 
@@ -155,17 +155,17 @@ static int setup(struct sqk_image *img, const struct sqk_open_opts *o)
 
 	img->readahead = o && o->readahead_blocks ? o->readahead_blocks : DEFAULT_READAHEAD;
 	img->nthreads = o && o->threads ? o->threads : (cpus > 0 ? (unsigned)cpus : 1);
-	rc = sqk_cache_create(o && o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE, &img->cache);
+	rc = cache_create(o && o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE, &img->cache);
 	if (rc == 0)
-		rc = sqk_findex_cache_create(&img->findex);
+		rc = findex_cache_create(&img->findex);
 	if (rc == 0)
 		rc = probe_super(img, o ? o->offset : 0);
 	if (rc == 0)
 		rc = read_super(img, o ? o->root_hash : NULL);
 	if (rc == 0)
-		sqk_cache_set_block_size(img->cache, img->sb.block_size);
+		cache_set_block_size(img->cache, img->sb.block_size);
 	if (rc == 0)
-		rc = sqk_load_tables(img);
+		rc = load_tables(img);
 	/* Readahead workers start on first use, not here: a process that forks after opening
 	 * (a daemon detaching) would otherwise keep an image whose workers are gone. */
 	return rc;
@@ -186,7 +186,7 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	}
 	pthread_mutex_init(&img->pool.mu, NULL);
 	pthread_mutex_init(&img->workers_mu, NULL);
-	sqk_seqwalk_init(&img->walk);
+	seqwalk_init(&img->walk);
 	pthread_mutex_init(&img->rabufs.mu, NULL);
 	img->io = io;
 	img->owned_io = owned;
@@ -219,13 +219,13 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 /* Borrows o; fills the caller's *o with the defaults. */
 void sqk_open_opts_init(struct sqk_open_opts *o)
 {
-	sqk_abi_copy_in(o, sizeof(*o), NULL, OPEN_OPTS_V1);
+	abi_copy_in(o, sizeof(*o), NULL, OPEN_OPTS_V1);
 }
 
 /* Borrows opts; fills the caller's *o. */
 int img_take_opts(const struct sqk_open_opts *opts, struct sqk_open_opts *o)
 {
-	return sqk_abi_copy_in(o, sizeof(*o), opts, OPEN_OPTS_V1);
+	return abi_copy_in(o, sizeof(*o), opts, OPEN_OPTS_V1);
 }
 
 /* Borrows io (must outlive the image); caller owns *out. */
@@ -281,7 +281,7 @@ static void load_hint(struct sqk_image *img, bool fetch)
 		free(r);
 		return;
 	}
-	fit = realloc(r, n * sizeof(*r)); /* shrink to fit, not sqk_grow */
+	fit = realloc(r, n * sizeof(*r)); /* shrink to fit, not mem_grow */
 	img->hint = fit ? fit : r;
 	img->nhint = n;
 	if (fetch)
@@ -314,7 +314,7 @@ void sqk_image_quiesce(struct sqk_image *img)
 	if (!img)
 		return;
 	pthread_mutex_lock(&img->workers_mu);
-	sqk_workers_stop(img);
+	workers_stop(img);
 	img->workers_tried = false;
 	pthread_mutex_unlock(&img->workers_mu);
 	sqk_io_quiesce(img->io);
@@ -385,19 +385,19 @@ void sqk_image_close(struct sqk_image *img)
 {
 	if (!img)
 		return;
-	sqk_workers_stop(img);
+	workers_stop(img);
 	pthread_mutex_destroy(&img->workers_mu);
-	sqk_seqwalk_free(&img->walk);
-	sqk_rabufs_free(&img->rabufs);
-	sqk_findex_cache_destroy(img->findex);
-	sqk_cache_destroy(img->cache);
-	sqk_pool_free(&img->pool);
+	seqwalk_free(&img->walk);
+	rabufs_free(&img->rabufs);
+	findex_cache_destroy(img->findex);
+	cache_destroy(img->cache);
+	pool_free(&img->pool);
 	pthread_mutex_destroy(&img->pool.mu);
 	sqk_io_destroy(img->owned_io);
 	free(img->ids);
 	free(img->frags);
 	free(img->xattr_index);
-	sqk_verify_free(img);
+	verify_free(img);
 	pthread_mutex_destroy(&img->bad_mu);
 	pthread_mutex_destroy(&img->vmu);
 	pthread_cond_destroy(&img->vcv);
@@ -433,7 +433,7 @@ int sqk_image_stats(struct sqk_image *img, struct sqk_stats *out)
 	s.chunks_hashed = atomic_load(&img->st.hashed);
 	s.chunks_xxh3 = atomic_load(&img->st.xxh3);
 	s.chunks_sha256 = atomic_load(&img->st.sha256);
-	return sqk_abi_copy_out(out, &s, sizeof(s), STATS_V1);
+	return abi_copy_out(out, &s, sizeof(s), STATS_V1);
 }
 
 /* Static storage. */

@@ -35,7 +35,7 @@ struct info_walk {
 
 static int add_file(struct info_walk *w, const struct info_file *f)
 {
-	int rc = sqk_grow(&w->files, &w->capfiles, w->nfiles + 1, sizeof(*w->files), 0);
+	int rc = mem_grow(&w->files, &w->capfiles, w->nfiles + 1, sizeof(*w->files), 0);
 
 	if (rc)
 		return rc;
@@ -46,7 +46,7 @@ static int add_file(struct info_walk *w, const struct info_file *f)
 /* The path for messages: "/" and the walk's path. */
 static int path_set(struct info_walk *w, const struct sqk_walk_entry *e)
 {
-	int rc = sqk_grow(&w->path, &w->pcap, e->path_len + 2, 1, 0);
+	int rc = mem_grow(&w->path, &w->pcap, e->path_len + 2, 1, 0);
 
 	if (rc)
 		return rc;
@@ -67,22 +67,22 @@ static int file_stats(struct info_walk *w, const struct sqk_inode *f)
 	uint64_t n = f->size / bs + (f->frag_index == SQK_NONE32 && f->size % bs);
 	struct info_file r = { f->size, f->blocks_start, f->frag_index, f->frag_offset, 0, 0 };
 	uint32_t words[WORDS_PER_READ];
-	struct sqk_mcur c;
+	struct mcur c;
 
 	w->out->file_bytes += f->size;
 	w->out->sparse_bytes += f->sparse;
-	sqk_inode_cursor(w->img, f->body_ref, &c);
+	inode_cursor(w->img, f->body_ref, &c);
 	for (uint64_t k = 0; k < n;) {
 		size_t m = n - k < WORDS_PER_READ ? (size_t)(n - k) : WORDS_PER_READ;
-		int rc = sqk_meta_read(w->img, &c, words, m * 4);
+		int rc = meta_read(w->img, &c, words, m * 4);
 
 		if (rc) {
-			sqk_logf(w->img, "%s: cannot read the block list: %s", shown(w),
+			img_logf(w->img, "%s: cannot read the block list: %s", shown(w),
 				 sqk_strerror(rc));
 			return rc;
 		}
 		for (size_t i = 0; i < m; i++, k++) {
-			uint32_t word = sqk_get_le32(&words[i]);
+			uint32_t word = get_le32(&words[i]);
 
 			r.stored += word != 0;
 			r.raw += (word & SQK_BLOCK_RAW) != 0;
@@ -114,12 +114,12 @@ static void walk_failed(struct info_walk *w, const struct sqk_walk_entry *e, int
 	char b[2 * SQK_DEPTH_SHOWN + 4];
 
 	if (e->event == SQK_WALK_ERR_DEPTH)
-		sqk_logf(w->img, "%s: directories nested deeper than %u levels (the most sqk "
-			 "walks)", sqk_depth_shown(shown(w), b), SQK_DEPTH_MAX);
+		img_logf(w->img, "%s: directories nested deeper than %u levels (the most sqk "
+			 "walks)", depth_shown(shown(w), b), SQK_DEPTH_MAX);
 	else if (e->event == SQK_WALK_ERR_INODE)
-		sqk_logf(w->img, "%s: cannot read inode: %s", shown(w), sqk_strerror(rc));
+		img_logf(w->img, "%s: cannot read inode: %s", shown(w), sqk_strerror(rc));
 	else if (e->event == SQK_WALK_ERR_LIST)
-		sqk_logf(w->img, "%s: cannot list directory: %s", shown(w), sqk_strerror(rc));
+		img_logf(w->img, "%s: cannot list directory: %s", shown(w), sqk_strerror(rc));
 }
 
 /* Every entry below the root, depth first in listing order; each inode counted once. */
@@ -221,14 +221,14 @@ static int count_meta(struct sqk_image *img, uint64_t start, uint64_t end, uint6
 	*count = 0;
 	while (pos < end) {
 		uint16_t v, len;
-		int rc = sqk_img_read(img, pos, h, 2);
+		int rc = img_read(img, pos, h, 2);
 
 		if (rc)
 			return rc == SQK_EBOUNDS ? SQK_ECORRUPT : rc;
-		v = sqk_get_le16(h);
+		v = get_le16(h);
 		len = v & (uint16_t)~SQK_META_RAW;
 		if (len == 0 || len > SQK_META_SIZE) {
-			sqk_logf(img, "bad metadata block header 0x%04x (offset %llu): %s", v,
+			img_logf(img, "bad metadata block header 0x%04x (offset %llu): %s", v,
 				 (unsigned long long)pos, sqk_strerror(SQK_ECORRUPT));
 			return SQK_ECORRUPT;
 		}
@@ -236,7 +236,7 @@ static int count_meta(struct sqk_image *img, uint64_t start, uint64_t end, uint6
 		(*count)++;
 	}
 	if (pos != end) {
-		sqk_logf(img,
+		img_logf(img,
 			 "metadata blocks run past the next table at offset %llu (offset %llu): "
 			 "%s",
 			 (unsigned long long)end, (unsigned long long)pos,
@@ -264,7 +264,7 @@ int sqk_image_info(struct sqk_image *img, struct sqk_image_info *user)
 	out->directory_table_bytes = img->dir_end - sb->directory_table_start;
 	rc = sqk_image_root(img, &root);
 	if (rc)
-		sqk_logf(img, "/: cannot read the root inode: %s", sqk_strerror(rc));
+		img_logf(img, "/: cannot read the root inode: %s", sqk_strerror(rc));
 	if (rc == 0)
 		rc = walk(&w, &root);
 	if (rc == 0) {
@@ -278,6 +278,6 @@ int sqk_image_info(struct sqk_image *img, struct sqk_image_info *user)
 				&out->directory_metadata_blocks);
 	free(w.files);
 	free(w.path);
-	sqk_abi_copy_out(user, out, sizeof(*out), INFO_V1);
+	abi_copy_out(user, out, sizeof(*out), INFO_V1);
 	return rc;
 }

@@ -15,7 +15,7 @@ static const uint32_t ifmt[8] = { 0, S_IFDIR, S_IFREG, S_IFLNK, S_IFBLK, S_IFCHR
 				  S_IFSOCK };
 
 /* Cursor at an inode reference (relative to the inode table). */
-void sqk_inode_cursor(const struct sqk_image *img, uint64_t ref, struct sqk_mcur *c)
+void inode_cursor(const struct sqk_image *img, uint64_t ref, struct mcur *c)
 {
 	c->pos = img->sb.inode_table_start + (ref >> 16);
 	c->off = (uint32_t)(ref & 0xFFFF);
@@ -44,7 +44,7 @@ static int check_file(struct sqk_image *img, struct sqk_inode *o)
 	return 0;
 }
 
-static void copy_body(const struct sqk_inode_body *b, struct sqk_inode *o)
+static void copy_body(const struct inode_body *b, struct sqk_inode *o)
 {
 	o->nlink = b->nlink;
 	o->size = b->size;
@@ -61,7 +61,7 @@ static void copy_body(const struct sqk_inode_body *b, struct sqk_inode *o)
 }
 
 /* A symlink's target (skipped here, located by body_ref) and an extended one's xattr index. */
-static int symlink_rest(struct sqk_image *img, struct sqk_mcur *c, struct sqk_inode *o)
+static int symlink_rest(struct sqk_image *img, struct mcur *c, struct sqk_inode *o)
 {
 	uint8_t b[4];
 	int rc;
@@ -69,24 +69,24 @@ static int symlink_rest(struct sqk_image *img, struct sqk_mcur *c, struct sqk_in
 	if (o->size > SQK_SYMLINK_MAX)
 		return SQK_ECORRUPT;
 	o->body_ref = ((c->pos - img->sb.inode_table_start) << 16) | c->off;
-	rc = sqk_meta_read(img, c, NULL, (size_t)o->size);
+	rc = meta_read(img, c, NULL, (size_t)o->size);
 	if (rc == 0 && o->type == SQK_T_LSYMLINK) {
-		rc = sqk_meta_read(img, c, b, 4);
-		o->xattr_idx = sqk_get_le32(b);
+		rc = meta_read(img, c, b, 4);
+		o->xattr_idx = get_le32(b);
 	}
 	return rc;
 }
 
-static int decode_body(struct sqk_image *img, struct sqk_mcur *c, struct sqk_inode *o)
+static int decode_body(struct sqk_image *img, struct mcur *c, struct sqk_inode *o)
 {
-	struct sqk_inode_body body = { .frag_index = SQK_NONE32, .xattr_idx = SQK_NONE32 };
+	struct inode_body body = { .frag_index = SQK_NONE32, .xattr_idx = SQK_NONE32 };
 	uint16_t basic = sqk_basic_type(o->type);
 	uint8_t raw[40];
-	int rc = sqk_meta_read(img, c, raw, sqk_inode_body_size(o->type));
+	int rc = meta_read(img, c, raw, inode_body_size(o->type));
 
 	if (rc)
 		return rc;
-	sqk_inode_body_decode(o->type, raw, &body);
+	inode_body_decode(o->type, raw, &body);
 	copy_body(&body, o);
 	if (basic == SQK_T_DIR && o->dir_offset >= SQK_META_SIZE)
 		rc = SQK_ECORRUPT;
@@ -105,8 +105,8 @@ static int decode_body(struct sqk_image *img, struct sqk_mcur *c, struct sqk_ino
 int sqk_inode_get(struct sqk_image *img, uint64_t ref, struct sqk_inode *out)
 {
 	const struct sqk_super *sb = &img->sb;
-	struct sqk_inode_header h;
-	struct sqk_mcur c;
+	struct inode_header h;
+	struct mcur c;
 	uint8_t raw[SQK_INODE_HEADER_SIZE];
 	int rc;
 
@@ -115,11 +115,11 @@ int sqk_inode_get(struct sqk_image *img, uint64_t ref, struct sqk_inode *out)
 	out->ref = ref;
 	if ((ref & 0xFFFF) >= SQK_META_SIZE)
 		return SQK_ECORRUPT;
-	sqk_inode_cursor(img, ref, &c);
-	rc = sqk_meta_read(img, &c, raw, sizeof(raw));
+	inode_cursor(img, ref, &c);
+	rc = meta_read(img, &c, raw, sizeof(raw));
 	if (rc)
 		return rc;
-	sqk_inode_header_decode(raw, &h);
+	inode_header_decode(raw, &h);
 	if (h.type < SQK_T_DIR || h.type > SQK_T_LSOCKET || h.inode_number == 0 ||
 	    h.inode_number > sb->inode_count || h.uid_idx >= sb->id_count ||
 	    h.gid_idx >= sb->id_count)
@@ -134,7 +134,7 @@ int sqk_inode_get(struct sqk_image *img, uint64_t ref, struct sqk_inode *out)
 		rc = decode_body(img, &c, out);
 	}
 	if (rc)
-		sqk_logf(img, "bad inode at table offset %llu+%u: %s",
+		img_logf(img, "bad inode at table offset %llu+%u: %s",
 			 (unsigned long long)(ref >> 16), (unsigned)(ref & 0xFFFF),
 			 sqk_strerror(rc));
 	return rc;

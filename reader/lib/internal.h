@@ -16,10 +16,10 @@
 #include "common/integrity.h"
 #include "sqk/sqk.h"
 
-enum sqk_block_kind { SQK_BK_META, SQK_BK_DATA, SQK_BK_FRAG };
+enum img_block_kind { SQK_BK_META, SQK_BK_DATA, SQK_BK_FRAG };
 
 /* One cached decompressed block. refs > 0 pins it; state 1 = loading, 0 = ready, < 0 = failed. */
-struct sqk_cblock {
+struct cblock {
 	uint64_t pos;
 	int kind;
 	int state;
@@ -30,41 +30,41 @@ struct sqk_cblock {
 	size_t stored;   /* encoded length (metadata: header + payload) */
 	size_t cost;     /* bytes charged to the cache */
 	uint8_t *data;
-	struct sqk_cblock *hnext;
-	struct sqk_cblock *prev, *next; /* LRU list (ready entries only) */
+	struct cblock *hnext;
+	struct cblock *prev, *next; /* LRU list (ready entries only) */
 };
 
 enum { SQK_CACHE_CLAIMED = 0, SQK_CACHE_HIT = 1, SQK_CACHE_PRESENT = 2 };
 
-struct sqk_cache;
+struct cache;
 
-int sqk_cache_create(size_t limit, struct sqk_cache **out);
-void sqk_cache_destroy(struct sqk_cache *c);
-int sqk_cache_get(struct sqk_cache *c, uint64_t pos, int kind, bool wait, struct sqk_cblock **out);
-void sqk_cache_fill(struct sqk_cache *c, struct sqk_cblock *b, uint8_t *data, size_t len,
+int cache_create(size_t limit, struct cache **out);
+void cache_destroy(struct cache *c);
+int cache_get(struct cache *c, uint64_t pos, int kind, bool wait, struct cblock **out);
+void cache_fill(struct cache *c, struct cblock *b, uint8_t *data, size_t len,
 		    size_t stored, int err);
-void sqk_cache_put(struct sqk_cache *c, struct sqk_cblock *b);
-void sqk_cache_set_block_size(struct sqk_cache *c, size_t block_size);
-uint8_t *sqk_cache_buf(struct sqk_cache *c);
+void cache_put(struct cache *c, struct cblock *b);
+void cache_set_block_size(struct cache *c, size_t block_size);
+uint8_t *cache_buf(struct cache *c);
 
-struct sqk_counters {
+struct counters {
 	atomic_uint_fast64_t data, frag, meta, hits, misses, bytes, batches, hashed;
 	atomic_uint_fast64_t xxh3, sha256; /* of hashed: chunks checked by each */
 };
 
-struct sqk_comp_pool {
+struct comp_pool {
 	pthread_mutex_t mu;
-	struct sqk_compressor **free;
+	struct compressor **free;
 	size_t nfree, cap;
 };
 
-struct sqk_findex_cache;
-struct sqk_workers;
+struct findex_cache;
+struct workers;
 
 /* Read buffers of readahead batches, kept for reuse: fresh memory would be page-faulted in by
  * every batch's read. */
 #define SQK_RABUF_KEEP 8
-struct sqk_rabufs {
+struct rabufs {
 	pthread_mutex_t mu;
 	unsigned n;
 	uint8_t *buf[SQK_RABUF_KEEP];
@@ -74,7 +74,7 @@ struct sqk_rabufs {
 /* stream.c: whether the files being read are a walk through the image in its own order (as
  * tar of the tree reads them): consecutive files with data blocks, each read whole from its
  * start, each starting where the one before ended (give or take fragment blocks). */
-struct sqk_seqwalk {
+struct seqwalk {
 	pthread_mutex_t mu;
 	uint64_t start;         /* where the data blocks of the run's first file start */
 	uint64_t end;           /* end of the data blocks of the last file of the run */
@@ -95,7 +95,7 @@ struct sqk_image {
 	void (*log)(void *log_ctx, const char *msg);
 	void *log_ctx;
 	uint32_t *ids;
-	struct sqk_frag_entry *frags;
+	struct frag_entry *frags;
 	uint64_t inode_end;     /* end of the inode table (= directory_table_start) */
 	uint64_t dir_end;       /* end of the directory table */
 	uint64_t *xattr_index;  /* positions of the xattr id blocks */
@@ -103,14 +103,14 @@ struct sqk_image {
 	uint64_t xattr_kv_start, xattr_kv_end, xattr_ids_end;
 	unsigned readahead;
 	unsigned nthreads;
-	struct sqk_cache *cache;
-	struct sqk_comp_pool pool;
-	struct sqk_findex_cache *findex;
-	struct sqk_workers *workers; /* started on first readahead (guarded by workers_mu) */
-	struct sqk_rabufs rabufs;
+	struct cache *cache;
+	struct comp_pool pool;
+	struct findex_cache *findex;
+	struct workers *workers; /* started on first readahead (guarded by workers_mu) */
+	struct rabufs rabufs;
 	pthread_mutex_t workers_mu;
 	bool workers_tried;
-	struct sqk_counters st;
+	struct counters st;
 	bool at_zero;           /* the image starts at offset 0 of its file */
 	bool verify_req;        /* !opts.no_verify */
 	/* opts.quiet_mismatch, set once the open is over (workers read it) */
@@ -120,8 +120,8 @@ struct sqk_image {
 	uint64_t groups_damaged;
 	bool remote_verified;   /* a remote image whose backend checks every chunk it fetches */
 	bool lazy_first;        /* no readahead on a file's first one-block read (remote images) */
-	struct sqk_integ integ;
-	struct sqk_integ_fast fast;  /* fast_on: XXH3-64 checks for chunks [0, fast.n) */
+	struct integ integ;
+	struct integ_fast fast;  /* fast_on: XXH3-64 checks for chunks [0, fast.n) */
 	bool fast_on;
 	atomic_uint_fast64_t *vbits; /* chunks verified so far, one bit each */
 	atomic_uint_fast64_t *vclaim; /* chunks being (or verified as) hashed by some thread */
@@ -131,58 +131,58 @@ struct sqk_image {
 	pthread_mutex_t bad_mu;       /* guards the recent mismatches */
 	struct sqk_mismatch bad[SQK_BAD_KEPT]; /* failed reads' chunks, oldest first */
 	unsigned nbad;
-	struct sqk_seqwalk walk;
+	struct seqwalk walk;
 	struct sqk_hint_range *hint; /* remote: the prefetch hint's ranges, set at open */
 	size_t nhint;
 };
 
 /* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
-struct sqk_mcur {
+struct mcur {
 	uint64_t pos;
 	uint32_t off;
 	uint64_t end;
 };
 
-void sqk_logf(struct sqk_image *img, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int sqk_img_read(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
-int sqk_img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len, uint32_t ino);
+void img_logf(struct sqk_image *img, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int img_read(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
+int img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len, uint32_t ino);
 
 /* verified_reads.c: integrity data and verified reads. */
-int sqk_verify_init(struct sqk_image *img);
-int sqk_verify_covers(struct sqk_image *img);
-int sqk_verify_pin(struct sqk_image *img, const uint8_t *root_hash);
-int sqk_verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_t len,
+int verify_init(struct sqk_image *img);
+int verify_covers(struct sqk_image *img);
+int verify_pin(struct sqk_image *img, const uint8_t *root_hash);
+int verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_t len,
 		     uint32_t ino);
-int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bpos,
+int verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bpos,
 		    const void *buf, size_t blen, uint32_t ino);
-void sqk_verify_free(struct sqk_image *img);
-int sqk_verify_fast(struct sqk_image *img, bool pinned);
-uint64_t sqk_verify_fast_start(struct sqk_image *img, const struct sqk_integ_trailer *t,
+void verify_free(struct sqk_image *img);
+int verify_fast(struct sqk_image *img, bool pinned);
+uint64_t verify_fast_start(struct sqk_image *img, const struct sqk_integ_trailer *t,
 			       uint64_t min_start);
-int sqk_img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
-int sqk_img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
+int img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
+int img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
 			   const struct sqk_io_ahead *ahead);
 
-int sqk_pool_get(struct sqk_image *img, struct sqk_compressor **out);
-void sqk_pool_put(struct sqk_image *img, struct sqk_compressor *c);
-void sqk_pool_free(struct sqk_comp_pool *p);
+int pool_get(struct sqk_image *img, struct compressor **out);
+void pool_put(struct sqk_image *img, struct compressor *c);
+void pool_free(struct comp_pool *p);
 
-int sqk_check_word(struct sqk_image *img, uint64_t pos, uint32_t word, uint32_t ino);
-int sqk_decode_data(struct sqk_image *img, const uint8_t *src, uint32_t word, int kind,
-		    size_t expected, uint64_t pos, uint32_t ino, struct sqk_cblock *b);
-int sqk_data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind, size_t expected,
-		   uint32_t ino, struct sqk_cblock **out);
-int sqk_check_len(struct sqk_image *img, struct sqk_cblock *b, int kind, size_t expected,
+int check_word(struct sqk_image *img, uint64_t pos, uint32_t word, uint32_t ino);
+int decode_data(struct sqk_image *img, const uint8_t *src, uint32_t word, int kind,
+		    size_t expected, uint64_t pos, uint32_t ino, struct cblock *b);
+int data_block(struct sqk_image *img, uint64_t pos, uint32_t word, int kind, size_t expected,
+		   uint32_t ino, struct cblock **out);
+int check_len(struct sqk_image *img, struct cblock *b, int kind, size_t expected,
 		  uint32_t ino);
 
-int sqk_meta_block(struct sqk_image *img, uint64_t pos, uint64_t end, struct sqk_cblock **out);
-int sqk_meta_read(struct sqk_image *img, struct sqk_mcur *c, void *buf, size_t len);
-void sqk_inode_cursor(const struct sqk_image *img, uint64_t ref, struct sqk_mcur *c);
-int sqk_load_tables(struct sqk_image *img);
+int meta_block(struct sqk_image *img, uint64_t pos, uint64_t end, struct cblock **out);
+int meta_read(struct sqk_image *img, struct mcur *c, void *buf, size_t len);
+void inode_cursor(const struct sqk_image *img, uint64_t ref, struct mcur *c);
+int load_tables(struct sqk_image *img);
 
 /* A regular file's block list with positions checkpointed every SQK_FI_STEP blocks. */
 #define SQK_FI_STEP 64u
-struct sqk_findex {
+struct findex {
 	uint64_t ref;
 	uint32_t ino;
 	uint64_t size;
@@ -205,22 +205,22 @@ struct sqk_findex {
 	uint64_t stamp;
 };
 
-int sqk_findex_cache_create(struct sqk_findex_cache **out);
-void sqk_findex_cache_destroy(struct sqk_findex_cache *fc);
-int sqk_findex_get(struct sqk_image *img, const struct sqk_inode *in, struct sqk_findex **out);
-void sqk_findex_put(struct sqk_image *img, struct sqk_findex *fi);
-uint64_t sqk_findex_pos(const struct sqk_findex *fi, uint32_t k);
-size_t sqk_findex_expected(const struct sqk_image *img, const struct sqk_findex *fi, uint32_t k);
+int findex_cache_create(struct findex_cache **out);
+void findex_cache_destroy(struct findex_cache *fc);
+int findex_get(struct sqk_image *img, const struct sqk_inode *in, struct findex **out);
+void findex_put(struct sqk_image *img, struct findex *fi);
+uint64_t findex_pos(const struct findex *fi, uint32_t k);
+size_t findex_expected(const struct sqk_image *img, const struct findex *fi, uint32_t k);
 
-int sqk_workers_start(struct sqk_image *img, unsigned n);
-void sqk_workers_stop(struct sqk_image *img);
-void sqk_rabufs_free(struct sqk_rabufs *r);
-uint8_t *sqk_rabuf_get(struct sqk_rabufs *r, size_t len, size_t *cap);
-void sqk_rabuf_put(struct sqk_rabufs *r, uint8_t *buf, size_t cap);
-int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
-		  struct sqk_cblock **out);
-void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k);
-bool sqk_ra_steal(struct sqk_image *img, uint64_t pos);
+int workers_start(struct sqk_image *img, unsigned n);
+void workers_stop(struct sqk_image *img);
+void rabufs_free(struct rabufs *r);
+uint8_t *rabufs_get(struct rabufs *r, size_t len, size_t *cap);
+void rabufs_put(struct rabufs *r, uint8_t *buf, size_t cap);
+int img_readahead(struct sqk_image *img, struct findex *fi, uint32_t k,
+		  struct cblock **out);
+void img_prefetch(struct sqk_image *img, struct findex *fi, uint32_t k);
+bool ra_steal(struct sqk_image *img, uint64_t pos);
 
 /* dir.c: a directory listing being read (struct sqk_dir_iter is opaque to the API's users:
  * sqk_dir_open allocates one; libsqk's own walks embed it). Borrows img. */
@@ -238,14 +238,14 @@ struct sqk_dir_iter {
 
 /* dir.c: sets up *it (the caller's storage, no cleanup) to list dir; SQK_EINVAL for a
  * non-directory. sqk_dir_next reads it. */
-int sqk_dir_start(struct sqk_image *img, const struct sqk_inode *dir, struct sqk_dir_iter *it);
+int dir_start(struct sqk_image *img, const struct sqk_inode *dir, struct sqk_dir_iter *it);
 
 /* stream.c: per-file streams and walks through the image, for fetching ahead. */
-void sqk_seqwalk_init(struct sqk_seqwalk *w);
-void sqk_seqwalk_free(struct sqk_seqwalk *w);
-void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq);
-void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end);
-const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,
+void seqwalk_init(struct seqwalk *w);
+void seqwalk_free(struct seqwalk *w);
+void stream_begin(struct sqk_image *img, struct findex *fi, uint64_t off, bool seq);
+void stream_end(struct sqk_image *img, struct findex *fi, uint64_t end);
+const struct sqk_io_ahead *stream_ahead(struct sqk_image *img, struct findex *fi,
 					    uint64_t pos, struct sqk_io_ahead *tmp);
 
 #endif

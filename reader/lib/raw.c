@@ -12,8 +12,8 @@
 int sqk_file_blocks(struct sqk_image *img, const struct sqk_inode *file, uint32_t *words,
 		    uint32_t cap, uint32_t *count)
 {
-	struct sqk_findex *fi;
-	int rc = sqk_findex_get(img, file, &fi);
+	struct findex *fi;
+	int rc = findex_get(img, file, &fi);
 
 	if (rc)
 		return rc;
@@ -24,7 +24,7 @@ int sqk_file_blocks(struct sqk_image *img, const struct sqk_inode *file, uint32_
 	}
 	else
 		rc = SQK_ETOOBIG;
-	sqk_findex_put(img, fi);
+	findex_put(img, fi);
 	return rc;
 }
 
@@ -39,5 +39,5 @@ int sqk_fragment_entry(struct sqk_image *img, uint32_t idx, uint64_t *start, uin
 
 int sqk_image_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len)
 {
-	return sqk_img_read(img, pos, buf, len);
+	return img_read(img, pos, buf, len);
 }

@@ -19,7 +19,7 @@ struct ra_job {
 	size_t expected;
 	uint64_t pos;
 	uint32_t ino;
-	struct sqk_cblock *b;
+	struct cblock *b;
 };
 
 struct ra_batch {
@@ -32,7 +32,7 @@ struct ra_batch {
 	struct ra_job jobs[];
 };
 
-struct sqk_workers {
+struct workers {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct ra_job *head, *tail;
@@ -46,7 +46,7 @@ struct sqk_workers {
 #define RABUF_KEEP_BYTES (32u << 20)
 
 /* A read buffer of at least len bytes (*cap = its size), reused when one is free. */
-static uint8_t *rabuf_get(struct sqk_rabufs *r, size_t len, size_t *cap)
+static uint8_t *rabuf_get(struct rabufs *r, size_t len, size_t *cap)
 {
 	uint8_t *p = NULL;
 
@@ -70,7 +70,7 @@ static uint8_t *rabuf_get(struct sqk_rabufs *r, size_t len, size_t *cap)
 }
 
 /* Keeps buf for reuse (up to SQK_RABUF_KEEP buffers and RABUF_KEEP_BYTES), else frees it. */
-static void rabuf_put(struct sqk_rabufs *r, uint8_t *buf, size_t cap)
+static void rabuf_put(struct rabufs *r, uint8_t *buf, size_t cap)
 {
 	size_t kept = cap;
 
@@ -88,18 +88,18 @@ static void rabuf_put(struct sqk_rabufs *r, uint8_t *buf, size_t cap)
 
 /* The pool for the other reads into a temporary buffer: the rest of a chunk being verified
  * (verified_reads.c), whose fresh 64 KiB from malloc were page-faulted in on every read. */
-uint8_t *sqk_rabuf_get(struct sqk_rabufs *r, size_t len, size_t *cap)
+uint8_t *rabufs_get(struct rabufs *r, size_t len, size_t *cap)
 {
 	return rabuf_get(r, len, cap);
 }
 
-void sqk_rabuf_put(struct sqk_rabufs *r, uint8_t *buf, size_t cap)
+void rabufs_put(struct rabufs *r, uint8_t *buf, size_t cap)
 {
 	rabuf_put(r, buf, cap);
 }
 
 /* Frees the kept buffers (no batch may be in flight). */
-void sqk_rabufs_free(struct sqk_rabufs *r)
+void rabufs_free(struct rabufs *r)
 {
 	for (unsigned i = 0; i < r->n; i++)
 		free(r->buf[i]);
@@ -120,27 +120,27 @@ static void batch_unref(struct ra_batch *bt)
 static int verify_decode(struct sqk_image *img, struct ra_job *j)
 {
 	const struct ra_batch *bt = j->batch;
-	int rc = sqk_verify_span(img, j->pos, j->word & SQK_BLOCK_SIZE_MASK, bt->pos, bt->buf,
+	int rc = verify_span(img, j->pos, j->word & SQK_BLOCK_SIZE_MASK, bt->pos, bt->buf,
 				 bt->len, j->ino);
 
 	if (rc) {
-		sqk_cache_fill(img->cache, j->b, NULL, 0, 0, rc);
+		cache_fill(img->cache, j->b, NULL, 0, 0, rc);
 		return rc;
 	}
-	return sqk_decode_data(img, j->src, j->word, SQK_BK_DATA, j->expected, j->pos, j->ino,
+	return decode_data(img, j->src, j->word, SQK_BK_DATA, j->expected, j->pos, j->ino,
 			       j->b);
 }
 
 static void run_job(struct sqk_image *img, struct ra_job *j)
 {
 	verify_decode(img, j);
-	sqk_cache_put(img->cache, j->b);
+	cache_put(img->cache, j->b);
 	batch_unref(j->batch);
 }
 
 static void *worker_main(void *arg)
 {
-	struct sqk_workers *w = arg;
+	struct workers *w = arg;
 
 	for (;;) {
 		struct ra_job *j;
@@ -161,10 +161,10 @@ static void *worker_main(void *arg)
 	}
 }
 
-/* Starts n workers owned by img (stopped by sqk_workers_stop). */
-int sqk_workers_start(struct sqk_image *img, unsigned n)
+/* Starts n workers owned by img (stopped by workers_stop). */
+int workers_start(struct sqk_image *img, unsigned n)
 {
-	struct sqk_workers *w = calloc(1, sizeof(*w) + n * sizeof(pthread_t));
+	struct workers *w = calloc(1, sizeof(*w) + n * sizeof(pthread_t));
 
 	if (!w)
 		return SQK_ENOMEM;
@@ -175,14 +175,14 @@ int sqk_workers_start(struct sqk_image *img, unsigned n)
 		if (pthread_create(&w->th[w->n], NULL, worker_main, w))
 			break;
 	}
-	__atomic_store_n(&img->workers, w, __ATOMIC_RELEASE); /* read unlocked by sqk_ra_steal */
+	__atomic_store_n(&img->workers, w, __ATOMIC_RELEASE); /* read unlocked by ra_steal */
 	return 0;
 }
 
 /* Lets the workers drain the queue, then joins them; NULL-safe. */
-void sqk_workers_stop(struct sqk_image *img)
+void workers_stop(struct sqk_image *img)
 {
-	struct sqk_workers *w = img->workers;
+	struct workers *w = img->workers;
 
 	if (!w)
 		return;
@@ -199,14 +199,14 @@ void sqk_workers_stop(struct sqk_image *img)
 }
 
 /* The workers, started by the first caller that needs them (once per image). */
-static struct sqk_workers *workers_get(struct sqk_image *img)
+static struct workers *workers_get(struct sqk_image *img)
 {
-	struct sqk_workers *w;
+	struct workers *w;
 
 	pthread_mutex_lock(&img->workers_mu);
 	if (!img->workers_tried) {
 		img->workers_tried = true;
-		if (sqk_workers_start(img, img->nthreads))
+		if (workers_start(img, img->nthreads))
 			img->workers = NULL; /* blocks then decode on the reading thread */
 	}
 	w = img->workers;
@@ -216,7 +216,7 @@ static struct sqk_workers *workers_get(struct sqk_image *img)
 
 static void enqueue(struct sqk_image *img, struct ra_job *j)
 {
-	struct sqk_workers *w = workers_get(img);
+	struct workers *w = workers_get(img);
 
 	if (!w || w->n == 0) {
 		run_job(img, j);
@@ -234,25 +234,25 @@ static void enqueue(struct sqk_image *img, struct ra_job *j)
 }
 
 /* Claims blocks k, k+1, ... while they are stored (not sparse) and nobody has them. */
-static unsigned claim_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
+static unsigned claim_run(struct sqk_image *img, struct findex *fi, uint32_t k,
 			  struct ra_batch *bt, uint64_t *total)
 {
 	unsigned n = 0, max = img->readahead < RA_MAX ? img->readahead : RA_MAX;
-	uint64_t pos = sqk_findex_pos(fi, k);
+	uint64_t pos = findex_pos(fi, k);
 
 	*total = 0;
 	for (uint32_t j = k; j < fi->nblocks && n < max; j++) {
 		uint32_t w = fi->words[j];
 		struct ra_job *job = &bt->jobs[n];
 
-		if (!w || sqk_cache_get(img->cache, pos, SQK_BK_DATA, false, &job->b) !=
+		if (!w || cache_get(img->cache, pos, SQK_BK_DATA, false, &job->b) !=
 				  SQK_CACHE_CLAIMED)
 			break;
 		job->batch = bt;
 		job->word = w;
 		job->pos = pos;
 		job->ino = fi->ino;
-		job->expected = sqk_findex_expected(img, fi, j);
+		job->expected = findex_expected(img, fi, j);
 		job->src = (const uint8_t *)(uintptr_t)*total; /* offset until the buffer exists */
 		*total += w & SQK_BLOCK_SIZE_MASK;
 		pos += w & SQK_BLOCK_SIZE_MASK;
@@ -265,8 +265,8 @@ static unsigned claim_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t
 /* Claims and fetches a run starting at block k with one read; the jobs after the first (all
  * of them when !pin_first) go to the workers. Returns the run's length (0: block k is already
  * cached or in flight, nothing done) with block k pinned in *out when pin_first, or SQK_E*. */
-static int fetch_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, bool pin_first,
-		     struct sqk_cblock **out)
+static int fetch_run(struct sqk_image *img, struct findex *fi, uint32_t k, bool pin_first,
+		     struct cblock **out)
 {
 	unsigned max = img->readahead < RA_MAX ? img->readahead : RA_MAX, n;
 	struct ra_batch *bt = calloc(1, sizeof(*bt) + max * sizeof(struct ra_job));
@@ -283,13 +283,13 @@ static int fetch_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, b
 	}
 	bt->img = img;
 	bt->buf = rabuf_get(&img->rabufs, total ? (size_t)total : 1, &bt->cap);
-	rc = bt->buf ? sqk_img_read_raw_ahead(img, bt->jobs[0].pos, bt->buf, total,
-					      sqk_stream_ahead(img, fi, bt->jobs[0].pos, &ahead))
+	rc = bt->buf ? img_read_raw_ahead(img, bt->jobs[0].pos, bt->buf, total,
+					      stream_ahead(img, fi, bt->jobs[0].pos, &ahead))
 		     : SQK_ENOMEM;
 	if (rc) {
 		for (unsigned i = 0; i < n; i++) {
-			sqk_cache_fill(img->cache, bt->jobs[i].b, NULL, 0, 0, rc);
-			sqk_cache_put(img->cache, bt->jobs[i].b);
+			cache_fill(img->cache, bt->jobs[i].b, NULL, 0, 0, rc);
+			cache_put(img->cache, bt->jobs[i].b);
 		}
 		rabuf_put(&img->rabufs, bt->buf, bt->cap);
 		free(bt);
@@ -310,7 +310,7 @@ static int fetch_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, b
 	rc = verify_decode(img, &bt->jobs[0]);
 	batch_unref(bt);
 	if (rc) {
-		sqk_cache_put(img->cache, *out);
+		cache_put(img->cache, *out);
 		*out = NULL;
 		return rc;
 	}
@@ -319,8 +319,8 @@ static int fetch_run(struct sqk_image *img, struct sqk_findex *fi, uint32_t k, b
 
 /* Fetches a run starting at block k, decoding block k on this thread. Returns 1 with block k
  * pinned in *out, 0 when block k is already cached or in flight (nothing done), or SQK_E*. */
-int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
-		  struct sqk_cblock **out)
+int img_readahead(struct sqk_image *img, struct findex *fi, uint32_t k,
+		  struct cblock **out)
 {
 	int rc = fetch_run(img, fi, k, true, out);
 	return rc > 0 ? 1 : rc;
@@ -328,7 +328,7 @@ int sqk_readahead(struct sqk_image *img, struct sqk_findex *fi, uint32_t k,
 
 /* Starts fetching the run from block k on the workers, without waiting (a sequential reader
  * asks for the blocks after its request, so they are ready when it gets there). */
-void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k)
+void img_prefetch(struct sqk_image *img, struct findex *fi, uint32_t k)
 {
 	if (k < fi->nblocks && fi->words[k])
 		fetch_run(img, fi, k, false, NULL);
@@ -336,9 +336,9 @@ void sqk_prefetch(struct sqk_image *img, struct sqk_findex *fi, uint32_t k)
 
 /* Runs the queued job of the block at pos on this thread, if no worker has started it yet:
  * a reader that needs the block works instead of sleeping. Returns true if it ran. */
-bool sqk_ra_steal(struct sqk_image *img, uint64_t pos)
+bool ra_steal(struct sqk_image *img, uint64_t pos)
 {
-	struct sqk_workers *w = __atomic_load_n(&img->workers, __ATOMIC_ACQUIRE);
+	struct workers *w = __atomic_load_n(&img->workers, __ATOMIC_ACQUIRE);
 	struct ra_job *j = NULL, *prev = NULL;
 
 	if (!w)

@@ -16,7 +16,7 @@
 #define READ_SKIP ((uint64_t)1 << 20)
 #define RANDOM_WHOLE_MAX ((uint64_t)64 << 20)
 
-void sqk_seqwalk_init(struct sqk_seqwalk *w)
+void seqwalk_init(struct seqwalk *w)
 {
 	pthread_mutex_init(&w->mu, NULL);
 	w->start = w->end = 0;
@@ -24,7 +24,7 @@ void sqk_seqwalk_init(struct sqk_seqwalk *w)
 	atomic_init(&w->on, false);
 }
 
-void sqk_seqwalk_free(struct sqk_seqwalk *w)
+void seqwalk_free(struct seqwalk *w)
 {
 	pthread_mutex_destroy(&w->mu);
 }
@@ -32,9 +32,9 @@ void sqk_seqwalk_free(struct sqk_seqwalk *w)
 /* fi's first read: does it continue the walk? A file starting further on ends it, and so does
  * one starting before the walk began; one whose blocks lie inside what the walk has passed (a
  * duplicate sharing the blocks of a file read earlier in the walk) neither extends nor ends it. */
-static void first_read(struct sqk_image *img, struct sqk_findex *fi)
+static void first_read(struct sqk_image *img, struct findex *fi)
 {
-	struct sqk_seqwalk *w = &img->walk;
+	struct seqwalk *w = &img->walk;
 
 	pthread_mutex_lock(&w->mu);
 	if (w->run && fi->blocks_start >= w->start && fi->blocks_start < w->end) {
@@ -50,9 +50,9 @@ static void first_read(struct sqk_image *img, struct sqk_findex *fi)
 }
 
 /* fi was read whole, from its start to its end, each read continuing the one before. */
-static void read_whole(struct sqk_image *img, struct sqk_findex *fi)
+static void read_whole(struct sqk_image *img, struct findex *fi)
 {
-	struct sqk_seqwalk *w = &img->walk;
+	struct seqwalk *w = &img->walk;
 
 	if (atomic_load(&fi->aside))
 		return;
@@ -71,7 +71,7 @@ static void read_whole(struct sqk_image *img, struct sqk_findex *fi)
  * probe, fetches just its block), up to RANDOM_WHOLE_MAX bytes of blocks: one request instead
  * of a round trip for each cold region it touches; readers of regions not there yet wait for
  * theirs (moved ahead of readahead). Never beyond the file. */
-static void read_random(struct sqk_image *img, struct sqk_findex *fi)
+static void read_random(struct sqk_image *img, struct findex *fi)
 {
 	uint64_t len = fi->data_end - fi->blocks_start;
 
@@ -86,7 +86,7 @@ static void read_random(struct sqk_image *img, struct sqk_findex *fi)
  * read whole when its reads start at offset 0 and reach its end without skipping more than
  * READ_SKIP past the furthest byte read so far (the kernel's readahead through FUSE sends
  * several reads at once, which may arrive out of order). */
-void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off, bool seq)
+void stream_begin(struct sqk_image *img, struct findex *fi, uint64_t off, bool seq)
 {
 	if (fi->nblocks == 0)
 		return;
@@ -101,7 +101,7 @@ void sqk_stream_begin(struct sqk_image *img, struct sqk_findex *fi, uint64_t off
 }
 
 /* A read of fi ended at end. */
-void sqk_stream_end(struct sqk_image *img, struct sqk_findex *fi, uint64_t end)
+void stream_end(struct sqk_image *img, struct findex *fi, uint64_t end)
 {
 	uint_fast64_t hi = atomic_load(&fi->hi);
 
@@ -129,7 +129,7 @@ static uint64_t walk_limit(const struct sqk_image *img, uint64_t pos)
 /* What the io may fetch ahead of a read at image position pos of fi's data (fi NULL: a data or
  * fragment block read on demand): fi's own blocks, or the rest of the image during a walk;
  * NULL = nothing. *tmp holds the answer. */
-const struct sqk_io_ahead *sqk_stream_ahead(struct sqk_image *img, struct sqk_findex *fi,
+const struct sqk_io_ahead *stream_ahead(struct sqk_image *img, struct findex *fi,
 					    uint64_t pos, struct sqk_io_ahead *tmp)
 {
 	bool walk = atomic_load(&img->walk.on);

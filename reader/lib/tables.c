@@ -26,14 +26,14 @@ static int read_index(struct sqk_image *img, const char *what, uint64_t pos, uin
 	idx = malloc(nblocks * 8);
 	if (!idx)
 		return SQK_ENOMEM;
-	rc = sqk_img_read(img, pos, idx, nblocks * 8);
+	rc = img_read(img, pos, idx, nblocks * 8);
 	for (uint64_t i = 0; rc == 0 && i < nblocks; i++) {
-		uint64_t a = sqk_get_le64(&idx[i]);
-		uint64_t b = i + 1 < nblocks ? sqk_get_le64(&idx[i + 1]) : table_end;
+		uint64_t a = get_le64(&idx[i]);
+		uint64_t b = i + 1 < nblocks ? get_le64(&idx[i + 1]) : table_end;
 
 		idx[i] = a;
 		if (a >= b || b - a > SQK_META_SIZE + 2) {
-			sqk_logf(img, "%s table index entry %llu at offset %llu is out of order",
+			img_logf(img, "%s table index entry %llu at offset %llu is out of order",
 				 what, (unsigned long long)i, (unsigned long long)(pos + 8 * i));
 			rc = SQK_ECORRUPT;
 		}
@@ -64,11 +64,11 @@ static int read_lookup(struct sqk_image *img, const uint64_t *idx, uint64_t nblo
 
 	for (uint64_t i = 0; i < nblocks && rc == 0; i++) {
 		uint64_t want = total - done < SQK_META_SIZE ? total - done : SQK_META_SIZE;
-		struct sqk_mcur c = { .pos = idx[i], .off = 0,
+		struct mcur c = { .pos = idx[i], .off = 0,
 				      .end = i + 1 < nblocks ? idx[i + 1] : end };
 
 		/* Doubling (up to total): growing by a block per step copies quadratically. Not
-		 * sqk_grow, which would double past total: the table ends exactly total bytes. */
+		 * mem_grow, which would double past total: the table ends exactly total bytes. */
 		if (done + want > cap) {
 			void *n;
 
@@ -80,7 +80,7 @@ static int read_lookup(struct sqk_image *img, const uint64_t *idx, uint64_t nblo
 			}
 			buf = n;
 		}
-		rc = sqk_meta_read(img, &c, buf + done, want);
+		rc = meta_read(img, &c, buf + done, want);
 		if (rc == 0 && c.off != want)
 			rc = SQK_ECORRUPT;
 		done += want;
@@ -96,7 +96,7 @@ static int read_lookup(struct sqk_image *img, const uint64_t *idx, uint64_t nblo
 static int check_xattr(struct sqk_image *img, uint64_t *next)
 {
 	struct sqk_super *sb = &img->sb;
-	struct sqk_xattr_header h;
+	struct xattr_header h;
 	uint8_t raw[SQK_XATTR_HEADER_SIZE];
 	uint64_t nb, start = sb->xattr_id_table_start;
 	int rc;
@@ -105,11 +105,11 @@ static int check_xattr(struct sqk_image *img, uint64_t *next)
 		return 0;
 	if (start > sb->bytes_used || sb->bytes_used - start < SQK_XATTR_HEADER_SIZE)
 		return SQK_ECORRUPT;
-	rc = sqk_img_read(img, start, raw, sizeof(raw));
+	rc = img_read(img, start, raw, sizeof(raw));
 	if (rc)
 		return rc;
-	sqk_xattr_header_decode(raw, &h);
-	nb = sqk_table_blocks(h.count, SQK_XATTR_ID_SIZE);
+	xattr_header_decode(raw, &h);
+	nb = table_blocks(h.count, SQK_XATTR_ID_SIZE);
 	if (h.count == 0 || !index_ends_at(start + SQK_XATTR_HEADER_SIZE, nb, sb->bytes_used))
 		return SQK_ECORRUPT;
 	rc = read_index(img, "xattr id", start + SQK_XATTR_HEADER_SIZE, nb, start,
@@ -129,7 +129,7 @@ static int check_xattr(struct sqk_image *img, uint64_t *next)
 static int check_ids(struct sqk_image *img, uint64_t *next)
 {
 	struct sqk_super *sb = &img->sb;
-	uint64_t nb = sqk_table_blocks(sb->id_count, 4), *idx;
+	uint64_t nb = table_blocks(sb->id_count, 4), *idx;
 	void *ids;
 	int rc;
 
@@ -145,14 +145,14 @@ static int check_ids(struct sqk_image *img, uint64_t *next)
 		return rc;
 	img->ids = ids;
 	for (uint32_t i = 0; i < sb->id_count; i++)
-		img->ids[i] = sqk_get_le32(&img->ids[i]);
+		img->ids[i] = get_le32(&img->ids[i]);
 	return 0;
 }
 
 static int check_export(struct sqk_image *img, uint64_t *next)
 {
 	struct sqk_super *sb = &img->sb;
-	uint64_t nb = sqk_table_blocks(sb->inode_count, 8), *idx;
+	uint64_t nb = table_blocks(sb->inode_count, 8), *idx;
 	int rc;
 
 	if (sb->export_table_start == SQK_NONE64)
@@ -170,7 +170,7 @@ static int check_export(struct sqk_image *img, uint64_t *next)
 static int check_frags(struct sqk_image *img, uint64_t *next)
 {
 	struct sqk_super *sb = &img->sb;
-	uint64_t nb = sqk_table_blocks(sb->fragment_count, SQK_FRAG_ENTRY_SIZE), *idx;
+	uint64_t nb = table_blocks(sb->fragment_count, SQK_FRAG_ENTRY_SIZE), *idx;
 	uint8_t *raw;
 	int rc;
 
@@ -188,13 +188,13 @@ static int check_frags(struct sqk_image *img, uint64_t *next)
 	free(idx);
 	if (rc)
 		return rc;
-	img->frags = (struct sqk_frag_entry *)calloc(sb->fragment_count, sizeof(*img->frags));
+	img->frags = (struct frag_entry *)calloc(sb->fragment_count, sizeof(*img->frags));
 	if (!img->frags) {
 		free(raw);
 		return SQK_ENOMEM;
 	}
 	for (uint32_t i = 0; i < sb->fragment_count; i++)
-		sqk_frag_entry_decode(raw + (size_t)i * SQK_FRAG_ENTRY_SIZE, &img->frags[i]);
+		frag_entry_decode(raw + (size_t)i * SQK_FRAG_ENTRY_SIZE, &img->frags[i]);
 	free(raw);
 	return 0;
 }
@@ -211,7 +211,7 @@ static unsigned mismatches(struct sqk_image *img)
 	return n;
 }
 
-int sqk_load_tables(struct sqk_image *img)
+int load_tables(struct sqk_image *img)
 {
 	struct sqk_super *sb = &img->sb;
 	uint64_t next = sb->bytes_used;
@@ -235,7 +235,7 @@ int sqk_load_tables(struct sqk_image *img)
 	if (rc) {
 		/* a chunk that failed its checksum is already named: the layout is not to blame */
 		if (mismatches(img) == bad)
-			sqk_logf(img, "bad table layout: %s", sqk_strerror(rc));
+			img_logf(img, "bad table layout: %s", sqk_strerror(rc));
 		return rc == SQK_EBOUNDS ? SQK_ECORRUPT : rc;
 	}
 	img->inode_end = sb->directory_table_start;

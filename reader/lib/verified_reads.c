@@ -66,14 +66,14 @@ static int chunk_check(struct sqk_image *img, uint64_t k, const void *data, size
 {
 	/* a digest tree's group that failed its group digest (logged at open): its chunks are
 	 * refused, whatever their fast checksums say, as remote reads refuse them */
-	if (!sqk_integ_group_loaded(&img->integ, sqk_integ_group_of(&img->integ, k)))
+	if (!integ_group_loaded(&img->integ, integ_group_of(&img->integ, k)))
 		return SQK_ECORRUPT;
 	if (img->fast_on && k < img->fast.n) {
 		atomic_fetch_add_explicit(&img->st.xxh3, 1, memory_order_relaxed);
-		return sqk_integ_fast_check_chunk(&img->integ, &img->fast, k, data, len);
+		return integ_fast_check_chunk(&img->integ, &img->fast, k, data, len);
 	}
 	atomic_fetch_add_explicit(&img->st.sha256, 1, memory_order_relaxed);
-	return sqk_integ_check_chunk(&img->integ, k, data, len);
+	return integ_check_chunk(&img->integ, k, data, len);
 }
 
 /* A digest tree: every group of chunk digests checked against its group digest. A wrong group
@@ -82,17 +82,17 @@ static int chunk_check(struct sqk_image *img, uint64_t k, const void *data, size
 static int accept_groups(struct sqk_image *img)
 {
 	uint64_t nbad, k0, k1, s, e, is, ie, x;
-	int rc = sqk_integ_accept_groups(img->io, &img->integ, &nbad, NULL, NULL);
+	int rc = integ_accept_groups(img->io, &img->integ, &nbad, NULL, NULL);
 
 	img->groups_damaged = rc ? 0 : nbad;
 
 	for (uint64_t g = 0; !rc && nbad && g < img->integ.t.ngroups; g++) {
-		if (sqk_integ_group_loaded(&img->integ, g))
+		if (integ_group_loaded(&img->integ, g))
 			continue;
-		sqk_integ_group_range(&img->integ, g, &k0, &k1, &s, &e);
-		sqk_integ_chunk_range(&img->integ, k0, &is, &x);
-		sqk_integ_chunk_range(&img->integ, k1 - 1, &x, &ie);
-		sqk_logf(img, "integrity digest group %llu (bytes %llu..%llu, covering image bytes "
+		integ_group_range(&img->integ, g, &k0, &k1, &s, &e);
+		integ_chunk_range(&img->integ, k0, &is, &x);
+		integ_chunk_range(&img->integ, k1 - 1, &x, &ie);
+		img_logf(img, "integrity digest group %llu (bytes %llu..%llu, covering image bytes "
 			 "%llu..%llu) does not match its group digest: reads there fail",
 			 (unsigned long long)g, (unsigned long long)s, (unsigned long long)e - 1,
 			 (unsigned long long)is, (unsigned long long)ie - 1);
@@ -106,19 +106,19 @@ static int accept_groups(struct sqk_image *img)
  * digest (or whose digest array or group digests do not) fails the open; a digest tree's group
  * that does not match its group digest does not: it is logged and counted by accept_groups, and
  * only the reads of the bytes it covers fail. */
-int sqk_verify_init(struct sqk_image *img)
+int verify_init(struct sqk_image *img)
 {
 	int rc;
 
 	if (!img->verify_req)
 		return 0;
-	rc = img->at_zero ? sqk_integ_load_lazy(img->io, img->file_size, &img->integ) : SQK_ENOENT;
+	rc = img->at_zero ? integ_load_lazy(img->io, img->file_size, &img->integ) : SQK_ENOENT;
 	if (rc == SQK_ENOENT)
 		return 0;
 	if (rc == 0)
 		rc = accept_groups(img);
 	if (rc) {
-		sqk_logf(img, "integrity data at the end of the file is not valid: %s",
+		img_logf(img, "integrity data at the end of the file is not valid: %s",
 			 sqk_strerror(rc));
 		return rc == SQK_EIO || rc == SQK_ENOMEM ? rc : SQK_ECORRUPT;
 	}
@@ -132,18 +132,18 @@ int sqk_verify_init(struct sqk_image *img)
 }
 
 /* After the superblock: the checksummed range must hold the whole image. */
-int sqk_verify_covers(struct sqk_image *img)
+int verify_covers(struct sqk_image *img)
 {
 	if (!img->integ_on || img->sb.bytes_used <= img->integ.t.covered)
 		return 0;
-	sqk_logf(img, "integrity data covers %llu bytes, the image has %llu",
+	img_logf(img, "integrity data covers %llu bytes, the image has %llu",
 		 (unsigned long long)img->integ.t.covered, (unsigned long long)img->sb.bytes_used);
 	return SQK_ECORRUPT;
 }
 
 /* opts.root_hash: the authenticated integrity trailer must carry that root digest. Remote
  * images are pinned by their backend as it opens them, with the same messages. */
-int sqk_verify_pin(struct sqk_image *img, const uint8_t *root_hash)
+int verify_pin(struct sqk_image *img, const uint8_t *root_hash)
 {
 	char got[2 * SQK_INTEG_DIGEST_SIZE + 1], want[2 * SQK_INTEG_DIGEST_SIZE + 1];
 	struct sqk_integ_trailer t;
@@ -153,18 +153,18 @@ int sqk_verify_pin(struct sqk_image *img, const uint8_t *root_hash)
 		return 0;
 	rc = sqk_image_integrity(img, &t);
 	if (rc == SQK_ENOENT) {
-		sqk_logf(img, "the image has no integrity data: its root digest cannot be checked");
+		img_logf(img, "the image has no integrity data: its root digest cannot be checked");
 		return SQK_ECORRUPT;
 	}
 	if (rc) {
-		sqk_logf(img, "the integrity data at the end of the image is not valid");
+		img_logf(img, "the integrity data at the end of the image is not valid");
 		return rc == SQK_EIO || rc == SQK_ENOMEM ? rc : SQK_ECORRUPT;
 	}
 	if (memcmp(root_hash, t.root, SQK_INTEG_DIGEST_SIZE) == 0)
 		return 0;
-	sqk_integ_hex(t.root, got);
-	sqk_integ_hex(root_hash, want);
-	sqk_logf(img, "root digest %s does not match the pinned %s", got, want);
+	integ_hex(t.root, got);
+	integ_hex(root_hash, want);
+	img_logf(img, "root digest %s does not match the pinned %s", got, want);
 	return SQK_ECORRUPT;
 }
 
@@ -178,21 +178,21 @@ static int read_sha_checked(struct sqk_image *img, uint64_t pos, void *buf, size
 	uint8_t *span;
 	int rc;
 
-	sqk_integ_chunk_range(&img->integ, k0, &s, &x); /* from the first chunk's start */
-	sqk_integ_chunk_range(&img->integ, k1, &x, &e); /* to the last one's end */
+	integ_chunk_range(&img->integ, k0, &s, &x); /* from the first chunk's start */
+	integ_chunk_range(&img->integ, k1, &x, &e); /* to the last one's end */
 	span = malloc((size_t)(e - s));
 	if (!span)
 		return SQK_ENOMEM;
-	rc = sqk_img_read_raw(img, s, span, (size_t)(e - s));
+	rc = img_read_raw(img, s, span, (size_t)(e - s));
 	for (uint64_t k = k0; !rc && k <= k1; k++) {
 		uint64_t cs0, ce0;
 
 		if (bit_get(img->vbits, k))
 			continue; /* the footer's chunk, or the superblock's */
-		sqk_integ_chunk_range(&img->integ, k, &cs0, &ce0);
+		integ_chunk_range(&img->integ, k, &cs0, &ce0);
 		atomic_fetch_add_explicit(&img->st.hashed, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&img->st.sha256, 1, memory_order_relaxed);
-		rc = sqk_integ_check_chunk(&img->integ, k, span + (cs0 - s), (size_t)(ce0 - cs0));
+		rc = integ_check_chunk(&img->integ, k, span + (cs0 - s), (size_t)(ce0 - cs0));
 		if (rc == SQK_ENOENT)
 			rc = SQK_ECORRUPT; /* its digest group is wrong */
 		if (rc) {
@@ -214,17 +214,17 @@ static int read_sha_checked(struct sqk_image *img, uint64_t pos, void *buf, size
 static void fast_skip(struct sqk_image *img, const char *why, uint64_t chunk)
 {
 	unsigned long long end = (unsigned long long)img->integ.t.covered, k = chunk;
-	unsigned long long g = sqk_integ_group_of(&img->integ, chunk);
+	unsigned long long g = integ_group_of(&img->integ, chunk);
 	char what[112];
 
-	if (!why && !sqk_integ_group_loaded(&img->integ, g))
+	if (!why && !integ_group_loaded(&img->integ, g))
 		snprintf(what, sizeof(what),
 			 "chunk %llu cannot be verified: its digest group %llu is "
 			 "damaged",
 			 k, g);
 	else if (!why)
 		snprintf(what, sizeof(what), "chunk %llu does not match its digest", k);
-	sqk_logf(img, "fast checksum block ending at image offset %llu not used (%s): reads are "
+	img_logf(img, "fast checksum block ending at image offset %llu not used (%s): reads are "
 		 "checked with SHA-256", end, why ? why : what);
 }
 
@@ -238,13 +238,13 @@ static int fast_load_block(struct sqk_image *img, uint64_t at, uint64_t len, uin
 	if (rc == SQK_ECORRUPT)
 		fast_skip(img, NULL, bad);
 	if (!rc) {
-		rc = sqk_integ_fast_decode(blk, (size_t)len, &img->integ.t, min_start, &img->fast);
+		rc = integ_fast_decode(blk, (size_t)len, &img->integ.t, min_start, &img->fast);
 		if (rc == SQK_ECORRUPT)
 			fast_skip(img, "it is not valid", 0);
 	}
 	free(blk);
 	if (rc) {
-		sqk_integ_fast_free(&img->fast);
+		integ_fast_free(&img->fast);
 		return rc == SQK_EIO || rc == SQK_ENOMEM ? rc : 0;
 	}
 	img->fast_on = true;
@@ -257,7 +257,7 @@ static int fast_load_block(struct sqk_image *img, uint64_t at, uint64_t len, uin
  * fails them or does not decode is not used (logged: reads stay verified, with SHA-256, as for
  * an image without one); a block of another version or algorithm is skipped silently. Fails
  * only for an I/O error or no memory. */
-int sqk_verify_fast(struct sqk_image *img, bool pinned)
+int verify_fast(struct sqk_image *img, bool pinned)
 {
 	const struct sqk_integ_trailer *t = &img->integ.t;
 	uint64_t padded =
@@ -274,7 +274,7 @@ int sqk_verify_fast(struct sqk_image *img, bool pinned)
 			fast_skip(img, NULL, bad);
 		return rc == SQK_EIO || rc == SQK_ENOMEM ? rc : 0;
 	}
-	rc = sqk_integ_fast_footer(foot, t, padded, &at, &len, &n);
+	rc = integ_fast_footer(foot, t, padded, &at, &len, &n);
 	if (rc == SQK_ECORRUPT)
 		fast_skip(img, "its footer is not valid", 0);
 	if (rc)
@@ -283,7 +283,7 @@ int sqk_verify_fast(struct sqk_image *img, bool pinned)
 }
 
 /* Borrows img and t. */
-uint64_t sqk_verify_fast_start(struct sqk_image *img, const struct sqk_integ_trailer *t,
+uint64_t verify_fast_start(struct sqk_image *img, const struct sqk_integ_trailer *t,
 			       uint64_t min_start)
 {
 	uint8_t foot[SQK_FAST_FOOTER_SIZE];
@@ -293,9 +293,9 @@ uint64_t sqk_verify_fast_start(struct sqk_image *img, const struct sqk_integ_tra
 	if (img->fast_on)
 		return img->fast.at;
 	if (t->covered < min_start + SQK_FAST_ALIGN || t->covered > img->file_size ||
-	    sqk_img_read(img, t->covered - sizeof(foot), foot, sizeof(foot)))
+	    img_read(img, t->covered - sizeof(foot), foot, sizeof(foot)))
 		return t->covered;
-	rc = sqk_integ_fast_footer(foot, t, min_start, &at, &len, &n);
+	rc = integ_fast_footer(foot, t, min_start, &at, &len, &n);
 	return rc == 0 || rc == SQK_EUNSUPPORTED ? at : t->covered;
 }
 
@@ -303,7 +303,7 @@ uint64_t sqk_verify_fast_start(struct sqk_image *img, const struct sqk_integ_tra
 int sqk_image_fast_checksums(struct sqk_image *img, uint64_t *nchunks, bool *used)
 {
 	struct sqk_integ_trailer t;
-	struct sqk_integ_fast f = { 0 };
+	struct integ_fast f = { 0 };
 	uint8_t foot[SQK_FAST_FOOTER_SIZE];
 	uint64_t padded, at, len, n;
 	uint8_t *blk;
@@ -321,28 +321,28 @@ int sqk_image_fast_checksums(struct sqk_image *img, uint64_t *nchunks, bool *use
 	padded = (img->sb.bytes_used + SQK_FAST_ALIGN - 1) / SQK_FAST_ALIGN * SQK_FAST_ALIGN;
 	if (t.covered < padded + SQK_FAST_ALIGN || t.covered > img->file_size)
 		return SQK_ENOENT;
-	rc = sqk_img_read(img, t.covered - sizeof(foot), foot, sizeof(foot));
+	rc = img_read(img, t.covered - sizeof(foot), foot, sizeof(foot));
 	if (!rc)
-		rc = sqk_integ_fast_footer(foot, &t, padded, &at, &len, &n);
+		rc = integ_fast_footer(foot, &t, padded, &at, &len, &n);
 	if (rc)
 		return rc;
 	blk = len <= SIZE_MAX ? malloc((size_t)len) : NULL;
-	rc = blk ? sqk_img_read(img, at, blk, (size_t)len) : SQK_ENOMEM;
+	rc = blk ? img_read(img, at, blk, (size_t)len) : SQK_ENOMEM;
 	if (!rc)
-		rc = sqk_integ_fast_decode(blk, (size_t)len, &t, padded, &f);
+		rc = integ_fast_decode(blk, (size_t)len, &t, padded, &f);
 	if (!rc)
 		*nchunks = f.n;
-	sqk_integ_fast_free(&f);
+	integ_fast_free(&f);
 	free(blk);
 	return rc;
 }
 
 /* Frees the integrity state of img. */
-void sqk_verify_free(struct sqk_image *img)
+void verify_free(struct sqk_image *img)
 {
-	sqk_integ_fast_free(&img->fast);
+	integ_fast_free(&img->fast);
 	img->fast_on = false;
-	sqk_integ_free(&img->integ);
+	integ_free(&img->integ);
 	free(img->vbits);
 	free(img->vclaim);
 	free(img->vbad);
@@ -373,7 +373,7 @@ static void log_mismatch(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 	char what[48] = "";
 
 	if (rc != SQK_ECORRUPT) { /* an I/O error reading the rest of the chunk: not a verdict */
-		sqk_logf(img, "integrity check of image bytes %llu..%llu (chunk %llu) failed: %s",
+		img_logf(img, "integrity check of image bytes %llu..%llu (chunk %llu) failed: %s",
 			 (unsigned long long)s, (unsigned long long)e - 1, (unsigned long long)k,
 			 sqk_strerror(rc));
 		return;
@@ -383,16 +383,16 @@ static void log_mismatch(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 		return;
 	if (ino)
 		snprintf(what, sizeof(what), " (read of inode %u)", ino);
-	if (!sqk_integ_group_loaded(&img->integ, sqk_integ_group_of(&img->integ, k))) {
-		sqk_logf(img,
+	if (!integ_group_loaded(&img->integ, integ_group_of(&img->integ, k))) {
+		img_logf(img,
 			 "integrity check failed at image offset %llu: bytes %llu..%llu (chunk "
 			 "%llu) cannot be verified: their digest group %llu is damaged%s",
 			 (unsigned long long)s, (unsigned long long)s, (unsigned long long)e - 1,
 			 (unsigned long long)k,
-			 (unsigned long long)sqk_integ_group_of(&img->integ, k), what);
+			 (unsigned long long)integ_group_of(&img->integ, k), what);
 		return;
 	}
-	sqk_logf(img, "integrity check failed at image offset %llu: bytes %llu..%llu (chunk %llu) "
+	img_logf(img, "integrity check failed at image offset %llu: bytes %llu..%llu (chunk %llu) "
 		 "do not match their digest%s", (unsigned long long)s, (unsigned long long)s,
 		 (unsigned long long)e - 1, (unsigned long long)k, what);
 }
@@ -403,7 +403,7 @@ static int check_partial(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 {
 	uint64_t lo = s > bpos ? s : bpos, hi = e < bpos + blen ? e : bpos + blen;
 	size_t cap;
-	uint8_t *tmp = sqk_rabuf_get(&img->rabufs, (size_t)(e - s), &cap);
+	uint8_t *tmp = rabufs_get(&img->rabufs, (size_t)(e - s), &cap);
 	int rc = tmp ? 0 : SQK_ENOMEM;
 
 	if (lo > hi)
@@ -416,7 +416,7 @@ static int check_partial(struct sqk_image *img, uint64_t k, uint64_t s, uint64_t
 		memcpy(tmp + (lo - s), buf + (lo - bpos), (size_t)(hi - lo));
 		rc = chunk_check(img, k, tmp, (size_t)(e - s));
 	}
-	sqk_rabuf_put(&img->rabufs, tmp, cap);
+	rabufs_put(&img->rabufs, tmp, cap);
 	return rc;
 }
 
@@ -427,7 +427,7 @@ static int check_one(struct sqk_image *img, uint64_t k, uint64_t bpos, const uin
 	uint64_t s, e;
 	int rc;
 
-	sqk_integ_chunk_range(&img->integ, k, &s, &e);
+	integ_chunk_range(&img->integ, k, &s, &e);
 	atomic_fetch_add_explicit(&img->st.hashed, 1, memory_order_relaxed);
 	if (s >= bpos && e <= bpos + blen)
 		rc = chunk_check(img, k, buf + (s - bpos), (size_t)(e - s));
@@ -447,7 +447,7 @@ static int check_one(struct sqk_image *img, uint64_t k, uint64_t bpos, const uin
 /* Verifies every chunk overlapping [pos, pos + len); buf holds the bytes [bpos, bpos + blen)
  * (a superset or not: missing parts of a chunk are read). ino names the inode in messages
  * (0 = none). Returns 0 or SQK_ECORRUPT (logged). */
-int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bpos,
+int verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bpos,
 		    const void *buf, size_t blen, uint32_t ino)
 {
 	uint64_t cs = img->integ.t.chunk_size, k, last;
@@ -455,7 +455,7 @@ int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bp
 	if (!img->integ_on || len == 0)
 		return 0;
 	if (len > img->integ.t.covered || pos > img->integ.t.covered - len) { /* no wrap */
-		sqk_logf(img, "read of %zu bytes at offset %llu is outside the checksummed range",
+		img_logf(img, "read of %zu bytes at offset %llu is outside the checksummed range",
 			 len, (unsigned long long)pos);
 		return SQK_ECORRUPT;
 	}
@@ -473,10 +473,10 @@ int sqk_verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bp
 }
 
 /* Verifies [pos, pos + len), whose bytes buf holds. */
-int sqk_verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_t len,
+int verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_t len,
 		     uint32_t ino)
 {
-	return sqk_verify_span(img, pos, len, pos, buf, len, ino);
+	return verify_span(img, pos, len, pos, buf, len, ino);
 }
 
 /* Borrows img. */
@@ -490,7 +490,7 @@ bool sqk_image_verified(const struct sqk_image *img)
  * would fetch). */
 int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out)
 {
-	struct sqk_integ ig;
+	struct integ ig;
 	int rc;
 
 	if (img->integ_on) {
@@ -499,17 +499,17 @@ int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out)
 	}
 	if (!img->at_zero)
 		return SQK_ENOENT;
-	rc = sqk_integ_load_lazy(img->io, img->file_size, &ig);
+	rc = integ_load_lazy(img->io, img->file_size, &ig);
 	if (!rc)
 		*out = ig.t;
-	sqk_integ_free(&ig);
+	integ_free(&ig);
 	return rc;
 }
 
 /* Borrows img; fills the caller's *count. */
 int sqk_image_damaged_groups(struct sqk_image *img, uint64_t *count)
 {
-	struct sqk_integ ig;
+	struct integ ig;
 	int rc;
 
 	if (!img || !count)
@@ -523,10 +523,10 @@ int sqk_image_damaged_groups(struct sqk_image *img, uint64_t *count)
 	 * read needs them, not all at once here) */
 	if (!img->at_zero || sqk_io_is_remote(img->io))
 		return SQK_ENOENT;
-	rc = sqk_integ_load_lazy(img->io, img->file_size, &ig);
+	rc = integ_load_lazy(img->io, img->file_size, &ig);
 	if (!rc)
-		rc = sqk_integ_accept_groups(img->io, &ig, count, NULL, NULL);
-	sqk_integ_free(&ig);
+		rc = integ_accept_groups(img->io, &ig, count, NULL, NULL);
+	integ_free(&ig);
 	return rc;
 }
 

@@ -50,7 +50,7 @@ static bool walk_mark(struct sqk_walk *w, uint32_t ino)
 static int walk_path(struct sqk_walk *w, size_t plen, const char *name, size_t len)
 {
 	size_t at = plen ? plen + 1 : 0;
-	int rc = sqk_grow(&w->path, &w->pcap, at + len + 1, 1, 0);
+	int rc = mem_grow(&w->path, &w->pcap, at + len + 1, 1, 0);
 
 	if (rc)
 		return rc;
@@ -87,7 +87,7 @@ static void walk_fill(const struct sqk_walk *w, int ev, unsigned depth,
 /* Pushes the directory just reported (not entered yet: sqk_walk_next enters it). */
 static int walk_push(struct sqk_walk *w, const struct sqk_inode *dir)
 {
-	int rc = sqk_grow(&w->lv, &w->cap, w->n + 1, sizeof(*w->lv), 0);
+	int rc = mem_grow(&w->lv, &w->cap, w->n + 1, sizeof(*w->lv), 0);
 
 	if (rc)
 		return rc;
@@ -141,7 +141,7 @@ static int walk_enter(struct sqk_walk *w, struct sqk_walk_entry *e)
 		e->inode = top->dir;
 		return SQK_ETOOBIG;
 	}
-	rc = sqk_dir_start(w->img, &top->dir, &top->it);
+	rc = dir_start(w->img, &top->dir, &top->it);
 	if (rc) {
 		walk_fill(w, SQK_WALK_ERR_LIST, depth, e);
 		e->inode = top->dir;
@@ -259,7 +259,7 @@ int sqk_walk_open(struct sqk_image *img, const struct sqk_inode *start, unsigned
 		w->flags = flags;
 		w->max_depth = max_depth < SQK_DEPTH_MAX ? max_depth : SQK_DEPTH_MAX;
 		w->count = sqk_image_super(img)->inode_count;
-		rc = sqk_grow(&w->path, &w->pcap, 256, 1, 0);
+		rc = mem_grow(&w->path, &w->pcap, 256, 1, 0);
 	}
 	if (rc == 0 && (flags & SQK_WALK_ONCE) && !(w->seen = calloc((size_t)w->count / 8 + 1, 1)))
 		rc = SQK_ENOMEM;

@@ -16,14 +16,14 @@ struct xpair {
 };
 
 /* Positions kv at the first pair of ino's xattr set; *count = pairs. */
-static int xattr_start(struct sqk_image *img, const struct sqk_inode *ino, struct sqk_mcur *kv,
+static int xattr_start(struct sqk_image *img, const struct sqk_inode *ino, struct mcur *kv,
 		       uint32_t *count)
 {
 	uint64_t off = (uint64_t)ino->xattr_idx * SQK_XATTR_ID_SIZE, blk = off / SQK_META_SIZE;
-	uint64_t nblocks = sqk_table_blocks(img->xattr_count, SQK_XATTR_ID_SIZE);
-	struct sqk_mcur c = { .off = (uint32_t)(off % SQK_META_SIZE) };
+	uint64_t nblocks = table_blocks(img->xattr_count, SQK_XATTR_ID_SIZE);
+	struct mcur c = { .off = (uint32_t)(off % SQK_META_SIZE) };
 	uint8_t raw[SQK_XATTR_ID_SIZE];
-	struct sqk_xattr_id id;
+	struct xattr_id id;
 	int rc;
 
 	*count = 0;
@@ -33,10 +33,10 @@ static int xattr_start(struct sqk_image *img, const struct sqk_inode *ino, struc
 		return SQK_ECORRUPT;
 	c.pos = img->xattr_index[blk];
 	c.end = blk + 1 < nblocks ? img->xattr_index[blk + 1] : img->xattr_ids_end;
-	rc = sqk_meta_read(img, &c, raw, sizeof(raw));
+	rc = meta_read(img, &c, raw, sizeof(raw));
 	if (rc)
 		return rc;
-	sqk_xattr_id_decode(raw, &id);
+	xattr_id_decode(raw, &id);
 	kv->pos = img->xattr_kv_start + (id.ref >> 16);
 	kv->off = (uint32_t)(id.ref & 0xFFFF);
 	kv->end = img->xattr_kv_end;
@@ -45,22 +45,22 @@ static int xattr_start(struct sqk_image *img, const struct sqk_inode *ino, struc
 }
 
 /* Reads a pair's key and value size, leaving kv at the value. */
-static int read_pair(struct sqk_image *img, struct sqk_mcur *kv, struct xpair *p)
+static int read_pair(struct sqk_image *img, struct mcur *kv, struct xpair *p)
 {
 	uint8_t raw[4];
-	int rc = sqk_meta_read(img, kv, raw, 4);
+	int rc = meta_read(img, kv, raw, 4);
 
 	if (rc)
 		return rc;
-	p->type = sqk_get_le16(raw);
-	p->name_len = sqk_get_le16(raw + 2);
+	p->type = get_le16(raw);
+	p->name_len = get_le16(raw + 2);
 	if ((p->type & 0xFF) >= SQK_XATTR_NPREFIX || (p->type & ~0x1FFu) ||
 	    p->name_len >= sizeof(p->name) || p->name_len == 0)
 		return SQK_ECORRUPT;
-	rc = sqk_meta_read(img, kv, p->name, p->name_len);
+	rc = meta_read(img, kv, p->name, p->name_len);
 	if (rc == 0)
-		rc = sqk_meta_read(img, kv, raw, 4);
-	p->vsize = sqk_get_le32(raw);
+		rc = meta_read(img, kv, raw, 4);
+	p->vsize = get_le32(raw);
 	if (rc == 0 && (p->type & 0x100) && p->vsize != 8)
 		rc = SQK_ECORRUPT;
 	return rc;
@@ -70,7 +70,7 @@ static int read_pair(struct sqk_image *img, struct sqk_mcur *kv, struct xpair *p
 int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf, size_t cap,
 		   size_t *len)
 {
-	struct sqk_mcur kv;
+	struct mcur kv;
 	struct xpair p;
 	uint32_t count;
 	size_t need = 0;
@@ -82,10 +82,10 @@ int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf
 
 		rc = read_pair(img, &kv, &p);
 		if (rc == 0)
-			rc = sqk_meta_read(img, &kv, NULL, p.vsize);
+			rc = meta_read(img, &kv, NULL, p.vsize);
 		if (rc)
 			break;
-		pre = sqk_xattr_prefix(p.type & 0xFF);
+		pre = xattr_prefix(p.type & 0xFF);
 		plen = strlen(pre);
 		if (need + plen + p.name_len + 1 <= cap) {
 			memcpy(buf + need, pre, plen);
@@ -101,38 +101,38 @@ int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf
 }
 
 /* Reads the value the pair's value field leads to (following an out-of-line reference). */
-static int read_value(struct sqk_image *img, struct sqk_mcur *kv, const struct xpair *p,
+static int read_value(struct sqk_image *img, struct mcur *kv, const struct xpair *p,
 		      void *buf, size_t cap, size_t *len)
 {
 	uint32_t size = p->vsize;
-	struct sqk_mcur c = *kv;
+	struct mcur c = *kv;
 	uint8_t raw[8];
 	int rc;
 
 	if (p->type & 0x100) {
-		rc = sqk_meta_read(img, kv, raw, 8);
+		rc = meta_read(img, kv, raw, 8);
 		if (rc)
 			return rc;
-		c.pos = img->xattr_kv_start + (sqk_get_le64(raw) >> 16);
-		c.off = (uint32_t)(sqk_get_le64(raw) & 0xFFFF);
-		rc = sqk_meta_read(img, &c, raw, 4);
+		c.pos = img->xattr_kv_start + (get_le64(raw) >> 16);
+		c.off = (uint32_t)(get_le64(raw) & 0xFFFF);
+		rc = meta_read(img, &c, raw, 4);
 		if (rc)
 			return rc;
-		size = sqk_get_le32(raw);
+		size = get_le32(raw);
 	}
 	*len = size;
 	if (cap == 0)
 		return 0;
 	if (size > cap)
 		return SQK_ETOOBIG;
-	return sqk_meta_read(img, &c, buf, size);
+	return meta_read(img, &c, buf, size);
 }
 
 /* Fills the caller's buf with the value of name (borrowed); *len = its size. */
 int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char *name,
 		  void *buf, size_t cap, size_t *len)
 {
-	struct sqk_mcur kv;
+	struct mcur kv;
 	struct xpair p;
 	uint32_t count;
 	int rc = xattr_start(img, ino, &kv, &count);
@@ -144,12 +144,12 @@ int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char
 		rc = read_pair(img, &kv, &p);
 		if (rc)
 			break;
-		pre = sqk_xattr_prefix(p.type & 0xFF);
+		pre = xattr_prefix(p.type & 0xFF);
 		plen = strlen(pre);
 		if (strncmp(name, pre, plen) == 0 && strlen(name + plen) == p.name_len &&
 		    memcmp(name + plen, p.name, p.name_len) == 0)
 			return read_value(img, &kv, &p, buf, cap, len);
-		rc = sqk_meta_read(img, &kv, NULL, p.vsize);
+		rc = meta_read(img, &kv, NULL, p.vsize);
 	}
 	return rc ? rc : SQK_ENOENT;
 }
@@ -158,7 +158,7 @@ int sqk_xattr_get(struct sqk_image *img, const struct sqk_inode *ino, const char
 int sqk_readlink(struct sqk_image *img, const struct sqk_inode *link, char *buf, size_t cap,
 		 size_t *len)
 {
-	struct sqk_mcur c;
+	struct mcur c;
 	size_t n = (size_t)link->size;
 	int rc;
 
@@ -166,8 +166,8 @@ int sqk_readlink(struct sqk_image *img, const struct sqk_inode *link, char *buf,
 		return SQK_EINVAL;
 	if (n > SQK_SYMLINK_MAX)
 		return SQK_ECORRUPT;
-	sqk_inode_cursor(img, link->body_ref, &c);
-	rc = sqk_meta_read(img, &c, buf, n < cap ? n : cap);
+	inode_cursor(img, link->body_ref, &c);
+	rc = meta_read(img, &c, buf, n < cap ? n : cap);
 	if (rc)
 		return rc;
 	if (n < cap)

@@ -28,7 +28,7 @@ static uint64_t stream_reach(const struct http_stream *t)
  * end of the file, or of the image for a walk through it in its own order). The streams of a
  * walk are told apart by position: a read continues one that it follows within RA_SLACK (the
  * data blocks, and each group of fragment blocks, are read in order). */
-void sqk_http_plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
+void http_plan_ahead(struct http *h, uint64_t off, uint64_t end,
 			 const struct sqk_io_ahead *ra, uint64_t *ra0, uint64_t *ra1)
 {
 	struct http_stream *s = NULL, *old = &h->streams[0];
@@ -77,7 +77,7 @@ void sqk_http_plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
 
 /* Fetches the chunks of [ra0, ra1) not yet present, in parallel parts of at most part_max
  * bytes (queued in order, `connections` of them at once). Without mu. */
-void sqk_http_fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max)
+void http_fetch_ahead(struct http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max)
 {
 	uint64_t k0 = ra0 / h->csize, k1 = (ra1 + h->csize - 1) / h->csize, k;
 	uint64_t part = (ra1 - ra0) / h->conns < part_max ? (ra1 - ra0) / h->conns : part_max;
@@ -91,23 +91,23 @@ void sqk_http_fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1, uint64
 		return;
 	pthread_mutex_lock(&h->mu);
 	for (k = k0; k < k1 && !h->cancelled; k++) {
-		if (sqk_http_chunk_find(h, k))
+		if (http_chunk_find(h, k))
 			continue;
-		own[n] = sqk_http_chunk_new(h, k); /* its one pin is the loader's */
+		own[n] = http_chunk_new(h, k); /* its one pin is the loader's */
 		if (!own[n])
 			break;
 		n++;
 	}
 	pthread_mutex_unlock(&h->mu);
 	if (n)
-		sqk_http_kick_groups(h, own[0]->k, own[n - 1]->k);
-	sqk_http_load_owned(h, own, n, part < PART_MIN ? PART_MIN : part, false);
+		http_kick_groups(h, own[0]->k, own[n - 1]->k);
+	http_load_owned(h, own, n, part < PART_MIN ? PART_MIN : part, false);
 	free(own);
 }
 
 /* The part of [off, off + len) that prefetching may take: inside the chunk grid and at most
  * half the memory cache. False when nothing is left. */
-static bool prefetch_clip(const struct sqk_http *h, uint64_t off, uint64_t *len)
+static bool prefetch_clip(const struct http *h, uint64_t off, uint64_t *len)
 {
 	if (off >= h->covered || *len == 0)
 		return false;
@@ -119,19 +119,19 @@ static bool prefetch_clip(const struct sqk_http *h, uint64_t off, uint64_t *len)
 }
 
 /* Borrows io: its prefetch operation (sqk/io.h). */
-void sqk_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait)
+void http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait)
 {
-	struct sqk_http *h = (struct sqk_http *)io;
+	struct http *h = (struct http *)io;
 	uint8_t *tmp;
 
 	if (!sqk_io_is_http(io) || !prefetch_clip(h, off, &len))
 		return;
 	if (!wait) {
-		sqk_http_fetch_ahead(h, off, off + len, PREFETCH_PART);
+		http_fetch_ahead(h, off, off + len, PREFETCH_PART);
 		return;
 	}
 	tmp = malloc((size_t)len);
 	if (tmp)
-		sqk_http_read_chunks(h, off, tmp, (size_t)len, NULL);
+		http_read_chunks(h, off, tmp, (size_t)len, NULL);
 	free(tmp);
 }

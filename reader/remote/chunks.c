@@ -12,14 +12,14 @@
 
 /* ---- the chunk table (mu held) ---- */
 
-size_t sqk_http_chunk_len(const struct sqk_http *h, uint64_t k)
+size_t http_chunk_len(const struct http *h, uint64_t k)
 {
 	uint64_t s = k * h->csize, e = s + h->csize;
 
 	return (size_t)((e < h->covered ? e : h->covered) - s);
 }
 
-struct http_chunk *sqk_http_chunk_find(struct sqk_http *h, uint64_t k)
+struct http_chunk *http_chunk_find(struct http *h, uint64_t k)
 {
 	struct http_chunk *c = h->tab[k % h->tab_size];
 
@@ -28,7 +28,7 @@ struct http_chunk *sqk_http_chunk_find(struct sqk_http *h, uint64_t k)
 	return c;
 }
 
-static void unlink_tab(struct sqk_http *h, struct http_chunk *c)
+static void unlink_tab(struct http *h, struct http_chunk *c)
 {
 	struct http_chunk **p = &h->tab[c->k % h->tab_size];
 
@@ -39,7 +39,7 @@ static void unlink_tab(struct sqk_http *h, struct http_chunk *c)
 	c->detached = true;
 }
 
-static void lru_remove(struct sqk_http *h, struct http_chunk *c)
+static void lru_remove(struct http *h, struct http_chunk *c)
 {
 	if (!c->in_lru)
 		return;
@@ -55,7 +55,7 @@ static void lru_remove(struct sqk_http *h, struct http_chunk *c)
 	c->in_lru = false;
 }
 
-void sqk_http_chunk_free(struct sqk_http *h, struct http_chunk *c)
+void http_chunk_free(struct http *h, struct http_chunk *c)
 {
 	h->mem_used -= c->len;
 	free(c->data);
@@ -63,14 +63,14 @@ void sqk_http_chunk_free(struct sqk_http *h, struct http_chunk *c)
 }
 
 /* A new LOADING chunk, in the table, pinned once. */
-struct http_chunk *sqk_http_chunk_new(struct sqk_http *h, uint64_t k)
+struct http_chunk *http_chunk_new(struct http *h, uint64_t k)
 {
 	struct http_chunk *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
 	c->k = k;
-	c->len = sqk_http_chunk_len(h, k);
+	c->len = http_chunk_len(h, k);
 	c->data = malloc(c->len);
 	if (!c->data) {
 		free(c);
@@ -84,25 +84,25 @@ struct http_chunk *sqk_http_chunk_new(struct sqk_http *h, uint64_t k)
 	return c;
 }
 
-static void evict(struct sqk_http *h)
+static void evict(struct http *h)
 {
 	while (h->mem_used > h->mem_limit && h->lru_tail) {
 		struct http_chunk *c = h->lru_tail;
 
 		lru_remove(h, c);
 		unlink_tab(h, c);
-		sqk_http_chunk_free(h, c);
+		http_chunk_free(h, c);
 	}
 }
 
-void sqk_http_unpin(struct sqk_http *h, struct http_chunk *c)
+void http_unpin(struct http *h, struct http_chunk *c)
 {
 	if (--c->pins)
 		return;
 	if (c->detached || c->state == CH_FAILED) {
 		if (!c->detached)
 			unlink_tab(h, c);
-		sqk_http_chunk_free(h, c);
+		http_chunk_free(h, c);
 		return;
 	}
 	c->next = h->lru_head;
@@ -116,7 +116,7 @@ void sqk_http_unpin(struct sqk_http *h, struct http_chunk *c)
 	evict(h);
 }
 
-static void fail_chunk(struct sqk_http *h, struct http_chunk *c, int err)
+static void fail_chunk(struct http *h, struct http_chunk *c, int err)
 {
 	c->state = CH_FAILED;
 	c->err = err;
@@ -125,7 +125,7 @@ static void fail_chunk(struct sqk_http *h, struct http_chunk *c, int err)
 }
 
 /* c holds bytes from the server, not yet checked (mu held). */
-void sqk_http_fetched(struct sqk_http *h, struct http_chunk *c)
+void http_fetched(struct http *h, struct http_chunk *c)
 {
 	c->state = CH_FETCHED;
 	c->net = true;
@@ -133,17 +133,17 @@ void sqk_http_fetched(struct sqk_http *h, struct http_chunk *c)
 }
 
 /* Without mu: c's bytes are all in; the job's pin passes to whoever reads it. */
-void sqk_http_chunk_arrived(struct sqk_http *h, struct http_chunk *c)
+void http_chunk_arrived(struct http *h, struct http_chunk *c)
 {
 	pthread_mutex_lock(&h->mu);
-	sqk_http_fetched(h, c);
-	sqk_http_unpin(h, c);
+	http_fetched(h, c);
+	http_unpin(h, c);
 	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
 }
 
 /* mu held: the transfer of j ended; its chunks hold their bytes or failed. Frees j. */
-void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc)
+void http_chunks_done(struct http *h, struct http_job *j, int rc)
 {
 	unsigned i;
 
@@ -153,18 +153,18 @@ void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc)
 		if (rc)
 			fail_chunk(h, c, rc == SQK_EINTR ? SQK_EINTR : SQK_EIO);
 		else
-			sqk_http_fetched(h, c);
-		sqk_http_unpin(h, c);
+			http_fetched(h, c);
+		http_unpin(h, c);
 	}
 	pthread_cond_broadcast(&h->cv);
-	sqk_http_job_free(j);
+	http_job_free(j);
 }
 
 /* ---- fetching chunks ---- */
 
 /* Queues a request for the chunks c[0..n) (consecutive, LOADING, pinned once more for the job),
  * cut into parts of about `part` bytes. mu held. Chunks that cannot be queued fail. */
-static void submit_run(struct sqk_http *h, struct http_chunk **c, unsigned n, uint64_t part,
+static void submit_run(struct http *h, struct http_chunk **c, unsigned n, uint64_t part,
 		       bool demand)
 {
 	while (n) {
@@ -174,7 +174,7 @@ static void submit_run(struct sqk_http *h, struct http_chunk **c, unsigned n, ui
 
 		while (take < n && (take == 0 || bytes + c[take]->len <= part))
 			bytes += c[take++]->len;
-		j = sqk_http_job_new(h, c[0]->k * h->csize, (size_t)bytes);
+		j = http_job_new(h, c[0]->k * h->csize, (size_t)bytes);
 		if (j)
 			j->ch = malloc(take * sizeof(*j->ch));
 		if (j && j->ch) {
@@ -182,13 +182,13 @@ static void submit_run(struct sqk_http *h, struct http_chunk **c, unsigned n, ui
 			j->nch = take;
 			j->k0 = c[0]->k;
 			j->demand = demand;
-			if (sqk_http_submit(h, j) == 0)
+			if (http_submit(h, j) == 0)
 				goto next;
 		}
-		sqk_http_job_free(j);
+		http_job_free(j);
 		for (unsigned i = 0; i < take; i++) {
 			fail_chunk(h, c[i], SQK_ENOMEM);
-			sqk_http_unpin(h, c[i]);
+			http_unpin(h, c[i]);
 		}
 next:
 		c += take;
@@ -198,7 +198,7 @@ next:
 }
 
 /* Submits the LOADING chunks of list[0..n) (ascending) as coalesced runs. mu held. */
-static void submit_missing(struct sqk_http *h, struct http_chunk **list, unsigned n, uint64_t part,
+static void submit_missing(struct http *h, struct http_chunk **list, unsigned n, uint64_t part,
 			   bool demand)
 {
 	unsigned i = 0;
@@ -217,12 +217,12 @@ enum { DISK_MISS, DISK_HIT, DISK_LATER };
 
 /* Takes chunk c (LOADING, owned by the caller) from the disk cache: DISK_HIT when found and
  * valid; DISK_LATER when found but its digest group is not in yet (checked when read). */
-static int from_disk(struct sqk_http *h, struct http_chunk *c)
+static int from_disk(struct http *h, struct http_chunk *c)
 {
 	if (!h->dc)
 		return DISK_MISS;
-	if (sqk_dcache_get(h->dc, c->k, c->data, c->len) == 0) {
-		int rc = h->has_integ ? sqk_integ_check_chunk(&h->integ, c->k, c->data, c->len) : 0;
+	if (dcache_get(h->dc, c->k, c->data, c->len) == 0) {
+		int rc = h->has_integ ? integ_check_chunk(&h->integ, c->k, c->data, c->len) : 0;
 
 		if (rc == 0 || rc == SQK_ENOENT) {
 			atomic_fetch_add(&h->n_disk_hits, 1);
@@ -235,7 +235,7 @@ static int from_disk(struct sqk_http *h, struct http_chunk *c)
 
 /* Resolves the chunks the caller created (own[0..n), LOADING): disk cache, then requests.
  * Called without mu. */
-void sqk_http_load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n, uint64_t part,
+void http_load_owned(struct http *h, struct http_chunk **own, unsigned n, uint64_t part,
 			 bool demand)
 {
 	unsigned i, miss = 0;
@@ -248,7 +248,7 @@ void sqk_http_load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n
 		if (hit[i] != DISK_MISS) {
 			own[i]->state = hit[i] == DISK_HIT ? CH_READY : CH_FETCHED;
 			own[i]->disk = hit[i] == DISK_LATER;
-			sqk_http_unpin(h, own[i]);
+			http_unpin(h, own[i]);
 		} else {
 			own[miss++] = own[i]; /* the caller's pin passes to the job */
 		}
@@ -256,7 +256,7 @@ void sqk_http_load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n
 	if (h->cancelled) {
 		for (i = 0; i < miss; i++) {
 			fail_chunk(h, own[i], SQK_EINTR);
-			sqk_http_unpin(h, own[i]);
+			http_unpin(h, own[i]);
 		}
 		miss = 0;
 	}
@@ -270,41 +270,41 @@ void sqk_http_load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n
 
 /* Checks a fetched chunk and keeps it on disk. With a digest tree its group comes first: loaded
  * (waited for) when wait_group, else SQK_ENOENT while it is not in. */
-static int check_fetched(struct sqk_http *h, struct http_chunk *c, bool wait_group)
+static int check_fetched(struct http *h, struct http_chunk *c, bool wait_group)
 {
-	if (sqk_http_uses_groups(h)) {
-		uint64_t g = sqk_integ_group_of(&h->integ, c->k);
-		int rc = sqk_integ_group_loaded(&h->integ, g) ? 0
-			 : wait_group			      ? sqk_http_group_need(h, g)
+	if (http_uses_groups(h)) {
+		uint64_t g = integ_group_of(&h->integ, c->k);
+		int rc = integ_group_loaded(&h->integ, g) ? 0
+			 : wait_group			      ? http_group_need(h, g)
 							      : SQK_ENOENT;
 
 		if (rc)
 			return rc;
 	}
 	if (h->has_integ && !h->o.raw &&
-	    sqk_integ_check_chunk(&h->integ, c->k, c->data, c->len) != 0) {
+	    integ_check_chunk(&h->integ, c->k, c->data, c->len) != 0) {
 		uint64_t s = c->k * h->csize;
 
 		if (c->disk) {
 			if (h->dc)
-				sqk_dcache_drop(h->dc, c->k);
+				dcache_drop(h->dc, c->k);
 			return REFETCH;
 		}
 
 		atomic_fetch_add(&h->n_corrupt, 1);
-		sqk_http_logf(h,
+		http_logf(h,
 			      "%s: bytes %llu-%llu (chunk %llu) do not match their SHA-256 digest",
 			      h->name, (unsigned long long)s, (unsigned long long)(s + c->len - 1),
 			      (unsigned long long)c->k);
 		return SQK_ECORRUPT;
 	}
 	if (h->dc && !c->disk)
-		sqk_dcache_put(h->dc, c->k, c->data, c->len);
+		dcache_put(h->dc, c->k, c->data, c->len);
 	return 0;
 }
 
 /* Waits until c is READY (verifying it when it arrived unchecked). mu held. */
-static int wait_chunk(struct sqk_http *h, struct http_chunk *c)
+static int wait_chunk(struct http *h, struct http_chunk *c)
 {
 	for (;;) {
 		int rc;
@@ -341,25 +341,25 @@ static int wait_chunk(struct sqk_http *h, struct http_chunk *c)
 /* ---- reads ---- */
 
 /* Pins the chunks k0..k1 into pins[], creating the absent ones (listed in own[]). mu held. */
-static int pin_range(struct sqk_http *h, uint64_t k0, unsigned n, struct http_chunk **pins,
+static int pin_range(struct http *h, uint64_t k0, unsigned n, struct http_chunk **pins,
 		     struct http_chunk **own, unsigned *nown)
 {
 	unsigned i;
 
 	*nown = 0;
 	for (i = 0; i < n; i++) {
-		struct http_chunk *c = sqk_http_chunk_find(h, k0 + i);
+		struct http_chunk *c = http_chunk_find(h, k0 + i);
 
 		if (c) {
 			c->pins++;
 			lru_remove(h, c);
 			if (c->state == CH_LOADING)
-				sqk_http_promote(h, c->k);
+				http_promote(h, c->k);
 		} else {
-			c = sqk_http_chunk_new(h, k0 + i);
+			c = http_chunk_new(h, k0 + i);
 			if (!c) {
 				while (i--)
-					sqk_http_unpin(h, pins[i]);
+					http_unpin(h, pins[i]);
 				return SQK_ENOMEM;
 			}
 			c->pins++; /* one for the reader, one passed to the loader */
@@ -370,7 +370,7 @@ static int pin_range(struct sqk_http *h, uint64_t k0, unsigned n, struct http_ch
 	return 0;
 }
 
-static void copy_out(struct sqk_http *h, struct http_chunk **pins, unsigned n, uint64_t off,
+static void copy_out(struct http *h, struct http_chunk **pins, unsigned n, uint64_t off,
 		     uint8_t *buf, size_t len)
 {
 	unsigned i;
@@ -391,7 +391,7 @@ static void copy_out(struct sqk_http *h, struct http_chunk **pins, unsigned n, u
 }
 
 /* Reads [off, off + len) below `covered` through the chunks. */
-int sqk_http_read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len,
+int http_read_chunks(struct http *h, uint64_t off, uint8_t *buf, size_t len,
 			 const struct sqk_io_ahead *ahead)
 {
 	uint64_t k0 = off / h->csize, k1 = (off + len - 1) / h->csize, ra0 = 0, ra1 = 0;
@@ -404,17 +404,17 @@ int sqk_http_read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t 
 	pthread_mutex_lock(&h->mu);
 	rc = h->cancelled ? SQK_EINTR : pin_range(h, k0, n, pins, own, &nown);
 	if (!rc)
-		sqk_http_plan_ahead(h, off, off + len, ahead, &ra0, &ra1);
+		http_plan_ahead(h, off, off + len, ahead, &ra0, &ra1);
 	pthread_mutex_unlock(&h->mu);
 	if (rc) {
 		free(pins);
 		return rc;
 	}
 	/* their digests, if not in yet, come while the chunks do */
-	sqk_http_kick_groups(h, k0, k1);
-	sqk_http_load_owned(h, own, nown, len / h->conns > PART_MIN ? len / h->conns : RUN_MAX,
+	http_kick_groups(h, k0, k1);
+	http_load_owned(h, own, nown, len / h->conns > PART_MIN ? len / h->conns : RUN_MAX,
 			    true);
-	sqk_http_fetch_ahead(h, ra0, ra1, UINT64_MAX);
+	http_fetch_ahead(h, ra0, ra1, UINT64_MAX);
 	pthread_mutex_lock(&h->mu);
 	for (i = 0; i < n && !rc; i++)
 		rc = wait_chunk(h, pins[i]);
@@ -423,7 +423,7 @@ int sqk_http_read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t 
 		copy_out(h, pins, n, off, buf, len);
 	pthread_mutex_lock(&h->mu);
 	for (i = 0; i < n; i++)
-		sqk_http_unpin(h, pins[i]);
+		http_unpin(h, pins[i]);
 	pthread_mutex_unlock(&h->mu);
 	free(pins);
 	return rc;
@@ -431,7 +431,7 @@ int sqk_http_read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t 
 
 /* Chunks fetched ahead and never read are checked and kept on disk at close, so the next open
  * finds them (a failed check only drops the chunk). */
-void sqk_http_store_unread(struct sqk_http *h)
+void http_store_unread(struct http *h)
 {
 	size_t i;
 

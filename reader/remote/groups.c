@@ -13,14 +13,14 @@
 #define GROUP_KEY ((uint64_t)1 << 63)
 
 /* Whether chunk checks need the digest groups (a digest tree, checked reads). */
-bool sqk_http_uses_groups(const struct sqk_http *h)
+bool http_uses_groups(const struct http *h)
 {
 	return h->groups && !h->o.raw;
 }
 
 /* Group g's digests from the disk cache, checked against its group digest (a wrong entry is
  * removed): 0 when accepted. Without mu. */
-static int group_from_disk(struct sqk_http *h, uint64_t g)
+static int group_from_disk(struct http *h, uint64_t g)
 {
 	uint64_t k0, k1, s, e;
 	uint8_t *buf;
@@ -28,41 +28,41 @@ static int group_from_disk(struct sqk_http *h, uint64_t g)
 
 	if (!h->dc)
 		return SQK_ENOENT;
-	sqk_integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
+	integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
 	buf = malloc((size_t)(e - s));
 	if (!buf)
 		return SQK_ENOMEM;
-	if (sqk_dcache_get(h->dc, GROUP_KEY + g, buf, (size_t)(e - s)) == 0) {
-		rc = sqk_integ_group_accept(&h->integ, g, buf, (size_t)(e - s));
+	if (dcache_get(h->dc, GROUP_KEY + g, buf, (size_t)(e - s)) == 0) {
+		rc = integ_group_accept(&h->integ, g, buf, (size_t)(e - s));
 		if (rc == SQK_ECORRUPT)
-			sqk_dcache_drop(h->dc, GROUP_KEY + g);
+			dcache_drop(h->dc, GROUP_KEY + g);
 	}
 	free(buf);
 	return rc;
 }
 
 /* Queues the request for group g's digests (mu held): NULL when it cannot be queued. */
-static struct http_job *group_submit(struct sqk_http *h, uint64_t g)
+static struct http_job *group_submit(struct http *h, uint64_t g)
 {
 	uint64_t k0, k1, s, e;
 	struct http_job *j;
 
-	sqk_integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
-	j = sqk_http_job_new(h, s, (size_t)(e - s));
+	integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
+	j = http_job_new(h, s, (size_t)(e - s));
 	if (j)
 		j->flat = malloc(j->len);
 	if (j && j->flat) {
 		j->demand = true; /* a chunk check waits on it */
-		if (sqk_http_submit(h, j) == 0)
+		if (http_submit(h, j) == 0)
 			return j;
 	}
-	sqk_http_job_free(j);
+	http_job_free(j);
 	return NULL;
 }
 
 /* Starts loading group g unless it is known or on its way: from the disk cache, else a request
  * that runs while the caller's chunks are fetched. 0, or why it could not start. Without mu. */
-static int group_kick(struct sqk_http *h, uint64_t g)
+static int group_kick(struct http *h, uint64_t g)
 {
 	struct http_group *gr = &h->groups[g];
 	int rc;
@@ -94,50 +94,50 @@ static int group_kick(struct sqk_http *h, uint64_t g)
 }
 
 /* Starts loading the groups of chunks k0..k1 (inclusive) that are not known. Without mu. */
-void sqk_http_kick_groups(struct sqk_http *h, uint64_t k0, uint64_t k1)
+void http_kick_groups(struct http *h, uint64_t k0, uint64_t k1)
 {
-	if (!sqk_http_uses_groups(h))
+	if (!http_uses_groups(h))
 		return;
-	for (uint64_t g = sqk_integ_group_of(&h->integ, k0);
-	     g <= sqk_integ_group_of(&h->integ, k1); g++)
-		if (!sqk_integ_group_loaded(&h->integ, g))
+	for (uint64_t g = integ_group_of(&h->integ, k0);
+	     g <= integ_group_of(&h->integ, k1); g++)
+		if (!integ_group_loaded(&h->integ, g))
 			group_kick(h, g);
 }
 
 /* Checks what the server sent for group g (the finished request j, freed here) and keeps it,
  * in memory and on disk. Without mu. */
-static int group_take(struct sqk_http *h, uint64_t g, struct http_job *j)
+static int group_take(struct http *h, uint64_t g, struct http_job *j)
 {
 	int rc = j->rc;
 
 	if (rc == 0) {
 		atomic_fetch_add(&h->n_groups, 1);
-		rc = sqk_integ_group_accept(&h->integ, g, j->flat, j->len);
+		rc = integ_group_accept(&h->integ, g, j->flat, j->len);
 		if (rc == SQK_ECORRUPT) {
 			atomic_fetch_add(&h->n_corrupt, 1);
-			sqk_http_logf(h,
+			http_logf(h,
 				      "%s: digest group %llu (bytes %llu-%llu) does not match its "
 				      "group digest",
 				      h->name, (unsigned long long)g, (unsigned long long)j->off,
 				      (unsigned long long)(j->off + j->len - 1));
 		} else if (rc == 0 && h->dc) {
-			sqk_dcache_put(h->dc, GROUP_KEY + g, j->flat, j->len);
+			dcache_put(h->dc, GROUP_KEY + g, j->flat, j->len);
 		}
 	} else if (rc != SQK_EINTR) {
 		/* the transfer logged why (its URL, bytes and HTTP status); this names the group */
-		sqk_http_logf(h, "%s: digest group %llu (bytes %llu-%llu) could not be fetched: %s",
+		http_logf(h, "%s: digest group %llu (bytes %llu-%llu) could not be fetched: %s",
 			      h->name, (unsigned long long)g, (unsigned long long)j->off,
 			      (unsigned long long)(j->off + j->len - 1), sqk_strerror(rc));
 		rc = SQK_EIO;
 	}
-	sqk_http_job_free(j);
+	http_job_free(j);
 	return rc;
 }
 
 /* Waits until group g's digests are known, loading them when nobody does: 0, or the error of
  * the load this call waited for (SQK_ECORRUPT, logged; SQK_EIO; SQK_EINTR). A failed group is
  * ABSENT again: the next read tries again. Without mu. */
-int sqk_http_group_need(struct sqk_http *h, uint64_t g)
+int http_group_need(struct http *h, uint64_t g)
 {
 	struct http_group *gr = &h->groups[g];
 	unsigned fails;
@@ -196,11 +196,11 @@ int sqk_http_group_need(struct sqk_http *h, uint64_t g)
 
 /* Reads [off, off + len) of a tree's chunk digests (not fetched at open): through their groups
  * (fetched, checked and kept), or as the server sends them (raw: the caller checks them). */
-int sqk_http_read_digest_area(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len)
+int http_read_digest_area(struct http *h, uint64_t off, uint8_t *buf, size_t len)
 {
 	if (h->o.raw || !h->groups) {
 		uint8_t *tmp = NULL;
-		int rc = sqk_http_fetch(h, off, len, false, &tmp, NULL);
+		int rc = http_fetch(h, off, len, false, &tmp, NULL);
 
 		if (!rc)
 			memcpy(buf, tmp, len);
@@ -211,13 +211,13 @@ int sqk_http_read_digest_area(struct sqk_http *h, uint64_t off, uint8_t *buf, si
 		uint64_t g = (off - h->covered) / SQK_INTEG_DIGEST_SIZE / h->integ.t.group_chunks;
 		uint64_t k0, k1, s, e;
 		size_t take;
-		int rc = sqk_http_group_need(h, g);
+		int rc = http_group_need(h, g);
 
 		if (rc)
 			return rc;
-		sqk_integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
+		integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
 		take = e - off < len ? (size_t)(e - off) : len;
-		memcpy(buf, sqk_integ_group_digests(&h->integ, g) + (off - s), take);
+		memcpy(buf, integ_group_digests(&h->integ, g) + (off - s), take);
 		buf += take;
 		off += take;
 		len -= take;

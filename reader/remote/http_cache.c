@@ -36,7 +36,7 @@ struct dentry {
 	int64_t mtime;
 };
 
-struct sqk_dcache {
+struct dcache {
 	pthread_mutex_t mu;
 	int rootfd;
 	int dirfd;            /* ROOT/KEY */
@@ -49,19 +49,19 @@ struct sqk_dcache {
 	uint64_t used, limit;
 };
 
-static int push(struct sqk_dcache *d, uint32_t dir, uint64_t k, uint64_t size, int64_t mtime)
+static int push(struct dcache *d, uint32_t dir, uint64_t k, uint64_t size, int64_t mtime)
 {
-	if (d->n == SIZE_MAX || sqk_grow(&d->ents, &d->cap, d->n + 1, sizeof(*d->ents), 0))
+	if (d->n == SIZE_MAX || mem_grow(&d->ents, &d->cap, d->n + 1, sizeof(*d->ents), 0))
 		return SQK_ENOMEM;
 	d->ents[d->n++] = (struct dentry){ dir, k, size, mtime };
 	d->used += size;
 	return 0;
 }
 
-static int add_dir(struct sqk_dcache *d, const char *name, uint32_t *idx)
+static int add_dir(struct dcache *d, const char *name, uint32_t *idx)
 {
 	if (d->ndirs == UINT32_MAX ||
-	    sqk_grow(&d->dirs, &d->dcap, (size_t)d->ndirs + 1, sizeof(*d->dirs), 0))
+	    mem_grow(&d->dirs, &d->dcap, (size_t)d->ndirs + 1, sizeof(*d->dirs), 0))
 		return SQK_ENOMEM;
 	d->dirs[d->ndirs] = strdup(name);
 	if (!d->dirs[d->ndirs])
@@ -82,7 +82,7 @@ static bool stale_tmp(const char *name)
 }
 
 /* Counts the chunk files of one KEY folder. */
-static int scan_dir(struct sqk_dcache *d, const char *name)
+static int scan_dir(struct dcache *d, const char *name)
 {
 	int fd = openat(d->rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
@@ -123,7 +123,7 @@ static int by_mtime(const void *a, const void *b)
 	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
 }
 
-static int scan_root(struct sqk_dcache *d)
+static int scan_root(struct dcache *d)
 {
 	int fd = dup(d->rootfd);
 	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
@@ -164,7 +164,7 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-static int find_own(struct sqk_dcache *d, const char *key)
+static int find_own(struct dcache *d, const char *key)
 {
 	uint32_t i;
 
@@ -178,9 +178,9 @@ static int find_own(struct sqk_dcache *d, const char *key)
 }
 
 /* Borrows root and key; caller owns *out. */
-int sqk_dcache_open(const char *root, const char *key, uint64_t limit, struct sqk_dcache **out)
+int dcache_open(const char *root, const char *key, uint64_t limit, struct dcache **out)
 {
-	struct sqk_dcache *d = calloc(1, sizeof(*d));
+	struct dcache *d = calloc(1, sizeof(*d));
 	int rc;
 
 	*out = NULL;
@@ -205,7 +205,7 @@ int sqk_dcache_open(const char *root, const char *key, uint64_t limit, struct sq
 			rc = sqk_from_errno(errno);
 	}
 	if (rc) {
-		sqk_dcache_close(d);
+		dcache_close(d);
 		return rc;
 	}
 	*out = d;
@@ -236,7 +236,7 @@ static int read_full(int fd, void *buf, size_t len, off_t at)
 }
 
 /* Borrows d; fills the caller's buf. */
-int sqk_dcache_get(struct sqk_dcache *d, uint64_t k, uint8_t *buf, size_t len)
+int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 {
 	char name[24];
 	uint8_t h[HDR];
@@ -248,20 +248,20 @@ int sqk_dcache_get(struct sqk_dcache *d, uint64_t k, uint8_t *buf, size_t len)
 	if (fd < 0)
 		return SQK_ENOENT;
 	ok = !fstat(fd, &st) && (uint64_t)st.st_size == HDR + (uint64_t)len &&
-	     !read_full(fd, h, HDR, 0) && !memcmp(h, "SQKC", 4) && sqk_get_le32(h + 4) == len &&
-	     !read_full(fd, buf, len, HDR) && XXH3_64bits(buf, len) == sqk_get_le64(h + 8);
+	     !read_full(fd, h, HDR, 0) && !memcmp(h, "SQKC", 4) && get_le32(h + 4) == len &&
+	     !read_full(fd, buf, len, HDR) && XXH3_64bits(buf, len) == get_le64(h + 8);
 	if (ok)
 		futimens(fd, NULL); /* recently used: evicted last */
 	close(fd);
 	if (!ok) {
-		sqk_dcache_drop(d, k);
+		dcache_drop(d, k);
 		return SQK_ENOENT;
 	}
 	return 0;
 }
 
 /* Removes the oldest files until `need` more bytes fit. Called with mu held. */
-static void evict(struct sqk_dcache *d, uint64_t need)
+static void evict(struct dcache *d, uint64_t need)
 {
 	while (d->used + need > d->limit && d->head < d->n) {
 		struct dentry *e = &d->ents[d->head++];
@@ -284,7 +284,7 @@ static void evict(struct sqk_dcache *d, uint64_t need)
 	}
 }
 
-static int write_tmp(struct sqk_dcache *d, const char *tmp, const uint8_t *buf, size_t len)
+static int write_tmp(struct dcache *d, const char *tmp, const uint8_t *buf, size_t len)
 {
 	uint8_t h[HDR];
 	int fd = openat(d->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -293,8 +293,8 @@ static int write_tmp(struct sqk_dcache *d, const char *tmp, const uint8_t *buf, 
 	if (rc)
 		return rc;
 	memcpy(h, "SQKC", 4);
-	sqk_put_le32(h + 4, (uint32_t)len);
-	sqk_put_le64(h + 8, XXH3_64bits(buf, len));
+	put_le32(h + 4, (uint32_t)len);
+	put_le64(h + 8, XXH3_64bits(buf, len));
 	if (pwrite(fd, h, HDR, 0) != HDR || pwrite(fd, buf, len, HDR) != (ssize_t)len)
 		rc = -1;
 	if (close(fd))
@@ -303,7 +303,7 @@ static int write_tmp(struct sqk_dcache *d, const char *tmp, const uint8_t *buf, 
 }
 
 /* Borrows d and buf. */
-void sqk_dcache_put(struct sqk_dcache *d, uint64_t k, const uint8_t *buf, size_t len)
+void dcache_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len)
 {
 	char tmp[80], name[24];
 	uint64_t size = HDR + (uint64_t)len;
@@ -326,7 +326,7 @@ void sqk_dcache_put(struct sqk_dcache *d, uint64_t k, const uint8_t *buf, size_t
 }
 
 /* Borrows d. */
-void sqk_dcache_drop(struct sqk_dcache *d, uint64_t k)
+void dcache_drop(struct dcache *d, uint64_t k)
 {
 	char name[24];
 
@@ -335,7 +335,7 @@ void sqk_dcache_drop(struct sqk_dcache *d, uint64_t k)
 }
 
 /* Frees d; NULL-safe. */
-void sqk_dcache_close(struct sqk_dcache *d)
+void dcache_close(struct dcache *d)
 {
 	uint32_t i;
 
@@ -354,7 +354,7 @@ void sqk_dcache_close(struct sqk_dcache *d)
 }
 
 /* Fills the caller's buf. */
-int sqk_dcache_default_dir(char *buf, size_t cap)
+int dcache_default_dir(char *buf, size_t cap)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
 	int n;

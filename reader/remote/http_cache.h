@@ -11,27 +11,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sqk_dcache;
+struct dcache;
 
 /* Opens (creating) root/key; limit = bytes for the whole of root. Borrows root and key.
  * Caller owns *out. */
-int sqk_dcache_open(const char *root, const char *key, uint64_t limit, struct sqk_dcache **out);
+int dcache_open(const char *root, const char *key, uint64_t limit, struct dcache **out);
 
 /* Reads chunk k (exactly len bytes) into buf: 0, or SQK_ENOENT when absent or not valid (a
  * damaged file is removed). Thread-safe. */
-int sqk_dcache_get(struct sqk_dcache *d, uint64_t k, uint8_t *buf, size_t len);
+int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len);
 
 /* Stores chunk k atomically (best effort: errors only skip the cache). Thread-safe. */
-void sqk_dcache_put(struct sqk_dcache *d, uint64_t k, const uint8_t *buf, size_t len);
+void dcache_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len);
 
 /* Removes chunk k (its bytes were found wrong). Thread-safe. */
-void sqk_dcache_drop(struct sqk_dcache *d, uint64_t k);
+void dcache_drop(struct dcache *d, uint64_t k);
 
 /* Closes d; NULL-safe. */
-void sqk_dcache_close(struct sqk_dcache *d);
+void dcache_close(struct dcache *d);
 
 /* The default cache folder into buf: $XDG_CACHE_HOME/squashkit or $HOME/.cache/squashkit.
  * SQK_ENOENT when neither variable is set. */
-int sqk_dcache_default_dir(char *buf, size_t cap);
+int dcache_default_dir(char *buf, size_t cap);
 
 #endif

@@ -24,7 +24,7 @@
 #define BACKOFF_MAX_MS 5000u
 #define ERRBODY_MAX 4096u /* bytes of a failed answer's body kept for its message */
 
-uint64_t sqk_http_now_ms(void)
+uint64_t http_now_ms(void)
 {
 	struct timespec ts;
 
@@ -32,8 +32,8 @@ uint64_t sqk_http_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Caller owns the job (sqk_http_job_free). */
-struct http_job *sqk_http_job_new(struct sqk_http *h, uint64_t off, size_t len)
+/* Caller owns the job (http_job_free). */
+struct http_job *http_job_new(struct http *h, uint64_t off, size_t len)
 {
 	struct http_job *j = calloc(1, sizeof(*j));
 
@@ -46,7 +46,7 @@ struct http_job *sqk_http_job_new(struct sqk_http *h, uint64_t off, size_t len)
 }
 
 /* NULL-safe; does not touch the chunks. */
-void sqk_http_job_free(struct http_job *j)
+void http_job_free(struct http_job *j)
 {
 	if (!j)
 		return;
@@ -141,7 +141,7 @@ static void set_status_why(struct http_job *j)
 		set_why(j, !transient, "HTTP status %ld", st);
 		return;
 	}
-	j->fail_rc = sqk_s3_explain(j->h->s3, st, j->errbody, j->errbody_len, j->bucket_region,
+	j->fail_rc = s3_explain(j->h->s3, st, j->errbody, j->errbody_len, j->bucket_region,
 				    msg, sizeof(msg));
 	set_why(j, !transient, "%s", msg);
 }
@@ -166,7 +166,7 @@ static size_t keep_errbody(struct http_job *j, const char *p, size_t len)
  * only marks the job (bad_status): outcome() names it once its body is in. */
 static bool check_response(struct http_job *j)
 {
-	struct sqk_http *h = j->h;
+	struct http *h = j->h;
 	long st = 0;
 
 	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &st);
@@ -243,7 +243,7 @@ static void sink(struct http_job *j, const char *p, size_t len)
 		pos += take;
 		if (at + take == c->len) {
 			j->ndone++;
-			sqk_http_chunk_arrived(j->h, c);
+			http_chunk_arrived(j->h, c);
 		}
 	}
 }
@@ -273,7 +273,7 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
  * a new easy handle, is signed anew. The signed headers are Host, X-Amz-Date and every header of
  * the list (x-amz-content-sha256: UNSIGNED-PAYLOAD and x-amz-security-token among them); the
  * Range header is not in that list, which S3 allows. */
-static void s3_options(const struct sqk_s3 *s, CURL *e)
+static void s3_options(const struct s3 *s, CURL *e)
 {
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
@@ -284,7 +284,7 @@ static void s3_options(const struct sqk_s3 *s, CURL *e)
 	curl_easy_setopt(e, CURLOPT_PASSWORD, s->creds.secret_key);
 }
 
-static int start(struct sqk_http *h, struct http_job *j)
+static int start(struct http *h, struct http_job *j)
 {
 	CURL *e = curl_easy_init();
 
@@ -367,10 +367,10 @@ static int outcome(struct http_job *j, CURLcode res)
 }
 
 /* Exponential backoff with jitter: half fixed, half random. */
-static uint64_t backoff_ms(struct sqk_http *h, unsigned attempt)
+static uint64_t backoff_ms(struct http *h, unsigned attempt)
 {
 	uint64_t base = (uint64_t)BACKOFF_MS << (attempt > 10 ? 10 : attempt - 1);
-	unsigned r = (unsigned)(sqk_http_now_ms() * 2654435761u) ^ (unsigned)(uintptr_t)h;
+	unsigned r = (unsigned)(http_now_ms() * 2654435761u) ^ (unsigned)(uintptr_t)h;
 
 	if (base > BACKOFF_MAX_MS)
 		base = BACKOFF_MAX_MS;
@@ -378,7 +378,7 @@ static uint64_t backoff_ms(struct sqk_http *h, unsigned attempt)
 }
 
 /* Inserts j into the queue by time, data a reader waits on before readahead, else FIFO. */
-static void enqueue(struct sqk_http *h, struct http_job *j)
+static void enqueue(struct http *h, struct http_job *j)
 {
 	struct http_job **p = &h->queue;
 
@@ -389,10 +389,10 @@ static void enqueue(struct sqk_http *h, struct http_job *j)
 	*p = j;
 }
 
-static void complete(struct sqk_http *h, struct http_job *j, int rc)
+static void complete(struct http *h, struct http_job *j, int rc)
 {
 	if (rc)
-		sqk_http_logf(h, "%s: bytes %llu-%llu: %s%s", h->name, (unsigned long long)j->off,
+		http_logf(h, "%s: bytes %llu-%llu: %s%s", h->name, (unsigned long long)j->off,
 			      (unsigned long long)(j->off + j->len - 1),
 			      j->why[0] ? j->why : sqk_strerror(rc),
 			      j->attempt ? " (retries exhausted)" : "");
@@ -402,7 +402,7 @@ static void complete(struct sqk_http *h, struct http_job *j, int rc)
 		pthread_cond_broadcast(&h->cv);
 		return;
 	}
-	sqk_http_chunks_done(h, j, rc);
+	http_chunks_done(h, j, rc);
 }
 
 /* A retry asks only for the chunks not handed over yet. */
@@ -424,7 +424,7 @@ static void resume_after_done(struct http_job *j)
 }
 
 /* A transfer ended: retry it later, or hand its result over. */
-static void finish(struct sqk_http *h, struct http_job *j, CURLcode res)
+static void finish(struct http *h, struct http_job *j, CURLcode res)
 {
 	int rc = outcome(j, res);
 
@@ -444,7 +444,7 @@ static void finish(struct sqk_http *h, struct http_job *j, CURLcode res)
 		resume_after_done(j);
 		j->attempt++;
 		atomic_fetch_add(&h->n_retries, 1);
-		j->not_before = sqk_http_now_ms() + backoff_ms(h, j->attempt);
+		j->not_before = http_now_ms() + backoff_ms(h, j->attempt);
 		enqueue(h, j);
 	} else {
 		complete(h, j, h->cancelled && rc ? SQK_EINTR : rc);
@@ -455,7 +455,7 @@ static void finish(struct sqk_http *h, struct http_job *j, CURLcode res)
 /* Whether j may start now: data a reader waits on gets a connection of its own up to
  * SQK_HTTP_DEMAND_MAX at once (concurrent cold reads go out in parallel); readahead uses at most
  * `connections`. mu held. */
-static bool may_start(const struct sqk_http *h, const struct http_job *j)
+static bool may_start(const struct http *h, const struct http_job *j)
 {
 	if (j->demand)
 		return h->active - h->active_ra < SQK_HTTP_DEMAND_MAX;
@@ -465,9 +465,9 @@ static bool may_start(const struct sqk_http *h, const struct http_job *j)
 /* Starts the queued jobs that are due and have a connection; returns ms until the next one
  * is due (mu held). A readahead job that waits for a connection never holds back a demand
  * job behind it. */
-static long start_due(struct sqk_http *h)
+static long start_due(struct http *h)
 {
-	uint64_t now = sqk_http_now_ms();
+	uint64_t now = http_now_ms();
 	struct http_job **p = &h->queue;
 
 	while (*p && (*p)->not_before <= now) {
@@ -489,7 +489,7 @@ static long start_due(struct sqk_http *h)
 
 /* mu held: a reader waits on chunk k; if a queued readahead job holds it, that job becomes
  * demand (it starts before readahead, on a demand connection). */
-void sqk_http_promote(struct sqk_http *h, uint64_t k)
+void http_promote(struct http *h, uint64_t k)
 {
 	struct http_job **p;
 
@@ -507,7 +507,7 @@ void sqk_http_promote(struct sqk_http *h, uint64_t k)
 }
 
 /* Fails what waits in the queue (cancel or stop; mu held). */
-static void fail_queue(struct sqk_http *h)
+static void fail_queue(struct http *h)
 {
 	while (h->queue) {
 		struct http_job *j = h->queue;
@@ -518,7 +518,7 @@ static void fail_queue(struct sqk_http *h)
 }
 
 /* Ends every running transfer as failed (cancel or stop); called without mu. */
-static void abort_active(struct sqk_http *h)
+static void abort_active(struct http *h)
 {
 	for (;;) {
 		struct http_job *j;
@@ -535,7 +535,7 @@ static void abort_active(struct sqk_http *h)
 
 static void *thread_main(void *arg)
 {
-	struct sqk_http *h = arg;
+	struct http *h = arg;
 	bool stop;
 
 	pthread_mutex_lock(&h->mu);
@@ -572,7 +572,7 @@ static void *thread_main(void *arg)
 }
 
 /* mu held; the thread owns job from here on. */
-int sqk_http_submit(struct sqk_http *h, struct http_job *job)
+int http_submit(struct http *h, struct http_job *job)
 {
 	if (h->thread_pid != getpid()) { /* first use, or a forked child: start the thread */
 		if (pthread_create(&h->thread, NULL, thread_main, h))
@@ -585,7 +585,7 @@ int sqk_http_submit(struct sqk_http *h, struct http_job *job)
 }
 
 /* Runs a flat job to its end. Called without mu; the caller still owns job. */
-int sqk_http_fetch_flat(struct sqk_http *h, struct http_job *job)
+int http_fetch_flat(struct http *h, struct http_job *job)
 {
 	int rc;
 
@@ -594,7 +594,7 @@ int sqk_http_fetch_flat(struct sqk_http *h, struct http_job *job)
 		return SQK_ENOMEM;
 	job->demand = true;
 	pthread_mutex_lock(&h->mu);
-	rc = h->cancelled ? SQK_EINTR : sqk_http_submit(h, job);
+	rc = h->cancelled ? SQK_EINTR : http_submit(h, job);
 	while (!rc && !job->done)
 		pthread_cond_wait(&h->cv, &h->mu);
 	if (!rc)
@@ -604,7 +604,7 @@ int sqk_http_fetch_flat(struct sqk_http *h, struct http_job *job)
 }
 
 /* Stops and joins the thread (of this process); queued work fails. */
-void sqk_http_thread_stop(struct sqk_http *h)
+void http_thread_stop(struct http *h)
 {
 	if (h->thread_pid != getpid())
 		return;
@@ -618,9 +618,9 @@ void sqk_http_thread_stop(struct sqk_http *h)
 
 /* The headers of every S3 request: the payload is not signed (GETs have none), and the session
  * token of temporary credentials. */
-static int s3_headers(struct sqk_http *h)
+static int s3_headers(struct http *h)
 {
-	const struct sqk_s3 *s = h->s3;
+	const struct s3 *s = h->s3;
 	struct curl_slist *l;
 	char *tok = NULL;
 
@@ -644,7 +644,7 @@ static int s3_headers(struct sqk_http *h)
 }
 
 /* Borrows url; h owns what it sets. The name is the s3:// URL itself (it holds no secret). */
-int sqk_http_s3_init(struct sqk_http *h, const char *url)
+int http_s3_init(struct http *h, const char *url)
 {
 	char msg[512] = "";
 	int rc;
@@ -652,10 +652,10 @@ int sqk_http_s3_init(struct sqk_http *h, const char *url)
 	h->name = strdup(url);
 	if (!h->name)
 		return SQK_ENOMEM;
-	rc = sqk_s3_resolve(url, h->o.s3_endpoint, h->o.no_sign_request, &h->s3, msg, sizeof(msg));
+	rc = s3_resolve(url, h->o.s3_endpoint, h->o.no_sign_request, &h->s3, msg, sizeof(msg));
 	if (rc) {
 		if (rc != SQK_ENOMEM)
-			sqk_http_logf(h, "%s: %s", h->name, msg);
+			http_logf(h, "%s: %s", h->name, msg);
 		return rc;
 	}
 	h->url = strdup(h->s3->url);

@@ -91,18 +91,18 @@ struct http_job {
 	struct curl_slist *hdrs; /* borrowed from the backend */
 	char range[64];
 	char errbuf[CURL_ERROR_SIZE];
-	struct sqk_http *h;
+	struct http *h;
 	struct http_job *next;   /* in the queue */
 	struct http_job *anext;  /* in the running list */
 };
 
-struct sqk_http {
+struct http {
 	struct sqk_io base;
 	char *url;               /* as given (may hold a presigned query: never printed); for
 				  * s3:// the object URL it resolves to */
 	char *name;              /* scheme://host/path without credentials or query */
 	char *ca_file;
-	struct sqk_s3 *s3;       /* s3:// URLs: the object, region and credentials (s3.h) */
+	struct s3 *s3;       /* s3:// URLs: the object, region and credentials (s3.h) */
 	struct sqk_http_opts o;
 	struct curl_slist *hdrs;
 	unsigned retries, timeout_s, conns;
@@ -114,12 +114,12 @@ struct sqk_http {
 	uint64_t covered;
 	uint32_t csize;
 	bool has_integ;
-	struct sqk_integ integ;  /* a digest tree: lazily loaded (groups accepted as fetched) */
+	struct integ integ;  /* a digest tree: lazily loaded (groups accepted as fetched) */
 	uint64_t tail_at;        /* where the integrity data read at open starts: covered (flat
 				  * digests), the group digests (a tree) */
 	uint8_t *tail;           /* [tail_at, size): digests (or group digests) and trailer */
 	struct http_group *groups; /* a digest tree: its ngroups groups of chunk digests */
-	struct sqk_dcache *dc;
+	struct dcache *dc;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -153,77 +153,77 @@ struct sqk_http {
 	atomic_uint_fast64_t n_groups; /* digest groups fetched from the server */
 };
 
-void sqk_http_logf(struct sqk_http *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t sqk_http_now_ms(void);
+void http_logf(struct http *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t http_now_ms(void);
 
 /* http_fetch.c. Called with h->mu held: queues job (the thread takes ownership). */
-int sqk_http_submit(struct sqk_http *h, struct http_job *job);
+int http_submit(struct http *h, struct http_job *job);
 /* Runs a flat job to its end (with retries) and frees it: 0 or SQK_E*. Called without mu. */
-int sqk_http_fetch_flat(struct sqk_http *h, struct http_job *job);
-void sqk_http_thread_stop(struct sqk_http *h);
+int http_fetch_flat(struct http *h, struct http_job *job);
+void http_thread_stop(struct http *h);
 /* mu held: a reader waits on chunk k; a queued readahead job holding it becomes demand. */
-void sqk_http_promote(struct sqk_http *h, uint64_t k);
-struct http_job *sqk_http_job_new(struct sqk_http *h, uint64_t off, size_t len);
-void sqk_http_job_free(struct http_job *j);
+void http_promote(struct http *h, uint64_t k);
+struct http_job *http_job_new(struct http *h, uint64_t off, size_t len);
+void http_job_free(struct http_job *j);
 /* For an s3:// url: resolves it (h->s3, h->url, h->name) and adds the headers every request
  * sends; SQK_E* after logging why. Called from setup, before the other headers. */
-int sqk_http_s3_init(struct sqk_http *h, const char *url);
+int http_s3_init(struct http *h, const char *url);
 
 /* io_http.c. Fetches [off, off + len) into *out (caller frees; with jout, the finished job
- * too, caller frees it with sqk_http_job_free): 0 or SQK_E*. Without mu. */
-int sqk_http_fetch(struct sqk_http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
+ * too, caller frees it with http_job_free): 0 or SQK_E*. Without mu. */
+int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
 		   struct http_job **jout);
 
 /* chunks.c: a chunk transfer ended (mu held): its remaining chunks become FETCHED or FAILED. */
-void sqk_http_chunks_done(struct sqk_http *h, struct http_job *j, int rc);
+void http_chunks_done(struct http *h, struct http_job *j, int rc);
 /* chunks.c: all bytes of chunk c are in (called by the transfer thread, without mu). */
-void sqk_http_chunk_arrived(struct sqk_http *h, struct http_chunk *c);
+void http_chunk_arrived(struct http *h, struct http_chunk *c);
 /* chunks.c, mu held: the length of chunk k; the chunk k in the table (borrowed) or NULL; a new
  * LOADING chunk k in the table, pinned once (NULL on ENOMEM); frees c (out of the table). */
-size_t sqk_http_chunk_len(const struct sqk_http *h, uint64_t k);
-struct http_chunk *sqk_http_chunk_find(struct sqk_http *h, uint64_t k);
-struct http_chunk *sqk_http_chunk_new(struct sqk_http *h, uint64_t k);
-void sqk_http_chunk_free(struct sqk_http *h, struct http_chunk *c);
+size_t http_chunk_len(const struct http *h, uint64_t k);
+struct http_chunk *http_chunk_find(struct http *h, uint64_t k);
+struct http_chunk *http_chunk_new(struct http *h, uint64_t k);
+void http_chunk_free(struct http *h, struct http_chunk *c);
 /* chunks.c, mu held: drops a pin of c (the last one puts it in the LRU, or frees a failed c);
  * marks c FETCHED with bytes from the server. */
-void sqk_http_unpin(struct sqk_http *h, struct http_chunk *c);
-void sqk_http_fetched(struct sqk_http *h, struct http_chunk *c);
+void http_unpin(struct http *h, struct http_chunk *c);
+void http_fetched(struct http *h, struct http_chunk *c);
 /* chunks.c, without mu: resolves the caller's LOADING chunks own[0..n) (their pins pass on)
  * from the disk cache, else by requests in parts of about `part` bytes. */
-void sqk_http_load_owned(struct sqk_http *h, struct http_chunk **own, unsigned n, uint64_t part,
+void http_load_owned(struct http *h, struct http_chunk **own, unsigned n, uint64_t part,
 			 bool demand);
 /* chunks.c, without mu: reads [off, off + len) below `covered` into the caller's buf through
  * the chunks (ahead borrowed, may be NULL): 0 or SQK_E*. */
-int sqk_http_read_chunks(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len,
+int http_read_chunks(struct http *h, uint64_t off, uint8_t *buf, size_t len,
 			 const struct sqk_io_ahead *ahead);
 /* chunks.c, at close (the thread stopped): checks the chunks fetched and never read and keeps
  * them on disk. */
-void sqk_http_store_unread(struct sqk_http *h);
+void http_store_unread(struct http *h);
 
 /* groups.c. Whether chunk checks need the digest groups (a digest tree, checked reads). */
-bool sqk_http_uses_groups(const struct sqk_http *h);
+bool http_uses_groups(const struct http *h);
 /* groups.c, without mu: starts loading the groups of chunks k0..k1 that are not known. */
-void sqk_http_kick_groups(struct sqk_http *h, uint64_t k0, uint64_t k1);
+void http_kick_groups(struct http *h, uint64_t k0, uint64_t k1);
 /* groups.c, without mu: waits until group g's digests are known, loading them when nobody
  * does: 0 or the error of the load waited for (SQK_ECORRUPT, SQK_EIO, SQK_EINTR). */
-int sqk_http_group_need(struct sqk_http *h, uint64_t g);
+int http_group_need(struct http *h, uint64_t g);
 /* groups.c, without mu: reads [off, off + len) of a tree's chunk digests into the caller's
  * buf: 0 or SQK_E*. */
-int sqk_http_read_digest_area(struct sqk_http *h, uint64_t off, uint8_t *buf, size_t len);
+int http_read_digest_area(struct http *h, uint64_t off, uint8_t *buf, size_t len);
 
 /* ahead.c, mu held: whether [off, end) continues the stream the reader named (ra borrowed, may
  * be NULL); sets [*ra0, *ra1) to the bytes to fetch ahead (empty: none). */
-void sqk_http_plan_ahead(struct sqk_http *h, uint64_t off, uint64_t end,
+void http_plan_ahead(struct http *h, uint64_t off, uint64_t end,
 			 const struct sqk_io_ahead *ra, uint64_t *ra0, uint64_t *ra1);
 /* ahead.c, without mu: fetches the chunks of [ra0, ra1) not yet present, in parallel parts of
  * at most part_max bytes. */
-void sqk_http_fetch_ahead(struct sqk_http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max);
+void http_fetch_ahead(struct http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max);
 /* ahead.c, the prefetch operation of the vtable (sqk/io.h): with wait, fetches [off, off +
  * len) coalesced, in parallel parts, and waits for it (the metadata tables at open); else
  * starts fetching it in parts of 1 MiB, in order, `connections` at a time, and returns at once
  * (the prefetch hint's ranges; a file read at random): a read of those bytes waits for them
  * (its request is then moved ahead of readahead). Clipped to the chunk grid and half the memory
  * cache. Best effort: errors surface when the bytes are read. */
-void sqk_http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait);
+void http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait);
 
 #endif

@@ -27,7 +27,7 @@
 
 static const struct sqk_io_ops http_ops;
 
-void sqk_http_logf(struct sqk_http *h, const char *fmt, ...)
+void http_logf(struct http *h, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -49,7 +49,7 @@ bool sqk_io_is_http(const struct sqk_io *io)
 static int http_read_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t len,
 			   const struct sqk_io_ahead *ahead)
 {
-	struct sqk_http *h = (struct sqk_http *)io;
+	struct http *h = (struct http *)io;
 	uint8_t *p = buf;
 
 	if (off > h->size || len > h->size - off)
@@ -66,13 +66,13 @@ static int http_read_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t le
 	}
 	if (off + len > h->covered) { /* a tree's chunk digests: by group */
 		uint64_t s = off > h->covered ? off : h->covered;
-		int rc = sqk_http_read_digest_area(h, s, p + (s - off), (size_t)(off + len - s));
+		int rc = http_read_digest_area(h, s, p + (s - off), (size_t)(off + len - s));
 
 		len = (size_t)(s - off);
 		if (rc || !len)
 			return rc;
 	}
-	return sqk_http_read_chunks(h, off, p, len, ahead);
+	return http_read_chunks(h, off, p, len, ahead);
 }
 
 static int http_read_at(struct sqk_io *io, uint64_t off, void *buf, size_t len)
@@ -87,7 +87,7 @@ static int http_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_
 
 static int http_get_size(struct sqk_io *io, uint64_t *size)
 {
-	*size = ((struct sqk_http *)io)->size;
+	*size = ((struct http *)io)->size;
 	return 0;
 }
 
@@ -98,34 +98,34 @@ static int http_sync(struct sqk_io *io)
 
 static void http_destroy(struct sqk_io *io)
 {
-	struct sqk_http *h = (struct sqk_http *)io;
+	struct http *h = (struct http *)io;
 	size_t i;
 
-	sqk_http_thread_stop(h);
+	http_thread_stop(h);
 	if (h->tab && !h->cancelled)
-		sqk_http_store_unread(h);
+		http_store_unread(h);
 	for (i = 0; h->tab && i < h->tab_size; i++) {
 		while (h->tab[i]) {
 			struct http_chunk *c = h->tab[i];
 
 			h->tab[i] = c->hnext;
-			sqk_http_chunk_free(h, c);
+			http_chunk_free(h, c);
 		}
 	}
 	free(h->tab);
 	for (uint64_t g = 0; h->groups && g < h->integ.t.ngroups; g++)
-		sqk_http_job_free(h->groups[g].job); /* done: the thread is stopped */
+		http_job_free(h->groups[g].job); /* done: the thread is stopped */
 	free(h->groups);
 	if (h->multi)
 		curl_multi_cleanup(h->multi);
 	curl_slist_free_all(h->hdrs);
-	sqk_dcache_close(h->dc);
-	sqk_integ_free(&h->integ);
+	dcache_close(h->dc);
+	integ_free(&h->integ);
 	free(h->tail);
 	free(h->url);
 	free(h->name);
 	free(h->ca_file);
-	sqk_s3_free(h->s3);
+	s3_free(h->s3);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -133,16 +133,16 @@ static void http_destroy(struct sqk_io *io)
 
 /* Borrows io. The caller makes sure no read runs meanwhile (sqk/io.h): a job queued while the
  * thread is being joined (a digest group request asked again after a quiesce cut it off,
- * sqk_http_group_need) could land after the thread's final queue flush, with no thread to run
- * it (sqk_http_submit starts none while thread_pid still names the one being joined), and its
+ * http_group_need) could land after the thread's final queue flush, with no thread to run
+ * it (http_submit starts none while thread_pid still names the one being joined), and its
  * reader would wait forever. */
 static void http_quiesce(struct sqk_io *io)
 {
-	struct sqk_http *h = (struct sqk_http *)io;
+	struct http *h = (struct http *)io;
 
 	if (!sqk_io_is_http(io))
 		return;
-	sqk_http_thread_stop(h);
+	http_thread_stop(h);
 	pthread_mutex_lock(&h->mu);
 	h->stopping = false;
 	pthread_mutex_unlock(&h->mu);
@@ -151,7 +151,7 @@ static void http_quiesce(struct sqk_io *io)
 /* Borrows io. */
 void sqk_io_http_cancel(struct sqk_io *io)
 {
-	struct sqk_http *h = (struct sqk_http *)io;
+	struct http *h = (struct http *)io;
 
 	if (!sqk_io_is_http(io))
 		return;
@@ -169,7 +169,7 @@ static const struct sqk_io_ops http_ops = {
 	.sync = http_sync,
 	.destroy = http_destroy,
 	.read_ahead = http_read_ahead,
-	.prefetch = sqk_http_prefetch,
+	.prefetch = http_prefetch,
 	.cancel = sqk_io_http_cancel,
 	.quiesce = http_quiesce,
 	.stats = sqk_io_http_stats,
@@ -179,7 +179,7 @@ static const struct sqk_io_ops http_ops = {
 /* Borrows io; fills the caller's *out. */
 int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 {
-	struct sqk_http *h = (struct sqk_http *)io;
+	struct http *h = (struct http *)io;
 	struct sqk_http_stats s = { .size = sizeof(s) }, *out = &s;
 
 	if (!sqk_io_is_http(io))
@@ -193,13 +193,13 @@ int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 	out->disk_misses = atomic_load(&h->n_disk_misses);
 	out->corrupt = atomic_load(&h->n_corrupt);
 	out->digest_groups = atomic_load(&h->n_groups);
-	return sqk_abi_copy_out(user, out, sizeof(*out), HTTP_STATS_V1);
+	return abi_copy_out(user, out, sizeof(*out), HTTP_STATS_V1);
 }
 
 /* Borrows io. */
 bool sqk_io_http_verified(const struct sqk_io *io)
 {
-	const struct sqk_http *h = (const struct sqk_http *)io;
+	const struct http *h = (const struct http *)io;
 
 	return sqk_io_is_http(io) && h->has_integ && !h->o.raw;
 }
@@ -207,7 +207,7 @@ bool sqk_io_http_verified(const struct sqk_io *io)
 /* Borrowed from io. */
 const char *sqk_io_http_name(const struct sqk_io *io)
 {
-	return sqk_io_is_http(io) ? ((const struct sqk_http *)io)->name : NULL;
+	return sqk_io_is_http(io) ? ((const struct http *)io)->name : NULL;
 }
 
 /* ---- open ---- */
@@ -251,16 +251,16 @@ static const struct sqk_io_ops win_ops = {
 };
 
 /* Fetches [off, off + len) into a buffer the caller frees. */
-int sqk_http_fetch(struct sqk_http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
+int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
 		   struct http_job **jout)
 {
-	struct http_job *j = sqk_http_job_new(h, off, len);
+	struct http_job *j = http_job_new(h, off, len);
 	int rc;
 
 	if (!j)
 		return SQK_ENOMEM;
 	j->probe = probe;
-	rc = sqk_http_fetch_flat(h, j);
+	rc = http_fetch_flat(h, j);
 	if (!rc) {
 		*out = j->flat;
 		j->flat = NULL;
@@ -268,15 +268,15 @@ int sqk_http_fetch(struct sqk_http *h, uint64_t off, size_t len, bool probe, uin
 	if (!rc && jout)
 		*jout = j;
 	else
-		sqk_http_job_free(j);
+		http_job_free(j);
 	return rc;
 }
 
 /* The first request: the image's size and validators, and its first bytes (*buf, *len). */
-static int probe(struct sqk_http *h, uint8_t **buf, size_t *len)
+static int probe(struct http *h, uint8_t **buf, size_t *len)
 {
 	struct http_job *j = NULL;
-	int rc = sqk_http_fetch(h, 0, PROBE_LEN, true, buf, &j);
+	int rc = http_fetch(h, 0, PROBE_LEN, true, buf, &j);
 
 	if (rc)
 		return rc;
@@ -284,44 +284,44 @@ static int probe(struct sqk_http *h, uint8_t **buf, size_t *len)
 	*len = j->len;
 	memcpy(h->etag, j->etag, sizeof(h->etag));
 	memcpy(h->lastmod, j->lastmod, sizeof(h->lastmod));
-	sqk_http_job_free(j);
+	http_job_free(j);
 	return 0;
 }
 
 /* Keeps the whole chunks inside [at, at + len), fetched at open, whose bytes buf holds
  * (unchecked: verified on first use). */
-static void seed(struct sqk_http *h, uint64_t at, const uint8_t *buf, size_t len)
+static void seed(struct http *h, uint64_t at, const uint8_t *buf, size_t len)
 {
 	uint64_t k;
 
 	pthread_mutex_lock(&h->mu);
 	for (k = (at + h->csize - 1) / h->csize;
-	     k * h->csize < h->covered && k * h->csize + sqk_http_chunk_len(h, k) <= at + len;
+	     k * h->csize < h->covered && k * h->csize + http_chunk_len(h, k) <= at + len;
 	     k++) {
-		struct http_chunk *c = sqk_http_chunk_find(h, k) ? NULL : sqk_http_chunk_new(h, k);
+		struct http_chunk *c = http_chunk_find(h, k) ? NULL : http_chunk_new(h, k);
 
 		if (!c)
 			break;
 		memcpy(c->data, buf + (k * h->csize - at), c->len);
-		sqk_http_fetched(h, c);
-		sqk_http_unpin(h, c);
+		http_fetched(h, c);
+		http_unpin(h, c);
 	}
 	pthread_mutex_unlock(&h->mu);
 }
 
 /* Where the integrity data read at open starts, from the trailer at the end of buf (the
  * file's last bytes): the digest array (flat), the group digests (a tree: the chunk digests
- * come by group); `at` when there is none, or it is not believable (sqk_integ_load_lazy then
+ * come by group); `at` when there is none, or it is not believable (integ_load_lazy then
  * says which), or buf holds it already. */
-static uint64_t integ_start(const struct sqk_http *h, const uint8_t *buf, size_t len, uint64_t at)
+static uint64_t integ_start(const struct http *h, const uint8_t *buf, size_t len, uint64_t at)
 {
 	struct sqk_integ_trailer t;
 	uint64_t from, per, most;
 
 	if (len < SQK_INTEG_TRAILER_SIZE ||
-	    sqk_integ_trailer_decode(buf + len - SQK_INTEG_TRAILER_SIZE, &t))
+	    integ_trailer_decode(buf + len - SQK_INTEG_TRAILER_SIZE, &t))
 		return at;
-	from = sqk_integ_lazy_start(&t);
+	from = integ_lazy_start(&t);
 	/* at most a digest for every smallest chunk (of a group of the smallest size) */
 	per = SQK_INTEG_CHUNK_MIN * (t.version == SQK_INTEG_VERSION_TREE ? SQK_INTEG_GROUP_MIN : 1);
 	most = SQK_INTEG_DIGEST_SIZE * (h->size / per + 1) + 8192 + SQK_INTEG_TRAILER_SIZE;
@@ -332,45 +332,45 @@ static uint64_t integ_start(const struct sqk_http *h, const uint8_t *buf, size_t
 
 /* A tree: the groups of chunk digests wholly inside what the open fetched ([at, at + len) in
  * buf) are taken (checked against their group digests) without a request of their own. */
-static void take_fetched_groups(struct sqk_http *h, const uint8_t *buf, uint64_t at, size_t len)
+static void take_fetched_groups(struct http *h, const uint8_t *buf, uint64_t at, size_t len)
 {
 	for (uint64_t g = 0; g < h->integ.t.ngroups; g++) {
 		uint64_t k0, k1, s, e;
 
-		sqk_integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
+		integ_group_range(&h->integ, g, &k0, &k1, &s, &e);
 		if (s >= at && e <= at + len &&
-		    sqk_integ_group_accept(&h->integ, g, buf + (s - at), (size_t)(e - s)) == 0)
+		    integ_group_accept(&h->integ, g, buf + (s - at), (size_t)(e - s)) == 0)
 			h->groups[g].state = GR_READY;
 	}
 }
 
 /* Loads the integrity data from the tail of the file (absent: the grid is 64 KiB chunks). */
-static int load_tail(struct sqk_http *h)
+static int load_tail(struct http *h)
 {
 	/* from a chunk boundary (of the 64 KiB grid), so the chunks it holds can be kept */
 	uint64_t at = h->size > TAIL_LEN ? (h->size - TAIL_LEN) / NOINTEG_CHUNK * NOINTEG_CHUNK : 0;
 	uint64_t from;
 	struct window_io w = { .base.ops = &win_ops };
 	uint8_t *buf = NULL;
-	int rc = sqk_http_fetch(h, at, (size_t)(h->size - at), false, &buf, NULL);
+	int rc = http_fetch(h, at, (size_t)(h->size - at), false, &buf, NULL);
 
 	from = rc ? at : integ_start(h, buf, (size_t)(h->size - at), at);
 	if (from < at) { /* more digests than the first request brought */
 		free(buf);
 		buf = NULL;
-		rc = sqk_http_fetch(h, from, (size_t)(h->size - from), false, &buf, NULL);
+		rc = http_fetch(h, from, (size_t)(h->size - from), false, &buf, NULL);
 		at = from;
 	}
 	w.data = buf;
 	w.at = at;
 	w.len = (size_t)(h->size - at);
 	if (!rc)
-		rc = sqk_integ_load_lazy(&w.base, h->size, &h->integ);
+		rc = integ_load_lazy(&w.base, h->size, &h->integ);
 	if (rc == 0) {
 		h->has_integ = true;
 		h->covered = h->integ.t.covered;
 		h->csize = h->integ.t.chunk_size;
-		h->tail_at = sqk_integ_lazy_start(&h->integ.t);
+		h->tail_at = integ_lazy_start(&h->integ.t);
 		h->tail = malloc((size_t)(h->size - h->tail_at));
 		if (h->tail && h->tail_at >= w.at)
 			memcpy(h->tail, buf + (h->tail_at - w.at), (size_t)(h->size - h->tail_at));
@@ -387,7 +387,7 @@ static int load_tail(struct sqk_http *h)
 		h->tail_at = h->size;
 		h->csize = NOINTEG_CHUNK;
 	} else if (rc == SQK_ECORRUPT || rc == SQK_EBOUNDS) {
-		sqk_http_logf(h, "%s: the integrity data at the end of the image is not valid",
+		http_logf(h, "%s: the integrity data at the end of the image is not valid",
 			      h->name);
 		rc = SQK_ECORRUPT;
 	}
@@ -398,28 +398,28 @@ static int load_tail(struct sqk_http *h)
 	return rc;
 }
 
-static int check_root(struct sqk_http *h)
+static int check_root(struct http *h)
 {
 	char want[2 * SQK_INTEG_DIGEST_SIZE + 1], got[2 * SQK_INTEG_DIGEST_SIZE + 1];
 
 	if (!h->o.root_hash)
 		return 0;
 	if (!h->has_integ) {
-		sqk_http_logf(h, "%s: the image has no integrity data: its root digest cannot be "
+		http_logf(h, "%s: the image has no integrity data: its root digest cannot be "
 			      "checked", h->name);
 		return SQK_ECORRUPT;
 	}
 	if (!CRYPTO_memcmp(h->o.root_hash, h->integ.t.root, SQK_INTEG_DIGEST_SIZE))
 		return 0;
-	sqk_integ_hex(h->o.root_hash, want);
-	sqk_integ_hex(h->integ.t.root, got);
-	sqk_http_logf(h, "%s: root digest %s does not match the pinned %s", h->name, got, want);
+	integ_hex(h->o.root_hash, want);
+	integ_hex(h->integ.t.root, got);
+	http_logf(h, "%s: root digest %s does not match the pinned %s", h->name, got, want);
 	return SQK_ECORRUPT;
 }
 
 /* The disk cache of this version of the image: off when asked, when the default folder is
  * unknown, or when nothing tells versions apart (no validators, no root digest). */
-static int open_cache(struct sqk_http *h)
+static int open_cache(struct http *h)
 {
 	char dir[4096], hex[2 * SQK_INTEG_DIGEST_SIZE + 1] = "", key[33], *id;
 	uint8_t d[SQK_INTEG_DIGEST_SIZE];
@@ -428,30 +428,30 @@ static int open_cache(struct sqk_http *h)
 	if (h->o.raw || (h->o.cache_size_set && h->o.cache_size == 0))
 		return 0;
 	if (!h->etag[0] && !h->lastmod[0] && !h->has_integ) {
-		sqk_http_logf(h, "%s: no ETag, Last-Modified or integrity data: not cached on disk",
+		http_logf(h, "%s: no ETag, Last-Modified or integrity data: not cached on disk",
 			      h->name);
 		return 0;
 	}
 	if (h->o.cache_dir)
 		snprintf(dir, sizeof(dir), "%s", h->o.cache_dir);
-	else if (sqk_dcache_default_dir(dir, sizeof(dir)))
+	else if (dcache_default_dir(dir, sizeof(dir)))
 		return 0;
 	if (h->has_integ)
-		sqk_integ_hex(h->integ.t.root, hex);
+		integ_hex(h->integ.t.root, hex);
 	/* s3: the resolved URL, so one key on two endpoints is two images */
 	n = asprintf(&id, "%s\n%s\n%s\n%llu\n%s", h->s3 ? h->url : h->name, h->etag, h->lastmod,
 		     (unsigned long long)h->size, hex);
 	if (n < 0)
 		return SQK_ENOMEM;
-	sqk_sha256(id, (size_t)n, d);
+	hash_sha256(id, (size_t)n, d);
 	free(id);
-	sqk_integ_hex(d, hex);
+	integ_hex(d, hex);
 	memcpy(key, hex, 32);
 	key[32] = '\0';
-	rc = sqk_dcache_open(dir, key, h->o.cache_size_set ? h->o.cache_size
+	rc = dcache_open(dir, key, h->o.cache_size_set ? h->o.cache_size
 							   : SQK_HTTP_CACHE_SIZE_DEFAULT, &h->dc);
 	if (rc)
-		sqk_http_logf(h, "cannot use the cache folder %s: %s; not cached on disk", dir,
+		http_logf(h, "cannot use the cache folder %s: %s; not cached on disk", dir,
 			      sqk_strerror(rc));
 	return 0;
 }
@@ -461,7 +461,7 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts *o)
+static int setup(struct http *h, const char *url, const struct sqk_http_opts *o)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	size_t i;
@@ -480,8 +480,8 @@ static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts
 	h->o.ca_file = NULL;
 	if (o && o->ca_file && !h->ca_file)
 		return SQK_ENOMEM;
-	if (sqk_s3_is_url(url)) {
-		int rc = sqk_http_s3_init(h, url);
+	if (s3_is_url(url)) {
+		int rc = http_s3_init(h, url);
 
 		h->o.s3_endpoint = NULL; /* borrowed: resolved into h->s3 */
 		if (rc)
@@ -515,7 +515,7 @@ static int setup(struct sqk_http *h, const char *url, const struct sqk_http_opts
 int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct sqk_io **out)
 {
 	struct sqk_http_opts mine, *opts = &mine; /* the caller's, as this library's version */
-	struct sqk_http *h;
+	struct http *h;
 	uint8_t *head = NULL;
 	size_t head_len = 0;
 	int rc;
@@ -523,7 +523,7 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	*out = NULL;
 	if (!sqk_is_url(url))
 		return SQK_EINVAL;
-	if (sqk_abi_copy_in(&mine, sizeof(mine), user, HTTP_OPTS_V1))
+	if (abi_copy_in(&mine, sizeof(mine), user, HTTP_OPTS_V1))
 		return SQK_EABI;
 	h = calloc(1, sizeof(*h));
 	if (!h)

@@ -31,7 +31,7 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	*out = NULL;
 	if (!sqk_is_url(url))
 		return SQK_EINVAL;
-	if (sqk_abi_copy_in(&o, sizeof(o), user, HTTP_OPTS_V1))
+	if (abi_copy_in(&o, sizeof(o), user, HTTP_OPTS_V1))
 		return SQK_EABI;
 	return refuse(url, o.log, o.log_ctx);
 }

@@ -21,7 +21,7 @@ static void prefetch_tables(struct sqk_io *io)
 
 	if (sqk_io_read_at(io, 0, raw, sizeof(raw)) || sqk_io_get_size(io, &size))
 		return;
-	sqk_super_decode(raw, &sb);
+	super_decode(raw, &sb);
 	if (sb.magic != SQK_MAGIC || sb.inode_table_start >= sb.bytes_used || sb.bytes_used > size ||
 	    sb.bytes_used - sb.inode_table_start > META_WHOLE_MAX)
 		return;
@@ -39,7 +39,7 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 	if (!url || !out)
 		return SQK_EINVAL;
 	*out = NULL;
-	if (img_take_opts(opts, &o) || sqk_abi_copy_in(&ho, sizeof(ho), o.http, HTTP_OPTS_V1))
+	if (img_take_opts(opts, &o) || abi_copy_in(&ho, sizeof(ho), o.http, HTTP_OPTS_V1))
 		return SQK_EABI;
 	if (o.offset || ho.root_hash) /* the pin is o.root_hash */
 		return SQK_EINVAL;

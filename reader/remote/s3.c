@@ -14,18 +14,18 @@
 /* ---- URLs ---- */
 
 /* Borrows s. */
-bool sqk_s3_is_url(const char *s)
+bool s3_is_url(const char *s)
 {
 	return s && !strncasecmp(s, "s3://", 5);
 }
 
 /* Borrows url; caller frees *bucket and *key. */
-int sqk_s3_split(const char *url, char **bucket, char **key)
+int s3_split(const char *url, char **bucket, char **key)
 {
 	const char *b, *slash;
 
 	*bucket = *key = NULL;
-	if (!sqk_s3_is_url(url))
+	if (!s3_is_url(url))
 		return SQK_EINVAL;
 	b = url + 5;
 	slash = strchr(b, '/');
@@ -48,7 +48,7 @@ static bool unreserved(unsigned char c)
 }
 
 /* Borrows s; caller frees. */
-char *sqk_s3_uri_encode(const char *s, bool keep_slash)
+char *s3_uri_encode(const char *s, bool keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t n = strlen(s), o = 0;
@@ -84,10 +84,10 @@ static bool dns_bucket(const char *b)
 }
 
 /* Borrows the strings; caller frees *out. */
-int sqk_s3_object_url(const char *endpoint, const char *region, const char *bucket,
+int s3_object_url(const char *endpoint, const char *region, const char *bucket,
 		      const char *key, char **out)
 {
-	char *eb = sqk_s3_uri_encode(bucket, false), *ek = sqk_s3_uri_encode(key, true);
+	char *eb = s3_uri_encode(bucket, false), *ek = s3_uri_encode(key, true);
 	int n = -1;
 
 	*out = NULL;
@@ -111,11 +111,11 @@ int sqk_s3_object_url(const char *endpoint, const char *region, const char *buck
 /* ---- resolution ---- */
 
 /* NULL-safe. */
-void sqk_s3_free(struct sqk_s3 *s)
+void s3_free(struct s3 *s)
 {
 	if (!s)
 		return;
-	sqk_s3_creds_clear(&s->creds);
+	s3_creds_clear(&s->creds);
 	free(s->bucket);
 	free(s->key);
 	free(s->region);
@@ -125,38 +125,38 @@ void sqk_s3_free(struct sqk_s3 *s)
 }
 
 /* Borrows url and endpoint; caller owns *out. */
-int sqk_s3_resolve(const char *url, const char *endpoint, bool no_sign, struct sqk_s3 **out,
+int s3_resolve(const char *url, const char *endpoint, bool no_sign, struct s3 **out,
 		   char *msg, size_t cap)
 {
-	struct sqk_s3 *s = calloc(1, sizeof(*s));
+	struct s3 *s = calloc(1, sizeof(*s));
 	int rc;
 
 	*out = NULL;
 	if (!s)
 		return SQK_ENOMEM;
 	s->sign = !no_sign;
-	rc = sqk_s3_split(url, &s->bucket, &s->key);
+	rc = s3_split(url, &s->bucket, &s->key);
 	if (rc == SQK_EINVAL)
 		msgf(msg, cap, "not an s3://BUCKET/KEY URL (a bucket and an object key)");
 	if (!rc)
-		rc = sqk_s3_region(&s->region);
+		rc = s3_region(&s->region);
 	if (!rc && strpbrk(s->region, ":/ \t")) {
 		msgf(msg, cap, "the AWS region '%s' is not a region name", s->region);
 		rc = SQK_EINVAL;
 	}
 	if (!rc)
-		rc = sqk_s3_endpoint(endpoint, &s->endpoint, msg, cap);
+		rc = s3_endpoint(endpoint, &s->endpoint, msg, cap);
 	if (!rc)
-		rc = sqk_s3_object_url(s->endpoint, s->region, s->bucket, s->key, &s->url);
+		rc = s3_object_url(s->endpoint, s->region, s->bucket, s->key, &s->url);
 	if (!rc && s->sign)
-		rc = sqk_s3_credentials(&s->creds, msg, cap);
+		rc = s3_credentials(&s->creds, msg, cap);
 	if (!rc && snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3", s->region) >=
 			   (int)sizeof(s->sigv4)) {
 		msgf(msg, cap, "the AWS region name is too long");
 		rc = SQK_EINVAL;
 	}
 	if (rc) {
-		sqk_s3_free(s);
+		s3_free(s);
 		return rc;
 	}
 	*out = s;
@@ -166,7 +166,7 @@ int sqk_s3_resolve(const char *url, const char *endpoint, bool no_sign, struct s
 /* ---- error answers ---- */
 
 /* Borrows body. */
-bool sqk_s3_xml_tag(const char *body, size_t len, const char *tag, char *out, size_t cap)
+bool s3_xml_tag(const char *body, size_t len, const char *tag, char *out, size_t cap)
 {
 	size_t tl = strlen(tag), i, o = 0;
 	const char *s = NULL, *e;
@@ -199,7 +199,7 @@ static bool code_is(const char *code, const char *what)
 }
 
 /* What a refused (403) request means. */
-static int explain_403(const struct sqk_s3 *s, const char *code, char *out, size_t cap)
+static int explain_403(const struct s3 *s, const char *code, char *out, size_t cap)
 {
 	if (code_is(code, "RequestTimeTooSkewed")) {
 		msgf(out, cap, "the clock of this machine is more than 15 minutes off the "
@@ -216,17 +216,17 @@ static int explain_403(const struct sqk_s3 *s, const char *code, char *out, size
 }
 
 /* Borrows everything; fills out. */
-int sqk_s3_explain(const struct sqk_s3 *s, long status, const char *body, size_t len,
+int s3_explain(const struct s3 *s, long status, const char *body, size_t len,
 		   const char *hdr_region, char *out, size_t cap)
 {
 	char code[64] = "", region[64] = "", head[96], tail[256] = "";
 	int rc = SQK_EIO;
 
-	sqk_s3_xml_tag(body, len, "Code", code, sizeof(code));
+	s3_xml_tag(body, len, "Code", code, sizeof(code));
 	if (hdr_region && hdr_region[0])
 		snprintf(region, sizeof(region), "%s", hdr_region);
 	else
-		sqk_s3_xml_tag(body, len, "Region", region, sizeof(region));
+		s3_xml_tag(body, len, "Region", region, sizeof(region));
 	snprintf(head, sizeof(head), "HTTP status %ld%s%s%s", status, code[0] ? " (" : "", code,
 		 code[0] ? ")" : "");
 	if (region[0] && strcmp(region, s->region) && status != 404) {

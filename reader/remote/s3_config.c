@@ -52,7 +52,7 @@ static int key_line(char *line, const char *key, char **out)
 }
 
 /* Borrows path, section and key; caller frees *out. */
-int sqk_s3_ini_get(const char *path, const char *section, const char *key, char **out)
+int s3_ini_get(const char *path, const char *section, const char *key, char **out)
 {
 	FILE *f = fopen(path, "re");
 	char *line = NULL;
@@ -114,16 +114,16 @@ static int config_get(const char *key, char **out, char *file, size_t cap)
 	if (file)
 		snprintf(file, cap, "%s", path);
 	if (!strcmp(prof, "default"))
-		rc = sqk_s3_ini_get(path, "default", key, out);
+		rc = s3_ini_get(path, "default", key, out);
 	if (rc == SQK_ENOENT && asprintf(&sect, "profile %s", prof) >= 0)
-		rc = sqk_s3_ini_get(path, sect, key, out);
+		rc = s3_ini_get(path, sect, key, out);
 	free(sect);
 	free(path);
 	return rc;
 }
 
 /* Caller frees *out. */
-int sqk_s3_region(char **out)
+int s3_region(char **out)
 {
 	const char *v = env("AWS_REGION");
 	int rc;
@@ -146,7 +146,7 @@ int sqk_s3_region(char **out)
 }
 
 /* Borrows endpoint; caller frees *out. */
-int sqk_s3_endpoint(const char *endpoint, char **out, char *msg, size_t cap)
+int s3_endpoint(const char *endpoint, char **out, char *msg, size_t cap)
 {
 	const char *e = endpoint ? endpoint : env("AWS_ENDPOINT_URL_S3");
 	const char *from = endpoint ? "the S3 endpoint" : "$AWS_ENDPOINT_URL_S3";
@@ -172,7 +172,7 @@ int sqk_s3_endpoint(const char *endpoint, char **out, char *msg, size_t cap)
 }
 
 /* NULL-safe. */
-void sqk_s3_creds_clear(struct sqk_s3_creds *c)
+void s3_creds_clear(struct s3_creds *c)
 {
 	char **f[] = { &c->access_key, &c->secret_key, &c->token };
 
@@ -194,7 +194,7 @@ static int dup_or_null(const char *v, char **out)
 }
 
 /* From the environment: 0, SQK_ENOENT (none), SQK_EACCESS (only one of the two). */
-static int creds_env(struct sqk_s3_creds *c, char *msg, size_t cap)
+static int creds_env(struct s3_creds *c, char *msg, size_t cap)
 {
 	const char *id = env("AWS_ACCESS_KEY_ID"), *sk = env("AWS_SECRET_ACCESS_KEY");
 	const char *tok = env("AWS_SESSION_TOKEN") ? env("AWS_SESSION_TOKEN")
@@ -215,15 +215,15 @@ static int creds_env(struct sqk_s3_creds *c, char *msg, size_t cap)
 }
 
 /* The three keys of one section of one file: 0, SQK_ENOENT, SQK_EACCESS (partial). */
-static int creds_file(struct sqk_s3_creds *c, const char *path, const char *sect, char *msg,
+static int creds_file(struct s3_creds *c, const char *path, const char *sect, char *msg,
 		      size_t cap)
 {
 	const char *prof = profile_name();
 	int a, b, t;
 
-	a = sqk_s3_ini_get(path, sect, "aws_access_key_id", &c->access_key);
-	b = sqk_s3_ini_get(path, sect, "aws_secret_access_key", &c->secret_key);
-	t = sqk_s3_ini_get(path, sect, "aws_session_token", &c->token);
+	a = s3_ini_get(path, sect, "aws_access_key_id", &c->access_key);
+	b = s3_ini_get(path, sect, "aws_secret_access_key", &c->secret_key);
+	t = s3_ini_get(path, sect, "aws_session_token", &c->token);
 	if (a == SQK_ENOMEM || b == SQK_ENOMEM || t == SQK_ENOMEM)
 		return SQK_ENOMEM;
 	if (a && b)
@@ -242,7 +242,7 @@ static int creds_file(struct sqk_s3_creds *c, const char *path, const char *sect
 }
 
 /* The profile in the shared credentials file ([NAME]), else in the config file. */
-static int creds_profile(struct sqk_s3_creds *c, char *msg, size_t cap, char *cred_path,
+static int creds_profile(struct s3_creds *c, char *msg, size_t cap, char *cred_path,
 			 char *conf_path, size_t pcap)
 {
 	const char *prof = profile_name();
@@ -255,7 +255,7 @@ static int creds_profile(struct sqk_s3_creds *c, char *msg, size_t cap, char *cr
 	free(path);
 	if (rc != SQK_ENOENT)
 		return rc;
-	sqk_s3_creds_clear(c);
+	s3_creds_clear(c);
 	path = aws_file("AWS_CONFIG_FILE", "config");
 	snprintf(conf_path, pcap, "%s", path ? path : "~/.aws/config");
 	if (path && !strcmp(prof, "default"))
@@ -265,12 +265,12 @@ static int creds_profile(struct sqk_s3_creds *c, char *msg, size_t cap, char *cr
 	free(sect);
 	free(path);
 	if (rc == SQK_ENOENT)
-		sqk_s3_creds_clear(c);
+		s3_creds_clear(c);
 	return rc;
 }
 
-/* Caller owns *out (sqk_s3_creds_clear), also after a failure. */
-int sqk_s3_credentials(struct sqk_s3_creds *out, char *msg, size_t cap)
+/* Caller owns *out (s3_creds_clear), also after a failure. */
+int s3_credentials(struct s3_creds *out, char *msg, size_t cap)
 {
 	char cred[1024] = "", conf[1024] = "";
 	int rc;
@@ -287,6 +287,6 @@ int sqk_s3_credentials(struct sqk_s3_creds *out, char *msg, size_t cap)
 		rc = SQK_EACCESS;
 	}
 	if (rc)
-		sqk_s3_creds_clear(out);
+		s3_creds_clear(out);
 	return rc;
 }

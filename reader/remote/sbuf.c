@@ -13,7 +13,7 @@ void sb_addn(struct sbuf *b, const char *s, size_t n)
 	if (b->oom)
 		return;
 	if (n > SIZE_MAX - b->len - 1 ||
-	    sqk_grow(&b->p, &b->cap, b->len + n + 1 < 256 ? 256 : b->len + n + 1, 1, 0)) {
+	    mem_grow(&b->p, &b->cap, b->len + n + 1 < 256 ? 256 : b->len + n + 1, 1, 0)) {
 		b->oom = true;
 		return;
 	}

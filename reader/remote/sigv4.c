@@ -77,7 +77,7 @@ static int cmp_header(const void *a, const void *b)
 
 /* The CanonicalHeaders and SignedHeaders parts: lines sorted by name, one name's values
  * joined by ','. */
-static int canon_headers(const struct sqk_sigv4_req *r, struct sbuf *ch, struct sbuf *sh)
+static int canon_headers(const struct sigv4_req *r, struct sbuf *ch, struct sbuf *sh)
 {
 	struct hline *l = calloc(r->nheaders ? r->nheaders : 1, sizeof(*l));
 	bool bad = false;
@@ -161,7 +161,7 @@ static int canon_query(const char *q, struct sbuf *out)
 }
 
 /* Borrows r; caller frees *creq and *signed_hdrs. */
-int sqk_sigv4_canonical(const struct sqk_sigv4_req *r, char **creq, char **signed_hdrs)
+int sigv4_canonical(const struct sigv4_req *r, char **creq, char **signed_hdrs)
 {
 	struct sbuf c = { 0 }, ch = { 0 }, sh = { 0 };
 	int rc;
@@ -217,7 +217,7 @@ static void hmac(const void *key, size_t klen, const char *msg, unsigned char ou
 }
 
 /* The signing key: HMAC chain over "AWS4" + secret, date, region, service, "aws4_request". */
-static int signing_key(const struct sqk_sigv4_req *r, const char *date, unsigned char k[32])
+static int signing_key(const struct sigv4_req *r, const char *date, unsigned char k[32])
 {
 	size_t n = strlen(r->secret) + 5;
 	char *s = malloc(n);
@@ -235,7 +235,7 @@ static int signing_key(const struct sqk_sigv4_req *r, const char *date, unsigned
 }
 
 /* Borrows r; fills sig; caller frees *string_to_sign. */
-int sqk_sigv4_sign(const struct sqk_sigv4_req *r, char sig[65], char **string_to_sign)
+int sigv4_sign(const struct sigv4_req *r, char sig[65], char **string_to_sign)
 {
 	unsigned char d[32], k[32];
 	char date[9], hash[65], *creq = NULL, *sts = NULL;
@@ -243,7 +243,7 @@ int sqk_sigv4_sign(const struct sqk_sigv4_req *r, char sig[65], char **string_to
 
 	if (!r->amz_date || strlen(r->amz_date) != 16 || !r->secret)
 		return SQK_EINVAL;
-	rc = sqk_sigv4_canonical(r, &creq, NULL);
+	rc = sigv4_canonical(r, &creq, NULL);
 	if (rc)
 		return rc;
 	SHA256((const unsigned char *)creq, strlen(creq), d);

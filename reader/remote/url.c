@@ -14,7 +14,7 @@
 /* Fills the caller's *o with the defaults. */
 void sqk_http_opts_init(struct sqk_http_opts *o)
 {
-	sqk_abi_copy_in(o, sizeof(*o), NULL, HTTP_OPTS_V1);
+	abi_copy_in(o, sizeof(*o), NULL, HTTP_OPTS_V1);
 }
 
 /* Borrows s. */

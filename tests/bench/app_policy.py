@@ -204,7 +204,7 @@ class Sim:
         return self.lay.size
 
     def walk_ahead(self, a, b):
-        """sqk_http_plan_ahead (reader/remote/ahead.c) for the walk's streams (told apart by position)."""
+        """http_plan_ahead (reader/remote/ahead.c) for the walk's streams (told apart by position)."""
         for t in self.walk_streams:
             if a + CH >= t[0] and a <= max(t[1], t[0]) + RA_SLACK:
                 break

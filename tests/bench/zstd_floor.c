@@ -244,7 +244,7 @@ static ZSTD_CCtx *setting_ctx(size_t i)
 /* Compresses one chunk with every column, starting with column `first` (rotated from chunk to
  * chunk, so that no column always comes first after the read); s may be NULL (a warm-up: the
  * contexts allocate their tables). -1 on a compressor error. */
-static int measure(struct sqk_compressor *sqk, ZSTD_CCtx **raw, const uint8_t *in, size_t n,
+static int measure(struct compressor *sqk, ZSTD_CCtx **raw, const uint8_t *in, size_t n,
 		   uint8_t *out, size_t cap, size_t first, struct sample *s)
 {
 	for (size_t i = 0; i < NCOL; i++) {
@@ -252,7 +252,7 @@ static int measure(struct sqk_compressor *sqk, ZSTD_CCtx **raw, const uint8_t *i
 		uint64_t t0 = thread_ns();
 		size_t r;
 		if (c == 0) {
-			ssize_t k = sqk_compress(sqk, in, n, out, cap);
+			ssize_t k = comp_compress(sqk, in, n, out, cap);
 			if (k < 0)
 				return -1;
 			r = k ? (size_t)k : n;
@@ -274,14 +274,14 @@ static void *run_stream(void *arg)
 {
 	struct stream *s = arg;
 	struct sqk_comp_config cfg = { .id = SQK_COMP_ZSTD, .block_size = BLOCK };
-	struct sqk_compressor *sqk = NULL;
+	struct compressor *sqk = NULL;
 	ZSTD_CCtx *raw[NSET] = { 0 };
 	size_t cap = ZSTD_compressBound(BLOCK);
 	uint8_t *in = malloc(BLOCK), *out = malloc(cap);
 	size_t chunks = (size_t)((s->len + BLOCK - 1) / BLOCK);
 
 	s->samples = calloc(chunks / s->every + 1, sizeof(*s->samples));
-	s->err = !in || !out || !s->samples || sqk_compressor_create(&cfg, &sqk);
+	s->err = !in || !out || !s->samples || compressor_create(&cfg, &sqk);
 	for (size_t i = 0; i < NSET && !s->err; i++)
 		s->err = !(raw[i] = setting_ctx(i));
 	for (size_t k = 0; k < chunks && !s->err; k += s->every) {
@@ -295,7 +295,7 @@ static void *run_stream(void *arg)
 	}
 	for (size_t i = 0; i < NSET; i++)
 		ZSTD_freeCCtx(raw[i]);
-	sqk_compressor_destroy(sqk);
+	compressor_destroy(sqk);
 	free(in);
 	free(out);
 	return NULL;

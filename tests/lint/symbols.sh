@@ -24,7 +24,7 @@ cat include/sqk/*.h | tr '\n' ' ' | grep -o 'SQK_API [^;]*(' |
 	grep -o 'sqk_[a-z0-9_]*($' | tr -d '(' | sort -u >"$T/api"
 [ "$(wc -l <"$T/api")" -gt 50 ] || { echo "FAIL: found only $(wc -l <"$T/api") API functions"; exit 1; }
 
-so=$(ls "$LIBSQK_DIR"/libsqk.so.[0-9]* | head -n 1)
+so=$(readlink -f "$LIBSQK_DIR/libsqk.so")
 nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVWi]$/ {print $3}' | sed 's/@.*//' | sort -u >"$T/so"
 comm -13 "$T/api" "$T/so" >"$T/d"; check "libsqk.so exports what no header declares" "$T/d"
 comm -23 "$T/api" "$T/so" >"$T/d"; check "libsqk.so does not export these API functions" "$T/d"

@@ -385,18 +385,18 @@ START_TEST(test_results_size)
 
 	memset(&out, 0xAA, sizeof(out));
 	out.size = v1;
-	ck_assert_int_eq(sqk_abi_copy_out(&out, &lib, sizeof(lib), v1), 0);
+	ck_assert_int_eq(abi_copy_out(&out, &lib, sizeof(lib), v1), 0);
 	ck_assert_uint_eq(out.size, v1);
 	ck_assert_uint_eq(out.a, 7);
 	ck_assert_uint_eq(out.b, 0xAAAAAAAAu); /* past the caller's size: untouched */
 	memset(&big, 0xAA, sizeof(big));
 	big.s.size = sizeof(big);
-	ck_assert_int_eq(sqk_abi_copy_out(&big, &lib, sizeof(lib), v1), 0);
+	ck_assert_int_eq(abi_copy_out(&big, &lib, sizeof(lib), v1), 0);
 	ck_assert_uint_eq(big.s.b, 9);
 	ck_assert_uint_eq(big.newer, 0);
 	ck_assert_uint_eq(big.s.size, sizeof(big));
 	out.size = v1 - 1;
-	ck_assert_int_eq(sqk_abi_copy_out(&out, &lib, sizeof(lib), v1), SQK_EABI);
+	ck_assert_int_eq(abi_copy_out(&out, &lib, sizeof(lib), v1), SQK_EABI);
 }
 END_TEST
 

@@ -79,13 +79,13 @@ static void assert_guard(const uint8_t *p, size_t cap)
 		ck_assert_uint_eq(p[cap + i], GUARD_BYTE);
 }
 
-static struct sqk_compressor *make(const struct sqk_comp_config *base, uint32_t block_size)
+static struct compressor *make(const struct sqk_comp_config *base, uint32_t block_size)
 {
 	struct sqk_comp_config cfg = *base;
-	struct sqk_compressor *c = NULL;
+	struct compressor *c = NULL;
 
 	cfg.block_size = block_size;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), 0);
+	ck_assert_int_eq(compressor_create(&cfg, &c), 0);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_uint_eq(c->cfg.id, cfg.id);
 	return c;
@@ -93,16 +93,16 @@ static struct sqk_compressor *make(const struct sqk_comp_config *base, uint32_t 
 
 /* Compresses then decompresses in; checks size, content and the guard. Returns the compressed
  * length. */
-static size_t round_trip(struct sqk_compressor *c, const uint8_t *in, size_t len)
+static size_t round_trip(struct compressor *c, const uint8_t *in, size_t len)
 {
 	uint8_t *z = guarded(len), *back = guarded(len);
 	ssize_t n, m;
 
-	n = sqk_compress(c, in, len, z, len);
+	n = comp_compress(c, in, len, z, len);
 	ck_assert_int_gt(n, 0);
 	ck_assert_int_lt(n, (ssize_t)len);
 	assert_guard(z, len);
-	m = sqk_decompress(c, z, (size_t)n, back, len);
+	m = comp_decompress(c, z, (size_t)n, back, len);
 	ck_assert_int_eq(m, (ssize_t)len);
 	ck_assert_mem_eq(back, in, len);
 	assert_guard(back, len);
@@ -115,7 +115,7 @@ START_TEST(test_codec_round_trip)
 {
 	const struct codec_case *cc = &codecs[_i / NSIZES];
 	size_t len = block_sizes[_i % NSIZES];
-	struct sqk_compressor *c = make(&cc->cfg, (uint32_t)len);
+	struct compressor *c = make(&cc->cfg, (uint32_t)len);
 	uint8_t *in = malloc(len);
 	size_t n1, n2;
 
@@ -130,7 +130,7 @@ START_TEST(test_codec_round_trip)
 	n2 = round_trip(c, in, len);
 	ck_assert_uint_eq(n1, n2); /* no state leaks from block to block */
 	free(in);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 }
 END_TEST
 
@@ -138,21 +138,21 @@ START_TEST(test_codec_incompressible)
 {
 	const struct codec_case *cc = &codecs[_i / NSIZES];
 	size_t len = block_sizes[_i % NSIZES];
-	struct sqk_compressor *c = make(&cc->cfg, (uint32_t)len);
+	struct compressor *c = make(&cc->cfg, (uint32_t)len);
 	uint8_t *in = malloc(len), *out = guarded(len);
 
 	ck_assert_ptr_nonnull(in);
 	test_fill_random(in, len, _i);
-	ck_assert_int_eq(sqk_compress(c, in, len, out, len), 0);
+	ck_assert_int_eq(comp_compress(c, in, len, out, len), 0);
 	assert_guard(out, len);
 	/* a larger out buffer changes nothing: the result must be smaller than the input */
 	free(out);
 	out = guarded(2 * len);
-	ck_assert_int_eq(sqk_compress(c, in, len, out, 2 * len), 0);
+	ck_assert_int_eq(comp_compress(c, in, len, out, 2 * len), 0);
 	assert_guard(out, 2 * len);
 	free(in);
 	free(out);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 }
 END_TEST
 
@@ -160,27 +160,27 @@ START_TEST(test_codec_tiny_inputs)
 {
 	enum { LEN = 256 };
 	const struct codec_case *cc = &codecs[_i];
-	struct sqk_compressor *c = make(&cc->cfg, 131072);
+	struct compressor *c = make(&cc->cfg, 131072);
 	uint8_t zeros[LEN], out[LEN + GUARD], back[LEN];
 	ssize_t n;
 
 	memset(zeros, 0, sizeof(zeros));
 	memset(out, GUARD_BYTE, sizeof(out));
-	ck_assert_int_eq(sqk_compress(c, zeros, 0, out, LEN), 0);
-	ck_assert_int_eq(sqk_compress(c, zeros, 1, out, LEN), 0);
-	ck_assert_int_eq(sqk_compress(c, "ab", 2, out, LEN), 0);
+	ck_assert_int_eq(comp_compress(c, zeros, 0, out, LEN), 0);
+	ck_assert_int_eq(comp_compress(c, zeros, 1, out, LEN), 0);
+	ck_assert_int_eq(comp_compress(c, "ab", 2, out, LEN), 0);
 	/* 256 zero bytes shrink with every codec (an xz stream alone costs about 60 bytes) */
-	n = sqk_compress(c, zeros, LEN, out, LEN);
+	n = comp_compress(c, zeros, LEN, out, LEN);
 	ck_assert_int_gt(n, 0);
 	ck_assert_int_lt(n, LEN);
 	assert_guard(out, LEN);
 	memset(back, 1, sizeof(back));
-	ck_assert_int_eq(sqk_decompress(c, out, (size_t)n, back, sizeof(back)), LEN);
+	ck_assert_int_eq(comp_decompress(c, out, (size_t)n, back, sizeof(back)), LEN);
 	ck_assert_mem_eq(back, zeros, LEN);
 	/* an out_cap below what the data needs gives "store raw", not an error */
-	ck_assert_int_eq(sqk_compress(c, zeros, LEN, out, 2), 0);
+	ck_assert_int_eq(comp_compress(c, zeros, LEN, out, 2), 0);
 	assert_guard(out, LEN);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 }
 END_TEST
 
@@ -189,7 +189,7 @@ START_TEST(test_codec_hostile_input)
 {
 	const struct codec_case *cc = &codecs[_i];
 	enum { LEN = 65536 };
-	struct sqk_compressor *c = make(&cc->cfg, LEN);
+	struct compressor *c = make(&cc->cfg, LEN);
 	uint8_t *in = malloc(LEN), *z = malloc(LEN), *out = guarded(LEN);
 	ssize_t n, m;
 	size_t cut;
@@ -197,25 +197,25 @@ START_TEST(test_codec_hostile_input)
 	ck_assert_ptr_nonnull(in);
 	ck_assert_ptr_nonnull(z);
 	fill_text(in, LEN, 3);
-	n = sqk_compress(c, in, LEN, z, LEN);
+	n = comp_compress(c, in, LEN, z, LEN);
 	ck_assert_int_gt(n, 16);
 	for (cut = 1; cut < (size_t)n; cut += (size_t)n / 7 + 1) {
-		m = sqk_decompress(c, z, cut, out, LEN);
+		m = comp_decompress(c, z, cut, out, LEN);
 		ck_assert_msg(m < 0, "%s: truncated to %zu of %zd bytes decoded as %zd", cc->what,
 			      cut, n, m);
 		assert_guard(out, LEN);
 	}
-	ck_assert_int_lt(sqk_decompress(c, z, 0, out, LEN), 0);
+	ck_assert_int_lt(comp_decompress(c, z, 0, out, LEN), 0);
 	test_fill_random(z, LEN, 99);
-	ck_assert_int_lt(sqk_decompress(c, z, LEN, out, LEN), 0);
+	ck_assert_int_lt(comp_decompress(c, z, LEN, out, LEN), 0);
 	assert_guard(out, LEN);
 	memset(z, 0, LEN);
-	ck_assert_int_lt(sqk_decompress(c, z, 100, out, LEN), 0);
+	ck_assert_int_lt(comp_decompress(c, z, 100, out, LEN), 0);
 	assert_guard(out, LEN);
 	free(in);
 	free(z);
 	free(out);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 }
 END_TEST
 
@@ -224,7 +224,7 @@ START_TEST(test_codec_output_too_big)
 {
 	const struct codec_case *cc = &codecs[_i];
 	enum { LEN = 131072 };
-	struct sqk_compressor *c = make(&cc->cfg, LEN);
+	struct compressor *c = make(&cc->cfg, LEN);
 	uint8_t *in = malloc(LEN), *z = malloc(LEN), *out = guarded(LEN);
 	size_t caps[] = { LEN - 1, LEN / 2, 8192, 1 };
 	ssize_t n;
@@ -233,19 +233,19 @@ START_TEST(test_codec_output_too_big)
 	ck_assert_ptr_nonnull(in);
 	ck_assert_ptr_nonnull(z);
 	fill_text(in, LEN, 11);
-	n = sqk_compress(c, in, LEN, z, LEN);
+	n = comp_compress(c, in, LEN, z, LEN);
 	ck_assert_int_gt(n, 0);
 	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		memset(out, GUARD_BYTE, LEN + GUARD);
-		ck_assert_int_eq(sqk_decompress(c, z, (size_t)n, out, caps[i]), SQK_EDECOMPRESS);
+		ck_assert_int_eq(comp_decompress(c, z, (size_t)n, out, caps[i]), SQK_EDECOMPRESS);
 		assert_guard(out, caps[i]);
 	}
-	ck_assert_int_eq(sqk_decompress(c, z, (size_t)n, out, LEN), LEN);
+	ck_assert_int_eq(comp_decompress(c, z, (size_t)n, out, LEN), LEN);
 	ck_assert_mem_eq(out, in, LEN);
 	free(in);
 	free(z);
 	free(out);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 }
 END_TEST
 
@@ -268,13 +268,13 @@ static size_t zstd_ref(const uint8_t *in, size_t len, int level, int slog, uint8
 static void zstd_expect(const struct sqk_comp_config *cfg, const uint8_t *in, size_t len,
 			const uint8_t *want, size_t want_len)
 {
-	struct sqk_compressor *c = make(cfg, (uint32_t)len);
+	struct compressor *c = make(cfg, (uint32_t)len);
 	uint8_t *out = guarded(len);
-	ssize_t n = sqk_compress(c, in, len, out, len);
+	ssize_t n = comp_compress(c, in, len, out, len);
 	ck_assert_int_eq(n, (ssize_t)want_len);
 	ck_assert_mem_eq(out, want, want_len);
 	round_trip(c, in, len);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 	free(out);
 }
 
@@ -360,7 +360,7 @@ static void fill_x86_calls(uint8_t *p, size_t len, uint64_t seed)
 			break;
 		rel = targets[test_xorshift(&s) % 6] - (uint32_t)(i + 5);
 		p[i] = 0xE8;
-		sqk_put_le32(p + i + 1, rel);
+		put_le32(p + i + 1, rel);
 		i += 5;
 	}
 	memset(p + i, 0x90, len - i);
@@ -373,8 +373,8 @@ START_TEST(test_xz_bcj)
 	struct sqk_comp_config x86 = { .id = SQK_COMP_XZ, .xz_bcj = SQK_BCJ_X86 };
 	struct sqk_comp_config arm = { .id = SQK_COMP_XZ, .xz_bcj = SQK_BCJ_ARM };
 	struct sqk_comp_config all = { .id = SQK_COMP_XZ, .xz_bcj = 0x3F };
-	struct sqk_compressor *cp = make(&plain, LEN), *cx = make(&x86, LEN);
-	struct sqk_compressor *cr = make(&arm, LEN), *ca = make(&all, LEN);
+	struct compressor *cp = make(&plain, LEN), *cx = make(&x86, LEN);
+	struct compressor *cr = make(&arm, LEN), *ca = make(&all, LEN);
 	uint8_t *in = malloc(LEN), *z = malloc(LEN), *back = malloc(LEN);
 	size_t np, nx, na;
 	ssize_t n;
@@ -391,9 +391,9 @@ START_TEST(test_xz_bcj)
 	/* a filter that does not help loses to the plain stream */
 	ck_assert_uint_le(round_trip(cr, in, LEN), np);
 	/* the filter is recorded in the stream: an instance without BCJ decodes it */
-	n = sqk_compress(ca, in, LEN, z, LEN);
+	n = comp_compress(ca, in, LEN, z, LEN);
 	ck_assert_int_eq(n, (ssize_t)nx);
-	ck_assert_int_eq(sqk_decompress(cp, z, (size_t)n, back, LEN), LEN);
+	ck_assert_int_eq(comp_decompress(cp, z, (size_t)n, back, LEN), LEN);
 	ck_assert_mem_eq(back, in, LEN);
 	/* text with BCJ configured, then code again: state does not leak between variants */
 	fill_text(in, LEN, 5);
@@ -403,10 +403,10 @@ START_TEST(test_xz_bcj)
 	free(in);
 	free(z);
 	free(back);
-	sqk_compressor_destroy(cp);
-	sqk_compressor_destroy(cx);
-	sqk_compressor_destroy(cr);
-	sqk_compressor_destroy(ca);
+	compressor_destroy(cp);
+	compressor_destroy(cx);
+	compressor_destroy(cr);
+	compressor_destroy(ca);
 }
 END_TEST
 
@@ -417,7 +417,7 @@ START_TEST(test_lz4_hc)
 	struct sqk_comp_config fast = { .id = SQK_COMP_LZ4 };
 	struct sqk_comp_config hc = { .id = SQK_COMP_LZ4, .lz4_hc = true };
 	struct sqk_comp_config hc12 = { .id = SQK_COMP_LZ4, .level = 12 };
-	struct sqk_compressor *cf = make(&fast, LEN), *ch = make(&hc, LEN), *c12 = make(&hc12, LEN);
+	struct compressor *cf = make(&fast, LEN), *ch = make(&hc, LEN), *c12 = make(&hc12, LEN);
 	uint8_t *in = malloc(LEN);
 	size_t nf, nh, n12;
 
@@ -429,9 +429,9 @@ START_TEST(test_lz4_hc)
 	ck_assert_uint_lt(nh, nf * 3 / 4);
 	ck_assert_uint_le(n12, nh);
 	free(in);
-	sqk_compressor_destroy(cf);
-	sqk_compressor_destroy(ch);
-	sqk_compressor_destroy(c12);
+	compressor_destroy(cf);
+	compressor_destroy(ch);
+	compressor_destroy(c12);
 }
 END_TEST
 
@@ -440,7 +440,7 @@ START_TEST(test_xz_dict_and_levels)
 	enum { LEN = 131072 };
 	struct sqk_comp_config small = { .id = SQK_COMP_XZ, .xz_dict = 8192, .level = 1 };
 	struct sqk_comp_config odd = { .id = SQK_COMP_XZ, .xz_dict = 98304, .level = 9 };
-	struct sqk_compressor *c1 = make(&small, LEN), *c2 = make(&odd, LEN);
+	struct compressor *c1 = make(&small, LEN), *c2 = make(&odd, LEN);
 	uint8_t *in = malloc(LEN);
 
 	ck_assert_ptr_nonnull(in);
@@ -449,8 +449,8 @@ START_TEST(test_xz_dict_and_levels)
 	round_trip(c2, in, LEN);
 	round_trip(c1, in, 4096); /* blocks shorter than the dictionary */
 	free(in);
-	sqk_compressor_destroy(c1);
-	sqk_compressor_destroy(c2);
+	compressor_destroy(c1);
+	compressor_destroy(c2);
 }
 END_TEST
 
@@ -459,26 +459,26 @@ START_TEST(test_codec_stream_magic)
 {
 	enum { LEN = 8192 };
 	uint8_t in[LEN], z[LEN];
-	struct sqk_compressor *c;
+	struct compressor *c;
 	ssize_t n;
 
 	fill_text(in, LEN, 1);
 	c = make(&codecs[0].cfg, 131072);
-	n = sqk_compress(c, in, LEN, z, LEN);
+	n = comp_compress(c, in, LEN, z, LEN);
 	ck_assert_int_gt(n, 2);
 	ck_assert_mem_eq(z, "\x78\xDA", 2); /* zlib, level 9 */
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 	c = make(&codecs[1].cfg, 131072);
-	n = sqk_compress(c, in, LEN, z, LEN);
+	n = comp_compress(c, in, LEN, z, LEN);
 	ck_assert_int_gt(n, 6);
 	ck_assert_mem_eq(z, "\xFD\x37\x7A\x58\x5A\x00", 6);
 	ck_assert_uint_eq(z[7], 0x01); /* stream flags: CRC32 */
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 	c = make(&codecs[4].cfg, 131072);
-	n = sqk_compress(c, in, LEN, z, LEN);
+	n = comp_compress(c, in, LEN, z, LEN);
 	ck_assert_int_gt(n, 4);
 	ck_assert_mem_eq(z, "\x28\xB5\x2F\xFD", 4);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 }
 END_TEST
 
@@ -487,10 +487,10 @@ static size_t gzip_size(uint16_t strategies, const uint8_t *in, size_t len)
 {
 	struct sqk_comp_config cfg = { .id = SQK_COMP_GZIP, .level = 6, .gzip_window = 10,
 				       .gzip_strategies = strategies };
-	struct sqk_compressor *c = make(&cfg, (uint32_t)len);
+	struct compressor *c = make(&cfg, (uint32_t)len);
 	size_t n = round_trip(c, in, len);
 
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 	return n;
 }
 
@@ -525,7 +525,7 @@ END_TEST
 START_TEST(test_factory)
 {
 	struct sqk_comp_config cfg = { .block_size = 131072 };
-	struct sqk_compressor dummy, *c;
+	struct compressor dummy, *c;
 	static const struct {
 		uint16_t id;
 		int level;
@@ -548,42 +548,42 @@ START_TEST(test_factory)
 		cfg.id = cases[i].id;
 		cfg.level = cases[i].level;
 		c = &dummy; /* a failed create must clear *out */
-		ck_assert_msg(sqk_compressor_create(&cfg, &c) == cases[i].rc, "case %zu", i);
+		ck_assert_msg(compressor_create(&cfg, &c) == cases[i].rc, "case %zu", i);
 		if (cases[i].rc) {
 			ck_assert_ptr_null(c);
 		} else {
 			ck_assert_ptr_nonnull(c);
 			ck_assert_int_eq(c->cfg.level, cases[i].level);
 		}
-		sqk_compressor_destroy(c);
+		compressor_destroy(c);
 	}
 	cfg = (struct sqk_comp_config){ .id = SQK_COMP_XZ, .block_size = 131072 };
 	cfg.xz_dict = 100000;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	ck_assert_int_eq(compressor_create(&cfg, &c), SQK_EINVAL);
 	cfg.xz_dict = 0;
 	cfg.xz_bcj = 0x40;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	ck_assert_int_eq(compressor_create(&cfg, &c), SQK_EINVAL);
 	cfg = (struct sqk_comp_config){ .id = SQK_COMP_GZIP, .gzip_window = 16 };
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	ck_assert_int_eq(compressor_create(&cfg, &c), SQK_EINVAL);
 	cfg.gzip_window = 7;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	ck_assert_int_eq(compressor_create(&cfg, &c), SQK_EINVAL);
 	cfg.gzip_window = 8;
 	cfg.gzip_strategies = 0x20;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	ck_assert_int_eq(compressor_create(&cfg, &c), SQK_EINVAL);
 	/* lzo: a level only with lzo1x_999, algorithms 1..5 */
 	cfg = (struct sqk_comp_config){ .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1 };
 	cfg.level = 1;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	ck_assert_int_eq(compressor_create(&cfg, &c), SQK_EINVAL);
 	cfg.level = 0;
 	cfg.lzo_algorithm = SQK_LZO1X_999 + 1;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	ck_assert_int_eq(compressor_create(&cfg, &c), SQK_EINVAL);
 	cfg.lzo_algorithm = -1;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), SQK_EINVAL);
+	ck_assert_int_eq(compressor_create(&cfg, &c), SQK_EINVAL);
 	cfg.lzo_algorithm = SQK_LZO1X_1_12;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &c), 0);
+	ck_assert_int_eq(compressor_create(&cfg, &c), 0);
 	ck_assert_int_eq(c->cfg.lzo_algorithm, SQK_LZO1X_1_12);
-	sqk_compressor_destroy(c);
-	sqk_compressor_destroy(NULL);
+	compressor_destroy(c);
+	compressor_destroy(NULL);
 }
 END_TEST
 
@@ -595,16 +595,16 @@ START_TEST(test_internal_helpers)
 	static const uint32_t bad[] = { 0, 5, 7, 100000, 5u << 12, 7u << 12, 131073, UINT32_MAX };
 	size_t i;
 
-	ck_assert_uint_eq(sqk_comp_limit(0, 100), 0);
-	ck_assert_uint_eq(sqk_comp_limit(1, 100), 0);
-	ck_assert_uint_eq(sqk_comp_limit(100, 1000), 99); /* strictly smaller than the input */
-	ck_assert_uint_eq(sqk_comp_limit(100, 100), 99);
-	ck_assert_uint_eq(sqk_comp_limit(100, 50), 50);
-	ck_assert_uint_eq(sqk_comp_limit(100, 0), 0);
+	ck_assert_uint_eq(comp_limit(0, 100), 0);
+	ck_assert_uint_eq(comp_limit(1, 100), 0);
+	ck_assert_uint_eq(comp_limit(100, 1000), 99); /* strictly smaller than the input */
+	ck_assert_uint_eq(comp_limit(100, 100), 99);
+	ck_assert_uint_eq(comp_limit(100, 50), 50);
+	ck_assert_uint_eq(comp_limit(100, 0), 0);
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		ck_assert_msg(sqk_xz_dict_form_ok(good[i]), "%u", good[i]);
+		ck_assert_msg(xz_dict_form_ok(good[i]), "%u", good[i]);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(!sqk_xz_dict_form_ok(bad[i]), "%u", bad[i]);
+		ck_assert_msg(!xz_dict_form_ok(bad[i]), "%u", bad[i]);
 }
 END_TEST
 
@@ -614,23 +614,23 @@ START_TEST(test_names)
 	uint16_t id;
 
 	for (id = 1; id <= 6; id++) {
-		ck_assert_str_eq(sqk_comp_name(id), names[id]);
-		ck_assert_uint_eq(sqk_comp_id(names[id]), id);
+		ck_assert_str_eq(comp_name(id), names[id]);
+		ck_assert_uint_eq(comp_id_from_name(names[id]), id);
 	}
-	ck_assert_ptr_null(sqk_comp_name(0));
-	ck_assert_ptr_null(sqk_comp_name(7));
-	ck_assert_uint_eq(sqk_comp_id("zlib"), 0);
-	ck_assert_uint_eq(sqk_comp_id("ZSTD"), 0);
-	ck_assert_uint_eq(sqk_comp_id(""), 0);
-	ck_assert_uint_eq(sqk_comp_id(NULL), 0);
-	ck_assert_uint_eq(sqk_xz_bcj_from_name("x86"), SQK_BCJ_X86);
-	ck_assert_uint_eq(sqk_xz_bcj_from_name("powerpc"), SQK_BCJ_POWERPC);
-	ck_assert_uint_eq(sqk_xz_bcj_from_name("ia64"), SQK_BCJ_IA64);
-	ck_assert_uint_eq(sqk_xz_bcj_from_name("arm"), SQK_BCJ_ARM);
-	ck_assert_uint_eq(sqk_xz_bcj_from_name("armthumb"), SQK_BCJ_ARMTHUMB);
-	ck_assert_uint_eq(sqk_xz_bcj_from_name("sparc"), SQK_BCJ_SPARC);
-	ck_assert_uint_eq(sqk_xz_bcj_from_name("arm64"), 0);
-	ck_assert_uint_eq(sqk_xz_bcj_from_name(NULL), 0);
+	ck_assert_ptr_null(comp_name(0));
+	ck_assert_ptr_null(comp_name(7));
+	ck_assert_uint_eq(comp_id_from_name("zlib"), 0);
+	ck_assert_uint_eq(comp_id_from_name("ZSTD"), 0);
+	ck_assert_uint_eq(comp_id_from_name(""), 0);
+	ck_assert_uint_eq(comp_id_from_name(NULL), 0);
+	ck_assert_uint_eq(xz_bcj_from_name("x86"), SQK_BCJ_X86);
+	ck_assert_uint_eq(xz_bcj_from_name("powerpc"), SQK_BCJ_POWERPC);
+	ck_assert_uint_eq(xz_bcj_from_name("ia64"), SQK_BCJ_IA64);
+	ck_assert_uint_eq(xz_bcj_from_name("arm"), SQK_BCJ_ARM);
+	ck_assert_uint_eq(xz_bcj_from_name("armthumb"), SQK_BCJ_ARMTHUMB);
+	ck_assert_uint_eq(xz_bcj_from_name("sparc"), SQK_BCJ_SPARC);
+	ck_assert_uint_eq(xz_bcj_from_name("arm64"), 0);
+	ck_assert_uint_eq(xz_bcj_from_name(NULL), 0);
 }
 END_TEST
 
@@ -642,16 +642,16 @@ START_TEST(test_lzo_names)
 	int a;
 
 	for (a = SQK_LZO1X_1; a <= SQK_LZO1X_999; a++) {
-		ck_assert_str_eq(sqk_lzo_algorithm_name(a), names[a]);
-		ck_assert_int_eq(sqk_lzo_algorithm_from_name(names[a]), a);
+		ck_assert_str_eq(lzo_algorithm_name(a), names[a]);
+		ck_assert_int_eq(lzo_algorithm_from_name(names[a]), a);
 	}
-	ck_assert_str_eq(sqk_lzo_algorithm_name(SQK_LZO_DEFAULT), "lzo1x_999");
-	ck_assert_ptr_null(sqk_lzo_algorithm_name(SQK_LZO1X_999 + 1));
-	ck_assert_ptr_null(sqk_lzo_algorithm_name(-1));
-	ck_assert_int_eq(sqk_lzo_algorithm_from_name("lzo1x_2"), SQK_LZO_DEFAULT);
-	ck_assert_int_eq(sqk_lzo_algorithm_from_name("LZO1X_1"), SQK_LZO_DEFAULT);
-	ck_assert_int_eq(sqk_lzo_algorithm_from_name(""), SQK_LZO_DEFAULT);
-	ck_assert_int_eq(sqk_lzo_algorithm_from_name(NULL), SQK_LZO_DEFAULT);
+	ck_assert_str_eq(lzo_algorithm_name(SQK_LZO_DEFAULT), "lzo1x_999");
+	ck_assert_ptr_null(lzo_algorithm_name(SQK_LZO1X_999 + 1));
+	ck_assert_ptr_null(lzo_algorithm_name(-1));
+	ck_assert_int_eq(lzo_algorithm_from_name("lzo1x_2"), SQK_LZO_DEFAULT);
+	ck_assert_int_eq(lzo_algorithm_from_name("LZO1X_1"), SQK_LZO_DEFAULT);
+	ck_assert_int_eq(lzo_algorithm_from_name(""), SQK_LZO_DEFAULT);
+	ck_assert_int_eq(lzo_algorithm_from_name(NULL), SQK_LZO_DEFAULT);
 }
 END_TEST
 
@@ -663,24 +663,24 @@ START_TEST(test_comp_supported)
 
 	for (id = 1; id <= 6; id++) {
 		memset(buf, 'x', sizeof(buf));
-		ck_assert_int_eq(sqk_comp_supported(id, buf, sizeof(buf)),
+		ck_assert_int_eq(comp_supported(id, buf, sizeof(buf)),
 				 id == SQK_COMP_LZMA ? SQK_EUNSUPPORTED : 0);
 		if (id != SQK_COMP_LZMA)
 			ck_assert_str_eq(buf, "");
 	}
-	ck_assert_int_eq(sqk_comp_supported(SQK_COMP_LZMA, buf, sizeof(buf)), SQK_EUNSUPPORTED);
+	ck_assert_int_eq(comp_supported(SQK_COMP_LZMA, buf, sizeof(buf)), SQK_EUNSUPPORTED);
 	ck_assert_str_eq(buf, "compressor lzma (legacy, id 2) is not supported");
-	ck_assert_int_eq(sqk_comp_supported(7, buf, sizeof(buf)), SQK_EUNSUPPORTED);
+	ck_assert_int_eq(comp_supported(7, buf, sizeof(buf)), SQK_EUNSUPPORTED);
 	ck_assert_str_eq(buf, "unknown compressor id 7");
-	ck_assert_int_eq(sqk_comp_supported(0, buf, sizeof(buf)), SQK_EUNSUPPORTED);
+	ck_assert_int_eq(comp_supported(0, buf, sizeof(buf)), SQK_EUNSUPPORTED);
 	ck_assert_str_eq(buf, "unknown compressor id 0");
-	ck_assert_int_eq(sqk_comp_supported(0xFFFF, buf, sizeof(buf)), SQK_EUNSUPPORTED);
+	ck_assert_int_eq(comp_supported(0xFFFF, buf, sizeof(buf)), SQK_EUNSUPPORTED);
 	ck_assert_str_eq(buf, "unknown compressor id 65535");
 	/* cut to the buffer, always terminated; no buffer at all */
-	ck_assert_int_eq(sqk_comp_supported(SQK_COMP_LZMA, tiny, sizeof(tiny)), SQK_EUNSUPPORTED);
+	ck_assert_int_eq(comp_supported(SQK_COMP_LZMA, tiny, sizeof(tiny)), SQK_EUNSUPPORTED);
 	ck_assert_str_eq(tiny, "compressor ");
-	ck_assert_int_eq(sqk_comp_supported(SQK_COMP_LZMA, NULL, 0), SQK_EUNSUPPORTED);
-	ck_assert_int_eq(sqk_comp_supported(SQK_COMP_LZO, NULL, 0), 0);
+	ck_assert_int_eq(comp_supported(SQK_COMP_LZMA, NULL, 0), SQK_EUNSUPPORTED);
+	ck_assert_int_eq(comp_supported(SQK_COMP_LZO, NULL, 0), 0);
 }
 END_TEST
 
@@ -691,7 +691,7 @@ static void expect_options(const struct sqk_comp_config *cfg, const char *bytes,
 	size_t got = 99;
 
 	memset(buf, 0xEE, sizeof(buf));
-	ck_assert_int_eq(sqk_comp_options_write(cfg, buf, &got), 0);
+	ck_assert_int_eq(comp_options_write(cfg, buf, &got), 0);
 	ck_assert_uint_eq(got, len);
 	if (len)
 		ck_assert_mem_eq(buf, bytes, len);
@@ -779,13 +779,13 @@ START_TEST(test_options_write_invalid)
 	size_t i, len;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(sqk_comp_options_write(&bad[i], buf, &len) == SQK_EINVAL, "case %zu",
+		ck_assert_msg(comp_options_write(&bad[i], buf, &len) == SQK_EINVAL, "case %zu",
 			      i);
 	for (i = 0; i < 3; i++) {
 		struct sqk_comp_config c = { .id = (uint16_t)(i == 0 ? SQK_COMP_LZMA :
 							      i == 1 ? 0 : 9) };
 
-		ck_assert_int_eq(sqk_comp_options_write(&c, buf, &len), SQK_EUNSUPPORTED);
+		ck_assert_int_eq(comp_options_write(&c, buf, &len), SQK_EUNSUPPORTED);
 		ck_assert_uint_eq(len, 0);
 	}
 }
@@ -795,14 +795,14 @@ static void expect_read(uint16_t id, const char *bytes, size_t len, int rc)
 {
 	struct sqk_comp_config cfg;
 
-	ck_assert_int_eq(sqk_comp_options_read(id, 131072, (const uint8_t *)bytes, len, &cfg), rc);
+	ck_assert_int_eq(comp_options_read(id, 131072, (const uint8_t *)bytes, len, &cfg), rc);
 }
 
 START_TEST(test_options_read)
 {
 	struct sqk_comp_config cfg;
 
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_GZIP, 131072,
+	ck_assert_int_eq(comp_options_read(SQK_COMP_GZIP, 131072,
 					       (const uint8_t *)"\x05\x00\x00\x00\x0c\x00\x06\x00",
 					       8, &cfg), 0);
 	ck_assert_uint_eq(cfg.id, SQK_COMP_GZIP);
@@ -811,45 +811,45 @@ START_TEST(test_options_read)
 	ck_assert_int_eq(cfg.gzip_window, 12);
 	ck_assert_uint_eq(cfg.gzip_strategies, 6);
 
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_GZIP, 131072, NULL, 0, &cfg), 0);
+	ck_assert_int_eq(comp_options_read(SQK_COMP_GZIP, 131072, NULL, 0, &cfg), 0);
 	ck_assert_int_eq(cfg.level, 9);
 	ck_assert_int_eq(cfg.gzip_window, 15);
 	ck_assert_uint_eq(cfg.gzip_strategies, 0);
 
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_XZ, 65536, NULL, 0, &cfg), 0);
+	ck_assert_int_eq(comp_options_read(SQK_COMP_XZ, 65536, NULL, 0, &cfg), 0);
 	ck_assert_uint_eq(cfg.xz_dict, 65536);
 	ck_assert_uint_eq(cfg.xz_bcj, 0);
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_XZ, 131072,
+	ck_assert_int_eq(comp_options_read(SQK_COMP_XZ, 131072,
 					       (const uint8_t *)"\x00\x80\x01\x00\x09\x00\x00\x00",
 					       8, &cfg), 0);
 	ck_assert_uint_eq(cfg.xz_dict, 98304);
 	ck_assert_uint_eq(cfg.xz_bcj, SQK_BCJ_X86 | SQK_BCJ_ARM);
 
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZ4, 131072,
+	ck_assert_int_eq(comp_options_read(SQK_COMP_LZ4, 131072,
 					       (const uint8_t *)"\x01\x00\x00\x00\x01\x00\x00\x00",
 					       8, &cfg), 0);
 	ck_assert(cfg.lz4_hc);
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZ4, 131072,
+	ck_assert_int_eq(comp_options_read(SQK_COMP_LZ4, 131072,
 					       (const uint8_t *)"\x01\x00\x00\x00\x00\x00\x00\x00",
 					       8, &cfg), 0);
 	ck_assert(!cfg.lz4_hc);
 
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_ZSTD, 131072, NULL, 0, &cfg), 0);
+	ck_assert_int_eq(comp_options_read(SQK_COMP_ZSTD, 131072, NULL, 0, &cfg), 0);
 	ck_assert_int_eq(cfg.level, 15);
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_ZSTD, 131072,
+	ck_assert_int_eq(comp_options_read(SQK_COMP_ZSTD, 131072,
 					       (const uint8_t *)"\x16\x00\x00\x00", 4, &cfg), 0);
 	ck_assert_int_eq(cfg.level, 22);
 
 	/* lzo: no block is lzo1x_999 at level 8 */
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZO, 131072, NULL, 0, &cfg), 0);
+	ck_assert_int_eq(comp_options_read(SQK_COMP_LZO, 131072, NULL, 0, &cfg), 0);
 	ck_assert_int_eq(cfg.lzo_algorithm, SQK_LZO1X_999);
 	ck_assert_int_eq(cfg.level, 8);
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZO, 131072,
+	ck_assert_int_eq(comp_options_read(SQK_COMP_LZO, 131072,
 					       (const uint8_t *)"\x04\x00\x00\x00\x09\x00\x00\x00",
 					       8, &cfg), 0);
 	ck_assert_int_eq(cfg.lzo_algorithm, SQK_LZO1X_999);
 	ck_assert_int_eq(cfg.level, 9);
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_LZO, 131072,
+	ck_assert_int_eq(comp_options_read(SQK_COMP_LZO, 131072,
 					       (const uint8_t *)"\x02\x00\x00\x00\x00\x00\x00\x00",
 					       8, &cfg), 0);
 	ck_assert_int_eq(cfg.lzo_algorithm, SQK_LZO1X_1_12);
@@ -920,19 +920,19 @@ START_TEST(test_options_round_trip)
 
 	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		struct sqk_comp_config in = cfgs[i], out;
-		struct sqk_compressor *c;
+		struct compressor *c;
 		uint8_t b1[8], b2[8];
 		size_t l1, l2;
 
 		in.block_size = 131072;
-		ck_assert_int_eq(sqk_comp_options_write(&in, b1, &l1), 0);
+		ck_assert_int_eq(comp_options_write(&in, b1, &l1), 0);
 		ck_assert_msg(l1 > 0, "case %zu wrote no block", i);
-		ck_assert_int_eq(sqk_comp_options_read(in.id, 131072, b1, l1, &out), 0);
-		ck_assert_int_eq(sqk_compressor_create(&out, &c), 0);
-		ck_assert_int_eq(sqk_comp_options_write(&c->cfg, b2, &l2), 0);
+		ck_assert_int_eq(comp_options_read(in.id, 131072, b1, l1, &out), 0);
+		ck_assert_int_eq(compressor_create(&out, &c), 0);
+		ck_assert_int_eq(comp_options_write(&c->cfg, b2, &l2), 0);
 		ck_assert_uint_eq(l1, l2);
 		ck_assert_mem_eq(b1, b2, l1);
-		sqk_compressor_destroy(c);
+		compressor_destroy(c);
 	}
 }
 END_TEST
@@ -947,15 +947,15 @@ START_TEST(test_options_mksquashfs_block)
 	size_t used = 0, len;
 	ssize_t n;
 
-	n = sqk_meta_decode_block(NULL, block, sizeof(block), payload, 0, &used);
+	n = meta_decode_block(NULL, block, sizeof(block), payload, 0, &used);
 	ck_assert_int_eq(n, 8);
 	ck_assert_uint_eq(used, sizeof(block));
-	ck_assert_int_eq(sqk_comp_options_read(SQK_COMP_GZIP, 131072, payload, 8, &cfg), 0);
+	ck_assert_int_eq(comp_options_read(SQK_COMP_GZIP, 131072, payload, 8, &cfg), 0);
 	ck_assert_int_eq(cfg.level, 5);
 	ck_assert_int_eq(cfg.gzip_window, 12);
 	ck_assert_uint_eq(cfg.gzip_strategies, 6);
-	ck_assert_int_eq(sqk_comp_options_write(&cfg, payload, &len), 0);
-	ck_assert_int_eq(sqk_meta_encode_block(NULL, payload, len, enc), (ssize_t)sizeof(block));
+	ck_assert_int_eq(comp_options_write(&cfg, payload, &len), 0);
+	ck_assert_int_eq(meta_encode_block(NULL, payload, len, enc), (ssize_t)sizeof(block));
 	ck_assert_mem_eq(enc, block, sizeof(block));
 }
 END_TEST
@@ -966,7 +966,7 @@ START_TEST(test_lzo_algorithms)
 {
 	enum { LEN = 131072 };
 	uint8_t *in = malloc(LEN), *z = malloc(LEN), *back = guarded(LEN);
-	struct sqk_compressor *c[SQK_LZO1X_999 + 1], *l9, *l1;
+	struct compressor *c[SQK_LZO1X_999 + 1], *l9, *l1;
 	size_t size[SQK_LZO1X_999 + 1];
 	int a, b;
 
@@ -980,12 +980,12 @@ START_TEST(test_lzo_algorithms)
 		size[a] = round_trip(c[a], in, LEN);
 	}
 	for (a = SQK_LZO1X_1; a <= SQK_LZO1X_999; a++) {
-		ssize_t n = sqk_compress(c[a], in, LEN, z, LEN);
+		ssize_t n = comp_compress(c[a], in, LEN, z, LEN);
 
 		ck_assert_int_eq(n, (ssize_t)size[a]); /* the same bytes again */
 		for (b = SQK_LZO1X_1; b <= SQK_LZO1X_999; b++) {
 			memset(back, 0, LEN);
-			ck_assert_int_eq(sqk_decompress(c[b], z, (size_t)n, back, LEN), LEN);
+			ck_assert_int_eq(comp_decompress(c[b], z, (size_t)n, back, LEN), LEN);
 			ck_assert_mem_eq(back, in, LEN);
 			assert_guard(back, LEN);
 		}
@@ -996,9 +996,9 @@ START_TEST(test_lzo_algorithms)
 	ck_assert_uint_le(round_trip(l9, in, LEN), size[SQK_LZO1X_999]);
 	ck_assert_uint_ge(round_trip(l1, in, LEN), size[SQK_LZO1X_999]);
 	for (a = SQK_LZO1X_1; a <= SQK_LZO1X_999; a++)
-		sqk_compressor_destroy(c[a]);
-	sqk_compressor_destroy(l9);
-	sqk_compressor_destroy(l1);
+		compressor_destroy(c[a]);
+	compressor_destroy(l9);
+	compressor_destroy(l1);
 	free(in);
 	free(z);
 	free(back);
@@ -1011,7 +1011,7 @@ START_TEST(test_lzo_budget)
 {
 	enum { LEN = 65536 };
 	struct sqk_comp_config cfg = { .id = SQK_COMP_LZO, .lzo_algorithm = SQK_LZO1X_1 };
-	struct sqk_compressor *c = make(&cfg, LEN);
+	struct compressor *c = make(&cfg, LEN);
 	uint8_t *in = malloc(LEN), *out = guarded(LEN), *z = malloc(LEN);
 	ssize_t n;
 	size_t i;
@@ -1019,24 +1019,24 @@ START_TEST(test_lzo_budget)
 	ck_assert_ptr_nonnull(in);
 	ck_assert_ptr_nonnull(z);
 	fill_text(in, LEN, 9);
-	n = sqk_compress(c, in, LEN, z, LEN);
+	n = comp_compress(c, in, LEN, z, LEN);
 	ck_assert_int_gt(n, 0);
-	ck_assert_int_eq(sqk_compress(c, in, LEN, out, (size_t)n - 1), 0);
+	ck_assert_int_eq(comp_compress(c, in, LEN, out, (size_t)n - 1), 0);
 	for (i = 0; i < LEN + GUARD; i++)
 		ck_assert_uint_eq(out[i], GUARD_BYTE); /* "store raw" wrote nothing */
-	ck_assert_int_eq(sqk_compress(c, in, LEN, out, (size_t)n), n);
+	ck_assert_int_eq(comp_compress(c, in, LEN, out, (size_t)n), n);
 	ck_assert_mem_eq(out, z, (size_t)n);
 	assert_guard(out, (size_t)n);
 	/* incompressible: LZO would expand it (up to len + len/16 + 67), reported as 0 */
 	test_fill_random(in, LEN, 5);
 	memset(out, GUARD_BYTE, LEN + GUARD);
-	ck_assert_int_eq(sqk_compress(c, in, LEN, out, LEN), 0);
+	ck_assert_int_eq(comp_compress(c, in, LEN, out, LEN), 0);
 	for (i = 0; i < LEN + GUARD; i++)
 		ck_assert_uint_eq(out[i], GUARD_BYTE);
 	free(in);
 	free(out);
 	free(z);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 }
 END_TEST
 
@@ -1048,7 +1048,7 @@ START_TEST(test_lzo_foreign_and_exact)
 	uint8_t *in = malloc(LEN), *z = malloc(LEN + LEN / 16 + 64 + 3 + 1), *back = guarded(LEN);
 	void *wrk = malloc(LZO1X_1_MEM_COMPRESS);
 	struct sqk_comp_config cfg = { .id = SQK_COMP_LZO };
-	struct sqk_compressor *c = make(&cfg, LEN);
+	struct compressor *c = make(&cfg, LEN);
 	lzo_uint zlen = 0;
 
 	ck_assert_ptr_nonnull(in);
@@ -1058,22 +1058,22 @@ START_TEST(test_lzo_foreign_and_exact)
 	fill_text(in, LEN, 17);
 	ck_assert_int_eq(lzo1x_1_compress(in, LEN, z, &zlen, wrk), LZO_E_OK);
 	ck_assert_uint_lt(zlen, LEN);
-	ck_assert_int_eq(sqk_decompress(c, z, zlen, back, LEN), LEN);
+	ck_assert_int_eq(comp_decompress(c, z, zlen, back, LEN), LEN);
 	ck_assert_mem_eq(back, in, LEN);
 	/* a shorter expected size: the block holds more than the reader expects */
-	ck_assert_int_eq(sqk_decompress(c, z, zlen, back, LEN - 1), SQK_EDECOMPRESS);
+	ck_assert_int_eq(comp_decompress(c, z, zlen, back, LEN - 1), SQK_EDECOMPRESS);
 	assert_guard(back, LEN);
 	/* a trailing byte after the end marker */
 	z[zlen] = 0x11;
-	ck_assert_int_eq(sqk_decompress(c, z, zlen + 1, back, LEN), SQK_EDECOMPRESS);
+	ck_assert_int_eq(comp_decompress(c, z, zlen + 1, back, LEN), SQK_EDECOMPRESS);
 	/* the end marker cut off */
-	ck_assert_int_eq(sqk_decompress(c, z, zlen - 3, back, LEN), SQK_EDECOMPRESS);
+	ck_assert_int_eq(comp_decompress(c, z, zlen - 3, back, LEN), SQK_EDECOMPRESS);
 	assert_guard(back, LEN);
 	free(in);
 	free(z);
 	free(back);
 	free(wrk);
-	sqk_compressor_destroy(c);
+	compressor_destroy(c);
 }
 END_TEST
 

@@ -45,20 +45,20 @@ START_TEST(test_le_byte_order)
 	uint8_t b[16];
 
 	memset(b, 0xEE, sizeof(b));
-	sqk_put_le16(b + 1, 0x0102);
+	put_le16(b + 1, 0x0102);
 	ck_assert_uint_eq(b[0], 0xEE);
 	ck_assert_uint_eq(b[1], 0x02);
 	ck_assert_uint_eq(b[2], 0x01);
 	ck_assert_uint_eq(b[3], 0xEE);
-	sqk_put_le32(b + 3, 0x0A0B0C0Du);
+	put_le32(b + 3, 0x0A0B0C0Du);
 	ck_assert_mem_eq(b + 3, "\x0D\x0C\x0B\x0A", 4);
 	ck_assert_uint_eq(b[7], 0xEE);
-	sqk_put_le64(b + 5, 0x0102030405060708ull);
+	put_le64(b + 5, 0x0102030405060708ull);
 	ck_assert_mem_eq(b + 5, "\x08\x07\x06\x05\x04\x03\x02\x01", 8);
 	ck_assert_uint_eq(b[13], 0xEE);
-	ck_assert_uint_eq(sqk_get_le16("\x34\x12"), 0x1234);
-	ck_assert_uint_eq(sqk_get_le32("\x78\x56\x34\x12"), 0x12345678u);
-	ck_assert_uint_eq(sqk_get_le64("\xEF\xCD\xAB\x89\x67\x45\x23\x01"), 0x0123456789ABCDEFull);
+	ck_assert_uint_eq(get_le16("\x34\x12"), 0x1234);
+	ck_assert_uint_eq(get_le32("\x78\x56\x34\x12"), 0x12345678u);
+	ck_assert_uint_eq(get_le64("\xEF\xCD\xAB\x89\x67\x45\x23\x01"), 0x0123456789ABCDEFull);
 }
 END_TEST
 
@@ -71,12 +71,12 @@ START_TEST(test_le_round_trip_unaligned)
 
 	for (i = 0; i < sizeof(v64) / sizeof(v64[0]); i++) {
 		for (off = 0; off < 8; off++) {
-			sqk_put_le16(b + off, (uint16_t)v64[i]);
-			ck_assert_uint_eq(sqk_get_le16(b + off), (uint16_t)v64[i]);
-			sqk_put_le32(b + off, (uint32_t)v64[i]);
-			ck_assert_uint_eq(sqk_get_le32(b + off), (uint32_t)v64[i]);
-			sqk_put_le64(b + off, v64[i]);
-			ck_assert_uint_eq(sqk_get_le64(b + off), v64[i]);
+			put_le16(b + off, (uint16_t)v64[i]);
+			ck_assert_uint_eq(get_le16(b + off), (uint16_t)v64[i]);
+			put_le32(b + off, (uint32_t)v64[i]);
+			ck_assert_uint_eq(get_le32(b + off), (uint32_t)v64[i]);
+			put_le64(b + off, v64[i]);
+			ck_assert_uint_eq(get_le64(b + off), v64[i]);
 		}
 	}
 }
@@ -87,7 +87,7 @@ START_TEST(test_super_known_bytes)
 	struct sqk_super s;
 	uint8_t again[SQK_SUPER_SIZE];
 
-	sqk_super_decode(mksquashfs_super, &s);
+	super_decode(mksquashfs_super, &s);
 	ck_assert_uint_eq(s.magic, SQK_MAGIC);
 	ck_assert_uint_eq(s.inode_count, 4);
 	ck_assert_uint_eq(s.mkfs_time, 1700000000u);
@@ -108,7 +108,7 @@ START_TEST(test_super_known_bytes)
 	ck_assert_uint_eq(s.fragment_table_start, 0xdc);
 	ck_assert_uint_eq(s.export_table_start, 0xf9);
 	memset(again, 0, sizeof(again));
-	sqk_super_encode(&s, again);
+	super_encode(&s, again);
 	ck_assert_mem_eq(again, mksquashfs_super, SQK_SUPER_SIZE);
 }
 END_TEST
@@ -128,95 +128,95 @@ START_TEST(test_super_round_trip)
 	struct sqk_super d;
 	uint8_t b[SQK_SUPER_SIZE];
 
-	sqk_super_encode(&s, b);
+	super_encode(&s, b);
 	ck_assert_mem_eq(b, "hsqs", 4);
-	ck_assert_uint_eq(sqk_get_le16(b + 20), 6);
-	ck_assert_uint_eq(sqk_get_le64(b + 88), 0x7FFFFFFFFFFFFFFFull);
+	ck_assert_uint_eq(get_le16(b + 20), 6);
+	ck_assert_uint_eq(get_le64(b + 88), 0x7FFFFFFFFFFFFFFFull);
 	memset(&d, 0xAB, sizeof(d));
-	sqk_super_decode(b, &d);
+	super_decode(b, &d);
 	ck_assert_mem_eq(&d, &s, sizeof(s));
 }
 END_TEST
 
 START_TEST(test_inode_header_round_trip)
 {
-	struct sqk_inode_header h = { .type = SQK_T_LFILE, .mode = 07755, .uid_idx = 0x1234,
+	struct inode_header h = { .type = SQK_T_LFILE, .mode = 07755, .uid_idx = 0x1234,
 				       .gid_idx = 0xFFFF, .mtime = 0x89ABCDEFu,
 				       .inode_number = 0x00ABCDEFu };
-	struct sqk_inode_header d;
+	struct inode_header d;
 	uint8_t b[SQK_INODE_HEADER_SIZE];
 
-	sqk_inode_header_encode(&h, b);
+	inode_header_encode(&h, b);
 	ck_assert_mem_eq(b, "\x09\x00\xED\x0F\x34\x12\xFF\xFF\xEF\xCD\xAB\x89\xEF\xCD\xAB\x00",
 			 SQK_INODE_HEADER_SIZE);
 	memset(&d, 0, sizeof(d));
-	sqk_inode_header_decode(b, &d);
+	inode_header_decode(b, &d);
 	ck_assert_mem_eq(&d, &h, sizeof(h));
 }
 END_TEST
 
 START_TEST(test_dir_structs_round_trip)
 {
-	struct sqk_dir_header h = { .count = 255, .start_block = 0x00012345, .inode_number = 77 };
-	struct sqk_dir_entry e = { .offset = 8191, .inode_delta = -32768, .type = SQK_T_SYMLINK,
+	struct dir_header h = { .count = 255, .start_block = 0x00012345, .inode_number = 77 };
+	struct dir_entry e = { .offset = 8191, .inode_delta = -32768, .type = SQK_T_SYMLINK,
 				   .name_size = 255 };
 	struct sqk_dir_index x = { .index = 8146, .start_block = 0xDEADBEEFu, .name_size = 10 };
-	struct sqk_dir_header hd;
-	struct sqk_dir_entry ed;
+	struct dir_header hd;
+	struct dir_entry ed;
 	struct sqk_dir_index xd;
 	uint8_t b[SQK_DIR_INDEX_SIZE];
 
-	sqk_dir_header_encode(&h, b);
+	dir_header_encode(&h, b);
 	ck_assert_mem_eq(b, "\xFF\x00\x00\x00\x45\x23\x01\x00\x4D\x00\x00\x00", 12);
-	sqk_dir_header_decode(b, &hd);
+	dir_header_decode(b, &hd);
 	ck_assert_mem_eq(&hd, &h, sizeof(h));
 
-	sqk_dir_entry_encode(&e, b);
+	dir_entry_encode(&e, b);
 	ck_assert_mem_eq(b, "\xFF\x1F\x00\x80\x03\x00\xFF\x00", SQK_DIR_ENTRY_SIZE);
-	sqk_dir_entry_decode(b, &ed);
+	dir_entry_decode(b, &ed);
 	ck_assert_int_eq(ed.inode_delta, -32768);
 	ck_assert_mem_eq(&ed, &e, sizeof(e));
 	e.inode_delta = -1;
-	sqk_dir_entry_encode(&e, b);
-	ck_assert_uint_eq(sqk_get_le16(b + 2), 0xFFFF);
-	sqk_dir_entry_decode(b, &ed);
+	dir_entry_encode(&e, b);
+	ck_assert_uint_eq(get_le16(b + 2), 0xFFFF);
+	dir_entry_decode(b, &ed);
 	ck_assert_int_eq(ed.inode_delta, -1);
 
-	sqk_dir_index_encode(&x, b);
+	dir_index_encode(&x, b);
 	ck_assert_mem_eq(b, "\xD2\x1F\x00\x00\xEF\xBE\xAD\xDE\x0A\x00\x00\x00", 12);
-	sqk_dir_index_decode(b, &xd);
+	dir_index_decode(b, &xd);
 	ck_assert_mem_eq(&xd, &x, sizeof(x));
 }
 END_TEST
 
 START_TEST(test_table_structs_round_trip)
 {
-	struct sqk_frag_entry f = { .start = 0x0000010203040506ull,
+	struct frag_entry f = { .start = 0x0000010203040506ull,
 				    .size = SQK_BLOCK_RAW | 0x1234, .unused = 0 };
-	struct sqk_xattr_id i = { .ref = 0x0000ABCD00001FFFull, .count = 3, .size = 0x10000 };
-	struct sqk_xattr_header h = { .kv_start = 0x123456789ull, .count = 700, .unused = 0 };
-	struct sqk_frag_entry fd;
-	struct sqk_xattr_id id;
-	struct sqk_xattr_header hd;
+	struct xattr_id i = { .ref = 0x0000ABCD00001FFFull, .count = 3, .size = 0x10000 };
+	struct xattr_header h = { .kv_start = 0x123456789ull, .count = 700, .unused = 0 };
+	struct frag_entry fd;
+	struct xattr_id id;
+	struct xattr_header hd;
 	uint8_t b[16];
 
-	sqk_frag_entry_encode(&f, b);
+	frag_entry_encode(&f, b);
 	ck_assert_mem_eq(b, "\x06\x05\x04\x03\x02\x01\x00\x00\x34\x12\x00\x01\x00\x00\x00\x00",
 			 16);
-	sqk_frag_entry_decode(b, &fd);
+	frag_entry_decode(b, &fd);
 	ck_assert_mem_eq(&fd, &f, sizeof(f));
 
-	sqk_xattr_id_encode(&i, b);
-	ck_assert_uint_eq(sqk_get_le64(b), i.ref);
-	ck_assert_uint_eq(sqk_get_le32(b + 8), 3);
-	ck_assert_uint_eq(sqk_get_le32(b + 12), 0x10000);
-	sqk_xattr_id_decode(b, &id);
+	xattr_id_encode(&i, b);
+	ck_assert_uint_eq(get_le64(b), i.ref);
+	ck_assert_uint_eq(get_le32(b + 8), 3);
+	ck_assert_uint_eq(get_le32(b + 12), 0x10000);
+	xattr_id_decode(b, &id);
 	ck_assert_mem_eq(&id, &i, sizeof(i));
 
-	sqk_xattr_header_encode(&h, b);
+	xattr_header_encode(&h, b);
 	ck_assert_mem_eq(b, "\x89\x67\x45\x23\x01\x00\x00\x00\xBC\x02\x00\x00\x00\x00\x00\x00",
 			 16);
-	sqk_xattr_header_decode(b, &hd);
+	xattr_header_decode(b, &hd);
 	ck_assert_uint_eq(hd.kv_start, h.kv_start);
 	ck_assert_uint_eq(hd.count, 700);
 	ck_assert_uint_eq(hd.unused, 0);
@@ -251,7 +251,7 @@ END_TEST
 /* The diagnosis of a file that does not open: each kind gets its own code and its own words. */
 static int diag(const uint8_t *head, size_t n, uint64_t size, char *why)
 {
-	return sqk_super_diagnose("f", 0, head, n, NULL, 0, size, why, 512);
+	return super_diagnose("f", 0, head, n, NULL, 0, size, why, 512);
 }
 
 START_TEST(test_super_diagnose)
@@ -263,7 +263,7 @@ START_TEST(test_super_diagnose)
 
 	ck_assert_int_eq(diag(b, 0, 0, why), SQK_EEMPTY);
 	ck_assert_str_eq(why, "'f' is empty: not a SquashFS image");
-	ck_assert_int_eq(sqk_super_diagnose("f", 7, b, 0, NULL, 0, 0, why, sizeof(why)),
+	ck_assert_int_eq(super_diagnose("f", 7, b, 0, NULL, 0, 0, why, sizeof(why)),
 			 SQK_EEMPTY);
 	ck_assert_str_eq(why, "'f' at offset 7 is empty: not a SquashFS image");
 	ck_assert_int_eq(diag(b, 100, 100, why), SQK_ENOTSQFS);
@@ -288,7 +288,7 @@ START_TEST(test_super_diagnose)
 	b[31] = 0;
 	ck_assert_int_eq(diag(b, 96, 96, why), SQK_EVERSION);
 	ck_assert_str_eq(why, "f: SquashFS 2.0 image: only 4.0 is supported");
-	sqk_super_encode(&sb, b);
+	super_encode(&sb, b);
 	ck_assert_int_eq(diag(b, sizeof(b), 5000, why), 0);
 	ck_assert_int_eq(diag(b, sizeof(b), 4999, why), SQK_ETRUNCATED);
 	ck_assert_str_eq(why, "f: truncated image: file is 4999 bytes, the superblock says 5000");
@@ -310,16 +310,16 @@ START_TEST(test_super_diagnose_trailer)
 	uint8_t head[SQK_PROBE_SIZE] = { 0 }, tail[SQK_INTEG_TRAILER_SIZE];
 	char why[512];
 
-	sqk_integ_trailer_encode(&t, tail);
+	integ_trailer_encode(&t, tail);
 	/* 8192 bytes of image, 32 of digest, padding, the trailer: 12288 bytes in all */
-	ck_assert_int_eq(sqk_super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 12288,
+	ck_assert_int_eq(super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 12288,
 					    why, sizeof(why)), 0);
-	ck_assert_int_eq(sqk_super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 16384,
+	ck_assert_int_eq(super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 16384,
 					    why, sizeof(why)), SQK_ENOTSQFS);
 	ck_assert_str_eq(why, "'f' is not a SquashFS image at offset 0: its integrity data covers "
 			      "an image at offset 4096 (--offset 4096)");
 	tail[0] ^= 1; /* no trailer: the head alone */
-	ck_assert_int_eq(sqk_super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 12288,
+	ck_assert_int_eq(super_diagnose("f", 0, head, sizeof(head), tail, sizeof(tail), 12288,
 					    why, sizeof(why)), SQK_ENOTSQFS);
 	ck_assert_str_eq(why, "'f' is not a SquashFS image: its first 4096 bytes are zero");
 }

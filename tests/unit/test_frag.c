@@ -173,13 +173,13 @@ struct view {
 	size_t len;
 	struct sqk_super sb;
 	struct sqk_image *si;
-	struct sqk_frag_entry *frags; /* sb.fragment_count entries */
+	struct frag_entry *frags; /* sb.fragment_count entries */
 	uint8_t *blk;                 /* fragment block i decoded at blk + i * BS */
 	size_t *blen;                 /* decoded length of each fragment block */
 };
 
 /* Decodes the fragment table: an index of metadata block positions at fragment_table_start. */
-static void decode_frag_table(struct view *v, struct sqk_compressor *z)
+static void decode_frag_table(struct view *v, struct compressor *z)
 {
 	uint32_t n = v->sb.fragment_count;
 	size_t bytes = (size_t)n * SQK_FRAG_ENTRY_SIZE;
@@ -189,24 +189,24 @@ static void decode_frag_table(struct view *v, struct sqk_compressor *z)
 	if (n)
 		ck_assert_uint_le(v->sb.fragment_table_start + nmeta * 8, v->len);
 	for (size_t k = 0; k < nmeta; k++) {
-		uint64_t pos = sqk_get_le64(v->img + v->sb.fragment_table_start + k * 8);
+		uint64_t pos = get_le64(v->img + v->sb.fragment_table_start + k * 8);
 		size_t want = bytes - k * SQK_META_SIZE < SQK_META_SIZE ? bytes - k * SQK_META_SIZE
 									  : SQK_META_SIZE;
 		size_t used;
 		ck_assert_uint_lt(pos, v->len);
-		ssize_t r = sqk_meta_decode_block(z, v->img + pos, v->len - pos, out, want, &used);
+		ssize_t r = meta_decode_block(z, v->img + pos, v->len - pos, out, want, &used);
 		ck_assert_int_eq(r, (ssize_t)want);
 		memcpy(raw + k * SQK_META_SIZE, out, want);
 	}
 	v->frags = calloc(n ? n : 1, sizeof(*v->frags));
 	ck_assert_ptr_nonnull(v->frags);
 	for (uint32_t i = 0; i < n; i++)
-		sqk_frag_entry_decode(raw + (size_t)i * SQK_FRAG_ENTRY_SIZE, &v->frags[i]);
+		frag_entry_decode(raw + (size_t)i * SQK_FRAG_ENTRY_SIZE, &v->frags[i]);
 	free(raw);
 }
 
 /* Decodes every fragment block (stored raw or compressed) into v->blk; none exceeds BS. */
-static void decode_frag_blocks(struct view *v, struct sqk_compressor *z)
+static void decode_frag_blocks(struct view *v, struct compressor *z)
 {
 	uint32_t n = v->sb.fragment_count;
 	v->blk = malloc((size_t)(n ? n : 1) * BS);
@@ -223,7 +223,7 @@ static void decode_frag_blocks(struct view *v, struct sqk_compressor *z)
 			memcpy(dst, v->img + v->frags[i].start, stored);
 			v->blen[i] = stored;
 		} else {
-			ssize_t r = sqk_decompress(z, v->img + v->frags[i].start, stored, dst, BS);
+			ssize_t r = comp_decompress(z, v->img + v->frags[i].start, stored, dst, BS);
 			ck_assert_msg(r > 0, "fragment block %u does not decode into %u bytes: %s",
 				      i, BS, sqk_strerror((int)r));
 			v->blen[i] = (size_t)r;
@@ -234,20 +234,20 @@ static void decode_frag_blocks(struct view *v, struct sqk_compressor *z)
 /* Opens the image in mem (v takes it over). */
 static void view_open(struct view *v, struct sqk_io *mem)
 {
-	struct sqk_compressor *z;
+	struct compressor *z;
 	memset(v, 0, sizeof(*v));
 	v->mem = mem;
 	v->img = sqk_io_mem_data(mem, &v->len);
 	ck_assert_uint_ge(v->len, SQK_SUPER_SIZE);
-	sqk_super_decode(v->img, &v->sb);
+	super_decode(v->img, &v->sb);
 	ck_assert_uint_eq(v->sb.block_size, BS);
 	int rc = sqk_image_open_io(mem, NULL, &v->si);
 	ck_assert_msg(rc == 0, "open: %s", sqk_strerror(rc));
 	struct sqk_comp_config cfg = { .id = v->sb.compressor, .block_size = v->sb.block_size };
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &z), 0);
+	ck_assert_int_eq(compressor_create(&cfg, &z), 0);
 	decode_frag_table(v, z);
 	decode_frag_blocks(v, z);
-	sqk_compressor_destroy(z);
+	compressor_destroy(z);
 }
 
 static void view_close(struct view *v)

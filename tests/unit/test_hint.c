@@ -24,26 +24,26 @@ static const struct sqk_hint_range three[] = {
 /* A block encodes and decodes to the same ranges; its footer says what hint.h says. */
 START_TEST(test_round_trip)
 {
-	size_t len = sqk_hint_len(3), n = 9;
+	size_t len = hint_len(3), n = 9;
 	uint8_t *blk = malloc(len);
 	struct sqk_hint_range out[4];
 
 	ck_assert_uint_eq(len, 4096);
-	ck_assert_int_eq(sqk_hint_encode(three, 3, 10000, blk, len), 0);
+	ck_assert_int_eq(hint_encode(three, 3, 10000, blk, len), 0);
 	ck_assert_int_eq(memcmp(blk + len - 8, "SQKHINT1", 8), 0);
-	ck_assert_uint_eq(sqk_get_le32(blk + len - 32), 3);
-	ck_assert_uint_eq(sqk_get_le32(blk + len - 28), 1);
-	ck_assert_uint_eq(sqk_get_le64(blk + len - 24), 4096);
-	ck_assert_uint_eq(sqk_get_le64(blk + 16), 4096);
-	ck_assert_int_eq(sqk_hint_decode(blk, len, 10000, out, 4, &n), 0);
+	ck_assert_uint_eq(get_le32(blk + len - 32), 3);
+	ck_assert_uint_eq(get_le32(blk + len - 28), 1);
+	ck_assert_uint_eq(get_le64(blk + len - 24), 4096);
+	ck_assert_uint_eq(get_le64(blk + 16), 4096);
+	ck_assert_int_eq(hint_decode(blk, len, 10000, out, 4, &n), 0);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_int_eq(memcmp(out, three, sizeof(three)), 0);
 	/* fewer slots than ranges: the count is still told */
-	ck_assert_int_eq(sqk_hint_decode(blk, len, 10000, out, 2, &n), SQK_ETOOBIG);
+	ck_assert_int_eq(hint_decode(blk, len, 10000, out, 2, &n), SQK_ETOOBIG);
 	ck_assert_uint_eq(n, 3);
 	/* zero ranges is a valid (empty) hint */
-	ck_assert_int_eq(sqk_hint_encode(three, 0, 10000, blk, len), 0);
-	ck_assert_int_eq(sqk_hint_decode(blk, len, 10000, out, 4, &n), 0);
+	ck_assert_int_eq(hint_encode(three, 0, 10000, blk, len), 0);
+	ck_assert_int_eq(hint_decode(blk, len, 10000, out, 4, &n), 0);
 	ck_assert_uint_eq(n, 0);
 	free(blk);
 }
@@ -52,11 +52,11 @@ END_TEST
 /* Block lengths: a multiple of 4096, at most 64 KiB. */
 START_TEST(test_len)
 {
-	ck_assert_uint_eq(sqk_hint_len(0), 4096);
-	ck_assert_uint_eq(sqk_hint_len(254), 4096);
-	ck_assert_uint_eq(sqk_hint_len(255), 8192);
-	ck_assert_uint_eq(sqk_hint_len(SQK_HINT_MAX_RANGES), 65536);
-	ck_assert_uint_eq(sqk_hint_len(SQK_HINT_MAX_RANGES + 1), 0);
+	ck_assert_uint_eq(hint_len(0), 4096);
+	ck_assert_uint_eq(hint_len(254), 4096);
+	ck_assert_uint_eq(hint_len(255), 8192);
+	ck_assert_uint_eq(hint_len(SQK_HINT_MAX_RANGES), 65536);
+	ck_assert_uint_eq(hint_len(SQK_HINT_MAX_RANGES + 1), 0);
 }
 END_TEST
 
@@ -66,24 +66,24 @@ START_TEST(test_encode_refuses)
 	uint8_t blk[4096];
 	struct sqk_hint_range r[2] = { { 100, 10 }, { 50, 10 } };
 
-	ck_assert_int_eq(sqk_hint_encode(r, 2, 1000, blk, sizeof(blk)), SQK_EINVAL);
+	ck_assert_int_eq(hint_encode(r, 2, 1000, blk, sizeof(blk)), SQK_EINVAL);
 	r[1] = (struct sqk_hint_range){ 105, 10 };
-	ck_assert_int_eq(sqk_hint_encode(r, 2, 1000, blk, sizeof(blk)), SQK_EINVAL);
+	ck_assert_int_eq(hint_encode(r, 2, 1000, blk, sizeof(blk)), SQK_EINVAL);
 	r[1] = (struct sqk_hint_range){ 200, 0 };
-	ck_assert_int_eq(sqk_hint_encode(r, 2, 1000, blk, sizeof(blk)), SQK_EINVAL);
+	ck_assert_int_eq(hint_encode(r, 2, 1000, blk, sizeof(blk)), SQK_EINVAL);
 	r[1] = (struct sqk_hint_range){ 200, 801 };
-	ck_assert_int_eq(sqk_hint_encode(r, 2, 1000, blk, sizeof(blk)), SQK_EINVAL);
+	ck_assert_int_eq(hint_encode(r, 2, 1000, blk, sizeof(blk)), SQK_EINVAL);
 	r[1] = (struct sqk_hint_range){ 200, 800 };
-	ck_assert_int_eq(sqk_hint_encode(r, 2, 1000, blk, sizeof(blk)), 0);
-	ck_assert_int_eq(sqk_hint_encode(r, 2, 1000, blk, 2048), SQK_EINVAL);
+	ck_assert_int_eq(hint_encode(r, 2, 1000, blk, sizeof(blk)), 0);
+	ck_assert_int_eq(hint_encode(r, 2, 1000, blk, 2048), SQK_EINVAL);
 }
 END_TEST
 
 static uint8_t *good_block(size_t *len)
 {
-	*len = sqk_hint_len(3);
+	*len = hint_len(3);
 	uint8_t *blk = malloc(*len);
-	ck_assert_int_eq(sqk_hint_encode(three, 3, 10000, blk, *len), 0);
+	ck_assert_int_eq(hint_encode(three, 3, 10000, blk, *len), 0);
 	return blk;
 }
 
@@ -91,7 +91,7 @@ static int decode(const uint8_t *blk, size_t len, uint64_t bytes_used)
 {
 	struct sqk_hint_range out[8];
 	size_t n;
-	return sqk_hint_decode(blk, len, bytes_used, out, 8, &n);
+	return hint_decode(blk, len, bytes_used, out, 8, &n);
 }
 
 /* Every field of a block read is distrusted. */
@@ -106,44 +106,44 @@ START_TEST(test_hostile)
 	f[31] = 'X'; /* magic */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ENOENT);
 	f[31] = '1';
-	sqk_put_le32(f + 4, 2); /* version */
+	put_le32(f + 4, 2); /* version */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le32(f + 4, 1);
-	sqk_put_le32(f, (4096 - 32) / 16 + 1); /* nranges too large for len */
+	put_le32(f + 4, 1);
+	put_le32(f, (4096 - 32) / 16 + 1); /* nranges too large for len */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le32(f, 0xFFFFFFFFu);
+	put_le32(f, 0xFFFFFFFFu);
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le32(f, 3);
-	sqk_put_le64(f + 8, 4000); /* len not a multiple of 4096 */
+	put_le32(f, 3);
+	put_le64(f + 8, 4000); /* len not a multiple of 4096 */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le64(f + 8, 8192); /* len not the block's */
+	put_le64(f + 8, 8192); /* len not the block's */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le64(f + 8, 4096);
-	sqk_put_le64(f + 16, 1); /* the zero field */
+	put_le64(f + 8, 4096);
+	put_le64(f + 16, 1); /* the zero field */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le64(f + 16, 0);
+	put_le64(f + 16, 0);
 	b[100] = 1; /* a byte between ranges and footer */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
 	b[100] = 0;
-	sqk_put_le64(b + 16, 500); /* second range starts inside the first: overlap */
+	put_le64(b + 16, 500); /* second range starts inside the first: overlap */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le64(b + 16, 4096);
-	sqk_put_le64(b + 32, 100); /* third before the second: out of order */
+	put_le64(b + 16, 4096);
+	put_le64(b + 32, 100); /* third before the second: out of order */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le64(b + 32, 9000);
-	sqk_put_le64(b + 40, UINT64_MAX); /* start + length overflows */
+	put_le64(b + 32, 9000);
+	put_le64(b + 40, UINT64_MAX); /* start + length overflows */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le64(b + 40, 1000);
-	sqk_put_le64(b + 24, 0); /* an empty range */
+	put_le64(b + 40, 1000);
+	put_le64(b + 24, 0); /* an empty range */
 	ck_assert_int_eq(decode(b, len, 10000), SQK_ECORRUPT);
-	sqk_put_le64(b + 24, 50);
+	put_le64(b + 24, 50);
 	ck_assert_int_eq(decode(b, len, 10000), 0);
 	/* too short to hold a footer, or a footer asking for more than there is */
 	ck_assert_int_eq(decode(b, 16, 10000), SQK_ECORRUPT);
 	uint32_t nr;
 	size_t l;
-	ck_assert_int_eq(sqk_hint_footer(f, 2048, &nr, &l), SQK_ECORRUPT);
-	ck_assert_int_eq(sqk_hint_footer(f, 4096, &nr, &l), 0);
+	ck_assert_int_eq(hint_footer(f, 2048, &nr, &l), SQK_ECORRUPT);
+	ck_assert_int_eq(hint_footer(f, 4096, &nr, &l), 0);
 	ck_assert_uint_eq(nr, 3);
 	ck_assert_uint_eq(l, 4096);
 	free(b);

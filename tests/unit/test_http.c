@@ -86,18 +86,18 @@ START_TEST(test_dcache_roundtrip)
 {
 	char *root = tmpdir(), path[600];
 	uint8_t a[4096], b[4096];
-	struct sqk_dcache *d;
+	struct dcache *d;
 
 	test_fill_random(a, sizeof(a), 7);
-	ck_assert_int_eq(sqk_dcache_open(root, "k1", 1 << 20, &d), 0);
-	ck_assert_int_eq(sqk_dcache_get(d, 5, b, sizeof(b)), SQK_ENOENT);
-	sqk_dcache_put(d, 5, a, sizeof(a));
+	ck_assert_int_eq(dcache_open(root, "k1", 1 << 20, &d), 0);
+	ck_assert_int_eq(dcache_get(d, 5, b, sizeof(b)), SQK_ENOENT);
+	dcache_put(d, 5, a, sizeof(a));
 	memset(b, 0, sizeof(b));
-	ck_assert_int_eq(sqk_dcache_get(d, 5, b, sizeof(b)), 0);
+	ck_assert_int_eq(dcache_get(d, 5, b, sizeof(b)), 0);
 	ck_assert_mem_eq(a, b, sizeof(a));
 	/* the wrong length is a miss, not a short read */
-	ck_assert_int_eq(sqk_dcache_get(d, 5, b, sizeof(b) - 1), SQK_ENOENT);
-	sqk_dcache_close(d);
+	ck_assert_int_eq(dcache_get(d, 5, b, sizeof(b) - 1), SQK_ENOENT);
+	dcache_close(d);
 	/* no temporaries left behind */
 	snprintf(path, sizeof(path), "%s/k1", root);
 	ck_assert_uint_eq(count_files(path), 0); /* the length mismatch removed the entry */
@@ -111,24 +111,24 @@ START_TEST(test_dcache_damaged)
 {
 	char *root = tmpdir(), path[600];
 	uint8_t a[8192], b[8192];
-	struct sqk_dcache *d;
+	struct dcache *d;
 	int fd;
 
 	test_fill_random(a, sizeof(a), 9);
-	ck_assert_int_eq(sqk_dcache_open(root, "k", 1 << 20, &d), 0);
-	sqk_dcache_put(d, 0x1f, a, sizeof(a));
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, &d), 0);
+	dcache_put(d, 0x1f, a, sizeof(a));
 	snprintf(path, sizeof(path), "%s/k/1f", root);
 	fd = open(path, O_RDWR);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pwrite(fd, "\xff", 1, 16 + 100), 1);
 	close(fd);
-	ck_assert_int_eq(sqk_dcache_get(d, 0x1f, b, sizeof(b)), SQK_ENOENT);
+	ck_assert_int_eq(dcache_get(d, 0x1f, b, sizeof(b)), SQK_ENOENT);
 	ck_assert_int_eq(access(path, F_OK), -1); /* removed */
 
-	sqk_dcache_put(d, 0x1f, a, sizeof(a));
+	dcache_put(d, 0x1f, a, sizeof(a));
 	ck_assert_int_eq(truncate(path, 16 + 4096), 0);
-	ck_assert_int_eq(sqk_dcache_get(d, 0x1f, b, sizeof(b)), SQK_ENOENT);
-	sqk_dcache_close(d);
+	ck_assert_int_eq(dcache_get(d, 0x1f, b, sizeof(b)), SQK_ENOENT);
+	dcache_close(d);
 	rm_rf(root);
 	free(root);
 }
@@ -138,7 +138,7 @@ END_TEST
 START_TEST(test_dcache_stale_tmp)
 {
 	char *root = tmpdir(), dead[600], live[600];
-	struct sqk_dcache *d;
+	struct dcache *d;
 	FILE *f;
 
 	snprintf(dead, sizeof(dead), "%s/k", root);
@@ -149,10 +149,10 @@ START_TEST(test_dcache_stale_tmp)
 	fclose(f);
 	f = fopen(live, "w");
 	fclose(f);
-	ck_assert_int_eq(sqk_dcache_open(root, "k", 1 << 20, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, &d), 0);
 	ck_assert_int_eq(access(dead, F_OK), -1);
 	ck_assert_int_eq(access(live, F_OK), 0);
-	sqk_dcache_close(d);
+	dcache_close(d);
 	rm_rf(root);
 	free(root);
 }
@@ -163,26 +163,26 @@ START_TEST(test_dcache_bound)
 {
 	char *root = tmpdir(), path[600];
 	uint8_t a[4096], b[4096];
-	struct sqk_dcache *d1, *d2;
+	struct dcache *d1, *d2;
 	unsigned i;
 
 	test_fill_random(a, sizeof(a), 3);
-	ck_assert_int_eq(sqk_dcache_open(root, "old", 10 * (4096 + 16), &d1), 0);
+	ck_assert_int_eq(dcache_open(root, "old", 10 * (4096 + 16), &d1), 0);
 	for (i = 0; i < 8; i++)
-		sqk_dcache_put(d1, i, a, sizeof(a));
-	sqk_dcache_close(d1);
-	ck_assert_int_eq(sqk_dcache_open(root, "new", 10 * (4096 + 16), &d2), 0);
+		dcache_put(d1, i, a, sizeof(a));
+	dcache_close(d1);
+	ck_assert_int_eq(dcache_open(root, "new", 10 * (4096 + 16), &d2), 0);
 	for (i = 0; i < 6; i++)
-		sqk_dcache_put(d2, i, a, sizeof(a));
+		dcache_put(d2, i, a, sizeof(a));
 	snprintf(path, sizeof(path), "%s/old", root);
 	ck_assert_uint_eq(count_files(path), 4);
 	snprintf(path, sizeof(path), "%s/new", root);
 	ck_assert_uint_eq(count_files(path), 6);
 	for (i = 0; i < 6; i++)
-		ck_assert_int_eq(sqk_dcache_get(d2, i, b, sizeof(b)), 0);
+		ck_assert_int_eq(dcache_get(d2, i, b, sizeof(b)), 0);
 	/* keys never mix: the same chunk number of another version is absent */
-	ck_assert_int_eq(sqk_dcache_get(d2, 7, b, sizeof(b)), SQK_ENOENT);
-	sqk_dcache_close(d2);
+	ck_assert_int_eq(dcache_get(d2, 7, b, sizeof(b)), SQK_ENOENT);
+	dcache_close(d2);
 	rm_rf(root);
 	free(root);
 }
@@ -193,14 +193,14 @@ START_TEST(test_dcache_default_dir)
 	char buf[256];
 
 	setenv("XDG_CACHE_HOME", "/x/cache", 1);
-	ck_assert_int_eq(sqk_dcache_default_dir(buf, sizeof(buf)), 0);
+	ck_assert_int_eq(dcache_default_dir(buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "/x/cache/squashkit");
 	unsetenv("XDG_CACHE_HOME");
 	setenv("HOME", "/home/u", 1);
-	ck_assert_int_eq(sqk_dcache_default_dir(buf, sizeof(buf)), 0);
+	ck_assert_int_eq(dcache_default_dir(buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "/home/u/.cache/squashkit");
 	unsetenv("HOME");
-	ck_assert_int_eq(sqk_dcache_default_dir(buf, sizeof(buf)), SQK_ENOENT);
+	ck_assert_int_eq(dcache_default_dir(buf, sizeof(buf)), SQK_ENOENT);
 }
 END_TEST
 

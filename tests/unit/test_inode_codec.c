@@ -14,7 +14,7 @@
 
 struct fixture {
 	uint16_t type;
-	struct sqk_inode_body b;
+	struct inode_body b;
 	size_t len;
 	uint8_t bytes[40];
 	size_t full;    /* the brief's inode size without variable parts (§7.1 table) */
@@ -69,12 +69,12 @@ START_TEST(test_sizes)
 	for (size_t i = 0; i < NFX; i++) {
 		size_t extra = fx[i].type == SQK_T_LSYMLINK ? 4 : 0; /* xattr after the target */
 
-		ck_assert_uint_eq(sqk_inode_body_size(fx[i].type), fx[i].len);
+		ck_assert_uint_eq(inode_body_size(fx[i].type), fx[i].len);
 		ck_assert_uint_eq(SQK_INODE_HEADER_SIZE + fx[i].len + extra,
 				  fx[i].full + (fx[i].type == SQK_T_LSYMLINK ? 4 : 0));
 	}
-	ck_assert_uint_eq(sqk_inode_body_size(0), 0);
-	ck_assert_uint_eq(sqk_inode_body_size(15), 0);
+	ck_assert_uint_eq(inode_body_size(0), 0);
+	ck_assert_uint_eq(inode_body_size(15), 0);
 }
 END_TEST
 
@@ -84,7 +84,7 @@ START_TEST(test_encode)
 	uint8_t out[48];
 
 	memset(out, 0xAA, sizeof(out));
-	sqk_inode_body_encode(f->type, &f->b, out);
+	inode_body_encode(f->type, &f->b, out);
 	ck_assert_mem_eq(out, f->bytes, f->len);
 	ck_assert_uint_eq(out[f->len], 0xAA); /* nothing written past the body */
 }
@@ -93,10 +93,10 @@ END_TEST
 START_TEST(test_decode)
 {
 	const struct fixture *f = &fx[_i];
-	struct sqk_inode_body b;
+	struct inode_body b;
 
 	memset(&b, 0, sizeof(b));
-	sqk_inode_body_decode(f->type, f->bytes, &b);
+	inode_body_decode(f->type, f->bytes, &b);
 	ck_assert_uint_eq(b.nlink, f->b.nlink);
 	ck_assert_uint_eq(b.size, f->b.size);
 	ck_assert_uint_eq(b.blocks_start, f->b.blocks_start);

@@ -36,11 +36,11 @@ START_TEST(test_trailer_round_trip)
 	struct sqk_integ_trailer t = good_trailer(), u;
 	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
 
-	sqk_integ_trailer_encode(&t, raw);
+	integ_trailer_encode(&t, raw);
 	ck_assert_int_eq(memcmp(raw, "SQKINTG1", 8), 0);
 	ck_assert_int_eq(memcmp(raw + 120, "SQKINTG1", 8), 0);
-	ck_assert_uint_eq(sqk_get_le32(raw + 12), 65536);
-	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &u), 0);
+	ck_assert_uint_eq(get_le32(raw + 12), 65536);
+	ck_assert_int_eq(integ_trailer_decode(raw, &u), 0);
 	ck_assert_int_eq(memcmp(&t, &u, sizeof(t)), 0);
 }
 END_TEST
@@ -65,19 +65,19 @@ START_TEST(test_trailer_rejects)
 		case 8: t.covered = 0; t.hashes_at = 0; t.nchunks = 0; break;
 		default: break;
 		}
-		sqk_integ_trailer_encode(&t, raw);
+		integ_trailer_encode(&t, raw);
 		if (i == 9)
 			raw[0] ^= 1;
 		if (i == 10)
 			raw[100] = 1; /* reserved */
-		ck_assert_msg(sqk_integ_trailer_decode(raw, &t) < 0, "mutation %d accepted", i);
+		ck_assert_msg(integ_trailer_decode(raw, &t) < 0, "mutation %d accepted", i);
 	}
 	t = good_trailer();
-	sqk_integ_trailer_encode(&t, raw);
+	integ_trailer_encode(&t, raw);
 	raw[127] ^= 1; /* one magic damaged: a damaged trailer, not none */
-	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &t), SQK_ECORRUPT);
+	ck_assert_int_eq(integ_trailer_decode(raw, &t), SQK_ECORRUPT);
 	raw[0] ^= 1; /* neither magic: no trailer */
-	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &t), SQK_ENOENT);
+	ck_assert_int_eq(integ_trailer_decode(raw, &t), SQK_ENOENT);
 }
 END_TEST
 
@@ -95,7 +95,7 @@ static uint8_t *pattern(size_t len, unsigned seed)
 }
 
 /* Feeds data as the builder does: 96..end in odd-sized sequential pieces, then 0..96 last. */
-static void feed(struct sqk_integ_writer *w, const uint8_t *data, size_t len)
+static void feed(struct integ_writer *w, const uint8_t *data, size_t len)
 {
 	size_t off = 96;
 
@@ -103,24 +103,24 @@ static void feed(struct sqk_integ_writer *w, const uint8_t *data, size_t len)
 		size_t n = 1000 + off % 7777;
 		if (n > len - off)
 			n = len - off;
-		ck_assert_int_eq(sqk_integ_writer_update(w, off, data + off, n), 0);
+		ck_assert_int_eq(integ_writer_update(w, off, data + off, n), 0);
 		off += n;
 	}
-	ck_assert_int_eq(sqk_integ_writer_update(w, 0, data, 96), 0);
+	ck_assert_int_eq(integ_writer_update(w, 0, data, 96), 0);
 }
 
 /* Builds data || blob into *file (caller frees); returns the file length. */
 static size_t make_file(const uint8_t *data, size_t len, uint32_t cs, uint8_t **file,
 			uint8_t root[32])
 {
-	struct sqk_integ_writer *w;
+	struct integ_writer *w;
 	uint8_t *blob;
 	size_t blen;
 
-	ck_assert_int_eq(sqk_integ_writer_create(cs, &w), 0);
+	ck_assert_int_eq(integ_writer_create(cs, &w), 0);
 	feed(w, data, len);
-	ck_assert_int_eq(sqk_integ_writer_finish(w, len, &blob, &blen, root), 0);
-	sqk_integ_writer_destroy(w);
+	ck_assert_int_eq(integ_writer_finish(w, len, &blob, &blen, root), 0);
+	integ_writer_destroy(w);
 	*file = malloc(len + blen);
 	memcpy(*file, data, len);
 	memcpy(*file + len, blob, blen);
@@ -142,10 +142,10 @@ START_TEST(test_writer_matches_one_shot)
 
 		for (uint64_t k = 0; k < n; k++) {
 			size_t e = (k + 1) * 65536 < len ? (k + 1) * 65536 : len;
-			sqk_sha256(data + k * 65536, e - k * 65536, d);
+			hash_sha256(data + k * 65536, e - k * 65536, d);
 			ck_assert_int_eq(memcmp(d, file + len + 32 * k, 32), 0);
 		}
-		ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - 128, &t), 0);
+		ck_assert_int_eq(integ_trailer_decode(file + flen - 128, &t), 0);
 		ck_assert_uint_eq(t.covered, len);
 		ck_assert_uint_eq(t.nchunks, n);
 		ck_assert_int_eq(memcmp(t.root, root, 32), 0);
@@ -154,7 +154,7 @@ START_TEST(test_writer_matches_one_shot)
 		memcpy(buf, file + flen - 128, 128);
 		memset(buf + 40, 0, 32);
 		memcpy(buf + 128, file + len, 32 * n);
-		sqk_sha256(buf, 128 + 32 * n, d);
+		hash_sha256(buf, 128 + 32 * n, d);
 		ck_assert_int_eq(memcmp(d, root, 32), 0);
 		free(buf);
 		free(file);
@@ -165,32 +165,32 @@ END_TEST
 
 START_TEST(test_writer_rejects)
 {
-	struct sqk_integ_writer *w;
+	struct integ_writer *w;
 	uint8_t buf[8192] = { 0 }, *blob, root[32];
 	size_t blen;
 
-	ck_assert_int_eq(sqk_integ_writer_create(3000, &w), SQK_EINVAL);
-	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
-	ck_assert_int_eq(sqk_integ_writer_update(w, 0, buf, 8192), 0);
+	ck_assert_int_eq(integ_writer_create(3000, &w), SQK_EINVAL);
+	ck_assert_int_eq(integ_writer_create(4096, &w), 0);
+	ck_assert_int_eq(integ_writer_update(w, 0, buf, 8192), 0);
 	/* a gap past chunk 0 */
-	ck_assert_int_eq(sqk_integ_writer_update(w, 8193, buf, 10), SQK_EINVAL);
+	ck_assert_int_eq(integ_writer_update(w, 8193, buf, 10), SQK_EINVAL);
 	/* covered not what was fed / not 4K-aligned */
-	ck_assert_int_eq(sqk_integ_writer_finish(w, 12288, &blob, &blen, root), SQK_EINVAL);
-	ck_assert_int_eq(sqk_integ_writer_finish(w, 8000, &blob, &blen, root), SQK_EINVAL);
-	ck_assert_int_eq(sqk_integ_writer_finish(w, 8192, &blob, &blen, root), 0);
+	ck_assert_int_eq(integ_writer_finish(w, 12288, &blob, &blen, root), SQK_EINVAL);
+	ck_assert_int_eq(integ_writer_finish(w, 8000, &blob, &blen, root), SQK_EINVAL);
+	ck_assert_int_eq(integ_writer_finish(w, 8192, &blob, &blen, root), 0);
 	free(blob);
-	sqk_integ_writer_destroy(w);
-	sqk_integ_writer_destroy(NULL);
+	integ_writer_destroy(w);
+	integ_writer_destroy(NULL);
 }
 END_TEST
 
-static int load_mem(const uint8_t *file, size_t len, struct sqk_integ *ig)
+static int load_mem(const uint8_t *file, size_t len, struct integ *ig)
 {
 	struct sqk_io *io;
 	int rc;
 
 	ck_assert_int_eq(sqk_io_mem_create(file, len, &io), 0);
-	rc = sqk_integ_load(io, len, ig);
+	rc = integ_load(io, len, ig);
 	sqk_io_destroy(io);
 	return rc;
 }
@@ -200,31 +200,31 @@ START_TEST(test_load_and_check)
 	size_t len = 3 * 65536 + 8192;
 	uint8_t *data = pattern(len, 9), *file, root[32];
 	size_t flen = make_file(data, len, 0, &file, root);
-	struct sqk_integ ig;
+	struct integ ig;
 	uint64_t s, e;
 
 	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
 	ck_assert_uint_eq(ig.t.nchunks, 4);
 	ck_assert_int_eq(memcmp(ig.t.root, root, 32), 0);
-	sqk_integ_chunk_range(&ig, 3, &s, &e);
+	integ_chunk_range(&ig, 3, &s, &e);
 	ck_assert_uint_eq(s, 3 * 65536);
 	ck_assert_uint_eq(e, len);
 	for (uint64_t k = 0; k < 4; k++) {
-		sqk_integ_chunk_range(&ig, k, &s, &e);
-		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, file + s, e - s), 0);
+		integ_chunk_range(&ig, k, &s, &e);
+		ck_assert_int_eq(integ_check_chunk(&ig, k, file + s, e - s), 0);
 		file[s + (e - s) / 3] ^= 0x20;
-		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, file + s, e - s), SQK_ECORRUPT);
+		ck_assert_int_eq(integ_check_chunk(&ig, k, file + s, e - s), SQK_ECORRUPT);
 		file[s + (e - s) / 3] ^= 0x20;
 	}
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 4, file, 10), SQK_ECORRUPT);
-	sqk_integ_free(&ig);
-	sqk_integ_free(NULL);
+	ck_assert_int_eq(integ_check_chunk(&ig, 4, file, 10), SQK_ECORRUPT);
+	integ_free(&ig);
+	integ_free(NULL);
 	/* no trailer at all */
 	ck_assert_int_eq(load_mem(data, len, &ig), SQK_ENOENT);
-	sqk_integ_free(&ig);
+	integ_free(&ig);
 	/* truncated by 4K: the trailer is gone */
 	ck_assert_int_lt(load_mem(file, flen - 4096, &ig), 0);
-	sqk_integ_free(&ig);
+	integ_free(&ig);
 	free(file);
 	free(data);
 }
@@ -236,16 +236,16 @@ START_TEST(test_every_flip_detected)
 	size_t len = 5 * 4096;
 	uint8_t *data = pattern(len, 3), *file, root[32];
 	size_t flen = make_file(data, len, 4096, &file, root);
-	struct sqk_integ ig;
+	struct integ ig;
 
 	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
-	sqk_integ_free(&ig);
+	integ_free(&ig);
 	for (size_t i = len; i < flen; i++) {
 		file[i] ^= 0x01;
 		int rc = load_mem(file, flen, &ig);
 		ck_assert_msg(rc == SQK_ECORRUPT || (rc == SQK_ENOENT && i >= flen - 8),
 			      "flip at %zu (blob offset %zu) gave %d", i, i - len, rc);
-		sqk_integ_free(&ig);
+		integ_free(&ig);
 		file[i] ^= 0x01;
 	}
 	free(file);
@@ -260,15 +260,15 @@ START_TEST(test_hex)
 
 	for (int i = 0; i < 32; i++)
 		d[i] = (uint8_t)(i * 37 + 5);
-	sqk_integ_hex(d, hex);
+	integ_hex(d, hex);
 	ck_assert_uint_eq(strlen(hex), 64);
-	ck_assert_int_eq(sqk_integ_parse_hex(hex, e), 0);
+	ck_assert_int_eq(integ_parse_hex(hex, e), 0);
 	ck_assert_int_eq(memcmp(d, e, 32), 0);
 	hex[10] = 'g';
-	ck_assert_int_eq(sqk_integ_parse_hex(hex, e), SQK_EINVAL);
-	ck_assert_int_eq(sqk_integ_parse_hex("abcd", e), SQK_EINVAL);
-	sqk_sha256("abc", 3, d);
-	sqk_integ_hex(d, hex);
+	ck_assert_int_eq(integ_parse_hex(hex, e), SQK_EINVAL);
+	ck_assert_int_eq(integ_parse_hex("abcd", e), SQK_EINVAL);
+	hash_sha256("abc", 3, d);
+	integ_hex(d, hex);
 	ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 END_TEST
@@ -589,24 +589,24 @@ END_TEST
 static size_t make_fast_file(const uint8_t *data, size_t len, uint32_t cs, uint8_t **file,
 			     size_t *blen)
 {
-	struct sqk_integ_writer *w;
+	struct integ_writer *w;
 	uint8_t *blk, *blob, root[32];
 	size_t bl, tl;
 
-	ck_assert_int_eq(sqk_integ_writer_create(cs, &w), 0);
+	ck_assert_int_eq(integ_writer_create(cs, &w), 0);
 	feed(w, data, len);
-	ck_assert_int_eq(sqk_integ_writer_fast(w, len, &blk, &bl), 0);
+	ck_assert_int_eq(integ_writer_fast(w, len, &blk, &bl), 0);
 	ck_assert_ptr_nonnull(blk);
 	/* chunk 0 is final now, and there is one block per writer */
-	ck_assert_int_eq(sqk_integ_writer_update(w, 0, data, 96), SQK_EINVAL);
+	ck_assert_int_eq(integ_writer_update(w, 0, data, 96), SQK_EINVAL);
 	{
 		uint8_t *b2;
 		size_t l2;
-		ck_assert_int_eq(sqk_integ_writer_fast(w, len, &b2, &l2), SQK_EINVAL);
+		ck_assert_int_eq(integ_writer_fast(w, len, &b2, &l2), SQK_EINVAL);
 	}
-	ck_assert_int_eq(sqk_integ_writer_update(w, len, blk, bl), 0);
-	ck_assert_int_eq(sqk_integ_writer_finish(w, len + bl, &blob, &tl, root), 0);
-	sqk_integ_writer_destroy(w);
+	ck_assert_int_eq(integ_writer_update(w, len, blk, bl), 0);
+	ck_assert_int_eq(integ_writer_finish(w, len + bl, &blob, &tl, root), 0);
+	integ_writer_destroy(w);
 	*file = malloc(len + bl + tl);
 	memcpy(*file, data, len);
 	memcpy(*file + len, blk, bl);
@@ -625,68 +625,68 @@ START_TEST(test_fast_writer)
 	size_t len = 5 * 65536 + 8192, bl;
 	uint8_t *data = pattern(len, 21), *file;
 	size_t flen = make_fast_file(data, len, 0, &file, &bl);
-	struct sqk_integ ig;
-	struct sqk_integ_fast f;
+	struct integ ig;
+	struct integ_fast f;
 
 	ck_assert_uint_eq(bl, 4096);
 	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
 	ck_assert_uint_eq(ig.t.covered, len + bl);
 	ck_assert_int_eq(memcmp(file + bl + len - 8, SQK_FAST_MAGIC, 8), 0);
-	ck_assert_uint_eq(sqk_get_le64(file + len + bl - 32), 5);         /* n = at / cs */
-	ck_assert_uint_eq(sqk_get_le64(file + len + bl - 24), 4096);      /* len */
-	ck_assert_uint_eq(sqk_get_le32(file + len + bl - 16), 1);         /* version */
-	ck_assert_uint_eq(sqk_get_le32(file + len + bl - 12), SQK_FAST_XXH3_64);
+	ck_assert_uint_eq(get_le64(file + len + bl - 32), 5);         /* n = at / cs */
+	ck_assert_uint_eq(get_le64(file + len + bl - 24), 4096);      /* len */
+	ck_assert_uint_eq(get_le32(file + len + bl - 16), 1);         /* version */
+	ck_assert_uint_eq(get_le32(file + len + bl - 12), SQK_FAST_XXH3_64);
 	for (uint64_t k = 0; k < 5; k++)
-		ck_assert_uint_eq(sqk_get_le64(file + len + 8 * k),
-				  sqk_xxh3_64(data + k * 65536, 65536));
+		ck_assert_uint_eq(get_le64(file + len + 8 * k),
+				  hash_xxh3_64(data + k * 65536, 65536));
 	for (size_t i = len + 40; i < len + bl - 32; i++)
 		ck_assert_uint_eq(file[i], 0);
-	ck_assert_int_eq(sqk_integ_fast_decode(file + len, bl, &ig.t, len, &f), 0);
+	ck_assert_int_eq(integ_fast_decode(file + len, bl, &ig.t, len, &f), 0);
 	ck_assert_uint_eq(f.at, len);
 	ck_assert_uint_eq(f.n, 5);
 	for (uint64_t k = 0; k < 5; k++) {
-		ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536),
+		ck_assert_int_eq(integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536),
 				 0);
 		file[k * 65536 + 1000 + k] ^= 0x08;
-		ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536),
+		ck_assert_int_eq(integ_fast_check_chunk(&ig, &f, k, file + k * 65536, 65536),
 				 SQK_ECORRUPT);
 		file[k * 65536 + 1000 + k] ^= 0x08;
 	}
 	/* the chunk holding the block has no entry */
-	ck_assert_int_eq(sqk_integ_fast_check_chunk(&ig, &f, 5, file + 5 * 65536, 65536),
+	ck_assert_int_eq(integ_fast_check_chunk(&ig, &f, 5, file + 5 * 65536, 65536),
 			 SQK_ECORRUPT);
 	/* the block's bytes are covered by the digests: a flipped entry fails chunk 5's digest */
 	file[len + 3] ^= 1;
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 5, file + 5 * 65536, len + bl - 5 * 65536),
+	ck_assert_int_eq(integ_check_chunk(&ig, 5, file + 5 * 65536, len + bl - 5 * 65536),
 			 SQK_ECORRUPT);
 	file[len + 3] ^= 1;
-	sqk_integ_fast_free(&f);
-	sqk_integ_fast_free(NULL);
-	sqk_integ_free(&ig);
+	integ_fast_free(&f);
+	integ_fast_free(NULL);
+	integ_free(&ig);
 	free(file);
 
 	/* no whole chunk before the block: none; an unaligned or early offset is refused */
-	struct sqk_integ_writer *w;
+	struct integ_writer *w;
 	uint8_t *blk;
-	ck_assert_int_eq(sqk_integ_writer_create(0, &w), 0);
+	ck_assert_int_eq(integ_writer_create(0, &w), 0);
 	feed(w, data, 8192);
-	ck_assert_int_eq(sqk_integ_writer_fast(w, 8192, &blk, &bl), 0);
+	ck_assert_int_eq(integ_writer_fast(w, 8192, &blk, &bl), 0);
 	ck_assert_ptr_null(blk);
 	ck_assert_uint_eq(bl, 0);
-	sqk_integ_writer_destroy(w);
-	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
+	integ_writer_destroy(w);
+	ck_assert_int_eq(integ_writer_create(4096, &w), 0);
 	feed(w, data, 5 * 4096);
-	ck_assert_int_eq(sqk_integ_writer_fast(w, 5 * 4096 + 100, &blk, &bl), SQK_EINVAL);
-	sqk_integ_writer_destroy(w);
-	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
+	ck_assert_int_eq(integ_writer_fast(w, 5 * 4096 + 100, &blk, &bl), SQK_EINVAL);
+	integ_writer_destroy(w);
+	ck_assert_int_eq(integ_writer_create(4096, &w), 0);
 	feed(w, data, 5 * 4096);
 	/* not all fed */
-	ck_assert_int_eq(sqk_integ_writer_fast(w, 4 * 4096, &blk, &bl), SQK_EINVAL);
-	sqk_integ_writer_destroy(w);
-	ck_assert_uint_eq(sqk_integ_fast_len(0), 4096);
-	ck_assert_uint_eq(sqk_integ_fast_len(508), 4096);
-	ck_assert_uint_eq(sqk_integ_fast_len(509), 8192);
-	ck_assert_uint_eq(sqk_integ_fast_len(UINT64_MAX / 4), 0);
+	ck_assert_int_eq(integ_writer_fast(w, 4 * 4096, &blk, &bl), SQK_EINVAL);
+	integ_writer_destroy(w);
+	ck_assert_uint_eq(integ_fast_len(0), 4096);
+	ck_assert_uint_eq(integ_fast_len(508), 4096);
+	ck_assert_uint_eq(integ_fast_len(509), 8192);
+	ck_assert_uint_eq(integ_fast_len(UINT64_MAX / 4), 0);
 	free(data);
 }
 END_TEST
@@ -697,50 +697,50 @@ START_TEST(test_fast_hostile)
 	size_t len = 3 * 65536, bl;
 	uint8_t *data = pattern(len, 22), *file;
 	size_t flen = make_fast_file(data, len, 0, &file, &bl);
-	struct sqk_integ ig;
-	struct sqk_integ_fast f;
+	struct integ ig;
+	struct integ_fast f;
 	uint8_t *blk = malloc(bl), *foot;
 	uint64_t at, l, n;
 
 	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
 	memcpy(blk, file + len, bl);
 	foot = blk + bl - SQK_FAST_FOOTER_SIZE;
-	ck_assert_int_eq(sqk_integ_fast_decode(blk, bl, &ig.t, len, &f), 0);
-	sqk_integ_fast_free(&f);
+	ck_assert_int_eq(integ_fast_decode(blk, bl, &ig.t, len, &f), 0);
+	integ_fast_free(&f);
 #define HOSTILE(edit, undo, want)                                                           \
 	do {                                                                                \
 		edit;                                                                       \
-		ck_assert_int_eq(sqk_integ_fast_decode(blk, bl, &ig.t, len, &f), want);     \
+		ck_assert_int_eq(integ_fast_decode(blk, bl, &ig.t, len, &f), want);     \
 		ck_assert_ptr_null(f.sums);                                                 \
 		undo;                                                                       \
 	} while (0)
 	HOSTILE(foot[24] ^= 1, foot[24] ^= 1, SQK_ENOENT);                   /* bad magic */
-	HOSTILE(sqk_put_le64(foot, 4), sqk_put_le64(foot, 3), SQK_ECORRUPT); /* n too many */
-	HOSTILE(sqk_put_le64(foot, 2), sqk_put_le64(foot, 3), SQK_ECORRUPT); /* n too few */
-	HOSTILE(sqk_put_le64(foot, UINT64_MAX / 8), sqk_put_le64(foot, 3), SQK_ECORRUPT);
-	HOSTILE(sqk_put_le64(foot + 8, 4000), sqk_put_le64(foot + 8, 4096), SQK_ECORRUPT);
-	HOSTILE(sqk_put_le64(foot + 8, 0), sqk_put_le64(foot + 8, 4096), SQK_ECORRUPT);
+	HOSTILE(put_le64(foot, 4), put_le64(foot, 3), SQK_ECORRUPT); /* n too many */
+	HOSTILE(put_le64(foot, 2), put_le64(foot, 3), SQK_ECORRUPT); /* n too few */
+	HOSTILE(put_le64(foot, UINT64_MAX / 8), put_le64(foot, 3), SQK_ECORRUPT);
+	HOSTILE(put_le64(foot + 8, 4000), put_le64(foot + 8, 4096), SQK_ECORRUPT);
+	HOSTILE(put_le64(foot + 8, 0), put_le64(foot + 8, 4096), SQK_ECORRUPT);
 	/* a block longer than its entries need (it would reach into the image or the hint) */
-	HOSTILE(sqk_put_le64(foot + 8, 8192), sqk_put_le64(foot + 8, 4096), SQK_ECORRUPT);
+	HOSTILE(put_le64(foot + 8, 8192), put_le64(foot + 8, 4096), SQK_ECORRUPT);
 	/* len beyond covered */
-	HOSTILE(sqk_put_le64(foot + 8, ig.t.covered + 4096), sqk_put_le64(foot + 8, 4096),
+	HOSTILE(put_le64(foot + 8, ig.t.covered + 4096), put_le64(foot + 8, 4096),
 		SQK_ECORRUPT);
-	HOSTILE(sqk_put_le64(foot + 8, UINT64_MAX - 4095), sqk_put_le64(foot + 8, 4096),
+	HOSTILE(put_le64(foot + 8, UINT64_MAX - 4095), put_le64(foot + 8, 4096),
 		SQK_ECORRUPT);
 	HOSTILE(blk[100] = 1, blk[100] = 0, SQK_ECORRUPT); /* non-zero padding */
 	HOSTILE(foot[16] = 2, foot[16] = 1, SQK_EUNSUPPORTED); /* another version: skipped */
 	HOSTILE(foot[20] = 2, foot[20] = 1, SQK_EUNSUPPORTED); /* another algorithm */
 	/* overlapping what must precede it (the hint, the image): min_start past its start */
-	ck_assert_int_eq(sqk_integ_fast_decode(blk, bl, &ig.t, len + 4096, &f), SQK_ECORRUPT);
-	ck_assert_int_eq(sqk_integ_fast_footer(foot, &ig.t, len + 4096, &at, &l, &n), SQK_ECORRUPT);
-	ck_assert_int_eq(sqk_integ_fast_footer(foot, &ig.t, len, &at, &l, &n), 0);
+	ck_assert_int_eq(integ_fast_decode(blk, bl, &ig.t, len + 4096, &f), SQK_ECORRUPT);
+	ck_assert_int_eq(integ_fast_footer(foot, &ig.t, len + 4096, &at, &l, &n), SQK_ECORRUPT);
+	ck_assert_int_eq(integ_fast_footer(foot, &ig.t, len, &at, &l, &n), 0);
 	ck_assert_uint_eq(at, len);
 	ck_assert_uint_eq(l, 4096);
 	ck_assert_uint_eq(n, 3);
 	/* a block shorter than its footer */
-	ck_assert_int_eq(sqk_integ_fast_decode(blk, 16, &ig.t, len, &f), SQK_ECORRUPT);
+	ck_assert_int_eq(integ_fast_decode(blk, 16, &ig.t, len, &f), SQK_ECORRUPT);
 #undef HOSTILE
-	sqk_integ_free(&ig);
+	integ_free(&ig);
 	free(blk);
 	free(file);
 	free(data);
@@ -754,15 +754,15 @@ static void resign_chunk(uint8_t *file, size_t flen, uint64_t k)
 	struct sqk_integ_trailer t;
 	uint8_t *tr = file + flen - SQK_INTEG_TRAILER_SIZE;
 
-	ck_assert_int_eq(sqk_integ_trailer_decode(tr, &t), 0);
+	ck_assert_int_eq(integ_trailer_decode(tr, &t), 0);
 	uint64_t s = k * t.chunk_size,
 		 e = s + t.chunk_size < t.covered ? s + t.chunk_size : t.covered;
-	sqk_sha256(file + s, e - s, file + t.covered + 32 * k);
+	hash_sha256(file + s, e - s, file + t.covered + 32 * k);
 	uint8_t *buf = malloc(128 + 32 * t.nchunks);
 	memcpy(buf, tr, 128);
 	memset(buf + 40, 0, 32);
 	memcpy(buf + 128, file + t.covered, 32 * t.nchunks);
-	sqk_sha256(buf, 128 + 32 * t.nchunks, tr + 40);
+	hash_sha256(buf, 128 + 32 * t.nchunks, tr + 40);
 	free(buf);
 }
 
@@ -771,11 +771,11 @@ static void fast_of(const uint8_t *file, size_t flen, uint64_t *at, uint64_t *n)
 {
 	struct sqk_integ_trailer t;
 
-	ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - SQK_INTEG_TRAILER_SIZE, &t), 0);
+	ck_assert_int_eq(integ_trailer_decode(file + flen - SQK_INTEG_TRAILER_SIZE, &t), 0);
 	const uint8_t *foot = file + t.covered - SQK_FAST_FOOTER_SIZE;
 	ck_assert_int_eq(memcmp(foot + 24, SQK_FAST_MAGIC, 8), 0);
-	*n = sqk_get_le64(foot);
-	*at = t.covered - sqk_get_le64(foot + 8);
+	*n = get_le64(foot);
+	*at = t.covered - get_le64(foot + 8);
 }
 
 /* Verified reads use XXH3-64 when the image has fast checksums: counted, and a wrong entry (the
@@ -839,7 +839,7 @@ START_TEST(test_fast_reads)
 	ck_assert_uint_lt(k, n);
 	copy[at + 8 * k] ^= 0x10;
 	resign_chunk(copy, len, at / t.chunk_size);
-	ck_assert_int_eq(sqk_integ_trailer_decode(copy + len - 128, &t), 0);
+	ck_assert_int_eq(integ_trailer_decode(copy + len - 128, &t), 0);
 	img = open_copy(copy, len, OPEN_DEFAULT, &log, &io, &rc);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), SQK_ECORRUPT);
@@ -896,7 +896,7 @@ START_TEST(test_fast_reads)
 }
 END_TEST
 
-/* An image from before the fast checksums (the writer without sqk_integ_writer_fast: its
+/* An image from before the fast checksums (the writer without integ_writer_fast: its
  * integrity data rebuilt over the image alone): no block, every chunk checked with SHA-256,
  * a flipped raw byte caught. */
 START_TEST(test_fast_absent)
@@ -906,7 +906,7 @@ START_TEST(test_fast_absent)
 	size_t len;
 	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
 	struct logbuf log = { "", 0 };
-	struct sqk_integ_writer *w;
+	struct integ_writer *w;
 	struct sqk_image *img;
 	struct sqk_stats st = { .size = sizeof(st) };
 	uint64_t at, n, nchunks;
@@ -916,10 +916,10 @@ START_TEST(test_fast_absent)
 	int rc;
 
 	fast_of(bytes, len, &at, &n);
-	ck_assert_int_eq(sqk_integ_writer_create(0, &w), 0);
+	ck_assert_int_eq(integ_writer_create(0, &w), 0);
 	feed(w, bytes, at);
-	ck_assert_int_eq(sqk_integ_writer_finish(w, at, &blob, &blen, root), 0);
-	sqk_integ_writer_destroy(w);
+	ck_assert_int_eq(integ_writer_finish(w, at, &blob, &blen, root), 0);
+	integ_writer_destroy(w);
 	uint8_t *old = malloc(at + blen);
 	memcpy(old, bytes, at);
 	memcpy(old + at, blob, blen);
@@ -958,15 +958,15 @@ END_TEST
 static size_t make_tree_file(const uint8_t *data, size_t len, uint32_t cs, uint32_t group,
 			     uint64_t flat_max, uint8_t **file, uint8_t root[32])
 {
-	struct sqk_integ_writer *w;
+	struct integ_writer *w;
 	uint8_t *blob;
 	size_t blen;
 
-	ck_assert_int_eq(sqk_integ_writer_create(cs, &w), 0);
-	ck_assert_int_eq(sqk_integ_writer_tree(w, group, flat_max), 0);
+	ck_assert_int_eq(integ_writer_create(cs, &w), 0);
+	ck_assert_int_eq(integ_writer_tree(w, group, flat_max), 0);
 	feed(w, data, len);
-	ck_assert_int_eq(sqk_integ_writer_finish(w, len, &blob, &blen, root), 0);
-	sqk_integ_writer_destroy(w);
+	ck_assert_int_eq(integ_writer_finish(w, len, &blob, &blen, root), 0);
+	integ_writer_destroy(w);
 	*file = malloc(len + blen);
 	memcpy(*file, data, len);
 	memcpy(*file + len, blob, blen);
@@ -975,13 +975,13 @@ static size_t make_tree_file(const uint8_t *data, size_t len, uint32_t cs, uint3
 	return len + blen;
 }
 
-static int load_mem_lazy(const uint8_t *file, size_t len, struct sqk_integ *ig)
+static int load_mem_lazy(const uint8_t *file, size_t len, struct integ *ig)
 {
 	struct sqk_io *io;
 	int rc;
 
 	ck_assert_int_eq(sqk_io_mem_create(file, len, &io), 0);
-	rc = sqk_integ_load_lazy(io, len, ig);
+	rc = integ_load_lazy(io, len, ig);
 	sqk_io_destroy(io);
 	return rc;
 }
@@ -999,23 +999,23 @@ START_TEST(test_tree_layout)
 	struct sqk_integ_trailer t;
 	uint64_t ga = TREE_LEN + 32 * TREE_CHUNKS;
 
-	ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - 128, &t), 0);
+	ck_assert_int_eq(integ_trailer_decode(file + flen - 128, &t), 0);
 	ck_assert_uint_eq(t.version, 2);
-	ck_assert_uint_eq(sqk_get_le32(file + flen - 128 + 8), 2);
+	ck_assert_uint_eq(get_le32(file + flen - 128 + 8), 2);
 	ck_assert_uint_eq(t.group_chunks, 64);
 	ck_assert_uint_eq(t.groups_at, ga);
 	ck_assert_uint_eq(t.ngroups, 4);
-	ck_assert_uint_eq(sqk_integ_end(&t), flen);
-	ck_assert_uint_eq(sqk_integ_lazy_start(&t), ga);
+	ck_assert_uint_eq(integ_end(&t), flen);
+	ck_assert_uint_eq(integ_lazy_start(&t), ga);
 	ck_assert_uint_eq(flen, (ga + 4 * 32 + 128 + 4095) / 4096 * 4096);
 	for (uint64_t k = 0; k < TREE_CHUNKS; k++) {
-		sqk_sha256(data + k * 4096, 4096, d);
+		hash_sha256(data + k * 4096, 4096, d);
 		ck_assert_int_eq(memcmp(d, file + TREE_LEN + 32 * k, 32), 0);
 	}
 	for (uint64_t g = 0; g < 4; g++) {
 		uint64_t n = g < 3 ? 64 : TREE_CHUNKS - 192;
 
-		sqk_sha256(file + TREE_LEN + 32 * 64 * g, 32 * n, d);
+		hash_sha256(file + TREE_LEN + 32 * 64 * g, 32 * n, d);
 		ck_assert_int_eq(memcmp(d, file + ga + 32 * g, 32), 0);
 	}
 	for (size_t i = ga + 4 * 32; i < flen - 128; i++)
@@ -1024,7 +1024,7 @@ START_TEST(test_tree_layout)
 	memcpy(buf, file + flen - 128, 128);
 	memset(buf + 40, 0, 32);
 	memcpy(buf + 128, file + ga, 4 * 32);
-	sqk_sha256(buf, sizeof(buf), d);
+	hash_sha256(buf, sizeof(buf), d);
 	ck_assert_int_eq(memcmp(d, root, 32), 0);
 	ck_assert_int_eq(memcmp(t.root, root, 32), 0);
 	free(file);
@@ -1037,48 +1037,48 @@ START_TEST(test_tree_loads)
 {
 	uint8_t *data = pattern(TREE_LEN, 22), *file, root[32];
 	size_t flen = make_tree_file(data, TREE_LEN, 4096, 64, 0, &file, root);
-	struct sqk_integ ig;
+	struct integ ig;
 	uint64_t k0, k1, s, e;
 
 	ck_assert_int_eq(load_mem(file, flen, &ig), 0);
 	ck_assert_int_eq(memcmp(ig.t.root, root, 32), 0);
 	for (uint64_t k = 0; k < TREE_CHUNKS; k++) {
-		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096), 0);
+		ck_assert_int_eq(integ_check_chunk(&ig, k, data + k * 4096, 4096), 0);
 		data[k * 4096 + 7] ^= 4;
-		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096),
+		ck_assert_int_eq(integ_check_chunk(&ig, k, data + k * 4096, 4096),
 				 SQK_ECORRUPT);
 		data[k * 4096 + 7] ^= 4;
 	}
-	sqk_integ_free(&ig);
+	integ_free(&ig);
 
 	ck_assert_int_eq(load_mem_lazy(file, flen, &ig), 0);
-	ck_assert_uint_eq(sqk_integ_group_of(&ig, 127), 1);
-	ck_assert_uint_eq(sqk_integ_group_of(&ig, 199), 3);
-	sqk_integ_group_range(&ig, 3, &k0, &k1, &s, &e);
+	ck_assert_uint_eq(integ_group_of(&ig, 127), 1);
+	ck_assert_uint_eq(integ_group_of(&ig, 199), 3);
+	integ_group_range(&ig, 3, &k0, &k1, &s, &e);
 	ck_assert_uint_eq(k0, 192);
 	ck_assert_uint_eq(k1, 200);
 	ck_assert_uint_eq(s, TREE_LEN + 192 * 32);
 	ck_assert_uint_eq(e, TREE_LEN + 200 * 32);
 	for (uint64_t g = 0; g < 4; g++)
-		ck_assert(!sqk_integ_group_loaded(&ig, g));
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 70, data + 70 * 4096, 4096), SQK_ENOENT);
-	sqk_integ_group_range(&ig, 1, &k0, &k1, &s, &e);
-	ck_assert_int_eq(sqk_integ_group_accept(&ig, 1, file + s, e - s), 0);
-	ck_assert_int_eq(sqk_integ_group_accept(&ig, 1, file + s, e - s), 0); /* again: no-op */
-	ck_assert(sqk_integ_group_loaded(&ig, 1));
-	ck_assert(!sqk_integ_group_loaded(&ig, 0));
+		ck_assert(!integ_group_loaded(&ig, g));
+	ck_assert_int_eq(integ_check_chunk(&ig, 70, data + 70 * 4096, 4096), SQK_ENOENT);
+	integ_group_range(&ig, 1, &k0, &k1, &s, &e);
+	ck_assert_int_eq(integ_group_accept(&ig, 1, file + s, e - s), 0);
+	ck_assert_int_eq(integ_group_accept(&ig, 1, file + s, e - s), 0); /* again: no-op */
+	ck_assert(integ_group_loaded(&ig, 1));
+	ck_assert(!integ_group_loaded(&ig, 0));
 	for (uint64_t k = k0; k < k1; k++)
-		ck_assert_int_eq(sqk_integ_check_chunk(&ig, k, data + k * 4096, 4096), 0);
+		ck_assert_int_eq(integ_check_chunk(&ig, k, data + k * 4096, 4096), 0);
 	data[70 * 4096] ^= 1;
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 70, data + 70 * 4096, 4096), SQK_ECORRUPT);
+	ck_assert_int_eq(integ_check_chunk(&ig, 70, data + 70 * 4096, 4096), SQK_ECORRUPT);
 	data[70 * 4096] ^= 1;
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 5, data + 5 * 4096, 4096), SQK_ENOENT);
+	ck_assert_int_eq(integ_check_chunk(&ig, 5, data + 5 * 4096, 4096), SQK_ENOENT);
 	/* the short last group */
-	sqk_integ_group_range(&ig, 3, &k0, &k1, &s, &e);
-	ck_assert_int_eq(sqk_integ_group_accept(&ig, 3, file + s, e - s - 32), SQK_ECORRUPT);
-	ck_assert_int_eq(sqk_integ_group_accept(&ig, 3, file + s, e - s), 0);
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 199, data + 199 * 4096, 4096), 0);
-	sqk_integ_free(&ig);
+	integ_group_range(&ig, 3, &k0, &k1, &s, &e);
+	ck_assert_int_eq(integ_group_accept(&ig, 3, file + s, e - s - 32), SQK_ECORRUPT);
+	ck_assert_int_eq(integ_group_accept(&ig, 3, file + s, e - s), 0);
+	ck_assert_int_eq(integ_check_chunk(&ig, 199, data + 199 * 4096, 4096), 0);
+	integ_free(&ig);
 	free(file);
 	free(data);
 }
@@ -1086,35 +1086,35 @@ END_TEST
 
 /* A flipped byte in group 2's chunk digests: the lazy load passes (the root does not cover
  * them), the group is refused and stays unknown, the other groups are accepted; a full load
- * fails; sqk_integ_accept_groups counts the one bad group. */
+ * fails; integ_accept_groups counts the one bad group. */
 START_TEST(test_tree_bad_group)
 {
 	uint8_t *data = pattern(TREE_LEN, 23), *file, root[32];
 	size_t flen = make_tree_file(data, TREE_LEN, 4096, 64, 0, &file, root);
-	struct sqk_integ ig;
+	struct integ ig;
 	struct sqk_io *io;
 	uint64_t k0, k1, s, e, nbad;
 
 	file[TREE_LEN + 32 * (2 * 64 + 5) + 9] ^= 0x10;
 	ck_assert_int_eq(load_mem(file, flen, &ig), SQK_ECORRUPT);
-	sqk_integ_free(&ig);
+	integ_free(&ig);
 	ck_assert_int_eq(load_mem_lazy(file, flen, &ig), 0);
-	sqk_integ_group_range(&ig, 2, &k0, &k1, &s, &e);
-	ck_assert_int_eq(sqk_integ_group_check(&ig, 2, file + s, e - s), SQK_ECORRUPT);
-	ck_assert_int_eq(sqk_integ_group_accept(&ig, 2, file + s, e - s), SQK_ECORRUPT);
-	ck_assert(!sqk_integ_group_loaded(&ig, 2));
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 130, data + 130 * 4096, 4096), SQK_ENOENT);
-	sqk_integ_free(&ig);
+	integ_group_range(&ig, 2, &k0, &k1, &s, &e);
+	ck_assert_int_eq(integ_group_check(&ig, 2, file + s, e - s), SQK_ECORRUPT);
+	ck_assert_int_eq(integ_group_accept(&ig, 2, file + s, e - s), SQK_ECORRUPT);
+	ck_assert(!integ_group_loaded(&ig, 2));
+	ck_assert_int_eq(integ_check_chunk(&ig, 130, data + 130 * 4096, 4096), SQK_ENOENT);
+	integ_free(&ig);
 
 	ck_assert_int_eq(sqk_io_mem_create(file, flen, &io), 0);
-	ck_assert_int_eq(sqk_integ_load_lazy(io, flen, &ig), 0);
-	ck_assert_int_eq(sqk_integ_accept_groups(io, &ig, &nbad, NULL, NULL), 0);
+	ck_assert_int_eq(integ_load_lazy(io, flen, &ig), 0);
+	ck_assert_int_eq(integ_accept_groups(io, &ig, &nbad, NULL, NULL), 0);
 	ck_assert_uint_eq(nbad, 1);
-	ck_assert(sqk_integ_group_loaded(&ig, 0) && sqk_integ_group_loaded(&ig, 1));
-	ck_assert(!sqk_integ_group_loaded(&ig, 2) && sqk_integ_group_loaded(&ig, 3));
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 10, data + 10 * 4096, 4096), 0);
-	ck_assert_int_eq(sqk_integ_check_chunk(&ig, 130, data + 130 * 4096, 4096), SQK_ENOENT);
-	sqk_integ_free(&ig);
+	ck_assert(integ_group_loaded(&ig, 0) && integ_group_loaded(&ig, 1));
+	ck_assert(!integ_group_loaded(&ig, 2) && integ_group_loaded(&ig, 3));
+	ck_assert_int_eq(integ_check_chunk(&ig, 10, data + 10 * 4096, 4096), 0);
+	ck_assert_int_eq(integ_check_chunk(&ig, 130, data + 130 * 4096, 4096), SQK_ENOENT);
+	integ_free(&ig);
 	sqk_io_destroy(io);
 	free(file);
 	free(data);
@@ -1130,16 +1130,16 @@ START_TEST(test_tree_every_flip)
 	uint8_t *data = pattern(len, 24), *file, root[32];
 	size_t flen = make_tree_file(data, len, 4096, 64, 0, &file, root);
 	uint64_t ga = len + 130 * 32;
-	struct sqk_integ ig;
+	struct integ ig;
 
 	for (size_t i = len; i < flen; i++) {
 		int full, lazy;
 
 		file[i] ^= 0x01;
 		full = load_mem(file, flen, &ig);
-		sqk_integ_free(&ig);
+		integ_free(&ig);
 		lazy = load_mem_lazy(file, flen, &ig);
-		sqk_integ_free(&ig);
+		integ_free(&ig);
 		file[i] ^= 0x01;
 		ck_assert_msg(full == SQK_ECORRUPT || (full == SQK_ENOENT && i >= flen - 8),
 			      "full load: flip at %zu gave %d", i, full);
@@ -1171,8 +1171,8 @@ START_TEST(test_tree_trailer_rejects)
 	struct sqk_integ_trailer t = good_tree(), u;
 	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
 
-	sqk_integ_trailer_encode(&t, raw);
-	ck_assert_int_eq(sqk_integ_trailer_decode(raw, &u), 0);
+	integ_trailer_encode(&t, raw);
+	ck_assert_int_eq(integ_trailer_decode(raw, &u), 0);
 	ck_assert_uint_eq(u.group_chunks, 64);
 	ck_assert_uint_eq(u.groups_at, t.groups_at);
 	ck_assert_uint_eq(u.ngroups, 4);
@@ -1191,7 +1191,7 @@ START_TEST(test_tree_trailer_rejects)
 		case 9: t.version = 3; break;
 		default: break;
 		}
-		sqk_integ_trailer_encode(&t, raw);
+		integ_trailer_encode(&t, raw);
 		if (i == 10)
 			raw[76] = 1; /* the u32 after group_chunks */
 		if (i == 11)
@@ -1199,16 +1199,16 @@ START_TEST(test_tree_trailer_rejects)
 		if (i == 12)
 			raw[119] = 0x80;
 		if (i == 13) { /* version 1 with tree fields: not zero where v1 needs zeros */
-			sqk_put_le32(raw + 8, 1);
+			put_le32(raw + 8, 1);
 		}
 		if (i == 14) { /* groups_at + 32*ngroups overflowing */
-			sqk_put_le64(raw + 16, UINT64_MAX - 4095);
-			sqk_put_le64(raw + 24, UINT64_MAX - 4095);
-			sqk_put_le64(raw + 32, (UINT64_MAX - 4095) / 4096 + 1);
+			put_le64(raw + 16, UINT64_MAX - 4095);
+			put_le64(raw + 24, UINT64_MAX - 4095);
+			put_le64(raw + 32, (UINT64_MAX - 4095) / 4096 + 1);
 		}
 		if (i == 15) /* a group size that is no power of two but divides evenly */
-			sqk_put_le32(raw + 72, 100);
-		ck_assert_msg(sqk_integ_trailer_decode(raw, &u) == SQK_ECORRUPT,
+			put_le32(raw + 72, 100);
+		ck_assert_msg(integ_trailer_decode(raw, &u) == SQK_ECORRUPT,
 			      "mutation %d accepted", i);
 	}
 }
@@ -1224,22 +1224,22 @@ START_TEST(test_tree_auto)
 
 	/* 200 digests take 6400 bytes */
 	flen = make_tree_file(data, TREE_LEN, 4096, 64, 6400, &file, root);
-	ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - 128, &t), 0);
+	ck_assert_int_eq(integ_trailer_decode(file + flen - 128, &t), 0);
 	ck_assert_uint_eq(t.version, 1);
 	free(file);
 	flen = make_tree_file(data, TREE_LEN, 4096, 64, 6399, &file, root);
-	ck_assert_int_eq(sqk_integ_trailer_decode(file + flen - 128, &t), 0);
+	ck_assert_int_eq(integ_trailer_decode(file + flen - 128, &t), 0);
 	ck_assert_uint_eq(t.version, 2);
 	ck_assert_uint_eq(t.ngroups, 4);
 	free(file);
 	free(data);
 
-	struct sqk_integ_writer *w;
-	ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
-	ck_assert_int_eq(sqk_integ_writer_tree(w, 100, 0), SQK_EINVAL);
-	ck_assert_int_eq(sqk_integ_writer_tree(w, 32, 0), SQK_EINVAL);
-	ck_assert_int_eq(sqk_integ_writer_tree(w, 131072, 0), SQK_EINVAL);
-	sqk_integ_writer_destroy(w);
+	struct integ_writer *w;
+	ck_assert_int_eq(integ_writer_create(4096, &w), 0);
+	ck_assert_int_eq(integ_writer_tree(w, 100, 0), SQK_EINVAL);
+	ck_assert_int_eq(integ_writer_tree(w, 32, 0), SQK_EINVAL);
+	ck_assert_int_eq(integ_writer_tree(w, 131072, 0), SQK_EINVAL);
+	integ_writer_destroy(w);
 
 	/* the defaults: SQK_INTEG_FLAT_MAX / 32 chunks of 4 KiB stay flat, one more is a tree */
 	size_t piece = 1u << 20;
@@ -1248,21 +1248,21 @@ START_TEST(test_tree_auto)
 	for (int more = 0; more < 2; more++) {
 		uint64_t n = SQK_INTEG_FLAT_MAX / 32 + (uint64_t)more, covered = n * 4096;
 
-		ck_assert_int_eq(sqk_integ_writer_create(4096, &w), 0);
+		ck_assert_int_eq(integ_writer_create(4096, &w), 0);
 		for (uint64_t off = 0; off < covered; off += piece) {
 			size_t len = covered - off < piece ? (size_t)(covered - off) : piece;
-			ck_assert_int_eq(sqk_integ_writer_update(w, off, zeros, len), 0);
+			ck_assert_int_eq(integ_writer_update(w, off, zeros, len), 0);
 		}
-		ck_assert_int_eq(sqk_integ_writer_finish(w, covered, &blob, &blen, root), 0);
-		sqk_integ_writer_destroy(w);
-		ck_assert_int_eq(sqk_integ_trailer_decode(blob + blen - 128, &t), 0);
+		ck_assert_int_eq(integ_writer_finish(w, covered, &blob, &blen, root), 0);
+		integ_writer_destroy(w);
+		ck_assert_int_eq(integ_trailer_decode(blob + blen - 128, &t), 0);
 		ck_assert_uint_eq(t.nchunks, n);
 		ck_assert_uint_eq(t.version, more ? 2 : 1);
 		if (more) {
 			ck_assert_uint_eq(t.group_chunks, SQK_INTEG_GROUP_DEFAULT);
 			ck_assert_uint_eq(t.ngroups, n / 4096 + 1);
 		}
-		ck_assert_uint_eq(covered + blen, sqk_integ_end(&t));
+		ck_assert_uint_eq(covered + blen, integ_end(&t));
 		free(blob);
 	}
 	free(zeros);

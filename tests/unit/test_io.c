@@ -371,23 +371,23 @@ START_TEST(test_outfile)
 	char dir[] = "/tmp/sqk-outfile-XXXXXX", path[64], bad[96], buf[32];
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/out.bin", dir);
-	struct sqk_outfile o;
-	ck_assert_int_eq(sqk_outfile_open(&o, path, ".t"), 0);
+	struct outfile o;
+	ck_assert_int_eq(outfile_open(&o, path, ".t"), 0);
 	ck_assert_int_eq(write(o.fd, "lost", 4), 4);
 	ck_assert_int_eq(access(path, F_OK), -1);
-	sqk_outfile_abort(&o);
+	outfile_abort(&o);
 	ck_assert_int_eq(entries_in(dir), 0);
 
 	FILE *f = fopen(path, "w");
 	fputs("old", f);
 	fclose(f);
 	mode_t um = umask(027);
-	ck_assert_int_eq(sqk_outfile_open(&o, path, ".t"), 0);
+	ck_assert_int_eq(outfile_open(&o, path, ".t"), 0);
 	umask(um);
 	ck_assert_int_eq(write(o.fd, "new content", 11), 11);
 	ck_assert_int_eq(entries_in(dir), 1); /* the old file only: the new one has no name */
-	ck_assert_int_eq(sqk_outfile_commit(&o, path), 0);
-	sqk_outfile_abort(&o); /* after a commit: nothing to do */
+	ck_assert_int_eq(outfile_commit(&o, path), 0);
+	outfile_abort(&o); /* after a commit: nothing to do */
 	ck_assert_int_eq(entries_in(dir), 1);
 	f = fopen(path, "r");
 	ck_assert_uint_eq(fread(buf, 1, sizeof(buf), f), 11);
@@ -399,9 +399,9 @@ START_TEST(test_outfile)
 
 	snprintf(bad, sizeof(bad), "%s/missing/out.bin", dir);
 	errno = 0;
-	ck_assert_int_eq(sqk_outfile_open(&o, bad, ".t"), -1);
+	ck_assert_int_eq(outfile_open(&o, bad, ".t"), -1);
 	ck_assert_int_eq(errno, ENOENT);
-	sqk_outfile_abort(&o);
+	outfile_abort(&o);
 	unlink(path);
 	rmdir(dir);
 }
@@ -448,46 +448,46 @@ static void write_file(const char *path, const void *p, size_t len)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
-static const struct sqk_outfile_kind img_kind = {
-	.what = "a SquashFS image", .ours = sqk_outfile_is_squashfs, .devices = true,
+static const struct outfile_kind img_kind = {
+	.what = "a SquashFS image", .ours = outfile_is_squashfs, .devices = true,
 };
-static const struct sqk_outfile_kind nodev_kind = {
-	.what = "a SquashFS image", .ours = sqk_outfile_is_squashfs, .devices = false,
+static const struct outfile_kind nodev_kind = {
+	.what = "a SquashFS image", .ours = outfile_is_squashfs, .devices = false,
 };
 
 /* Judges path; checks the verdict, the path written and, for a refusal, that why holds want. */
-static void expect_verdict(const char *path, const struct sqk_outfile_kind *k, bool force,
-			   enum sqk_outfile_verdict v, const char *where, const char *want)
+static void expect_verdict(const char *path, const struct outfile_kind *k, bool force,
+			   enum outfile_verdict v, const char *where, const char *want)
 {
-	struct sqk_outfile_target t;
-	ck_assert_int_eq(sqk_outfile_judge(path, k, force, &t), 0);
+	struct outfile_target t;
+	ck_assert_int_eq(outfile_judge(path, k, force, &t), 0);
 	ck_assert_msg(t.verdict == v, "%s: verdict %d, expected %d (%s)", path, t.verdict, v,
 		      t.why);
 	if (where)
 		ck_assert_str_eq(t.path, where);
 	if (want)
 		ck_assert_msg(strstr(t.why, want), "%s: why '%s' lacks '%s'", path, t.why, want);
-	sqk_outfile_target_free(&t);
+	outfile_target_free(&t);
 }
 
 /* The recognisers: the SquashFS magic; ustar at 257 (POSIX and GNU), gzip, xz, zstd heads. */
 START_TEST(test_outfile_kinds)
 {
 	uint8_t h[SQK_OUTFILE_HEAD] = { 0 };
-	ck_assert(sqk_outfile_is_squashfs((const uint8_t *)"hsqs", 4));
-	ck_assert(!sqk_outfile_is_squashfs((const uint8_t *)"hsq", 3));
-	ck_assert(!sqk_outfile_is_squashfs((const uint8_t *)"sqsh", 4)); /* big-endian 3.x */
-	ck_assert(!sqk_outfile_is_tar(h, sizeof(h)));                   /* zeros */
+	ck_assert(outfile_is_squashfs((const uint8_t *)"hsqs", 4));
+	ck_assert(!outfile_is_squashfs((const uint8_t *)"hsq", 3));
+	ck_assert(!outfile_is_squashfs((const uint8_t *)"sqsh", 4)); /* big-endian 3.x */
+	ck_assert(!outfile_is_tar(h, sizeof(h)));                   /* zeros */
 	memcpy(h + 257, "ustar\0" "00", 8);
-	ck_assert(sqk_outfile_is_tar(h, sizeof(h)));
-	ck_assert(!sqk_outfile_is_tar(h, 261));                         /* cut short */
+	ck_assert(outfile_is_tar(h, sizeof(h)));
+	ck_assert(!outfile_is_tar(h, 261));                         /* cut short */
 	memcpy(h + 257, "ustar  \0", 8);
-	ck_assert(sqk_outfile_is_tar(h, sizeof(h)));
-	ck_assert(sqk_outfile_is_tar((const uint8_t *)"\x1f\x8b\x08", 3));
-	ck_assert(sqk_outfile_is_tar((const uint8_t *)"\xfd" "7zXZ\0", 6));
-	ck_assert(sqk_outfile_is_tar((const uint8_t *)"\x28\xb5\x2f\xfd", 4));
-	ck_assert(!sqk_outfile_is_tar((const uint8_t *)"BZh91AY", 7)); /* not what sqk tar writes */
-	ck_assert(!sqk_outfile_is_tar((const uint8_t *)"notes\n", 6));
+	ck_assert(outfile_is_tar(h, sizeof(h)));
+	ck_assert(outfile_is_tar((const uint8_t *)"\x1f\x8b\x08", 3));
+	ck_assert(outfile_is_tar((const uint8_t *)"\xfd" "7zXZ\0", 6));
+	ck_assert(outfile_is_tar((const uint8_t *)"\x28\xb5\x2f\xfd", 4));
+	ck_assert(!outfile_is_tar((const uint8_t *)"BZh91AY", 7)); /* not what sqk tar writes */
+	ck_assert(!outfile_is_tar((const uint8_t *)"notes\n", 6));
 }
 END_TEST
 
@@ -589,14 +589,14 @@ START_TEST(test_outfile_judge)
 }
 END_TEST
 
-/* sqk_outfile_create: a refusal creates nothing and says why (errno 0); forced, a hard-linked
+/* outfile_create: a refusal creates nothing and says why (errno 0); forced, a hard-linked
  * file is replaced under its name while its other name keeps the old content; through a
  * symlink, the file it points at is replaced and the symlink stays. */
 START_TEST(test_outfile_create)
 {
 	char dir[] = "/tmp/sqk-create-XXXXXX", txt[64], txt2[64], img[64], lnk[64], msg[700];
 	char buf[32];
-	struct sqk_outfile o;
+	struct outfile o;
 	struct stat st;
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(txt, sizeof(txt), "%s/notes.txt", dir);
@@ -606,18 +606,18 @@ START_TEST(test_outfile_create)
 	write_file(txt, "notes", 5);
 	ck_assert_int_eq(link(txt, txt2), 0);
 	errno = EBADF;
-	ck_assert_int_eq(sqk_outfile_create(&o, txt, &img_kind, false, ".t", msg, sizeof(msg)), -1);
+	ck_assert_int_eq(outfile_create(&o, txt, &img_kind, false, ".t", msg, sizeof(msg)), -1);
 	ck_assert_int_eq(errno, 0);
 	ck_assert_ptr_nonnull(strstr(msg, "not a SquashFS image: not replaced"));
 	ck_assert_int_eq(o.fd, -1);
-	sqk_outfile_abort(&o);
+	outfile_abort(&o);
 	ck_assert_int_eq(entries_in(dir), 2);
 
-	ck_assert_int_eq(sqk_outfile_create(&o, txt, &img_kind, true, ".t", msg, sizeof(msg)), 0);
+	ck_assert_int_eq(outfile_create(&o, txt, &img_kind, true, ".t", msg, sizeof(msg)), 0);
 	ck_assert(!o.device);
 	ck_assert_int_eq(write(o.fd, "hsqs-new", 8), 8);
-	ck_assert_int_eq(sqk_outfile_commit(&o, NULL), 0);
-	sqk_outfile_abort(&o);
+	ck_assert_int_eq(outfile_commit(&o, NULL), 0);
+	outfile_abort(&o);
 	FILE *f = fopen(txt, "r");
 	ck_assert_uint_eq(fread(buf, 1, sizeof(buf), f), 8);
 	fclose(f);
@@ -629,9 +629,9 @@ START_TEST(test_outfile_create)
 
 	write_file(img, "hsqs-old", 8);
 	ck_assert_int_eq(symlink("img", lnk), 0);
-	ck_assert_int_eq(sqk_outfile_create(&o, lnk, &img_kind, false, ".t", msg, sizeof(msg)), 0);
+	ck_assert_int_eq(outfile_create(&o, lnk, &img_kind, false, ".t", msg, sizeof(msg)), 0);
 	ck_assert_int_eq(write(o.fd, "hsqs-newer", 10), 10);
-	ck_assert_int_eq(sqk_outfile_commit(&o, NULL), 0);
+	ck_assert_int_eq(outfile_commit(&o, NULL), 0);
 	ck_assert_int_eq(lstat(lnk, &st), 0);
 	ck_assert(S_ISLNK(st.st_mode));
 	ck_assert_int_eq(stat(img, &st), 0);
@@ -642,23 +642,23 @@ START_TEST(test_outfile_create)
 	snprintf(buf, sizeof(buf), "new");
 	char nw[80];
 	snprintf(nw, sizeof(nw), "%s/%s", dir, buf);
-	ck_assert_int_eq(sqk_outfile_create(&o, nw, &img_kind, false, ".t", msg, sizeof(msg)), 0);
+	ck_assert_int_eq(outfile_create(&o, nw, &img_kind, false, ".t", msg, sizeof(msg)), 0);
 	ck_assert_int_eq(write(o.fd, "hsqs", 4), 4);
 	write_file(nw, "theirs", 6);
 	errno = 0;
-	ck_assert_int_eq(sqk_outfile_commit(&o, NULL), -1);
+	ck_assert_int_eq(outfile_commit(&o, NULL), -1);
 	ck_assert_int_eq(errno, EEXIST);
-	sqk_outfile_abort(&o);
+	outfile_abort(&o);
 	ck_assert_int_eq(stat(nw, &st), 0);
 	ck_assert_int_eq(st.st_size, 6);
 	ck_assert_int_eq(entries_in(dir), 5);
 	/* judged an old image, replaced by another file meanwhile: not replaced */
-	ck_assert_int_eq(sqk_outfile_create(&o, img, &img_kind, false, ".t", msg, sizeof(msg)), 0);
+	ck_assert_int_eq(outfile_create(&o, img, &img_kind, false, ".t", msg, sizeof(msg)), 0);
 	ck_assert_int_eq(unlink(img), 0);
 	write_file(img, "hsqs-theirs", 11);
-	ck_assert_int_eq(sqk_outfile_commit(&o, NULL), -1);
+	ck_assert_int_eq(outfile_commit(&o, NULL), -1);
 	ck_assert_int_eq(errno, EEXIST);
-	sqk_outfile_abort(&o);
+	outfile_abort(&o);
 	ck_assert_int_eq(stat(img, &st), 0);
 	ck_assert_int_eq(st.st_size, 11);
 	ck_assert_int_eq(entries_in(dir), 5);

@@ -108,12 +108,12 @@ static int build(const char *threads, struct sqk_io **mem, struct sqk_io **fault
 static size_t meta_at(const uint8_t *img, size_t len, uint64_t pos, uint8_t *out)
 {
 	struct sqk_comp_config cfg = { .id = SQK_COMP_ZSTD, .block_size = 131072 };
-	struct sqk_compressor *z;
+	struct compressor *z;
 	size_t used;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &z), 0);
+	ck_assert_int_eq(compressor_create(&cfg, &z), 0);
 	ck_assert_uint_lt(pos, len);
-	ssize_t n = sqk_meta_decode_block(z, img + pos, len - pos, out, 0, &used);
-	sqk_compressor_destroy(z);
+	ssize_t n = meta_decode_block(z, img + pos, len - pos, out, 0, &used);
+	compressor_destroy(z);
 	ck_assert_int_gt(n, 0);
 	return (size_t)n;
 }
@@ -129,7 +129,7 @@ START_TEST(test_build_in_memory)
 	size_t len;
 	const uint8_t *img = sqk_io_mem_data(mem, &len);
 	ck_assert_uint_eq(len % SQK_PAD, 0);
-	sqk_super_decode(img, &disk);
+	super_decode(img, &disk);
 	ck_assert_uint_eq(disk.magic, SQK_MAGIC);
 	ck_assert_uint_eq(disk.version_major, 4);
 	ck_assert_uint_eq(disk.block_size, 131072);
@@ -148,26 +148,26 @@ START_TEST(test_build_in_memory)
 	size_t n = meta_at(img, len, disk.inode_table_start + (disk.root_inode >> 16), blk);
 	size_t off = disk.root_inode & 0xFFFF;
 	ck_assert_uint_le(off + 32, n);
-	struct sqk_inode_header h;
-	sqk_inode_header_decode(blk + off, &h);
+	struct inode_header h;
+	inode_header_decode(blk + off, &h);
 	ck_assert_uint_eq(h.type, SQK_T_DIR);
 	ck_assert_uint_eq(h.inode_number, 1);
-	uint32_t start = sqk_get_le32(blk + off + 16);
-	uint16_t size = sqk_get_le16(blk + off + 24), doff = sqk_get_le16(blk + off + 26);
+	uint32_t start = get_le32(blk + off + 16);
+	uint16_t size = get_le16(blk + off + 24), doff = get_le16(blk + off + 26);
 
 	/* The root listing: one run, names sorted, a.txt and hard share an inode number. */
 	uint8_t dir[SQK_META_SIZE];
 	size_t dn = meta_at(img, len, disk.directory_table_start + start, dir);
 	ck_assert_uint_le(doff + size - 3, dn);
-	struct sqk_dir_header dh;
-	sqk_dir_header_decode(dir + doff, &dh);
+	struct dir_header dh;
+	dir_header_decode(dir + doff, &dh);
 	ck_assert_uint_eq(dh.count + 1, 6);
 	const char *want[] = { "a.txt", "big.bin", "dup.bin", "hard", "link", "sub" };
 	size_t p = doff + SQK_DIR_HEADER_SIZE;
 	uint32_t ino[6];
 	for (int i = 0; i < 6; i++) {
-		struct sqk_dir_entry e;
-		sqk_dir_entry_decode(dir + p, &e);
+		struct dir_entry e;
+		dir_entry_decode(dir + p, &e);
 		ck_assert_uint_eq(e.name_size + 1, strlen(want[i]));
 		ck_assert_int_eq(memcmp(dir + p + 8, want[i], strlen(want[i])), 0);
 		ino[i] = (uint32_t)((int64_t)dh.inode_number + e.inode_delta);
@@ -314,7 +314,7 @@ static void runs_round(size_t budget, bool expect_runs)
 		ck_assert_mem_eq(r->target, target, r->r.target_len);
 		if (n) {
 			int cmp = prev.dir != r->dir ? (prev.dir < r->dir ? -1 : 1) :
-				  sqk_name_cmp(pname, prev.r.name_len, r->name, r->r.name_len);
+				  dir_name_cmp(pname, prev.r.name_len, r->name, r->r.name_len);
 			ck_assert_msg(cmp < 0 || (cmp == 0 && prev.seq < r->seq),
 				      "record %zu out of order", n);
 		}

@@ -45,7 +45,7 @@ static void count_at(struct sqk_image *img, const char *path, uint64_t files, ui
 	uint64_t f = 99, b = 99;
 
 	ck_assert_int_eq(sqk_lookup_path(img, path, &in), 0);
-	ck_assert_int_eq(sqk_progress_count(img, &in, &f, &b), 0);
+	ck_assert_int_eq(progress_count(img, &in, &f, &b), 0);
 	ck_assert_msg(f == files && b == bytes, "%s: %llu files, %llu bytes (want %llu, %llu)",
 		      path, (unsigned long long)f, (unsigned long long)b,
 		      (unsigned long long)files, (unsigned long long)bytes);
@@ -77,22 +77,22 @@ START_TEST(test_formats)
 {
 	char b[32];
 
-	sqk_progress_size(b, sizeof(b), 0);
+	progress_size(b, sizeof(b), 0);
 	ck_assert_str_eq(b, "0 B");
-	sqk_progress_size(b, sizeof(b), 1023);
+	progress_size(b, sizeof(b), 1023);
 	ck_assert_str_eq(b, "1023 B");
-	sqk_progress_size(b, sizeof(b), 1536);
+	progress_size(b, sizeof(b), 1536);
 	ck_assert_str_eq(b, "1.5 KiB");
-	sqk_progress_size(b, sizeof(b), 16u << 20);
+	progress_size(b, sizeof(b), 16u << 20);
 	ck_assert_str_eq(b, "16.0 MiB");
-	sqk_progress_size(b, sizeof(b), 5ull << 40);
+	progress_size(b, sizeof(b), 5ull << 40);
 	ck_assert_str_eq(b, "5.0 TiB");
-	sqk_progress_rate(b, sizeof(b), 10u << 20, 2.0);
+	progress_rate(b, sizeof(b), 10u << 20, 2.0);
 	ck_assert_str_eq(b, "5.0 MiB/s");
-	sqk_progress_rate(b, sizeof(b), 10u << 20, 0);
+	progress_rate(b, sizeof(b), 10u << 20, 0);
 	ck_assert_str_eq(b, "-");
-	ck_assert_str_eq(sqk_plural(1, "file", "files"), "file");
-	ck_assert_str_eq(sqk_plural(0, "file", "files"), "files");
+	ck_assert_str_eq(plural(1, "file", "files"), "file");
+	ck_assert_str_eq(plural(0, "file", "files"), "files");
 }
 END_TEST
 
@@ -101,15 +101,15 @@ END_TEST
 START_TEST(test_counting_io)
 {
 	static const char data[] = "0123456789abcdef";
-	struct sqk_progress p;
+	struct progress p;
 	struct sqk_io *mem, *io;
 	uint64_t size;
 	char buf[8];
 
-	sqk_progress_init(&p, "verify", true);
+	progress_init(&p, "verify", true);
 	p.on = true; /* as on a terminal, without drawing: never started */
 	ck_assert_int_eq(sqk_io_mem_create(data, 16, &mem), 0);
-	ck_assert_int_eq(sqk_progress_io(&p, mem, &io), 0);
+	ck_assert_int_eq(progress_io(&p, mem, &io), 0);
 	ck_assert_int_eq(sqk_io_get_size(io, &size), 0);
 	ck_assert_uint_eq(size, 16);
 	ck_assert_int_eq(sqk_io_read_at(io, 4, buf, 8), 0);
@@ -117,13 +117,13 @@ START_TEST(test_counting_io)
 	ck_assert_int_eq(sqk_io_read_ahead(io, 0, buf, 2, NULL), 0);
 	ck_assert_int_ne(sqk_io_read_at(io, 12, buf, 8), 0); /* past the end: not counted */
 	ck_assert_uint_eq(atomic_load(&p.bytes), 10);
-	sqk_progress_add(&p, 2, 5);
+	progress_add(&p, 2, 5);
 	ck_assert_uint_eq(atomic_load(&p.files), 2);
 	ck_assert_uint_eq(atomic_load(&p.bytes), 15);
 	sqk_io_destroy(io);  /* the wrapper only */
 	ck_assert_int_eq(sqk_io_read_at(mem, 0, buf, 2), 0);
 	sqk_io_destroy(mem);
-	sqk_progress_stop(&p); /* not started: nothing to stop */
+	progress_stop(&p); /* not started: nothing to stop */
 }
 END_TEST
 
@@ -131,7 +131,7 @@ END_TEST
  * no summary is printed. */
 START_TEST(test_off_terminal)
 {
-	struct sqk_progress p;
+	struct progress p;
 	FILE *f = tmpfile();
 	int saved = dup(STDERR_FILENO);
 	struct stat st;
@@ -139,15 +139,15 @@ START_TEST(test_off_terminal)
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_ge(saved, 0);
 	ck_assert_int_ge(dup2(fileno(f), STDERR_FILENO), 0);
-	sqk_progress_init(&p, "extract", true);
+	progress_init(&p, "extract", true);
 	ck_assert(!p.on);
-	sqk_progress_totals(&p, 3, 300);
-	ck_assert_int_eq(sqk_progress_start(&p, 0), 0);
-	sqk_progress_add(&p, 1, 100);
+	progress_totals(&p, 3, 300);
+	ck_assert_int_eq(progress_start(&p, 0), 0);
+	progress_add(&p, 1, 100);
 	ck_assert_uint_eq(atomic_load(&p.bytes), 0);
 	usleep(300 * 1000); /* a tick would have drawn by now */
-	sqk_progress_stop(&p);
-	sqk_progress_summary(&p, "%d files", 3);
+	progress_stop(&p);
+	progress_summary(&p, "%d files", 3);
 	fflush(stderr);
 	ck_assert_int_eq(fstat(fileno(f), &st), 0);
 	dup2(saved, STDERR_FILENO);

@@ -322,7 +322,7 @@ static uint64_t count_meta_blocks(const uint8_t *d, uint64_t start, uint64_t end
 {
 	uint64_t n = 0;
 	while (start < end) {
-		start += 2 + (sqk_get_le16(d + start) & (SQK_META_RAW - 1));
+		start += 2 + (get_le16(d + start) & (SQK_META_RAW - 1));
 		n++;
 	}
 	ck_assert_uint_eq(start, end);
@@ -381,7 +381,7 @@ START_TEST(test_info)
 	ck_assert_uint_eq(inf.inode_metadata_blocks,
 			  count_meta_blocks(d, sb->inode_table_start, sb->directory_table_start));
 	ck_assert_uint_ne(sb->fragment_count, 0);
-	uint64_t dir_end = sqk_get_le64(d + sb->fragment_table_start);
+	uint64_t dir_end = get_le64(d + sb->fragment_table_start);
 	ck_assert_uint_eq(inf.directory_table_bytes, dir_end - sb->directory_table_start);
 	ck_assert_uint_eq(inf.directory_metadata_blocks,
 			  count_meta_blocks(d, sb->directory_table_start, dir_end));
@@ -437,8 +437,8 @@ START_TEST(test_root_hash)
 	struct sqk_image *img;
 	memcpy(bad, mem_root, sizeof(bad));
 	bad[31] ^= 1;
-	sqk_integ_hex(mem_root, got);
-	sqk_integ_hex(bad, want);
+	integ_hex(mem_root, got);
+	integ_hex(bad, want);
 	snprintf(msg, sizeof(msg), "test.sqsh: root digest %s does not match the pinned %s", got,
 		 want);
 	for (int verify = 0; verify < 2; verify++) {
@@ -749,28 +749,28 @@ static void put_meta_table(struct buf *img, const void *d, size_t n, uint64_t *i
 {
 	uint8_t blk[2 + SQK_META_SIZE], idx[8];
 	uint64_t start = img->len;
-	ck_assert_int_eq(sqk_meta_encode_block(NULL, d, n, blk), (ssize_t)(2 + n));
+	ck_assert_int_eq(meta_encode_block(NULL, d, n, blk), (ssize_t)(2 + n));
 	put(img, blk, 2 + n);
 	*index_pos = img->len;
-	sqk_put_le64(idx, start);
+	put_le64(idx, start);
 	put(img, idx, 8);
 }
 
-static void put_inode_hdr(struct sqk_meta_writer *w, uint16_t type, uint16_t mode, uint32_t ino)
+static void put_inode_hdr(struct meta_writer *w, uint16_t type, uint16_t mode, uint32_t ino)
 {
 	uint8_t h[16];
-	struct sqk_inode_header ih = { .type = type, .mode = mode, .mtime = 1000,
+	struct inode_header ih = { .type = type, .mode = mode, .mtime = 1000,
 				       .inode_number = ino };
-	sqk_inode_header_encode(&ih, h);
-	sqk_meta_writer_append(w, h, 16);
+	inode_header_encode(&ih, h);
+	meta_writer_append(w, h, 16);
 }
 
 static void put_entry(struct buf *d, uint16_t off, int16_t delta, uint16_t type, const char *n)
 {
 	uint8_t e[8];
-	struct sqk_dir_entry de = { .offset = off, .inode_delta = delta, .type = type,
+	struct dir_entry de = { .offset = off, .inode_delta = delta, .type = type,
 				    .name_size = (uint16_t)(strlen(n) - 1) };
-	sqk_dir_entry_encode(&de, e);
+	dir_entry_encode(&de, e);
 	put(d, e, 8);
 	put(d, n, strlen(n));
 }
@@ -778,8 +778,8 @@ static void put_entry(struct buf *d, uint16_t off, int16_t delta, uint16_t type,
 static void put_run(struct buf *d, uint32_t count, uint32_t ino)
 {
 	uint8_t h[12];
-	struct sqk_dir_header dh = { .count = count - 1, .start_block = 0, .inode_number = ino };
-	sqk_dir_header_encode(&dh, h);
+	struct dir_header dh = { .count = count - 1, .start_block = 0, .inode_number = ino };
+	dir_header_encode(&dh, h);
 	put(d, h, 12);
 }
 
@@ -793,43 +793,43 @@ static uint8_t *craft_image(const struct craft *c, size_t *len)
 				.xattr_id_table_start = SQK_NONE64,
 				.export_table_start = SQK_NONE64 };
 	struct sqk_comp_config cfg = { .id = SQK_COMP_ZSTD, .block_size = BS };
-	struct sqk_compressor *z;
+	struct compressor *z;
 	uint8_t blk[BS], cz[BS], w[4];
 	uint32_t fsize = c->fsize ? c->fsize : 2 * BS;
-	ck_assert_int_eq(sqk_compressor_create(&cfg, &z), 0);
+	ck_assert_int_eq(compressor_create(&cfg, &z), 0);
 	put(&img, blk, SQK_SUPER_SIZE);
 	/* f: block 0 raw, block 1 compressed (one byte short if asked) */
 	fill(blk, BS, 9);
 	uint64_t fstart = img.len;
 	put(&img, blk, BS);
-	ssize_t zn = sqk_compress(z, blk, c->short_block ? BS - 1 : BS, cz, BS);
+	ssize_t zn = comp_compress(z, blk, c->short_block ? BS - 1 : BS, cz, BS);
 	ck_assert_int_gt(zn, 0);
 	put(&img, cz, (size_t)zn);
 	uint64_t fragpos = img.len;
 	put(&img, "tailtail", 8);
 	/* inode table */
-	struct sqk_meta_writer iw;
-	sqk_meta_writer_init(&iw, NULL);
+	struct meta_writer iw;
+	meta_writer_init(&iw, NULL);
 	uint32_t nb = fsize / BS + (fsize % BS != 0);
 	put_inode_hdr(&iw, SQK_T_FILE, 0644, 1);
 	uint8_t fb[16];
-	sqk_put_le32(fb, (uint32_t)fstart);
-	sqk_put_le32(fb + 4, SQK_NONE32);
-	sqk_put_le32(fb + 8, 0);
-	sqk_put_le32(fb + 12, fsize);
-	sqk_meta_writer_append(&iw, fb, 16);
+	put_le32(fb, (uint32_t)fstart);
+	put_le32(fb + 4, SQK_NONE32);
+	put_le32(fb + 8, 0);
+	put_le32(fb + 12, fsize);
+	meta_writer_append(&iw, fb, 16);
 	for (uint32_t i = 0; i < nb && i < 2; i++) {
-		sqk_put_le32(w, i == 0 ? BS | SQK_BLOCK_RAW : (uint32_t)zn);
-		sqk_meta_writer_append(&iw, w, 4);
+		put_le32(w, i == 0 ? BS | SQK_BLOCK_RAW : (uint32_t)zn);
+		meta_writer_append(&iw, w, 4);
 	}
-	uint64_t tref = sqk_meta_writer_ref(&iw);
+	uint64_t tref = meta_writer_ref(&iw);
 	put_inode_hdr(&iw, SQK_T_FILE, 0600, 2);
-	sqk_put_le32(fb, 0);
-	sqk_put_le32(fb + 4, c->t_frag);
-	sqk_put_le32(fb + 8, 4);
-	sqk_put_le32(fb + 12, 4);
-	sqk_meta_writer_append(&iw, fb, 16);
-	uint64_t rref = sqk_meta_writer_ref(&iw);
+	put_le32(fb, 0);
+	put_le32(fb + 4, c->t_frag);
+	put_le32(fb + 8, 4);
+	put_le32(fb + 12, 4);
+	meta_writer_append(&iw, fb, 16);
+	uint64_t rref = meta_writer_ref(&iw);
 	/* listing */
 	if (c->nent) {
 		put_run(&dir, c->nent, 1);
@@ -845,51 +845,51 @@ static uint8_t *craft_image(const struct craft *c, size_t *len)
 		put_entry(&dir, (uint16_t)rref, 2, SQK_T_DIR, "loop");
 	put_entry(&dir, (uint16_t)tref, 1, SQK_T_FILE, "t");
 	put_inode_hdr(&iw, SQK_T_DIR, 0755, 3);
-	sqk_put_le32(fb, 0);
-	sqk_put_le32(fb + 4, 2);
-	sqk_put_le16(fb + 8, (uint16_t)(dir.len + 3));
-	sqk_put_le16(fb + 10, 0);
-	sqk_put_le32(fb + 12, 4);
-	sqk_meta_writer_append(&iw, fb, 16);
-	ck_assert_int_eq(sqk_meta_writer_finish(&iw), 0);
+	put_le32(fb, 0);
+	put_le32(fb + 4, 2);
+	put_le16(fb + 8, (uint16_t)(dir.len + 3));
+	put_le16(fb + 10, 0);
+	put_le32(fb + 12, 4);
+	meta_writer_append(&iw, fb, 16);
+	ck_assert_int_eq(meta_writer_finish(&iw), 0);
 	sb.root_inode = rref;
 	sb.inode_table_start = img.len;
 	put(&img, iw.out, iw.out_len);
-	sqk_meta_writer_free(&iw);
+	meta_writer_free(&iw);
 	sb.directory_table_start = img.len;
-	struct sqk_meta_writer dw;
-	sqk_meta_writer_init(&dw, NULL);
-	sqk_meta_writer_append(&dw, dir.p, dir.len);
-	ck_assert_int_eq(sqk_meta_writer_finish(&dw), 0);
+	struct meta_writer dw;
+	meta_writer_init(&dw, NULL);
+	meta_writer_append(&dw, dir.p, dir.len);
+	ck_assert_int_eq(meta_writer_finish(&dw), 0);
 	put(&img, dw.out, dw.out_len);
-	sqk_meta_writer_free(&dw);
+	meta_writer_free(&dw);
 	free(dir.p);
 	/* fragment table: one entry, id table: one id */
 	uint8_t fe[16];
-	struct sqk_frag_entry fent = { .start = fragpos, .size = 8 | SQK_BLOCK_RAW };
-	sqk_frag_entry_encode(&fent, fe);
+	struct frag_entry fent = { .start = fragpos, .size = 8 | SQK_BLOCK_RAW };
+	frag_entry_encode(&fent, fe);
 	put_meta_table(&img, fe, 16, &sb.fragment_table_start);
 	sb.fragment_count = c->frag_count ? c->frag_count : 1;
-	sqk_put_le32(w, 0);
+	put_le32(w, 0);
 	put_meta_table(&img, w, 4, &sb.id_table_start);
 	sb.id_count = (uint16_t)(c->id_count ? c->id_count : 1);
 	if (c->xattr_count) {
 		uint8_t xh[16];
-		struct sqk_xattr_header h = { .kv_start = sb.id_table_start,
+		struct xattr_header h = { .kv_start = sb.id_table_start,
 					      .count = c->xattr_count };
 		sb.xattr_id_table_start = img.len;
-		sqk_xattr_header_encode(&h, xh);
+		xattr_header_encode(&h, xh);
 		put(&img, xh, 16);
 		put(&img, fe, 8);
 	}
 	sb.bytes_used = img.len;
 	if (c->id_past_end)
-		sqk_put_le64(img.p + sb.id_table_start, sb.bytes_used + 100);
-	sqk_super_encode(&sb, img.p);
+		put_le64(img.p + sb.id_table_start, sb.bytes_used + 100);
+	super_encode(&sb, img.p);
 	size_t padded = (img.len + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
 	img.p = realloc(img.p, padded);
 	memset(img.p + img.len, 0, padded - img.len);
-	sqk_compressor_destroy(z);
+	compressor_destroy(z);
 	*len = padded;
 	return img.p;
 }
@@ -1022,11 +1022,11 @@ START_TEST(test_bad_super)
 		struct sqk_image *img = NULL;
 		memcpy(d, orig, len);
 		if (cases[i].size == 2)
-			sqk_put_le16(d + cases[i].off, (uint16_t)cases[i].val);
+			put_le16(d + cases[i].off, (uint16_t)cases[i].val);
 		else if (cases[i].size == 4)
-			sqk_put_le32(d + cases[i].off, (uint32_t)cases[i].val);
+			put_le32(d + cases[i].off, (uint32_t)cases[i].val);
 		else
-			sqk_put_le64(d + cases[i].off, cases[i].val);
+			put_le64(d + cases[i].off, cases[i].val);
 		ck_assert_int_eq(sqk_io_mem_create(d, len, &io), 0);
 		int rc = sqk_image_open_io(io, NULL, &img);
 		ck_assert_msg(rc == cases[i].err, "case %zu: %d", i, rc);

@@ -78,20 +78,20 @@ START_TEST(test_sigv4_aws_example)
 		"x-amz-content-sha256:" EMPTY_SHA,
 		"x-amz-date: 20130524T000000Z",
 	};
-	struct sqk_sigv4_req r = {
+	struct sigv4_req r = {
 		.method = "GET", .uri = "/test.txt", .headers = hdrs, .nheaders = 4,
 		.payload_hash = EMPTY_SHA, .amz_date = "20130524T000000Z", .region = "us-east-1",
 		.service = "s3", .secret = EX_SECRET,
 	};
 	char sig[65], *sts = NULL, *creq = NULL, *sh = NULL;
 
-	ck_assert_int_eq(sqk_sigv4_canonical(&r, &creq, &sh), 0);
+	ck_assert_int_eq(sigv4_canonical(&r, &creq, &sh), 0);
 	ck_assert_str_eq(creq, "GET\n/test.txt\n\nhost:examplebucket.s3.amazonaws.com\n"
 			       "range:bytes=0-9\nx-amz-content-sha256:" EMPTY_SHA "\n"
 			       "x-amz-date:20130524T000000Z\n\n"
 			       "host;range;x-amz-content-sha256;x-amz-date\n" EMPTY_SHA);
 	ck_assert_str_eq(sh, "host;range;x-amz-content-sha256;x-amz-date");
-	ck_assert_int_eq(sqk_sigv4_sign(&r, sig, &sts), 0);
+	ck_assert_int_eq(sigv4_sign(&r, sig, &sts), 0);
 	ck_assert_str_eq(sts, "AWS4-HMAC-SHA256\n20130524T000000Z\n"
 			      "20130524/us-east-1/s3/aws4_request\n"
 			      "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
@@ -112,24 +112,24 @@ START_TEST(test_sigv4_canonical_forms)
 		"HOST:examplebucket.s3.amazonaws.com",
 		"X-AMZ-Content-SHA256 : " EMPTY_SHA,
 	};
-	struct sqk_sigv4_req r = {
+	struct sigv4_req r = {
 		.method = "GET", .uri = "/test.txt", .headers = messy, .nheaders = 4,
 		.payload_hash = EMPTY_SHA, .amz_date = "20130524T000000Z", .region = "us-east-1",
 		.service = "s3", .secret = EX_SECRET,
 	};
 	char sig[65];
 
-	ck_assert_int_eq(sqk_sigv4_sign(&r, sig, NULL), 0);
+	ck_assert_int_eq(sigv4_sign(&r, sig, NULL), 0);
 	ck_assert_str_eq(sig, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
 	r.secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz";
-	ck_assert_int_eq(sqk_sigv4_sign(&r, sig, NULL), 0);
+	ck_assert_int_eq(sigv4_sign(&r, sig, NULL), 0);
 	ck_assert_str_ne(sig, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
 	r.secret = EX_SECRET;
 	r.region = "eu-west-1";
-	ck_assert_int_eq(sqk_sigv4_sign(&r, sig, NULL), 0);
+	ck_assert_int_eq(sigv4_sign(&r, sig, NULL), 0);
 	ck_assert_str_ne(sig, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
 	r.amz_date = "2013";
-	ck_assert_int_eq(sqk_sigv4_sign(&r, sig, NULL), SQK_EINVAL);
+	ck_assert_int_eq(sigv4_sign(&r, sig, NULL), SQK_EINVAL);
 }
 END_TEST
 
@@ -140,13 +140,13 @@ START_TEST(test_sigv4_query_and_merge)
 {
 	static const char *const hdrs[] = { "X-B: 2", "x-a: one   two", "x-b:1", "Host: h" };
 	static const char *const bad[] = { "no colon here" };
-	struct sqk_sigv4_req r = {
+	struct sigv4_req r = {
 		.method = "GET", .uri = "/k", .query = "prefix=a&list-type=2&acl&b=2&b=1",
 		.headers = hdrs, .nheaders = 4, .payload_hash = SQK_S3_UNSIGNED_PAYLOAD,
 	};
 	char *creq = NULL, *sh = NULL;
 
-	ck_assert_int_eq(sqk_sigv4_canonical(&r, &creq, &sh), 0);
+	ck_assert_int_eq(sigv4_canonical(&r, &creq, &sh), 0);
 	ck_assert_str_eq(creq, "GET\n/k\nacl=&b=1&b=2&list-type=2&prefix=a\n"
 			       "host:h\nx-a:one two\nx-b:2,1\n\nhost;x-a;x-b\nUNSIGNED-PAYLOAD");
 	ck_assert_str_eq(sh, "host;x-a;x-b");
@@ -154,7 +154,7 @@ START_TEST(test_sigv4_query_and_merge)
 	free(sh);
 	r.headers = bad;
 	r.nheaders = 1;
-	ck_assert_int_eq(sqk_sigv4_canonical(&r, &creq, NULL), SQK_EINVAL);
+	ck_assert_int_eq(sigv4_canonical(&r, &creq, NULL), SQK_EINVAL);
 }
 END_TEST
 
@@ -162,11 +162,11 @@ END_TEST
 
 START_TEST(test_uri_encode)
 {
-	char *e = sqk_s3_uri_encode("dir/my file \xc3\xbc+%~_-.A9(x)?#&=", true);
+	char *e = s3_uri_encode("dir/my file \xc3\xbc+%~_-.A9(x)?#&=", true);
 
 	ck_assert_str_eq(e, "dir/my%20file%20%C3%BC%2B%25~_-.A9%28x%29%3F%23%26%3D");
 	free(e);
-	e = sqk_s3_uri_encode("a/b c", false);
+	e = s3_uri_encode("a/b c", false);
 	ck_assert_str_eq(e, "a%2Fb%20c");
 	free(e);
 }
@@ -177,16 +177,16 @@ START_TEST(test_split)
 	static const char *const bad[] = { "s3://", "s3://b", "s3://b/", "s3:///k", "http://b/k" };
 	char *b, *k;
 
-	ck_assert(sqk_s3_is_url("S3://x/y"));
-	ck_assert(!sqk_s3_is_url("s3:/x/y"));
+	ck_assert(s3_is_url("S3://x/y"));
+	ck_assert(!s3_is_url("s3:/x/y"));
 	ck_assert(sqk_is_url("s3://x/y"));
-	ck_assert_int_eq(sqk_s3_split("s3://bkt/dir/a b.sqsh", &b, &k), 0);
+	ck_assert_int_eq(s3_split("s3://bkt/dir/a b.sqsh", &b, &k), 0);
 	ck_assert_str_eq(b, "bkt");
 	ck_assert_str_eq(k, "dir/a b.sqsh");
 	free(b);
 	free(k);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_int_eq(sqk_s3_split(bad[i], &b, &k), SQK_EINVAL);
+		ck_assert_int_eq(s3_split(bad[i], &b, &k), SQK_EINVAL);
 		ck_assert_ptr_null(b);
 	}
 }
@@ -198,17 +198,17 @@ START_TEST(test_object_url)
 {
 	char *u;
 
-	ck_assert_int_eq(sqk_s3_object_url("http://127.0.0.1:9000", "us-east-1", "bkt",
+	ck_assert_int_eq(s3_object_url("http://127.0.0.1:9000", "us-east-1", "bkt",
 					   "d/x y.sqsh", &u), 0);
 	ck_assert_str_eq(u, "http://127.0.0.1:9000/bkt/d/x%20y.sqsh");
 	free(u);
-	ck_assert_int_eq(sqk_s3_object_url(NULL, "eu-west-1", "my-bkt", "a/\xc3\xa9.sqsh", &u), 0);
+	ck_assert_int_eq(s3_object_url(NULL, "eu-west-1", "my-bkt", "a/\xc3\xa9.sqsh", &u), 0);
 	ck_assert_str_eq(u, "https://my-bkt.s3.eu-west-1.amazonaws.com/a/%C3%A9.sqsh");
 	free(u);
-	ck_assert_int_eq(sqk_s3_object_url(NULL, "us-east-1", "my.bkt", "k", &u), 0);
+	ck_assert_int_eq(s3_object_url(NULL, "us-east-1", "my.bkt", "k", &u), 0);
 	ck_assert_str_eq(u, "https://s3.us-east-1.amazonaws.com/my.bkt/k");
 	free(u);
-	ck_assert_int_eq(sqk_s3_object_url(NULL, "us-east-1", "Bkt", "k", &u), 0);
+	ck_assert_int_eq(s3_object_url(NULL, "us-east-1", "Bkt", "k", &u), 0);
 	ck_assert_str_eq(u, "https://s3.us-east-1.amazonaws.com/Bkt/k");
 	free(u);
 }
@@ -218,7 +218,7 @@ END_TEST
 
 START_TEST(test_creds_env)
 {
-	struct sqk_s3_creds c;
+	struct s3_creds c;
 	char msg[512];
 
 	clean_env();
@@ -227,17 +227,17 @@ START_TEST(test_creds_env)
 	setenv("AWS_SESSION_TOKEN", "TOKENV", 1);
 	write_file(".aws/credentials", "[default]\naws_access_key_id=AKFILE\n"
 				       "aws_secret_access_key=SKFILE\n");
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(c.access_key, "AKENV"); /* the environment before the file */
 	ck_assert_str_eq(c.secret_key, "SKENV");
 	ck_assert_str_eq(c.token, "TOKENV");
 	ck_assert_ptr_null(strstr(c.source, "SKENV"));
-	sqk_s3_creds_clear(&c);
+	s3_creds_clear(&c);
 	ck_assert_ptr_null(c.secret_key);
 	unsetenv("AWS_SECRET_ACCESS_KEY");
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), SQK_EACCESS);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), SQK_EACCESS);
 	ck_assert_ptr_nonnull(strstr(msg, "AWS_SECRET_ACCESS_KEY is not set"));
-	sqk_s3_creds_clear(&c);
+	s3_creds_clear(&c);
 	rm_home();
 }
 END_TEST
@@ -248,7 +248,7 @@ END_TEST
  * at. */
 START_TEST(test_creds_files)
 {
-	struct sqk_s3_creds c;
+	struct s3_creds c;
 	char msg[512], path[400];
 
 	clean_env();
@@ -259,44 +259,44 @@ START_TEST(test_creds_files)
 		   "aws_session_token = TKPROD\n[half]\naws_access_key_id = AKHALF\n");
 	write_file(".aws/config", "[default]\nregion = eu-west-3\n[profile cfg]\n"
 				  "aws_access_key_id = AKCFG\naws_secret_access_key = SKCFG\n");
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(c.access_key, "AKDEF");
 	ck_assert_ptr_null(c.token);
 	ck_assert_ptr_nonnull(strstr(c.source, "profile 'default'"));
-	sqk_s3_creds_clear(&c);
+	s3_creds_clear(&c);
 	setenv("AWS_PROFILE", "prod", 1);
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(c.access_key, "AKPROD");
 	ck_assert_str_eq(c.secret_key, "SK=PROD");
 	ck_assert_str_eq(c.token, "TKPROD");
-	sqk_s3_creds_clear(&c);
+	s3_creds_clear(&c);
 	setenv("AWS_PROFILE", "cfg", 1);
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(c.access_key, "AKCFG");
 	ck_assert_ptr_nonnull(strstr(c.source, ".aws/config"));
-	sqk_s3_creds_clear(&c);
+	s3_creds_clear(&c);
 	setenv("AWS_PROFILE", "half", 1);
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), SQK_EACCESS);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), SQK_EACCESS);
 	ck_assert_ptr_nonnull(strstr(msg, "aws_secret_access_key is missing"));
-	sqk_s3_creds_clear(&c);
+	s3_creds_clear(&c);
 	setenv("AWS_PROFILE", "nosuch", 1);
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), SQK_EACCESS);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), SQK_EACCESS);
 	ck_assert_ptr_nonnull(strstr(msg, "no AWS credentials found"));
 	ck_assert_ptr_nonnull(strstr(msg, "profile 'nosuch'"));
 	ck_assert_ptr_nonnull(strstr(msg, "--no-sign-request"));
-	sqk_s3_creds_clear(&c);
+	s3_creds_clear(&c);
 	/* the files elsewhere */
 	write_file("other-creds", "[nosuch]\naws_access_key_id=AKO\naws_secret_access_key=SKO\n");
 	setenv("AWS_SHARED_CREDENTIALS_FILE", "~/other-creds", 1);
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(c.access_key, "AKO");
-	sqk_s3_creds_clear(&c);
+	s3_creds_clear(&c);
 	snprintf(path, sizeof(path), "%s/other-creds", home);
 	setenv("AWS_CONFIG_FILE", path, 1);
 	unsetenv("AWS_SHARED_CREDENTIALS_FILE");
 	setenv("AWS_PROFILE", "cfg", 1);
-	ck_assert_int_eq(sqk_s3_credentials(&c, msg, sizeof(msg)), SQK_EACCESS);
-	sqk_s3_creds_clear(&c);
+	ck_assert_int_eq(s3_credentials(&c, msg, sizeof(msg)), SQK_EACCESS);
+	s3_creds_clear(&c);
 	rm_home();
 }
 END_TEST
@@ -306,28 +306,28 @@ START_TEST(test_region)
 	char *r;
 
 	clean_env();
-	ck_assert_int_eq(sqk_s3_region(&r), 0);
+	ck_assert_int_eq(s3_region(&r), 0);
 	ck_assert_str_eq(r, "us-east-1");
 	free(r);
 	write_file(".aws/config", "[default]\nregion = eu-west-3\n[profile p]\nregion=ap-south-1\n"
 				  "[profile empty]\nregion =\n");
-	ck_assert_int_eq(sqk_s3_region(&r), 0);
+	ck_assert_int_eq(s3_region(&r), 0);
 	ck_assert_str_eq(r, "eu-west-3");
 	free(r);
 	setenv("AWS_PROFILE", "p", 1);
-	ck_assert_int_eq(sqk_s3_region(&r), 0);
+	ck_assert_int_eq(s3_region(&r), 0);
 	ck_assert_str_eq(r, "ap-south-1");
 	free(r);
 	setenv("AWS_PROFILE", "empty", 1);
-	ck_assert_int_eq(sqk_s3_region(&r), 0);
+	ck_assert_int_eq(s3_region(&r), 0);
 	ck_assert_str_eq(r, "us-east-1");
 	free(r);
 	setenv("AWS_DEFAULT_REGION", "ca-central-1", 1);
-	ck_assert_int_eq(sqk_s3_region(&r), 0);
+	ck_assert_int_eq(s3_region(&r), 0);
 	ck_assert_str_eq(r, "ca-central-1");
 	free(r);
 	setenv("AWS_REGION", "sa-east-1", 1);
-	ck_assert_int_eq(sqk_s3_region(&r), 0);
+	ck_assert_int_eq(s3_region(&r), 0);
 	ck_assert_str_eq(r, "sa-east-1");
 	free(r);
 	rm_home();
@@ -339,23 +339,23 @@ START_TEST(test_endpoint)
 	char *e, msg[256];
 
 	clean_env();
-	ck_assert_int_eq(sqk_s3_endpoint(NULL, &e, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_endpoint(NULL, &e, msg, sizeof(msg)), 0);
 	ck_assert_ptr_null(e);
 	setenv("AWS_ENDPOINT_URL", "http://all:1/", 1);
-	ck_assert_int_eq(sqk_s3_endpoint(NULL, &e, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_endpoint(NULL, &e, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(e, "http://all:1");
 	free(e);
 	setenv("AWS_ENDPOINT_URL_S3", "https://s3only:2//", 1);
-	ck_assert_int_eq(sqk_s3_endpoint(NULL, &e, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_endpoint(NULL, &e, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(e, "https://s3only:2");
 	free(e);
-	ck_assert_int_eq(sqk_s3_endpoint("http://given:3/pre", &e, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_endpoint("http://given:3/pre", &e, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(e, "http://given:3/pre");
 	free(e);
-	ck_assert_int_eq(sqk_s3_endpoint("given:3", &e, msg, sizeof(msg)), SQK_EINVAL);
+	ck_assert_int_eq(s3_endpoint("given:3", &e, msg, sizeof(msg)), SQK_EINVAL);
 	ck_assert_ptr_nonnull(strstr(msg, "not an http:// or https:// URL"));
 	setenv("AWS_ENDPOINT_URL_S3", "ftp://x", 1);
-	ck_assert_int_eq(sqk_s3_endpoint(NULL, &e, msg, sizeof(msg)), SQK_EINVAL);
+	ck_assert_int_eq(s3_endpoint(NULL, &e, msg, sizeof(msg)), SQK_EINVAL);
 	ck_assert_ptr_nonnull(strstr(msg, "AWS_ENDPOINT_URL_S3"));
 	rm_home();
 }
@@ -364,32 +364,32 @@ END_TEST
 /* The whole resolution; no_sign needs no credentials; without them a signed one fails. */
 START_TEST(test_resolve)
 {
-	struct sqk_s3 *s;
+	struct s3 *s;
 	char msg[512];
 
 	clean_env();
 	setenv("AWS_REGION", "eu-north-1", 1);
-	ck_assert_int_eq(sqk_s3_resolve("s3://bkt/k", NULL, false, &s, msg, sizeof(msg)),
+	ck_assert_int_eq(s3_resolve("s3://bkt/k", NULL, false, &s, msg, sizeof(msg)),
 			 SQK_EACCESS);
 	ck_assert_ptr_nonnull(strstr(msg, "no AWS credentials found"));
-	ck_assert_int_eq(sqk_s3_resolve("s3://bkt/a b", NULL, true, &s, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(s3_resolve("s3://bkt/a b", NULL, true, &s, msg, sizeof(msg)), 0);
 	ck_assert(!s->sign);
 	ck_assert_str_eq(s->url, "https://bkt.s3.eu-north-1.amazonaws.com/a%20b");
-	sqk_s3_free(s);
+	s3_free(s);
 	setenv("AWS_ACCESS_KEY_ID", "AK", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "SK", 1);
-	ck_assert_int_eq(sqk_s3_resolve("s3://bkt/k", "http://127.0.0.1:1", false, &s, msg,
+	ck_assert_int_eq(s3_resolve("s3://bkt/k", "http://127.0.0.1:1", false, &s, msg,
 					sizeof(msg)), 0);
 	ck_assert(s->sign);
 	ck_assert_str_eq(s->url, "http://127.0.0.1:1/bkt/k");
 	ck_assert_str_eq(s->sigv4, "aws:amz:eu-north-1:s3");
 	ck_assert_str_eq(s->creds.secret_key, "SK");
-	sqk_s3_free(s);
-	ck_assert_int_eq(sqk_s3_resolve("s3://bkt", NULL, false, &s, msg, sizeof(msg)),
+	s3_free(s);
+	ck_assert_int_eq(s3_resolve("s3://bkt", NULL, false, &s, msg, sizeof(msg)),
 			 SQK_EINVAL);
 	ck_assert_ptr_nonnull(strstr(msg, "s3://BUCKET/KEY"));
 	setenv("AWS_REGION", "bad/region", 1);
-	ck_assert_int_eq(sqk_s3_resolve("s3://b/k", NULL, false, &s, msg, sizeof(msg)),
+	ck_assert_int_eq(s3_resolve("s3://b/k", NULL, false, &s, msg, sizeof(msg)),
 			 SQK_EINVAL);
 	rm_home();
 }
@@ -397,7 +397,7 @@ END_TEST
 
 /* ---- error answers ---- */
 
-static const struct sqk_s3 demo = {
+static const struct s3 demo = {
 	.bucket = "bkt", .key = "k", .region = "us-east-1", .sign = true,
 	.creds = { .source = "from AWS_ACCESS_KEY_ID" },
 };
@@ -406,15 +406,15 @@ static const struct sqk_s3 demo = {
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" code "</Code><Message>m"     \
 	"</Message>" extra "</Error>"
 
-static int explain(const struct sqk_s3 *s, long st, const char *body, const char *hdr,
+static int explain(const struct s3 *s, long st, const char *body, const char *hdr,
 		   char *out)
 {
-	return sqk_s3_explain(s, st, body, body ? strlen(body) : 0, hdr, out, 256);
+	return s3_explain(s, st, body, body ? strlen(body) : 0, hdr, out, 256);
 }
 
 START_TEST(test_explain)
 {
-	struct sqk_s3 unsigned_s3 = demo;
+	struct s3 unsigned_s3 = demo;
 	char m[256];
 
 	ck_assert_int_eq(explain(&demo, 403, XERR("SignatureDoesNotMatch", ""), NULL, m),
@@ -461,14 +461,14 @@ START_TEST(test_xml_tag)
 	static const char body[] = "<Error><Code>Bad\x01" "Code\n</Code><Region>r</Region><Open>x";
 	char out[8];
 
-	ck_assert(sqk_s3_xml_tag(body, sizeof(body) - 1, "Code", out, sizeof(out)));
+	ck_assert(s3_xml_tag(body, sizeof(body) - 1, "Code", out, sizeof(out)));
 	ck_assert_str_eq(out, "BadCode");
-	ck_assert(sqk_s3_xml_tag(body, sizeof(body) - 1, "Region", out, sizeof(out)));
+	ck_assert(s3_xml_tag(body, sizeof(body) - 1, "Region", out, sizeof(out)));
 	ck_assert_str_eq(out, "r");
-	ck_assert(!sqk_s3_xml_tag(body, sizeof(body) - 1, "Open", out, sizeof(out)));
-	ck_assert(!sqk_s3_xml_tag(body, sizeof(body) - 1, "Message", out, sizeof(out)));
-	ck_assert(!sqk_s3_xml_tag(body, 10, "Region", out, sizeof(out))); /* cut before it */
-	ck_assert(sqk_s3_xml_tag("<C>0123456789</C>", 17, "C", out, 4));
+	ck_assert(!s3_xml_tag(body, sizeof(body) - 1, "Open", out, sizeof(out)));
+	ck_assert(!s3_xml_tag(body, sizeof(body) - 1, "Message", out, sizeof(out)));
+	ck_assert(!s3_xml_tag(body, 10, "Region", out, sizeof(out))); /* cut before it */
+	ck_assert(s3_xml_tag("<C>0123456789</C>", 17, "C", out, 4));
 	ck_assert_str_eq(out, "012");
 }
 END_TEST
@@ -511,7 +511,7 @@ static bool check_signature(struct capture *c)
 	const char *hv[16];
 	char lines[16][600];
 	size_t n = 0;
-	struct sqk_sigv4_req r = { .method = "GET", .service = "s3", .secret = c->secret };
+	struct sigv4_req r = { .method = "GET", .service = "s3", .secret = c->secret };
 	char region[64] = "";
 
 	if (!req_header(c->req, "Authorization", auth, sizeof(auth)) ||
@@ -538,7 +538,7 @@ static bool check_signature(struct capture *c)
 	r.payload_hash = val;
 	r.amz_date = date;
 	r.region = region;
-	return sqk_sigv4_sign(&r, mine, NULL) == 0 && !strcmp(mine, sig);
+	return sigv4_sign(&r, mine, NULL) == 0 && !strcmp(mine, sig);
 }
 
 /* Answers each request (one per connection) 404 NoSuchKey when its signature is right, else

@@ -330,7 +330,7 @@ static uint8_t *raw_dir_image(size_t *len, size_t *dir)
 	memcpy(copy, data, *len);
 	ck_assert_int_eq(sqk_image_open_io(mio, NULL, &im), 0);
 	ck_assert_int_eq(sqk_image_root(im, &root), 0);
-	hdr = sqk_get_le16(copy + sqk_image_super(im)->directory_table_start);
+	hdr = get_le16(copy + sqk_image_super(im)->directory_table_start);
 	ck_assert_msg(hdr & SQK_META_RAW, "the directory block is compressed: 0x%04x", hdr);
 	ck_assert_uint_eq(root.dir_block, 0);
 	*dir = sqk_image_super(im)->directory_table_start + 2 + root.dir_offset;
@@ -431,8 +431,8 @@ START_TEST(test_raw_truncated)
 	unsigned fl;
 	char path[64] = "x";
 
-	ck_assert_uint_eq(sqk_get_le32(data + dir), NRAND - 1); /* one run of NRAND */
-	sqk_put_le32(data + dir, NRAND + 4);
+	ck_assert_uint_eq(get_le32(data + dir), NRAND - 1); /* one run of NRAND */
+	put_le32(data + dir, NRAND + 4);
 	im = open_bytes(data, len, &mio);
 	ck_assert_int_eq(list_root(im, &err), NRAND);
 	ck_assert_int_eq(err, SQK_ECORRUPT);
@@ -443,7 +443,7 @@ START_TEST(test_raw_truncated)
 	sqk_image_close(im);
 	sqk_io_destroy(mio);
 
-	sqk_put_le32(data + dir, 300);
+	put_le32(data + dir, 300);
 	im = open_bytes(data, len, &mio);
 	ck_assert_int_eq(list_root(im, &err), 0);
 	ck_assert_int_eq(err, SQK_ECORRUPT);
@@ -474,11 +474,11 @@ START_TEST(test_raw_loop)
 	ck_assert_int_eq(sqk_image_root(im, &root), 0);
 	sqk_image_close(im);
 	sqk_io_destroy(mio);
-	ck_assert_uint_eq(sqk_get_le32(data + dir + 4), root.ref >> 16); /* the run's block */
-	first_ino = sqk_get_le32(data + dir + 8);
-	sqk_put_le16(data + dir + 12, (uint16_t)(root.ref & 0xffff));
-	sqk_put_le16(data + dir + 14, (uint16_t)(int16_t)(root.ino - first_ino));
-	sqk_put_le16(data + dir + 16, SQK_T_DIR);
+	ck_assert_uint_eq(get_le32(data + dir + 4), root.ref >> 16); /* the run's block */
+	first_ino = get_le32(data + dir + 8);
+	put_le16(data + dir + 12, (uint16_t)(root.ref & 0xffff));
+	put_le16(data + dir + 14, (uint16_t)(int16_t)(root.ino - first_ino));
+	put_le16(data + dir + 16, SQK_T_DIR);
 	im = open_bytes(data, len, &mio);
 	ck_assert_int_eq(walk_root(im, 0, &errs, &ev, path, &fl), NRAND + 1);
 	ck_assert_int_eq(errs, 0);
@@ -506,7 +506,7 @@ START_TEST(test_raw_bad_inodes)
 	int rc, errs = 0, ok = 0;
 	char last[256] = "";
 
-	sqk_put_le32(data + dir + 4, 0x7fff0000u);
+	put_le32(data + dir + 4, 0x7fff0000u);
 	im = open_bytes(data, len, &mio);
 	ck_assert_int_eq(list_root(im, &rc), NRAND);
 	ck_assert_int_eq(rc, 0);
