@@ -17,6 +17,7 @@
 #include "sqk/sqk_check.h"
 #include "common/format.h"
 #include "common/integrity.h"
+#include "common/json.h"
 
 enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16 };
 
@@ -44,9 +45,9 @@ static void usage(FILE *f)
 		   "Checks the integrity data and the structure of IMAGE (a URL: every byte is\n"
 		   "fetched from the server, not from the cache).\n"
 		   "\n"
-		   "  -j, --threads N   threads checking digests and blocks (default: online CPUs)\n"
+		   "  -j, --threads N   threads checking digests and blocks (default: the CPUs)\n"
 		   "      --json        one JSON object with the counts and the findings\n"
-		   "      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		   "      --offset N    the image starts N bytes into the file (as -offset)\n"
 		   "      --no-progress no progress line on a terminal's stderr\n"
 		   SQK_CMD_REMOTE_ONLY_HELP
 		   "  -h, --help        this text\n"
@@ -54,28 +55,12 @@ static void usage(FILE *f)
 		   "Exit status: 0 clean, 4 errors found, 8 operational error, 16 usage error.\n");
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7F)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 /* Begins the JSON object: the image (null before it is known) and the findings list. */
 static void json_begin(struct verify *v)
 {
 	printf("{\n  \"image\": ");
 	if (v->image)
-		json_str(v->image);
+		json_put_str(stdout, v->image);
 	else
 		printf("null");
 	printf(",\n  \"findings\": [");
@@ -88,7 +73,7 @@ static void json_error(struct verify *v, int status, const char *msg)
 	if (!v->begun)
 		json_begin(v);
 	printf("%s],\n  \"error\": ", v->nfound ? "\n  " : "");
-	json_str(msg);
+	json_put_str(stdout, msg);
 	printf(",\n  \"exit_status\": %d\n}\n", status);
 }
 
@@ -124,12 +109,12 @@ static void report(struct verify *v, const struct sqk_check_report *r)
 		return;
 	}
 	printf("%s\n    {\"kind\": ", v->nfound++ ? "," : "");
-	json_str(r->kind);
+	json_put_str(stdout, r->kind);
 	printf(", \"start\": %llu, \"end\": %llu, \"region\": ", (unsigned long long)r->start,
 	       (unsigned long long)r->end);
-	json_str(r->region);
+	json_put_str(stdout, r->region);
 	printf(", \"msg\": ");
-	json_str(r->msg);
+	json_put_str(stdout, r->msg);
 	putchar('}');
 }
 
@@ -186,8 +171,8 @@ static int parse(struct verify *v, int argc, char **argv)
 			if (ch == SQK_OPT_HEADER)
 				snprintf(bad, sizeof(bad), "bad --header: need 'Name: value'");
 			else
-				snprintf(bad, sizeof(bad), "bad --%s argument '%.200s'", lo[li].name,
-					 optarg);
+				snprintf(bad, sizeof(bad), "bad --%s argument '%.200s'",
+					 lo[li].name, optarg);
 			if (v->json)
 				json_error(v, EXIT_USAGE, bad);
 			return EXIT_USAGE;
@@ -221,8 +206,8 @@ static void summary_counts(const struct sqk_check_result *r)
 	char line[256];
 
 	if (!r->counts_ok) {
-		printf("; checked %llu inodes, %llu directories, %llu files, %llu data blocks, %llu "
-		       "fragment blocks, %llu metadata blocks", (unsigned long long)r->inodes,
+		printf("; checked %llu inodes, %llu directories, %llu files, %llu data blocks, "
+		       "%llu fragment blocks, %llu metadata blocks", (unsigned long long)r->inodes,
 		       (unsigned long long)r->dirs, (unsigned long long)r->files,
 		       (unsigned long long)r->data_blocks, (unsigned long long)r->fragment_blocks,
 		       (unsigned long long)r->metadata_blocks);
@@ -247,8 +232,8 @@ static void summary(const struct verify *v, const struct sqk_check_result *r)
 		printf("verify: %s: clean", v->image);
 	summary_counts(r);
 	if (r->has_integrity)
-		printf("; integrity: %llu chunks checked, %llu bad\n", (unsigned long long)r->chunks,
-		       (unsigned long long)r->chunks_bad);
+		printf("; integrity: %llu chunks checked, %llu bad\n",
+		       (unsigned long long)r->chunks, (unsigned long long)r->chunks_bad);
 	else
 		printf("; integrity: none\n");
 }
@@ -315,8 +300,9 @@ static int probe(struct verify *v, struct sqk_io *io, uint64_t size)
 /* Runs the checker on the image behind io (borrowed); returns the exit status. */
 static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 {
-	struct sqk_check_opts o = { .size = sizeof(o), .threads = v->threads, .root_hash = v->has_root ? v->root : NULL,
-				    .offset = v->offset, .report = on_report, .ctx = v };
+	struct sqk_check_opts o = { .size = sizeof(o), .threads = v->threads,
+				    .root_hash = v->has_root ? v->root : NULL, .offset = v->offset,
+				    .report = on_report, .ctx = v };
 	struct sqk_check_result r = { .size = sizeof(r) };
 	int rc;
 
