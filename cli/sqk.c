@@ -56,9 +56,10 @@ static int mount_main(int argc, char **argv)
 #else
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "sqk mount: this sqk was built without FUSE support (HAVE_FUSE=0; it "
-			"needs libfuse3: install libfuse3-dev and rebuild), so it cannot mount; the "
-			"other commands work\n");
+	fprintf(stderr,
+		"sqk mount: this sqk was built without FUSE support (HAVE_FUSE=0; it "
+		"needs libfuse3: install libfuse3-dev and rebuild), so it cannot mount; the "
+		"other commands work\n");
 	return 1;
 #endif
 }

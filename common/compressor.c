@@ -102,8 +102,10 @@ int comp_supported(uint16_t id, char *buf, size_t cap)
 	}
 	if (e && e->left_out) {
 		if (cap)
-			snprintf(buf, cap, "compressor %s (id %u) is not in this build of squashkit "
-				 "(built with %s)", e->name, id, e->left_out);
+			snprintf(buf, cap,
+				 "compressor %s (id %u) is not in this build of squashkit "
+				 "(built with %s)",
+				 e->name, id, e->left_out);
 		return SQK_ENOTBUILT;
 	}
 	if (cap && id == SQK_COMP_LZMA)

@@ -149,8 +149,8 @@ static void usage(const char *prog)
 	       "                      the order of their directory listings) into the page\n"
 	       "                      cache ahead of their reads (local images; on by default)\n"
 	       "Remote images (IMAGE is an http://, https:// or s3:// URL, fetched lazily with\n"
-	       "range requests, every chunk checked against its SHA-256 when the image has integrity\n"
-	       "data):\n"
+	       "range requests, every chunk checked against its SHA-256 when the image has\n"
+	       "integrity data):\n"
 	       "  -o cache_dir=DIR    on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"
 	       "  -o cache_size=SIZE  bound of the on-disk cache (default 1G; 0 = none)\n"
 	       "  -o retries=N        retries of a failed request (default 4)\n"
@@ -221,8 +221,8 @@ static int num_opts(struct opts *o, const char *prog)
 		if (!n[i].val)
 			continue;
 		if (parse_u64(n[i].val, n[i].max, n[i].out) || *n[i].out < n[i].min) {
-			fprintf(stderr, "%s: invalid %s=%s (a decimal number, %llu to %llu)\n", prog,
-				n[i].name, n[i].val, (unsigned long long)n[i].min,
+			fprintf(stderr, "%s: invalid %s=%s (a decimal number, %llu to %llu)\n",
+				prog, n[i].name, n[i].val, (unsigned long long)n[i].min,
 				(unsigned long long)n[i].max);
 			return -1;
 		}
@@ -397,8 +397,9 @@ static int finish_trace(struct fs *fs, const char *path)
 	size_t unnamed;
 	int err = trace_resolve(fs->trace, fs->img, &fs->root, &unnamed);
 	if (err || unnamed)
-		sqkfuse_log(fs, "trace '%s': %zu of the files read left out: no name found in %s%s%s",
-		       path, unnamed, fs->image, err ? ": " : "", err ? sqk_strerror(err) : "");
+		sqkfuse_log(fs, "trace '%s': %zu of the files read left out: no name found in "
+			    "%s%s%s", path, unnamed, fs->image, err ? ": " : "",
+			    err ? sqk_strerror(err) : "");
 	if (trace_lost(fs->trace))
 		sqkfuse_log(fs, "trace '%s': %zu of the files read left out: out of memory", path,
 		       trace_lost(fs->trace));
@@ -506,7 +507,8 @@ static void on_signal(void *ctx, int sig)
 static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 {
 	struct shutdown sd = { .fs = fs, .se = se, .main = pthread_self() };
-	struct sigaction sa = { .sa_handler = wake }; /* no SA_RESTART: interrupts the loop's wait */
+	/* no SA_RESTART: the signal interrupts the loop's wait */
+	struct sigaction sa = { .sa_handler = wake };
 	struct sigwatch sw;
 	int ret;
 	atomic_init(&sd.loop_done, false);
@@ -587,7 +589,8 @@ int sqkfuse_main(int argc, char **argv)
 		goto out;
 	}
 	if (!cmd.singlethread && cmd.max_threads == 0) { /* libfuse would take it as its default */
-		fprintf(stderr, "%s: invalid max_threads=0 (at least 1; -s for one thread)\n", prog);
+		fprintf(stderr, "%s: invalid max_threads=0 (at least 1; -s for one thread)\n",
+			prog);
 		goto out;
 	}
 	if (empty_opts(&o, prog))
@@ -625,7 +628,8 @@ int sqkfuse_main(int argc, char **argv)
 		fprintf(stderr, "%s: trace '%s': %s\n", prog, o.trace, sqk_strerror(SQK_ENOMEM));
 		ret = 1;
 	}
-	if (!ret && (nodes_create((size_t)o.names, &fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
+	if (!ret &&
+	    (nodes_create((size_t)o.names, &fs.nodes) || pthread_key_create(&fs.buf_key, buf_free)))
 		ret = 1;
 	/* local images only: a remote walk is fetched ahead by the library's own walk detection;
 	 * not with trace=, which records the reads a push would take away */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Page-cache fill for small reads. After a read smaller than a block (random access, mmap page
  * faults) has been answered, the rest of the block(s) around it is pushed into the kernel's page
- * cache with FUSE_NOTIFY_STORE, so later reads there never reach the daemon — the way the kernel's
+ * cache with FUSE_NOTIFY_STORE, so later reads there never reach the daemon, the way the kernel's
  * own squashfs fills every page of a block it decompresses. Stores run on a thread of their own:
  * a store waits for page locks held by reads in flight, so it must never run inside a request
  * handler (the handler would wait for a read that only another handler can answer). */

@@ -52,7 +52,8 @@ static inline void sqk_counts_dups(const struct sqk_counts *c, char *buf, size_t
 /* The same counts as the members of a JSON object (no braces), indent before each line. */
 static inline void sqk_counts_json(const struct sqk_counts *c, FILE *f, const char *indent)
 {
-	fprintf(f, "%s\"inodes\": %llu, \"files\": %llu, \"directories\": %llu, \"symlinks\": %llu,\n"
+	fprintf(f, "%s\"inodes\": %llu, \"files\": %llu, \"directories\": %llu, "
+		"\"symlinks\": %llu,\n"
 		"%s\"devices\": %llu, \"fifos_sockets\": %llu, \"extra_hard_links\": %llu,\n"
 		"%s\"data_blocks\": %llu, \"raw_blocks\": %llu, \"sparse_blocks\": %llu,\n"
 		"%s\"fragment_blocks\": %llu, \"duplicate_files\": %llu, \"duplicate_bytes\": %llu",

@@ -33,7 +33,7 @@ struct sqk_io_ahead {
 #define SQK_IO_AHEAD_WALK UINT64_MAX
 
 struct sqk_io_ops {
-	/* Reads exactly len bytes at off. A range past the end gives SQK_EBOUNDS, nothing partial. */
+	/* Reads exactly len bytes at off; past the end: SQK_EBOUNDS, nothing partial. */
 	int (*read_at)(struct sqk_io *io, uint64_t off, void *buf, size_t len);
 	/* Writes exactly len bytes at off (extending the object). */
 	int (*write_at)(struct sqk_io *io, uint64_t off, const void *buf, size_t len);
@@ -170,7 +170,8 @@ SQK_API int sqk_io_fault_create(struct sqk_io *inner, struct sqk_io **out);
 /* After `countdown` successful calls of kind op, every further call of that kind fails with err
  * (countdown 0: the very next call fails). Also: a read may be told to flip one byte instead.
  * (err 0 with SQK_FAULT_READ: such reads succeed with byte len/2 inverted.) */
-SQK_API void sqk_io_fault_arm(struct sqk_io *io, enum sqk_io_fault_op op, unsigned countdown, int err);
+SQK_API void sqk_io_fault_arm(struct sqk_io *io, enum sqk_io_fault_op op, unsigned countdown,
+			      int err);
 
 /* Number of calls of kind op the double has seen (successful or failed). */
 SQK_API unsigned sqk_io_fault_calls(struct sqk_io *io, enum sqk_io_fault_op op);

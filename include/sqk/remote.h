@@ -41,7 +41,7 @@ struct sqk_http_opts {
 	/* 32 bytes: the image's root digest must equal it; NULL = any. For sqk_io_http_create:
 	 * sqk_image_open* refuse it here and pin with sqk_open_opts.root_hash. */
 	const uint8_t *root_hash;
-	const char *ca_file;        /* PEM bundle of CAs trusted for https (copied); NULL = system */
+	const char *ca_file;        /* PEM bundle of CAs trusted for https (copied); NULL: system */
 	/* Fetch raw bytes: no chunk verification and no disk cache (for `sqk verify`, which checks
 	 * every chunk itself and reports what is wrong). */
 	bool raw;
@@ -57,7 +57,7 @@ struct sqk_http_opts {
 };
 
 struct sqk_http_stats {
-	size_t size;             /* the caller's sizeof(struct sqk_http_stats), set before the call */
+	size_t size;             /* the caller's sizeof(struct sqk_http_stats), set before */
 	uint64_t requests;       /* HTTP requests sent (retries included) */
 	uint64_t bytes;          /* body bytes received */
 	uint64_t bytes_unused;   /* of those, chunk bytes no read has used (yet) */
@@ -98,7 +98,8 @@ SQK_API int sqk_http_header_file(const char *path, char **text, const char **hdr
  * validators, loads and authenticates its integrity data, pins the root digest when asked.
  * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. A libsqk built
  * without the backend (HAVE_REMOTE=0) fails with SQK_ENOREMOTE, logging a line naming url. */
-SQK_API int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts, struct sqk_io **out);
+SQK_API int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts,
+			       struct sqk_io **out);
 
 /* True when io is a remote image. */
 SQK_API bool sqk_io_is_http(const struct sqk_io *io);

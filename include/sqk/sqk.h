@@ -43,7 +43,7 @@ SQK_API const char *sqk_version(void);
 
 struct sqk_open_opts {
 	size_t size;                /* sizeof(struct sqk_open_opts): sqk_open_opts_init sets it */
-	uint64_t offset;            /* byte offset of the superblock in the file (embedded images) */
+	uint64_t offset;            /* byte offset of the superblock in the file (embedded) */
 	size_t cache_bytes;         /* decompressed block cache limit; 0 = 64 MiB */
 	unsigned readahead_blocks;  /* sequential readahead window in blocks; 0 = default (16) */
 	unsigned threads;           /* decompression workers for readahead; 0 = online CPUs */
@@ -88,7 +88,7 @@ struct sqk_inode {
 	uint32_t uid, gid;    /* resolved through the id table */
 	uint32_t mtime;
 	uint32_t nlink;
-	uint64_t size;        /* files: bytes; directories: listing size + 3; symlinks: target length */
+	uint64_t size;        /* file: bytes; directory: listing size + 3; symlink: its length */
 	uint32_t rdev;        /* devices: SquashFS encoding (sqk_rdev_major/minor) */
 	uint32_t xattr_idx;   /* SQK_NONE32 = none */
 	/* Locators (meaning depends on the type). */
@@ -100,7 +100,7 @@ struct sqk_inode {
 	uint32_t dir_block;     /* directories: listing block, relative to directory_table_start */
 	uint16_t dir_offset;
 	uint16_t index_count;   /* extended directories */
-	uint64_t body_ref;      /* ref of the bytes after the fixed part (size words, index, target) */
+	uint64_t body_ref;      /* ref of what follows the fixed part (size words, index, target) */
 };
 
 struct sqk_dirent {
@@ -126,7 +126,7 @@ struct sqk_stats {
 	uint64_t cache_misses;
 	uint64_t bytes_read;        /* bytes read from the image */
 	uint64_t readahead_batches;
-	uint64_t chunks_hashed;     /* verified reads: integrity chunks hashed (once each when good) */
+	uint64_t chunks_hashed;     /* verified reads: integrity chunks hashed (good ones once) */
 	uint64_t chunks_xxh3;       /* of those, checked with their XXH3-64 fast checksum */
 	uint64_t chunks_sha256;     /* of those, checked with their SHA-256 digest */
 };
@@ -135,8 +135,8 @@ struct sqk_stats {
  * superblock fields are in sqk_image_super, the compressor options in sqk_image_comp, the
  * integrity trailer in sqk_image_integrity. */
 struct sqk_image_info {
-	size_t size;                /* the caller's sizeof(struct sqk_image_info), set before the call */
-	uint64_t inodes_found;      /* distinct inode numbers reached from the root (root included) */
+	size_t size;                /* the caller's sizeof(struct sqk_image_info), set before */
+	uint64_t inodes_found;      /* distinct inode numbers reached from the root (included) */
 	uint64_t kinds[8];          /* of those, by basic type 1..7 (SQK_T_DIR..SQK_T_SOCKET) */
 	uint64_t file_bytes;        /* sum of the sizes of the distinct regular files */
 	uint64_t sparse_bytes;      /* sum of their sparse byte counts (extended file inodes) */
@@ -150,13 +150,14 @@ struct sqk_image_info {
 	/* What sqk mkimage's summary counts, in its words (sqk/counts.h): the inodes by kind
 	 * as above (devices, fifos and sockets together), the extra names of files, data_blocks
 	 * and those stored raw, the sparse blocks (duplicates' once), the fragment blocks of the
-	 * superblock, the duplicates (a file whose data is an earlier file's, by size and place). */
+	 * superblock, the duplicates (a file whose data is an earlier file's, by size and place).*/
 	struct sqk_counts counts;
 };
 
 /* Opens the image at path, or at an http:// or https:// URL (opts may be NULL). Caller owns *out
  * (sqk_image_close). */
-SQK_API int sqk_image_open(const char *path, const struct sqk_open_opts *opts, struct sqk_image **out);
+SQK_API int sqk_image_open(const char *path, const struct sqk_open_opts *opts,
+			   struct sqk_image **out);
 
 /* Opens an image on fd (borrowed: must stay open until close). Caller owns *out. */
 SQK_API int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image **out);
@@ -168,7 +169,8 @@ SQK_API int sqk_image_open_io(struct sqk_io *io, const struct sqk_open_opts *opt
 /* Opens the image served at url (range requests; opts->http tunes them; opts->offset must be 0).
  * The metadata tables are fetched at open, in few requests. Caller owns *out. SQK_ENOREMOTE
  * (a line naming url logged) when libsqk was built without the remote backend. */
-SQK_API int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct sqk_image **out);
+SQK_API int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts,
+			       struct sqk_image **out);
 
 /* Remote images: fails every pending and later fetch at once (for shutdown while requests hang);
  * no-op for local images. */
@@ -208,8 +210,8 @@ SQK_API int sqk_image_root(struct sqk_image *img, struct sqk_inode *out);
 
 /* Looks up name (not NUL-terminated; len bytes) in directory dir, using the directory index.
  * SQK_ENOENT if absent. */
-SQK_API int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *name, size_t len,
-	       struct sqk_inode *out);
+SQK_API int sqk_lookup(struct sqk_image *img, const struct sqk_inode *dir, const char *name,
+		       size_t len, struct sqk_inode *out);
 
 /* Resolves a '/'-separated path from the root: "." and ".." as in POSIX (".." of the root is the
  * root), no symlinks followed; "" or "/" = root. */
@@ -337,19 +339,19 @@ SQK_API ssize_t sqk_read(struct sqk_image *img, const struct sqk_inode *file, vo
 SQK_API bool sqk_read_sequential(struct sqk_image *img, const struct sqk_inode *file, uint64_t off);
 
 /* sqk_read with flags (SQK_READ_*). */
-SQK_API ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
-		    uint64_t off, unsigned flags);
+SQK_API ssize_t sqk_read_ex(struct sqk_image *img, const struct sqk_inode *file, void *buf,
+			    size_t len, uint64_t off, unsigned flags);
 
 /* sqk_read_ex that also sets *sequential (when not NULL) to whether the read continued the
  * file's sequential stream, as sqk_read_sequential would have said just before it: one lookup of
  * the file's block index, no window between the question and the read. */
-SQK_API ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, void *buf, size_t len,
-			uint64_t off, unsigned flags, bool *sequential);
+SQK_API ssize_t sqk_read_stream(struct sqk_image *img, const struct sqk_inode *file, void *buf,
+				size_t len, uint64_t off, unsigned flags, bool *sequential);
 
 /* Lists the xattr names of an inode, each NUL-terminated with its prefix ("user.x\0...").
  * With cap 0, only sets *len to the size needed; SQK_ETOOBIG if cap is too small. */
-SQK_API int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf, size_t cap,
-		   size_t *len);
+SQK_API int sqk_xattr_list(struct sqk_image *img, const struct sqk_inode *ino, char *buf,
+			   size_t cap, size_t *len);
 
 /* Gets one xattr value (name with prefix). SQK_ENOENT if absent; cap 0 = size only;
  * SQK_ETOOBIG if cap is too small. */

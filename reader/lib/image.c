@@ -26,15 +26,18 @@ static int check_super(struct sqk_image *img)
 	const struct sqk_super *sb = &img->sb;
 
 	if (sb->magic != SQK_MAGIC || sb->version_major != 4 || sb->version_minor != 0) {
-		img_logf(img, "bad superblock: magic 0x%08x, version %u.%u (the integrity data says "
-			 "it was a SquashFS 4.0 image: it is damaged)", sb->magic, sb->version_major,
-			 sb->version_minor);
+		img_logf(img,
+			 "bad superblock: magic 0x%08x, version %u.%u (the integrity data says "
+			 "it was a SquashFS 4.0 image: it is damaged)",
+			 sb->magic, sb->version_major, sb->version_minor);
 		return SQK_ECORRUPT;
 	}
 	if (sb->block_size < SQK_MIN_BLOCK || sb->block_size > SQK_MAX_BLOCK ||
 	    sb->block_log > 20 || sb->block_size != 1u << sb->block_log) {
-		img_logf(img, "bad superblock: block size %u with block_log %u (a power of two from "
-			 "4 KiB to 1 MiB, 2^block_log)", sb->block_size, sb->block_log);
+		img_logf(img,
+			 "bad superblock: block size %u with block_log %u (a power of two from "
+			 "4 KiB to 1 MiB, 2^block_log)",
+			 sb->block_size, sb->block_log);
 		return SQK_ECORRUPT;
 	}
 	if (sb->flags & SQK_FLAG_CHECK) {
@@ -362,14 +365,17 @@ int sqk_image_open(const char *path, const struct sqk_open_opts *user, struct sq
 		return sqk_image_open_url(path, opts, out);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: judged, not waited on */
 	if (fd < 0 && errno == ENOENT && sqk_looks_like_url(path))
-		return not_a_file(path, opts, SQK_ESCHEME, "%s: unsupported URL scheme; http, https "
+		return not_a_file(path, opts, SQK_ESCHEME,
+				  "%s: unsupported URL scheme; http, https "
 				  "and s3 are");
 	if (fd < 0)
 		return sqk_from_errno(errno);
 	if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISFIFO(st.st_mode))) {
 		close(fd);
-		return S_ISDIR(st.st_mode) ? not_a_file(path, opts, SQK_EISDIR, "'%s' is a directory")
-		       : not_a_file(path, opts, SQK_ENOTSQFS, "'%s' is a FIFO: not a SquashFS image");
+		return S_ISDIR(st.st_mode)
+			   ? not_a_file(path, opts, SQK_EISDIR, "'%s' is a directory")
+			   : not_a_file(path, opts, SQK_ENOTSQFS,
+					"'%s' is a FIFO: not a SquashFS image");
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	rc = sqk_io_fd_create(fd, o.offset, true, &io);

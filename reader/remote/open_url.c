@@ -22,8 +22,8 @@ static void prefetch_tables(struct sqk_io *io)
 	if (sqk_io_read_at(io, 0, raw, sizeof(raw)) || sqk_io_get_size(io, &size))
 		return;
 	super_decode(raw, &sb);
-	if (sb.magic != SQK_MAGIC || sb.inode_table_start >= sb.bytes_used || sb.bytes_used > size ||
-	    sb.bytes_used - sb.inode_table_start > META_WHOLE_MAX)
+	if (sb.magic != SQK_MAGIC || sb.inode_table_start >= sb.bytes_used ||
+	    sb.bytes_used > size || sb.bytes_used - sb.inode_table_start > META_WHOLE_MAX)
 		return;
 	sqk_io_prefetch(io, sb.inode_table_start, sb.bytes_used - sb.inode_table_start, true);
 }

@@ -84,7 +84,8 @@ int main(int argc, char **argv)
 	sqk_counts counts = res.counts;
 	(void)counts;
 	std::printf("entries=%llu files=%llu bytes=%llu check_errors=%llu version=%s\n", entries,
-		    files, bytes, (unsigned long long)res.errors, std::string(sqk_version()).c_str());
+		    files, bytes, (unsigned long long)res.errors,
+		    std::string(sqk_version()).c_str());
 	sqk_image_close(img);
 	return 0;
 }

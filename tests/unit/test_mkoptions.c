@@ -68,7 +68,8 @@ START_TEST(test_options_basic)
 				 { "-l", "23" }, { "--bcj", "x86" }, { "-j", "0" },
 				 { "--force-uid", "-1" }, { "--mtime", "x" } };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *argv[] = { "mkimage", (char *)bad[i][0], (char *)bad[i][1], "src", "img", NULL };
+		char *argv[] = { "mkimage", (char *)bad[i][0], (char *)bad[i][1], "src", "img",
+				 NULL };
 		ck_assert_msg(mk_options_parse(5, argv, &o) == -1, "accepted %s %s", bad[i][0],
 			      bad[i][1]);
 		mk_options_free(&o);
