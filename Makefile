@@ -4,7 +4,7 @@
 # check-lint, check-integration), bench.
 
 # The version `sqk --version`, `sqkfuse --version` and libsqk.pc report.
-VERSION := 0.2.0
+VERSION := 0.3.0
 PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD ?= build

@@ -14,9 +14,9 @@ LIBSQK_A := $(BUILD)/lib/libsqk.a
 # The same objects with every symbol visible, for the tree's own programs and tests, which use
 # the internals; libsqk.a is what users link.
 LIBSQK_ALL := $(BUILD)/lib/internal/libsqk-all.a
-# The SONAME's number is the ABI's (README, "Library ABI"); the version script exports exactly
-# the API, every other symbol (the codecs, the builder's and the tools' helpers) stays local:
-# they come from the static libraries.
+# The SONAME's number is the ABI's (docs/library.md, "ABI and SONAME"); the version script
+# exports exactly the API, every other symbol (the codecs, the builder's and the tools' helpers)
+# stays local: they come from the static libraries.
 LIBSQK_SONAME := libsqk.so.2
 LIBSQK_MAP := reader/libsqk.map
 LIBSQK_SO := $(BUILD)/lib/$(LIBSQK_SONAME)

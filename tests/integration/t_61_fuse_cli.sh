@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # sqkfuse's command line: --version; meaningless -o values (threads=0, cache=0, ...) refused as
-# usage errors naming them, with nothing mounted; the exit statuses the README gives (a missing
+# usage errors naming them, with nothing mounted; the exit statuses sqkfuse(8) gives (a missing
 # mount point 1, usage 2); `sqk umount` unmounts a sqkfuse mount (also one whose daemon died, and
 # lazily a busy one), refuses what is not one (a directory, tmpfs, another FUSE file system)
 # naming it, and as another user goes through fusermount3, which refuses a mount not theirs;
@@ -55,7 +55,7 @@ expect_refused "an unknown option" 2 "bogus" "$SQKFUSE" "$W/img.sqsh" "$W/mnt" -
 expect_refused "no mount point" 2 "no mount point" "$SQKFUSE" "$W/img.sqsh"
 expect_refused "no image" 2 "no image" "$SQKFUSE"
 expect_refused "an extra argument" 2 "extra" "$SQKFUSE" "$W/img.sqsh" "$W/mnt" extra
-# errors, not usage: as the README and sqkfuse(8) say, exit 1
+# errors, not usage: as sqkfuse(8) says, exit 1
 expect_refused "a missing mount point" 1 "$W/nowhere" "$SQKFUSE" "$W/img.sqsh" "$W/nowhere"
 expect_refused "a mount point that is a file" 1 "not a directory" "$SQKFUSE" "$W/img.sqsh" "$W/img.sqsh"
 expect_refused "a missing image" 1 "$W/none.sqsh" "$SQKFUSE" "$W/none.sqsh" "$W/mnt"

@@ -2,9 +2,9 @@
 /* Pins the public ABI of libsqk.so.2 (as squashfs-tools-ng's test/abi.c does): the size and
  * every member offset of each public struct, on this platform (x86-64 / LP64). A failure here
  * means the ABI changed: append fields only (and bump the minor version), or bump the SONAME
- * (see the README's "Library ABI"). Also checks the size-field rules of common/abi.h and
+ * (see docs/library.md, "ABI and SONAME"). Also checks the size-field rules of common/abi.h and
  * sqk_version(). The pins cover libsqk's API (sqk.h, sqk_check.h, remote.h, the I/O vtable and
- * the plain data of common/types.h) and the builder library's (mkimage/build.h). */
+ * the plain data of sqk/types.h) and the builder library's (mkimage/build.h). */
 #include <check.h>
 #include <stddef.h>
 #include <stdint.h>
