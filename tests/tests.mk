@@ -26,9 +26,11 @@ $(BUILD)/tests/test_fuse_walk: $(BUILD)/obj/fuse/walk.o
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-# The Check suites: seconds, no root.
+# The Check suites and the fuzz corpus's replay (tests/fuzz/fuzz.mk adds it to unit): seconds,
+# no root.
+check-unit: unit
 unit_skip_why = $(foreach f,$(UNIT_FEATURES),$(if $(filter $(1),$(UNIT_NEEDS_$(f))),$(if $(call feature_on,$(f)),,HAVE_$(f)=0)))
-check-unit unit: $(UNIT_BINS)
+unit: $(UNIT_BINS)
 	@$(foreach t,$(UNIT_SKIPPED),echo "== skipped $(t): built with $(strip $(call unit_skip_why,$(t)))";) :
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CK_FORK=yes $$t; done
 
