@@ -468,12 +468,13 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 	case 'c':
 	{
 		char why[160];
+		int rc;
 
 		o->build.comp.id = comp_id_from_name(arg);
-		if (comp_supported(o->build.comp.id, why, sizeof(why)) == SQK_ENOTBUILT)
-			return opt_error(as, arg, why);
-		if (comp_supported(o->build.comp.id, NULL, 0))
-			return opt_error(as, arg, "choose zstd, xz, gzip, lz4 or lzo");
+		rc = comp_supported(o->build.comp.id, why, sizeof(why));
+		if (rc)
+			return opt_error(as, arg, rc == SQK_ENOTBUILT ? why
+						    : "choose zstd, xz, gzip, lz4 or lzo");
 		return 0;
 	}
 	case 'l':
