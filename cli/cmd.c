@@ -249,8 +249,9 @@ static void err_reason(const struct cmd *c, const struct sqk_inode *f, int err)
 		fprintf(stderr, ": %s", sqk_strerror(err));
 }
 
+/* tail (may be NULL) follows the reason: what the command made of the failure. */
 static void verr(const struct cmd *c, const char *path, const struct sqk_inode *f, int err,
-		 const char *fmt, va_list ap)
+		 const char *tail, const char *fmt, va_list ap)
 {
 	char msg[1024];
 
@@ -263,6 +264,8 @@ static void verr(const struct cmd *c, const char *path, const struct sqk_inode *
 	else
 		fprintf(stderr, "sqk %s: %s: %s", c->name, c->shown ? c->shown : c->image, msg);
 	err_reason(c, f, err);
+	if (tail)
+		fprintf(stderr, ": %s", tail);
 	fputc('\n', stderr);
 	funlockfile(stderr);
 }
@@ -272,7 +275,7 @@ void cmd_err(const struct cmd *c, const char *path, int err, const char *fmt, ..
 	va_list ap;
 
 	va_start(ap, fmt);
-	verr(c, path, NULL, err, fmt, ap);
+	verr(c, path, NULL, err, NULL, fmt, ap);
 	va_end(ap);
 }
 
@@ -282,7 +285,17 @@ void cmd_read_err(const struct cmd *c, const char *path, const struct sqk_inode 
 	va_list ap;
 
 	va_start(ap, fmt);
-	verr(c, path, f, err, fmt, ap);
+	verr(c, path, f, err, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void cmd_read_err_tail(const struct cmd *c, const char *path, const struct sqk_inode *f,
+		       int err, const char *tail, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verr(c, path, f, err, tail, fmt, ap);
 	va_end(ap);
 }
 

@@ -132,6 +132,12 @@ void cmd_err(const struct cmd *c, const char *path, int err, const char *fmt, ..
 void cmd_read_err(const struct cmd *c, const char *path, const struct sqk_inode *f,
 		      int err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* cmd_read_err (or cmd_err when f is NULL) followed by ": " and tail (borrowed; NULL = none)
+ * after the reason: what became of the command's output, e.g. a partial file removed. */
+void cmd_read_err_tail(const struct cmd *c, const char *path, const struct sqk_inode *f,
+		       int err, const char *tail, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
 /* Prints "sqk NAME: message" for usage errors. */
 void cmd_usage_err(const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
