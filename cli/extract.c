@@ -100,15 +100,24 @@ static void x_totals(struct extract *x)
 }
 
 /* After a failure: the directories made get their attributes all the same, and the message
- * says what DEST holds. */
+ * says what DEST holds: the files extracted, the partial files removed (and any that could not
+ * be: each was named). */
 static void x_left(struct extract *x, bool files_started)
 {
+	size_t removed = atomic_load(&x->files_removed), partial = atomic_load(&x->files_partial);
+	char left[96] = "";
+
 	progress_stop(&x->pr); /* no line drawn under the last messages */
 	x_dir_meta(x);
+	if (partial)
+		snprintf(left, sizeof(left), ", %zu partial %s not removed", partial,
+			 plural(partial, "file", "files"));
 	if (files_started)
-		cmd_err(&x->c, NULL, 0, "extracted %zu of %zu %s into %s before the error; "
-			    "%s is incomplete", atomic_load(&x->files_done), x->njobs,
-			    plural(x->njobs, "file", "files"), x->dest, x->dest);
+		cmd_err(&x->c, NULL, 0, "extracted %zu of %zu %s into %s before the error "
+			    "(%zu partial %s removed%s); %s is incomplete",
+			    atomic_load(&x->files_done), x->njobs,
+			    plural(x->njobs, "file", "files"), x->dest, removed,
+			    plural(removed, "file", "files"), left, x->dest);
 	else
 		cmd_err(&x->c, NULL, 0, "extracted no file into %s before the error (%zu %s, "
 			    "%zu other %s made); %s is incomplete", x->dest, x->made_dirs,

@@ -21,6 +21,11 @@ struct xent {
 	uint32_t depth;
 	bool walked;          /* directory: contents extracted (not just a PATH component) */
 	bool made;            /* directory: created (or reused under --force) in DEST */
+	bool replace;         /* regular file under --force with an entry at its name in DEST:
+			       * written under a temporary name, renamed over that entry once
+			       * whole (x_replace_at), so a failure leaves the entry as it was */
+	bool not_made;        /* regular file not written whole (its partial file removed, or
+			       * never created): no hard link is made to its name */
 	struct sqk_inode ino;
 };
 
@@ -41,6 +46,8 @@ struct extract {
 	atomic_int failed;
 	atomic_int xattr_warned;
 	atomic_size_t files_done; /* regular files written whole, with their metadata */
+	atomic_size_t files_removed; /* partial files removed after their contents failed */
+	atomic_size_t files_partial; /* partial files that could not be removed (named) */
 	size_t made_dirs;     /* directories created under DEST (phase 1) */
 	size_t made_other;    /* symlinks, devices, fifos, sockets, hard links made (phases 1, 3) */
 	bool progress;        /* the progress line on a terminal (no --no-progress) */
@@ -58,9 +65,30 @@ int x_remove_at(int dfd, const char *name);
  * directories), else to name in dfd without following it. Returns 0 or -1 (message printed). */
 int x_meta(struct extract *x, size_t idx, int fd, int dfd);
 
+/* Why a file's contents could not be written, for the message printed once the partial
+ * file is dealt with. */
+struct x_fail {
+	const char *what;     /* "read failed", "write failed", ... */
+	int err;              /* a failed read: SQK_E*, else 0 */
+	int errnum;           /* a failed write: errno, else 0 */
+	uint64_t off;         /* a failed read: its file offset */
+};
+
 /* Writes the contents of file entry idx into fd, leaving holes for all-zero blocks.
- * buf holds 1 MiB. Returns 0 or -1 (message printed). */
-int x_write_file(struct extract *x, size_t idx, int fd, void *buf);
+ * buf holds 1 MiB. Returns 0, or -1 with *f saying why (nothing printed). */
+int x_write_file(struct extract *x, size_t idx, int fd, void *buf, struct x_fail *f);
+
+/* Under --force: when an entry exists at the name of entry idx (a regular file) in dfd, marks
+ * idx to be written under a temporary name and renamed over it (nothing is removed yet). */
+void x_mark_replace(struct extract *x, size_t idx, int dfd);
+
+/* Writes a temporary name for entry idx, unique to this process, into buf (cap bytes;
+ * attempt > 0 for another one after EEXIST). The name says what it is (".sqk-partial..."). */
+void x_tmp_name(char *buf, size_t cap, size_t idx, unsigned attempt);
+
+/* Renames tmp over name in dfd; a directory at name (which rename cannot replace by a file)
+ * is removed first. Returns 0 or -1 with errno. */
+int x_replace_at(int dfd, const char *tmp, const char *name);
 
 /* Prints an error about entry idx (errno-style message when errnum != 0). */
 void x_err(struct extract *x, size_t idx, int errnum, const char *what);

@@ -252,7 +252,7 @@ static int x_write_sparse(int fd, const unsigned char *buf, size_t n, uint64_t o
 	return 0;
 }
 
-int x_write_file(struct extract *x, size_t idx, int fd, void *buf)
+int x_write_file(struct extract *x, size_t idx, int fd, void *buf, struct x_fail *f)
 {
 	const struct sqk_inode *ino = &x->ents[idx].ino;
 	uint64_t off = 0, end = 0;
@@ -261,13 +261,11 @@ int x_write_file(struct extract *x, size_t idx, int fd, void *buf)
 	while (off < ino->size) {
 		n = sqk_read(x->c.img, ino, buf, SQK_X_CHUNK, off);
 		if (n <= 0) {
-			cmd_read_err(&x->c, x->ents[idx].path, ino, n ? (int)n : SQK_ECORRUPT,
-					 "read failed at file offset %llu",
-					 (unsigned long long)off);
+			*f = (struct x_fail){ "read failed", n ? (int)n : SQK_ECORRUPT, 0, off };
 			return -1;
 		}
 		if (x_write_sparse(fd, buf, (size_t)n, off, x->block_size, &end)) {
-			x_err(x, idx, errno, "write failed");
+			*f = (struct x_fail){ "write failed", 0, errno, off };
 			return -1;
 		}
 		off += (uint64_t)n;
@@ -275,8 +273,43 @@ int x_write_file(struct extract *x, size_t idx, int fd, void *buf)
 	}
 	/* Only a file ending in a hole needs its size set. */
 	if (end != ino->size && ftruncate(fd, (off_t)ino->size)) {
-		x_err(x, idx, errno, "cannot set the file size");
+		*f = (struct x_fail){ "cannot set the file size", 0, errno, off };
 		return -1;
 	}
 	return 0;
+}
+
+void x_mark_replace(struct extract *x, size_t idx, int dfd)
+{
+	struct stat st;
+
+	if (x->force && !fstatat(dfd, x->ents[idx].name, &st, AT_SYMLINK_NOFOLLOW))
+		x->ents[idx].replace = true;
+}
+
+void x_tmp_name(char *buf, size_t cap, size_t idx, unsigned attempt)
+{
+	if (attempt)
+		snprintf(buf, cap, ".sqk-partial.%ld.%zu.%u", (long)getpid(), idx, attempt);
+	else
+		snprintf(buf, cap, ".sqk-partial.%ld.%zu", (long)getpid(), idx);
+}
+
+int x_replace_at(int dfd, const char *tmp, const char *name)
+{
+	struct stat st;
+	int e;
+
+	if (renameat(dfd, tmp, dfd, name) == 0)
+		return 0;
+	e = errno;
+	if (e != EISDIR && e != ENOTEMPTY && e != EEXIST)
+		return -1;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode)) {
+		errno = e;
+		return -1;
+	}
+	if (x_remove_at(dfd, name))
+		return -1;
+	return renameat(dfd, tmp, dfd, name);
 }

@@ -154,10 +154,12 @@ static int x_hardlink(struct extract *x, size_t idx, int dfd)
 		return -1;
 	}
 	e->link_to = (int32_t)first;
+	if (cmd_is(&e->ino, SQK_T_FILE)) { /* linked in phase 3, once the file is whole */
+		x_mark_replace(x, idx, dfd);
+		return 0;
+	}
 	if (x_clear(x, idx, dfd, false))
 		return -1;
-	if (cmd_is(&e->ino, SQK_T_FILE))
-		return 0;
 	sfd = x_open_dir(x, (size_t)x->ents[first].parent);
 	r = sfd < 0 ? -1 : linkat(sfd, x->ents[first].name, dfd, e->name, 0);
 	if (r)
@@ -186,9 +188,9 @@ static int x_make(struct extract *x, size_t idx, int dfd, int *fd)
 		return x_hardlink(x, idx, dfd);
 	x->first[n] = (int32_t)idx;
 	if (cmd_is(ino, SQK_T_FILE)) {
-		if (x_clear(x, idx, dfd, false) || x_add_job(x, idx))
-			return -1;
-		return 0;
+		/* an entry in the way stays until the file replacing it is whole */
+		x_mark_replace(x, idx, dfd);
+		return x_add_job(x, idx);
 	}
 	if (!cmd_is(ino, SQK_T_DIR))
 		return x_special(x, idx, dfd);

@@ -11,8 +11,9 @@
 #     summary; --no-progress prints nothing; cat onto the terminal itself draws no line
 #  3. a failed extract (a file over RLIMIT_FSIZE: EFBIG, deterministic with -j 1) leaves every
 #     directory made with its mode and mtime from the image (not 0700) and says how many of the
-#     files it extracted ("extracted 3 of 6 files into DEST before the error; DEST is
-#     incomplete"), the files before the failure whole
+#     files it extracted and how many partial files it removed ("extracted 3 of 6 files into
+#     DEST before the error (1 partial file removed); DEST is incomplete"), the files before
+#     the failure whole, the partial one removed
 #  4. extract of a PATH that is not in the image (alone or beside one that is) creates
 #     nothing, not even DEST, exits 1 and names the path
 . "$(dirname "$0")/lib.sh"
@@ -189,7 +190,10 @@ run_capture x_fail bash -c "trap '' XFSZ; ulimit -f 1024; exec '$SQK' extract -j
 [ "$RC" = 1 ] || { show_err; fail "the failed extract exited $RC"; }
 grep -q "/m/big: write failed: File too large" "$ERR_FILE" ||
 	{ show_err; fail "the failed extract does not name the file"; }
-grep -qx "sqk extract: $MODES: extracted 3 of 6 files into $W/x.fail before the error; $W/x.fail is incomplete" \
+grep -q "/m/big: write failed: File too large (in $W/x.fail): removed the partial file $W/x.fail/m/big\$" \
+	"$ERR_FILE" || { show_err; fail "the failed extract does not say the partial file was removed"; }
+[ ! -e "$W/x.fail/m/big" ] || fail "the failed extract left a partial m/big"
+grep -qx "sqk extract: $MODES: extracted 3 of 6 files into $W/x.fail before the error (1 partial file removed); $W/x.fail is incomplete" \
 	"$ERR_FILE" || { show_err; fail "the failed extract does not say what it left"; }
 for d in . a b b/ro m z; do
 	want=$(stat -c '%a %Y' "$S/$d")
