@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of image signatures (common/sign.h): signing and verifying, every signed field
  * tampered, the signature block's codec on good and hostile blocks, the key files (mode, type,
- * encryption, format), sig_keygen, the trust set and sig_check. */
+ * encryption, format), sig_keygen, the trust set and sig_check, and the builder's signing. */
 #include <check.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -15,6 +15,7 @@
 #include "common/endian.h"
 #include "common/integrity.h"
 #include "common/sign.h"
+#include "mkimage/build.h"
 #include "sqk/error.h"
 #include "sqk/io.h"
 #include "testutil.h"
@@ -828,6 +829,94 @@ START_TEST(test_trust_and_check)
 }
 END_TEST
 
+/* Builds tree into memory with the keys given (n of them) and opts' other fields. */
+static struct sqk_io *build_signed(const char *tree, EVP_PKEY *const *keys, size_t n,
+				   int64_t sign_time, bool no_checksums, int *err,
+				   struct sqk_build_result *r)
+{
+	char *sources[1] = { (char *)tree };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_io *out;
+
+	sqk_build_opts_init(&o);
+	ck_assert_int_eq(o.sign_time, -1);
+	o.quiet = true;
+	o.block_size = 4096;
+	o.clamp_time = 1700000000;
+	o.no_checksums = no_checksums;
+	o.sign_keys = keys;
+	o.nsign_keys = n;
+	o.sign_comment = n ? "release 7" : NULL;
+	o.sign_time = sign_time;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(r);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
+	*err = sqk_build(&o, &s, out, r);
+	return out;
+}
+
+/* The builder signs as it writes: the block after the integrity data, one entry per key, each
+ * valid over the root digest the build reports and the image's end; the bytes before it are
+ * those of the same build unsigned; the time is clamp_time unless sign_time is set. A signed
+ * build without integrity data is refused. */
+START_TEST(test_build_signed)
+{
+	char tree[64];
+	EVP_PKEY *keys[2] = { new_ed25519(), new_ed25519() };
+	struct sqk_build_result r, ru;
+	struct sqk_io *img, *plain;
+	struct sig_block b;
+	uint64_t start;
+	size_t len, ulen;
+	int err;
+
+	test_tree_new(tree, sizeof(tree), "signbuild");
+	test_tree_put(tree, "a", 20000);
+	test_tree_put(tree, "b", 100);
+	img = build_signed(tree, keys, 2, -1, false, &err, &r);
+	ck_assert_msg(err == 0, "%s", r.msg);
+	plain = build_signed(tree, keys, 0, -1, false, &err, &ru);
+	ck_assert_int_eq(err, 0);
+	const uint8_t *d = sqk_io_mem_data(img, &len), *u = sqk_io_mem_data(plain, &ulen);
+	ck_assert_uint_eq(len, ulen + 4096);
+	ck_assert_uint_eq(r.image_bytes, len);
+	ck_assert_int_eq(memcmp(d, u, ulen), 0);
+	ck_assert_int_eq(memcmp(r.root_hash, ru.root_hash, 32), 0);
+	ck_assert_int_eq(sig_block_read(img, len, &b, &start), 0);
+	ck_assert_uint_eq(start, ulen);
+	ck_assert_uint_eq(b.image_end, ulen);
+	ck_assert_uint_eq(b.n, 2);
+	for (size_t i = 0; i < 2; i++) {
+		uint8_t pub[32];
+
+		sig_public_of(keys[i], pub);
+		ck_assert_int_eq(memcmp(b.e[i].pub, pub, 32), 0);
+		ck_assert_uint_eq(b.e[i].time, 1700000000);
+		ck_assert_str_eq(b.e[i].comment, "release 7");
+		ck_assert_int_eq(sig_verify(&b.e[i], r.root_hash, ulen), 0);
+	}
+	sig_block_free(&b);
+	sqk_io_destroy(img);
+	img = build_signed(tree, keys, 1, 42, false, &err, &r);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(sig_block_read(img, r.image_bytes, &b, &start), 0);
+	ck_assert_uint_eq(b.e[0].time, 42);
+	sig_block_free(&b);
+	sqk_io_destroy(img);
+	img = build_signed(tree, keys, 1, -1, true, &err, &r);
+	ck_assert_int_eq(err, SQK_EINVAL);
+	ck_assert_msg(strstr(r.msg, "integrity data"), "%s", r.msg);
+	sqk_io_destroy(img);
+	sqk_io_destroy(plain);
+	test_tree_remove(tree);
+	EVP_PKEY_free(keys[0]);
+	EVP_PKEY_free(keys[1]);
+}
+END_TEST
+
 static Suite *sign_suite(void)
 {
 	Suite *s = suite_create("sign");
@@ -844,6 +933,7 @@ static Suite *sign_suite(void)
 	tcase_add_test(tc, test_hostile_blocks);
 	tcase_add_test(tc, test_every_byte);
 	tcase_add_test(tc, test_block_read);
+	tcase_add_test(tc, test_build_signed);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(keys, 60);
 	tcase_add_checked_fixture(keys, key_dir_setup, key_dir_teardown);
