@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bytes.h"
 #include "common/endian.h"
 #include "common/integrity.h"
 #include "common/sign.h"
@@ -111,6 +112,38 @@ START_TEST(test_sign_verify_tamper)
 	ck_assert_ptr_null(e.comment);
 	ck_assert_int_eq(sig_verify(&e, root_a, 8192), 0);
 	sig_entry_clear(&e);
+}
+END_TEST
+
+/* A known answer: the key of seed 00 01 .. 1f signs root_a, E 8192, time 1700000000, comment
+ * "kat" into the signature Python's cryptography package computes over the message of
+ * docs/format.md; the key id is the start of SHA-256 of the public key. */
+START_TEST(test_known_answer)
+{
+	static const char want_pub[] =
+		"03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8";
+	static const char want_sig[] =
+		"0cd18bf9b8a4b121ab0f1a10b685e949779b5fd80c759b30015a47af7fadbaec"
+		"d33a7b0d6f6cdcb9289fd4341ec287a446dde7c8854dabbfda8d9edbd85e2e0a";
+	uint8_t seed[32];
+	char hex[129], id[17];
+	struct sig_entry e;
+
+	for (int i = 0; i < 32; i++)
+		seed[i] = (uint8_t)i;
+	EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, 32);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_int_eq(sig_sign(k, root_a, 8192, 1700000000, "kat", &e), 0);
+	bytes_hex(e.pub, 32, hex);
+	hex[64] = '\0';
+	ck_assert_str_eq(hex, want_pub);
+	bytes_hex(e.sig, 64, hex);
+	hex[128] = '\0';
+	ck_assert_str_eq(hex, want_sig);
+	sig_key_id_hex(e.pub, id);
+	ck_assert_str_eq(id, "56475aa75463474c");
+	sig_entry_clear(&e);
+	EVP_PKEY_free(k);
 }
 END_TEST
 
@@ -926,6 +959,7 @@ static Suite *sign_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_key_id);
 	tcase_add_test(tc, test_sign_verify_tamper);
+	tcase_add_test(tc, test_known_answer);
 	tcase_add_test(tc, test_comments);
 	tcase_add_test(tc, test_block_round_trip);
 	tcase_add_test(tc, test_block_set_remove);
