@@ -15,6 +15,7 @@
 #include "sqk/counts.h"
 #include "sqk/error.h"
 #include "common/format.h"
+#include "common/sign.h"
 #include "cli/lib/outfile.h"
 #include "cli/lib/sigwatch.h"
 #include "mkimage.h"
@@ -169,6 +170,14 @@ static void summary(const struct mk_options *o, const struct sqk_build_result *r
 		printf("root hash  %s\n", hex);
 	} else {
 		printf("root hash  none (--no-checksums)\n");
+	}
+	for (int i = 0; i < o->nsign; i++) {
+		uint8_t pub[SQK_SIG_PUB_SIZE];
+		char id[2 * SQK_SIG_ID_SIZE + 1];
+
+		sig_public_of(o->sign_keys[i], pub);
+		sig_key_id_hex(pub, id);
+		printf("%-11sby key %s (%s)\n", i ? "" : "signed", id, o->sign_paths[i]);
 	}
 	printf("time       %.2f s with %d threads\n", secs, o->build.threads);
 }

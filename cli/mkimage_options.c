@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <regex.h>
 #include <getopt.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "common/grow.h"
 #include "common/parse.h"
+#include "common/sign.h"
 #include "sqk/error.h"
 
 static void usage(FILE *f)
@@ -57,6 +59,12 @@ static void usage(FILE *f)
 		"                          group) for any size; by default only when they exceed 4 "
 		"MiB,\n"
 		"                          so that remote readers fetch them on demand\n"
+		"      --sign KEY          sign the image with the Ed25519 private key KEY (sqk "
+		"keygen;\n"
+		"                          repeatable: a signature per key), as sqk sign does "
+		"after\n"
+		"                          a build, at SOURCE_DATE_EPOCH when set, else now\n"
+		"      --sign-comment TEXT a signed comment for --sign, e.g. a version\n"
 		"      --exclude GLOB      skip paths (relative to the source) matching GLOB; "
 		"repeatable\n"
 		"                          (-e is mksquashfs's exclude now, see below)\n"
@@ -268,7 +276,7 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
-       OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE };
+       OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -285,6 +293,8 @@ static const struct option long_opts[] = {
 	{ "no-checksums", no_argument, NULL, OPT_NOCSUM },
 	{ "checksum-chunk", required_argument, NULL, OPT_CSUMCHUNK },
 	{ "digest-tree", no_argument, NULL, OPT_DTREE },
+	{ "sign", required_argument, NULL, OPT_SIGN },
+	{ "sign-comment", required_argument, NULL, OPT_SIGNCOMMENT },
 	{ "exclude", required_argument, NULL, 'e' },
 	{ "all-root", no_argument, NULL, OPT_ALLROOT },
 	{ "keep-as-directory", no_argument, NULL, OPT_KEEPDIR },
@@ -545,6 +555,8 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 		*(c == OPT_DUID ? &o->build.default_uid : &o->build.default_gid) = (uint32_t)t;
 		return 0;
 	case OPT_DMTIME: return parse_time(as, arg, &o->build.default_mtime);
+	case OPT_SIGN: return push_str(&o->sign_paths, &o->nsign, &o->sign_cap, arg);
+	case OPT_SIGNCOMMENT: o->sign_comment = arg; return 0;
 	default: return 1;
 	}
 }
@@ -821,6 +833,53 @@ static int check_wildcards(const struct mk_options *o)
 	return 0;
 }
 
+/* --sign and --sign-comment: integrity data to sign, a comment a signature takes. */
+static int check_sign(const struct mk_options *o)
+{
+	if (o->nsign && o->build.no_checksums) {
+		fprintf(stderr, "sqk mkimage: --sign needs integrity data (not --no-checksums): a "
+			"signature signs its root digest\n");
+		return -1;
+	}
+	if (o->sign_comment && !o->nsign) {
+		fprintf(stderr, "sqk mkimage: --sign-comment needs --sign KEY\n");
+		return -1;
+	}
+	if (o->nsign > (int)SQK_SIG_MAX_ENTRIES) {
+		fprintf(stderr, "sqk mkimage: %d --sign keys: an image holds at most %u "
+			"signatures\n", o->nsign, SQK_SIG_MAX_ENTRIES);
+		return -1;
+	}
+	if (o->sign_comment && sig_comment_check(o->sign_comment, strlen(o->sign_comment))) {
+		fprintf(stderr, "sqk mkimage: invalid --sign-comment: need UTF-8 without control "
+			"characters, at most 1024 bytes\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Loads the --sign keys before anything is built: a bad key costs no build. */
+static int load_sign_keys(struct mk_options *o)
+{
+	char why[512];
+
+	if (!o->nsign)
+		return 0;
+	o->sign_keys = calloc((size_t)o->nsign, sizeof(*o->sign_keys));
+	if (!o->sign_keys)
+		return oom();
+	for (int i = 0; i < o->nsign; i++) {
+		if (sig_load_private(o->sign_paths[i], &o->sign_keys[i], why, sizeof(why))) {
+			fprintf(stderr, "sqk mkimage: --sign %s: %s\n", o->sign_paths[i], why);
+			return -1;
+		}
+	}
+	o->build.sign_keys = o->sign_keys;
+	o->build.nsign_keys = (size_t)o->nsign;
+	o->build.sign_comment = o->sign_comment;
+	return 0;
+}
+
 /* Option combinations; o->nsources counts every positional argument here. */
 static int check_combinations(const struct mk_options *o, const struct parse_state *ps)
 {
@@ -831,6 +890,8 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 			"sqk mkimage: --digest-tree needs integrity data (not --no-checksums)\n");
 		return -1;
 	}
+	if (check_sign(o))
+		return -1;
 	if (o->build.comp.xz_bcj && o->build.comp.id != SQK_COMP_XZ) {
 		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");
 		return -1;
@@ -900,7 +961,7 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 	struct parse_state ps = { 0 };
 	set_defaults(o);
 	int r = parse_argv(argc, argv, o, &ps);
-	if (!r && (check_combinations(o, &ps) || parse_env(o)))
+	if (!r && (check_combinations(o, &ps) || parse_env(o) || load_sign_keys(o)))
 		r = -1;
 	if (r) {
 		mk_options_free(o);
@@ -940,4 +1001,14 @@ void mk_options_free(struct mk_options *o)
 	o->pseudo = NULL;
 	o->npseudo = 0;
 	o->pseudo_cap = 0;
+	for (int i = 0; o->sign_keys && i < o->nsign; i++)
+		EVP_PKEY_free(o->sign_keys[i]);
+	free(o->sign_keys);
+	o->sign_keys = NULL;
+	free(o->sign_paths);
+	o->sign_paths = NULL;
+	o->nsign = 0;
+	o->sign_cap = 0;
+	o->build.sign_keys = NULL;
+	o->build.nsign_keys = 0;
 }

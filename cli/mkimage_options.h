@@ -40,6 +40,11 @@ struct mk_options {
 	struct sqk_build_pseudo *pseudo; /* owned array: --pseudo, --pseudo-def in order */
 	int npseudo;
 	size_t pseudo_cap;
+	const char **sign_paths; /* --sign KEY: owned array of strings borrowed from argv */
+	int nsign;
+	size_t sign_cap;
+	EVP_PKEY **sign_keys; /* their keys, loaded by the parse (owned; build.sign_keys) */
+	const char *sign_comment; /* --sign-comment TEXT (borrowed) */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

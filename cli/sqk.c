@@ -9,6 +9,7 @@
 #endif
 #include "mkimage.h"
 #include "cmd.h"
+#include "sign.h"
 #if SQK_HAVE_TAR
 #include "tar.h"
 #endif
@@ -36,6 +37,9 @@ static void usage(FILE *f)
 		   "                                      check integrity data and structure\n"
 		   "                                      (exit 0 clean, 4 errors, 8 failure, 16 "
 		   "usage)\n"
+		   "  keygen [--force] KEY                make an Ed25519 key pair (KEY, KEY.pub)\n"
+		   "  sign --key KEY [--comment TEXT] IMAGE\n"
+		   "                                      add or replace the signature of KEY\n"
 		   "  mount IMAGE MOUNTPOINT [-o OPTS]    mount read-only with FUSE (as sqkfuse)\n"
 		   "  umount [-z] MOUNTPOINT              unmount a sqkfuse mount\n"
 		   "  help [COMMAND]                      this text, or the --help of COMMAND\n"
@@ -104,7 +108,8 @@ static const struct command {
 	{ "mkimage", mkimage_main }, { "ls", ls_main },
 	{ "cat", cat_main },	 { "extract", extract_main },
 	{ "tar", TAR_MAIN },	 { "info", info_main },
-	{ "verify", verify_main },	 { "mount", mount_main },
+	{ "verify", verify_main },	 { "keygen", keygen_main },
+	{ "sign", sign_main },		 { "mount", mount_main },
 	{ "umount", umount_main },	 { "help", help_main },
 };
 

@@ -2,17 +2,19 @@
 /* The build's orchestration, behind sqk_build (sqk_build.c): one pass over a source (entries
  * into the tree backend chosen here, file content into blocks and tails as it comes), then the
  * fragment blocks, the tables, padding, the prefetch hint and the fast checksums (inside the
- * covered bytes), the integrity data and the superblock last (so a torn image has no valid
- * magic). Every byte written is hashed on its way out; nothing is read back. The output is an
- * I/O object: a file for `sqk mkimage` (cli/mkimage.c), memory in the tests. */
+ * covered bytes), the integrity data, the signatures and the superblock last (so a torn image
+ * has no valid magic). Every byte written is hashed on its way out; nothing is read back. The
+ * output is an I/O object: a file for `sqk mkimage` (cli/mkimage.c), memory in the tests. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sqk/error.h"
 #include "common/format.h"
 #include "common/hint.h"
+#include "common/sign.h"
 #include "mk.h"
 #include "attrs.h"
 #include "data.h"
@@ -104,6 +106,51 @@ static int write_integrity(struct mk_ctx *c)
 	return 0;
 }
 
+/* The signatures of the image that ends at c->pos, the integrity data written: one entry per
+ * key into b (caller frees). */
+static int sign_all(struct mk_ctx *c, struct sig_block *b)
+{
+	const struct sqk_build_opts *o = c->opt;
+	uint64_t t = o->sign_time >= 0 ? (uint64_t)o->sign_time :
+		     o->clamp_time >= 0 ? (uint64_t)o->clamp_time : (uint64_t)time(NULL);
+	int err = 0;
+
+	b->image_end = c->pos;
+	for (size_t i = 0; !err && i < o->nsign_keys; i++) {
+		struct sig_entry e;
+
+		err = sig_sign(o->sign_keys[i], c->root_hash, c->pos, t, o->sign_comment, &e);
+		if (!err)
+			err = sig_block_set(b, &e);
+		sig_entry_clear(&e);
+	}
+	return err;
+}
+
+/* Appends the signature block after the integrity data (common/sign.h): outside the bytes the
+ * digests cover, like everything after them. */
+static int write_signatures(struct mk_ctx *c)
+{
+	struct sig_block b = { 0 };
+	uint8_t *blk = NULL;
+	size_t len = 0;
+	int err = sign_all(c, &b);
+
+	if (!err)
+		err = sig_block_encode(&b, &blk, &len);
+	sig_block_free(&b);
+	if (err)
+		return mk_fail(c, err, "cannot sign '%s': %s", c->opt->image, sqk_strerror(err));
+	err = sqk_io_write_at(c->out, c->pos, blk, len);
+	free(blk);
+	if (err)
+		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
+			       (unsigned long long)c->pos,
+			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	c->pos += len;
+	return 0;
+}
+
 /* Appends the prefetch hint after the padded image (--order, -sort with integrity data): it is
  * then inside the bytes the digests cover. */
 static int write_hint(struct mk_ctx *c, const struct sqk_super *sb)
@@ -168,6 +215,8 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 		err = write_fast(c);
 	if (!err && c->integ)
 		err = write_integrity(c);
+	if (!err && c->integ && o->nsign_keys)
+		err = write_signatures(c);
 	if (!err)
 		err = write_super(c, raw);
 	if (!err && (err = sqk_io_sync(c->out)))

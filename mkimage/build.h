@@ -14,6 +14,7 @@
 #include "common/compressor.h"
 #include "common/format.h"
 #include "common/integrity.h"
+#include "common/sign.h"
 #include "sqk/io.h"
 
 /* ---- options ---- */
@@ -59,6 +60,14 @@ struct sqk_build_opts {
 	 * image goes to), or -1. Returns 0 or an SQK_E* code with a message in msg. */
 	int (*open_output)(void *arg, struct sqk_io **io, int *skip_fd, char *msg, size_t cap);
 	void *open_arg;
+	/* Signatures (common/sign.h) in a block after the integrity data, which they need: each
+	 * of the nsign_keys keys (borrowed Ed25519 keys; at most 64) signs the root digest and
+	 * the image's end with sign_comment (NULL = none) at sign_time (-1: clamp_time when set,
+	 * else the time of the build). */
+	EVP_PKEY *const *sign_keys;
+	size_t nsign_keys;
+	const char *sign_comment;
+	int64_t sign_time;
 };
 
 /* Fills o with every default and o->size. */

@@ -29,6 +29,7 @@ void sqk_build_opts_init(struct sqk_build_opts *o)
 	o->clamp_time = -1;
 	o->default_mode = 0755;
 	o->mem = 4u << 20;
+	o->sign_time = -1;
 }
 
 void sqk_build_source_init(struct sqk_build_source *s, enum sqk_build_source_kind kind)
@@ -90,6 +91,14 @@ static int check_opts(const struct sqk_build_opts *o, const struct sqk_build_sou
 	if (o->digest_tree && o->no_checksums)
 		return refuse(r, SQK_EINVAL,
 			      "a digest tree needs integrity data (not no_checksums)");
+	if (o->nsign_keys && o->no_checksums)
+		return refuse(r, SQK_EINVAL, "signing needs integrity data (not no_checksums)");
+	if (o->nsign_keys > SQK_SIG_MAX_ENTRIES || (o->nsign_keys && !o->sign_keys))
+		return refuse(r, SQK_EINVAL, "%zu signing keys: need at most %u",
+			      o->nsign_keys, SQK_SIG_MAX_ENTRIES);
+	if (o->sign_comment && sig_comment_check(o->sign_comment, strlen(o->sign_comment)))
+		return refuse(r, SQK_EINVAL, "the signed comment: need UTF-8 without control "
+			      "characters, at most %u bytes", SQK_SIG_COMMENT_MAX);
 	if (s->kind == SQK_BUILD_DIRS ? s->nsources < 1 :
 	    s->kind == SQK_BUILD_CUSTOM ? !s->custom : s->kind != SQK_BUILD_TAR)
 		return refuse(r, SQK_EINVAL, "no source to build from");

@@ -12,10 +12,10 @@ BUILD_PKGS="build-essential make gcc pkg-config libzstd-dev liblzma-dev zlib1g-d
 libssl-dev libfuse3-dev fuse3 libcurl4-openssl-dev libarchive-dev liblz4-dev liblzo2-dev"
 # The tests: Check for the unit tests, clang and g++ for the warning and header checks, the peers
 # (oracles), servers and network tools of the integration tests, man page linters, debootstrap
-# for the fresh-system build test.
+# for the fresh-system build test, openssl for the keys and certificates of the tests.
 TEST_PKGS="check clang g++ squashfs-tools squashfs-tools-ng squashfuse libarchive-tools attr
 python3 util-linux kmod time nginx-light iproute2 curl iptables man-db groff-base mandoc
-debootstrap binutils"
+debootstrap binutils openssl"
 case $what in
 build) PKGS=$BUILD_PKGS ;;
 test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;

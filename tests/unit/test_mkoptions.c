@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/sign.h"
 #include "sqk/error.h"
 #include "mkimage/mk.h"
 #include "cli/mkimage_options.h"
@@ -380,6 +381,50 @@ START_TEST(test_walk_excludes)
 }
 END_TEST
 
+/* --sign KEY (repeatable) loads each key into the builder's options before anything is built;
+ * --sign-comment goes with it. A bad key, --sign without integrity data, a comment without
+ * --sign or with a control character: refused, naming the option or the key file. */
+START_TEST(test_sign_options)
+{
+	char dir[] = "/tmp/sqk-unit-sign-XXXXXX", k1[64], k2[64], why[256];
+	struct mk_options o;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(k1, sizeof(k1), "%s/k1", dir);
+	snprintf(k2, sizeof(k2), "%s/k2", dir);
+	ck_assert_msg(sig_keygen(k1, false, NULL, why, sizeof(why)) == 0, "%s", why);
+	ck_assert_int_eq(sig_keygen(k2, false, NULL, why, sizeof(why)), 0);
+	char *ok[] = { "mkimage", "--sign", k1, "src", "img", "--sign", k2, "--sign-comment",
+		       "v1.2", NULL };
+	ck_assert_int_eq(mk_options_parse(NARGS(ok), ok, &o), 0);
+	ck_assert_uint_eq(o.build.nsign_keys, 2);
+	ck_assert_ptr_nonnull(o.build.sign_keys[1]);
+	ck_assert_str_eq(o.build.sign_comment, "v1.2");
+	ck_assert_int_eq(o.build.sign_time, -1);
+	mk_options_free(&o);
+	ck_assert_int_eq(chmod(k1, 0640), 0);
+	char *open_key[] = { "mkimage", "--sign", k1, "src", "img", NULL };
+	ck_assert_int_eq(parse_quiet(NARGS(open_key), open_key, &o), -1);
+	ck_assert_msg(strstr(errbuf, k1) && strstr(errbuf, "mode 0640"), "%s", errbuf);
+	char *pub[] = { "mkimage", "--sign", strcat(k2, ".pub"), "src", "img", NULL };
+	ck_assert_int_eq(parse_quiet(NARGS(pub), pub, &o), -1);
+	ck_assert_msg(strstr(errbuf, "a public key, not a private key"), "%s", errbuf);
+	k2[strlen(k2) - 4] = '\0';
+	char *nocsum[] = { "mkimage", "--sign", k2, "--no-checksums", "src", "img", NULL };
+	ck_assert_int_eq(parse_quiet(NARGS(nocsum), nocsum, &o), -1);
+	ck_assert_msg(strstr(errbuf, "--sign needs integrity data"), "%s", errbuf);
+	char *alone[] = { "mkimage", "--sign-comment", "x", "src", "img", NULL };
+	ck_assert_int_eq(parse_quiet(NARGS(alone), alone, &o), -1);
+	ck_assert_msg(strstr(errbuf, "--sign-comment needs --sign"), "%s", errbuf);
+	char *ctrl[] = { "mkimage", "--sign", k2, "--sign-comment", "a\nb", "src", "img", NULL };
+	ck_assert_int_eq(parse_quiet(NARGS(ctrl), ctrl, &o), -1);
+	ck_assert_msg(strstr(errbuf, "invalid --sign-comment"), "%s", errbuf);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *mkoptions_suite(void)
 {
 	Suite *s = suite_create("mkoptions");
@@ -391,6 +436,7 @@ static Suite *mkoptions_suite(void)
 	tcase_add_test(tc, test_mks_excludes);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_walk_excludes);
+	tcase_add_test(tc, test_sign_options);
 	suite_add_tcase(s, tc);
 	return s;
 }
