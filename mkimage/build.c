@@ -3,7 +3,8 @@
  * into the tree backend chosen here, file content into blocks and tails as it comes), then the
  * fragment blocks, the tables, padding, the prefetch hint and the fast checksums (inside the
  * covered bytes), the integrity data and the superblock last (so a torn image has no valid
- * magic). Every byte written is hashed on its way out; nothing is read back. The output is an
+ * magic), and a dm-verity tree over all of it when asked (verity_area.c). Every byte written is
+ * hashed on its way out; nothing is read back. The output is an
  * I/O object: a file for `sqk mkimage` (cli/mkimage.c), memory in the tests. */
 #include <errno.h>
 #include <stdio.h>
@@ -73,14 +74,14 @@ static int write_super(struct mk_ctx *c, const uint8_t *raw)
 	return 0;
 }
 
-/* Hashes the superblock into the integrity data, which covers it. */
+/* Hashes the superblock into the integrity data and the dm-verity tree, which cover it. */
 static int hash_super(struct mk_ctx *c, const uint8_t *raw)
 {
 	int err = c->integ ? integ_writer_update(c->integ, 0, raw, SQK_SUPER_SIZE) : 0;
 	if (err)
 		return mk_fail(c, err, "cannot hash the superblock of '%s': %s", c->opt->image,
 			       sqk_strerror(err));
-	return 0;
+	return mk_verity_feed(c, 0, raw, SQK_SUPER_SIZE);
 }
 
 /* Appends the digests, padding and trailer after the padded image (c->pos). */
@@ -94,11 +95,15 @@ static int write_integrity(struct mk_ctx *c)
 		return mk_fail(c, err, "cannot finish the integrity data of '%s': %s",
 			       c->opt->image, sqk_strerror(err));
 	err = sqk_io_write_at(c->out, c->pos, blob, len);
+	if (err)
+		err = mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
+			      (unsigned long long)c->pos,
+			      err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	else
+		err = mk_verity_feed(c, c->pos, blob, len);
 	free(blob);
 	if (err)
-		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
-			       (unsigned long long)c->pos,
-			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+		return err;
 	c->pos += len;
 	c->have_root = true;
 	return 0;
@@ -168,6 +173,8 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 		err = write_fast(c);
 	if (!err && c->integ)
 		err = write_integrity(c);
+	if (!err)
+		err = mk_verity_finish(c);
 	if (!err)
 		err = write_super(c, raw);
 	if (!err && (err = sqk_io_sync(c->out)))
@@ -240,7 +247,9 @@ int mk_build_inputs(struct mk_ctx *c)
 			return mk_fail(c, err, "cannot set up the integrity writer: %s",
 				       sqk_strerror(err));
 	}
-	err = mk_pseudo_load(c, &c->pseudo);
+	err = mk_verity_start(c);
+	if (!err)
+		err = mk_pseudo_load(c, &c->pseudo);
 	if (!err && c->opt->reuse && !c->reuse)
 		err = mk_reuse_open(c, c->opt->reuse, &c->reuse);
 	if (!err && !c->order)

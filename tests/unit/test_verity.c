@@ -4,7 +4,8 @@
  * blocks: no tree, one level, a full block, two and three levels), fed in odd pieces with the
  * first block last; the geometry against veritysetup's own formula; the builder's refusals; the
  * appended area found from the end and hostile superblocks refused; the checker naming a flipped
- * data block, a damaged hash block and padding. */
+ * data block, a damaged hash block and padding; and through the builder: the area appended or
+ * in a sidecar over exactly the image's bytes (unchanged), reproducible, with the salt chosen. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,10 @@
 #include "common/endian.h"
 #include "common/integrity.h"
 #include "common/verity.h"
+#include "mkimage/build.h"
 #include "sqk/error.h"
 #include "sqk/io.h"
+#include "sqk/sqk.h"
 #include "testutil.h"
 
 /* The data veritysetup hashed (tests/unit: generated with the same formula in Python): byte
@@ -379,6 +382,203 @@ START_TEST(test_check_hostile)
 }
 END_TEST
 
+/* ---- through the builder (sqk_build with opts.verity) ---- */
+
+/* The sidecar's output: a memory io the test keeps, or a failure. */
+struct sidecar {
+	struct sqk_io *io;
+	bool fail;
+	int calls;
+};
+
+static int open_sidecar(void *arg, struct sqk_io **io, char *msg, size_t cap)
+{
+	struct sidecar *sc = arg;
+
+	sc->calls++;
+	if (sc->fail) {
+		snprintf(msg, cap, "no room for the sidecar");
+		return SQK_ENOSPC;
+	}
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &sc->io), 0);
+	*io = sc->io;
+	return 0;
+}
+
+/* Builds tree (4 KiB blocks) in memory with the verity mode, salt (NULL: derived) and sidecar;
+ * returns the image (caller destroys it) and the result in *r. */
+static struct sqk_io *build_dir(const char *tree, enum sqk_build_verity mode, const uint8_t *salt,
+				size_t salt_len, struct sidecar *sc, struct sqk_build_result *r)
+{
+	char *sources[1] = { (char *)tree };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_io *out;
+	int err;
+
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.block_size = 4096;
+	o.clamp_time = 1700000000;
+	o.verity = mode;
+	o.verity_salt = salt;
+	o.verity_salt_len = salt_len;
+	o.open_verity = sc ? open_sidecar : NULL;
+	o.open_arg = sc;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(r);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &out), 0);
+	err = sqk_build(&o, &s, out, r);
+	ck_assert_msg(err == 0 || (sc && sc->fail), "build: %d %s", err, r->msg);
+	return out;
+}
+
+static void make_tree(char *tree, size_t cap)
+{
+	test_tree_new(tree, cap, "verity");
+	test_tree_put(tree, "big", 3 << 20);
+	test_tree_put(tree, "small", 1000);
+	test_tree_dir(tree, "d");
+	test_tree_put(tree, "d/mid", 200000);
+}
+
+/* Appended: the area follows the image's end E (its integrity data's end), the image before it
+ * is byte for byte the one built without --verity, the tree checks against the result's root,
+ * the library finds the area and reads the image verified. */
+START_TEST(test_build_append)
+{
+	char tree[64];
+	struct sqk_build_result r, plain;
+	struct sqk_io *io, *ref;
+	struct verity_check c;
+	size_t len, rlen;
+	uint64_t size, e = 0;
+
+	make_tree(tree, sizeof(tree));
+	ref = build_dir(tree, SQK_BUILD_VERITY_NONE, NULL, 0, NULL, &plain);
+	io = build_dir(tree, SQK_BUILD_VERITY_APPEND, NULL, 0, NULL, &r);
+	ck_assert(r.have_verity && !plain.have_verity);
+	const uint8_t *a = sqk_io_mem_data(io, &len), *b = sqk_io_mem_data(ref, &rlen);
+	ck_assert_uint_eq(r.verity_data_end, rlen);
+	ck_assert_uint_eq(len, rlen + r.verity_len);
+	ck_assert_uint_eq(r.image_bytes, len);
+	ck_assert_int_eq(memcmp(a, b, rlen), 0);
+	ck_assert_uint_eq(r.verity_salt_len, 32);
+	ck_assert_int_eq(memcmp(r.verity_uuid, r.verity_root + 16, 16), 0);
+	ck_assert_int_eq(sqk_io_get_size(io, &size), 0);
+	ck_assert_int_eq(verity_appended(io, size, &e), 0);
+	ck_assert_uint_eq(e, rlen);
+	ck_assert_int_eq(verity_check(io, size, io, e, r.verity_root, &c), 0);
+	ck_assert(c.root_ok);
+	ck_assert_uint_eq(c.bad_data + c.bad_hash, 0);
+	ck_assert_int_eq(memcmp(c.sb.salt, r.verity_salt, 32), 0);
+
+	/* the library reads it, its integrity data found at E and every read verified */
+	struct sqk_open_opts oo;
+	struct sqk_image *img;
+
+	sqk_open_opts_init(&oo);
+	oo.root_hash = r.root_hash;
+	ck_assert_int_eq(sqk_image_open_io(io, &oo, &img), 0);
+	ck_assert(sqk_image_verified(img));
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	sqk_io_destroy(ref);
+	test_tree_remove(tree);
+}
+END_TEST
+
+/* Sidecar: the image is the one built without --verity; the area goes to open_verity's
+ * output once; the same build gives the same tree (the derived salt); a chosen salt (or none)
+ * is the one used; a failing sidecar fails the build with its message. */
+START_TEST(test_build_sidecar)
+{
+	char tree[64];
+	struct sqk_build_result r, r2, plain;
+	struct sidecar sc = { 0 }, sc2 = { 0 }, sc3 = { 0 };
+	struct sqk_io *io, *io2, *ref;
+	struct verity_check c;
+	size_t len, rlen, tlen, tlen2;
+	const uint8_t salt[3] = { 1, 2, 3 };
+
+	make_tree(tree, sizeof(tree));
+	ref = build_dir(tree, SQK_BUILD_VERITY_NONE, NULL, 0, NULL, &plain);
+	io = build_dir(tree, SQK_BUILD_VERITY_SIDECAR, NULL, 0, &sc, &r);
+	ck_assert_int_eq(sc.calls, 1);
+	const uint8_t *a = sqk_io_mem_data(io, &len), *b = sqk_io_mem_data(ref, &rlen);
+	ck_assert_uint_eq(len, rlen);
+	ck_assert_int_eq(memcmp(a, b, len), 0);
+	const uint8_t *t = sqk_io_mem_data(sc.io, &tlen);
+	ck_assert_uint_eq(tlen, r.verity_len);
+	ck_assert_uint_eq(r.verity_data_end, len);
+	ck_assert_int_eq(verity_check(io, len, sc.io, 0, r.verity_root, &c), 0);
+	ck_assert(c.root_ok);
+	ck_assert_uint_eq(c.bad_data + c.bad_hash, 0);
+	/* again: the same tree, byte for byte */
+	io2 = build_dir(tree, SQK_BUILD_VERITY_SIDECAR, NULL, 0, &sc2, &r2);
+	const uint8_t *t2 = sqk_io_mem_data(sc2.io, &tlen2);
+	ck_assert_uint_eq(tlen, tlen2);
+	ck_assert_int_eq(memcmp(t, t2, tlen), 0);
+	ck_assert_int_eq(memcmp(r.verity_root, r2.verity_root, 32), 0);
+	sqk_io_destroy(io2);
+	sqk_io_destroy(sc2.io);
+	/* a salt of the caller's, and none */
+	memset(&sc2, 0, sizeof(sc2));
+	io2 = build_dir(tree, SQK_BUILD_VERITY_SIDECAR, salt, 3, &sc2, &r2);
+	ck_assert_uint_eq(r2.verity_salt_len, 3);
+	ck_assert_int_eq(memcmp(r2.verity_salt, salt, 3), 0);
+	ck_assert_int_ne(memcmp(r.verity_root, r2.verity_root, 32), 0);
+	ck_assert_int_eq(verity_check(io2, len, sc2.io, 0, r2.verity_root, &c), 0);
+	ck_assert(c.root_ok && c.sb.salt_size == 3);
+	sqk_io_destroy(io2);
+	sqk_io_destroy(sc2.io);
+	memset(&sc2, 0, sizeof(sc2));
+	io2 = build_dir(tree, SQK_BUILD_VERITY_SIDECAR, salt, 0, &sc2, &r2);
+	ck_assert_uint_eq(r2.verity_salt_len, 0);
+	ck_assert_int_eq(verity_check(io2, len, sc2.io, 0, r2.verity_root, &c), 0);
+	ck_assert(c.root_ok && c.sb.salt_size == 0);
+	sqk_io_destroy(io2);
+	sqk_io_destroy(sc2.io);
+	/* a sidecar that cannot be had */
+	sc3.fail = true;
+	io2 = build_dir(tree, SQK_BUILD_VERITY_SIDECAR, NULL, 0, &sc3, &r2);
+	ck_assert_int_eq(r2.err, SQK_ENOSPC);
+	ck_assert_ptr_nonnull(strstr(r2.msg, "no room for the sidecar"));
+	sqk_io_destroy(io2);
+	sqk_io_destroy(io);
+	sqk_io_destroy(sc.io);
+	sqk_io_destroy(ref);
+	test_tree_remove(tree);
+}
+END_TEST
+
+/* Options the builder refuses before anything is read. */
+START_TEST(test_build_refuses)
+{
+	char *sources[1] = { (char *)"/nonexistent" };
+	uint8_t salt[300] = { 0 };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_opts_init(&o);
+	o.verity = SQK_BUILD_VERITY_SIDECAR; /* no open_verity */
+	sqk_build_result_init(&r);
+	ck_assert_int_eq(sqk_build(&o, &s, NULL, &r), SQK_EINVAL);
+	ck_assert_ptr_nonnull(strstr(r.msg, "open_verity"));
+	o.verity = SQK_BUILD_VERITY_APPEND;
+	o.verity_salt = salt;
+	o.verity_salt_len = 257;
+	ck_assert_int_eq(sqk_build(&o, &s, NULL, &r), SQK_EINVAL);
+	ck_assert_ptr_nonnull(strstr(r.msg, "256"));
+}
+END_TEST
+
 static Suite *verity_suite(void)
 {
 	Suite *s = suite_create("verity");
@@ -392,6 +592,9 @@ static Suite *verity_suite(void)
 	tcase_add_test(tc, test_appended_hostile);
 	tcase_add_test(tc, test_check);
 	tcase_add_test(tc, test_check_hostile);
+	tcase_add_test(tc, test_build_append);
+	tcase_add_test(tc, test_build_sidecar);
+	tcase_add_test(tc, test_build_refuses);
 	suite_add_tcase(s, tc);
 	return s;
 }
