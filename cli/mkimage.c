@@ -14,12 +14,14 @@
 
 #include "sqk/counts.h"
 #include "sqk/error.h"
+#include "common/bytes.h"
 #include "common/format.h"
 #include "common/sign.h"
 #include "cli/lib/outfile.h"
 #include "cli/lib/sigwatch.h"
 #include "mkimage.h"
 #include "mkimage_options.h"
+#include "mkimage_verity.h"
 #include "mkimage/build.h"
 
 static const struct outfile_kind image_kind = {
@@ -35,6 +37,7 @@ struct output {
 	struct outfile_target t;
 	struct outfile of;
 	struct sqk_io *io;       /* writes to of.fd (a device: through a capped sink) */
+	struct mkv verity;       /* --verity: the files beside the image */
 	char msg[1024];          /* why the output failed, when it did */
 };
 
@@ -76,7 +79,10 @@ static int out_judge(struct output *out)
 		return out_fail(out, SQK_ENOMEM, "out of memory");
 	if (out->t.verdict == SQK_OUT_REFUSED)
 		return out_fail(out, SQK_EINVAL, "%s", out->t.why);
-	return 0;
+	if (o->build.verity == SQK_BUILD_VERITY_NONE)
+		return 0;
+	return mkv_judge(&out->verity, o, out->t.verdict == SQK_OUT_DEVICE, out->msg,
+			 sizeof(out->msg));
 }
 
 /* open_output of sqk_build_opts: opens the judged output once the sources and the other inputs
@@ -105,6 +111,14 @@ static int out_open(void *arg, struct sqk_io **io, int *skip_fd, char *msg, size
 	return 0;
 }
 
+/* open_verity of sqk_build_opts: the tree's file beside the image. */
+static int out_open_verity(void *arg, struct sqk_io **io, char *msg, size_t cap)
+{
+	struct output *out = arg;
+
+	return mkv_open_tree(&out->verity, io, msg, cap);
+}
+
 /* A device: checks the image fitted. A file: gives the finished temporary the image's name,
  * atomically replacing an old image. */
 static int out_commit(struct output *out)
@@ -130,7 +144,32 @@ static int out_commit(struct output *out)
 
 /* ---- summary ---- */
 
-static void summary(const struct mk_options *o, const struct sqk_build_result *r, double secs)
+/* The dm-verity lines: the root hash and where it and the tree are (for an appended tree, the
+ * offset veritysetup's --hash-offset takes), the salt. */
+static void verity_summary(const struct mk_options *o, const struct mkv *v,
+			   const struct sqk_build_result *r)
+{
+	char root[2 * SQK_INTEG_DIGEST_SIZE + 1], salt[2 * sizeof(r->verity_salt) + 1] = "-";
+	const char *rootf = v->f[MKV_ROOT].write ? v->f[MKV_ROOT].path : NULL;
+
+	integ_hex(r->verity_root, root);
+	if (r->verity_salt_len) {
+		bytes_hex(r->verity_salt, r->verity_salt_len, salt);
+		salt[2 * r->verity_salt_len] = 0;
+	}
+	printf("verity     root hash %s%s%s%s%s\n", root, rootf ? " in " : "", rootf ? rootf : "",
+	       v->signing ? ", signed in " : "", v->signing ? v->f[MKV_SIG].path : "");
+	if (o->build.verity == SQK_BUILD_VERITY_APPEND)
+		printf("verity     tree of %llu bytes appended: --hash-offset=%llu, salt %s\n",
+		       (unsigned long long)r->verity_len, (unsigned long long)r->verity_data_end,
+		       salt);
+	else
+		printf("verity     tree of %llu bytes in %s, salt %s\n",
+		       (unsigned long long)r->verity_len, v->f[MKV_TREE].path, salt);
+}
+
+static void summary(const struct mk_options *o, const struct mkv *v,
+		    const struct sqk_build_result *r, double secs)
 {
 	const struct sqk_build_counts *s = &r->counts;
 	const struct sqk_super *sb = &r->super;
@@ -179,6 +218,8 @@ static void summary(const struct mk_options *o, const struct sqk_build_result *r
 		sig_key_id_hex(pub, id);
 		printf("%-11sby key %s (%s)\n", i ? "" : "signed", id, o->sign_paths[i]);
 	}
+	if (r->have_verity)
+		verity_summary(o, v, r);
 	printf("time       %.2f s with %d threads\n", secs, o->build.threads);
 }
 
@@ -194,6 +235,7 @@ static int run(struct mk_options *o, struct output *out, struct sqk_build_result
 	if (err)
 		return err;
 	o->build.open_output = out_open;
+	o->build.open_verity = out_open_verity;
 	o->build.open_arg = out;
 	err = sqk_build(&o->build, &o->src, NULL, res);
 	outfile_target_free(&out->t);
@@ -203,7 +245,15 @@ static int run(struct mk_options *o, struct output *out, struct sqk_build_result
 	}
 	if (o->build.cancel && atomic_load(o->build.cancel))
 		return out_fail(out, SQK_EINTR, "interrupted");
-	return out_commit(out);
+	/* the files beside the image first: a failure there leaves the old image as it was */
+	if (res->have_verity && (err = mkv_write(&out->verity, res, out->msg, sizeof(out->msg))))
+		return err;
+	if (res->have_verity && (err = mkv_commit(&out->verity, out->msg, sizeof(out->msg))))
+		return err;
+	err = out_commit(out);
+	if (!err && res->have_verity)
+		mkv_remove_stale(&out->verity, o->quiet);
+	return err;
 }
 
 int mkimage_main(int argc, char **argv)
@@ -225,6 +275,7 @@ int mkimage_main(int argc, char **argv)
 	}
 	o.build.cancel = &sw.sig;
 	sqk_build_result_init(&res);
+	mkv_init(&out.verity);
 	int err = run(&o, &out, &res, &msg);
 	sigwatch_stop(&sw);
 	sqk_io_destroy(out.io);
@@ -235,6 +286,7 @@ int mkimage_main(int argc, char **argv)
 					"image there is gone)"
 				      : "";
 		outfile_abort(&out.of);
+		mkv_free(&out.verity);
 		if (sig)
 			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written%s\n",
 				strsignal(sig), dev);
@@ -245,8 +297,9 @@ int mkimage_main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!o.quiet)
-		summary(&o, &res, (double)(t1.tv_sec - t0.tv_sec) +
+		summary(&o, &out.verity, &res, (double)(t1.tv_sec - t0.tv_sec) +
 				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	mkv_free(&out.verity);
 	mk_options_free(&o);
 	return 0;
 }

@@ -65,6 +65,23 @@ static void usage(FILE *f)
 		"after\n"
 		"                          a build, at SOURCE_DATE_EPOCH when set, else now\n"
 		"      --sign-comment TEXT a signed comment for --sign, e.g. a version\n"
+		"      --verity[=append]   a dm-verity hash tree of the image (veritysetup's format: "
+		"SHA-256,\n"
+		"                          4 KiB blocks) in IMAGE.verity, its root hash in "
+		"IMAGE.roothash\n"
+		"                          (foo.raw: foo.verity, foo.roothash, as systemd looks "
+		"for them);\n"
+		"                          =append puts the tree after the image in its file and "
+		"prints the\n"
+		"                          offset for veritysetup's --hash-offset\n"
+		"      --verity-salt HEX   its salt, up to 256 bytes, or - for none (default: "
+		"derived from\n"
+		"                          the options, so the same build gives the same root "
+		"hash)\n"
+		"      --verity-cert CERT  with --verity-key KEY (PEM, RSA or ECDSA): also "
+		"IMAGE.roothash.p7s,\n"
+		"      --verity-key KEY    the PKCS#7 signature of the root hash that systemd "
+		"checks\n"
 		"      --exclude GLOB      skip paths (relative to the source) matching GLOB; "
 		"repeatable\n"
 		"                          (-e is mksquashfs's exclude now, see below)\n"
@@ -276,7 +293,8 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_TAR, OPT_DMODE, OPT_DUID, OPT_DGID, OPT_DMTIME, OPT_MEM,
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
-       OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT };
+       OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT,
+       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -295,6 +313,10 @@ static const struct option long_opts[] = {
 	{ "digest-tree", no_argument, NULL, OPT_DTREE },
 	{ "sign", required_argument, NULL, OPT_SIGN },
 	{ "sign-comment", required_argument, NULL, OPT_SIGNCOMMENT },
+	{ "verity", optional_argument, NULL, OPT_VERITY },
+	{ "verity-salt", required_argument, NULL, OPT_VSALT },
+	{ "verity-cert", required_argument, NULL, OPT_VCERT },
+	{ "verity-key", required_argument, NULL, OPT_VKEY },
 	{ "exclude", required_argument, NULL, 'e' },
 	{ "all-root", no_argument, NULL, OPT_ALLROOT },
 	{ "keep-as-directory", no_argument, NULL, OPT_KEEPDIR },
@@ -561,6 +583,50 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 	}
 }
 
+/* --verity-salt: up to 256 bytes in hex (veritysetup's limit), or "-" for none. */
+static int parse_salt(struct mk_options *o, const char *as, const char *arg)
+{
+	size_t n = strlen(arg);
+
+	if (!strcmp(arg, "-")) {
+		o->build.verity_salt = o->verity_salt;
+		o->build.verity_salt_len = 0;
+		return 0;
+	}
+	if (!n || n % 2 || n > 2 * sizeof(o->verity_salt) ||
+	    strspn(arg, "0123456789abcdefABCDEF") != n)
+		return opt_error(as, arg, "need an even number of hex digits, at most 512 (256 "
+				 "bytes), or - for no salt");
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		sscanf(arg + 2 * i, "%2x", &v);
+		o->verity_salt[i] = (uint8_t)v;
+	}
+	o->build.verity_salt = o->verity_salt;
+	o->build.verity_salt_len = n / 2;
+	return 0;
+}
+
+/* The dm-verity options. 1 when c is none of them. */
+static int handle_verity_opt(struct mk_options *o, int c, const char *arg, const char *as)
+{
+	switch (c) {
+	case OPT_VERITY:
+		if (!arg || !strcmp(arg, "sidecar"))
+			o->build.verity = SQK_BUILD_VERITY_SIDECAR;
+		else if (!strcmp(arg, "append"))
+			o->build.verity = SQK_BUILD_VERITY_APPEND;
+		else
+			return opt_error(as, arg, "choose sidecar (the default) or append");
+		return 0;
+	case OPT_VSALT: return parse_salt(o, as, arg);
+	case OPT_VCERT: o->verity_cert = arg; return 0;
+	case OPT_VKEY: o->verity_key = arg; return 0;
+	default: return 1;
+	}
+}
+
 /* The canonical name of option code c, for messages: "--threads". */
 static const char *long_name(int c, char *buf, size_t cap)
 {
@@ -586,6 +652,8 @@ static int handle_opt(struct mk_options *o, int c, const char *arg, const char *
 		r = handle_data_opt(o, c, arg, as, ps);
 	if (r == 1)
 		r = handle_tree_opt(o, c, arg, as);
+	if (r == 1)
+		r = handle_verity_opt(o, c, arg, as);
 	return r == 1 ? -1 : r;
 }
 
@@ -638,7 +706,9 @@ static int parse_long(int argc, char **argv, int *i, struct mk_options *o,
 		fprintf(stderr, "sqk mkimage: option '%s' takes no value\n", word);
 		return -1;
 	}
-	if (hit->has_arg != no_argument) {
+	if (hit->has_arg == optional_argument) {
+		val = eq ? eq + 1 : NULL; /* only as --name=value */
+	} else if (hit->has_arg != no_argument) {
 		if (eq)
 			val = eq + 1;
 		else if (next_value(argc, argv, i, word, &val))
@@ -858,6 +928,25 @@ static int check_sign(const struct mk_options *o)
 	return 0;
 }
 
+/* The dm-verity options go with --verity, the certificate with its key. */
+static int check_verity(const struct mk_options *o)
+{
+	const char *lone = o->build.verity_salt ? "--verity-salt" : o->verity_cert ?
+			   "--verity-cert" : o->verity_key ? "--verity-key" : NULL;
+
+	if (lone && o->build.verity == SQK_BUILD_VERITY_NONE) {
+		fprintf(stderr, "sqk mkimage: %s needs --verity\n", lone);
+		return -1;
+	}
+	if (!o->verity_cert != !o->verity_key) {
+		fprintf(stderr, "sqk mkimage: %s needs %s: the certificate and its private key\n",
+			o->verity_cert ? "--verity-cert" : "--verity-key",
+			o->verity_cert ? "--verity-key" : "--verity-cert");
+		return -1;
+	}
+	return 0;
+}
+
 /* Loads the --sign keys before anything is built: a bad key costs no build. */
 static int load_sign_keys(struct mk_options *o)
 {
@@ -890,7 +979,7 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 			"sqk mkimage: --digest-tree needs integrity data (not --no-checksums)\n");
 		return -1;
 	}
-	if (check_sign(o))
+	if (check_sign(o) || check_verity(o))
 		return -1;
 	if (o->build.comp.xz_bcj && o->build.comp.id != SQK_COMP_XZ) {
 		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");

@@ -37,6 +37,11 @@ struct mk_options {
 	bool keep_as_directory; /* one source directory: an entry of the root, as several are */
 	bool tar;            /* --tar: the source is a tar stream */
 	const char *tar_path; /* --tar FILE; NULL or "-" = standard input */
+	/* --verity[=sidecar|append] is build.verity; --verity-salt HEX|- fills verity_salt, which
+	 * build.verity_salt then points at */
+	uint8_t verity_salt[256];
+	const char *verity_cert; /* --verity-cert CERT.pem (borrowed): sign the root hash */
+	const char *verity_key;  /* --verity-key KEY.pem (borrowed) */
 	struct sqk_build_pseudo *pseudo; /* owned array: --pseudo, --pseudo-def in order */
 	int npseudo;
 	size_t pseudo_cap;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk verify: checks an image's integrity data (every chunk digest, the root digest) and its
- * whole structure through the library's checker (sqk/sqk_check.h), printing each finding with its
- * region and byte range and a one-line summary; fsck-like exit codes. */
+ * whole structure through the library's checker (sqk/sqk_check.h), and a dm-verity tree beside
+ * the image or appended to it (verify_verity.h), printing each finding with its region and byte
+ * range and a one-line summary; fsck-like exit codes. */
 #include "cmd.h"
 #include "progress.h"
 
@@ -18,6 +19,7 @@
 #include "common/format.h"
 #include "common/integrity.h"
 #include "common/json.h"
+#include "verify_verity.h"
 
 enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16 };
 
@@ -35,6 +37,7 @@ struct verify {
 	char why[512];              /* the last line the remote backend logged */
 	bool no_progress;           /* --no-progress */
 	struct progress pr;     /* the progress line on a terminal */
+	struct vv vv;               /* the dm-verity check (a local image at offset 0) */
 };
 
 static void usage(FILE *f)
@@ -43,7 +46,8 @@ static void usage(FILE *f)
 		   "IMAGE|URL\n"
 		   "\n"
 		   "Checks the integrity data and the structure of IMAGE (a URL: every byte is\n"
-		   "fetched from the server, not from the cache).\n"
+		   "fetched from the server, not from the cache), and its dm-verity tree when\n"
+		   "there is one: IMAGE.verity (and IMAGE.roothash) beside it, or appended.\n"
 		   "\n"
 		   "  -j, --threads N   threads checking digests and blocks (default: the CPUs)\n"
 		   "      --json        one JSON object with the counts and the findings\n"
@@ -232,10 +236,13 @@ static void summary(const struct verify *v, const struct sqk_check_result *r)
 		printf("verify: %s: clean", v->image);
 	summary_counts(r);
 	if (r->has_integrity)
-		printf("; integrity: %llu chunks checked, %llu bad\n",
+		printf("; integrity: %llu chunks checked, %llu bad",
 		       (unsigned long long)r->chunks, (unsigned long long)r->chunks_bad);
 	else
-		printf("; integrity: none\n");
+		printf("; integrity: none");
+	if (!v->shown && !v->offset)
+		vv_summary(&v->vv, stdout);
+	putchar('\n');
 }
 
 /* inodes, dirs, files, data_blocks and fragment_blocks are sqk info's when the inodes walk
@@ -248,7 +255,7 @@ static void json_result(const struct verify *v, const struct sqk_check_result *r
 	       "  \"has_integrity\": %s, \"root_hash_checked\": %s, \"root_hash_ok\": %s,\n"
 	       "  \"chunks\": %llu, \"chunks_bad\": %llu, \"inodes\": %llu, \"dirs\": %llu,\n"
 	       "  \"files\": %llu, \"data_blocks\": %llu, \"fragment_blocks\": %llu,\n"
-	       "  \"metadata_blocks\": %llu, \"data_blocks_checked\": %llu,\n  \"counts\": ",
+	       "  \"metadata_blocks\": %llu, \"data_blocks_checked\": %llu,\n",
 	       v->nfound ? "\n  " : "",
 	       (unsigned long long)r->errors, (unsigned long long)r->corrupt_ranges,
 	       (unsigned long long)r->structural, r->has_integrity ? "true" : "false",
@@ -260,6 +267,9 @@ static void json_result(const struct verify *v, const struct sqk_check_result *r
 	       (unsigned long long)(k ? k->data_blocks : r->data_blocks),
 	       (unsigned long long)(k ? k->fragment_blocks : r->fragment_blocks),
 	       (unsigned long long)r->metadata_blocks, (unsigned long long)r->data_blocks);
+	printf("  \"verity\": ");
+	vv_json(&v->vv, stdout);
+	printf(",\n  \"counts\": ");
 	if (k) {
 		printf("{\n");
 		sqk_counts_json(k, stdout, "    ");
@@ -315,6 +325,15 @@ static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 	rc = progress_check(&v->pr, io, size, &o, &r);
 	if (rc)
 		return fail(v, EXIT_OPER, "%s: %s", v->image, sqk_strerror(rc));
+	if (!v->shown && !v->offset) { /* a local image: its dm-verity tree, if any */
+		char msg[600];
+
+		rc = vv_run(&v->vv, v->image, io, size, on_report, v, msg, sizeof(msg));
+		if (rc)
+			return fail(v, EXIT_OPER, "%s: %s", v->image, msg);
+		r.errors += v->vv.findings;
+		r.corrupt_ranges += v->vv.findings;
+	}
 	if (v->json)
 		json_result(v, &r);
 	else
@@ -424,6 +443,7 @@ int verify_main(int argc, char **argv)
 	if (fflush(stdout) || ferror(stdout))
 		r = EXIT_OPER;
 	cmd_remote_free(&v.remote);
+	vv_free(&v.vv);
 	free(v.shown);
 	return r;
 }

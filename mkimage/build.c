@@ -2,9 +2,10 @@
 /* The build's orchestration, behind sqk_build (sqk_build.c): one pass over a source (entries
  * into the tree backend chosen here, file content into blocks and tails as it comes), then the
  * fragment blocks, the tables, padding, the prefetch hint and the fast checksums (inside the
- * covered bytes), the integrity data, the signatures and the superblock last (so a torn image
- * has no valid magic). Every byte written is hashed on its way out; nothing is read back. The
- * output is an I/O object: a file for `sqk mkimage` (cli/mkimage.c), memory in the tests. */
+ * covered bytes), the integrity data, a dm-verity tree over all of it when asked
+ * (verity_area.c), the signatures and the superblock last (so a torn image has no valid magic).
+ * Every byte written is hashed on its way out; nothing is read back. The output is an I/O
+ * object: a file for `sqk mkimage` (cli/mkimage.c), memory in the tests. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,14 +76,14 @@ static int write_super(struct mk_ctx *c, const uint8_t *raw)
 	return 0;
 }
 
-/* Hashes the superblock into the integrity data, which covers it. */
+/* Hashes the superblock into the integrity data and the dm-verity tree, which cover it. */
 static int hash_super(struct mk_ctx *c, const uint8_t *raw)
 {
 	int err = c->integ ? integ_writer_update(c->integ, 0, raw, SQK_SUPER_SIZE) : 0;
 	if (err)
 		return mk_fail(c, err, "cannot hash the superblock of '%s': %s", c->opt->image,
 			       sqk_strerror(err));
-	return 0;
+	return mk_verity_feed(c, 0, raw, SQK_SUPER_SIZE);
 }
 
 /* Appends the digests, padding and trailer after the padded image (c->pos). */
@@ -96,18 +97,22 @@ static int write_integrity(struct mk_ctx *c)
 		return mk_fail(c, err, "cannot finish the integrity data of '%s': %s",
 			       c->opt->image, sqk_strerror(err));
 	err = sqk_io_write_at(c->out, c->pos, blob, len);
+	if (err)
+		err = mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
+			      (unsigned long long)c->pos,
+			      err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	else
+		err = mk_verity_feed(c, c->pos, blob, len);
 	free(blob);
 	if (err)
-		return mk_fail(c, err, "cannot write image '%s' at offset %llu: %s", c->opt->image,
-			       (unsigned long long)c->pos,
-			       err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+		return err;
 	c->pos += len;
 	c->have_root = true;
 	return 0;
 }
 
-/* The signatures of the image that ends at c->pos, the integrity data written: one entry per
- * key into b (caller frees). */
+/* The signatures of the image that ends at c->image_end (its integrity data; an appended
+ * dm-verity area may follow): one entry per key into b (caller frees). */
 static int sign_all(struct mk_ctx *c, struct sig_block *b)
 {
 	const struct sqk_build_opts *o = c->opt;
@@ -115,11 +120,11 @@ static int sign_all(struct mk_ctx *c, struct sig_block *b)
 		     o->clamp_time >= 0 ? (uint64_t)o->clamp_time : (uint64_t)time(NULL);
 	int err = 0;
 
-	b->image_end = c->pos;
+	b->image_end = c->image_end;
 	for (size_t i = 0; !err && i < o->nsign_keys; i++) {
 		struct sig_entry e;
 
-		err = sig_sign(o->sign_keys[i], c->root_hash, c->pos, t, o->sign_comment, &e);
+		err = sig_sign(o->sign_keys[i], c->root_hash, c->image_end, t, o->sign_comment, &e);
 		if (!err)
 			err = sig_block_set(b, &e);
 		sig_entry_clear(&e);
@@ -215,6 +220,9 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 		err = write_fast(c);
 	if (!err && c->integ)
 		err = write_integrity(c);
+	c->image_end = c->pos; /* what dm-verity covers and signatures sign */
+	if (!err)
+		err = mk_verity_finish(c);
 	if (!err && c->integ && o->nsign_keys)
 		err = write_signatures(c);
 	if (!err)
@@ -289,7 +297,9 @@ int mk_build_inputs(struct mk_ctx *c)
 			return mk_fail(c, err, "cannot set up the integrity writer: %s",
 				       sqk_strerror(err));
 	}
-	err = mk_pseudo_load(c, &c->pseudo);
+	err = mk_verity_start(c);
+	if (!err)
+		err = mk_pseudo_load(c, &c->pseudo);
 	if (!err && c->opt->reuse && !c->reuse)
 		err = mk_reuse_open(c, c->opt->reuse, &c->reuse);
 	if (!err && !c->order)

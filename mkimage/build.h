@@ -19,6 +19,14 @@
 
 /* ---- options ---- */
 
+/* A dm-verity hash tree (common/verity.h) over the image's bytes [0, E), E being its end with
+ * the integrity data: what veritysetup format would write for that file. */
+enum sqk_build_verity {
+	SQK_BUILD_VERITY_NONE = 0,
+	SQK_BUILD_VERITY_SIDECAR, /* the area goes to the output open_verity gives */
+	SQK_BUILD_VERITY_APPEND,  /* the area follows E in the image's own output */
+};
+
 struct sqk_build_opts {
 	size_t size;            /* sizeof(struct sqk_build_opts): set by sqk_build_opts_init */
 	const char *image;      /* the output's name in messages; a file there is never taken into
@@ -68,6 +76,15 @@ struct sqk_build_opts {
 	size_t nsign_keys;
 	const char *sign_comment;
 	int64_t sign_time;
+	enum sqk_build_verity verity;
+	const uint8_t *verity_salt; /* NULL: derived from the options (mk_verity_salt), so that the
+				     * same build gives the same tree */
+	size_t verity_salt_len;     /* with verity_salt: 0..256 bytes (0: no salt) */
+	/* SQK_BUILD_VERITY_SIDECAR: called once, when the tree is complete (after the integrity
+	 * data, before the superblock): the output the area is written to from offset 0, then
+	 * synced (*io owned by the caller, borrowed until sqk_build returns; arg is open_arg).
+	 * Returns 0 or an SQK_E* code with a message in msg. */
+	int (*open_verity)(void *arg, struct sqk_io **io, char *msg, size_t cap);
 };
 
 /* Fills o with every default and o->size. */
@@ -133,7 +150,8 @@ struct sqk_build_result {
 	int err;                     /* what sqk_build returned */
 	char msg[1024];              /* the first error, naming the path and offset ("" = none) */
 	struct sqk_super super;      /* the superblock written */
-	uint64_t image_bytes;        /* bytes written: the image, its hint and integrity data */
+	uint64_t image_bytes;        /* bytes written: the image, its hint and integrity data (and
+				      * an appended dm-verity area) */
 	bool have_root;              /* root_hash is set: integrity data was appended */
 	uint8_t root_hash[SQK_INTEG_DIGEST_SIZE];
 	struct sqk_build_counts counts;
@@ -141,6 +159,13 @@ struct sqk_build_result {
 	bool ordered;                /* order_file or sort_file was given */
 	uint64_t order_files, order_bytes; /* files laid out first, and their bytes */
 	size_t hint_ranges;          /* ranges of the prefetch hint written (0 = none) */
+	bool have_verity;            /* a dm-verity tree was written (opts.verity) */
+	uint8_t verity_root[32];     /* its root hash */
+	uint64_t verity_data_end;    /* E: it covers [0, E); where an appended area starts */
+	uint64_t verity_len;         /* the area's bytes (superblock block and tree) */
+	uint16_t verity_salt_len;
+	uint8_t verity_salt[256];
+	uint8_t verity_uuid[16];     /* its superblock's uuid */
 };
 
 /* Zeroes r and sets r->size. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The builder's context helpers, used by every stage: the first error and its message
  * (mk_fail, thread-safe), the array grower (mk_grow over common/grow.h), the one writer of image
- * bytes (mk_write: written at c->pos and hashed on the way), and the context's setup and
+ * bytes (mk_write: written at c->pos and hashed on the way, for the integrity data and a
+ * dm-verity tree), and the context's setup and
  * teardown. */
 #include <errno.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 
 #include "sqk/error.h"
 #include "common/grow.h"
+#include "common/verity.h"
 #include "mk.h"
 #include "attrs.h"
 #include "order.h"
@@ -48,6 +50,8 @@ int mk_write(struct mk_ctx *c, const void *buf, size_t len)
 	if (c->integ && (err = integ_writer_update(c->integ, c->pos, buf, len)))
 		return mk_fail(c, err, "cannot hash image '%s' at offset %llu: %s", c->opt->image,
 			       (unsigned long long)c->pos, sqk_strerror(err));
+	if (c->verity && (err = mk_verity_feed(c, c->pos, buf, len)))
+		return err;
 	c->pos += len;
 	return 0;
 }
@@ -100,6 +104,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	mk_xattrs_destroy(c->xattrs);
 	compressor_destroy(c->comp);
 	integ_writer_destroy(c->integ);
+	verity_builder_destroy(c->verity);
 	mk_reuse_close(c->reuse);
 	mk_pseudo_free(c->pseudo);
 	mk_order_free(c);

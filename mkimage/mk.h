@@ -111,6 +111,7 @@ struct mk_data;
 struct mk_source;
 struct mk_order;
 struct mk_pseudo;
+struct verity_builder;
 
 struct mk_ctx {
 	const struct sqk_build_opts *opt; /* = &optv */
@@ -136,9 +137,16 @@ struct mk_ctx {
 	struct compressor *comp; /* main-thread compressor (metadata) */
 	struct sqk_io *out;          /* image output (borrowed) */
 	uint64_t pos;                /* next write position (owned by the writer during data) */
+	uint64_t image_end;          /* where the integrity data ends (dm-verity, signatures) */
 	struct integ_writer *integ; /* hashes every byte written; NULL with --no-checksums */
+	struct verity_builder *verity; /* the dm-verity tree of every byte written (opt->verity),
+					* or NULL */
 	bool have_root;              /* root_hash set: integrity data was appended */
 	uint8_t root_hash[SQK_INTEG_DIGEST_SIZE];
+	bool have_verity;            /* the tree was written: */
+	uint8_t verity_root[SQK_INTEG_DIGEST_SIZE]; /* its root hash, */
+	uint64_t verity_end;         /* the end E of the bytes it covers, */
+	uint64_t verity_len;         /* and its area's length */
 	struct frag_entry *frags;
 	uint32_t nfrags;             /* fragment blocks planned (main thread) */
 	size_t frags_cap;            /* frags: grown by the writer thread as it writes them */
@@ -189,6 +197,19 @@ int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 /* Writes len bytes at c->pos and advances it (the writer thread, or the main thread outside
  * the data stage). */
 int mk_write(struct mk_ctx *c, const void *buf, size_t len);
+
+/* verity_area.c: the dm-verity tree (common/verity.h) of the image's bytes [0, E).
+ * mk_verity_start sets up c->verity (mk_build_inputs, before the first byte); mk_verity_feed
+ * hashes the bytes written at off (every writer of [0, E) calls it once per byte; nothing when
+ * there is no tree); mk_verity_finish, at c->pos == E, completes the tree and writes its area
+ * (after E, c->pos then past it, or into opt->open_verity's output). Errors through mk_fail. */
+int mk_verity_start(struct mk_ctx *c);
+int mk_verity_feed(struct mk_ctx *c, uint64_t off, const void *buf, size_t len);
+int mk_verity_finish(struct mk_ctx *c);
+
+/* The salt of a build without opt->verity_salt: SHA-256 of a domain string and every option
+ * that shapes the image's bytes, so that the same build gives the same tree. */
+void mk_verity_salt(const struct sqk_build_opts *o, uint8_t salt[SQK_INTEG_DIGEST_SIZE]);
 
 static inline bool mk_cancelled(const struct mk_ctx *c)
 {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sqk/error.h"
+#include "common/verity.h"
 #include "mk.h"
 #include "attrs.h"
 #include "order.h"
@@ -102,6 +103,11 @@ static int check_opts(const struct sqk_build_opts *o, const struct sqk_build_sou
 	if (s->kind == SQK_BUILD_DIRS ? s->nsources < 1 :
 	    s->kind == SQK_BUILD_CUSTOM ? !s->custom : s->kind != SQK_BUILD_TAR)
 		return refuse(r, SQK_EINVAL, "no source to build from");
+	if (o->verity > SQK_BUILD_VERITY_APPEND || (o->verity_salt && o->verity_salt_len > 256))
+		return refuse(r, SQK_EINVAL, "dm-verity: unknown mode %d or a salt over 256 bytes",
+			      (int)o->verity);
+	if (o->verity == SQK_BUILD_VERITY_SIDECAR && !o->open_verity)
+		return refuse(r, SQK_EINVAL, "a dm-verity sidecar needs open_verity");
 	if (s->kind != SQK_BUILD_DIRS && (o->order_file || o->sort_file))
 		return refuse(r, SQK_EINVAL, "%s needs source directories",
 			      o->order_file ? "--order" : "-sort");
@@ -203,6 +209,18 @@ static void fill_result(const struct mk_ctx *c, const struct sqk_super *sb,
 	r->ordered = c->order != NULL;
 	r->order_files = mk_order_count(c, &r->order_bytes);
 	r->hint_ranges = c->hint_ranges;
+	if (c->have_verity) {
+		struct verity_sb vsb;
+
+		verity_builder_sb(c->verity, &vsb);
+		r->have_verity = true;
+		memcpy(r->verity_root, c->verity_root, sizeof(r->verity_root));
+		r->verity_data_end = c->verity_end;
+		r->verity_len = c->verity_len;
+		r->verity_salt_len = vsb.salt_size;
+		memcpy(r->verity_salt, vsb.salt, vsb.salt_size);
+		memcpy(r->verity_uuid, vsb.uuid, sizeof(r->verity_uuid));
+	}
 }
 
 int sqk_build(const struct sqk_build_opts *opts, const struct sqk_build_source *src,

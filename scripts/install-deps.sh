@@ -11,11 +11,12 @@ what=${1:-build}
 BUILD_PKGS="build-essential make gcc pkg-config libzstd-dev liblzma-dev zlib1g-dev libxxhash-dev
 libssl-dev libfuse3-dev fuse3 libcurl4-openssl-dev libarchive-dev liblz4-dev liblzo2-dev"
 # The tests: Check for the unit tests, clang and g++ for the warning and header checks, the peers
-# (oracles), servers and network tools of the integration tests, man page linters, debootstrap
-# for the fresh-system build test, openssl for the keys and certificates of the tests.
+# (oracles), servers and network tools of the integration tests, veritysetup (cryptsetup-bin) and
+# openssl for the dm-verity tree and its signature, man page linters, debootstrap for the
+# fresh-system build test.
 TEST_PKGS="check clang g++ squashfs-tools squashfs-tools-ng squashfuse libarchive-tools attr
 python3 util-linux kmod time nginx-light iproute2 curl iptables man-db groff-base mandoc
-debootstrap binutils openssl"
+debootstrap binutils cryptsetup-bin openssl"
 case $what in
 build) PKGS=$BUILD_PKGS ;;
 test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
