@@ -3,7 +3,8 @@
 # and the builder share; the HTTP/S3 backend is the reader's, in reader/remote/).
 COMMON_SRCS := common/error.c common/abi.c common/grow.c common/format.c common/io.c common/meta.c \
 	common/integ_trailer.c common/integ_writer.c common/integ_reader.c common/integ_fast.c \
-	common/sig_keys.c common/sig_block.c common/sig_sign.c \
+	common/integ_extent.c common/integ_locate.c common/sig_keys.c common/sig_block.c \
+	common/sig_sign.c \
 	common/hint.c common/parse.c common/inode_codec.c common/compressor.c common/bytes.c \
 	common/json.c common/verity.c common/comp_zstd.c common/comp_xz.c common/comp_gzip.c \
 	$(if $(filter 1,$(HAVE_LZ4)),common/comp_lz4.c) $(if $(filter 1,$(HAVE_LZO)),common/comp_lzo.c)

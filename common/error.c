@@ -34,6 +34,9 @@ const char *sqk_strerror(int err)
 		return "remote images are not supported by this build (built with HAVE_REMOTE=0; "
 		       "needs libcurl)";
 	case SQK_ENOTBUILT: return "not supported by this build (an optional feature was left out)";
+	case SQK_ENOINTEG: return "the image has no integrity data, and it was required";
+	case SQK_EUNTRUSTED: return "the image has no valid signature by a trusted key";
+	case SQK_EROLLBACK: return "the image is older than one already accepted (rollback)";
 	default: return "unknown error";
 	}
 }
@@ -73,6 +76,7 @@ int sqk_to_errno(int err)
 	case SQK_EUNSUPPORTED: case SQK_ENOTBUILT: return EOPNOTSUPP;
 	case SQK_ETOOBIG: return EFBIG;
 	case SQK_EISDIR: return EISDIR;
+	case SQK_ENOINTEG: case SQK_EUNTRUSTED: case SQK_EROLLBACK: return EACCES;
 	case SQK_ESCHEME: return EPROTONOSUPPORT;
 	case SQK_EABI: return EINVAL;
 	case SQK_ENOREMOTE: return EPROTONOSUPPORT;

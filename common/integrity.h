@@ -95,6 +95,29 @@ int integ_trailer_decode(const uint8_t in[SQK_INTEG_TRAILER_SIZE],
  * overflow. The one computation of the area's length, for every version. */
 uint64_t integ_end(const struct sqk_integ_trailer *t);
 
+/* The extent of the image at the start of an object of dev bytes behind io (borrowed): the
+ * padded image (bytes_used rounded up to 4 KiB) with its hint, fast checksums and integrity
+ * data when a trailer for it follows (its first chunk's digest matching: not a trailer left
+ * by another image); dev when there is no superblock or it claims more than dev. */
+uint64_t integ_extent(struct sqk_io *io, uint64_t dev);
+
+/* What follows an image's integrity data in its file (layout: docs/format.md): [0, end) the
+ * image with its integrity data; [verity_at, verity_end) an appended dm-verity area (empty:
+ * none); [sig_at, sig_at + sig_len) the signature block that ends the file (sig_len 0: none). */
+struct integ_where {
+	uint64_t end;
+	uint64_t verity_at, verity_end;
+	uint64_t sig_at, sig_len;
+};
+
+/* Finds them in the file of size bytes behind io (borrowed): a trailer's magic at the end
+ * means nothing follows (end = size); else a signature block's footer there gives end and the
+ * block (and the dm-verity area between them, checked); else an appended dm-verity area. 0
+ * (also when none is there: end = size); SQK_ECORRUPT with why (len bytes) saying what is
+ * damaged; an I/O error. */
+int integ_locate(struct sqk_io *io, uint64_t size, struct integ_where *w, char *why,
+		 size_t len);
+
 /* Where what integ_load_lazy reads starts: the chunk digests (version 1), the group
  * digests (version 2). */
 uint64_t integ_lazy_start(const struct sqk_integ_trailer *t);

@@ -17,7 +17,6 @@
 #include "sqk/error.h"
 #include "grow.h"
 #include "format.h"
-#include "hint.h"
 #include "endian.h"
 #include "integrity.h"
 
@@ -91,129 +90,7 @@ static int fd_write_at(struct sqk_io *io, uint64_t off, const void *buf, size_t 
 	return 0;
 }
 
-static uint64_t round_4k(uint64_t n)
-{
-	return (n + 4095) & ~(uint64_t)4095;
-}
-
-/* The length of the prefetch hint block that ends an image padded to `padded` bytes, 0 if
- * there is none (hint.h: its footer ends the block, which is 4 KiB .. 64 KiB). */
-static uint64_t device_hint_len(struct sqk_io *io, uint64_t padded, uint64_t dev)
-{
-	uint8_t footer[SQK_HINT_FOOTER_SIZE];
-	uint32_t nranges;
-	size_t len;
-
-	for (uint64_t h = SQK_HINT_ALIGN; h <= SQK_HINT_MAX_LEN && padded + h <= dev;
-	     h += SQK_HINT_ALIGN)
-		if (!fd_read_at(io, padded + h - sizeof(footer), footer, sizeof(footer)) &&
-		    !hint_footer(footer, h, &nranges, &len) && len == h)
-			return h;
-	return 0;
-}
-
-/* The length of the fast checksum block that starts at `at` (after the image and its hint), 0
- * if there is none (integrity.h: n = at / chunk_size entries for one of the chunk sizes, its
- * footer ending the block). */
-static uint64_t device_fast_len(struct sqk_io *io, uint64_t at, uint64_t dev)
-{
-	uint8_t footer[SQK_FAST_FOOTER_SIZE];
-
-	for (uint64_t c = SQK_INTEG_CHUNK_MIN; c <= SQK_INTEG_CHUNK_MAX; c *= 2) {
-		uint64_t n = at / c, len = integ_fast_len(n);
-
-		if (n && len && at + len <= dev &&
-		    !fd_read_at(io, at + len - sizeof(footer), footer, sizeof(footer)) &&
-		    !memcmp(footer + 24, SQK_FAST_MAGIC, 8) && get_le64(footer) == n &&
-		    get_le64(footer + 8) == len)
-			return len;
-	}
-	return 0;
-}
-
-/* Whether the first digest after covered is that of the image's first chunk (of c bytes): a
- * trailer left by an older, different image on the device is not taken for this one's. */
-static bool device_chunk0_ok(struct sqk_io *io, uint64_t covered, uint64_t c)
-{
-	size_t len = covered < c ? (size_t)covered : (size_t)c;
-	uint8_t want[SQK_INTEG_DIGEST_SIZE], got[SQK_INTEG_DIGEST_SIZE];
-	uint8_t *chunk = malloc(len);
-	bool ok = chunk && !fd_read_at(io, covered, want, sizeof(want)) &&
-		  !fd_read_at(io, 0, chunk, len);
-
-	if (ok)
-		hash_sha256(chunk, len, got);
-	free(chunk);
-	return ok && !memcmp(want, got, sizeof(got));
-}
-
-/* Whether a trailer for an image covering `covered` bytes with chunks of c bytes ends at `end`
- * (the integrity data it describes ends there too: integ_end). */
-static bool device_trailer_at(struct sqk_io *io, uint64_t covered, uint64_t c, uint64_t end,
-			      uint64_t dev)
-{
-	uint8_t raw[SQK_INTEG_TRAILER_SIZE];
-	struct sqk_integ_trailer t;
-
-	return end && end <= dev && !fd_read_at(io, end - sizeof(raw), raw, sizeof(raw)) &&
-	       !integ_trailer_decode(raw, &t) && t.chunk_size == c && t.covered == covered &&
-	       integ_end(&t) == end && device_chunk0_ok(io, covered, c);
-}
-
-/* Where the integrity data of an image covering `covered` bytes ends, if a trailer for it is
- * there (integrity.h: digests of one of the chunk sizes, in version 2 group digests of one of
- * the group sizes, zeros to 4 KiB, the trailer). */
-static uint64_t device_integ_end(struct sqk_io *io, uint64_t covered, uint64_t dev)
-{
-	for (uint64_t c = SQK_INTEG_CHUNK_MIN; c <= SQK_INTEG_CHUNK_MAX; c *= 2) {
-		struct sqk_integ_trailer t = { .version = SQK_INTEG_VERSION,
-					       .chunk_size = (uint32_t)c, .covered = covered,
-					       .hashes_at = covered,
-					       .nchunks = (covered + c - 1) / c };
-		uint64_t end = integ_end(&t), last = 0;
-
-		if (device_trailer_at(io, covered, c, end, dev))
-			return end;
-		t.version = SQK_INTEG_VERSION_TREE;
-		t.groups_at = covered + t.nchunks * SQK_INTEG_DIGEST_SIZE;
-		for (uint32_t g = SQK_INTEG_GROUP_MIN; g <= SQK_INTEG_GROUP_MAX; g *= 2) {
-			t.group_chunks = g;
-			t.ngroups = (t.nchunks + g - 1) / g;
-			end = integ_end(&t);
-			if (end != last && device_trailer_at(io, covered, c, end, dev))
-				return end;
-			last = end;
-		}
-	}
-	return 0;
-}
-
-/* A block device holds an image at its start and whatever was there before after it, while
- * readers find the integrity trailer at the end of the object: the object is the image, from
- * its superblock's bytes_used, with the hint and integrity data that follow it. Without a
- * superblock (or with one claiming more than the device) it is the whole device (dev bytes). */
-static uint64_t device_extent(struct sqk_io *io, uint64_t dev)
-{
-	uint8_t raw[SQK_SUPER_SIZE];
-	struct sqk_super sb;
-
-	if (dev < SQK_SUPER_SIZE || fd_read_at(io, 0, raw, sizeof(raw)))
-		return dev;
-	super_decode(raw, &sb);
-	if (sb.magic != SQK_MAGIC || sb.bytes_used < SQK_SUPER_SIZE || sb.bytes_used > dev)
-		return dev;
-	uint64_t padded = round_4k(sb.bytes_used);
-	if (padded > dev)
-		return dev;
-	uint64_t covered = padded + device_hint_len(io, padded, dev);
-	covered += device_fast_len(io, covered, dev);
-	uint64_t end = device_integ_end(io, covered, dev);
-	if (!end && covered != padded) /* a hint footer without a trailer: not a hint */
-		end = device_integ_end(io, padded, dev);
-	return end ? end : padded;
-}
-
-/* The size of a regular file; of a block device, the image on it (device_extent), since its
+/* The size of a regular file; of a block device, the image on it (integ_extent), since its
  * size is the device's (BLKGETSIZE64; st_size is 0). */
 static int fd_get_size(struct sqk_io *io, uint64_t *size)
 {
@@ -231,7 +108,7 @@ static int fd_get_size(struct sqk_io *io, uint64_t *size)
 	}
 	*size = bytes <= f->base_off ? 0 : bytes - f->base_off;
 	if (S_ISBLK(st.st_mode))
-		*size = device_extent(io, *size);
+		*size = integ_extent(io, *size);
 	return 0;
 }
 

@@ -44,6 +44,13 @@ enum sqk_error {
 	SQK_ENOREMOTE = -23,
 	/* An optional feature (a compressor, tar) this build was made without. */
 	SQK_ENOTBUILT = -24,
+	/* The open asked for integrity data (require_integrity, a pinned root hash, trusted keys)
+	 * and the image has none. */
+	SQK_ENOINTEG = -25,
+	/* Trusted keys were given and the image has no valid signature by any of them. */
+	SQK_EUNTRUSTED = -26,
+	/* A signed image older than one already accepted from the same place (rollback). */
+	SQK_EROLLBACK = -27,
 };
 
 /* Returns a static, human-readable message for an SQK_E* code (never NULL). */
