@@ -73,6 +73,23 @@ struct sqk_open_opts {
 	/* Remote images: do not fetch the image's prefetch hint ranges at open (see
 	 * sqk_image_prefetch). */
 	bool no_prefetch;
+	/* Fields below: appended in 0.4 (libsqk.so.2 accepts the shorter struct). */
+	/* Refuse an image without integrity data (SQK_ENOINTEG, logged) instead of reading it
+	 * unchecked. Implied by root_hash and by trusted keys. */
+	bool require_integrity;
+	/* Trusted Ed25519 public keys: PEM files (a NULL-terminated array of paths) and a folder
+	 * of them (every regular *.pub file in it), borrowed for the open only. When either is
+	 * given the image must carry a valid signature (sqk sign) by one of those keys over its
+	 * integrity root digest and size: checked at open, before any content is served, else
+	 * the open fails with SQK_EUNTRUSTED and a log line naming the key ids found (a key file
+	 * that cannot be read or is not Ed25519: SQK_EINVAL, logged). Reads are then checked with
+	 * SHA-256, as with root_hash, since tampering is in scope. */
+	const char *const *trust;
+	const char *trust_dir;
+	/* Remote images with a disk cache: the newest signed time accepted from a URL is kept
+	 * there per key, and an image signed earlier is refused (SQK_EROLLBACK) unless this is
+	 * set. */
+	bool allow_rollback;
 };
 
 /* Sets *o to the defaults (zero: verified reads, 64 MiB cache, ...) with o->size set. NULL opts
@@ -379,6 +396,24 @@ SQK_API int sqk_image_mismatch(struct sqk_image *img, uint32_t ino, struct sqk_m
  * size). SQK_ENOENT when the image has none (or does not start at offset 0 of its file),
  * SQK_ECORRUPT when it does not match its root digest. */
 SQK_API int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out);
+
+/* One Ed25519 signature of an image (sqk sign, sqk mkimage --sign). Plain data; changes only
+ * with the SONAME. */
+struct sqk_signature {
+	char key_id[17];            /* 16 hex digits: the first 8 bytes of SHA-256(public_key) */
+	uint8_t public_key[32];
+	uint64_t time;              /* when it was signed (seconds since the epoch), signed */
+	char comment[1025];         /* the signed comment (UTF-8), "" for none */
+	bool valid;                 /* it verifies over this image's root digest and size */
+	bool trusted;               /* its key is one the open trusted (opts.trust, trust_dir) */
+};
+
+/* Fills out[0 .. min(*n, max)) with the image's signatures and *n with their count (0 for an
+ * image without a signature block), each checked against the image's authenticated integrity
+ * trailer. SQK_ECORRUPT when the signature block is damaged, SQK_ENOENT when the image has no
+ * integrity data to sign (or does not start at offset 0). Borrows img; out is the caller's. */
+SQK_API int sqk_image_signatures(struct sqk_image *img, struct sqk_signature *out, size_t max,
+				 size_t *n);
 
 /* How many groups of chunk digests of the image's digest tree do not match their group digest,
  * in the caller's *count (borrows img): 0 for a flat layout. Verified reads check every group

@@ -54,6 +54,9 @@ struct sqk_check_result {
 	 * when its inodes walk (counts_ok). */
 	bool counts_ok;
 	struct sqk_counts counts;
+	/* Bytes follow the image that are not a whole integrity trailer: integrity data cut off
+	 * or damaged (an error, never "no integrity data"). Appended in 0.4. */
+	bool integrity_truncated;
 };
 
 /* Sets *o to the defaults (zero) with o->size set; NULL opts mean the same. */

@@ -13,10 +13,12 @@
 #include <string.h>
 
 #include "check_internal.h"
+#include "common/bytes.h"
 #include "common/endian.h"
 #include "common/hint.h"
 #include "common/integrity.h"
 #include "common/verity.h"
+#include "common/sign.h"
 #include "common/format.h"
 #include "common/grow.h"
 
@@ -174,7 +176,19 @@ static void report_corrupt_integ(struct chk *c)
 		   tree ? "group digest array" : "digest array");
 }
 
-/* Without a trailer: bytes after the padded image mean the integrity data was cut off. */
+/* Whether the bytes after the padded image (at end) are zero padding: the last of them, where
+ * a cut in integrity data would leave a digest (as verified reads judge them). */
+static bool tail_zero(struct chk *c, uint64_t end)
+{
+	uint8_t buf[8192];
+	uint64_t n = c->file_size - end < sizeof(buf) ? c->file_size - end : sizeof(buf);
+
+	return sqk_io_read_at(c->io, c->file_size - n, buf, (size_t)n) == 0 &&
+	       bytes_all_zero(buf, (size_t)n);
+}
+
+/* Without a trailer: bytes after the padded image, unless zero, mean the integrity data was
+ * cut off or damaged. */
 static void check_no_trailer(struct chk *c)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
@@ -191,10 +205,12 @@ static void check_no_trailer(struct chk *c)
 	if (sb.magic != SQK_MAGIC || sb.bytes_used > c->file_size - c->offset)
 		return;
 	end = (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
-	if (c->file_size > end)
-		chk_report(c, false, end, c->file_size, "integrity data",
-			   "%llu bytes follow the image but there is no integrity trailer "
-			   "(truncated file?)", (unsigned long long)(c->file_size - end));
+	if (c->file_size <= end || c->file_size == c->offset + sb.bytes_used || tail_zero(c, end))
+		return;
+	c->res->integrity_truncated = true; /* cut or damaged, not absent */
+	chk_report(c, false, end, c->file_size, "integrity data",
+		   "integrity data truncated: %llu bytes follow the image but do not end with a "
+		   "whole integrity trailer", (unsigned long long)(c->file_size - end));
 }
 
 /* The checksummed range must hold the whole image (up to bytes_used), else verified opens fail:
@@ -349,42 +365,47 @@ static int check_groups(struct chk *c, struct integ *ig)
 	return integ_accept_groups(c->io, ig, &nbad, report_group, c);
 }
 
-/* Whether the file (size bytes) ends with an integrity trailer's magic: then nothing is appended
- * to the image, and no dm-verity area is looked for (no byte of the image is taken for one). */
-static bool trailer_ends(struct sqk_io *io, uint64_t size)
+/* A signature block or an appended dm-verity area after the integrity data: the check reads
+ * [0, their start) as the image's file; damage there is a finding. */
+static int locate(struct chk *c)
 {
-	uint8_t magic[8];
-
-	return size >= sizeof(magic) && !sqk_io_read_at(io, size - sizeof(magic), magic, 8) &&
-	       !memcmp(magic, SQK_INTEG_MAGIC, 8);
-}
-
-/* An appended dm-verity area (common/verity.h) ends the file: the image and its integrity data
- * end where it starts (sqk verify checks the tree itself). A damaged superblock there is a
- * finding. */
-static void strip_verity(struct chk *c)
-{
-	uint64_t end = 0;
+	struct integ_where w;
+	char why[256];
 	int rc;
 
-	if (c->offset || sqk_io_is_remote(c->io) || trailer_ends(c->io, c->file_size))
-		return;
-	rc = verity_appended(c->io, c->file_size, &end);
-	if (rc == SQK_ECORRUPT)
-		chk_report(c, false, end, end + VERITY_SB_SIZE, "dm-verity area",
-			   "the superblock of the dm-verity area appended at offset %llu is "
-			   "damaged", (unsigned long long)end);
-	if (rc == 0 || rc == SQK_ECORRUPT)
-		c->file_size = end;
+	if (c->offset)
+		return 0;
+	rc = integ_locate(c->io, c->file_size, &w, why, sizeof(why));
+	if (rc == SQK_ECORRUPT) {
+		c->res->has_integrity = true;
+		chk_report(c, false, c->file_size > SQK_SIG_FOOTER_SIZE ?
+			   c->file_size - SQK_SIG_FOOTER_SIZE : 0, c->file_size,
+			   "signature block", "%s", why);
+		return 0;
+	}
+	if (rc == 0)
+		c->file_size = w.end;
+	return rc;
 }
 
 int chk_integrity(struct chk *c, struct integ *ig, bool *loaded)
 {
-	int rc;
+	int rc = locate(c);
 
-	strip_verity(c);
+	if (rc)
+		return rc;
 	rc = integ_load_lazy(c->io, c->file_size, ig);
 
+	/* a file grown with zeros after its integrity data (as verified reads take it) */
+	if (rc == SQK_ENOENT && c->offset == 0 && c->file_size > 8192 &&
+	    tail_zero(c, c->file_size - 8192)) {
+		uint64_t ext = integ_extent(c->io, c->file_size);
+
+		if (ext < c->file_size) {
+			c->file_size = ext;
+			rc = integ_load_lazy(c->io, c->file_size, ig);
+		}
+	}
 	if (rc == SQK_ENOENT) {
 		check_no_trailer(c);
 		return 0;

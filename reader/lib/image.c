@@ -111,39 +111,7 @@ static int read_options(struct sqk_image *img)
 				     &img->comp);
 }
 
-/* Whether the file (size bytes) ends with an integrity trailer's magic: then nothing is appended
- * to the image, and no dm-verity area is looked for (no byte of the image is taken for one). */
-static bool trailer_ends(struct sqk_io *io, uint64_t size)
-{
-	uint8_t magic[8];
-
-	return size >= sizeof(magic) && !sqk_io_read_at(io, size - sizeof(magic), magic, 8) &&
-	       !memcmp(magic, SQK_INTEG_MAGIC, 8);
-}
-
-/* An appended dm-verity area (common/verity.h) ends the file of a local image: the image and
- * its integrity data end where it starts. One damaged there fails the open, as a damaged
- * integrity trailer does (else the trailer would not be found: reads unverified). */
-static int strip_verity(struct sqk_image *img)
-{
-	uint64_t end = 0;
-	int rc;
-
-	if (!img->at_zero || sqk_io_is_remote(img->io) || trailer_ends(img->io, img->file_size))
-		return 0;
-	rc = verity_appended(img->io, img->file_size, &end);
-	if (rc == SQK_ENOENT)
-		return 0;
-	if (rc == SQK_ECORRUPT)
-		img_logf(img, "the dm-verity area appended at offset %llu is damaged",
-			 (unsigned long long)end);
-	if (rc)
-		return rc;
-	img->file_size = end;
-	return 0;
-}
-
-static int read_super(struct sqk_image *img, const uint8_t *root_hash)
+static int read_super(struct sqk_image *img, const struct sqk_open_opts *o)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
 	char why[160];
@@ -156,11 +124,15 @@ static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 			return SQK_ECORRUPT;
 		img->file_size -= img->base;
 	}
-	rc = strip_verity(img);
+	rc = verify_locate(img);
 	if (rc == 0)
 		rc = verify_init(img);
 	if (rc == 0)
-		rc = verify_pin(img, root_hash);
+		rc = verify_pin(img, o->root_hash);
+	if (rc == 0 && img->require_integ)
+		rc = verify_require(img);
+	if (rc == 0)
+		rc = trust_check(img, o);
 	if (rc)
 		return rc;
 	rc = img_read(img, 0, raw, sizeof(raw));
@@ -177,7 +149,7 @@ static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 	}
 	rc = verify_covers(img);
 	if (rc == 0)
-		rc = verify_fast(img, root_hash != NULL);
+		rc = verify_fast(img, o->root_hash || img->trusted);
 	if (rc)
 		return rc;
 	rc = read_options(img);
@@ -189,7 +161,13 @@ static int read_super(struct sqk_image *img, const uint8_t *root_hash)
 static int setup(struct sqk_image *img, const struct sqk_open_opts *o)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct sqk_open_opts dflt;
 	int rc;
+
+	if (!o) {
+		sqk_open_opts_init(&dflt);
+		o = &dflt;
+	}
 
 	img->readahead = o && o->readahead_blocks ? o->readahead_blocks : DEFAULT_READAHEAD;
 	img->nthreads = o && o->threads ? o->threads : (cpus > 0 ? (unsigned)cpus : 1);
@@ -199,7 +177,7 @@ static int setup(struct sqk_image *img, const struct sqk_open_opts *o)
 	if (rc == 0)
 		rc = probe_super(img, o ? o->offset : 0);
 	if (rc == 0)
-		rc = read_super(img, o ? o->root_hash : NULL);
+		rc = read_super(img, o);
 	if (rc == 0)
 		cache_set_block_size(img->cache, img->sb.block_size);
 	if (rc == 0)
@@ -232,6 +210,7 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	img->base = owned ? 0 : (o ? o->offset : 0);
 	img->at_zero = !o || o->offset == 0;
 	img->verify_req = !o || !o->no_verify; /* verified unless asked not to */
+	img->require_integ = o && (o->require_integrity || o->trust || o->trust_dir);
 	pthread_mutex_init(&img->bad_mu, NULL);
 	pthread_mutex_init(&img->vmu, NULL);
 	pthread_cond_init(&img->vcv, NULL);
@@ -332,6 +311,11 @@ int img_open_remote(struct sqk_io *io, const struct sqk_open_opts *o, const char
 {
 	int rc = open_common(io, io, o, name, out);
 
+	/* the backend found no trailer: the file must end at the image's padded end */
+	if (!rc && !(*out)->remote_verified && (rc = verify_no_trailer(*out)) != 0) {
+		sqk_image_close(*out);
+		*out = NULL;
+	}
 	if (!rc) {
 		(*out)->lazy_first = true;
 		load_hint(*out, !o->no_prefetch);
@@ -439,6 +423,7 @@ void sqk_image_close(struct sqk_image *img)
 	free(img->frags);
 	free(img->xattr_index);
 	verify_free(img);
+	sig_trust_free(&img->trust_set);
 	pthread_mutex_destroy(&img->bad_mu);
 	pthread_mutex_destroy(&img->vmu);
 	pthread_cond_destroy(&img->vcv);

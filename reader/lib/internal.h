@@ -14,6 +14,7 @@
 #include "common/format.h"
 #include "common/hint.h"
 #include "common/integrity.h"
+#include "common/sign.h"
 #include "sqk/sqk.h"
 
 enum img_block_kind { SQK_BK_META, SQK_BK_DATA, SQK_BK_FRAG };
@@ -113,6 +114,15 @@ struct sqk_image {
 	struct counters st;
 	bool at_zero;           /* the image starts at offset 0 of its file */
 	bool verify_req;        /* !opts.no_verify */
+	bool require_integ;     /* opts.require_integrity, or trusted keys given */
+	/* at_zero: what follows the integrity data (integ_locate); file_size is its end */
+	struct integ_where where;
+	uint64_t raw_size;      /* the file's size: file_size and what follows it */
+	/* trusted keys given and a valid signature by one of them found (trust.c) */
+	bool trusted;
+	uint64_t trusted_time;  /* the newest such signature's time, and its key */
+	uint8_t trusted_pub[32];
+	struct sig_trust trust_set; /* the keys trusted at open (owned) */
 	/* opts.quiet_mismatch, set once the open is over (workers read it) */
 	atomic_bool quiet_mismatch;
 	bool integ_on;          /* integrity data loaded: every read is verified */
@@ -149,6 +159,11 @@ int img_read_ino(struct sqk_image *img, uint64_t pos, void *buf, size_t len, uin
 
 /* verified_reads.c: integrity data and verified reads. */
 int verify_init(struct sqk_image *img);
+int verify_no_trailer(struct sqk_image *img);
+int verify_require(struct sqk_image *img);
+int verify_locate(struct sqk_image *img);
+/* trust.c: signatures by trusted keys (opts.trust, opts.trust_dir). */
+int trust_check(struct sqk_image *img, const struct sqk_open_opts *o);
 int verify_covers(struct sqk_image *img);
 int verify_pin(struct sqk_image *img, const uint8_t *root_hash);
 int verify_range(struct sqk_image *img, uint64_t pos, const void *buf, size_t len,

@@ -18,4 +18,11 @@ int img_take_opts(const struct sqk_open_opts *opts, struct sqk_open_opts *o);
 int img_open_remote(struct sqk_io *io, const struct sqk_open_opts *o, const char *name,
 		    struct sqk_image **out);
 
+/* Whether img was found signed by a trusted key at open (opts.trust): then fills the caller's
+ * *time and pub with the newest such signature's. Borrows img. */
+bool img_trusted(const struct sqk_image *img, uint64_t *time, uint8_t pub[32]);
+
+/* Logs a line through img's log callback, prefixed with its name. */
+void img_logf(struct sqk_image *img, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

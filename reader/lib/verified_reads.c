@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytes.h"
+#include "common/format.h"
 #include "internal.h"
 
 static bool bit_get(atomic_uint_fast64_t *bits, uint64_t k)
@@ -100,11 +102,72 @@ static int accept_groups(struct sqk_image *img)
 	return rc;
 }
 
+/* Zero bytes at the end of a file without a trailer are padding (a file grown to a size of
+ * its own); a cut anywhere in integrity data leaves a digest within this span of the end. */
+#define ZERO_TAIL_SPAN 8192u
+
+/* Whether the last len bytes of the file are all zero. */
+static bool tail_zero(struct sqk_image *img, uint64_t len)
+{
+	uint8_t buf[ZERO_TAIL_SPAN];
+
+	return sqk_io_read_at(img->io, img->base + img->file_size - len, buf, (size_t)len) == 0 &&
+	       bytes_all_zero(buf, (size_t)len);
+}
+
+/* A file that ends with zero bytes may be an image with its integrity data grown to a size
+ * of its own (a disk image, a partition-sized file): its extent is then where the integrity
+ * data ends (integ_extent), and the file is read as that long. */
+static bool grown_with_zeros(struct sqk_image *img)
+{
+	uint64_t ext;
+
+	if (img->file_size < ZERO_TAIL_SPAN || !tail_zero(img, ZERO_TAIL_SPAN))
+		return false;
+	ext = integ_extent(img->io, img->file_size);
+	if (ext >= img->file_size)
+		return false;
+	img->file_size = ext;
+	return true;
+}
+
+/* An image without a trailer at the end of its file: only a file that ends at the image's
+ * padded end (bytes_used, or rounded up to 4 KiB), or after zero bytes, has no integrity
+ * data; other bytes there are integrity data cut or damaged, which must not pass for "no
+ * checksums" (that would turn verification off). Block devices have the image's extent as
+ * their size (common/io.c), so the rule holds for them too. SQK_ECORRUPT, logged. */
+int verify_no_trailer(struct sqk_image *img)
+{
+	uint8_t raw[SQK_SUPER_SIZE];
+	struct sqk_super sb;
+	uint64_t padded, after;
+
+	if (!img->at_zero || img->file_size < sizeof(raw) ||
+	    sqk_io_read_at(img->io, img->base, raw, sizeof(raw)))
+		return 0; /* no superblock to say: the open refuses it for that */
+	super_decode(raw, &sb);
+	if (sb.magic != SQK_MAGIC || sb.bytes_used > img->file_size)
+		return 0;
+	padded = (sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
+	if (img->file_size == sb.bytes_used || img->file_size <= padded)
+		return 0;
+	after = img->file_size - padded;
+	if (tail_zero(img, after < ZERO_TAIL_SPAN ? after : ZERO_TAIL_SPAN))
+		return 0; /* padding (verify_init looked for a trailer before it) */
+	img_logf(img, "integrity data truncated or damaged: the file has %llu bytes, the image "
+		 "ends at %llu (bytes_used %llu padded to 4 KiB), and the %llu bytes after it do "
+		 "not end with a whole integrity trailer (--no-verify reads it unchecked)",
+		 (unsigned long long)img->file_size, (unsigned long long)padded,
+		 (unsigned long long)sb.bytes_used, (unsigned long long)after);
+	return SQK_ECORRUPT;
+}
+
 /* Loads and authenticates the integrity data unless opts.no_verify. Absent data is not an
  * error (reads stay unverified, which sqk_image_verified tells; not logged, as it is the rule
- * for images from other tools). A trailer that does not end the file or does not match its root
- * digest (or whose digest array or group digests do not) fails the open; a digest tree's group
- * that does not match its group digest does not: it is logged and counted by accept_groups, and
+ * for images from other tools) when the file ends at the image's padded end
+ * (verify_no_trailer). A trailer that does not end the file or does not match its root digest
+ * (or whose digest array or group digests do not) fails the open; a digest tree's group that
+ * does not match its group digest does not: it is logged and counted by accept_groups, and
  * only the reads of the bytes it covers fail. */
 int verify_init(struct sqk_image *img)
 {
@@ -113,8 +176,10 @@ int verify_init(struct sqk_image *img)
 	if (!img->verify_req)
 		return 0;
 	rc = img->at_zero ? integ_load_lazy(img->io, img->file_size, &img->integ) : SQK_ENOENT;
+	if (rc == SQK_ENOENT && img->at_zero && grown_with_zeros(img))
+		rc = integ_load_lazy(img->io, img->file_size, &img->integ);
 	if (rc == SQK_ENOENT)
-		return 0;
+		return verify_no_trailer(img);
 	if (rc == 0)
 		rc = accept_groups(img);
 	if (rc) {
@@ -166,6 +231,44 @@ int verify_pin(struct sqk_image *img, const uint8_t *root_hash)
 	integ_hex(root_hash, want);
 	img_logf(img, "root digest %s does not match the pinned %s", got, want);
 	return SQK_ECORRUPT;
+}
+
+/* What follows the integrity data in the file (a signature block, an appended dm-verity area):
+ * file_size becomes the integrity data's end. Damage there fails a verified open; with
+ * no_verify the whole file is the image's, as with no integrity data. */
+int verify_locate(struct sqk_image *img)
+{
+	char why[256];
+	int rc;
+
+	img->raw_size = img->file_size;
+	if (!img->at_zero)
+		return 0;
+	rc = integ_locate(img->io, img->file_size, &img->where, why, sizeof(why));
+	if (rc == 0) {
+		img->file_size = img->where.end;
+		return 0;
+	}
+	memset(&img->where, 0, sizeof(img->where));
+	img->where.end = img->file_size;
+	if (!img->verify_req && rc == SQK_ECORRUPT)
+		return 0;
+	if (rc == SQK_ECORRUPT)
+		img_logf(img, "%s", why);
+	return rc;
+}
+
+/* opts.require_integrity, or trusted keys: an image without integrity data is refused (with
+ * no_verify, its trailer must still be there and authentic). */
+int verify_require(struct sqk_image *img)
+{
+	struct sqk_integ_trailer t;
+
+	if (img->integ_on || img->remote_verified || sqk_image_integrity(img, &t) == 0)
+		return 0;
+	img_logf(img, "the image has no integrity data, and it is required (--require-integrity"
+		 " or a trusted key)");
+	return SQK_ENOINTEG;
 }
 
 /* Reads [pos, pos + len) into buf (caller's) at open, every chunk it touches checked with

@@ -120,6 +120,11 @@ struct http {
 	uint8_t *tail;           /* [tail_at, size): digests (or group digests) and trailer */
 	struct http_group *groups; /* a digest tree: its ngroups groups of chunk digests */
 	struct dcache *dc;
+	char *cache_folder;      /* the disk cache's folder when dc is open (owned) */
+	/* [0, end): the image and its integrity data; [sig_at, size): the signature block, its
+	 * bytes in `after` (owned); between them an appended dm-verity area, if any */
+	uint64_t end, sig_at;
+	uint8_t *after;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -168,6 +173,11 @@ void http_job_free(struct http_job *j);
 /* For an s3:// url: resolves it (h->s3, h->url, h->name) and adds the headers every request
  * sends; SQK_E* after logging why. Called from setup, before the other headers. */
 int http_s3_init(struct http *h, const char *url);
+
+/* The file where the newest signed time accepted from io's URL for the key pub is kept
+ * (rollback protection), in the disk cache's folder: into out (len bytes). SQK_ENOENT when
+ * io has no disk cache. Borrows io and pub. */
+int http_trust_record(const struct sqk_io *io, const uint8_t pub[32], char *out, size_t len);
 
 /* io_http.c. Fetches [off, off + len) into *out (caller frees; with jout, the finished job
  * too, caller frees it with http_job_free): 0 or SQK_E*. Without mu. */

@@ -46,6 +46,8 @@ bool sqk_io_is_http(const struct sqk_io *io)
 	return io && io->ops == &http_ops;
 }
 
+static int read_after_end(struct http *h, uint64_t off, uint8_t *p, size_t len);
+
 static int http_read_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t len,
 			   const struct sqk_io_ahead *ahead)
 {
@@ -56,6 +58,14 @@ static int http_read_ahead(struct sqk_io *io, uint64_t off, void *buf, size_t le
 		return SQK_EBOUNDS;
 	if (len == 0)
 		return 0;
+	if (off + len > h->end) { /* a signature block, a dm-verity area */
+		uint64_t s = off > h->end ? off : h->end;
+		int rc = read_after_end(h, s, p + (s - off), (size_t)(off + len - s));
+
+		len = (size_t)(s - off);
+		if (rc || !len)
+			return rc;
+	}
 	if (off + len > h->tail_at) { /* the integrity data read at open */
 		uint64_t s = off > h->tail_at ? off : h->tail_at;
 
@@ -122,6 +132,8 @@ static void http_destroy(struct sqk_io *io)
 	dcache_close(h->dc);
 	integ_free(&h->integ);
 	free(h->tail);
+	free(h->cache_folder);
+	free(h->after);
 	free(h->url);
 	free(h->name);
 	free(h->ca_file);
@@ -218,14 +230,24 @@ struct window_io {
 	const uint8_t *data;
 	uint64_t at;
 	size_t len;
+	struct http *fetch; /* non-NULL: bytes outside the window are fetched (integ_locate) */
 };
 
 static int win_read(struct sqk_io *io, uint64_t off, void *buf, size_t len)
 {
 	struct window_io *w = (struct window_io *)io;
+	uint8_t *got = NULL;
+	int rc;
 
-	if (off < w->at || off - w->at > w->len || len > w->len - (off - w->at))
-		return SQK_EBOUNDS;
+	if (off < w->at || off - w->at > w->len || len > w->len - (off - w->at)) {
+		if (!w->fetch || off > w->fetch->size || len > w->fetch->size - off)
+			return SQK_EBOUNDS;
+		rc = http_fetch(w->fetch, off, len, false, &got, NULL);
+		if (!rc)
+			memcpy(buf, got, len);
+		free(got);
+		return rc;
+	}
 	memcpy(buf, w->data + (off - w->at), len);
 	return 0;
 }
@@ -234,7 +256,7 @@ static int win_get_size(struct sqk_io *io, uint64_t *size)
 {
 	const struct window_io *w = (const struct window_io *)io;
 
-	*size = w->at + w->len;
+	*size = w->fetch ? w->fetch->size : w->at + w->len;
 	return 0;
 }
 
@@ -324,10 +346,54 @@ static uint64_t integ_start(const struct http *h, const uint8_t *buf, size_t len
 	from = integ_lazy_start(&t);
 	/* at most a digest for every smallest chunk (of a group of the smallest size) */
 	per = SQK_INTEG_CHUNK_MIN * (t.version == SQK_INTEG_VERSION_TREE ? SQK_INTEG_GROUP_MIN : 1);
-	most = SQK_INTEG_DIGEST_SIZE * (h->size / per + 1) + 8192 + SQK_INTEG_TRAILER_SIZE;
-	if (from >= at || from >= h->size || h->size - from > most)
+	most = SQK_INTEG_DIGEST_SIZE * (h->end / per + 1) + 8192 + SQK_INTEG_TRAILER_SIZE;
+	if (from >= at || from >= h->end || h->end - from > most)
 		return at;
 	return from;
+}
+
+/* What follows the integrity data (integ_locate: a signature block, an appended dm-verity
+ * area), from the tail fetched at open ([at, size) in buf; more is fetched when needed):
+ * h->end becomes the integrity data's end and h->after keeps the signature block. */
+static int locate_end(struct http *h, const uint8_t *buf, uint64_t at)
+{
+	struct window_io w = { .base.ops = &win_ops, .data = buf, .at = at,
+			       .len = (size_t)(h->size - at), .fetch = h };
+	struct integ_where where;
+	char why[256];
+	int rc = integ_locate(&w.base, h->size, &where, why, sizeof(why));
+
+	if (rc == SQK_ECORRUPT)
+		http_logf(h, "%s: %s", h->name, why);
+	if (rc)
+		return rc;
+	h->end = where.end;
+	h->sig_at = where.sig_len ? where.sig_at : h->size;
+	if (!where.sig_len)
+		return 0;
+	h->after = malloc((size_t)where.sig_len);
+	if (!h->after)
+		return SQK_ENOMEM;
+	return win_read(&w.base, where.sig_at, h->after, (size_t)where.sig_len);
+}
+
+/* Bytes [off, off + len) past the integrity data's end: the signature block from h->after, a
+ * dm-verity area fetched as it is. */
+static int read_after_end(struct http *h, uint64_t off, uint8_t *p, size_t len)
+{
+	uint8_t *got = NULL;
+	int rc = 0;
+
+	if (off + len > h->sig_at) {
+		uint64_t s = off > h->sig_at ? off : h->sig_at;
+
+		memcpy(p + (s - off), h->after + (s - h->sig_at), (size_t)(off + len - s));
+		len = (size_t)(s - off);
+	}
+	if (len && !(rc = http_fetch(h, off, len, false, &got, NULL)))
+		memcpy(p, got, len);
+	free(got);
+	return rc;
 }
 
 /* A tree: the groups of chunk digests wholly inside what the open fetched ([at, at + len) in
@@ -354,26 +420,34 @@ static int load_tail(struct http *h)
 	uint8_t *buf = NULL;
 	int rc = http_fetch(h, at, (size_t)(h->size - at), false, &buf, NULL);
 
-	from = rc ? at : integ_start(h, buf, (size_t)(h->size - at), at);
+	if (!rc)
+		rc = locate_end(h, buf, at);
+	if (!rc && h->end != h->size) { /* the tail of [0, end) */
+		at = h->end > TAIL_LEN ? (h->end - TAIL_LEN) / NOINTEG_CHUNK * NOINTEG_CHUNK : 0;
+		free(buf);
+		buf = NULL;
+		rc = http_fetch(h, at, (size_t)(h->end - at), false, &buf, NULL);
+	}
+	from = rc ? at : integ_start(h, buf, (size_t)(h->end - at), at);
 	if (from < at) { /* more digests than the first request brought */
 		free(buf);
 		buf = NULL;
-		rc = http_fetch(h, from, (size_t)(h->size - from), false, &buf, NULL);
+		rc = http_fetch(h, from, (size_t)(h->end - from), false, &buf, NULL);
 		at = from;
 	}
 	w.data = buf;
 	w.at = at;
-	w.len = (size_t)(h->size - at);
+	w.len = (size_t)(h->end - at);
 	if (!rc)
-		rc = integ_load_lazy(&w.base, h->size, &h->integ);
+		rc = integ_load_lazy(&w.base, h->end, &h->integ);
 	if (rc == 0) {
 		h->has_integ = true;
 		h->covered = h->integ.t.covered;
 		h->csize = h->integ.t.chunk_size;
 		h->tail_at = integ_lazy_start(&h->integ.t);
-		h->tail = malloc((size_t)(h->size - h->tail_at));
+		h->tail = malloc((size_t)(h->end - h->tail_at));
 		if (h->tail && h->tail_at >= w.at)
-			memcpy(h->tail, buf + (h->tail_at - w.at), (size_t)(h->size - h->tail_at));
+			memcpy(h->tail, buf + (h->tail_at - w.at), (size_t)(h->end - h->tail_at));
 		else
 			rc = h->tail ? SQK_ECORRUPT : SQK_ENOMEM;
 		if (!rc && h->integ.lazy &&
@@ -383,8 +457,8 @@ static int load_tail(struct http *h)
 			take_fetched_groups(h, buf, w.at, w.len);
 	} else if (rc == SQK_ENOENT) {
 		rc = 0;
-		h->covered = h->size;
-		h->tail_at = h->size;
+		h->covered = h->end;
+		h->tail_at = h->end;
 		h->csize = NOINTEG_CHUNK;
 	} else if (rc == SQK_ECORRUPT || rc == SQK_EBOUNDS) {
 		http_logf(h, "%s: the integrity data at the end of the image is not valid",
@@ -453,7 +527,28 @@ static int open_cache(struct http *h)
 	if (rc)
 		http_logf(h, "cannot use the cache folder %s: %s; not cached on disk", dir,
 			      sqk_strerror(rc));
+	else
+		h->cache_folder = strdup(dir); /* NULL: no rollback record, as without a cache */
 	return 0;
+}
+
+/* Borrows io and pub; fills the caller's out (len bytes). */
+int http_trust_record(const struct sqk_io *io, const uint8_t pub[32], char *out, size_t len)
+{
+	const struct http *h = (const struct http *)io;
+	uint8_t d[SQK_INTEG_DIGEST_SIZE], kd[SQK_INTEG_DIGEST_SIZE];
+	const char *id = h->s3 ? h->url : h->name;
+	char hex[2 * SQK_INTEG_DIGEST_SIZE + 1], khex[2 * SQK_INTEG_DIGEST_SIZE + 1];
+	int n;
+
+	if (!sqk_io_is_http(io) || !h->cache_folder)
+		return SQK_ENOENT;
+	hash_sha256(id, strlen(id), d);
+	integ_hex(d, hex);
+	hash_sha256(pub, 32, kd); /* the key id: its first 8 bytes */
+	integ_hex(kd, khex);
+	n = snprintf(out, len, "%s/trusted/%.32s-%.16s", h->cache_folder, hex, khex);
+	return n > 0 && (size_t)n < len ? 0 : SQK_ETOOBIG;
 }
 
 static void curl_init_once(void)

@@ -2,7 +2,14 @@
 /* sqk_image_open_url: an image served over HTTP(S) or S3 opened through the remote backend
  * (io_http.c), its metadata tables fetched in one go when they are small, then opened by the
  * reader like any other io (reader/lib/open_io.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "common/format.h"
+#include "http_internal.h"
 #include "reader/lib/open_io.h"
 #include "url.h"
 
@@ -26,6 +33,62 @@ static void prefetch_tables(struct sqk_io *io)
 	    sb.bytes_used > size || sb.bytes_used - sb.inode_table_start > META_WHOLE_MAX)
 		return;
 	sqk_io_prefetch(io, sb.inode_table_start, sb.bytes_used - sb.inode_table_start, true);
+}
+
+/* The newest signed time recorded in path (0: none or unreadable). */
+static uint64_t record_read(const char *path)
+{
+	unsigned long long t = 0;
+	FILE *f = fopen(path, "re");
+
+	if (f && fscanf(f, "%llu", &t) != 1)
+		t = 0;
+	if (f)
+		fclose(f);
+	return t;
+}
+
+/* Records t in path, atomically (a temporary file renamed); best effort. */
+static void record_write(const char *path, uint64_t t)
+{
+	char dir[4200], tmp[4300];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fprintf(f, "%llu\n", (unsigned long long)t);
+	if (fclose(f) || rename(tmp, path))
+		unlink(tmp);
+}
+
+/* Rollback protection (CVMFS's): a signed image older than one accepted before from the same
+ * URL and key is refused, unless allowed; the newest time is kept in the disk cache's folder
+ * (no cache folder: nothing to compare with). */
+static int check_rollback(struct sqk_io *io, struct sqk_image *img, bool allow)
+{
+	char path[4200];
+	uint8_t pub[32];
+	uint64_t t, seen;
+
+	if (!img_trusted(img, &t, pub) || http_trust_record(io, pub, path, sizeof(path)))
+		return 0;
+	seen = record_read(path);
+	if (seen > t && !allow) {
+		img_logf(img, "signed at %llu, older than the image signed at %llu by the same key "
+			 "accepted before from this URL: refused as a rollback (--allow-rollback "
+			 "accepts it; the record is %s)", (unsigned long long)t,
+			 (unsigned long long)seen, path);
+		return SQK_EROLLBACK;
+	}
+	if (t > seen)
+		record_write(path, t);
+	return 0;
 }
 
 /* Borrows url and opts; caller owns *out. */
@@ -55,5 +118,10 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 	o.no_verify = true; /* the backend checks every chunk it fetches, whatever opts say */
 	o.http = NULL;
 	o.root_hash = NULL;
-	return img_open_remote(io, &o, sqk_io_http_name(io), out);
+	rc = img_open_remote(io, &o, sqk_io_http_name(io), out);
+	if (!rc && (rc = check_rollback(sqk_image_io(*out), *out, o.allow_rollback)) != 0) {
+		sqk_image_close(*out);
+		*out = NULL;
+	}
+	return rc;
 }
