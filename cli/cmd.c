@@ -78,6 +78,30 @@ static int verify_opt(const char *cmd, struct remote *r, int ch)
 	return 0;
 }
 
+/* --require-integrity, --trust PUBKEY (repeatable), --trust-dir DIR, --allow-rollback. */
+static int trust_opt(const char *cmd, struct remote *r, int ch, const char *arg)
+{
+	switch (ch) {
+	case SQK_OPT_REQUIRE_INTEGRITY:
+		r->require_integ = true;
+		return 0;
+	case SQK_OPT_ALLOW_ROLLBACK:
+		r->allow_rollback = true;
+		return 0;
+	case SQK_OPT_TRUST_DIR:
+		r->trust_dir = arg;
+		return 0;
+	default:
+		if (r->ntrust == SQK_CMD_MAX_TRUST) {
+			cmd_usage_err(cmd, "--trust %s: at most %d keys (use --trust-dir)", arg,
+				      SQK_CMD_MAX_TRUST);
+			return 2;
+		}
+		r->trust[r->ntrust++] = arg;
+		return 0;
+	}
+}
+
 int cmd_remote_opt(const char *cmd, struct remote *r, int ch, const char *arg)
 {
 	uint64_t v;
@@ -126,6 +150,11 @@ int cmd_remote_opt(const char *cmd, struct remote *r, int ch, const char *arg)
 	case SQK_OPT_VERIFY:
 	case SQK_OPT_NO_VERIFY:
 		return verify_opt(cmd, r, ch);
+	case SQK_OPT_REQUIRE_INTEGRITY:
+	case SQK_OPT_TRUST:
+	case SQK_OPT_TRUST_DIR:
+	case SQK_OPT_ALLOW_ROLLBACK:
+		return trust_opt(cmd, r, ch, arg);
 	default:
 		return 1;
 	}
@@ -161,11 +190,17 @@ int cmd_open(struct cmd *c)
 	o.http = &c->remote.o;
 	o.root_hash = c->remote.has_root ? c->remote.root : NULL;
 	o.no_prefetch = c->remote.no_prefetch;
+	o.require_integrity = c->remote.require_integ;
+	o.trust = c->remote.ntrust ? c->remote.trust : NULL;
+	o.trust_dir = c->remote.trust_dir;
+	o.allow_rollback = c->remote.allow_rollback;
 	c->img = NULL;
 	if (sqk_is_url(c->image) && !c->shown)
 		c->shown = sqk_url_display(c->image);
 	err = sqk_image_open(c->image, &o, &c->img);
-	if (err && !sqk_err_not_image(err)) { /* those: the library's line says it all */
+	/* those: the library's line says it all */
+	if (err && !sqk_err_not_image(err) && err != SQK_ENOINTEG && err != SQK_EUNTRUSTED &&
+	    err != SQK_EROLLBACK) {
 		/* a verified open fails on a bad chunk holding the superblock or a table */
 		const char *hint = err == SQK_ECORRUPT && !o.no_verify && !sqk_is_url(c->image)
 					   ? " (sqk verify lists what is damaged; --no-verify "

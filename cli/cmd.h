@@ -16,6 +16,7 @@
 /* The options every reading command takes: verification, and remote images (http://, https://
  * and s3:// IMAGE arguments). */
 #define SQK_CMD_MAX_HEADERS 64
+#define SQK_CMD_MAX_TRUST 64
 enum {
 	SQK_OPT_CACHE_DIR = 0x1000,
 	SQK_OPT_CACHE_SIZE,
@@ -29,6 +30,10 @@ enum {
 	SQK_OPT_NO_PREFETCH,
 	SQK_OPT_VERIFY,
 	SQK_OPT_NO_VERIFY,
+	SQK_OPT_REQUIRE_INTEGRITY,
+	SQK_OPT_TRUST,
+	SQK_OPT_TRUST_DIR,
+	SQK_OPT_ALLOW_ROLLBACK,
 	SQK_OPT_CACERT, /* last: callers test SQK_OPT_CACHE_DIR <= ch <= SQK_OPT_CACERT */
 };
 
@@ -45,11 +50,20 @@ enum {
 	{ "no-sign-request", no_argument, NULL, SQK_OPT_NO_SIGN_REQUEST },        \
 	{ "no-prefetch", no_argument, NULL, SQK_OPT_NO_PREFETCH },                \
 	{ "verify", no_argument, NULL, SQK_OPT_VERIFY },                          \
-	{ "no-verify", no_argument, NULL, SQK_OPT_NO_VERIFY }
+	{ "no-verify", no_argument, NULL, SQK_OPT_NO_VERIFY },                    \
+	{ "require-integrity", no_argument, NULL, SQK_OPT_REQUIRE_INTEGRITY },    \
+	{ "trust", required_argument, NULL, SQK_OPT_TRUST },                      \
+	{ "trust-dir", required_argument, NULL, SQK_OPT_TRUST_DIR },              \
+	{ "allow-rollback", no_argument, NULL, SQK_OPT_ALLOW_ROLLBACK }
 
 /* SQK_CMD_REMOTE_HELP without the verification lines (sqk verify always checks). */
 #define SQK_CMD_REMOTE_ONLY_HELP                                                              \
 	"      --root-hash HEX  refuse an image whose integrity root digest is not HEX\n"      \
+	"      --require-integrity  refuse an image without integrity data\n"                \
+	"      --trust PUBKEY   refuse an image without a valid signature by this Ed25519\n"  \
+	"                       public key (PEM; repeatable; sqk keygen, sqk sign)\n"        \
+	"      --trust-dir DIR  trust every *.pub key in DIR likewise\n"                       \
+	"      --allow-rollback accept a signed remote image older than one accepted before\n" \
 	"Remote images (IMAGE is an http://, https:// or s3:// URL, read with range requests):\n"\
 	"      --cache-dir DIR  on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"     \
 	"      --cache-size N   bound of the on-disk cache (K/M/G suffixes; 0 = none; 1G)\n"  \
@@ -80,6 +94,11 @@ struct remote {
 	bool no_prefetch;                 /* --no-prefetch: for sqk_open_opts.no_prefetch */
 	bool no_verify;                   /* --no-verify: for sqk_open_opts.no_verify */
 	bool verify_asked;                /* --verify: say so when reads cannot be verified */
+	bool require_integ;               /* --require-integrity */
+	bool allow_rollback;              /* --allow-rollback */
+	const char *trust[SQK_CMD_MAX_TRUST + 1]; /* --trust files, NULL-terminated (borrowed) */
+	unsigned ntrust;
+	const char *trust_dir;            /* --trust-dir */
 	uint8_t root[SQK_INTEG_DIGEST_SIZE];
 };
 
@@ -96,6 +115,12 @@ struct cmd {
 	char why[512];        /* the library's last line (after a failed open: why it failed) */
 	struct progress *progress; /* a progress line erased before each message, or NULL */
 };
+
+/* The signatures s[0..n) of an image (sqk_image_signatures, which returned rc) on stdout: as
+ * text lines (sqk info, sqk verify), or as the JSON member "signatures" (with a comma) at
+ * indent. */
+void cmd_sigs_text(const struct sqk_signature *s, size_t n, int rc);
+void cmd_sigs_json(const struct sqk_signature *s, size_t n, int rc, const char *indent);
 
 /* Entry points; argv[0] is the command name. Each returns the process exit status. */
 int ls_main(int argc, char **argv);

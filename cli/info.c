@@ -28,6 +28,9 @@ struct info {
 	int hint_rc;            /* sqk_image_hint: 0, SQK_ENOENT or an error */
 	size_t nhint;
 	struct sqk_hint_range hint[SQK_HINT_MAX_RANGES];
+	int sig_rc;             /* sqk_image_signatures: 0 or an error */
+	size_t nsig;
+	struct sqk_signature sig[64];
 };
 
 static void info_usage(FILE *f)
@@ -75,6 +78,8 @@ static void info_usage(FILE *f)
 		"has\n"
 		"                    fast checksums; [] without integrity data),\n"
 		"                    fast_checksum_chunks (the chunks they cover, or null),\n"
+		"                    signatures ([{key_id, time, comment, valid, trusted}...],\n"
+		"                    [] for none, null when the block is damaged),\n"
 		"                    compression_ratio, prefetch_hint (the ranges sqk mkimage "
 		"--order\n"
 		"                    or -sort recorded: [{start, length}...], [] for none, null "
@@ -385,6 +390,7 @@ static void info_print_json(const struct info *in)
 	printf("  \"file_bytes\": %llu,\n  \"sparse_bytes\": %llu,\n",
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	info_integrity_json(in);
+	cmd_sigs_json(in->sig, in->nsig < 64 ? in->nsig : 64, in->sig_rc, "  ");
 	info_hint(in, true);
 	info_http(in, true);
 	printf("  \"compression_ratio\": %.4f\n}\n", info_ratio(in, s));
@@ -451,6 +457,8 @@ static void info_print_text(const struct info *in)
 	       (unsigned long long)in->st.file_bytes, (unsigned long long)in->st.sparse_bytes);
 	printf("compression ratio:       %.2f\n", info_ratio(in, s));
 	info_integrity_text(in);
+	if (in->integ_rc == 0)
+		cmd_sigs_text(in->sig, in->nsig < 64 ? in->nsig : 64, in->sig_rc);
 	info_hint(in, false);
 	info_http(in, false);
 }
@@ -554,6 +562,9 @@ static int info_run(struct info *in)
 	in->fast_rc = in->integ_rc ? SQK_ENOENT :
 		      sqk_image_fast_checksums(in->c.img, &in->fast_chunks, &in->fast_used);
 	in->hint_rc = sqk_image_hint(in->c.img, in->hint, SQK_HINT_MAX_RANGES, &in->nhint);
+	in->sig_rc = sqk_image_signatures(in->c.img, in->sig, 64, &in->nsig);
+	if (in->sig_rc == SQK_ENOENT)
+		in->sig_rc = 0; /* no integrity data: nothing signed */
 	if (in->json)
 		info_print_json(in);
 	else

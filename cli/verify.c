@@ -19,9 +19,18 @@
 #include "common/format.h"
 #include "common/integrity.h"
 #include "common/json.h"
+#include "common/sign.h"
 #include "verify_verity.h"
 
 enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16 };
+
+/* The image's signatures, read after the check (sigs_read). */
+struct sigs {
+	int rc;                     /* sqk_image_signatures, or the open's error */
+	bool refused;               /* --trust or --require-integrity refused the image */
+	size_t n;
+	struct sqk_signature s[64];
+};
 
 struct verify {
 	const char *image;
@@ -238,6 +247,8 @@ static void summary(const struct verify *v, const struct sqk_check_result *r)
 	if (r->has_integrity)
 		printf("; integrity: %llu chunks checked, %llu bad",
 		       (unsigned long long)r->chunks, (unsigned long long)r->chunks_bad);
+	else if (r->integrity_truncated)
+		printf("; integrity: truncated\n");
 	else
 		printf("; integrity: none");
 	if (!v->shown && !v->offset)
@@ -247,18 +258,21 @@ static void summary(const struct verify *v, const struct sqk_check_result *r)
 
 /* inodes, dirs, files, data_blocks and fragment_blocks are sqk info's when the inodes walk
  * (counts, in its words); data_blocks_checked counts a duplicate's blocks again. */
-static void json_result(const struct verify *v, const struct sqk_check_result *r)
+static void json_result(const struct verify *v, const struct sqk_check_result *r,
+			const struct sigs *g)
 {
 	const struct sqk_counts *k = r->counts_ok ? &r->counts : NULL;
 
 	printf("%s],\n  \"errors\": %llu, \"corrupt_ranges\": %llu, \"structural\": %llu,\n"
-	       "  \"has_integrity\": %s, \"root_hash_checked\": %s, \"root_hash_ok\": %s,\n"
+	       "  \"has_integrity\": %s, \"integrity_truncated\": %s,\n"
+	       "  \"root_hash_checked\": %s, \"root_hash_ok\": %s,\n"
 	       "  \"chunks\": %llu, \"chunks_bad\": %llu, \"inodes\": %llu, \"dirs\": %llu,\n"
 	       "  \"files\": %llu, \"data_blocks\": %llu, \"fragment_blocks\": %llu,\n"
 	       "  \"metadata_blocks\": %llu, \"data_blocks_checked\": %llu,\n",
 	       v->nfound ? "\n  " : "",
 	       (unsigned long long)r->errors, (unsigned long long)r->corrupt_ranges,
 	       (unsigned long long)r->structural, r->has_integrity ? "true" : "false",
+	       r->integrity_truncated ? "true" : "false",
 	       v->has_root ? "true" : "false", r->root_hash_ok ? "true" : "false",
 	       (unsigned long long)r->chunks, (unsigned long long)r->chunks_bad,
 	       (unsigned long long)(k ? k->inodes : r->inodes),
@@ -273,11 +287,64 @@ static void json_result(const struct verify *v, const struct sqk_check_result *r
 	if (k) {
 		printf("{\n");
 		sqk_counts_json(k, stdout, "    ");
-		printf("\n  }\n}\n");
+		printf("\n  },\n");
 	} else {
-		printf("null\n}\n");
+		printf("null,\n");
 	}
+	cmd_sigs_json(g->s, g->n < 64 ? g->n : 64, g->rc, "  ");
+	printf("  \"trusted\": %s\n}\n", g->refused ? "false" : "true");
 }
+
+static void log_line(void *ctx, const char *msg);
+
+/* The signatures of an image the trusted keys refused: which of them are by those keys. */
+static void mark_trusted(const struct verify *v, struct sigs *g)
+{
+	struct sig_trust t = { 0 };
+	char why[512];
+
+	for (unsigned i = 0; i < v->remote.ntrust; i++)
+		sig_trust_add_file(&t, v->remote.trust[i], why, sizeof(why));
+	if (v->remote.trust_dir)
+		sig_trust_add_dir(&t, v->remote.trust_dir, why, sizeof(why));
+	for (size_t i = 0; i < g->n && i < 64; i++)
+		g->s[i].trusted = sig_trust_has(&t, g->s[i].public_key);
+	sig_trust_free(&t);
+}
+
+/* After the check: the signatures of the image behind io (borrowed), and whether --trust,
+ * --trust-dir or --require-integrity refuse it (the open logs why). */
+static void sigs_read(struct verify *v, struct sqk_io *io, struct sigs *g)
+{
+	struct sqk_open_opts o;
+	struct sqk_image *img = NULL;
+
+	sqk_open_opts_init(&o);
+	o.offset = v->offset;
+	o.no_verify = true; /* the check read every byte already */
+	o.log = log_line;
+	o.log_ctx = v;
+	o.name = v->image;
+	o.require_integrity = v->remote.require_integ;
+	o.trust = v->remote.ntrust ? v->remote.trust : NULL;
+	o.trust_dir = v->remote.trust_dir;
+	g->rc = sqk_image_open_io(io, &o, &img);
+	g->refused = g->rc == SQK_ENOINTEG || g->rc == SQK_EUNTRUSTED || g->rc == SQK_EINVAL;
+	if (g->rc == SQK_EUNTRUSTED) { /* listed all the same, the trusted keys marked */
+		o.trust = NULL;
+		o.trust_dir = NULL;
+		o.log = NULL;
+		g->rc = sqk_image_open_io(io, &o, &img);
+	}
+	if (!g->rc)
+		g->rc = sqk_image_signatures(img, g->s, 64, &g->n);
+	if (g->rc == SQK_ENOENT)
+		g->rc = 0;
+	if (!g->rc && g->refused)
+		mark_trusted(v, g);
+	sqk_image_close(img);
+}
+
 
 /* A file that is no SquashFS 4.0 image at all (empty, another format, another version, an
  * image at another offset) is not checked: exit 8 with what it is, as fsck does for a bad magic.
@@ -308,7 +375,22 @@ static int probe(struct verify *v, struct sqk_io *io, uint64_t size)
 }
 
 /* Runs the checker on the image behind io (borrowed); returns the exit status. */
+static int run_checked(struct verify *v, struct sqk_io *io, uint64_t size, struct sigs *g);
+
 static int run(struct verify *v, struct sqk_io *io, uint64_t size)
+{
+	struct sigs *g = calloc(1, sizeof(*g));
+	int rc;
+
+	if (!g)
+		return fail(v, EXIT_OPER, "%s: %s", v->image, sqk_strerror(SQK_ENOMEM));
+	rc = run_checked(v, io, size, g);
+	free(g);
+	return rc;
+}
+
+/* run, with g for the signatures. */
+static int run_checked(struct verify *v, struct sqk_io *io, uint64_t size, struct sigs *g)
 {
 	struct sqk_check_opts o = { .size = sizeof(o), .threads = v->threads,
 				    .root_hash = v->has_root ? v->root : NULL, .offset = v->offset,
@@ -334,11 +416,15 @@ static int run(struct verify *v, struct sqk_io *io, uint64_t size)
 		r.errors += v->vv.findings;
 		r.corrupt_ranges += v->vv.findings;
 	}
-	if (v->json)
-		json_result(v, &r);
-	else
+	sigs_read(v, io, g);
+	if (v->json) {
+		json_result(v, &r, g);
+	} else {
+		if (r.has_integrity)
+			cmd_sigs_text(g->s, g->n < 64 ? g->n : 64, g->rc);
 		summary(v, &r);
-	return r.errors ? EXIT_ERRORS : EXIT_CLEAN;
+	}
+	return r.errors || g->refused ? EXIT_ERRORS : EXIT_CLEAN;
 }
 
 static void log_line(void *ctx, const char *msg)

@@ -64,6 +64,10 @@ struct opts {
 	/* remote images */
 	char *cache_dir, *cache_size, *root_hash, *header_file, *header, *cacert, *s3_endpoint;
 	int no_sign_request, noprefetch;
+	int require_integrity, allow_rollback;
+	char *trust[65];  /* -o trust=FILE (repeatable), NULL-terminated (owned) */
+	unsigned ntrust;
+	char *trust_dir;
 	char *shown;      /* the URL without query or credentials, for messages */
 	char *hdr_buf;    /* header_file contents */
 	const char *hdrs[64];
@@ -71,6 +75,7 @@ struct opts {
 };
 
 #define OPT(t, p) { t, offsetof(struct opts, p), 1 }
+#define KEY_TRUST 1
 static const struct fuse_opt opt_spec[] = {
 	OPT("offset=%s", offset_s),
 	OPT("subdir=%s", subdir),
@@ -95,6 +100,10 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("s3_endpoint=%s", s3_endpoint),
 	OPT("no_sign_request", no_sign_request),
 	OPT("noprefetch", noprefetch),
+	OPT("require_integrity", require_integrity),
+	OPT("allow_rollback", allow_rollback),
+	OPT("trust_dir=%s", trust_dir),
+	FUSE_OPT_KEY("trust=", KEY_TRUST),
 	FUSE_OPT_END,
 };
 
@@ -105,6 +114,15 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	struct opts *o = data;
 	char **slot = !o->image ? &o->image : !o->mountpoint ? &o->mountpoint : &o->extra;
 
+	if (key == KEY_TRUST) { /* repeatable: every key given is trusted */
+		if (o->ntrust + 1 == sizeof(o->trust) / sizeof(o->trust[0])) {
+			fprintf(stderr, "sqkfuse: at most %u trust= keys (use trust_dir=)\n",
+				o->ntrust);
+			return -1;
+		}
+		o->trust[o->ntrust] = strdup(arg + strlen("trust="));
+		return o->trust[o->ntrust++] ? 0 : -1;
+	}
 	if (key != FUSE_OPT_KEY_NONOPT)
 		return 1;
 	if (!*slot)
@@ -145,6 +163,12 @@ static void usage(const char *prog)
 	       "                      mismatch gives EIO and one log line; remote images are\n"
 	       "                      always checked); -o verify: the default\n"
 	       "  -o root_hash=HEX    refuse an image whose integrity root digest is not HEX\n"
+	       "  -o require_integrity  refuse an image without integrity data\n"
+	       "  -o trust=PUBKEY     refuse an image without a valid signature by this Ed25519\n"
+	       "                      public key (PEM file; repeatable); reads then use SHA-256\n"
+	       "  -o trust_dir=DIR    trust every *.pub key in DIR likewise\n"
+	       "  -o allow_rollback   accept a signed remote image older than one accepted\n"
+	       "                      before from the same URL (remembered in cache_dir)\n"
 	       "  -o nowalk           do not push the next files of a tree walk (files read in\n"
 	       "                      the order of their directory listings) into the page\n"
 	       "                      cache ahead of their reads (local images; on by default)\n"
@@ -190,7 +214,7 @@ static int empty_opts(const struct opts *o, const char *prog)
 		{ "subdir", o->subdir },	   { "stats", o->stats },
 		{ "trace", o->trace },		   { "cache_dir", o->cache_dir },
 		{ "header_file", o->header_file }, { "cacert", o->cacert },
-		{ "s3_endpoint", o->s3_endpoint },
+		{ "s3_endpoint", o->s3_endpoint }, { "trust_dir", o->trust_dir },
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		if (v[i].val && !v[i].val[0]) {
@@ -354,6 +378,10 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 	so.http = &ho;
 	fs->noprefetch = o->noprefetch != 0; /* the prefetch starts after the fork (serve) */
 	so.root_hash = o->root_hash ? o->root : NULL; /* parsed by remote_opts */
+	so.require_integrity = o->require_integrity != 0;
+	so.trust = o->ntrust ? (const char *const *)o->trust : NULL;
+	so.trust_dir = o->trust_dir;
+	so.allow_rollback = o->allow_rollback != 0;
 	fs->opener = pthread_self();
 	int err = sqk_image_open(o->image, &so, &fs->img);
 	bool open_failed = err != 0;
@@ -662,6 +690,9 @@ out:
 	free(o.cache_dir);
 	free(o.cache_size);
 	free(o.root_hash);
+	free(o.trust_dir);
+	for (unsigned i = 0; i < o.ntrust; i++)
+		free(o.trust[i]);
 	free(o.header_file);
 	free(o.header);
 	free(o.cacert);
