@@ -160,7 +160,7 @@ if have_feature fuse && [ -e /dev/fuse ] && [ -x "$SQKFUSE" ]; then
 	fuse_mount "$W/a.sqsh" "$W/m1" -o "trust=$W/k/c.pub,trust=$W/k/a.pub"
 	cmp -s "$W/m1/d/f" "$W/src/d/f" || fail "sqkfuse -o trust: d/f differs"
 	fuse_umount "$W/m1"
-	mkdir -p "$W/m2"
+	mkdir -p "$W/m2" "$W/m5"
 	run_capture fm "$SQKFUSE" "$W/a.sqsh" "$W/m2" -f -o "trust=$W/k/c.pub"
 	[ "$RC" = 1 ] || { show_err; fail "sqkfuse -o trust= of an untrusted image: exit $RC"; }
 	grep -q "no valid signature by a trusted key" "$ERR_FILE" || { show_err; fail "sqkfuse: no reason"; }
@@ -169,6 +169,24 @@ if have_feature fuse && [ -e /dev/fuse ] && [ -x "$SQKFUSE" ]; then
 		fuse_mount "$U/a.sqsh" "$W/m3" -o "trust_dir=$W/kdir,cache_size=0"
 		cmp -s "$W/m3/d/f" "$W/src/d/f" || fail "remote sqkfuse -o trust_dir: d/f differs"
 		fuse_umount "$W/m3"
+		cp "$W/ab.sqsh" "$W/www/ab.sqsh"
+		fuse_mount "$U/ab.sqsh" "$W/m4" -o "trust=$W/k/b.pub,cache_size=0"
+		cmp -s "$W/m4/d/f" "$W/src/d/f" || fail "remote mount, one of two keys trusted"
+		fuse_umount "$W/m4"
+		# refused through a remote mount: wrong key, tampered, moved, rollback
+		for t in a:c badsig:a badcom:a moved:a r:a; do
+			img=${t%%:*} key=${t##*:}
+			[ "$img" = r ] || cp "$W/$img.sqsh" "$W/www/$img.sqsh"
+			run_capture rm "$SQKFUSE" "$U/$img.sqsh" "$W/m5" -f \
+				-o "trust=$W/k/$key.pub,cache_dir=$W/cache"
+			[ "$RC" = 1 ] || { show_err; fail "remote mount of $img trusting $key: exit $RC"; }
+			grep -q "no valid signature\|rollback" "$ERR_FILE" || { show_err; fail "remote mount of $img: no reason"; }
+			mountpoint -q "$W/m5" && fail "remote $img was mounted"
+		done
+		grep -q "rollback" "$ERR_FILE" || { show_err; fail "remote mount: the rollback not named"; }
+		fuse_mount "$U/r.sqsh" "$W/m6" -o "trust=$W/k/a.pub,cache_dir=$W/cache,allow_rollback"
+		[ "$(cat "$W/m6/g")" = hello ] || fail "remote mount with allow_rollback"
+		fuse_umount "$W/m6"
 	fi
 else
 	info "sqkfuse part skipped"
