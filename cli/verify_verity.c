@@ -87,8 +87,8 @@ static int find_tree(struct vv *v, const char *image, struct sqk_io *io, uint64_
 	}
 	free(v->tree);
 	v->tree = NULL;
-	err = verity_appended(io, size, &v->at); /* damaged: the checker reported it */
-	if (err == SQK_ENOENT || err == SQK_ECORRUPT)
+	err = verity_image_end(io, size, &v->at); /* damaged: the checker reported it */
+	if (err == SQK_ECORRUPT || (!err && v->at == size))
 		return 0;
 	if (!err) {
 		*hash = io;

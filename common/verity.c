@@ -11,6 +11,7 @@
 #include "bytes.h"
 #include "endian.h"
 #include "grow.h"
+#include "integrity.h"
 #include "sqk/error.h"
 
 /* 128 digests a block: ten levels cover 2^70 blocks, more than any 64-bit size. */
@@ -357,6 +358,22 @@ int verity_appended(struct sqk_io *io, uint64_t area_end, uint64_t *data_end)
 		return err;
 	*data_end = n * VERITY_BLOCK;
 	return err || sb.data_blocks != n ? SQK_ECORRUPT : 0;
+}
+
+/* Fills the caller's *end. */
+int verity_image_end(struct sqk_io *io, uint64_t size, uint64_t *end)
+{
+	uint8_t magic[8];
+	int err;
+
+	*end = size;
+	if (size >= sizeof(magic) && !sqk_io_read_at(io, size - sizeof(magic), magic, 8) &&
+	    !memcmp(magic, SQK_INTEG_MAGIC, 8))
+		return 0;
+	err = verity_appended(io, size, end);
+	if (err == SQK_ENOENT)
+		*end = size;
+	return err == SQK_ENOENT ? 0 : err;
 }
 
 /* ---- checking ---- */

@@ -111,6 +111,12 @@ void verity_builder_destroy(struct verity_builder *b);
  * other parameters (*data_end is set then too); an I/O error. */
 int verity_appended(struct sqk_io *io, uint64_t area_end, uint64_t *data_end);
 
+/* Where the image in a file of size bytes (at offset 0 of io, borrowed) ends: where an appended
+ * area starts (verity_appended), or size when there is none, which a file ending with an
+ * integrity trailer (common/integrity.h) never has: no byte of such an image is taken for one.
+ * 0 with *end set; SQK_ECORRUPT for a damaged area (*end its start); an I/O error. */
+int verity_image_end(struct sqk_io *io, uint64_t size, uint64_t *end);
+
 /* What verity_check found. */
 struct verity_check {
 	struct verity_sb sb;        /* the superblock read */

@@ -349,27 +349,17 @@ static int check_groups(struct chk *c, struct integ *ig)
 	return integ_accept_groups(c->io, ig, &nbad, report_group, c);
 }
 
-/* Whether the file (size bytes) ends with an integrity trailer's magic: then nothing is appended
- * to the image, and no dm-verity area is looked for (no byte of the image is taken for one). */
-static bool trailer_ends(struct sqk_io *io, uint64_t size)
-{
-	uint8_t magic[8];
-
-	return size >= sizeof(magic) && !sqk_io_read_at(io, size - sizeof(magic), magic, 8) &&
-	       !memcmp(magic, SQK_INTEG_MAGIC, 8);
-}
-
 /* An appended dm-verity area (common/verity.h) ends the file: the image and its integrity data
  * end where it starts (sqk verify checks the tree itself). A damaged superblock there is a
  * finding. */
 static void strip_verity(struct chk *c)
 {
-	uint64_t end = 0;
+	uint64_t end;
 	int rc;
 
-	if (c->offset || sqk_io_is_remote(c->io) || trailer_ends(c->io, c->file_size))
+	if (c->offset || sqk_io_is_remote(c->io))
 		return;
-	rc = verity_appended(c->io, c->file_size, &end);
+	rc = verity_image_end(c->io, c->file_size, &end);
 	if (rc == SQK_ECORRUPT)
 		chk_report(c, false, end, end + VERITY_SB_SIZE, "dm-verity area",
 			   "the superblock of the dm-verity area appended at offset %llu is "

@@ -111,29 +111,17 @@ static int read_options(struct sqk_image *img)
 				     &img->comp);
 }
 
-/* Whether the file (size bytes) ends with an integrity trailer's magic: then nothing is appended
- * to the image, and no dm-verity area is looked for (no byte of the image is taken for one). */
-static bool trailer_ends(struct sqk_io *io, uint64_t size)
-{
-	uint8_t magic[8];
-
-	return size >= sizeof(magic) && !sqk_io_read_at(io, size - sizeof(magic), magic, 8) &&
-	       !memcmp(magic, SQK_INTEG_MAGIC, 8);
-}
-
 /* An appended dm-verity area (common/verity.h) ends the file of a local image: the image and
  * its integrity data end where it starts. One damaged there fails the open, as a damaged
  * integrity trailer does (else the trailer would not be found: reads unverified). */
 static int strip_verity(struct sqk_image *img)
 {
-	uint64_t end = 0;
+	uint64_t end;
 	int rc;
 
-	if (!img->at_zero || sqk_io_is_remote(img->io) || trailer_ends(img->io, img->file_size))
+	if (!img->at_zero || sqk_io_is_remote(img->io))
 		return 0;
-	rc = verity_appended(img->io, img->file_size, &end);
-	if (rc == SQK_ENOENT)
-		return 0;
+	rc = verity_image_end(img->io, img->file_size, &end);
 	if (rc == SQK_ECORRUPT)
 		img_logf(img, "the dm-verity area appended at offset %llu is damaged",
 			 (unsigned long long)end);
