@@ -81,8 +81,9 @@ int mkv_judge(struct mkv *v, const struct mk_options *o, bool device, char *msg,
 	int err;
 
 	if (device && (!append || o->verity_cert)) {
-		snprintf(msg, cap, "'%s' is a block device: %s cannot go beside it (--verity=append "
-			 "puts the tree on the device; the root hash is printed)", o->image,
+		snprintf(msg, cap, "'%s' is a block device: %s cannot go beside it "
+			 "(--verity=append puts the tree on the device; the root hash is printed)",
+			 o->image,
 			 append ? "the root hash's signature" : "IMAGE.verity");
 		return SQK_EINVAL;
 	}

@@ -12,6 +12,7 @@
 
 #include "cli/verity_files.h"
 #include "common/bytes.h"
+#include "common/integrity.h"
 #include "common/json.h"
 #include "sqk/error.h"
 
@@ -68,6 +69,8 @@ static void report_check(struct vv *v, const uint8_t *want,
 static int find_tree(struct vv *v, const char *image, struct sqk_io *io, uint64_t size,
 		     struct sqk_io **hash, char *msg, size_t cap)
 {
+	struct integ_where w;
+	char why[256];
 	int fd, err;
 
 	v->tree = verity_sidecar_path(image, VERITY_SUFFIX_TREE);
@@ -87,10 +90,11 @@ static int find_tree(struct vv *v, const char *image, struct sqk_io *io, uint64_
 	}
 	free(v->tree);
 	v->tree = NULL;
-	err = verity_appended(io, size, &v->at); /* damaged: the checker reported it */
-	if (err == SQK_ENOENT || err == SQK_ECORRUPT)
+	err = integ_locate(io, size, &w, why, sizeof(why)); /* damaged: the checker said so */
+	if (err == SQK_ECORRUPT || (!err && w.verity_end == w.verity_at))
 		return 0;
 	if (!err) {
+		v->at = w.verity_at;
 		*hash = io;
 		v->where = "appended";
 	}

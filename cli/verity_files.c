@@ -144,8 +144,8 @@ int verity_signer_load(struct verity_signer *s, const char *cert_path, const cha
 					     "a PEM private key is expected, not encrypted");
 	}
 	if (!err && refused_type(s->key)) {
-		snprintf(msg, cap, "'%s' is %s: dm-verity signatures (the kernel's keyring, systemd) "
-			 "take RSA or ECDSA keys", key_path, refused_type(s->key));
+		snprintf(msg, cap, "'%s' is %s: dm-verity signatures (the kernel's keyring, "
+			 "systemd) take RSA or ECDSA keys", key_path, refused_type(s->key));
 		err = SQK_EINVAL;
 	} else if (!err && X509_check_private_key(s->cert, s->key) != 1) {
 		snprintf(msg, cap, "the private key '%s' does not match the certificate '%s'",

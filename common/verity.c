@@ -11,6 +11,7 @@
 #include "bytes.h"
 #include "endian.h"
 #include "grow.h"
+#include "integrity.h"
 #include "sqk/error.h"
 
 /* 128 digests a block: ten levels cover 2^70 blocks, more than any 64-bit size. */
@@ -281,10 +282,10 @@ int verity_builder_finish(struct verity_builder *b, uint64_t end, uint8_t root[V
 		err = build_level(b, i);
 	if (err)
 		return err;
-	if (b->nlev)
-		err = hash_block(b->salted, b->ctx, b->nlev == 1 ? b->level0 : b->upper[b->nlev - 1],
-				 root);
-	else
+	if (b->nlev) /* the top level's one block */
+		err = hash_block(b->salted, b->ctx,
+				 b->nlev == 1 ? b->level0 : b->upper[b->nlev - 1], root);
+	else /* the one data block's digest */
 		memcpy(root, b->level0, VERITY_DIGEST);
 	if (err)
 		return err;
@@ -396,13 +397,16 @@ static int check_level(struct checker *k, struct sqk_io *src, uint64_t src_at, u
 			err = sqk_io_read_at(src, src_at + k0 * VERITY_BLOCK, k->src,
 					     (size_t)nk * VERITY_BLOCK);
 		for (uint64_t i = 0; !err && i < nk; i++) {
+			uint64_t at = data ? k0 + i : src_at + (k0 + i) * VERITY_BLOCK;
+
 			err = hash_block(k->salted, k->ctx, k->src + i * VERITY_BLOCK, d);
 			if (!err && memcmp(d, k->dst + i * VERITY_DIGEST, VERITY_DIGEST))
-				found(k->out, data, data ? k0 + i : src_at + (k0 + i) * VERITY_BLOCK);
+				found(k->out, data, at);
 		}
 		if (err)
 			return err;
-		if (!bytes_all_zero(k->dst + nk * VERITY_DIGEST, (size_t)(BATCH - nk) * VERITY_DIGEST))
+		if (!bytes_all_zero(k->dst + nk * VERITY_DIGEST,
+				    (size_t)(BATCH - nk) * VERITY_DIGEST))
 			found(k->out, false, dst_at + j * VERITY_BLOCK);
 	}
 	return 0;

@@ -111,6 +111,7 @@ void verity_builder_destroy(struct verity_builder *b);
  * other parameters (*data_end is set then too); an I/O error. */
 int verity_appended(struct sqk_io *io, uint64_t area_end, uint64_t *data_end);
 
+
 /* What verity_check found. */
 struct verity_check {
 	struct verity_sb sb;        /* the superblock read */

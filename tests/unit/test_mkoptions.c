@@ -3,7 +3,8 @@
  * directory walker (mkimage/source_dir.c): options before, between and after the paths, "--",
  * the mksquashfs spellings, mksquashfs's -e (the rest of the command line) with exact paths and
  * with -wildcards or -regex, -ef files, the refusals (-mem, an unknown option named as typed, an
- * invalid regex), and which entries a walk gives under each kind of exclude. */
+ * invalid regex), the dm-verity options, and which entries a walk gives under each kind of
+ * exclude. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -425,6 +426,55 @@ START_TEST(test_sign_options)
 }
 END_TEST
 
+/* The dm-verity options: --verity takes a value only as --verity=MODE (the next word stays a
+ * path), --verity-salt in hex or -, and what goes with --verity is refused without it. */
+START_TEST(test_verity_options)
+{
+	struct mk_options o;
+	char *a[] = { "mkimage", "--verity", "src", "img", NULL };
+	char *b[] = { "mkimage", "src", "img", "--verity=append", "--verity-salt", "00ff10", NULL };
+	char *c[] = { "mkimage", "src", "img", "--verity", "--verity-salt=-", "--verity-cert", "c",
+		      "--verity-key", "k", NULL };
+
+	ck_assert_int_eq(mk_options_parse(NARGS(a), a, &o), 0);
+	ck_assert_int_eq(o.build.verity, SQK_BUILD_VERITY_SIDECAR);
+	ck_assert_int_eq(o.nsources, 1);
+	ck_assert_str_eq(o.image, "img");
+	ck_assert_ptr_null(o.build.verity_salt);
+	mk_options_free(&o);
+	ck_assert_int_eq(mk_options_parse(NARGS(b), b, &o), 0);
+	ck_assert_int_eq(o.build.verity, SQK_BUILD_VERITY_APPEND);
+	ck_assert_uint_eq(o.build.verity_salt_len, 3);
+	ck_assert(o.build.verity_salt[0] == 0 && o.build.verity_salt[1] == 0xff &&
+		  o.build.verity_salt[2] == 0x10);
+	mk_options_free(&o);
+	ck_assert_int_eq(mk_options_parse(NARGS(c), c, &o), 0);
+	ck_assert_ptr_nonnull(o.build.verity_salt);
+	ck_assert_uint_eq(o.build.verity_salt_len, 0);
+	ck_assert_str_eq(o.verity_cert, "c");
+	ck_assert_str_eq(o.verity_key, "k");
+	mk_options_free(&o);
+
+	static const char *const bad[][3] = {
+		{ "--verity=both", NULL, "choose sidecar" },
+		{ "--verity-salt", "0", "even number of hex digits" },
+		{ "--verity-salt", "zz", "even number of hex digits" },
+		{ "--verity-cert", "c", "--verity-cert needs --verity" },
+		{ "--verity-salt", "00", "--verity-salt needs --verity" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "mkimage", "src", "img", (char *)bad[i][0], (char *)bad[i][1],
+				 NULL };
+		ck_assert_msg(parse_quiet(bad[i][1] ? 5 : 4, argv, &o) == -1, "accepted %s",
+			      bad[i][0]);
+		ck_assert_msg(strstr(errbuf, bad[i][2]), "%s: %s", bad[i][0], errbuf);
+	}
+	char *half[] = { "mkimage", "src", "img", "--verity", "--verity-key", "k", NULL };
+	ck_assert_int_eq(parse_quiet(NARGS(half), half, &o), -1);
+	ck_assert_ptr_nonnull(strstr(errbuf, "--verity-key needs --verity-cert"));
+}
+END_TEST
+
 static Suite *mkoptions_suite(void)
 {
 	Suite *s = suite_create("mkoptions");
@@ -435,6 +485,7 @@ static Suite *mkoptions_suite(void)
 	tcase_add_test(tc, test_mksquashfs_words);
 	tcase_add_test(tc, test_mks_excludes);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_verity_options);
 	tcase_add_test(tc, test_walk_excludes);
 	tcase_add_test(tc, test_sign_options);
 	suite_add_tcase(s, tc);

@@ -302,6 +302,31 @@ START_TEST(test_appended_hostile)
 }
 END_TEST
 
+/* The image's end: the area's start, or the file's end after an integrity trailer (whatever
+ * bytes a candidate superblock would be) or without an area. */
+START_TEST(test_image_end)
+{
+	uint8_t root[32];
+	struct sqk_io *io = appended_file(200, 0, root);
+	uint64_t size, end = 0;
+
+	ck_assert_int_eq(sqk_io_get_size(io, &size), 0);
+	ck_assert_int_eq(verity_image_end(io, size, &end), 0);
+	ck_assert_uint_eq(end, 200 * VERITY_BLOCK);
+	ck_assert_int_eq(verity_image_end(io, size - 4096, &end), 0);
+	ck_assert_uint_eq(end, size - 4096);
+	ck_assert_int_eq(sqk_io_write_at(io, size - 8, "SQKINTG1", 8), 0);
+	ck_assert_int_eq(verity_appended(io, size, &end), 0); /* the superblock is still there */
+	ck_assert_int_eq(verity_image_end(io, size, &end), 0);
+	ck_assert_uint_eq(end, size);
+	ck_assert_int_eq(sqk_io_write_at(io, size - 8, "xxxxxxxx", 8), 0);
+	ck_assert_int_eq(sqk_io_write_at(io, 200 * VERITY_BLOCK + 8, "\2", 1), 0); /* version 2 */
+	ck_assert_int_eq(verity_image_end(io, size, &end), SQK_ECORRUPT);
+	ck_assert_uint_eq(end, 200 * VERITY_BLOCK);
+	sqk_io_destroy(io);
+}
+END_TEST
+
 /* A flipped data byte names its block; a damaged hash block, or non-zero padding, is a bad hash
  * block; the root is checked against the one given. */
 START_TEST(test_check)
@@ -590,6 +615,7 @@ static Suite *verity_suite(void)
 	tcase_add_test(tc, test_builder_rejects);
 	tcase_add_test(tc, test_appended_found);
 	tcase_add_test(tc, test_appended_hostile);
+	tcase_add_test(tc, test_image_end);
 	tcase_add_test(tc, test_check);
 	tcase_add_test(tc, test_check_hostile);
 	tcase_add_test(tc, test_build_append);
