@@ -89,6 +89,23 @@ static int read_trailer(struct sign_image *im, struct sqk_io *io, bool signed_,
 	return 0;
 }
 
+/* An image without signatures: where its integrity data ends (integ_locate: before an
+ * appended dm-verity area, which the new block will follow). */
+static int unsigned_end(struct sign_image *im, struct sqk_io *io, char *why, size_t whylen)
+{
+	struct integ_where w;
+	char lw[256];
+	int err = integ_locate(io, im->size, &w, lw, sizeof(lw));
+
+	if (err == SQK_ECORRUPT)
+		return fail(why, whylen, "%s: %s", im->name, lw);
+	if (err)
+		return fail(why, whylen, "%s: cannot read its end: %s", im->name,
+			    err == SQK_EIO ? strerror(errno) : sqk_strerror(err));
+	im->image_end = w.end;
+	return 0;
+}
+
 /* Borrows im->fd; fills im. */
 int sign_image_locate(struct sign_image *im, char *why, size_t whylen)
 {
@@ -99,9 +116,11 @@ int sign_image_locate(struct sign_image *im, char *why, size_t whylen)
 	if (err)
 		return fail(why, whylen, "out of memory");
 	err = sig_block_read(io, im->size, &im->blk, &im->start);
-	if (err == SQK_ENOENT) {
-		im->image_end = im->start = im->size;
-		err = read_trailer(im, io, false, why, whylen);
+	if (err == SQK_ENOENT) { /* the trailer ends the file, or an appended dm-verity area */
+		im->start = im->size;
+		err = unsigned_end(im, io, why, whylen);
+		if (!err)
+			err = read_trailer(im, io, false, why, whylen);
 	} else if (!err) {
 		im->image_end = im->blk.image_end;
 		err = read_trailer(im, io, true, why, whylen);

@@ -13,7 +13,11 @@
 #     T2 was accepted from a URL, one signed at T1 < T2 there is refused (exit 1, "rollback"),
 #     accepted with --allow-rollback, and without a disk cache; a newer one is accepted
 #  4. sqkfuse -o trust= (local and remote): mounts and serves a trusted image, refuses to mount
-#     an untrusted one (exit 1, the reason on stderr)
+#     an untrusted one (exit 1, the reason on stderr); through a remote mount, a wrong key, a
+#     tampered or moved signature and a rollback are refused
+#  5. signatures with dm-verity: mkimage --verity=append --sign, sqk sign of an image with an
+#     appended or a sidecar tree: trusted reads (local and http), sqk verify checks both, and
+#     veritysetup still accepts the tree after signing
 . "$(dirname "$0")/lib.sh"
 need_sqk
 need_cmd openssl python3 cmp
@@ -153,6 +157,38 @@ if have_feature remote && { command -v nginx >/dev/null || [ -x /usr/sbin/nginx 
 		fail "info over http shows no signature"
 else
 	info "remote part skipped (no remote feature or nginx)"
+fi
+
+# ---- 5. signatures and dm-verity together -------------------------------------------------
+# an appended tree between the integrity data and the signatures; signing after the build keeps
+# the tree valid (it covers [0, E) only), as it keeps a sidecar valid
+sqk_build "$W/src" "$W/va.sqsh" --verity=append --sign "$W/k/a.key"
+cp "$W/va.sqsh" "$W/vb.sqsh"
+sqk_build "$W/src" "$W/vc.sqsh" --verity=append
+"$SQK" sign -q --key "$W/k/b" "$W/vc.sqsh" || fail "sqk sign of an image with an appended tree"
+sqk_build "$W/src" "$W/vs.raw" --verity --sign "$W/k/a.key"
+"$SQK" sign -q --key "$W/k/b" "$W/vs.raw" || fail "sqk sign of an image with a sidecar tree"
+ok_read "$W/va.sqsh" --trust "$W/k/a.pub"
+ok_read "$W/vc.sqsh" --trust "$W/k/b.pub"
+ok_read "$W/vs.raw" --trust "$W/k/b.pub" --trust "$W/k/a.pub"
+for v in vc vs; do
+	run_capture vv "$SQK" verify --trust "$W/k/b.pub" "$W/$v.$( [ $v = vs ] && echo raw || echo sqsh)"
+	[ "$RC" = 0 ] || { show_err; fail "verify of $v: exit $RC"; }
+	grep -q "dm-verity: .*0 bad" "$OUT_FILE" || fail "verify of $v: the tree was not checked"
+	grep -q "valid, trusted" "$OUT_FILE" || fail "verify of $v: the signature not shown trusted"
+done
+if command -v veritysetup >/dev/null; then
+	E=$("$SQK" verify "$W/vc.sqsh" | sed -n 's/.*dm-verity: appended at \([0-9]*\),.*/\1/p')
+	[ -n "$E" ] || fail "verify does not say where the appended tree is"
+	veritysetup verify "$W/vc.sqsh" "$W/vc.sqsh" "$(cat "$W/vc.sqsh.roothash")" \
+		--hash-offset="$E" || fail "veritysetup refuses the tree of a signed image"
+	veritysetup verify "$W/vs.raw" "$W/vs.verity" "$(cat "$W/vs.roothash")" ||
+		fail "veritysetup refuses the sidecar of an image signed after its build"
+fi
+if [ -n "${U:-}" ]; then
+	cp "$W/vc.sqsh" "$W/www/vc.sqsh"
+	ok_read "$U/vc.sqsh" --trust "$W/k/b.pub" --cache-size 0
+	refused "(valid, not trusted)" "$U/vc.sqsh" --trust "$W/k/a.pub" --cache-size 0
 fi
 
 # ---- 4. sqkfuse ----------------------------------------------------------------------------
