@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/bytes.h"
 #include "common/grow.h"
 #include "common/parse.h"
 #include "common/sign.h"
@@ -594,15 +595,9 @@ static int parse_salt(struct mk_options *o, const char *as, const char *arg)
 		return 0;
 	}
 	if (!n || n % 2 || n > 2 * sizeof(o->verity_salt) ||
-	    strspn(arg, "0123456789abcdefABCDEF") != n)
+	    bytes_from_hex(arg, o->verity_salt, n / 2))
 		return opt_error(as, arg, "need an even number of hex digits, at most 512 (256 "
 				 "bytes), or - for no salt");
-	for (size_t i = 0; i < n / 2; i++) {
-		unsigned v;
-
-		sscanf(arg + 2 * i, "%2x", &v);
-		o->verity_salt[i] = (uint8_t)v;
-	}
 	o->build.verity_salt = o->verity_salt;
 	o->build.verity_salt_len = n / 2;
 	return 0;

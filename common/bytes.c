@@ -30,3 +30,30 @@ void bytes_hex(const void *in, size_t n, char *out)
 		out[2 * i + 1] = digits[d[i] & 15];
 	}
 }
+
+int bytes_hex_digit(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+int bytes_from_hex(const char *hex, void *out, size_t n)
+{
+	uint8_t *o = out;
+
+	if (!hex || strlen(hex) != 2 * n)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int hi = bytes_hex_digit(hex[2 * i]), lo = bytes_hex_digit(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		o[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}

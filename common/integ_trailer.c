@@ -31,30 +31,10 @@ void integ_hex(const uint8_t d[SQK_INTEG_DIGEST_SIZE],
 	out[2 * SQK_INTEG_DIGEST_SIZE] = '\0';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Borrows hex; fills the caller's out. */
 int integ_parse_hex(const char *hex, uint8_t out[SQK_INTEG_DIGEST_SIZE])
 {
-	if (!hex || strlen(hex) != 2 * SQK_INTEG_DIGEST_SIZE)
-		return SQK_EINVAL;
-	for (unsigned i = 0; i < SQK_INTEG_DIGEST_SIZE; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return SQK_EINVAL;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
+	return bytes_from_hex(hex, out, SQK_INTEG_DIGEST_SIZE) ? SQK_EINVAL : 0;
 }
 
 /* Borrows t; fills the caller's out. */

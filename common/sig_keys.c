@@ -45,29 +45,9 @@ void sig_key_id_hex(const uint8_t pub[SQK_SIG_PUB_SIZE], char out[2 * SQK_SIG_ID
 	out[2 * SQK_SIG_ID_SIZE] = '\0';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int sig_parse_key_id(const char *hex, uint8_t id[SQK_SIG_ID_SIZE])
 {
-	if (!hex || strlen(hex) != 2 * SQK_SIG_ID_SIZE)
-		return SQK_EINVAL;
-	for (unsigned i = 0; i < SQK_SIG_ID_SIZE; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return SQK_EINVAL;
-		id[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
+	return bytes_from_hex(hex, id, SQK_SIG_ID_SIZE) ? SQK_EINVAL : 0;
 }
 
 static int say(char *why, size_t whylen, int err, const char *fmt, ...)

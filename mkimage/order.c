@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "sqk/error.h"
+#include "common/bytes.h"
 #include "common/format.h"
 #include "common/hint.h"
 #include "mk.h"
@@ -151,14 +152,6 @@ struct mk_order {
 
 /* ---- the two file formats ---- */
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch = tolower(ch);
-	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 int mk_trace_line(char *line, size_t *len, const char **why)
 {
 	size_t n = *len, o = 0;
@@ -169,8 +162,8 @@ int mk_trace_line(char *line, size_t *len, const char **why)
 	for (size_t i = 0; i < n; i++) {
 		uint8_t ch = (uint8_t)line[i];
 		if (ch == '\\') {
-			int hi = i + 3 < n + 1 && line[i + 1] == 'x' ? hexval(line[i + 2]) : -1;
-			int lo = hi >= 0 ? hexval(line[i + 3]) : -1;
+			int hi = i + 3 < n + 1 && line[i + 1] == 'x' ? bytes_hex_digit(line[i + 2]) : -1;
+			int lo = hi >= 0 ? bytes_hex_digit(line[i + 3]) : -1;
 			if (lo < 0) {
 				*why = "a backslash not followed by xHH";
 				return SQK_EINVAL;
