@@ -162,7 +162,8 @@ int mk_trace_line(char *line, size_t *len, const char **why)
 	for (size_t i = 0; i < n; i++) {
 		uint8_t ch = (uint8_t)line[i];
 		if (ch == '\\') {
-			int hi = i + 3 < n + 1 && line[i + 1] == 'x' ? bytes_hex_digit(line[i + 2]) : -1;
+			bool x = i + 3 < n + 1 && line[i + 1] == 'x';
+			int hi = x ? bytes_hex_digit(line[i + 2]) : -1;
 			int lo = hi >= 0 ? bytes_hex_digit(line[i + 3]) : -1;
 			if (lo < 0) {
 				*why = "a backslash not followed by xHH";

@@ -83,7 +83,7 @@ struct sqk_open_opts {
 	 * integrity root digest and size: checked at open, before any content is served, else
 	 * the open fails with SQK_EUNTRUSTED and a log line naming the key ids found (a key file
 	 * that cannot be read or is not Ed25519: SQK_EINVAL, logged). Reads are then checked with
-	 * SHA-256, as with root_hash, since tampering is in scope. */
+	 * SHA-256, as with root_hash, since tampering is in scope, even with no_verify. */
 	const char *const *trust;
 	const char *trust_dir;
 	/* Remote images with a disk cache: the newest signed time accepted from a URL is kept

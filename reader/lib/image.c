@@ -209,7 +209,10 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	img->remote_verified = sqk_io_verified(io);
 	img->base = owned ? 0 : (o ? o->offset : 0);
 	img->at_zero = !o || o->offset == 0;
-	img->verify_req = !o || !o->no_verify; /* verified unless asked not to */
+	/* verified unless asked not to; trusted keys verify whatever no_verify says (a backend
+	 * that checks every chunk itself, remote_verified, needs no second check) */
+	img->verify_req = !o || !o->no_verify ||
+			  ((o->trust || o->trust_dir) && !img->remote_verified);
 	img->require_integ = o && (o->require_integrity || o->trust || o->trust_dir);
 	pthread_mutex_init(&img->bad_mu, NULL);
 	pthread_mutex_init(&img->vmu, NULL);

@@ -82,6 +82,17 @@ refused "a.key" "$W/a.sqsh" --trust "$W/k/a.key"
 mkdir -p "$W/empty"
 refused "empty" "$W/a.sqsh" --trust-dir "$W/empty"
 ok_read "$W/a.sqsh"  # no trust asked: reads as any image
+# trusted keys verify reads even with --no-verify: a flipped byte of d/f's raw data is caught
+python3 - "$W/a.sqsh" "$W/src/d/f" "$W/flip.sqsh" <<'PY' || fail "cannot flip a byte of d/f"
+import sys
+img = bytearray(open(sys.argv[1], "rb").read()); f = open(sys.argv[2], "rb").read()
+at = img.find(f[100000:100064]); assert at > 0
+img[at + 5] ^= 0x21
+open(sys.argv[3], "wb").write(img)
+PY
+run_capture nv "$SQK" cat --no-verify --trust "$W/k/a.pub" "$W/flip.sqsh" d/f
+[ "$RC" != 0 ] && grep -q "integrity check failed" "$ERR_FILE" ||
+	{ show_err; fail "--trust --no-verify read a flipped byte"; }
 
 # ---- 2. tampering ------------------------------------------------------------------------
 # patch IMG OUT WHAT: OUT is IMG with its (first) signature's WHAT changed
