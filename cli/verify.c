@@ -420,7 +420,7 @@ static int run_checked(struct verify *v, struct sqk_io *io, uint64_t size, struc
 	if (v->json) {
 		json_result(v, &r, g);
 	} else {
-		if (r.has_integrity)
+		if (r.has_integrity && (g->n || g->rc)) /* else one summary line, as before */
 			cmd_sigs_text(g->s, g->n < 64 ? g->n : 64, g->rc);
 		summary(v, &r);
 	}
