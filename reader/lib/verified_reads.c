@@ -131,12 +131,20 @@ static bool grown_with_zeros(struct sqk_image *img)
 	return true;
 }
 
+static int no_trailer_rule(struct sqk_image *img, bool log);
+
 /* An image without a trailer at the end of its file: only a file that ends at the image's
  * padded end (bytes_used, or rounded up to 4 KiB), or after zero bytes, has no integrity
  * data; other bytes there are integrity data cut or damaged, which must not pass for "no
  * checksums" (that would turn verification off). Block devices have the image's extent as
  * their size (common/io.c), so the rule holds for them too. SQK_ECORRUPT, logged. */
 int verify_no_trailer(struct sqk_image *img)
+{
+	return no_trailer_rule(img, true);
+}
+
+/* verify_no_trailer's rule; logs when log. */
+static int no_trailer_rule(struct sqk_image *img, bool log)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
 	struct sqk_super sb;
@@ -154,11 +162,13 @@ int verify_no_trailer(struct sqk_image *img)
 	after = img->file_size - padded;
 	if (tail_zero(img, after < ZERO_TAIL_SPAN ? after : ZERO_TAIL_SPAN))
 		return 0; /* padding (verify_init looked for a trailer before it) */
-	img_logf(img, "integrity data truncated or damaged: the file has %llu bytes, the image "
-		 "ends at %llu (bytes_used %llu padded to 4 KiB), and the %llu bytes after it do "
-		 "not end with a whole integrity trailer (--no-verify reads it unchecked)",
-		 (unsigned long long)img->file_size, (unsigned long long)padded,
-		 (unsigned long long)sb.bytes_used, (unsigned long long)after);
+	if (log)
+		img_logf(img, "integrity data truncated or damaged: the file has %llu bytes, the "
+			 "image ends at %llu (bytes_used %llu padded to 4 KiB), and the %llu bytes "
+			 "after it do not end with a whole integrity trailer (--no-verify reads it "
+			 "unchecked)", (unsigned long long)img->file_size,
+			 (unsigned long long)padded, (unsigned long long)sb.bytes_used,
+			 (unsigned long long)after);
 	return SQK_ECORRUPT;
 }
 
@@ -606,6 +616,8 @@ int sqk_image_integrity(struct sqk_image *img, struct sqk_integ_trailer *out)
 	if (!rc)
 		*out = ig.t;
 	integ_free(&ig);
+	if (rc == SQK_ENOENT && no_trailer_rule(img, false))
+		rc = SQK_ECORRUPT; /* cut, not absent */
 	return rc;
 }
 

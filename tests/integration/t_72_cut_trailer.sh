@@ -64,6 +64,8 @@ run_capture c2 "$SQK" cat --no-verify "$W/cut1.sqsh" d/big
 [ "$RC" = 0 ] || { show_err; fail "--no-verify did not read the cut image"; }
 cmp -s "$OUT_FILE" "$W/src/d/big" && fail "--no-verify read the flipped byte right?"
 [ "$(cmp "$OUT_FILE" "$W/src/d/big" | wc -l)" = 1 ] || fail "--no-verify: not one byte differs"
+"$SQK" info --no-verify "$W/cut1.sqsh" | grep -q "^integrity: *corrupt" ||
+	fail "sqk info --no-verify of the cut image does not say corrupt"
 run_capture c3 "$SQK" verify "$W/cut1.sqsh"
 [ "$RC" = 4 ] || { show_err; fail "sqk verify of the cut image: exit $RC, want 4"; }
 grep -q "integrity data truncated" "$OUT_FILE" || fail "sqk verify does not say truncated"
