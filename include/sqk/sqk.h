@@ -73,7 +73,7 @@ struct sqk_open_opts {
 	/* Remote images: do not fetch the image's prefetch hint ranges at open (see
 	 * sqk_image_prefetch). */
 	bool no_prefetch;
-	/* Fields below: appended in 0.4 (libsqk.so.2 accepts the shorter struct). */
+	/* Fields below: appended in 0.3.0 (libsqk.so.2 accepts the shorter struct). */
 	/* Refuse an image without integrity data (SQK_ENOINTEG, logged) instead of reading it
 	 * unchecked. Implied by root_hash and by trusted keys. */
 	bool require_integrity;

@@ -55,7 +55,7 @@ struct sqk_check_result {
 	bool counts_ok;
 	struct sqk_counts counts;
 	/* Bytes follow the image that are not a whole integrity trailer: integrity data cut off
-	 * or damaged (an error, never "no integrity data"). Appended in 0.4. */
+	 * or damaged (an error, never "no integrity data"). Appended in 0.3.0. */
 	bool integrity_truncated;
 };
 
