@@ -195,24 +195,42 @@ static int private_label(const char *label, char *why, size_t whylen)
 	return 0;
 }
 
+/* Reads the key file path (read_key_file) and judges its PEM label with judge: 0 with *buf
+ * (caller cleanses and frees), *len and *mode set; else an error with why, nothing to free. */
+static int read_pem(const char *path, int (*judge)(const char *label, char *why, size_t whylen),
+		    char **buf, size_t *len, mode_t *mode, char *why, size_t whylen)
+{
+	char label[80];
+	int err = read_key_file(path, buf, len, mode, why, whylen);
+
+	if (err)
+		return err;
+	if (!pem_label(*buf, *len, label, sizeof(label)))
+		err = not_pem(*buf, why, whylen);
+	else
+		err = judge(label, why, whylen);
+	if (err) {
+		OPENSSL_cleanse(*buf, *len);
+		free(*buf);
+		*buf = NULL;
+	}
+	return err;
+}
+
 /* Borrows path; the caller owns *out. A file that holds no private key is named for what it
  * holds before its mode is judged: a public key given by mistake is said to be one. */
 int sig_load_private(const char *path, EVP_PKEY **out, char *why, size_t whylen)
 {
-	char label[80], *buf;
+	char *buf;
 	size_t len;
 	mode_t mode;
 	bool asked = false;
-	int err = read_key_file(path, &buf, &len, &mode, why, whylen);
+	int err = read_pem(path, private_label, &buf, &len, &mode, why, whylen);
 
 	*out = NULL;
 	if (err)
 		return err;
-	if (!pem_label(buf, len, label, sizeof(label)))
-		err = not_pem(buf, why, whylen);
-	else
-		err = private_label(label, why, whylen);
-	if (!err && (mode & 077))
+	if (mode & 077)
 		err = say(why, whylen, SQK_EINVAL, "mode %04o: a private key must not be readable "
 			  "or writable by group or others (chmod 600 it)",
 			  (unsigned)(mode & 07777));
@@ -271,18 +289,14 @@ int sig_public_of(EVP_PKEY *key, uint8_t pub[SQK_SIG_PUB_SIZE])
 /* Borrows path; fills the caller's pub. */
 int sig_load_public(const char *path, uint8_t pub[SQK_SIG_PUB_SIZE], char *why, size_t whylen)
 {
-	char label[80], *buf;
+	char *buf;
 	size_t len;
 	mode_t mode;
-	int err = read_key_file(path, &buf, &len, &mode, why, whylen);
+	int err = read_pem(path, public_label, &buf, &len, &mode, why, whylen);
 
 	if (err)
 		return err;
-	if (!pem_label(buf, len, label, sizeof(label)))
-		err = not_pem(buf, why, whylen);
-	else
-		err = public_label(label, why, whylen);
-	BIO *bio = err ? NULL : BIO_new_mem_buf(buf, (int)len);
+	BIO *bio = BIO_new_mem_buf(buf, (int)len);
 	EVP_PKEY *k = bio ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
 	if (!err && !k)
 		err = say(why, whylen, SQK_EINVAL, "a damaged PEM public key");
