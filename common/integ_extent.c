@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "endian.h"
 #include "format.h"
 #include "hint.h"
@@ -176,3 +177,33 @@ uint64_t integ_extent(struct sqk_io *io, uint64_t dev)
 	return end ? end + extent_after(io, end, dev) : padded;
 }
 
+
+/* Borrows io. */
+bool integ_tail_zero(struct sqk_io *io, uint64_t from, uint64_t size)
+{
+	uint8_t buf[SQK_INTEG_ZERO_SPAN];
+	uint64_t n = size - from < sizeof(buf) ? size - from : sizeof(buf);
+
+	return from <= size && sqk_io_read_at(io, size - n, buf, (size_t)n) == 0 &&
+	       bytes_all_zero(buf, (size_t)n);
+}
+
+/* Borrows io. */
+uint64_t integ_grown_end(struct sqk_io *io, uint64_t size)
+{
+	uint64_t ext;
+
+	if (size < SQK_INTEG_ZERO_SPAN || !integ_tail_zero(io, size - SQK_INTEG_ZERO_SPAN, size))
+		return size;
+	ext = integ_extent(io, size);
+	return ext < size ? ext : size;
+}
+
+/* Borrows io; fills the caller's *padded. */
+bool integ_cut(struct sqk_io *io, uint64_t size, uint64_t start, uint64_t bytes_used,
+	       uint64_t *padded)
+{
+	*padded = (start + bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
+	return size > *padded && size != start + bytes_used &&
+	       !integ_tail_zero(io, *padded, size);
+}

@@ -118,6 +118,26 @@ struct integ_where {
 int integ_locate(struct sqk_io *io, uint64_t size, struct integ_where *w, char *why,
 		 size_t len);
 
+/* Zero bytes at the end of a file without a trailer are padding (a file grown to a size of
+ * its own); a cut anywhere in integrity data leaves a digest within this span of the end. */
+#define SQK_INTEG_ZERO_SPAN 8192u
+
+/* Whether the last bytes of [from, size) behind io (borrowed), at most SQK_INTEG_ZERO_SPAN of
+ * them, are all zero (true when from == size). */
+bool integ_tail_zero(struct sqk_io *io, uint64_t from, uint64_t size);
+
+/* A file of size bytes that ends with zeros and has no trailer at its end may hold an image
+ * whose integrity data was grown to a size of its own (a disk image): where that integrity
+ * data ends (integ_extent), else size. Borrows io. */
+uint64_t integ_grown_end(struct sqk_io *io, uint64_t size);
+
+/* A file of size bytes without a trailer at its end, its image starting at start with
+ * bytes_used: whether the bytes after the padded image (*padded, bytes_used rounded up to
+ * 4 KiB) are integrity data cut or damaged. Not when the file ends at bytes_used or at the
+ * padded end, or with zero bytes (integ_tail_zero). Borrows io. */
+bool integ_cut(struct sqk_io *io, uint64_t size, uint64_t start, uint64_t bytes_used,
+	       uint64_t *padded);
+
 /* Where what integ_load_lazy reads starts: the chunk digests (version 1), the group
  * digests (version 2). */
 uint64_t integ_lazy_start(const struct sqk_integ_trailer *t);

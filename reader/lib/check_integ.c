@@ -176,17 +176,6 @@ static void report_corrupt_integ(struct chk *c)
 		   tree ? "group digest array" : "digest array");
 }
 
-/* Whether the bytes after the padded image (at end) are zero padding: the last of them, where
- * a cut in integrity data would leave a digest (as verified reads judge them). */
-static bool tail_zero(struct chk *c, uint64_t end)
-{
-	uint8_t buf[8192];
-	uint64_t n = c->file_size - end < sizeof(buf) ? c->file_size - end : sizeof(buf);
-
-	return sqk_io_read_at(c->io, c->file_size - n, buf, (size_t)n) == 0 &&
-	       bytes_all_zero(buf, (size_t)n);
-}
-
 /* Without a trailer: bytes after the padded image, unless zero, mean the integrity data was
  * cut off or damaged. */
 static void check_no_trailer(struct chk *c)
@@ -204,8 +193,7 @@ static void check_no_trailer(struct chk *c)
 	super_decode(raw, &sb);
 	if (sb.magic != SQK_MAGIC || sb.bytes_used > c->file_size - c->offset)
 		return;
-	end = (c->offset + sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
-	if (c->file_size <= end || c->file_size == c->offset + sb.bytes_used || tail_zero(c, end))
+	if (!integ_cut(c->io, c->file_size, c->offset, sb.bytes_used, &end))
 		return;
 	c->res->integrity_truncated = true; /* cut or damaged, not absent */
 	chk_report(c, false, end, c->file_size, "integrity data",
@@ -397,12 +385,11 @@ int chk_integrity(struct chk *c, struct integ *ig, bool *loaded)
 	rc = integ_load_lazy(c->io, c->file_size, ig);
 
 	/* a file grown with zeros after its integrity data (as verified reads take it) */
-	if (rc == SQK_ENOENT && c->offset == 0 && c->file_size > 8192 &&
-	    tail_zero(c, c->file_size - 8192)) {
-		uint64_t ext = integ_extent(c->io, c->file_size);
+	if (rc == SQK_ENOENT && c->offset == 0) {
+		uint64_t end = integ_grown_end(c->io, c->file_size);
 
-		if (ext < c->file_size) {
-			c->file_size = ext;
+		if (end < c->file_size) {
+			c->file_size = end;
 			rc = integ_load_lazy(c->io, c->file_size, ig);
 		}
 	}

@@ -102,32 +102,15 @@ static int accept_groups(struct sqk_image *img)
 	return rc;
 }
 
-/* Zero bytes at the end of a file without a trailer are padding (a file grown to a size of
- * its own); a cut anywhere in integrity data leaves a digest within this span of the end. */
-#define ZERO_TAIL_SPAN 8192u
-
-/* Whether the last len bytes of the file are all zero. */
-static bool tail_zero(struct sqk_image *img, uint64_t len)
-{
-	uint8_t buf[ZERO_TAIL_SPAN];
-
-	return sqk_io_read_at(img->io, img->base + img->file_size - len, buf, (size_t)len) == 0 &&
-	       bytes_all_zero(buf, (size_t)len);
-}
-
 /* A file that ends with zero bytes may be an image with its integrity data grown to a size
- * of its own (a disk image, a partition-sized file): its extent is then where the integrity
- * data ends (integ_extent), and the file is read as that long. */
+ * of its own (a disk image, a partition-sized file): it is then read as long as that. */
 static bool grown_with_zeros(struct sqk_image *img)
 {
-	uint64_t ext;
+	uint64_t end = integ_grown_end(img->io, img->file_size);
 
-	if (img->file_size < ZERO_TAIL_SPAN || !tail_zero(img, ZERO_TAIL_SPAN))
+	if (end == img->file_size)
 		return false;
-	ext = integ_extent(img->io, img->file_size);
-	if (ext >= img->file_size)
-		return false;
-	img->file_size = ext;
+	img->file_size = end;
 	return true;
 }
 
@@ -156,12 +139,9 @@ static int no_trailer_rule(struct sqk_image *img, bool log)
 	super_decode(raw, &sb);
 	if (sb.magic != SQK_MAGIC || sb.bytes_used > img->file_size)
 		return 0;
-	padded = (sb.bytes_used + SQK_PAD - 1) / SQK_PAD * SQK_PAD;
-	if (img->file_size == sb.bytes_used || img->file_size <= padded)
-		return 0;
+	if (!integ_cut(img->io, img->file_size, 0, sb.bytes_used, &padded))
+		return 0; /* none, or zero padding (verify_init looked for a trailer before it) */
 	after = img->file_size - padded;
-	if (tail_zero(img, after < ZERO_TAIL_SPAN ? after : ZERO_TAIL_SPAN))
-		return 0; /* padding (verify_init looked for a trailer before it) */
 	if (log)
 		img_logf(img, "integrity data truncated or damaged: the file has %llu bytes, the "
 			 "image ends at %llu (bytes_used %llu padded to 4 KiB), and the %llu bytes "
