@@ -67,6 +67,21 @@ need_kernel_mount() {
 	fi
 }
 
+# peer_squashfs_tools: sets MKSQUASHFS and UNSQUASHFS to the newest squashfs-tools here (4.7.x
+# in /opt/anchors when built there, else Debian's) and SQFS_TOOLS_VERSION to its "major.minor".
+peer_squashfs_tools() {
+	local d=/opt/anchors/squashfs-tools/bin
+	if [ -x "$d/mksquashfs" ] && [ -x "$d/unsquashfs" ]; then
+		MKSQUASHFS=$d/mksquashfs UNSQUASHFS=$d/unsquashfs
+	else
+		need_cmd mksquashfs unsquashfs
+		MKSQUASHFS=$(command -v mksquashfs) UNSQUASHFS=$(command -v unsquashfs)
+	fi
+	SQFS_TOOLS_VERSION=$("$MKSQUASHFS" -version 2>/dev/null |
+		sed -n '1s/.*version \([0-9]*\.[0-9]*\).*/\1/p')
+	export MKSQUASHFS UNSQUASHFS SQFS_TOOLS_VERSION
+}
+
 need_sqk() {
 	[ -n "${SQK:-}" ] || fail "SQK is not set"
 	[ -x "$SQK" ] || fail "SQK=$SQK is not an executable file"
