@@ -99,7 +99,10 @@ static void usage(FILE *f)
 		"      --tar               read a tar stream (plain, gzip, xz, zstd, bzip2...) "
 		"instead of\n"
 		"                          directories: sqk mkimage --tar [FILE|-] IMAGE (default "
-		"stdin)\n"
+		"stdin);\n"
+		"                          it ends at the end-of-archive blocks, as in GNU tar\n"
+		"      --ignore-zeros      --tar: read on after them (concatenated archives, "
+		"tar -i)\n"
 		"      --default-mode OCT  mode of directories the tar implies but never lists "
 		"(0755)\n"
 		"      --default-uid N     their owner (default 0)\n"
@@ -295,7 +298,7 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
        OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT,
-       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY };
+       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_IGNZEROS };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -325,6 +328,7 @@ static const struct option long_opts[] = {
 	{ "force-gid", required_argument, NULL, OPT_FGID },
 	{ "mtime", required_argument, NULL, OPT_MTIME },
 	{ "tar", no_argument, NULL, OPT_TAR },
+	{ "ignore-zeros", no_argument, NULL, OPT_IGNZEROS },
 	{ "default-mode", required_argument, NULL, OPT_DMODE },
 	{ "default-uid", required_argument, NULL, OPT_DUID },
 	{ "default-gid", required_argument, NULL, OPT_DGID },
@@ -477,6 +481,7 @@ static int handle_flag(struct mk_options *o, int c)
 	case OPT_DTREE: o->build.digest_tree = true; return 0;
 	case OPT_ALLROOT: o->build.force_uid = 0; o->build.force_gid = 0; return 0;
 	case OPT_TAR: o->tar = true; return 0;
+	case OPT_IGNZEROS: o->tar_ignore_zeros = true; return 0;
 	case OPT_KEEPDIR: o->keep_as_directory = true; return 0;
 	case OPT_FORCE: o->force = true; return 0;
 	case OPT_XHC: o->build.comp.lz4_hc = true; return 0;
@@ -1004,6 +1009,11 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 			o->nexcludes ? "--exclude" : "-e");
 		return -1;
 	}
+	if (o->tar_ignore_zeros && !o->tar) {
+		fprintf(stderr, "sqk mkimage: --ignore-zeros needs --tar: it reads on after a tar "
+			"stream's end-of-archive blocks\n");
+		return -1;
+	}
 	if (o->tar && (o->nsources < 1 || o->nsources > 2)) {
 		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
 		usage(stderr);
@@ -1034,6 +1044,7 @@ static void fill_source(struct mk_options *o)
 	s->wildcards = o->wildcards;
 	s->regex = o->regex;
 	s->tar_path = o->tar_path;
+	s->tar_ignore_zeros = o->tar_ignore_zeros;
 	s->pseudo = o->pseudo;
 	s->npseudo = o->npseudo;
 	o->build.image = o->image;

@@ -37,6 +37,7 @@ struct mk_options {
 	bool keep_as_directory; /* one source directory: an entry of the root, as several are */
 	bool tar;            /* --tar: the source is a tar stream */
 	const char *tar_path; /* --tar FILE; NULL or "-" = standard input */
+	bool tar_ignore_zeros; /* --ignore-zeros: read concatenated archives */
 	/* --verity[=sidecar|append] is build.verity; --verity-salt HEX|- fills verity_salt, which
 	 * build.verity_salt then points at */
 	uint8_t verity_salt[256];

@@ -126,6 +126,9 @@ struct sqk_build_source {
 	/* Any kind: definitions applied after the source, in order. */
 	const struct sqk_build_pseudo *pseudo;
 	int npseudo;
+	/* SQK_BUILD_TAR: read on after an end-of-archive when a tar header follows (tar -i:
+	 * concatenated archives); by default the stream ends there, as in GNU tar and bsdtar. */
+	bool tar_ignore_zeros;
 };
 
 /* Fills s for kind with nothing listed yet, and s->size. */

@@ -394,9 +394,10 @@ static bool tar_header_ok(const uint8_t *h)
 	return want == u || (int64_t)want == s;
 }
 
-/* What follows the end of the archive is not an archive: read to the end, counted, and
- * ignored with a warning (GNU tar and bsdtar stop at the end-of-archive and say nothing). */
-static int ignore_rest(struct mk_ctx *c, struct tar_source *t, int64_t at)
+/* What follows the end of the archive: read to the end (a pipe's writer is not cut off),
+ * counted, and ignored with a warning (GNU tar and bsdtar stop at the end-of-archive; tar -i
+ * reads on). header: it starts with a tar header, so it may be a concatenated archive. */
+static int ignore_rest(struct mk_ctx *c, struct tar_source *t, int64_t at, bool header)
 {
 	uint64_t n = t->pend_len - t->pend_off;
 	bool zeros = bytes_all_zero(t->pend + t->pend_off, n);
@@ -417,6 +418,11 @@ static int ignore_rest(struct mk_ctx *c, struct tar_source *t, int64_t at)
 			"archive (offset %lld) %s not a whole 512-byte block: ignored\n",
 			t->name, (unsigned long long)n, n == 1 ? "" : "s", (long long)at,
 			n == 1 ? "is" : "are");
+	else if (header)
+		fprintf(stderr, "sqk mkimage: tar '%s': %llu bytes after the end of the archive "
+			"(offset %lld) start with a tar header: ignored, as GNU tar and bsdtar do "
+			"(--ignore-zeros reads concatenated archives)\n",
+			t->name, (unsigned long long)n, (long long)at);
 	else
 		fprintf(stderr, "sqk mkimage: tar '%s': %llu byte%s after the end of the archive "
 			"(offset %lld) %s not a tar header: ignored, as GNU tar and bsdtar do\n",
@@ -428,9 +434,9 @@ static int ignore_rest(struct mk_ctx *c, struct tar_source *t, int64_t at)
 static int open_tar_reader(struct mk_ctx *c, struct tar_source *t);
 
 /* The tar reader met an end-of-archive (one or two zero blocks, or the end of the stream).
- * Zero blocks after it are skipped (record padding); a tar header then starts a concatenated
- * archive, read on (as `tar -i` would, and as `cat a.tar b.tar` means); anything else ends the
- * input with a warning. Returns 0 with a reader for the next archive, 1 at the end. */
+ * Zero blocks after it are skipped (record padding); with --ignore-zeros a tar header then
+ * starts a concatenated archive, read on (as `tar -i` does); anything else ends the input, with
+ * a warning unless it is padding. Returns 0 with a reader for the next archive, 1 at the end. */
 static int after_end(struct mk_ctx *c, struct tar_source *t)
 {
 	int64_t end = stream_pos(t);
@@ -448,11 +454,13 @@ static int after_end(struct mk_ctx *c, struct tar_source *t)
 			t->pend_off += 512;
 			t->pend_at += 512;
 			end += 512;
-		} else if (avail >= 512 && tar_header_ok(h)) {
-			t->start = end;
-			return open_tar_reader(c, t);
 		} else {
-			err = ignore_rest(c, t, end);
+			bool header = avail >= 512 && tar_header_ok(h);
+			if (header && c->src->tar_ignore_zeros) {
+				t->start = end;
+				return open_tar_reader(c, t);
+			}
+			err = ignore_rest(c, t, end, header);
 			return err ? err : 1;
 		}
 	}

@@ -20,7 +20,8 @@
 #  8. a truncated archive, a damaged header, a hard link to itself, garbage and empty input
 #     fail with exit 1 and a message naming the entry and offset; no image is left and an
 #     older image stays as it was; an empty archive (zeros only) is an image with a root;
-#  9. concatenated archives (with a hard link across them); xattrs from pax records;
+#  9. concatenated archives: the first only by default, all with --ignore-zeros (with a hard
+#     link across them); xattrs from pax records;
 # 10. every image passes sqk verify; the tar image of the rich tree mounts equal to the source.
 . "$(dirname "$0")/lib.sh"
 need_kernel_mount
@@ -367,7 +368,11 @@ echo B >"$C/b/y/fb"
 head -c 300000 "$SRC/files/size_1048583" >"$C/b/y/big"
 tar -C "$C/a" -cf "$C/a.tar" x && tar -C "$C/b" -cf "$C/b.tar" y || fail "tar failed"
 $MAKE crosslink "$C/c.tar" || fail "making crosslink failed"
-cat "$C/a.tar" "$C/b.tar" "$C/c.tar" | sqk_build -q --tar - "$C/abc.sqsh" || fail "concatenated"
+cat "$C/a.tar" "$C/b.tar" "$C/c.tar" | sqk_build -q --tar - "$C/a_only.sqsh" || fail "concatenated"
+printf '%s\n' x x/fa | diff - <("$SQK" ls -R "$C/a_only.sqsh") >&2 ||
+	fail "concatenated archives without --ignore-zeros: more than the first archive"
+grep -q "start with a tar header: ignored" "$TMP/build.err" || fail "no warning about the archives after the first"
+cat "$C/a.tar" "$C/b.tar" "$C/c.tar" | sqk_build -q --tar --ignore-zeros - "$C/abc.sqsh" || fail "concatenated"
 verified "$C/abc.sqsh"
 printf '%s\n' x x/fa y y/big y/fb y/link_to_a | diff - <("$SQK" ls -R "$C/abc.sqsh") >&2 ||
 	fail "concatenated archives: entries missing"
@@ -377,7 +382,7 @@ printf '%s\n' x x/fa y y/big y/fb y/link_to_a | diff - <("$SQK" ls -R "$C/abc.sq
 "$SQK" ls -l "$C/abc.sqsh" x/fa | grep -q '^-rw-r--r-- *2 ' || fail "the hard link across archives"
 gzip -c "$C/a.tar" >"$C/a.tgz" && gzip -c "$C/b.tar" >"$C/b.tgz" || fail "gzip failed"
 cat "$C/a.tgz" "$C/b.tgz" >"$C/ab.tgz"
-sqk_build -q --tar "$C/ab.tgz" "$C/ab.sqsh"
+sqk_build -q --tar --ignore-zeros "$C/ab.tgz" "$C/ab.sqsh"
 printf '%s\n' x x/fa y y/big y/fb | diff - <("$SQK" ls -R "$C/ab.sqsh") >&2 ||
 	fail "concatenated gzip members: entries missing"
 info "concatenated archives (plain, with a hard link across them; gzip members): all entries"

@@ -20,9 +20,10 @@
 #  4. data after the end-of-archive is accepted with a warning naming its size and offset, as GNU
 #     tar and bsdtar accept it: trailing NULs not a whole block (tar-split's extranils, also
 #     gzipped), a stray block, a text line, a lone zero block followed by junk (libarchive's
-#     plexus archiver file); the image holds what GNU tar extracts; concatenated archives are
-#     still read whole (the second after record padding, a third after a lone zero block), and
-#     junk right after an entry (no end blocks) is still an error;
+#     plexus archiver file); the image holds what GNU tar extracts; a concatenated archive
+#     ends the stream at the first end-of-archive with a warning, as GNU tar and bsdtar list
+#     it; with --ignore-zeros all are read (the second after record padding, a third after a
+#     lone zero block), as tar -i; junk right after an entry (no end blocks) is still an error;
 #  5. a path that repeats a hard-linked file replaces that name only: the image extracts (sqk
 #     extract, kernel mount) to the tree GNU tar extracts, hard-link groups included;
 #  6. mtimes -1 and 2^33 (pax records) are stored as 0 and 2^32-1: one warning naming the first
@@ -197,15 +198,29 @@ open(w + '/junk_mid.tar', 'wb').write(c_entries + b'\xab' * 512 + a)
 # a lone zero block, then an archive whose end is 700 zero bytes (the stream ends in a short piece)
 open(w + '/short_end.tar', 'wb').write(a[:1024] + b'\0' * 512 + b[:1024] + b'\0' * 700)
 EOF
-run_capture cat "$SQK" mkimage -q --tar "$W/cat.tar" "$W/cat.sqsh"
+# by default the stream ends at its first end-of-archive, as GNU tar and bsdtar list it
+run_capture cat1 "$SQK" mkimage -q --tar "$W/cat.tar" "$W/cat1.sqsh"
+[ "$RC" = 0 ] || { show_err; fail "concatenated archives, default: exit $RC"; }
+[ "$("$SQK" ls "$W/cat1.sqsh" | tr '\n' ' ')" = "$(tar -tf "$W/cat.tar" 2>/dev/null | tr '\n' ' ')" ] &&
+	[ "$("$SQK" ls "$W/cat1.sqsh")" = a ] ||
+	fail "concatenated archives, default: $("$SQK" ls "$W/cat1.sqsh" | tr '\n' ' ') (GNU tar: a)"
+if command -v bsdtar >/dev/null; then
+	[ "$(bsdtar -tf "$W/cat.tar" | tr '\n' ' ')" = "a " ] || fail "bsdtar reads on: $(bsdtar -tf "$W/cat.tar")"
+fi
+grep -q "tar '.*cat.tar': [0-9]* bytes after the end of the archive (offset 10240) start with a tar header: ignored, as GNU tar and bsdtar do (--ignore-zeros reads concatenated archives)" "$ERR_FILE" ||
+	{ show_err; fail "concatenated, default: the archive after the end was not warned about"; }
+info "concatenated archives, default: the first only, as GNU tar and bsdtar; a warning names the rest"
+# --ignore-zeros reads on, as tar -i
+run_capture cat "$SQK" mkimage -q --tar --ignore-zeros "$W/cat.tar" "$W/cat.sqsh"
 [ "$RC" = 0 ] || { show_err; fail "concatenated archives with junk at the end: exit $RC"; }
 [ "$("$SQK" ls "$W/cat.sqsh" | tr '\n' ' ')" = "a b c " ] || fail "concatenated archives: $("$SQK" ls "$W/cat.sqsh")"
+[ "$(tar -itf "$W/cat.tar" 2>/dev/null | tr '\n' ' ')" = "a b c " ] || fail "GNU tar -i lists $(tar -itf "$W/cat.tar" 2>/dev/null)"
 [ "$("$SQK" cat "$W/cat.sqsh" c)" = three ] || fail "concatenated archives: c has the wrong content"
 grep -q "18 bytes after the end of the archive" "$ERR_FILE" || { show_err; fail "concatenated: the junk at the end was not warned about"; }
-run_capture short_end "$SQK" mkimage -q --tar "$W/short_end.tar" "$W/short_end.sqsh"
+run_capture short_end "$SQK" mkimage -q --tar --ignore-zeros "$W/short_end.tar" "$W/short_end.sqsh"
 [ "$RC" = 0 ] && [ "$("$SQK" ls "$W/short_end.sqsh" | tr '\n' ' ')" = "a b " ] || { show_err; fail "a short end after a lone zero block: exit $RC"; }
 grep -q "188 zero bytes after the end of the archive (offset 3072)" "$ERR_FILE" || { show_err; fail "a short end: no warning"; }
-info "concatenated archives (after padding, after a lone zero block): all read; junk after them warned"
+info "--ignore-zeros: concatenated archives (after padding, after a lone zero block) all read; junk after them warned"
 run_capture junk_mid "$SQK" mkimage -q --tar "$W/junk_mid.tar" "$W/junk_mid.sqsh"
 [ "$RC" = 1 ] && [ ! -e "$W/junk_mid.sqsh" ] || { show_err; fail "junk right after an entry: exit $RC"; }
 grep -q "bad entry header at offset 1024 (after 'c')" "$ERR_FILE" || { show_err; fail "junk right after an entry: message"; }

@@ -304,6 +304,7 @@ static const struct pin pins[] = {
 	OFF(sqk_build_source, custom, 72),
 	OFF(sqk_build_source, pseudo, 80),
 	OFF(sqk_build_source, npseudo, 88),
+	OFF(sqk_build_source, tar_ignore_zeros, 92),
 	SIZE(sqk_build_counts, 128),
 	OFF(sqk_build_counts, files, 0),
 	OFF(sqk_build_counts, dirs, 8),
