@@ -138,8 +138,9 @@ static int lst_grow(struct lst_names *n)
 
 		if (!n->slot[i].used)
 			continue;
-		for (h = (n->slot[i].id * 2654435761u) & (cap - 1); s[h].used; h = (h + 1) & (cap - 1))
-			;
+		h = (n->slot[i].id * 2654435761u) & (cap - 1);
+		while (s[h].used)
+			h = (h + 1) & (cap - 1);
 		s[h] = n->slot[i];
 	}
 	free(n->slot);
