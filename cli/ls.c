@@ -65,8 +65,8 @@ static void ls_usage(FILE *f)
 		"-lls)\n"
 		"  -lln, -llnumeric  as -lls with numeric owners\n"
 		"  -lc, -llc         as -ls, -lls with only files and empty directories\n"
-		"  -UTC, --utc       times in UTC, not the local time zone\n"
-		"  -full, -full-precision, --full-time  times with seconds\n"
+		"  -UTC, --utc       times in UTC, not the local time zone (also for -l)\n"
+		"  -full, -full-precision, --full-time  times with seconds (also for -l)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
@@ -122,7 +122,9 @@ static void ls_print(struct ls *l, const char *name, const struct sqk_inode *ino
 			 sqk_rdev_minor(ino->rdev));
 	else
 		snprintf(size, sizeof(size), "%llu", (unsigned long long)ino->size);
-	if (!localtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm))
+	if (!(l->lst.utc ? gmtime_r(&t, &tm) : localtime_r(&t, &tm)) ||
+	    !strftime(when, sizeof(when), l->lst.full_time ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d %H:%M",
+		      &tm))
 		snprintf(when, sizeof(when), "%u", ino->mtime);
 	printf("%s %3u", mode, ino->nlink);
 	ls_owner(l, &l->lst.users, ino->uid);

@@ -115,7 +115,13 @@ grep "^[-dlcbps][-rwxsStT]\{9\} " "$W/u.out" | sed "s|$W/ux|$W/ux2|" >"$W/u.line
 same "extract -linfo" "$W/u.lines" "$W/s.out"
 cmp -s "$W/ux/d/e/mid" "$W/ux2/d/e/mid" && [ -d "$W/ux2/d/deep/er/est" ] ||
 	fail "extract -linfo did not extract"
-info "extract -linfo lists as unsquashfs -linfo does, and extracts"
+"$UNSQUASHFS" -d "$W/ui" -i "$W/peer.sqsh" d/e /sl >"$W/u.out" || fail "unsquashfs -i"
+"$SQK" extract -d "$W/ui2" -info "$W/peer.sqsh" d/e /sl >"$W/s.out" 2>"$W/s.err" ||
+	fail "sqk extract -d DEST -info: $(cat "$W/s.err")"
+grep "^$W/ui\(/\|\$\)" "$W/u.out" | sed "s|^$W/ui|$W/ui2|" >"$W/u.lines"
+same "extract -d DEST -info" "$W/u.lines" "$W/s.out"
+[ -L "$W/ui2/sl" ] && [ -f "$W/ui2/d/e/mid" ] || fail "extract -d DEST -info did not extract"
+info "extract -linfo, -d DEST -info list as unsquashfs does, and extract"
 
 run_capture miss "$SQK" extract -lls "$W/peer.sqsh" d/nope
 [ "$RC" = 1 ] && [ ! -s "$OUT_FILE" ] && grep -q "/d/nope: not in the image; nothing listed" "$ERR_FILE" ||
@@ -199,3 +205,7 @@ grep -q "^lrwxrwxrwx   1 $NAMED_U  *4243  *1 .* sl -> f\$" "$W/s.out" &&
 grep -q "^lrwxrwxrwx   1     1  4243  *1 .* sl -> f\$" "$W/s.out" ||
 	fail "ls -l -n: $(cat "$W/s.out")"
 info "ls -l: names from the passwd and group files; -n: numbers"
+TZ=IST-5:30 "$SQK" ls -l "$W/peer.sqsh" f | grep -q ' 2020-03-04 10:36 f$' &&
+	TZ=IST-5:30 "$SQK" ls -l -UTC -full "$W/peer.sqsh" f | grep -q ' 2020-03-04 05:06:07 f$' ||
+	fail "ls -l: local time, -UTC, -full: $(TZ=IST-5:30 "$SQK" ls -l -UTC -full "$W/peer.sqsh" f)"
+info "ls -l: local time; -UTC and -full too"
