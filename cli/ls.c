@@ -57,7 +57,6 @@ static void ls_usage(FILE *f)
 		"  -N, --literal     print names as stored\n"
 		"                    (default: --escape when the output is a terminal, else "
 		"--literal)\n"
-		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		"unsquashfs's listings (the whole tree under the name squashfs-root, or the\n"
 		"directories on the way to each PATH and everything below it; PATHs are exact):\n"
 		"  -ls               paths only (as unsquashfs -ls)\n"
@@ -67,6 +66,8 @@ static void ls_usage(FILE *f)
 		"  -lc, -llc         as -ls, -lls with only files and empty directories\n"
 		"  -UTC, --utc       times in UTC, not the local time zone (also for -l)\n"
 		"  -full, -full-precision, --full-time  times with seconds (also for -l)\n"
+		"Other options:\n"
+		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
