@@ -324,10 +324,29 @@ int lst_line(struct listing *l, struct sqk_image *img, const char *path,
 void lst_norm_paths(char **paths, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		while (*paths[i] == '/')
-			paths[i]++;
-		for (size_t m = strlen(paths[i]); m && paths[i][m - 1] == '/'; m--)
-			paths[i][m - 1] = '\0';
+		char *r = paths[i], *w = paths[i];
+
+		for (; *r; r++)
+			if (*r != '/' || (w > paths[i] && w[-1] != '/'))
+				*w++ = *r;
+		while (w > paths[i] && w[-1] == '/')
+			w--;
+		*w = '\0';
+	}
+}
+
+/* True when path has a "." or ".." component (which the listing's exact match does not
+ * resolve). */
+static bool lst_dots(const char *p)
+{
+	for (;;) {
+		size_t len = strcspn(p, "/");
+
+		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+			return true;
+		if (!p[len])
+			return false;
+		p += len + 1;
 	}
 }
 
@@ -363,8 +382,10 @@ static int lst_check_paths(struct cmd *c, char *const *paths, size_t npaths)
 	int r, bad = 0;
 
 	for (size_t i = 0; i < npaths; i++) {
-		r = sqk_lookup_path(c->img, paths[i], &ino);
-		if (r == SQK_ENOENT)
+		r = lst_dots(paths[i]) ? SQK_EINVAL : sqk_lookup_path(c->img, paths[i], &ino);
+		if (r == SQK_EINVAL)
+			cmd_err(c, paths[i], 0, "a . or .. component; nothing listed");
+		else if (r == SQK_ENOENT)
 			cmd_err(c, paths[i], 0, "not in the image; nothing listed");
 		else if (r)
 			cmd_err(c, paths[i], r, "cannot look up; nothing listed");

@@ -83,7 +83,8 @@ int lst_line(struct listing *l, struct sqk_image *img, const char *path,
 int lst_tree(struct listing *l, struct cmd *c, const char *prefix, char *const *paths,
 	     size_t npaths);
 
-/* Strips the leading and trailing slashes of paths[0..n) in place (for lst_tree). */
+/* Strips the leading and trailing slashes of paths[0..n) and joins repeated ones, in place
+ * (for lst_tree, which takes exact paths). */
 void lst_norm_paths(char **paths, size_t n);
 
 /* Writes ino's xattrs to f, one per line as `getfattr -d -m -` shows them (name="text" with \\

@@ -126,7 +126,13 @@ info "extract -linfo, -d DEST -info list as unsquashfs does, and extract"
 run_capture miss "$SQK" extract -lls "$W/peer.sqsh" d/nope
 [ "$RC" = 1 ] && [ ! -s "$OUT_FILE" ] && grep -q "/d/nope: not in the image; nothing listed" "$ERR_FILE" ||
 	{ show_err; fail "a PATH not in the image: exit $RC"; }
-info "a missing PATH: an error naming it, nothing listed"
+run_capture dots "$SQK" ls -lls "$W/peer.sqsh" d/e/../e
+[ "$RC" = 1 ] && [ ! -s "$OUT_FILE" ] && grep -q "/d/e/../e: a . or .. component" "$ERR_FILE" ||
+	{ show_err; fail "a PATH with ..: exit $RC"; }
+"$UNSQUASHFS" -lls "$W/peer.sqsh" d/e >"$W/u.out"
+"$SQK" ls -lls "$W/peer.sqsh" //d//e/ >"$W/s.out"
+same "a PATH with repeated slashes" "$W/u.out" "$W/s.out"
+info "a missing PATH, a PATH with ..: an error naming it, nothing listed; slashes joined"
 
 # ---- 2. info -s ------------------------------------------------------------------------
 n=0

@@ -2,8 +2,9 @@
 /* Check suite for cli/listing.c, unsquashfs's listing habits: the options as unsquashfs spells
  * them (taken only by the commands that have them, not after "--"; long once any option asks
  * for it), the owner names (the passwd file's, a number without one, cached as the table
- * grows), the mode string, and xattr values as getfattr shows them (quoted text with \\ and \"
- * escaped, one trailing NUL dropped, base64 for the rest) on an image built in memory. */
+ * grows), the exact paths, the mode string, and xattr values as getfattr shows them (quoted
+ * text with \\ and \" escaped, one trailing NUL dropped, base64 for the rest) on an image
+ * built in memory. */
 #include <check.h>
 #include <errno.h>
 #include <pwd.h>
@@ -96,6 +97,20 @@ START_TEST(test_names)
 }
 END_TEST
 
+/* Exact paths: no leading, trailing or repeated slashes. */
+START_TEST(test_norm_paths)
+{
+	char a[] = "//d//e/", b[] = "/", c[] = "f", d[] = "a///b//c";
+	char *p[] = { a, b, c, d };
+
+	lst_norm_paths(p, 4);
+	ck_assert_str_eq(p[0], "d/e");
+	ck_assert_str_eq(p[1], "");
+	ck_assert_str_eq(p[2], "f");
+	ck_assert_str_eq(p[3], "a/b/c");
+}
+END_TEST
+
 START_TEST(test_mode_string)
 {
 	char m[11];
@@ -158,6 +173,7 @@ static Suite *listing_suite(void)
 	tcase_add_test(tc, test_strip_ls);
 	tcase_add_test(tc, test_take_extract);
 	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_norm_paths);
 	tcase_add_test(tc, test_mode_string);
 	tcase_add_test(tc, test_xattr_values);
 	suite_add_tcase(s, tc);
