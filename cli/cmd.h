@@ -128,6 +128,7 @@ int cat_main(int argc, char **argv);
 int info_main(int argc, char **argv);
 int extract_main(int argc, char **argv);
 int verify_main(int argc, char **argv);
+int stat_main(int argc, char **argv);
 
 
 /* Handles a remote option (ch one of SQK_OPT_*) for command `cmd`: 0 taken, 1 not a remote

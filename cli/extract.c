@@ -210,6 +210,8 @@ static int x_run(struct extract *x, char **paths, int npaths)
 	if (x_check_paths(x, paths, npaths) || x_open_dest(x))
 		return -1;
 	x->ents[0].made = true;
+	if (x->lst.info && lst_tree(&x->lst, &x->c, x->dest, paths, (size_t)npaths))
+		return -1;
 	progress_stage(&x->pr, "reading the tree", "entries");
 	progress_start(&x->pr, 0);
 	r = x_phases(x, paths, npaths);
@@ -217,6 +219,14 @@ static int x_run(struct extract *x, char **paths, int npaths)
 	if (r == 0)
 		x_summary(x);
 	return r;
+}
+
+/* -ls, -lls ...: unsquashfs's listing under DEST (-d) or squashfs-root; nothing extracted. */
+static int x_list(struct extract *x)
+{
+	lst_norm_paths(x->paths, (size_t)x->npaths);
+	return lst_tree(&x->lst, &x->c, x->dest ? x->dest : "squashfs-root", x->paths,
+			(size_t)x->npaths) ? 1 : 0;
 }
 
 int extract_main(int argc, char **argv)
@@ -234,14 +244,23 @@ int extract_main(int argc, char **argv)
 	x.progress = true;
 	/* Modes are restored exactly as stored, not filtered by the caller's umask. */
 	umask(0);
+	lst_init(&x.lst);
+	argc = lst_strip(&x.lst, argc, argv, LST_FOR_EXTRACT);
 	r = x_parse(&x, argc, argv);
 	if (r >= 0)
 		return r;
 	r = 1;
+	x.lst.escape = isatty(STDOUT_FILENO);
+	if (x.lst.info) {
+		x.progress = false; /* as unsquashfs: the listing instead */
+		lst_norm_paths(x.paths, (size_t)x.npaths);
+	}
 	progress_init(&x.pr, "extract", x.progress);
 	x.c.progress = &x.pr;
-	if (!cmd_open(&x.c))
-		r = x_run(&x, argv + optind + 2, argc - optind - 2) ? 1 : 0;
+	if (!cmd_open(&x.c) && x.lst.only)
+		r = x_list(&x);
+	else if (x.c.img)
+		r = x_run(&x, x.paths, x.npaths) ? 1 : 0;
 	if (x.destfd >= 0)
 		close(x.destfd);
 	cmd_close(&x.c);
@@ -250,5 +269,6 @@ int extract_main(int argc, char **argv)
 	free(x.ents);
 	free(x.jobs);
 	free(x.first);
+	lst_free(&x.lst);
 	return r;
 }

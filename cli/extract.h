@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "cmd.h"
+#include "listing.h"
 #include "progress.h"
 
 /* One extracted name. Directories, files and the rest share the table; indices stay valid. */
@@ -52,6 +53,10 @@ struct extract {
 	size_t made_other;    /* symlinks, devices, fifos, sockets, hard links made (phases 1, 3) */
 	bool progress;        /* the progress line on a terminal (no --no-progress) */
 	struct progress pr;
+	struct listing lst;   /* -ls, -lls, ... (list only), -i, -linfo (list, extract) */
+	bool dest_opt;        /* -d DEST given: the arguments are IMAGE [PATH...] */
+	char **paths;         /* the PATH arguments (in argv) */
+	int npaths;
 };
 
 /* Opens the directory of entry idx by walking its path from DEST, one component at a time with

@@ -38,6 +38,7 @@ static void x_usage(FILE *f)
 		"many\n"
 		"partial files were removed.\n"
 		"\n"
+		"  -d, --dest DEST   extract into DEST (then the arguments are IMAGE [PATH...])\n"
 		"  -j, --threads N   threads writing file contents (default: online CPUs)\n"
 		"  -f, --force       extract into a non-empty DEST, replacing entries in the way\n"
 		"                    (a symlink in DEST is replaced, never followed; a file is "
@@ -49,6 +50,21 @@ static void x_usage(FILE *f)
 		"      --no-progress no progress line (on a terminal's stderr: files and bytes "
 		"done,\n"
 		"                    the rate, the time left; a summary line at the end)\n"
+		"unsquashfs's listings: -ls, -ll ... list and extract nothing (sqk extract -lls "
+		"IMAGE\n"
+		"[PATH...]); -i, -linfo list and extract. Paths are named under DEST (-d DEST),\n"
+		"else squashfs-root, as unsquashfs does; PATHs are exact:\n"
+		"  -l, -ls           paths only (unsquashfs -ls)\n"
+		"  -ll, -lls         with mode, owner/group names, size and mtime (unsquashfs "
+		"-lls)\n"
+		"  -lln, -llnumeric  as -lls with numeric owners\n"
+		"  -lc, -llc         as -ls, -lls with only files and empty directories\n"
+		"  -i, -info         print the paths of what is extracted (listed before the "
+		"files\n"
+		"                    are written)\n"
+		"  -li, -linfo       -i with the attributes of -lls\n"
+		"  -UTC, --utc       times in UTC, not the local time zone\n"
+		"  -full, -full-precision, --full-time  times with seconds\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
@@ -75,9 +91,12 @@ static bool x_path_ok(const char *p)
 
 enum { X_OPT_NO_PROGRESS = 0x2100 };
 
+static int x_args(struct extract *x, int argc, char **argv);
+
 int x_parse(struct extract *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "dest", required_argument, NULL, 'd' },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "offset", required_argument, NULL, 'o' },
@@ -87,10 +106,14 @@ int x_parse(struct extract *x, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
-	int ch, i;
+	int ch;
 
-	while ((ch = getopt_long(argc, argv, "j:fh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "d:j:fh", opts, NULL)) != -1) {
 		switch (ch) {
+		case 'd':
+			x->dest = optarg;
+			x->dest_opt = true;
+			break;
 		case 'j':
 			if (parse_u64(optarg, 1024, &v) || v == 0) {
 				cmd_usage_err("extract", "bad thread count '%s' (1-1024)",
@@ -117,17 +140,29 @@ int x_parse(struct extract *x, int argc, char **argv)
 			return 2;
 		}
 	}
-	if (argc - optind < 2) {
-		cmd_usage_err("extract", "expected IMAGE DEST [PATH...]");
+	return x_args(x, argc, argv);
+}
+
+/* The arguments: IMAGE DEST [PATH...], or IMAGE [PATH...] with -d DEST or a listing. */
+static int x_args(struct extract *x, int argc, char **argv)
+{
+	int i, skip = x->dest_opt || x->lst.only ? 1 : 2;
+
+	if (argc - optind < skip) {
+		cmd_usage_err("extract", skip == 1 ? "expected IMAGE [PATH...]"
+						   : "expected IMAGE DEST [PATH...]");
 		return 2;
 	}
-	for (i = optind + 2; i < argc; i++) {
+	x->npaths = argc - optind - skip;
+	x->paths = argv + optind + skip;
+	for (i = optind + skip; i < argc; i++) {
 		if (!x_path_ok(argv[i])) {
 			cmd_usage_err("extract", "PATH '%s' has a . or .. component", argv[i]);
 			return 2;
 		}
 	}
 	x->c.image = argv[optind];
-	x->dest = argv[optind + 1];
+	if (skip == 2)
+		x->dest = argv[optind + 1];
 	return -1;
 }

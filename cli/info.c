@@ -4,6 +4,7 @@
  * metadata blocks of the inode and directory tables), the integrity trailer and, for remote
  * images, the transfer counters. */
 #include "cmd.h"
+#include "info_stat.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -17,6 +18,9 @@
 struct info {
 	struct cmd c;
 	int json;
+	bool stat;              /* -s: the superblock as unsquashfs -s shows it */
+	bool utc;               /* -UTC: its time in UTC */
+	bool mkfs_time;         /* -mkfs-time: the superblock's time as a number */
 	struct sqk_image_info st;
 	int integ_rc;           /* sqk_image_integrity: 0, SQK_ENOENT or an error */
 	struct sqk_integ_trailer integ;
@@ -37,6 +41,8 @@ static void info_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sqk info [--json] [--offset N] [OPTIONS] IMAGE|URL\n"
+		"       sqk info -s|-stat|--stat [-UTC] IMAGE|URL\n"
+		"       sqk info -mkfs-time IMAGE|URL\n"
 		"\n"
 		"Prints the superblock of a SquashFS image (inode count, creation time, block "
 		"size,\n"
@@ -87,6 +93,12 @@ static void info_usage(FILE *f)
 		"                    not valid), http_bytes, http_bytes_unused and\n"
 		"                    http_digest_groups (remote images);\n"
 		"                    a failure: {image, error, exit_status}\n"
+		"  -s, -stat, --stat the superblock in the lines of unsquashfs -s (time, size,\n"
+		"                    compressor and its stored options, block size, flags, "
+		"counts)\n"
+		"  -UTC, --utc       with --stat: the time in UTC, not the local time zone\n"
+		"  -mkfs-time, --mkfs-time  the superblock's time (seconds since 1970) alone, as\n"
+		"                    unsquashfs -mkfs-time\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
@@ -494,6 +506,9 @@ static int info_parse(struct info *in, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "stat", no_argument, NULL, 's' },
+		{ "utc", no_argument, NULL, 'U' },
+		{ "mkfs-time", no_argument, NULL, 'M' },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		SQK_CMD_REMOTE_LONGOPTS,
@@ -502,12 +517,22 @@ static int info_parse(struct info *in, int argc, char **argv)
 	char what[300];
 	int ch, li = 0;
 
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		in->json |= !strcmp(argv[i], "--json"); /* a usage error is JSON too */
+		if (!strcmp(argv[i], "-stat")) /* unsquashfs's spellings */
+			argv[i] = "--stat";
+		else if (!strcmp(argv[i], "-UTC"))
+			argv[i] = "--utc";
+		else if (!strcmp(argv[i], "-mkfs-time"))
+			argv[i] = "--mkfs-time";
+	}
 	opterr = 0; /* info_usage_fail says which option */
-	while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
+	while ((ch = getopt_long(argc, argv, "sh", opts, &li)) != -1) {
 		switch (ch) {
 		case 'j': in->json = 1; break;
+		case 's': in->stat = true; break;
+		case 'U': in->utc = true; break;
+		case 'M': in->mkfs_time = true; break;
 		case 'o':
 			if (parse_u64(optarg, UINT64_MAX, &in->c.offset))
 				return info_usage_fail(in, "bad --offset '%s'", optarg);
@@ -538,6 +563,8 @@ static int info_parse(struct info *in, int argc, char **argv)
 	if (argc - optind != 1)
 		return info_usage_fail(in, "expected one IMAGE, got %s", argc - optind ?
 				       "more than one" : "none");
+	if (in->json && (in->stat || in->mkfs_time))
+		return info_usage_fail(in, "%s", "--json goes with neither --stat nor --mkfs-time");
 	in->c.image = argv[optind];
 	return -1;
 }
@@ -602,7 +629,12 @@ int info_main(int argc, char **argv)
 		r = cmd_open(&in->c);
 		if (r)
 			info_open_error(in, r);
-		r = r ? 1 : info_run(in);
+		if (!r && in->mkfs_time)
+			printf("%u\n", sqk_image_super(in->c.img)->mkfs_time);
+		else if (!r && in->stat)
+			r = info_stat(&in->c, in->utc);
+		else
+			r = r ? 1 : info_run(in);
 		fflush(stdout);
 		if (!r && ferror(stdout)) {
 			cmd_err(&in->c, NULL, 0, "error writing to stdout");

@@ -2,6 +2,7 @@
 /* sqk ls: lists a directory of an image (or one entry), optionally long and recursive (through
  * libsqk's walk). */
 #include "cmd.h"
+#include "listing.h"
 #include "common/depth.h"
 #include "common/grow.h"
 
@@ -17,7 +18,10 @@ struct ls {
 	int longfmt;
 	int recursive;
 	int escape;   /* 1: names with C escapes (-b), 0: as stored (-N), -1: escape on a tty */
+	int numeric;  /* -n: uid and gid as numbers */
+	int argc;     /* argv's count without the listing options (lst_strip) */
 	int status;   /* exit status so far */
+	struct listing lst; /* unsquashfs's listings (-lls ...), owner names, --xattrs */
 	char *full;   /* the image path of the entry at hand, for messages (owned) */
 	size_t fcap;
 };
@@ -25,17 +29,26 @@ struct ls {
 static void ls_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sqk ls [-l] [-R] [-b|-N] [--offset N] [OPTIONS] IMAGE|URL [PATH]\n"
+		"usage: sqk ls [-l [-n]] [-R] [-b|-N] [--xattrs] [--offset N] [OPTIONS] IMAGE|URL "
+		"[PATH]\n"
+		"       sqk ls -ls|-lls|-lln|-lc|-llc [-UTC] [-full-precision] [OPTIONS] IMAGE|URL "
+		"[PATH...]\n"
 		"\n"
 		"Lists the directory PATH of a SquashFS image (default: the root), or the entry "
 		"PATH\n"
 		"itself when it is not a directory. Entries appear in the image's (sorted) order.\n"
 		"\n"
-		"  -l, --long        long format as ls -l: mode, links, uid, gid (numeric), size "
-		"(or\n"
-		"                    major, minor for devices), mtime (YYYY-MM-DD HH:MM, local "
-		"time),\n"
-		"                    name, and -> TARGET for symlinks\n"
+		"  -l, --long        long format as ls -l: mode, links, owner, group (names from "
+		"the\n"
+		"                    passwd and group files, else numbers), size (or major, minor "
+		"for\n"
+		"                    devices), mtime (YYYY-MM-DD HH:MM, local time), name, and\n"
+		"                    -> TARGET for symlinks\n"
+		"  -n, --numeric-uid-gid  with -l: owner and group as numbers\n"
+		"      --xattrs      after each entry, its xattrs, one per line, indented: "
+		"name=\"text\"\n"
+		"                    (\\ and \" escaped) or name=0sBASE64, as getfattr -d "
+		"shows them\n"
 		"  -R, --recursive   list every entry below PATH, one per line, named by its path\n"
 		"                    relative to PATH (directories before their contents)\n"
 		"  -b, --escape      print control characters and backslashes in names and link\n"
@@ -44,6 +57,16 @@ static void ls_usage(FILE *f)
 		"  -N, --literal     print names as stored\n"
 		"                    (default: --escape when the output is a terminal, else "
 		"--literal)\n"
+		"unsquashfs's listings (the whole tree under the name squashfs-root, or the\n"
+		"directories on the way to each PATH and everything below it; PATHs are exact):\n"
+		"  -ls               paths only (as unsquashfs -ls)\n"
+		"  -ll, -lls         with mode, owner/group names, size and mtime (unsquashfs "
+		"-lls)\n"
+		"  -lln, -llnumeric  as -lls with numeric owners\n"
+		"  -lc, -llc         as -ls, -lls with only files and empty directories\n"
+		"  -UTC, --utc       times in UTC, not the local time zone (also for -l)\n"
+		"  -full, -full-precision, --full-time  times with seconds (also for -l)\n"
+		"Other options:\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
@@ -51,50 +74,31 @@ static void ls_usage(FILE *f)
 		"Exit status: 0 ok, 1 error (missing path, corrupt image, I/O), 2 usage.\n");
 }
 
-/* ls -l's mode string, e.g. "drwxr-sr-t". */
-static void ls_mode_string(uint32_t mode, char out[11])
-{
-	static const char rwx[] = "rwxrwxrwx";
-	int i;
-
-	switch (mode & S_IFMT) {
-	case S_IFDIR: out[0] = 'd'; break;
-	case S_IFLNK: out[0] = 'l'; break;
-	case S_IFBLK: out[0] = 'b'; break;
-	case S_IFCHR: out[0] = 'c'; break;
-	case S_IFIFO: out[0] = 'p'; break;
-	case S_IFSOCK: out[0] = 's'; break;
-	default: out[0] = '-'; break;
-	}
-	for (i = 0; i < 9; i++)
-		out[1 + i] = (mode & (0400u >> i)) ? rwx[i] : '-';
-	if (mode & S_ISUID)
-		out[3] = (mode & S_IXUSR) ? 's' : 'S';
-	if (mode & S_ISGID)
-		out[6] = (mode & S_IXGRP) ? 's' : 'S';
-	if (mode & S_ISVTX)
-		out[9] = (mode & S_IXOTH) ? 't' : 'T';
-	out[10] = '\0';
-}
-
 /* Writes s, with control characters and backslashes as C escapes when l->escape. */
 static void ls_put(const struct ls *l, const char *s)
 {
-	if (!l->escape) {
-		fputs(s, stdout);
-		return;
-	}
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '\\')
-			fputs("\\\\", stdout);
-		else if (*p == '\n')
-			fputs("\\n", stdout);
-		else if (*p == '\t')
-			fputs("\\t", stdout);
-		else if (*p < 0x20 || *p == 0x7f)
-			printf("\\%03o", *p);
-		else
-			putchar(*p);
+	lst_put(l->escape, s, stdout);
+}
+
+/* The owner or group column: a name left-aligned, a number right-aligned (as GNU ls). */
+static void ls_owner(struct ls *l, struct lst_names *n, uint32_t id)
+{
+	char b[12];
+
+	if (!l->numeric && lst_has_name(n, id))
+		printf(" %-5s", lst_name(n, id, b));
+	else
+		printf(" %5u", id);
+}
+
+/* --xattrs: the entry's xattrs after its line. */
+static void ls_xattrs(struct ls *l, const char *name, const struct sqk_inode *ino)
+{
+	int err = l->lst.xattrs ? lst_xattrs(l->c.img, ino, "  ", stdout) : 0;
+
+	if (err) {
+		cmd_err(&l->c, name, err, "cannot read xattrs");
+		l->status = 1;
 	}
 }
 
@@ -110,17 +114,23 @@ static void ls_print(struct ls *l, const char *name, const struct sqk_inode *ino
 	if (!l->longfmt) {
 		ls_put(l, name);
 		putchar('\n');
+		ls_xattrs(l, name, ino);
 		return;
 	}
-	ls_mode_string(ino->mode, mode);
+	lst_mode_string(ino->mode, mode);
 	if (cmd_is(ino, SQK_T_BLKDEV) || cmd_is(ino, SQK_T_CHRDEV))
 		snprintf(size, sizeof(size), "%u, %u", sqk_rdev_major(ino->rdev),
 			 sqk_rdev_minor(ino->rdev));
 	else
 		snprintf(size, sizeof(size), "%llu", (unsigned long long)ino->size);
-	if (!localtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm))
+	if (!(l->lst.utc ? gmtime_r(&t, &tm) : localtime_r(&t, &tm)) ||
+	    !strftime(when, sizeof(when), l->lst.full_time ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d %H:%M",
+		      &tm))
 		snprintf(when, sizeof(when), "%u", ino->mtime);
-	printf("%s %3u %5u %5u %9s %s ", mode, ino->nlink, ino->uid, ino->gid, size, when);
+	printf("%s %3u", mode, ino->nlink);
+	ls_owner(l, &l->lst.users, ino->uid);
+	ls_owner(l, &l->lst.groups, ino->gid);
+	printf(" %9s %s ", size, when);
 	ls_put(l, name);
 	if (cmd_is(ino, SQK_T_SYMLINK)) {
 		err = sqk_readlink(l->c.img, ino, target, sizeof(target), &tlen);
@@ -134,6 +144,7 @@ static void ls_print(struct ls *l, const char *name, const struct sqk_inode *ino
 		ls_put(l, target);
 	}
 	printf("\n");
+	ls_xattrs(l, name, ino);
 }
 
 /* Sets l->full to the image path of e: where (the listed PATH) joined with e's path. */
@@ -222,13 +233,32 @@ static int ls_dir(struct ls *l, const struct sqk_inode *dir, const char *where)
 	return r;
 }
 
-static int ls_parse(struct ls *l, int argc, char **argv, const char **path)
+enum { LS_OPT_XATTRS = 0x2000 };
+
+/* The PATH arguments: one for ls's own formats, any number for unsquashfs's listings. */
+static int ls_args(struct ls *l, int argc, char **argv)
+{
+	if (optind >= argc || (l->lst.mode == LST_NONE && argc - optind > 2)) {
+		cmd_usage_err("ls", l->lst.mode == LST_NONE ? "expected IMAGE [PATH]"
+							    : "expected IMAGE [PATH...]");
+		return 2;
+	}
+	if (l->escape < 0)
+		l->escape = isatty(STDOUT_FILENO);
+	l->lst.escape = l->escape;
+	l->c.image = argv[optind];
+	return -1;
+}
+
+static int ls_parse(struct ls *l, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "long", no_argument, NULL, 'l' },
+		{ "numeric-uid-gid", no_argument, NULL, 'n' },
 		{ "recursive", no_argument, NULL, 'R' },
 		{ "escape", no_argument, NULL, 'b' },
 		{ "literal", no_argument, NULL, 'N' },
+		{ "xattrs", no_argument, NULL, LS_OPT_XATTRS },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		SQK_CMD_REMOTE_LONGOPTS,
@@ -237,12 +267,15 @@ static int ls_parse(struct ls *l, int argc, char **argv, const char **path)
 	int ch;
 
 	l->escape = -1;
-	while ((ch = getopt_long(argc, argv, "lRbNh", opts, NULL)) != -1) {
+	argc = l->argc = lst_strip(&l->lst, argc, argv, LST_FOR_LS);
+	while ((ch = getopt_long(argc, argv, "lnRbNh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l': l->longfmt = 1; break;
+		case 'n': l->numeric = 1; break;
 		case 'R': l->recursive = 1; break;
 		case 'b': l->escape = 1; break;
 		case 'N': l->escape = 0; break;
+		case LS_OPT_XATTRS: l->lst.xattrs = true; break;
 		case 'o':
 			if (parse_u64(optarg, UINT64_MAX, &l->c.offset)) {
 				cmd_usage_err("ls", "bad --offset '%s'", optarg);
@@ -259,15 +292,14 @@ static int ls_parse(struct ls *l, int argc, char **argv, const char **path)
 			return 2;
 		}
 	}
-	if (optind >= argc || argc - optind > 2) {
-		cmd_usage_err("ls", "expected IMAGE [PATH]");
-		return 2;
-	}
-	if (l->escape < 0)
-		l->escape = isatty(STDOUT_FILENO);
-	l->c.image = argv[optind];
-	*path = optind + 1 < argc ? argv[optind + 1] : "";
-	return -1;
+	return ls_args(l, argc, argv);
+}
+
+/* sqk ls -lls IMAGE [PATH...]: unsquashfs's listing, under the name squashfs-root. */
+static int ls_unsquashfs(struct ls *l, char **paths, int npaths)
+{
+	lst_norm_paths(paths, (size_t)npaths);
+	return lst_tree(&l->lst, &l->c, "squashfs-root", paths, (size_t)npaths);
 }
 
 int ls_main(int argc, char **argv)
@@ -278,18 +310,22 @@ int ls_main(int argc, char **argv)
 	int r;
 
 	memset(&l, 0, sizeof(l));
+	lst_init(&l.lst);
 	l.c.name = "ls";
-	r = ls_parse(&l, argc, argv, &path);
+	r = ls_parse(&l, argc, argv);
 	if (r >= 0)
 		return r;
 	if (cmd_open(&l.c)) {
 		cmd_close(&l.c); /* what the options and the URL's name hold */
 		return 1;
 	}
+	argc = l.argc;
+	path = optind + 1 < argc ? argv[optind + 1] : "";
 	while (*path == '/')
 		path++;
-	r = cmd_lookup(&l.c, path, &ino);
-	if (!r) {
+	if (l.lst.mode != LST_NONE)
+		r = ls_unsquashfs(&l, argv + optind + 1, argc - optind - 1);
+	else if (!(r = cmd_lookup(&l.c, path, &ino))) {
 		if (cmd_is(&ino, SQK_T_DIR))
 			r = ls_dir(&l, &ino, path);
 		else
@@ -301,6 +337,7 @@ int ls_main(int argc, char **argv)
 		r = 1;
 	}
 	free(l.full);
+	lst_free(&l.lst);
 	cmd_close(&l.c);
 	return r || l.status ? 1 : 0;
 }

@@ -20,6 +20,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) 
 
 $(BUILD)/tests/test_mkoptions: $(BUILD)/obj/cli/mkimage_options.o
 $(BUILD)/tests/test_progress: $(BUILD)/obj/cli/progress.o
+$(BUILD)/tests/test_listing: $(BUILD)/obj/cli/listing.o $(BUILD)/obj/cli/cmd.o $(BUILD)/obj/cli/progress.o
 
 # test_fuse_walk tests sqkfuse's walk detection (fuse/walk.c, which needs no libfuse).
 $(BUILD)/tests/test_fuse_walk: $(BUILD)/obj/fuse/walk.o

@@ -36,7 +36,7 @@ check_image() {
 	(cd "$SRC" && find . -mindepth 1 -printf '%P\n') | LC_ALL=C sort >"$W/find.txt"
 	LC_ALL=C sort "$OUT_FILE" >"$W/ls.txt"
 	diff "$W/find.txt" "$W/ls.txt" >&2 || fail "$what: ls -R paths differ from find"
-	run_capture lslR "$SQK" ls -lR "$img"
+	run_capture lslR "$SQK" ls -lnR "$img"
 	[ "$RC" = 0 ] || { show_err; fail "$what: ls -lR exited $RC"; }
 	[ "$(grep -c '' "$OUT_FILE")" = "$(grep -c '' "$W/ls.txt")" ] ||
 		fail "$what: ls -lR printed a different number of lines than ls -R"
