@@ -112,6 +112,18 @@ static void usage(FILE *f)
 		"                          PATH s MODE UID GID TARGET, PATH i MODE UID GID f|s, "
 		"PATH l TO\n"
 		"      --pseudo-def DEF    one definition; both repeatable, applied in order\n"
+		"                          (also f MODE UID GID COMMAND, h/L PATH, x NAME=VALUE,\n"
+		"                          upper case with a TIME, symbolic modes; FILE - is "
+		"stdin)\n"
+		"      --pseudo-dir DEF    -pd: \"d MODE UID GID\" (or \"D TIME MODE UID GID\") "
+		"makes\n"
+		"                          the missing parents of pseudo definitions\n"
+		"      --pack FILE         -F, --pack-file: a gensquashfs pack file (file, dir, "
+		"nod,\n"
+		"                          slink, link, pipe, sock); SOURCE may then be left out\n"
+		"      --pack-dir DIR      -D: where the pack file's input files are (default: "
+		"its\n"
+		"                          own directory)\n"
 		"      --reuse OLD         copy compressed blocks and fragment blocks of the image "
 		"OLD\n"
 		"                          (same compressor and block size) where their content is "
@@ -295,7 +307,7 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
        OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT,
-       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY };
+       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_PACK, OPT_PACKDIR, OPT_PSEUDODIR };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -332,6 +344,10 @@ static const struct option long_opts[] = {
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "pseudo", required_argument, NULL, OPT_PSEUDO },
 	{ "pseudo-def", required_argument, NULL, OPT_PSEUDODEF },
+	{ "pseudo-dir", required_argument, NULL, OPT_PSEUDODIR },
+	{ "pack", required_argument, NULL, OPT_PACK },
+	{ "pack-file", required_argument, NULL, OPT_PACK },
+	{ "pack-dir", required_argument, NULL, OPT_PACKDIR },
 	{ "reuse", required_argument, NULL, OPT_REUSE },
 	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "sort", required_argument, NULL, OPT_SORT },
@@ -368,6 +384,8 @@ static const struct {
 	{ "-wildcards", OPT_WILDCARDS, false }, { "-regex", OPT_REGEX, false },
 	{ "-mem", OPT_MKSMEM, true },	      { "-mem-percent", OPT_MKSMEM, true },
 	{ "-keep-as-directory", OPT_KEEPDIR, false }, { "-help", 'h', false },
+	{ "-pd", OPT_PSEUDODIR, true },	      { "-F", OPT_PACK, true },
+	{ "-D", OPT_PACKDIR, true },
 };
 
 /* What the parse keeps besides o. */
@@ -580,6 +598,9 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 	case OPT_DMTIME: return parse_time(as, arg, &o->build.default_mtime);
 	case OPT_SIGN: return push_str(&o->sign_paths, &o->nsign, &o->sign_cap, arg);
 	case OPT_SIGNCOMMENT: o->sign_comment = arg; return 0;
+	case OPT_PACK: o->pack_file = arg; return 0;
+	case OPT_PACKDIR: o->pack_dir = arg; return 0;
+	case OPT_PSEUDODIR: o->pseudo_dir = arg; return 0;
 	default: return 1;
 	}
 }
@@ -1004,12 +1025,17 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 			o->nexcludes ? "--exclude" : "-e");
 		return -1;
 	}
+	if (o->pack_dir && !o->pack_file) {
+		fprintf(stderr, "sqk mkimage: --pack-dir needs --pack FILE (a directory to pack "
+			"is a SOURCE)\n");
+		return -1;
+	}
 	if (o->tar && (o->nsources < 1 || o->nsources > 2)) {
 		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
 		usage(stderr);
 		return -1;
 	}
-	if (!o->tar && o->nsources < 2) {
+	if (!o->tar && o->nsources < (o->pack_file || o->npseudo ? 1 : 2)) {
 		fprintf(stderr, "sqk mkimage: need at least one SOURCE and the IMAGE path%s\n",
 			ps->saw_e ? " (every argument after -e is an exclude: put the paths before "
 				    "-e)" : "");
@@ -1023,7 +1049,8 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 static void fill_source(struct mk_options *o)
 {
 	struct sqk_build_source *s = &o->src;
-	sqk_build_source_init(s, o->tar ? SQK_BUILD_TAR : SQK_BUILD_DIRS);
+	sqk_build_source_init(s, o->tar ? SQK_BUILD_TAR :
+			      o->nsources ? SQK_BUILD_DIRS : SQK_BUILD_NONE);
 	s->sources = o->sources;
 	s->nsources = o->nsources;
 	s->keep_as_directory = o->keep_as_directory;
@@ -1036,6 +1063,9 @@ static void fill_source(struct mk_options *o)
 	s->tar_path = o->tar_path;
 	s->pseudo = o->pseudo;
 	s->npseudo = o->npseudo;
+	s->pack_file = o->pack_file;
+	s->pack_dir = o->pack_dir;
+	s->pseudo_dir = o->pseudo_dir;
 	o->build.image = o->image;
 	o->build.quiet = o->quiet;
 }
