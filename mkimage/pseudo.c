@@ -156,15 +156,14 @@ static char *word_at(struct pdef *d, const char **s, bool *bad)
 	return pseudo_word(s, bad);
 }
 
-/* The rest of the line from *s, spaces around it trimmed (a command, NAME=VALUE). */
+/* The rest of the line from *s, as it is after the spaces before it (a command, NAME=VALUE,
+ * a symlink target: mksquashfs reads these to the end of the line, unquoted). */
 static char *rest_of_line(struct pdef *d, const char **s)
 {
 	const char *p = *s + strspn(*s, " \t");
 	if (d->line)
 		d->col = (unsigned)(p - d->line) + 1;
 	size_t n = strcspn(p, "\r\n");
-	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-		n--;
 	*s = p + strlen(p);
 	return n ? strndup(p, n) : NULL;
 }
@@ -245,13 +244,13 @@ static int parse_tail(struct mk_ctx *c, struct pdef *d, const char **s)
 		d->target = rest_of_line(d, s);
 		return d->target ? 0 : pseudo_err(c, d, "'f' needs a COMMAND", NULL);
 	case 's':
+		d->target = rest_of_line(d, s);
+		return d->target ? 0 : pseudo_err(c, d, "'s' needs the symlink target", NULL);
 	case 'i':
 		d->target = word_at(d, s, &bad);
-		if (d->target && !bad && (d->type == 's' || !strcmp(d->target, "f") ||
-					  !strcmp(d->target, "s")))
+		if (d->target && !bad && (!strcmp(d->target, "f") || !strcmp(d->target, "s")))
 			return 0;
-		return pseudo_err(c, d, d->type == 's' ? "'s' needs the symlink target" :
-				  "'i' needs f (fifo) or s (socket)", NULL);
+		return pseudo_err(c, d, "'i' needs f (fifo) or s (socket)", NULL);
 	default:
 		return 0;
 	}
