@@ -105,6 +105,11 @@ char *pseudo_word(const char **s, bool *bad)
 	return w;
 }
 
+const char *pseudo_what(const struct pdef *d)
+{
+	return d->pack ? "pack file entry" : "pseudo definition";
+}
+
 int pseudo_err(struct mk_ctx *c, const struct pdef *d, const char *fmt, const char *arg)
 {
 	char why[512];
@@ -112,8 +117,7 @@ int pseudo_err(struct mk_ctx *c, const struct pdef *d, const char *fmt, const ch
 	char col[24] = "";
 	if (d->line && d->col)
 		snprintf(col, sizeof(col), " column %u", d->col);
-	return mk_fail(c, SQK_EINVAL, "%s at %s%s: %s", d->pack ? "pack file entry" :
-		       "pseudo definition", d->where, col, why);
+	return mk_fail(c, SQK_EINVAL, "%s at %s%s: %s", pseudo_what(d), d->where, col, why);
 }
 
 int pseudo_id(const char *s, bool user, uint32_t *out)

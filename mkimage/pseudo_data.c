@@ -190,7 +190,7 @@ static int apply_host(struct mk_ctx *c, const struct pdef *d)
 	struct stat sb;
 	bool follow = d->type != 'l';
 	if ((follow ? stat(host, &sb) : lstat(host, &sb)))
-		return mk_fail(c, sqk_from_errno(errno), "pseudo definition at %s: '%s': %s",
+		return mk_fail(c, sqk_from_errno(errno), "%s at %s: '%s': %s", pseudo_what(d),
 			       d->where, host, strerror(errno));
 	struct mk_entry e = { .path = d->path, .origin = d->where, .uid = (uint32_t)sb.st_uid,
 			      .gid = (uint32_t)sb.st_gid, .mtime = sb.st_mtime, .mode = sb.st_mode,
@@ -202,8 +202,8 @@ static int apply_host(struct mk_ctx *c, const struct pdef *d)
 	if (S_ISREG(sb.st_mode)) {
 		int fd = open(host, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
 		if (fd < 0)
-			return mk_fail(c, sqk_from_errno(errno), "pseudo definition at %s: "
-				       "cannot open '%s': %s", d->where, host, strerror(errno));
+			return mk_fail(c, sqk_from_errno(errno), "%s at %s: cannot open '%s': %s",
+				       pseudo_what(d), d->where, host, strerror(errno));
 		int err = add_file(c, d, fd, 0, (uint64_t)sb.st_size, &e);
 		close(fd);
 		return err;

@@ -53,6 +53,8 @@ struct mk_pseudo {
 /* Next word of *s: quoted or bare, with \ escapes; NULL at the end of the line; *bad on an
  * unbalanced quote or no memory. Caller frees. */
 char *pseudo_word(const char **s, bool *bad);
+/* "pseudo definition" or "pack file entry": what messages call d. */
+const char *pseudo_what(const struct pdef *d);
 /* Fails the build with "pseudo definition at WHERE: " and fmt with arg. */
 int pseudo_err(struct mk_ctx *c, const struct pdef *d, const char *fmt, const char *arg);
 /* A new, zeroed definition at the end of p (where: for messages); NULL after mk_fail. */
