@@ -25,6 +25,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sqk mkimage SOURCE... IMAGE [OPTIONS] [-e PATH...]\n"
 		"       sqk mkimage --tar [FILE|-] IMAGE [OPTIONS]\n"
+		"       sqk mkimage --pack FILE|--pseudo FILE... IMAGE [OPTIONS]\n"
 		"\n"
 		"Packs SOURCE into a SquashFS 4.0 image. One source directory becomes the image "
 		"root;\n"
@@ -105,7 +106,8 @@ static void usage(FILE *f)
 		"      --default-uid N     their owner (default 0)\n"
 		"      --default-gid N     their group (default 0)\n"
 		"      --default-mtime T   their mtime (default 0, or --mtime / "
-		"SOURCE_DATE_EPOCH)\n"
+		"SOURCE_DATE_EPOCH), and\n"
+		"                          that of pseudo definitions without a TIME\n"
 		"      --pseudo FILE       pseudo definitions (mksquashfs style) applied after the "
 		"source:\n"
 		"                          PATH d|m MODE UID GID, PATH c|b MODE UID GID MAJ MIN,\n"

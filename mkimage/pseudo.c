@@ -597,7 +597,7 @@ static int check_parent(struct mk_ctx *c, const struct mk_pseudo *p, const struc
 {
 	const char *slash = strrchr(d->path, '/');
 	if (!slash || d->parents)
-		return 0; /* pack files: made as gensquashfs does, with the --default-* attributes */
+		return 0; /* pack files: made as gensquashfs makes them (--default-* attributes) */
 	if (p->have_pd)
 		return make_parents(c, p, d);
 	char *parent = strndup(d->path, (size_t)(slash - d->path));

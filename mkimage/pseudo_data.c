@@ -170,8 +170,9 @@ static int apply_command(struct mk_ctx *c, const struct pdef *d)
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 		snprintf(why, sizeof(why), WIFEXITED(st) ? "exit status %d" : "signal %d",
 			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-		err = mk_fail(c, SQK_EINVAL, "pseudo definition at %s: command '%.200s' failed (%s)",
-			      d->where, d->target, why);
+		err = mk_fail(c, SQK_EINVAL,
+			      "pseudo definition at %s: command '%.200s' failed (%s)", d->where,
+			      d->target, why);
 	} else if (fstat(fd, &sb)) {
 		err = pseudo_err(c, d, "cannot stat the command's output: %s", strerror(errno));
 	} else {
