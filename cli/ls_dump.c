@@ -271,6 +271,10 @@ int ls_dump(struct cmd *c, const struct sqk_inode *dir, const char *where,
 	    enum ls_dump_kind kind, const char *pack_root, FILE *out)
 {
 	struct dump d = { .c = c, .out = out, .kind = kind, .root = pack_root, .where = where };
+	if (!cmd_is(dir, SQK_T_DIR)) {
+		cmd_err(c, where, 0, "--pseudo and --pack write a directory's tree: not a directory");
+		return 1;
+	}
 	d.nfirst = sqk_image_super(c->img)->inode_count + 1;
 	d.first = calloc(d.nfirst, sizeof(*d.first));
 	int r = d.first ? dump_walk(&d, dir) : 1;

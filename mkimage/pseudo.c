@@ -505,7 +505,7 @@ static int collect_names(struct mk_ctx *c, struct mk_pseudo *p)
 	int err = 0;
 	for (size_t i = 0; i < p->n && !err; i++) {
 		const struct pdef *d = &p->v[i];
-		for (const char *s = d->path; !err && s; s = strchr(s + 1, '/'))
+		for (const char *s = d->path; !err && s && *s; s = strchr(s + 1, '/'))
 			err = add_name(c, p, d->path, (size_t)(s - d->path));
 		if (!err)
 			err = add_name(c, p, d->path, strlen(d->path));
