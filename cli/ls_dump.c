@@ -272,7 +272,7 @@ int ls_dump(struct cmd *c, const struct sqk_inode *dir, const char *where,
 {
 	struct dump d = { .c = c, .out = out, .kind = kind, .root = pack_root, .where = where };
 	if (!cmd_is(dir, SQK_T_DIR)) {
-		cmd_err(c, where, 0, "--pseudo and --pack write a directory's tree: not a directory");
+		cmd_err(c, where, 0, "not a directory (--pseudo and --pack write a tree)");
 		return 1;
 	}
 	d.nfirst = sqk_image_super(c->img)->inode_count + 1;

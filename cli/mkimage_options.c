@@ -120,6 +120,10 @@ static void usage(FILE *f)
 		"      --pseudo-dir DEF    -pd: \"d MODE UID GID\" (or \"D TIME MODE UID GID\") "
 		"makes\n"
 		"                          the missing parents of pseudo definitions\n"
+		"      --pseudo-override   -pseudo-override: the definitions' owners win over "
+		"--all-root,\n"
+		"                          --force-uid and --force-gid (by default those apply to "
+		"them)\n"
 		"      --pack FILE         -F, --pack-file: a gensquashfs pack file (file, dir, "
 		"nod,\n"
 		"                          slink, link, pipe, sock); SOURCE may then be left out\n"
@@ -309,7 +313,8 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
        OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT,
-       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_PACK, OPT_PACKDIR, OPT_PSEUDODIR };
+       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_PACK, OPT_PACKDIR, OPT_PSEUDODIR,
+       OPT_PSEUDOOVR };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -347,6 +352,7 @@ static const struct option long_opts[] = {
 	{ "pseudo", required_argument, NULL, OPT_PSEUDO },
 	{ "pseudo-def", required_argument, NULL, OPT_PSEUDODEF },
 	{ "pseudo-dir", required_argument, NULL, OPT_PSEUDODIR },
+	{ "pseudo-override", no_argument, NULL, OPT_PSEUDOOVR },
 	{ "pack", required_argument, NULL, OPT_PACK },
 	{ "pack-file", required_argument, NULL, OPT_PACK },
 	{ "pack-dir", required_argument, NULL, OPT_PACKDIR },
@@ -387,7 +393,7 @@ static const struct {
 	{ "-mem", OPT_MKSMEM, true },	      { "-mem-percent", OPT_MKSMEM, true },
 	{ "-keep-as-directory", OPT_KEEPDIR, false }, { "-help", 'h', false },
 	{ "-pd", OPT_PSEUDODIR, true },	      { "-F", OPT_PACK, true },
-	{ "-D", OPT_PACKDIR, true },
+	{ "-D", OPT_PACKDIR, true },	      { "-pseudo-override", OPT_PSEUDOOVR, false },
 };
 
 /* What the parse keeps besides o. */
@@ -498,6 +504,7 @@ static int handle_flag(struct mk_options *o, int c)
 	case OPT_ALLROOT: o->build.force_uid = 0; o->build.force_gid = 0; return 0;
 	case OPT_TAR: o->tar = true; return 0;
 	case OPT_KEEPDIR: o->keep_as_directory = true; return 0;
+	case OPT_PSEUDOOVR: o->pseudo_override = true; return 0;
 	case OPT_FORCE: o->force = true; return 0;
 	case OPT_XHC: o->build.comp.lz4_hc = true; return 0;
 	case OPT_WILDCARDS: o->wildcards = true; o->regex = false; return 0;
@@ -1068,6 +1075,7 @@ static void fill_source(struct mk_options *o)
 	s->pack_file = o->pack_file;
 	s->pack_dir = o->pack_dir;
 	s->pseudo_dir = o->pseudo_dir;
+	s->pseudo_override = o->pseudo_override;
 	o->build.image = o->image;
 	o->build.quiet = o->quiet;
 }

@@ -53,6 +53,7 @@ struct mk_options {
 	const char *pack_file;  /* --pack FILE, -F (borrowed) */
 	const char *pack_dir;   /* --pack-dir DIR, -D (borrowed) */
 	const char *pseudo_dir; /* --pseudo-dir DEF, -pd (borrowed) */
+	bool pseudo_override;   /* --pseudo-override */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

@@ -132,6 +132,8 @@ struct sqk_build_source {
 	const char *pack_file;
 	const char *pack_dir;
 	const char *pseudo_dir; /* -pd: "d MODE UID GID" or "D TIME MODE UID GID", or NULL */
+	bool pseudo_override;   /* -pseudo-override: the definitions' owners win over force_uid
+				 * and force_gid (by default those apply to them too) */
 };
 
 /* Fills s for kind with nothing listed yet, and s->size. */

@@ -664,7 +664,12 @@ static int apply_one(struct mk_ctx *c, struct mk_pseudo *p, const struct pdef *d
 int mk_pseudo_apply(struct mk_ctx *c, struct mk_pseudo *p)
 {
 	int err = 0;
+	int64_t fuid = c->optv.force_uid, fgid = c->optv.force_gid;
+	if (c->src->pseudo_override) /* mk_owner reads them as each entry is added */
+		c->optv.force_uid = c->optv.force_gid = -1;
 	for (size_t i = 0; p && i < p->n && !err; i++)
 		err = apply_one(c, p, &p->v[i]);
+	c->optv.force_uid = fuid;
+	c->optv.force_gid = fgid;
 	return err;
 }

@@ -3,7 +3,7 @@
 # The pseudo definitions of mksquashfs 4.7 beyond d m c b s i: f/F (a command's output), h and
 # l (a file of this machine; l of a file in the source makes a hard link), L (a hard link to an
 # image entry), x (xattrs, in each value form), the timed forms, -pd, -pf - (standard input),
-# line continuations. The same definitions given to $MKSQUASHFS and to sqk mkimage on the same
+# line continuations, -pseudo-override. The same definitions given to $MKSQUASHFS and to sqk mkimage on the same
 # tree give equal `unsquashfs -lln` listings, equal contents, equal link counts and equal
 # xattrs. A symbolic mode (an sqk extension) gives what its octal equivalent gives mksquashfs.
 # A failing f command fails the build, naming the definition and the exit status, and writes
@@ -113,7 +113,19 @@ same_images sym "$W/sym.sqk" "$W/sym.mks"
 grep -q '^-rwx------ .*squashfs-root/etc/passwd$' "$W/sym.a.lst" ||
 	fail "u+x,g-r,o= on 0644: $(grep etc/passwd "$W/sym.a.lst")"
 
-# 4. A failing command fails the build: named definition, exit status, nothing written.
+# 4. -all-root applies to the definitions' owners too, unless -pseudo-override (mksquashfs's).
+for ovr in "" -pseudo-override; do
+	d=${ovr:+ovr}
+	build_both "owner$d" -all-root $ovr -p "srv3 d 755 33 33" -p "etc/passwd m 600 44 44" -- \
+		-all-root $ovr -p "srv3 d 755 33 33" -p "etc/passwd m 600 44 44"
+	same_images "owner$d" "$W/owner$d.sqk" "$W/owner$d.mks"
+done
+tr -s ' ' <"$W/owner.a.lst" | grep -q '^drwxr-xr-x 0/0 .* squashfs-root/srv3$' ||
+	fail "-all-root did not apply to srv3: $(cat "$W/owner.a.lst")"
+tr -s ' ' <"$W/ownerovr.a.lst" | grep -q '^-rw------- 44/44 .* squashfs-root/etc/passwd$' ||
+	fail "-pseudo-override: $(cat "$W/ownerovr.a.lst")"
+
+# 5. A failing command fails the build: named definition, exit status, nothing written.
 printf '%s\n' '# one' 'bad f 644 0 0 echo partial; exit 3' >"$W/bad"
 rm -f "$W/bad.sqk"
 if "$SQK" mkimage -q -pf "$W/bad" "$SRC" "$W/bad.sqk" 2>"$W/bad.err"; then
@@ -125,7 +137,7 @@ grep -q "pseudo definition at $W/bad:2: command 'echo partial; exit 3' failed (e
 "$MKSQUASHFS" "$SRC" "$W/bad.mks" -noappend -quiet -no-progress -pf "$W/bad" \
 	>/dev/null 2>&1 && info "(mksquashfs $SQFS_TOOLS_VERSION builds it anyway: sqk refuses)"
 
-# 5. What sqk still refuses, by name: R on the command line; L to a missing entry.
+# 6. What sqk still refuses, by name: R on the command line; L to a missing entry.
 "$SQK" mkimage -q -p "x R 1 644 0 0 1 0 0" "$SRC" "$W/r.sqk" 2>"$W/r.err" && fail "R taken from -p"
 grep -q "'R' is only read from a pseudo file" "$W/r.err" || fail "R message: $(cat "$W/r.err")"
 "$SQK" mkimage -q -p "x L nosuch" "$SRC" "$W/r.sqk" 2>"$W/r.err" && fail "L to nothing taken"
