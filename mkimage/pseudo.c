@@ -51,6 +51,7 @@ void pseudo_pdef_free(struct pdef *d)
 	free(d->path);
 	free(d->target);
 	free(d->symmode);
+	free(d->pattern);
 }
 
 void mk_pseudo_free(struct mk_pseudo *p)
@@ -632,11 +633,13 @@ static int apply_link(struct mk_ctx *c, const struct pdef *d, struct mk_node *t)
 	return mk_tree_add(c, &e, &fr);
 }
 
-static int apply_one(struct mk_ctx *c, struct mk_pseudo *p, const struct pdef *d)
+int pseudo_apply_one(struct mk_ctx *c, struct mk_pseudo *p, const struct pdef *d)
 {
 	struct mk_node *n = mk_tree_find(c, d->path);
 	if (d->type == 'x')
 		return pseudo_xattr_apply(c, d);
+	if (d->type == 'g')
+		return pseudo_glob_apply(c, p, d);
 	if (d->type == 'm' || (d->type == 'd' && n))
 		return apply_attrs(c, d, n);
 	if (n)
@@ -668,7 +671,7 @@ int mk_pseudo_apply(struct mk_ctx *c, struct mk_pseudo *p)
 	if (c->src->pseudo_override) /* mk_owner reads them as each entry is added */
 		c->optv.force_uid = c->optv.force_gid = -1;
 	for (size_t i = 0; p && i < p->n && !err; i++)
-		err = apply_one(c, p, &p->v[i]);
+		err = pseudo_apply_one(c, p, &p->v[i]);
 	c->optv.force_uid = fuid;
 	c->optv.force_gid = fgid;
 	return err;

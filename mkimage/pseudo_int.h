@@ -10,10 +10,21 @@
 
 #include "mk.h"
 
+/* glob's options (pdef.glob): the types it takes (none: all), what comes from the scanned
+ * files ('*'), and the scan's flags. */
+enum {
+	PGLOB_BLK = 1u << 0, PGLOB_CHR = 1u << 1, PGLOB_DIR = 1u << 2, PGLOB_FIFO = 1u << 3,
+	PGLOB_FILE = 1u << 4, PGLOB_LNK = 1u << 5, PGLOB_SOCK = 1u << 6, PGLOB_TYPES = 0x7f,
+	PGLOB_MODE_SRC = 1u << 8, PGLOB_UID_SRC = 1u << 9, PGLOB_GID_SRC = 1u << 10,
+	PGLOB_PATH = 1u << 11, PGLOB_XDEV = 1u << 12, PGLOB_KEEPTIME = 1u << 13,
+	PGLOB_NORECURSE = 1u << 14,
+};
+
 /* One definition. type: d m c b s i (as written, lower case), L (a hard link to an image
  * entry), l (an image entry, else a file of this machine, not followed), h (a file of this
  * machine, followed), f (a command's output), x (an xattr), r (R: a range of the pseudo file),
- * P (a pack file's `file`: content from a file of this machine, attributes from the line). */
+ * P (a pack file's `file`: content from a file of this machine, attributes from the line),
+ * g (a pack file's glob: a directory of this machine scanned into the image). */
 struct pdef {
 	char *path;
 	char type;
@@ -26,6 +37,8 @@ struct pdef {
 			     * x: NAME=VALUE */
 	uint64_t len, off;  /* r: length and offset in the data of data file `data` */
 	uint32_t data;
+	uint32_t glob;      /* g (a pack file's glob): PGLOB_* */
+	char *pattern;      /* g: -name or -path pattern, or NULL */
 	char where[160];    /* "FILE:LINE" or "--pseudo-def" for messages */
 	const char *line;   /* while parsing: the line (borrowed), for columns in messages */
 	unsigned col;       /* while parsing: the column of the word at hand (1-based) */
@@ -66,6 +79,14 @@ int pseudo_id(const char *s, bool user, uint32_t *out);
 /* pseudo_pack.c: the definitions of gensquashfs pack file `file` (input files relative to dir,
  * or to the pack file's directory when dir is NULL; "-": standard input). */
 int pseudo_pack_load(struct mk_ctx *c, struct mk_pseudo *p, const char *file, const char *dir);
+
+/* pseudo.c: applies one definition (p: the set it belongs to). */
+int pseudo_apply_one(struct mk_ctx *c, struct mk_pseudo *p, const struct pdef *d);
+
+/* pseudo_glob.c: parses glob's [OPTIONS...] LOCATION (rest, borrowed) into d (input paths
+ * relative to dir), and applies it: the scan of LOCATION into the directory d->path. */
+int pseudo_glob_parse(struct mk_ctx *c, struct pdef *d, const char *rest, const char *dir);
+int pseudo_glob_apply(struct mk_ctx *c, struct mk_pseudo *p, const struct pdef *d);
 
 /* pseudo_data.c: applies the definitions that have content (f h l P r): *done = false when d
  * is not one of them. */

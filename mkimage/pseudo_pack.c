@@ -9,11 +9,11 @@
  *   slink PATH MODE UID GID TARGET
  *   link PATH DUMMY DUMMY DUMMY TARGET  a hard link to the image path TARGET
  *   pipe PATH MODE UID GID              (sock: a socket)
+ *   glob PATH MODE|* UID|* GID|* [OPTIONS...] [LOCATION]   a directory scanned (pseudo_glob.c)
  *
  * PATH may be "quoted" (\" and \\ inside); MODE is octal, UID and GID decimal; the last field
  * is the rest of the line. Missing parent directories are made with the --default-*
- * attributes, and every entry takes the default mtime, as gensquashfs's defaults do. `glob` is
- * refused by name. */
+ * attributes, and every entry takes the default mtime, as gensquashfs's defaults do. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -88,7 +88,12 @@ static int pack_numbers(struct mk_ctx *c, struct pdef *d, const char **s)
 		memcpy(w, *s, n);
 		w[n] = 0;
 		*s += n;
-		uint32_t m;
+		uint32_t m = 0;
+		if (d->type == 'g' && !strcmp(w, "*")) { /* glob: from the scanned file */
+			d->glob |= (uint32_t)PGLOB_MODE_SRC << i;
+			v[i] = 0;
+			continue;
+		}
 		if (d->type != 'L' && (i ? parse_u64(w, UINT32_MAX, &v[i]) : parse_mode(w, &m)))
 			return pseudo_err(c, d, "bad %s", what[i]);
 		if (!i)
@@ -155,17 +160,14 @@ static int pack_line(struct mk_ctx *c, struct pdef *d, const char *s, const char
 			   isspace((unsigned char)s[strlen(kws[k].kw)])))
 		k++;
 	if (k == nk)
-		return pseudo_err(c, d, "unknown entry type (file, dir, nod, slink, link, pipe or "
-				  "sock)", NULL);
-	if (kws[k].type == 'g')
-		return pseudo_err(c, d, "'glob' is not supported (list the entries, or give the "
-				  "directory as a SOURCE)", NULL);
+		return pseudo_err(c, d, "unknown entry type (file, dir, nod, slink, link, pipe, "
+				  "sock or glob)", NULL);
 	d->type = kws[k].type;
 	d->parents = true;
 	s += strlen(kws[k].kw) + strspn(s + strlen(kws[k].kw), " \t");
 	if (!(d->path = pack_path(&s)))
 		return pseudo_err(c, d, "bad PATH (quote it if it has spaces)", NULL);
-	if (!*d->path && d->type != 'd')
+	if (!*d->path && !strchr("dg", d->type))
 		return pseudo_err(c, d, "cannot use / as the path of %s", kws[k].kw);
 	int err = pack_numbers(c, d, &s);
 	if (err)
@@ -175,6 +177,11 @@ static int pack_line(struct mk_ctx *c, struct pdef *d, const char *s, const char
 		return pseudo_err(c, d, "missing the last field of %s", kws[k].kw);
 	if (d->type == 'P')
 		return pack_location(c, d, extra, dir);
+	if (d->type == 'g') {
+		err = pseudo_glob_parse(c, d, extra ? extra : "", dir);
+		free(extra);
+		return err;
+	}
 	if (d->type == 'd') {
 		err = extra ? pseudo_err(c, d, "unexpected '%s' at the end", extra) : 0;
 		free(extra);

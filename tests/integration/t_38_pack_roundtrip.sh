@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Pack files and dumps, both ways. A gensquashfs pack file given to gensquashfs -F and to
-# sqk mkimage --pack gives equal listings and contents. `sqk ls --pseudo IMG` writes byte for
+# sqk mkimage --pack gives equal listings and contents, glob lines included. `sqk ls --pseudo IMG` writes byte for
 # byte what `unsquashfs -pf -` writes, and both $MKSQUASHFS -pf and sqk mkimage -pf rebuild
 # from it an image equal to the first (listing with times, contents, hard links, xattrs).
 # `sqk ls --pack IMG` writes what `rdsquashfs -d` writes (but for a second name of a file,
@@ -76,6 +76,43 @@ cp "$W/pack" "$W/in/pack"
 "$SQK" mkimage -q -F "$W/in/pack" "$W/sqk2.sqsh" || fail "sqk -F failed"
 survey sqk2 "$W/sqk2.sqsh"
 same ng sqk2
+
+# glob lines: types, -name, -path, *, -keeptime, -nonrecursive, --. gensquashfs 1.2 reads a
+# globbed file from its image path (not from where it found it) and writes duplicate names when
+# two globs take one file: the lines keep PATH = LOCATION and take each file once.
+G=$W/glob
+mkdir -p "$G/lib/sub" "$G/lib/empty" "$G/other"
+echo a >"$G/lib/libz.so.1"
+echo b >"$G/lib/libz.so"
+echo c >"$G/lib/sub/libq.so.2"
+echo x >"$G/other/x"
+echo y >"$G/other/y"
+ln -s libz.so.1 "$G/lib/link.so.1"
+mkfifo "$G/lib/fifo" "$G/other/fifo"
+mknod "$G/lib/null" c 1 3
+chown 5:6 "$G/lib/libz.so"
+touch -d @1600000000 "$G/other/fifo"
+printf '%s\n' 'dir /usr 0755 0 0' 'glob /lib 0755 0 0 -type d lib' \
+	'glob /lib 0644 0 0 -type f -name "*.so.*" lib' 'glob /lib * * * -type l lib' \
+	'glob /other 0600 2 2 -type f -path "other/x*" -- other' \
+	'glob /other * * * -keeptime -type p other' >"$G/list1"
+printf '%s\n' 'glob /lib * * * -nonrecursive lib' 'glob /lib/sub 0700 1 1 -type f lib/sub' \
+	>"$G/list2"
+for l in list1 list2; do
+	gensquashfs -F "$G/$l" -q "$W/g.$l.ng.sqsh" >"$W/g.log" 2>&1 ||
+		fail "gensquashfs -F $l failed: $(cat "$W/g.log")"
+	"$SQK" mkimage -q --pack "$G/$l" "$W/g.$l.sqk.sqsh" || fail "sqk --pack $l failed"
+	survey "g.$l.ng" "$W/g.$l.ng.sqsh"
+	survey "g.$l.sqk" "$W/g.$l.sqk.sqsh"
+	same "g.$l.ng" "g.$l.sqk"
+done
+grep -q ' squashfs-root/other/x$' "$W/g.list1.sqk.lst" && ! grep -q 'other/y' "$W/g.list1.sqk.lst" &&
+	grep -q '^p.* 2020-09-13 .*other/fifo$' "$W/g.list1.sqk.lst" ||
+	fail "glob list1: $(cat "$W/g.list1.sqk.lst")"
+printf '%s\n' 'glob /lib 0755 0 0 -size 1 lib' >"$G/bad"
+"$SQK" mkimage -q --pack "$G/bad" "$W/bad.sqsh" 2>"$W/bad.err" && fail "an unknown glob option taken"
+grep -q "pack file entry at $G/bad:1: unknown glob option at '-size 1 lib'" "$W/bad.err" ||
+	fail "glob message: $(cat "$W/bad.err")"
 
 # 2. An image with all kinds of entry, made by mksquashfs.
 S=$W/src

@@ -3,8 +3,8 @@
  * from definitions alone (SQK_BUILD_NONE) into a memory image, read back through libsqk. Each
  * definition type makes the entry it names (d c b s i f x L R, timed forms, -pd parents), a
  * failing f command fails the build naming the definition and the exit status, symbolic modes
- * follow chmod's rules, each pack-file keyword makes its entry, and bad lines are refused with
- * the file, line and column. */
+ * follow chmod's rules, each pack-file keyword makes its entry (glob: t_38), and bad lines are
+ * refused with the file, line and column. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -357,7 +357,8 @@ START_TEST(test_pack_types)
 	} cases[] = {
 		{ "file /x 0999 0 0", "bad MODE" },
 		{ "nod /x 0600 0 0 q 1 1", "nod needs c|b" },
-		{ "glob /usr 0755 0 0 ./lib", "'glob' is not supported" },
+		{ "glob /usr 0755 0 0 -bogus ./lib", "unknown glob option at '-bogus ./lib'" },
+		{ "glob /usr 0755 0 0 nosuchdir", "nosuchdir': No such file" },
 		{ "fil /x 0600 0 0", "unknown entry type" },
 		{ "slink /x 0777 0 0", "missing the last field of slink" },
 		{ "file /nosuchfile 0600 0 0", "nosuchfile" },
