@@ -3,6 +3,7 @@
  * libsqk's walk). */
 #include "cmd.h"
 #include "listing.h"
+#include "ls_dump.h"
 #include "common/depth.h"
 #include "common/grow.h"
 
@@ -24,6 +25,8 @@ struct ls {
 	struct listing lst; /* unsquashfs's listings (-lls ...), owner names, --xattrs */
 	char *full;   /* the image path of the entry at hand, for messages (owned) */
 	size_t fcap;
+	enum ls_dump_kind dump; /* --pseudo, --pack: definitions instead of a listing (ls_dump.c) */
+	const char *pack_root;  /* --pack-root DIR */
 };
 
 static void ls_usage(FILE *f)
@@ -68,6 +71,15 @@ static void ls_usage(FILE *f)
 		"  -full, -full-precision, --full-time  times with seconds (also for -l)\n"
 		"Other options:\n"
 		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		"      --pseudo      write the tree below PATH as pseudo definitions, then the "
+		"files'\n"
+		"                    data (as unsquashfs -pf -): sqk mkimage -pf FILE IMAGE and\n"
+		"                    mksquashfs -pf build it again\n"
+		"      --pack        write it as a gensquashfs pack file (as rdsquashfs -d); the "
+		"files'\n"
+		"                    content is read from an extracted tree (--pack-dir)\n"
+		"      --pack-root DIR  --pack: each file line names DIR/PATH as its input (as\n"
+		"                    rdsquashfs -p)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
@@ -261,6 +273,9 @@ static int ls_parse(struct ls *l, int argc, char **argv)
 		{ "xattrs", no_argument, NULL, LS_OPT_XATTRS },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "pseudo", no_argument, NULL, LS_OPT_PSEUDO },
+		{ "pack", no_argument, NULL, LS_OPT_PACK },
+		{ "pack-root", required_argument, NULL, LS_OPT_PACK_ROOT },
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -283,6 +298,9 @@ static int ls_parse(struct ls *l, int argc, char **argv)
 			}
 			break;
 		case 'h': ls_usage(stdout); return 0;
+		case LS_OPT_PSEUDO: l->dump = LS_DUMP_PSEUDO; break;
+		case LS_OPT_PACK: l->dump = LS_DUMP_PACK; break;
+		case LS_OPT_PACK_ROOT: l->pack_root = optarg; break;
 		default:
 			ch = cmd_remote_opt("ls", &l->c.remote, ch, optarg);
 			if (ch == 0)
@@ -326,7 +344,9 @@ int ls_main(int argc, char **argv)
 	if (l.lst.mode != LST_NONE)
 		r = ls_unsquashfs(&l, argv + optind + 1, argc - optind - 1);
 	else if (!(r = cmd_lookup(&l.c, path, &ino))) {
-		if (cmd_is(&ino, SQK_T_DIR))
+		if (l.dump)
+			r = ls_dump(&l.c, &ino, path, l.dump, l.pack_root, stdout);
+		else if (cmd_is(&ino, SQK_T_DIR))
 			r = ls_dir(&l, &ino, path);
 		else
 			ls_print(&l, path, &ino);

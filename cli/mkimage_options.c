@@ -25,6 +25,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sqk mkimage SOURCE... IMAGE [OPTIONS] [-e PATH...]\n"
 		"       sqk mkimage --tar [FILE|-] IMAGE [OPTIONS]\n"
+		"       sqk mkimage --pack FILE|--pseudo FILE... IMAGE [OPTIONS]\n"
 		"\n"
 		"Packs SOURCE into a SquashFS 4.0 image. One source directory becomes the image "
 		"root;\n"
@@ -108,13 +109,31 @@ static void usage(FILE *f)
 		"      --default-uid N     their owner (default 0)\n"
 		"      --default-gid N     their group (default 0)\n"
 		"      --default-mtime T   their mtime (default 0, or --mtime / "
-		"SOURCE_DATE_EPOCH)\n"
+		"SOURCE_DATE_EPOCH), and\n"
+		"                          that of pseudo definitions without a TIME\n"
 		"      --pseudo FILE       pseudo definitions (mksquashfs style) applied after the "
 		"source:\n"
 		"                          PATH d|m MODE UID GID, PATH c|b MODE UID GID MAJ MIN,\n"
 		"                          PATH s MODE UID GID TARGET, PATH i MODE UID GID f|s, "
 		"PATH l TO\n"
 		"      --pseudo-def DEF    one definition; both repeatable, applied in order\n"
+		"                          (also f MODE UID GID COMMAND, h/L PATH, x NAME=VALUE,\n"
+		"                          upper case with a TIME, symbolic modes; FILE - is "
+		"stdin)\n"
+		"      --pseudo-dir DEF    -pd: \"d MODE UID GID\" (or \"D TIME MODE UID GID\") "
+		"makes\n"
+		"                          the missing parents of pseudo definitions\n"
+		"      --pseudo-override   -pseudo-override: the definitions' owners win over "
+		"--all-root,\n"
+		"                          --force-uid and --force-gid (by default those apply to "
+		"them)\n"
+		"      --pack FILE         -F, --pack-file: a gensquashfs pack file (file, dir, "
+		"nod,\n"
+		"                          slink, link, pipe, sock, glob); SOURCE may then be left "
+		"out\n"
+		"      --pack-dir DIR      -D: where the pack file's input files are (default: "
+		"its\n"
+		"                          own directory)\n"
 		"      --reuse OLD         copy compressed blocks and fragment blocks of the image "
 		"OLD\n"
 		"                          (same compressor and block size) where their content is "
@@ -298,7 +317,8 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
        OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT,
-       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_IGNZEROS };
+       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_IGNZEROS, OPT_PACK, OPT_PACKDIR,
+       OPT_PSEUDODIR, OPT_PSEUDOOVR };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -336,6 +356,11 @@ static const struct option long_opts[] = {
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "pseudo", required_argument, NULL, OPT_PSEUDO },
 	{ "pseudo-def", required_argument, NULL, OPT_PSEUDODEF },
+	{ "pseudo-dir", required_argument, NULL, OPT_PSEUDODIR },
+	{ "pseudo-override", no_argument, NULL, OPT_PSEUDOOVR },
+	{ "pack", required_argument, NULL, OPT_PACK },
+	{ "pack-file", required_argument, NULL, OPT_PACK },
+	{ "pack-dir", required_argument, NULL, OPT_PACKDIR },
 	{ "reuse", required_argument, NULL, OPT_REUSE },
 	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "sort", required_argument, NULL, OPT_SORT },
@@ -372,6 +397,8 @@ static const struct {
 	{ "-wildcards", OPT_WILDCARDS, false }, { "-regex", OPT_REGEX, false },
 	{ "-mem", OPT_MKSMEM, true },	      { "-mem-percent", OPT_MKSMEM, true },
 	{ "-keep-as-directory", OPT_KEEPDIR, false }, { "-help", 'h', false },
+	{ "-pd", OPT_PSEUDODIR, true },	      { "-F", OPT_PACK, true },
+	{ "-D", OPT_PACKDIR, true },	      { "-pseudo-override", OPT_PSEUDOOVR, false },
 };
 
 /* What the parse keeps besides o. */
@@ -483,6 +510,7 @@ static int handle_flag(struct mk_options *o, int c)
 	case OPT_TAR: o->tar = true; return 0;
 	case OPT_IGNZEROS: o->tar_ignore_zeros = true; return 0;
 	case OPT_KEEPDIR: o->keep_as_directory = true; return 0;
+	case OPT_PSEUDOOVR: o->pseudo_override = true; return 0;
 	case OPT_FORCE: o->force = true; return 0;
 	case OPT_XHC: o->build.comp.lz4_hc = true; return 0;
 	case OPT_WILDCARDS: o->wildcards = true; o->regex = false; return 0;
@@ -585,6 +613,9 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 	case OPT_DMTIME: return parse_time(as, arg, &o->build.default_mtime);
 	case OPT_SIGN: return push_str(&o->sign_paths, &o->nsign, &o->sign_cap, arg);
 	case OPT_SIGNCOMMENT: o->sign_comment = arg; return 0;
+	case OPT_PACK: o->pack_file = arg; return 0;
+	case OPT_PACKDIR: o->pack_dir = arg; return 0;
+	case OPT_PSEUDODIR: o->pseudo_dir = arg; return 0;
 	default: return 1;
 	}
 }
@@ -1014,12 +1045,17 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 			"stream's end-of-archive blocks\n");
 		return -1;
 	}
+	if (o->pack_dir && !o->pack_file) {
+		fprintf(stderr, "sqk mkimage: --pack-dir needs --pack FILE (a directory to pack "
+			"is a SOURCE)\n");
+		return -1;
+	}
 	if (o->tar && (o->nsources < 1 || o->nsources > 2)) {
 		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
 		usage(stderr);
 		return -1;
 	}
-	if (!o->tar && o->nsources < 2) {
+	if (!o->tar && o->nsources < (o->pack_file || o->npseudo ? 1 : 2)) {
 		fprintf(stderr, "sqk mkimage: need at least one SOURCE and the IMAGE path%s\n",
 			ps->saw_e ? " (every argument after -e is an exclude: put the paths before "
 				    "-e)" : "");
@@ -1033,7 +1069,8 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 static void fill_source(struct mk_options *o)
 {
 	struct sqk_build_source *s = &o->src;
-	sqk_build_source_init(s, o->tar ? SQK_BUILD_TAR : SQK_BUILD_DIRS);
+	sqk_build_source_init(s, o->tar ? SQK_BUILD_TAR :
+			      o->nsources ? SQK_BUILD_DIRS : SQK_BUILD_NONE);
 	s->sources = o->sources;
 	s->nsources = o->nsources;
 	s->keep_as_directory = o->keep_as_directory;
@@ -1047,6 +1084,10 @@ static void fill_source(struct mk_options *o)
 	s->tar_ignore_zeros = o->tar_ignore_zeros;
 	s->pseudo = o->pseudo;
 	s->npseudo = o->npseudo;
+	s->pack_file = o->pack_file;
+	s->pack_dir = o->pack_dir;
+	s->pseudo_dir = o->pseudo_dir;
+	s->pseudo_override = o->pseudo_override;
 	o->build.image = o->image;
 	o->build.quiet = o->quiet;
 }

@@ -51,6 +51,10 @@ struct mk_options {
 	size_t sign_cap;
 	EVP_PKEY **sign_keys; /* their keys, loaded by the parse (owned; build.sign_keys) */
 	const char *sign_comment; /* --sign-comment TEXT (borrowed) */
+	const char *pack_file;  /* --pack FILE, -F (borrowed) */
+	const char *pack_dir;   /* --pack-dir DIR, -D (borrowed) */
+	const char *pseudo_dir; /* --pseudo-dir DEF, -pd (borrowed) */
+	bool pseudo_override;   /* --pseudo-override */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

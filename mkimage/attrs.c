@@ -2,6 +2,7 @@
 /* Owner ids and extended attributes: the id table (values in first-use order) and the xattr sets,
  * each distinct set stored once, long values out of line and shared between sets. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY
@@ -311,6 +312,35 @@ int mk_xattrs_intern(struct mk_ctx *c, const char *origin, const struct mk_xattr
 		return 0;
 	}
 	set_free(&s);
+	return err;
+}
+
+/* The set idx with kv added (a pair of the same name replaced), interned as *out. */
+int mk_xattrs_add_one(struct mk_ctx *c, const char *origin, uint32_t idx,
+		      const struct mk_xattr_kv *kv, uint32_t *out)
+{
+	const struct xset *s = idx == SQK_NONE32 ? NULL : &c->xattrs->sets[idx];
+	uint32_t n = s ? s->n : 0, k = 0;
+	struct mk_xattr_kv *v = calloc((size_t)n + 1, sizeof(*v));
+	char **names = calloc((size_t)n + 1, sizeof(*names));
+	int err = v && names ? 0 : mk_fail(c, SQK_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n && !err; i++) {
+		const struct xpair *p = &s->pairs[i];
+		if (asprintf(&names[i], "%s%s", xattr_prefix(p->prefix), p->name) < 0) {
+			names[i] = NULL;
+			err = mk_fail(c, SQK_ENOMEM, "out of memory");
+		} else if (strcmp(names[i], kv->name)) {
+			v[k++] = (struct mk_xattr_kv){ names[i], p->value, p->value_len };
+		}
+	}
+	if (!err) {
+		v[k++] = *kv;
+		err = mk_xattrs_intern(c, origin, v, k, out);
+	}
+	for (uint32_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+	free(v);
 	return err;
 }
 

@@ -25,6 +25,10 @@ void mk_xattrs_destroy(struct mk_xattrs *x);
 int mk_xattrs_intern(struct mk_ctx *c, const char *origin, const struct mk_xattr_kv *kv,
 		     size_t n, uint32_t *idx);
 uint32_t mk_xattrs_count(const struct mk_xattrs *x);
+/* Interns the set idx (SQK_NONE32: none) with kv (borrowed) added, a pair of the same name
+ * replaced: *out = the new set's index. */
+int mk_xattrs_add_one(struct mk_ctx *c, const char *origin, uint32_t idx,
+		      const struct mk_xattr_kv *kv, uint32_t *out);
 /* Encodes the kv stream and the xattr id entries (refs relative to kv start). */
 int mk_xattrs_encode(struct mk_ctx *c, struct meta_writer *kv, struct meta_writer *ids);
 

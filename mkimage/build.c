@@ -246,7 +246,7 @@ static int start_tree(struct mk_ctx *c, bool ordered, bool pseudo)
 }
 
 /* Reads every entry of src: each into the tree, each file's content right after its entry. */
-static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_pseudo *ps)
+static int take_source(struct mk_ctx *c, struct mk_source *src, struct mk_pseudo *ps)
 {
 	struct mk_entry e;
 	int err = start_tree(c, src->ops->ordered, ps != NULL);

@@ -96,6 +96,7 @@ enum sqk_build_source_kind {
 	SQK_BUILD_DIRS = 1,     /* files and directories on disk: sources[0..nsources) */
 	SQK_BUILD_TAR,          /* a tar stream (plain or compressed): tar_path */
 	SQK_BUILD_CUSTOM,       /* the caller's struct mk_source (mkimage/source.h): custom */
+	SQK_BUILD_NONE,         /* nothing but the definitions (pseudo, pack_file) */
 };
 
 /* One pseudo definition (mksquashfs style): a file of them, or one line. */
@@ -129,6 +130,13 @@ struct sqk_build_source {
 	/* SQK_BUILD_TAR: read on after an end-of-archive when a tar header follows (tar -i:
 	 * concatenated archives); by default the stream ends there, as in GNU tar and bsdtar. */
 	bool tar_ignore_zeros;
+	/* Any kind: a gensquashfs pack file ("-": standard input), applied before the pseudo
+	 * definitions, its input files relative to pack_dir (NULL: the pack file's directory). */
+	const char *pack_file;
+	const char *pack_dir;
+	const char *pseudo_dir; /* -pd: "d MODE UID GID" or "D TIME MODE UID GID", or NULL */
+	bool pseudo_override;   /* -pseudo-override: the definitions' owners win over force_uid
+				 * and force_gid (by default those apply to them too) */
 };
 
 /* Fills s for kind with nothing listed yet, and s->size. */

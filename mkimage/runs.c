@@ -108,7 +108,8 @@ void mk_runs_destroy(struct mk_runs *s)
 
 static void sort_run(struct mk_runs *s)
 {
-	qsort_r(s->recs, s->nrecs, sizeof(*s->recs), off_cmp, s->mem);
+	if (s->nrecs > 1) /* none: recs may be NULL, which qsort_r must not get */
+		qsort_r(s->recs, s->nrecs, sizeof(*s->recs), off_cmp, s->mem);
 }
 
 /* Sorts the records in memory and appends them to the store as one run. */

@@ -111,6 +111,10 @@ void mk_source_dir_warn_excludes(struct mk_source *s, struct mk_ctx *c);
  * Caller owns *out. */
 int mk_source_tar_create(struct mk_ctx *c, const char *path, struct mk_source **out);
 
+/* A source of no entry (a build from pseudo definitions or a pack file alone; pseudo_data.c).
+ * *out is static: destroying it does nothing. */
+int mk_source_none_create(struct mk_ctx *c, struct mk_source **out);
+
 static inline void mk_source_destroy(struct mk_source *s)
 {
 	if (s)

@@ -101,7 +101,8 @@ static int check_opts(const struct sqk_build_opts *o, const struct sqk_build_sou
 		return refuse(r, SQK_EINVAL, "the signed comment: need UTF-8 without control "
 			      "characters, at most %u bytes", SQK_SIG_COMMENT_MAX);
 	if (s->kind == SQK_BUILD_DIRS ? s->nsources < 1 :
-	    s->kind == SQK_BUILD_CUSTOM ? !s->custom : s->kind != SQK_BUILD_TAR)
+	    s->kind == SQK_BUILD_CUSTOM ? !s->custom :
+	    s->kind == SQK_BUILD_NONE ? !s->npseudo && !s->pack_file : s->kind != SQK_BUILD_TAR)
 		return refuse(r, SQK_EINVAL, "no source to build from");
 	if (o->verity > SQK_BUILD_VERITY_APPEND || (o->verity_salt && o->verity_salt_len > 256))
 		return refuse(r, SQK_EINVAL, "dm-verity: unknown mode %d or a salt over 256 bytes",
@@ -128,6 +129,7 @@ static int open_source(struct mk_ctx *c, struct mk_source **src)
 {
 	switch (c->src->kind) {
 	case SQK_BUILD_DIRS: return mk_source_dir_create(c, src);
+	case SQK_BUILD_NONE: return mk_source_none_create(c, src);
 #if SQK_HAVE_TAR
 	case SQK_BUILD_TAR: return mk_source_tar_create(c, c->src->tar_path, src);
 #else

@@ -105,7 +105,7 @@ bad "already exists" "etc/passwd c 600 0 0 1 1"
 bad "bad mode" "dev2 d 999 0 0"
 bad "unknown user" "dev2 d 755 nosuchuser 0"
 bad "MAJOR" "dev2 c 600 0 0 5000 1"
-bad "not supported" "file f 644 0 0 echo hi"
+bad "failed (exit status 3)" "file f 644 0 0 exit 3"
 bad "TYPE" "dev2 z 644 0 0"
 bad "unbalanced" '"dev2 d 755 0 0'
 bad "not a file" "x l etc"
