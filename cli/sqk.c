@@ -9,6 +9,7 @@
 #endif
 #include "mkimage.h"
 #include "cmd.h"
+#include "diff.h"
 #include "sign.h"
 #if SQK_HAVE_TAR
 #include "tar.h"
@@ -33,6 +34,8 @@ static void usage(FILE *f)
 		   "  tar [-o FILE] IMAGE [PATH]          write the image (or PATH) as a pax tar "
 		   "archive\n"
 		   "  info [--json] IMAGE                 superblock fields and statistics\n"
+		   "  diff [OPTIONS] OLD NEW              compare two images or directories (as\n"
+		   "                                      sqfsdiff; exit 0 same, 1 different)\n"
 		   "  verify [-j N] [--json] [--root-hash HEX] IMAGE\n"
 		   "                                      check integrity data and structure\n"
 		   "                                      (exit 0 clean, 4 errors, 8 failure, 16 "
@@ -47,8 +50,8 @@ static void usage(FILE *f)
 		   "\n"
 		   "Each command takes --help (sqk help COMMAND prints it too). The reading "
 		   "commands\n"
-		   "(ls, cat, extract, tar, info, verify) take --offset N for an image starting N\n"
-		   "bytes into the file. Manual pages: sqk(1), sqkfuse(8).\n"
+		   "(ls, cat, extract, tar, info, verify, diff) take --offset N for an image\n"
+		   "starting N bytes into the file. Manual pages: sqk(1), sqkfuse(8).\n"
 		   "Exit status: 0 ok, 1 error, 2 usage (verify: as fsck, above).\n");
 }
 
@@ -111,6 +114,7 @@ static const struct command {
 	{ "verify", verify_main },	 { "keygen", keygen_main },
 	{ "sign", sign_main },		 { "mount", mount_main },
 	{ "umount", umount_main },	 { "help", help_main },
+	{ "diff", diff_main },
 };
 
 static const struct command *find(const char *name)
