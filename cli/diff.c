@@ -16,13 +16,14 @@ static void diff_usage(FILE *f)
 		"usage: sqk diff [OPTIONS] OLD NEW\n"
 		"       sqk diff [OPTIONS] -a OLD -b NEW\n"
 		"\n"
-		"Compares two trees, as squashfs-tools-ng's sqfsdiff: each of OLD and NEW is a\n"
-		"SquashFS image, an http://, https:// or s3:// URL of one, or a directory on disk.\n"
-		"Each difference is one line on stdout, in sqfsdiff's words: '< PATH' (only in OLD),\n"
-		"'> PATH' (only in NEW), '/PATH has different permissions', 'regular file /PATH\n"
-		"differs', ... Entries compare by kind, owner, permissions, link count, xattrs,\n"
-		"device numbers, link targets, file sizes and contents; a basic and an extended\n"
-		"inode of the same kind are the same, and so is the layout of the data.\n"
+		"Compares two trees, as squashfs-tools-ng's sqfsdiff: each of OLD and NEW is\n"
+		"a SquashFS image, an http://, https:// or s3:// URL of one, or a directory.\n"
+		"Each difference is one line on stdout, in sqfsdiff's words: '< PATH' (only\n"
+		"in OLD), '> PATH' (only in NEW), '/PATH has different permissions', 'regular\n"
+		"file /PATH differs', ... Entries compare by kind, owner, permissions, link\n"
+		"count, xattrs, device numbers, link targets, file sizes and contents; a basic\n"
+		"and an extended inode of the same kind are the same, and so is the layout of\n"
+		"the data.\n"
 		"\n"
 		"  -a, --old OLD          the first tree (or the first argument)\n"
 		"  -b, --new NEW          the second tree (or the second argument)\n"
@@ -43,8 +44,8 @@ static void diff_usage(FILE *f)
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help             this text\n"
 		"\n"
-		"Exit status: 0 same, 1 different, 2 trouble (a usage error, a side that cannot be\n"
-		"read).\n");
+		"Exit status: 0 same, 1 different, 2 trouble (a usage error, a side that cannot\n"
+		"be read).\n");
 }
 
 /* An option of sqfsdiff's set, or the output ones. 0 taken, 2 bad argument. */

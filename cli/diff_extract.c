@@ -53,7 +53,9 @@ static int dx_copy(struct diff *d, struct diff_file *f, const char *path, int fd
 	ssize_t got;
 
 	while (left) {
-		got = diff_file_read(f, path, d->wa, left < DIFF_WINDOW ? (size_t)left : DIFF_WINDOW);
+		size_t n = left < DIFF_WINDOW ? (size_t)left : DIFF_WINDOW;
+
+		got = diff_file_read(f, path, d->wa, n);
 		if (got < 0)
 			return (int)got;
 		if (got == 0) {
