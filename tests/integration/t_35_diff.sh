@@ -181,6 +181,22 @@ grep -qx '/d/f has a basic type' "$W/peer.out" ||
 	fail "basic/extended: sqk diff --no-xattrs sees a difference: $(cat "$W/sqk.out")"
 info "basic vs extended inode: the same"
 
+# a new hard link: sqfsdiff sees the name and the inode becoming extended, sqk diff the name
+# and the link count; a directory side says the same
+cp -a "$W/base" "$W/hardlink"
+ln "$W/hardlink/a" "$W/hardlink/hl"
+normalise "$W/hardlink"
+sqk_build "$W/hardlink" "$W/hardlink.sqsh" -q
+run_both hardlink
+[ "$(cat "$W/peer.out")" = $'/a has an extended type\n> hl' ] ||
+	[ "$(cat "$W/peer.out")" = $'> hl\n/a has an extended type' ] ||
+	fail "hard link: sqfsdiff printed '$(cat "$W/peer.out")'"
+[ "$(cat "$W/sqk.out")" = $'> hl\n/a has a different link count' ] && [ "$S_RC" = 1 ] ||
+	fail "hard link: sqk diff printed '$(cat "$W/sqk.out")' (exit $S_RC)"
+"$SQK" diff "$W/base.sqsh" "$W/hardlink" | cmp -s - "$W/sqk.out" ||
+	fail "hard link: a directory side does not give the image's lines"
+info "hard link: > hl, /a has a different link count"
+
 # ---- 4. -e: the files that differ, under DIR/old and DIR/new, as sqfsdiff ------------------
 sqfsdiff -a "$W/base.sqsh" -b "$W/many.sqsh" -e "$W/x-peer" >/dev/null
 "$SQK" diff -e "$W/x-sqk" "$W/base.sqsh" "$W/many.sqsh" >/dev/null
@@ -228,6 +244,9 @@ fi
 "$SQK" diff --json "$W/base.sqsh" "$W/xattrval" >"$W/jx.json"
 "$SQK" diff --json -T "$W/base.sqsh" "$W/mtime.sqsh" >"$W/jt.json"
 "$SQK" diff --json "$W/base.sqsh" "$W/layout.sqsh" >"$W/j0.json" || fail "--json: same is not 0"
+# the first differing byte past the first 256 KiB window, from an image and from a directory
+"$SQK" diff --json "$W/base.sqsh" "$W/bigbyte.sqsh" >"$W/jb.json"
+"$SQK" diff --json "$W/base" "$W/bigbyte" >"$W/jbd.json"
 python3 - "$W" <<'EOF' || fail "--json output is not what was expected"
 import json, sys
 w = sys.argv[1]
@@ -249,6 +268,10 @@ assert x == [{"path": "/d/f", "field": "xattr", "name": "user.a", "old": "one",
               "new": "two"}], x
 t = json.load(open(w + "/jt.json"))["differences"]
 assert t == [{"path": "/a", "field": "mtime", "old": 1000000, "new": 2000}], t
+for f in ("/jb.json", "/jbd.json"):
+    b = json.load(open(w + f))["differences"]
+    assert b == [{"path": "/big", "field": "contents", "old": None, "new": None,
+                  "offset": 400000}], b
 z = json.load(open(w + "/j0.json"))
 assert z["status"] == 0 and z["differences"] == [] and z["different"] is False, z
 EOF
