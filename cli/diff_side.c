@@ -70,6 +70,7 @@ int diff_side_open(struct diff_side *s)
 
 	s->c.name = "diff";
 	s->c.image = s->arg;
+	s->c.cache_bytes = DIFF_CACHE;
 	if (!sqk_is_url(s->arg)) {
 		if (stat(s->arg, &st)) {
 			fprintf(stderr, "sqk diff: %s: %s\n", s->arg, strerror(errno));
@@ -128,7 +129,7 @@ int diff_side_root(struct diff_side *s, struct diff_node *out)
 	if (!out->name)
 		return SQK_ENOMEM;
 	if (s->is_dir) {
-		if (lstat(s->arg, &st) == 0) {
+		if (stat(s->arg, &st) == 0) { /* the root may be given as a symlink to it */
 			ds_from_stat(out, &st);
 			return 0;
 		}
