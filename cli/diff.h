@@ -152,6 +152,12 @@ const char *diff_type_name(uint32_t mode);
 int diff_xattrs(struct diff *d, const struct diff_node *a, const struct diff_node *b,
 		const char *path);
 
+/* diff_blocks.c: for a file of two images of one compressor and block size whose block
+ * lists are equal, compares its blocks as stored: *from gets the offset up to which its
+ * contents are known equal (0 when the shortcut does not apply). 0 or SQK_E* (printed). */
+int diff_same_blocks(struct diff *d, const struct diff_node *a, const struct diff_node *b,
+		     const char *path, uint64_t *from);
+
 /* diff_extract.c: -e DIR: writes regular file n of side s to DIR/old/PATH or DIR/new/PATH
  * (replacing a file there; missing folders made). 0 or SQK_E* (printed; no partial file
  * left). */

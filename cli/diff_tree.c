@@ -144,11 +144,14 @@ static int dt_contents(struct diff *d, const struct diff_node *a, const struct d
 	struct diff_file fa = { .fd = -1 }, fb = { .fd = -1 };
 	uint64_t off = 0;
 	size_t n, k;
-	int r = diff_file_open(&d->a, a, path, &fa);
+	int r = diff_same_blocks(d, a, b, path, &off);
 
 	*at = UINT64_MAX;
 	if (r == 0)
+		r = diff_file_open(&d->a, a, path, &fa);
+	if (r == 0)
 		r = diff_file_open(&d->b, b, path, &fb);
+	fa.off = fb.off = off; /* the bytes before are equal (images only: 0 otherwise) */
 	for (; r == 0 && off < a->size && *at == UINT64_MAX; off += n) {
 		n = a->size - off < DIFF_WINDOW ? (size_t)(a->size - off) : DIFF_WINDOW;
 		r = dt_read(&fa, path, d->wa, n);
