@@ -42,10 +42,11 @@ static void dp_pop(struct dpath *p, size_t old)
 	p->s[old] = '\0';
 }
 
-/* Stops a walk after the first difference under -q: only the status is wanted. */
+/* Stops a walk after the first difference under -q: only the status is wanted (unless -e
+ * has files to write). */
 static bool dt_done(const struct diff *d)
 {
-	return (d->flags & DIFF_QUIET) && d->different;
+	return (d->flags & DIFF_QUIET) && d->different && !d->extract;
 }
 
 /* The entry n of side s (old when a is true), only there, and everything below it. */

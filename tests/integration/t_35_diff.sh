@@ -206,6 +206,9 @@ diff -r "$W/x-peer" "$W/x-sqk" >&2 || fail "-e: sqk diff extracted other files t
 	[ -f "$W/x-sqk/old/d/sub/k" ] && [ -f "$W/x-sqk/new/zz/deep/q" ] ||
 	fail "-e: not the files expected: $(cd "$W/x-sqk" && find . | sort)"
 info "-e: $(cd "$W/x-sqk" && find . -type f | wc -l) files, as sqfsdiff"
+# -q does not cut -e short
+"$SQK" diff -q -e "$W/x-q" "$W/base.sqsh" "$W/many.sqsh" && fail "-q -e: exit 0"
+diff -r "$W/x-peer" "$W/x-q" >&2 || fail "-q -e: not every file extracted"
 
 # ---- 5. directory and URL sides: the lines of the image they stand for ----------------------
 "$SQK" diff "$W/base" "$W/base.sqsh" >"$W/sqk.out" ||
