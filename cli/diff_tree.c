@@ -49,6 +49,17 @@ static bool dt_done(const struct diff *d)
 	return (d->flags & DIFF_QUIET) && d->different && !d->extract;
 }
 
+/* SQK_ETOOBIG (printed) for the entries of a directory at depth SQK_DEPTH_MAX or more:
+ * common/depth.h's bound of every walk. */
+static int dt_deep(const struct dpath *p, unsigned depth)
+{
+	if (depth < SQK_DEPTH_MAX)
+		return 0;
+	fprintf(stderr, "sqk diff: /%s: directories nested deeper than %u levels (the most sqk "
+		"walks)\n", p->s, SQK_DEPTH_MAX);
+	return SQK_ETOOBIG;
+}
+
 /* The entry n of side s (old when a is true), only there, and everything below it. */
 static int dt_only(struct diff *d, struct diff_side *s, bool a, const struct diff_node *n,
 		   struct dpath *p, unsigned depth)
@@ -63,12 +74,9 @@ static int dt_only(struct diff *d, struct diff_side *s, bool a, const struct dif
 		return diff_extract(d, s, n, p->s);
 	if (!S_ISDIR(n->mode) || dt_done(d))
 		return 0;
-	if (depth >= SQK_DEPTH_MAX) {
-		fprintf(stderr, "sqk diff: %s: /%s: directories nested deeper than %u levels\n",
-			s->arg, p->s, SQK_DEPTH_MAX);
-		return SQK_ETOOBIG;
-	}
 	r = diff_side_list(s, n, p->s, &v, &nv);
+	if (r == 0 && nv)
+		r = dt_deep(p, depth);
 	for (size_t i = 0; r == 0 && i < nv && !dt_done(d); i++) {
 		r = dp_push(p, v[i].name, &old);
 		if (r == 0) {
@@ -92,14 +100,11 @@ static int dt_dir(struct diff *d, const struct diff_node *a, const struct diff_n
 	size_t na = 0, nb = 0, i, j, old;
 	int r, c;
 
-	if (depth >= SQK_DEPTH_MAX) {
-		fprintf(stderr, "sqk diff: /%s: directories nested deeper than %u levels\n", p->s,
-			SQK_DEPTH_MAX);
-		return SQK_ETOOBIG;
-	}
 	r = diff_side_list(&d->a, a, p->s, &va, &na);
 	if (r == 0)
 		r = diff_side_list(&d->b, b, p->s, &vb, &nb);
+	if (r == 0 && (na || nb))
+		r = dt_deep(p, depth);
 	for (int pass = 0; pass < 2; pass++) {
 		for (i = j = 0; r == 0 && (i < na || j < nb) && !dt_done(d);) {
 			c = i == na ? 1 : j == nb ? -1 : strcmp(va[i].name, vb[j].name);
