@@ -182,6 +182,7 @@ int cmd_open(struct cmd *c)
 
 	sqk_open_opts_init(&o);
 	o.offset = c->offset;
+	o.cache_bytes = c->cache_bytes;
 	o.log = cmd_log;
 	o.log_ctx = c;
 	o.no_verify = c->remote.no_verify;

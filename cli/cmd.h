@@ -114,6 +114,7 @@ struct cmd {
 	char *shown;          /* the image name in messages: a URL without query or credentials */
 	char why[512];        /* the library's last line (after a failed open: why it failed) */
 	struct progress *progress; /* a progress line erased before each message, or NULL */
+	size_t cache_bytes;   /* the image's block cache bound; 0 = the library's default */
 };
 
 /* The signatures s[0..n) of an image (sqk_image_signatures, which returned rc) on stdout: as

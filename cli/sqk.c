@@ -9,6 +9,7 @@
 #endif
 #include "mkimage.h"
 #include "cmd.h"
+#include "diff.h"
 #include "sign.h"
 #if SQK_HAVE_TAR
 #include "tar.h"
@@ -44,12 +45,14 @@ static void usage(FILE *f)
 		   "                                      add or replace the signature of KEY\n"
 		   "  mount IMAGE MOUNTPOINT [-o OPTS]    mount read-only with FUSE (as sqkfuse)\n"
 		   "  umount [-z] MOUNTPOINT              unmount a sqkfuse mount\n"
+		   "  diff [OPTIONS] OLD NEW              compare two images or directories (as\n"
+		   "                                      sqfsdiff; exit 0 same, 1 different)\n"
 		   "  help [COMMAND]                      this text, or the --help of COMMAND\n"
 		   "  version                             print the version (also --version)\n"
 		   "\n"
 		   "Each command takes --help (sqk help COMMAND prints it too). The reading "
 		   "commands\n"
-		   "(ls, cat, extract, tar, info, stat, verify) take --offset N for an image\n"
+		   "(ls, cat, extract, tar, info, stat, verify, diff) take --offset N for an image\n"
 		   "starting N bytes into the file. Manual pages: sqk(1), sqkfuse(8).\n"
 		   "Exit status: 0 ok, 1 error, 2 usage (verify: as fsck, above).\n");
 }
@@ -114,6 +117,7 @@ static const struct command {
 	{ "sign", sign_main },		 { "mount", mount_main },
 	{ "umount", umount_main },	 { "help", help_main },
 	{ "stat", stat_main },
+	{ "diff", diff_main },
 };
 
 static const struct command *find(const char *name)

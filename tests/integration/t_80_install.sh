@@ -43,7 +43,7 @@ comp=$(cd "$W" && PATH=$D/usr/bin:$PATH bash -c '
 	c() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); $F; echo "${COMPREPLY[*]}"; }
 	F=_sqk; c sqk ex; c sqk ""; c sqk mkimage --no-d; c sqk info one.s; c sqk sign --ke
 	F=_sqkfuse; c sqkfuse one.sqsh . -o thr' _ "$D/usr/share/bash-completion/completions/sqk" 2>&1)
-expect=$(printf '%s\n' extract "mkimage ls cat extract tar info stat verify keygen sign mount umount help version --help --version" \
+expect=$(printf '%s\n' extract "mkimage ls cat extract tar info stat verify keygen sign mount umount diff help version --help --version" \
 	--no-dedup one.sqsh --key threads=)
 [ "$comp" = "$expect" ] || fail "bash completion: got
 $comp
