@@ -20,15 +20,18 @@ void cmdopt_init(struct cmdopt *p, const char *cmd, int argc, char **argv,
 	p->i = 1;
 }
 
-int cmdopt_fail(const struct cmdopt *p, const char *fmt, ...)
+int cmdopt_fail(struct cmdopt *p, const char *fmt, ...)
 {
 	va_list ap;
+	int n;
 
-	fprintf(stderr, "sqk %s: ", p->cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "; sqk %s --help lists the options\n", p->cmd);
+	if (n >= 0 && (size_t)n < sizeof(p->msg))
+		snprintf(p->msg + n, sizeof(p->msg) - (size_t)n, "; sqk %s --help lists the options",
+			 p->cmd);
+	fprintf(stderr, "sqk %s: %s\n", p->cmd, p->msg);
 	return 2;
 }
 

@@ -29,6 +29,7 @@ struct cmdopt {
 	const char *arg;             /* the option's value (NULL for a flag), or the positional */
 	char as[64];                 /* the option as it was spelled ("-dest", "--force", "-f") */
 	int npos;                    /* positionals so far: also moved to argv[1..npos] */
+	char msg[160];               /* the last error, as printed (without "sqk CMD: ") */
 };
 
 /* Starts parsing argv[1..argc) (argv[0] is the command). Borrows every argument. */
@@ -42,8 +43,9 @@ void cmdopt_init(struct cmdopt *p, const char *cmd, int argc, char **argv,
  * letter. */
 int cmdopt_next(struct cmdopt *p);
 
-/* Prints "sqk CMD: MESSAGE; sqk CMD --help lists the options" (one line) and returns 2. */
-int cmdopt_fail(const struct cmdopt *p, const char *fmt, ...)
+/* Prints "sqk CMD: MESSAGE; sqk CMD --help lists the options" (one line), keeps it in
+ * p->msg and returns 2. */
+int cmdopt_fail(struct cmdopt *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -5,7 +5,7 @@
 #include "common/depth.h"
 #include "common/grow.h"
 
-#include <getopt.h>
+#include "cmdopt.h"
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,39 +234,40 @@ static int ls_parse(struct ls *l, int argc, char **argv, const char **path)
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cmdopt p;
 	int ch;
 
 	l->escape = -1;
-	while ((ch = getopt_long(argc, argv, "lRbNh", opts, NULL)) != -1) {
+	cmdopt_init(&p, "ls", argc, argv, opts, "lRbNo:h");
+	while ((ch = cmdopt_next(&p)) != CMDOPT_END) {
 		switch (ch) {
+		case CMDOPT_POS: break;
+		case CMDOPT_ERR: return 2;
 		case 'l': l->longfmt = 1; break;
 		case 'R': l->recursive = 1; break;
 		case 'b': l->escape = 1; break;
 		case 'N': l->escape = 0; break;
 		case 'o':
-			if (parse_u64(optarg, UINT64_MAX, &l->c.offset)) {
-				cmd_usage_err("ls", "bad --offset '%s'", optarg);
+			if (parse_bytes(p.arg, UINT64_MAX, &l->c.offset)) {
+				cmd_usage_err("ls", "bad offset '%s' for %s", p.arg, p.as);
 				return 2;
 			}
 			break;
 		case 'h': ls_usage(stdout); return 0;
 		default:
-			ch = cmd_remote_opt("ls", &l->c.remote, ch, optarg);
-			if (ch == 0)
+			if (cmd_remote_opt("ls", &l->c.remote, ch, p.arg) == 0)
 				break;
-			if (ch == 1)
-				ls_usage(stderr);
 			return 2;
 		}
 	}
-	if (optind >= argc || argc - optind > 2) {
+	if (p.npos < 1 || p.npos > 2) {
 		cmd_usage_err("ls", "expected IMAGE [PATH]");
 		return 2;
 	}
 	if (l->escape < 0)
 		l->escape = isatty(STDOUT_FILENO);
-	l->c.image = argv[optind];
-	*path = optind + 1 < argc ? argv[optind + 1] : "";
+	l->c.image = argv[1];
+	*path = p.npos > 1 ? argv[2] : "";
 	return -1;
 }
 
