@@ -131,6 +131,14 @@ static int cat_glob(struct cmd *c, const char *pat, void *buf, struct progress *
 	return g->status;
 }
 
+/* A PATH with wildcards that does not name an entry as written: a pattern. */
+static bool cat_is_glob(struct cmd *c, const char *path)
+{
+	struct sqk_inode ino;
+
+	return sel_is_glob(path) && sqk_lookup_path(c->img, path, &ino) != 0;
+}
+
 /* The totals of the progress line: the regular files among the PATHs (the others fail). */
 static void cat_totals(struct cmd *c, char **paths, int n, struct progress *pr)
 {
@@ -141,7 +149,7 @@ static void cat_totals(struct cmd *c, char **paths, int n, struct progress *pr)
 	struct cat_glob g;
 
 	for (i = 0; i < n; i++) {
-		if (sel_is_glob(paths[i]) && cat_glob(c, paths[i], NULL, pr, &g) == 0) {
+		if (cat_is_glob(c, paths[i]) && cat_glob(c, paths[i], NULL, pr, &g) == 0) {
 			files += g.files;
 			bytes += g.bytes;
 		} else if (sqk_lookup_path(c->img, paths[i], &ino) == 0 &&
@@ -169,8 +177,8 @@ static int cat_run(struct cmd *c, char **paths, int n, void *buf, bool progress)
 	struct cat_glob g;
 
 	for (i = 0; i < n; i++)
-		status |= sel_is_glob(paths[i]) ? cat_glob(c, paths[i], buf, &pr, &g)
-						: cat_one(c, paths[i], buf, &pr);
+		status |= cat_is_glob(c, paths[i]) ? cat_glob(c, paths[i], buf, &pr, &g)
+						   : cat_one(c, paths[i], buf, &pr);
 	progress_stop(&pr);
 	c->progress = NULL;
 	if (status == 0) {

@@ -56,7 +56,8 @@ static int x_open_dest(struct extract *x)
 }
 
 /* Every PATH without wildcards must be in the image before anything is made (not even DEST);
- * a pattern may match nothing (a warning, at the end). */
+ * a pattern may match nothing (a warning, at the end). A PATH with wildcards that names an
+ * entry as written is that entry (names with '*', '?' or '[' stay reachable). */
 static int x_check_paths(struct extract *x)
 {
 	struct sqk_inode ino;
@@ -66,9 +67,14 @@ static int x_check_paths(struct extract *x)
 	for (i = 0; i < x->sel.npats; i++) {
 		const char *p = x->sel.pats[i].text;
 
-		if (x->sel.pats[i].exclude || sel_is_glob(p))
+		if (x->sel.pats[i].exclude)
 			continue;
 		r = sqk_lookup_path(x->c.img, p, &ino);
+		if (sel_is_glob(p)) { /* the entry it names as written, else a pattern */
+			if (r == 0 && sel_make_literal(&x->sel, i))
+				return -1;
+			continue;
+		}
 		if (r == SQK_ENOENT)
 			cmd_err(&x->c, p, 0, "not in the image; nothing extracted");
 		else if (r)

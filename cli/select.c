@@ -60,6 +60,27 @@ int sel_add(struct sel *s, const char *pattern, bool exclude)
 	return sel_split(p, pattern);
 }
 
+int sel_make_literal(struct sel *s, size_t i)
+{
+	struct sel_pat *p = &s->pats[i];
+
+	for (uint32_t k = 0; k < p->n; k++) {
+		size_t len = strlen(p->comps[k]);
+		char *e = malloc(2 * len + 1), *o = e;
+
+		if (!e)
+			return SQK_ENOMEM;
+		for (size_t j = 0; j < len; j++) {
+			*o++ = '\\'; /* fnmatch takes any escaped character as itself */
+			*o++ = p->comps[k][j];
+		}
+		*o = '\0';
+		free(p->comps[k]);
+		p->comps[k] = e;
+	}
+	return 0;
+}
+
 void sel_free(struct sel *s)
 {
 	for (size_t i = 0; i < s->npats; i++) {

@@ -60,6 +60,10 @@ int sel_add(struct sel *s, const char *pattern, bool exclude);
 /* Whether pattern holds fnmatch's special characters (else it names one path). */
 bool sel_is_glob(const char *pattern);
 
+/* Makes pattern i match its text exactly (each character escaped): for a PATH with wildcard
+ * characters that names an entry as written. Returns 0 or SQK_ENOMEM. */
+int sel_make_literal(struct sel *s, size_t i);
+
 /* Walks img from its root, calling fn(ctx, ...) as sel_fn says. Returns 0, fn's negative
  * value, or SQK_E* of opening the walk (out of memory, an unreadable root). Borrows img. */
 int sel_walk(struct sel *s, struct sqk_image *img, sel_fn fn, void *ctx);
