@@ -25,15 +25,20 @@ static void cat_usage(FILE *f)
 		"Writes the contents of the regular files PATH... of a SquashFS image to standard\n"
 		"output, one after the other. A PATH that is missing or not a regular file is an "
 		"error;\n"
-		"the remaining paths are still written.\n"
+		"the remaining paths are still written. A PATH with wildcards (*, ?, [...]) that\n"
+		"names no entry as written is a pattern, as unsquashfs -cat takes it: the files\n"
+		"it matches, matched a component at a time, in the image's order.\n"
 		"\n"
-		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
-		"      --no-progress no progress line (shown on a terminal's stderr after 1 s "
+		"  -o, --offset N    the image starts N bytes into the file (K/M/G; mksquashfs\n"
+		"                    -offset, unsquashfs -o)\n"
+		"  -n, --no-progress no progress line (shown on a terminal's stderr after 1 s "
 		"when\n"
 		"                    standard output is not that terminal)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
+		"Options may come anywhere on the line (-- ends them); each long one also\n"
+		"with one dash, as unsquashfs spells them.\n"
 		"Exit status: 0 ok, 1 error (missing path, not a file, corrupt image, I/O), 2 "
 		"usage.\n");
 }

@@ -29,8 +29,8 @@ int cmdopt_fail(struct cmdopt *p, const char *fmt, ...)
 	n = vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
 	va_end(ap);
 	if (n >= 0 && (size_t)n < sizeof(p->msg))
-		snprintf(p->msg + n, sizeof(p->msg) - (size_t)n, "; sqk %s --help lists the options",
-			 p->cmd);
+		snprintf(p->msg + n, sizeof(p->msg) - (size_t)n,
+			 "; sqk %s --help lists the options", p->cmd);
 	fprintf(stderr, "sqk %s: %s\n", p->cmd, p->msg);
 	return 2;
 }

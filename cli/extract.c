@@ -128,7 +128,8 @@ static const char *x_why(const struct extract *x, char *buf, size_t cap)
 static void x_left(struct extract *x, bool files_started)
 {
 	size_t removed = atomic_load(&x->files_removed), partial = atomic_load(&x->files_partial);
-	char left[96] = "", why[64];
+	char left[96] = "", buf[64];
+	const char *why = x_why(x, buf, sizeof(buf));
 
 	progress_stop(&x->pr); /* no line drawn under the last messages */
 	x_dir_meta(x);
@@ -139,11 +140,11 @@ static void x_left(struct extract *x, bool files_started)
 		cmd_err(&x->c, NULL, 0, "extracted %zu of %zu %s into %s %s "
 			    "(%zu partial %s removed%s); %s is incomplete",
 			    atomic_load(&x->files_done), x->njobs,
-			    plural(x->njobs, "file", "files"), x->dest, x_why(x, why, sizeof(why)), removed,
+			    plural(x->njobs, "file", "files"), x->dest, why, removed,
 			    plural(removed, "file", "files"), left, x->dest);
 	else
 		cmd_err(&x->c, NULL, 0, "extracted no file into %s %s (%zu %s, "
-			    "%zu other %s made); %s is incomplete", x->dest, x_why(x, why, sizeof(why)), x->made_dirs,
+			    "%zu other %s made); %s is incomplete", x->dest, why, x->made_dirs,
 			    plural(x->made_dirs, "directory", "directories"), x->made_other,
 			    plural(x->made_other, "entry", "entries"), x->dest);
 }

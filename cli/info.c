@@ -87,10 +87,13 @@ static void info_usage(FILE *f)
 		"                    not valid), http_bytes, http_bytes_unused and\n"
 		"                    http_digest_groups (remote images);\n"
 		"                    a failure: {image, error, exit_status}\n"
-		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		"  -o, --offset N    the image starts N bytes into the file (K/M/G; mksquashfs\n"
+		"                    -offset, unsquashfs -o)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
+		"Options may come anywhere on the line (-- ends them); each long one also\n"
+		"with one dash, as unsquashfs spells them.\n"
 		"Exit status: 0 ok, 1 error (corrupt image, I/O), 2 usage.\n");
 }
 

@@ -44,10 +44,13 @@ static void ls_usage(FILE *f)
 		"  -N, --literal     print names as stored\n"
 		"                    (default: --escape when the output is a terminal, else "
 		"--literal)\n"
-		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		"  -o, --offset N    the image starts N bytes into the file (K/M/G; mksquashfs\n"
+		"                    -offset, unsquashfs -o)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
+		"Options may come anywhere on the line (-- ends them); each long one also\n"
+		"with one dash, as unsquashfs spells them.\n"
 		"Exit status: 0 ok, 1 error (missing path, corrupt image, I/O), 2 usage.\n");
 }
 

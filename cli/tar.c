@@ -69,12 +69,14 @@ static void tar_usage(FILE *f)
 		"      --no-sparse    store holes as zeros, for readers without GNU sparse\n"
 		"                     1.0 support\n"
 		"      --offset N     the image starts N bytes into the file\n"
-		"      --no-progress  no progress line on a terminal's stderr\n"
+		"  -n, --no-progress  no progress line on a terminal's stderr\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help         this text\n"
 		"\n"
 		"An error (a corrupt block, a failed write, a closed pipe) ends the output\n"
 		"without the end-of-archive blocks, so that readers of it fail too.\n"
+		"Options may come anywhere on the line (-- ends them); each long one also\n"
+		"with one dash, as unsquashfs spells them.\n"
 		"Exit status: 0 ok (also when sockets were skipped), 1 error, 2 usage,\n"
 		"128+N when interrupted by signal N while writing FILE.\n");
 }
