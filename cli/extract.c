@@ -247,6 +247,9 @@ static int x_run(struct extract *x)
 	progress_stop(&x->pr);
 	if (r == 0)
 		x_summary(x);
+	if (r == 0 && x_stopped(x)) /* the status says signal: say that DEST is whole */
+		cmd_err(&x->c, NULL, 0, "%s came after the extraction was complete: %s is whole",
+			x_signame(atomic_load(x->sig)), x->dest);
 	return r;
 }
 
