@@ -66,6 +66,7 @@ static void x_usage(FILE *f)
 		"  -n, --no-progress      no progress line (on a terminal's stderr: files and\n"
 		"                         bytes done, the rate, the time left; a summary line\n"
 		"                         at the end)\n"
+		"  -q, --quiet            the same (unsquashfs -q): errors are still printed\n"
 		"  -i, --info             print each entry (DEST/PATH) on stdout as it is made\n"
 		"      -ig, --ignore-errors  go on after an error (that file or entry left out,\n"
 		"                         a partial file removed); exit 1 at the end with the\n"
@@ -245,7 +246,7 @@ static int x_option(struct extract *x, struct x_args *a, int ch, const char *arg
 	switch (ch) {
 	case 'j': case 'p': case 'o': return x_number(x, ch, arg, a->p.as);
 	case 'f': x->force = true; return -1;
-	case 'n': case X_OPT_NO_PROGRESS: x->progress = false; return -1;
+	case 'n': case 'q': case X_OPT_NO_PROGRESS: x->progress = false; return -1;
 	case 'd': x->dest = arg; a->no_dest_pos = true; return -1;
 	case 'i': x->info = true; return -1;
 	case X_OPT_IG: x->ignore_errors = true; return -1;
@@ -264,6 +265,7 @@ static const struct option x_longs[] = {
 	{ "force", no_argument, NULL, 'f' },
 	{ "offset", required_argument, NULL, 'o' },
 	{ "no-progress", no_argument, NULL, X_OPT_NO_PROGRESS },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "dest", required_argument, NULL, 'd' },
 	{ "ef", required_argument, NULL, 'e' },
 	{ "extract-file", required_argument, NULL, 'e' },
@@ -349,7 +351,7 @@ int x_parse(struct extract *x, int argc, char **argv)
 		free(a.excl);
 		return 1;
 	}
-	cmdopt_init(&a.p, "extract", argc, argv, x_longs, "j:p:fo:nd:e:xih");
+	cmdopt_init(&a.p, "extract", argc, argv, x_longs, "j:p:fo:nqd:e:xih");
 	while (r < 0 && (ch = cmdopt_next(&a.p)) != CMDOPT_END) {
 		if (ch == CMDOPT_ERR)
 			r = 2;

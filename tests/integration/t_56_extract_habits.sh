@@ -4,7 +4,8 @@
 # unsquashfs 4.7.5 on the same image (made by sqk mkimage): the trees (treecmp: presence, type,
 # mode, owners, mtime, xattrs, hard links, contents) or the bytes written.
 #  1. PATH globs (one or many), -ef lists, -excludes, -ex ... ';', -exclude-file, --exclude,
-#     -max-depth with and without PATHs; options before, between and after the positionals
+#     -max-depth with and without PATHs, -q, -p; options before, between and after the
+#     positionals
 #  2. the default DEST squashfs-root (in a scratch cwd), the old IMAGE DEST PATH form, a DEST
 #     that looks like a glob refused, -f into a non-empty DEST
 #  3. -ig on an image with a damaged block: the other files extracted, the bad one absent, a
@@ -69,6 +70,8 @@ for depth in 0 1 2; do
 done
 both "-max-depth 2 a" -max-depth 2 "$IMG" a
 both "-max-depth 1 a/b" -max-depth 1 "$IMG" a/b
+both "-q, -p 1, -f into a new DEST" -q -p 1 -f "$IMG" a
+[ ! -s "$ERR_FILE" ] || { show_err; fail "-q: sqk printed something"; }
 
 # --exclude GLOB (sqk's spelling) against unsquashfs's -exclude-file of the same pattern; options
 # after and between the positionals
