@@ -131,6 +131,10 @@ int extract_main(int argc, char **argv);
 int verify_main(int argc, char **argv);
 int stat_main(int argc, char **argv);
 
+/* sqk cat's work for c (image, offset and remote options set, not open): opens the image,
+ * writes the files paths[0..n) (literal paths or unsquashfs globs) to stdout, closes it.
+ * Borrows paths. Returns the exit status (0 or 1). */
+int cat_paths(struct cmd *c, char **paths, int n, bool progress);
 
 /* Handles a remote option (ch one of SQK_OPT_*) for command `cmd`: 0 taken, 1 not a remote
  * option, 2 bad argument (message printed). Borrows arg for the life of r. */

@@ -7,33 +7,17 @@
  * to directory fds without following symlinks. */
 #include "extract.h"
 #include "common/depth.h"
+#include "cli/lib/sigwatch.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Depth of a PATH argument (number of components), to extract parents before children. */
-static size_t x_path_depth(const char *p)
-{
-	size_t n = 0;
-
-	for (; *p; p++)
-		if (*p != '/' && (p[1] == '/' || p[1] == '\0'))
-			n++;
-	return n;
-}
-
-static int x_cmp_paths(const void *a, const void *b)
-{
-	size_t da = x_path_depth(*(char *const *)a), db = x_path_depth(*(char *const *)b);
-
-	return da < db ? -1 : da > db;
-}
 
 /* Creates DEST, or checks that it is empty (unless --force); opens it. */
 static int x_open_dest(struct extract *x)
@@ -71,21 +55,43 @@ static int x_open_dest(struct extract *x)
 	return 0;
 }
 
-/* Every PATH must be in the image before anything is made (not even DEST). */
-static int x_check_paths(struct extract *x, char **paths, int npaths)
+/* Every PATH without wildcards must be in the image before anything is made (not even DEST);
+ * a pattern may match nothing (a warning, at the end). A PATH with wildcards that names an
+ * entry as written is that entry (names with '*', '?' or '[' stay reachable). */
+static int x_check_paths(struct extract *x)
 {
+	const char *what = x->lst.only ? "listed" : "extracted";
 	struct sqk_inode ino;
-	int i, r, bad = 0;
+	size_t i;
+	int r, bad = 0;
 
-	for (i = 0; i < npaths; i++) {
-		r = sqk_lookup_path(x->c.img, paths[i], &ino);
+	for (i = 0; i < x->sel.npats; i++) {
+		const char *p = x->sel.pats[i].text;
+
+		if (x->sel.pats[i].exclude)
+			continue;
+		r = sqk_lookup_path(x->c.img, p, &ino);
+		if (sel_is_glob(p)) { /* the entry it names as written, else a pattern */
+			if (r == 0 && sel_make_literal(&x->sel, i))
+				return -1;
+			continue;
+		}
 		if (r == SQK_ENOENT)
-			cmd_err(&x->c, paths[i], 0, "not in the image; nothing extracted");
+			cmd_err(&x->c, p, 0, "not in the image; nothing %s", what);
 		else if (r)
-			cmd_err(&x->c, paths[i], r, "cannot look up; nothing extracted");
+			cmd_err(&x->c, p, r, "cannot look up; nothing %s", what);
 		bad |= r != 0;
 	}
 	return bad ? -1 : 0;
+}
+
+/* The patterns that matched nothing: a warning each. */
+static void x_unmatched(struct extract *x)
+{
+	for (size_t i = 0; i < x->sel.npats; i++)
+		if (!x->sel.pats[i].exclude && !x->sel.pats[i].hit)
+			cmd_err(&x->c, NULL, 0, "warning: '%s' matched nothing in the image",
+				x->sel.pats[i].text);
 }
 
 /* Phase 2's totals for the progress line: the files its workers write. */
@@ -99,13 +105,32 @@ static void x_totals(struct extract *x)
 	progress_totals(&x->pr, x->njobs, bytes);
 }
 
-/* After a failure: the directories made get their attributes all the same, and the message
- * says what DEST holds: the files extracted, the partial files removed (and any that could not
- * be: each was named). */
+/* The name of a signal the watcher takes. */
+static const char *x_signame(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP"
+									: "a signal";
+}
+
+/* What stopped the extraction, for x_left's message. */
+static const char *x_why(const struct extract *x, char *buf, size_t cap)
+{
+	int sig = x->sig ? atomic_load(x->sig) : 0;
+
+	if (!sig)
+		return "before the error";
+	snprintf(buf, cap, "before %s stopped it", x_signame(sig));
+	return buf;
+}
+
+/* After a failure or a signal: the directories made get their attributes all the same, and
+ * the message says what DEST holds: the files extracted, the partial files removed (and any
+ * that could not be: each was named). */
 static void x_left(struct extract *x, bool files_started)
 {
 	size_t removed = atomic_load(&x->files_removed), partial = atomic_load(&x->files_partial);
-	char left[96] = "";
+	char left[96] = "", buf[64];
+	const char *why = x_why(x, buf, sizeof(buf));
 
 	progress_stop(&x->pr); /* no line drawn under the last messages */
 	x_dir_meta(x);
@@ -113,39 +138,46 @@ static void x_left(struct extract *x, bool files_started)
 		snprintf(left, sizeof(left), ", %zu partial %s not removed", partial,
 			 plural(partial, "file", "files"));
 	if (files_started)
-		cmd_err(&x->c, NULL, 0, "extracted %zu of %zu %s into %s before the error "
+		cmd_err(&x->c, NULL, 0, "extracted %zu of %zu %s into %s %s "
 			    "(%zu partial %s removed%s); %s is incomplete",
 			    atomic_load(&x->files_done), x->njobs,
-			    plural(x->njobs, "file", "files"), x->dest, removed,
+			    plural(x->njobs, "file", "files"), x->dest, why, removed,
 			    plural(removed, "file", "files"), left, x->dest);
 	else
-		cmd_err(&x->c, NULL, 0, "extracted no file into %s before the error (%zu %s, "
-			    "%zu other %s made); %s is incomplete", x->dest, x->made_dirs,
+		cmd_err(&x->c, NULL, 0, "extracted no file into %s %s (%zu %s, "
+			    "%zu other %s made); %s is incomplete", x->dest, why, x->made_dirs,
 			    plural(x->made_dirs, "directory", "directories"), x->made_other,
 			    plural(x->made_other, "entry", "entries"), x->dest);
 }
 
-/* Phases 1 (every PATH, or the whole image) to 4. Returns 0 or -1 (messages printed). */
-static int x_phases(struct extract *x, char **paths, int npaths)
+/* Phases 1 (the selected entries) to 4. Returns 0 or -1 (messages printed). */
+static int x_phases(struct extract *x)
 {
-	int i;
-
-	qsort(paths, (size_t)npaths, sizeof(*paths), x_cmp_paths);
-	for (i = 0; i < (npaths ? npaths : 1); i++) {
-		if (x_extract_path(x, npaths ? paths[i] : "")) {
-			x_left(x, false);
-			return -1;
-		}
+	if (x_extract_tree(x) || x_stopped(x)) {
+		x_left(x, false);
+		return -1;
 	}
 	x_totals(x);
-	if (x_run_workers(x) || x_link_files(x)) {
+	if (x_run_workers(x) || x_link_files(x) || x_stopped(x)) {
 		x_left(x, true);
 		return -1;
 	}
-	if (x_dir_meta(x)) {
+	if (x_dir_meta(x) && !x_go_on(x)) {
 		cmd_err(&x->c, NULL, 0, "extracted all %zu %s into %s, but not all the "
 			    "directories' attributes", x->njobs,
 			    plural(x->njobs, "file", "files"), x->dest);
+		return -1;
+	}
+	x_unmatched(x);
+	if (atomic_load(&x->errors)) {
+		progress_stop(&x->pr);
+		cmd_err(&x->c, NULL, 0, "%zu %s gone past (-ignore-errors): extracted %zu of %zu "
+			    "%s into %s (%zu partial %s removed); %s is incomplete",
+			    atomic_load(&x->errors), plural(atomic_load(&x->errors), "error",
+			    "errors"), atomic_load(&x->files_done), x->njobs,
+			    plural(x->njobs, "file", "files"), x->dest,
+			    atomic_load(&x->files_removed),
+			    plural(atomic_load(&x->files_removed), "file", "files"), x->dest);
 		return -1;
 	}
 	return 0;
@@ -187,7 +219,7 @@ static void x_raise_fd_limit(void)
 }
 
 /* Checks the PATHs, opens DEST, runs the phases with the progress line. */
-static int x_run(struct extract *x, char **paths, int npaths)
+static int x_run(struct extract *x)
 {
 	const struct sqk_super *s = sqk_image_super(x->c.img);
 	struct sqk_inode root;
@@ -207,68 +239,117 @@ static int x_run(struct extract *x, char **paths, int npaths)
 		return -1;
 	x->first[root.ino] = 0;
 	x_raise_fd_limit();
-	if (x_check_paths(x, paths, npaths) || x_open_dest(x))
+	if (x_check_paths(x) || x_open_dest(x))
 		return -1;
 	x->ents[0].made = true;
-	if (x->lst.info && lst_tree(&x->lst, &x->c, x->dest, paths, (size_t)npaths))
+	if (x->lst.info && lst_tree_sel(&x->lst, &x->c, x->dest, &x->sel))
 		return -1;
 	progress_stage(&x->pr, "reading the tree", "entries");
 	progress_start(&x->pr, 0);
-	r = x_phases(x, paths, npaths);
+	r = x_phases(x);
 	progress_stop(&x->pr);
 	if (r == 0)
 		x_summary(x);
+	if (r == 0 && x_stopped(x)) /* the status says signal: say that DEST is whole */
+		cmd_err(&x->c, NULL, 0, "%s came after the extraction was complete: %s is whole",
+			x_signame(atomic_load(x->sig)), x->dest);
+	return r;
+}
+
+/* Frees what x holds. */
+static void x_free(struct extract *x)
+{
+	size_t i;
+
+	if (x->destfd >= 0)
+		close(x->destfd);
+	cmd_close(&x->c);
+	for (i = 0; i < x->nents; i++)
+		free(x->ents[i].path);
+	free(x->ents);
+	free(x->jobs);
+	free(x->first);
+	x_free_opts(x);
+	lst_free(&x->lst);
+}
+
+/* -cat: the files the PATHs select, to stdout, as sqk cat writes them. */
+static int x_cat(struct extract *x)
+{
+	char **paths = calloc(x->sel.npats + 1, sizeof(*paths));
+	int n = 0, r;
+
+	if (x->sel.max_depth != SEL_NO_MAX_DEPTH || x->sel.nextract != x->sel.npats) {
+		free(paths);
+		cmd_usage_err("extract", "-cat takes PATHs only (no excludes, no -max-depth)");
+		return 2;
+	}
+	if (!paths)
+		return 1;
+	for (size_t i = 0; i < x->sel.npats; i++)
+		paths[n++] = (char *)x->sel.pats[i].text;
+	r = cat_paths(&x->c, paths, n, x->progress);
+	free(paths);
 	return r;
 }
 
 /* -ls, -lls ...: unsquashfs's listing under DEST (-d) or squashfs-root; nothing extracted. */
 static int x_list(struct extract *x)
 {
-	lst_norm_paths(x->paths, (size_t)x->npaths);
-	return lst_tree(&x->lst, &x->c, x->dest ? x->dest : "squashfs-root", x->paths,
-			(size_t)x->npaths) ? 1 : 0;
+	if (x_check_paths(x))
+		return 1;
+	if (lst_tree_sel(&x->lst, &x->c, x->dest, &x->sel))
+		return 1;
+	x_unmatched(x);
+	return 0;
 }
 
 int extract_main(int argc, char **argv)
 {
 	struct extract x;
+	struct sigwatch sw;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t i;
-	int r;
+	int r, sig = 0;
 
 	memset(&x, 0, sizeof(x));
+	sel_init(&x.sel);
+	lst_init(&x.lst);
 	x.c.name = "extract";
 	x.destfd = -1;
 	x.threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	x.root = geteuid() == 0;
 	x.progress = true;
-	/* Modes are restored exactly as stored, not filtered by the caller's umask. */
-	umask(0);
-	lst_init(&x.lst);
 	argc = lst_strip(&x.lst, argc, argv, LST_FOR_EXTRACT);
 	r = x_parse(&x, argc, argv);
-	if (r >= 0)
+	if (r >= 0 || x.cat) {
+		r = r >= 0 ? r : x_cat(&x);
+		x_free_opts(&x);
+		lst_free(&x.lst);
+		cmd_remote_free(&x.c.remote);
 		return r;
-	r = 1;
-	x.lst.escape = isatty(STDOUT_FILENO);
-	if (x.lst.info) {
-		x.progress = false; /* as unsquashfs: the listing instead */
-		lst_norm_paths(x.paths, (size_t)x.npaths);
 	}
+	x.lst.escape = isatty(STDOUT_FILENO);
+	if (x.lst.only) {
+		r = cmd_open(&x.c) ? 1 : x_list(&x);
+		x_free(&x);
+		return r;
+	}
+	if (x.lst.info)
+		x.progress = false; /* as unsquashfs: the listing instead */
+	/* Modes are restored exactly as stored, not filtered by the caller's umask. */
+	umask(0);
 	progress_init(&x.pr, "extract", x.progress);
 	x.c.progress = &x.pr;
-	if (!cmd_open(&x.c) && x.lst.only)
-		r = x_list(&x);
-	else if (x.c.img)
-		r = x_run(&x, x.paths, x.npaths) ? 1 : 0;
-	if (x.destfd >= 0)
-		close(x.destfd);
-	cmd_close(&x.c);
-	for (i = 0; i < x.nents; i++)
-		free(x.ents[i].path);
-	free(x.ents);
-	free(x.jobs);
-	free(x.first);
-	lst_free(&x.lst);
-	return r;
+	/* a signal stops the phases: the partial file goes, the message says what is left */
+	if (sigwatch_start(&sw, NULL, NULL) == 0)
+		x.sig = &sw.sig;
+	r = 1;
+	if (!cmd_open(&x.c))
+		r = x_run(&x) ? 1 : 0;
+	if (x.sig) {
+		sig = atomic_load(&sw.sig);
+		sigwatch_stop(&sw);
+	}
+	x_free(&x);
+	return sig ? 128 + sig : r;
 }

@@ -6,12 +6,14 @@
 #define SQK_EXTRACT_H
 
 #include <pthread.h>
+#include <regex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
 #include "cmd.h"
 #include "listing.h"
 #include "progress.h"
+#include "select.h"
 
 /* One extracted name. Directories, files and the rest share the table; indices stay valid. */
 struct xent {
@@ -53,11 +55,35 @@ struct extract {
 	size_t made_other;    /* symlinks, devices, fifos, sockets, hard links made (phases 1, 3) */
 	bool progress;        /* the progress line on a terminal (no --no-progress) */
 	struct progress pr;
-	struct listing lst;   /* -ls, -lls, ... (list only), -i, -linfo (list, extract) */
-	bool dest_opt;        /* -d DEST given: the arguments are IMAGE [PATH...] */
-	char **paths;         /* the PATH arguments (in argv) */
-	int npaths;
+	struct listing lst;   /* -ls, -lls, ... (list only), -li, -linfo (list, extract) */
+	struct sel sel;       /* PATH patterns, excludes, -max-depth */
+	bool ignore_errors;   /* -ig: go on after an error, count it, exit 1 at the end */
+	bool info;            /* -i: print each entry as it is made */
+	bool no_xattrs;       /* -no-xattrs */
+	bool cat;             /* -cat: the PATHs' files to stdout, nothing extracted */
+	bool has_xinc, has_xexc; /* -xattrs-include / -xattrs-exclude given */
+	regex_t xinc, xexc;
+	atomic_size_t errors; /* errors gone past under -ig */
+	const atomic_int *sig; /* the signal that stops the extraction (sigwatch), or NULL */
+	char **lists;         /* -ef / -exclude-file contents (owned, freed by x_free_opts) */
+	size_t nlists;
 };
+
+/* True when a signal asked the extraction to stop. */
+static inline bool x_stopped(const struct extract *x)
+{
+	return x->sig && atomic_load(x->sig);
+}
+
+/* An error at entry or file: under -ig it is counted and the extraction goes on (true),
+ * else it stops (false). */
+static inline bool x_go_on(struct extract *x)
+{
+	if (!x->ignore_errors || x_stopped(x))
+		return false;
+	atomic_fetch_add(&x->errors, 1);
+	return true;
+}
 
 /* Opens the directory of entry idx by walking its path from DEST, one component at a time with
  * O_DIRECTORY|O_NOFOLLOW (never through a symlink). Returns an fd or -1 with errno. */
@@ -78,6 +104,9 @@ struct x_fail {
 	int errnum;           /* a failed write: errno, else 0 */
 	uint64_t off;         /* a failed read: its file offset */
 };
+
+/* x_fail.what of a file whose writing a signal stopped. */
+#define X_STOPPED "stopped"
 
 /* Writes the contents of file entry idx into fd, leaving holes for all-zero blocks.
  * buf holds 1 MiB. Returns 0, or -1 with *f saying why (nothing printed). */
@@ -102,15 +131,20 @@ void x_err(struct extract *x, size_t idx, int errnum, const char *what);
  * each returns 0 or -1 (message printed) unless said otherwise. */
 
 /* extract_opts.c */
-/* Parses argv into x: -1 to go on, else the exit status to return (help, usage errors). */
+/* Parses argv into x: -1 to go on, else the exit status to return (help, usage errors).
+ * Borrows argv; what x owns after it is freed by x_free_opts. */
 int x_parse(struct extract *x, int argc, char **argv);
+/* Frees what x_parse allocated. */
+void x_free_opts(struct extract *x);
+/* Whether xattr name is extracted (-no-xattrs, -xattrs-include, -xattrs-exclude). */
+bool x_xattr_wanted(const struct extract *x, const char *name);
 
 /* extract_tree.c (phase 1) */
 /* Appends an entry named name under parent; returns its index or -1. */
 ssize_t x_add(struct extract *x, int32_t parent, const char *name,
 	      const struct sqk_inode *ino);
-/* Extracts the subtree PATH (with its parents); a subtree already extracted is skipped. */
-int x_extract_path(struct extract *x, const char *path);
+/* Makes the selected entries (x->sel) below DEST, which is entry 0. */
+int x_extract_tree(struct extract *x);
 
 /* extract_files.c (phases 2 and 3) */
 /* Phase 2: the workers that write the regular files' contents and metadata. */

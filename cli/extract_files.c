@@ -78,7 +78,9 @@ static void x_drop(struct extract *x, size_t idx, int dfd, const char *name,
 	}
 	if (n < 0)
 		tail = NULL;
-	if (f->err)
+	if (!strcmp(f->what, X_STOPPED))
+		cmd_read_err_tail(&x->c, e->path, NULL, 0, tail, "stopped by a signal");
+	else if (f->err)
 		cmd_read_err_tail(&x->c, e->path, &e->ino, f->err, tail, "%s at file offset %llu",
 				  f->what, (unsigned long long)f->off);
 	else
@@ -135,7 +137,7 @@ static void *x_worker(void *arg)
 
 	if (!buf)
 		atomic_store(&x->failed, 1);
-	while (buf && !atomic_load(&x->failed) &&
+	while (buf && !atomic_load(&x->failed) && !x_stopped(x) &&
 	       (j = atomic_fetch_add(&x->next_job, 1)) < x->njobs) {
 		idx = x->jobs[j];
 		if (x->ents[idx].parent != cur) {
@@ -147,10 +149,14 @@ static void *x_worker(void *arg)
 		if (dfd < 0) {
 			x_err(x, idx, errno, "cannot create file");
 			x->ents[idx].not_made = true;
+			if (x_go_on(x))
+				continue;
 			atomic_store(&x->failed, 1);
 			break;
 		}
 		if (!x_job(x, idx, dfd, buf)) {
+			if (x_go_on(x))
+				continue;
 			atomic_store(&x->failed, 1);
 			break;
 		}
@@ -235,7 +241,7 @@ int x_link_files(struct extract *x)
 			close(s);
 		if (d >= 0)
 			close(d);
-		if (r)
+		if (r && !x_go_on(x))
 			return -1;
 	}
 	return 0;

@@ -134,7 +134,7 @@ static int x_xattrs(struct extract *x, size_t idx, int fd, int dfd)
 	size_t len = 0, vlen;
 	int r;
 
-	if (e->ino.xattr_idx == SQK_NONE32)
+	if (e->ino.xattr_idx == SQK_NONE32 || x->no_xattrs)
 		return 0;
 	r = sqk_xattr_list(x->c.img, &e->ino, NULL, 0, &len);
 	if (!r && len) {
@@ -143,6 +143,8 @@ static int x_xattrs(struct extract *x, size_t idx, int fd, int dfd)
 	}
 	for (k = names; !r && k && k < names + len; k += strlen(k) + 1) {
 		if (!x->root && (!strncmp(k, "trusted.", 8) || !strncmp(k, "security.", 9)))
+			continue;
+		if (!x_xattr_wanted(x, k))
 			continue;
 		r = sqk_xattr_get(x->c.img, &e->ino, k, NULL, 0, &vlen);
 		free(val);
@@ -259,6 +261,10 @@ int x_write_file(struct extract *x, size_t idx, int fd, void *buf, struct x_fail
 	ssize_t n;
 
 	while (off < ino->size) {
+		if (x_stopped(x)) {
+			*f = (struct x_fail){ X_STOPPED, 0, 0, off };
+			return -1;
+		}
 		n = sqk_read(x->c.img, ino, buf, SQK_X_CHUNK, off);
 		if (n <= 0) {
 			*f = (struct x_fail){ "read failed", n ? (int)n : SQK_ECORRUPT, 0, off };

@@ -205,8 +205,11 @@ static bool x_name_ok(const struct sqk_dirent *e)
 	       strcmp(e->name, ".") && strcmp(e->name, "..");
 }
 
-/* The directories of the walk being extracted into, by depth below its start: the entry and an
- * fd on it (the start's borrowed, the others owned). */
+/* What the tree phase's callback returns to end the walk (its message printed): no SQK_E*. */
+#define X_STOP (-10000)
+
+/* The directories of the walk being extracted into, by depth: the entry and an fd on it
+ * (owned; DEST's a dup of destfd). */
 struct x_levels {
 	struct x_level {
 		size_t idx;
@@ -223,189 +226,124 @@ static int x_push(struct x_levels *l, size_t idx, int fd)
 	return 0;
 }
 
-/* Closes the fds of the levels from depth n on (the start's is the caller's). */
+/* Closes the fds of the levels from depth n on. */
 static void x_pop_to(struct x_levels *l, size_t n)
 {
-	while (l->n > n) {
-		l->n--;
-		if (l->n > 0)
-			close(l->lv[l->n].fd);
-	}
+	while (l->n > n)
+		close(l->lv[--l->n].fd);
 }
 
-/* Adds and makes entry e of the walk, below the directory of level e->depth - 1; a directory
- * made becomes level e->depth. */
-static int x_walk_entry(struct extract *x, struct x_levels *l, const struct sqk_walk_entry *e)
+/* The state of the tree phase: the extraction and its open directories. */
+struct x_tree {
+	struct extract *x;
+	struct x_levels l;
+};
+
+/* -i: the entry's name in DEST, as unsquashfs -info prints it. */
+static void x_info(const struct extract *x, size_t idx)
 {
-	const struct x_level up = l->lv[e->depth - 1];
+	const char *p = x->ents[idx].path;
+
+	flockfile(stdout);
+	progress_clear(&((struct extract *)x)->pr);
+	printf("%s%s%s\n", x->dest, *p ? "/" : "", p);
+	funlockfile(stdout);
+}
+
+/* Adds and makes selected entry e below the directory of level e->depth - 1; a directory made
+ * becomes level e->depth. 0, 1 (not entered: a failure gone past under -ig) or -1. */
+static int x_tree_entry(struct x_tree *t, const struct sel_entry *e)
+{
+	struct extract *x = t->x;
+	const struct x_level up = t->l.lv[e->depth - 1];
 	ssize_t idx;
 	int fd;
 
-	if (!x_name_ok(&e->dirent)) {
+	if (!x_name_ok(&e->walk->dirent)) {
 		cmd_err(&x->c, x->ents[up.idx].path, SQK_ECORRUPT,
-			    "bad directory listing, extraction stopped");
-		return -1;
+			"bad directory listing, extraction stopped");
+		return X_STOP;
 	}
-	idx = x_add(x, (int32_t)up.idx, e->name, &e->inode);
+	idx = x_add(x, (int32_t)up.idx, e->name, e->ino);
 	if (idx < 0) {
 		cmd_err(&x->c, x->ents[up.idx].path, SQK_ENOMEM, "out of memory");
-		return -1;
+		return X_STOP;
 	}
+	if (x->info)
+		x_info(x, (size_t)idx);
 	if (x_make(x, (size_t)idx, up.fd, &fd))
-		return -1;
+		return x_go_on(x) ? 1 : X_STOP;
 	x->ents[idx].walked = fd >= 0;
-	if (fd >= 0 && x_push(l, (size_t)idx, fd)) {
+	if (fd >= 0 && x_push(&t->l, (size_t)idx, fd)) {
 		close(fd);
 		cmd_err(&x->c, x->ents[idx].path, SQK_ENOMEM, "out of memory");
-		return -1;
+		return X_STOP;
 	}
-	return 0;
+	return fd >= 0 ? 0 : 1;
 }
 
 /* The message of a failed step of the walk. */
 static void x_walk_err(struct extract *x, const struct x_levels *l,
 		       const struct sqk_walk_entry *e, int r)
 {
-	const char *dir = x->ents[l->lv[e->depth < l->n ? e->depth : l->n - 1].idx].path;
+	size_t at = e->depth < l->n ? e->depth : l->n - 1;
+	const char *dir = x->ents[l->lv[at].idx].path;
 	char b[2 * SQK_DEPTH_SHOWN + 4];
 
 	if (e->event == SQK_WALK_ERR_DEPTH) /* one open directory per level: common/depth.h */
 		cmd_err(&x->c, depth_shown(dir, b), SQK_ETOOBIG,
-			    "directories nested deeper than %u levels (the most sqk walks)",
-			    SQK_DEPTH_MAX);
+			"directories nested deeper than %u levels (the most sqk walks)",
+			SQK_DEPTH_MAX);
 	else if (e->event == SQK_WALK_ERR_LIST)
-		cmd_err(&x->c, dir, r, "bad directory listing, extraction stopped");
+		cmd_err(&x->c, dir, r, "bad directory listing%s",
+			x->ignore_errors ? "" : ", extraction stopped");
 	else if (e->event == SQK_WALK_ERR_INODE)
-		cmd_err(&x->c, x->ents[l->lv[e->depth - 1].idx].path, r,
-			    "cannot read the inode of '%s'", e->name);
+		cmd_err(&x->c, x->ents[l->lv[e->depth ? e->depth - 1 : 0].idx].path, r,
+			"cannot read the inode of '%s'", e->name);
 	else
 		cmd_err(&x->c, dir, r, "out of memory");
 }
 
-/* Extracts the contents of directory entry didx, open as dfd (borrowed). */
-static int x_walk(struct extract *x, size_t didx, int dfd)
+/* sel_walk's callback: each selected entry made, its directory left. */
+static int x_tree_cb(void *ctx, const struct sel_entry *e)
 {
-	uint32_t depth = x->ents[didx].depth;
-	struct x_levels l = { 0 };
-	struct sqk_walk_entry e;
-	struct sqk_walk *w;
-	int r;
+	struct x_tree *t = ctx;
+	struct extract *x = t->x;
+	int fd;
 
-	x->ents[didx].walked = true;
-	r = sqk_walk_open(x->c.img, &x->ents[didx].ino, SQK_WALK_LEAVE,
-			  depth < SQK_DEPTH_MAX ? SQK_DEPTH_MAX - depth : 0, &w);
-	if (r == 0)
-		r = x_push(&l, didx, dfd) ? SQK_ENOMEM : 0;
-	if (r) {
-		cmd_err(&x->c, x->ents[didx].path, r, "out of memory");
-		sqk_walk_close(w);
-		free(l.lv);
-		return -1;
+	if (x_stopped(x))
+		return X_STOP;
+	if (e->err) {
+		x_walk_err(x, &t->l, e->walk, e->err);
+		return x_go_on(x) ? 0 : X_STOP;
 	}
-	while ((r = sqk_walk_next(w, &e)) == 1) {
-		if (e.event == SQK_WALK_POST)
-			x_pop_to(&l, e.depth);
-		else if (e.depth > 0 && x_walk_entry(x, &l, &e))
-			break;
+	if (e->post) {
+		x_pop_to(&t->l, e->depth);
+		return 0;
 	}
-	if (r < 0)
-		x_walk_err(x, &l, &e, r);
-	x_pop_to(&l, 0);
-	free(l.lv);
-	sqk_walk_close(w);
-	return r ? -1 : 0;
-}
-
-/* Creates entry idx (just added) in directory dfd, and the contents of a directory. */
-static int x_create(struct extract *x, size_t idx, int dfd)
-{
-	int fd, r = x_make(x, idx, dfd, &fd);
-
-	if (r || fd < 0)
-		return r;
-	r = x_walk(x, idx, fd);
-	close(fd);
-	return r;
-}
-
-/* Index of the entry called name under parent, or -1. */
-static ssize_t x_find(const struct extract *x, size_t parent, const char *name)
-{
-	size_t i;
-
-	for (i = parent + 1; i < x->nents; i++)
-		if (x->ents[i].parent == (int32_t)parent && !strcmp(x->ents[i].name, name))
-			return (ssize_t)i;
-	return -1;
-}
-
-/* Creates the PATH component name of an image directory under entry cur; returns its index. */
-static ssize_t x_component(struct extract *x, size_t cur, const char *name, bool last)
-{
-	const struct xent *p = &x->ents[cur];
-	struct sqk_inode ino;
-	ssize_t idx;
-	int dfd, fd = -1, r;
-
-	r = sqk_lookup(x->c.img, &p->ino, name, strlen(name), &ino);
-	if (r || (!last && !cmd_is(&ino, SQK_T_DIR))) {
-		char *where = malloc(strlen(p->path) + strlen(name) + 2);
-
-		if (where)
-			sprintf(where, "%s%s%s", p->path, *p->path ? "/" : "", name);
-		cmd_err(&x->c, where ? where : name, r, "%s",
-			    r ? "cannot look up" : "not a directory");
-		free(where);
-		return -1;
-	}
-	idx = x_add(x, (int32_t)cur, name, &ino);
-	dfd = idx < 0 ? -1 : x_open_dir(x, cur);
-	if (dfd < 0) {
-		x_err(x, cur, idx < 0 ? ENOMEM : errno, "cannot open directory");
-		return -1;
-	}
-	if (last) {
-		r = x_create(x, (size_t)idx, dfd);
-	} else if (ino.ino == 0 || ino.ino > sqk_image_super(x->c.img)->inode_count) {
-		cmd_err(&x->c, x->ents[idx].path, SQK_ECORRUPT, "inode number %u out of range",
-			    ino.ino);
-		r = -1;
-	} else {
-		x->first[ino.ino] = (int32_t)idx;
-		fd = x_mkdir(x, (size_t)idx, dfd);
-		r = fd < 0 ? -1 : 0;
-	}
-	if (fd >= 0)
-		close(fd);
-	close(dfd);
-	return r ? -1 : idx;
-}
-
-/* Extracts the subtree PATH (with its parents); a subtree already extracted is skipped. */
-int x_extract_path(struct extract *x, const char *path)
-{
-	char *copy = strdup(path), *save = NULL, *comp, *next;
-	ssize_t cur = 0, found;
-	int r = 0, fd;
-
-	if (!copy)
-		return -1;
-	comp = strtok_r(copy, "/", &save);
-	if (!comp && !x->ents[0].walked) {
-		fd = dup(x->destfd);
-		r = fd < 0 ? -1 : x_walk(x, 0, fd);
+	if (e->depth > 0)
+		return x_tree_entry(t, e);
+	if (x->info)
+		x_info(x, 0);
+	fd = dup(x->destfd);
+	if (fd < 0 || x_push(&t->l, 0, fd)) {
+		cmd_err(&x->c, NULL, 0, "cannot open %s: %s", x->dest, strerror(errno));
 		if (fd >= 0)
 			close(fd);
+		return X_STOP;
 	}
-	while (comp && !r) {
-		next = strtok_r(NULL, "/", &save);
-		found = x_find(x, (size_t)cur, comp);
-		if (found >= 0 && (!next || x->ents[cur].walked))
-			break;  /* extracted already, by this PATH's parent or an equal PATH */
-		cur = found >= 0 ? found : x_component(x, (size_t)cur, comp, !next);
-		r = cur < 0 ? -1 : 0;
-		comp = next;
-	}
-	free(copy);
-	return r;
+	x->ents[0].walked = true;
+	return 0;
+}
+
+int x_extract_tree(struct extract *x)
+{
+	struct x_tree t = { .x = x };
+	int r = sel_walk(&x->sel, x->c.img, x_tree_cb, &t);
+
+	if (r && r != X_STOP) /* the walk's own failure (out of memory, the root unreadable) */
+		cmd_err(&x->c, "", r, "cannot walk the image");
+	x_pop_to(&t.l, 0);
+	free(t.l.lv);
+	return r ? -1 : 0;
 }

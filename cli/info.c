@@ -6,7 +6,7 @@
 #include "cmd.h"
 #include "info_stat.h"
 
-#include <getopt.h>
+#include "cmdopt.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -99,10 +99,13 @@ static void info_usage(FILE *f)
 		"  -UTC, --utc       with --stat: the time in UTC, not the local time zone\n"
 		"  -mkfs-time, --mkfs-time  the superblock's time (seconds since 1970) alone, as\n"
 		"                    unsquashfs -mkfs-time\n"
-		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		"  -o, --offset N    the image starts N bytes into the file (K/M/G; mksquashfs\n"
+		"                    -offset, unsquashfs -o)\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
+		"Options may come anywhere on the line (-- ends them); each long one also\n"
+		"with one dash, as unsquashfs spells them.\n"
 		"Exit status: 0 ok, 1 error (corrupt image, I/O), 2 usage.\n");
 }
 
@@ -515,57 +518,48 @@ static int info_parse(struct info *in, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char what[300];
-	int ch, li = 0;
+	struct cmdopt p;
+	int ch;
 
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		in->json |= !strcmp(argv[i], "--json"); /* a usage error is JSON too */
-		if (!strcmp(argv[i], "-stat")) /* unsquashfs's spellings */
-			argv[i] = "--stat";
-		else if (!strcmp(argv[i], "-UTC"))
+		if (!strcmp(argv[i], "-UTC")) /* unsquashfs's spelling */
 			argv[i] = "--utc";
-		else if (!strcmp(argv[i], "-mkfs-time"))
-			argv[i] = "--mkfs-time";
 	}
-	opterr = 0; /* info_usage_fail says which option */
-	while ((ch = getopt_long(argc, argv, "sh", opts, &li)) != -1) {
+	cmdopt_init(&p, "info", argc, argv, opts, "so:h");
+	while ((ch = cmdopt_next(&p)) != CMDOPT_END) {
 		switch (ch) {
+		case CMDOPT_POS: break;
+		case CMDOPT_ERR:
+			info_json_error(in, p.msg, 2);
+			return 2;
 		case 'j': in->json = 1; break;
 		case 's': in->stat = true; break;
 		case 'U': in->utc = true; break;
 		case 'M': in->mkfs_time = true; break;
 		case 'o':
-			if (parse_u64(optarg, UINT64_MAX, &in->c.offset))
-				return info_usage_fail(in, "bad --offset '%s'", optarg);
+			if (parse_bytes(p.arg, UINT64_MAX, &in->c.offset))
+				return info_usage_fail(in, "bad --offset '%s'", p.arg);
 			break;
 		case 'h': info_usage(stdout); return 0;
-		case '?':
-			if (strncmp(argv[optind - 1], "--", 2)) {
-				char opt[3] = { '-', (char)optopt, 0 };
-
-				return info_usage_fail(in, "unknown option '%s'", opt);
-			}
-			return info_usage_fail(in,
-					       optopt ? "missing argument of option '%s'"
-						      : "unknown or ambiguous option '%s'",
-					       argv[optind - 1]);
 		default:
-			if (cmd_remote_opt("info", &in->c.remote, ch, optarg) == 0)
+			if (cmd_remote_opt("info", &in->c.remote, ch, p.arg) == 0)
 				break;
 			if (ch == SQK_OPT_HEADER) /* the line may hold a secret: not shown */
 				snprintf(what, sizeof(what), "bad --header: need 'Name: value'");
 			else
-				snprintf(what, sizeof(what), "bad argument '%s' for --%s",
-					 optarg ? optarg : "", opts[li].name);
+				snprintf(what, sizeof(what), "bad argument '%s' for %s",
+					 p.arg ? p.arg : "", p.as);
 			info_json_error(in, what, 2);
 			return 2;
 		}
 	}
-	if (argc - optind != 1)
-		return info_usage_fail(in, "expected one IMAGE, got %s", argc - optind ?
+	if (p.npos != 1)
+		return info_usage_fail(in, "expected one IMAGE, got %s", p.npos ?
 				       "more than one" : "none");
 	if (in->json && (in->stat || in->mkfs_time))
 		return info_usage_fail(in, "%s", "--json goes with neither --stat nor --mkfs-time");
-	in->c.image = argv[optind];
+	in->c.image = argv[1];
 	return -1;
 }
 

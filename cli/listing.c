@@ -5,6 +5,7 @@
  * the walk that prints the directories on the way to each PATH and everything below it; owner
  * names cached per id; xattr values as getfattr shows them. */
 #include "listing.h"
+#include "select.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -41,7 +42,6 @@ static const struct lst_opt {
 	{ "-llnumeric", X_ | L_, LO_ONLY | LO_LONG | LO_NUMERIC },
 	{ "-lc", X_ | L_, LO_ONLY | LO_CONCISE },
 	{ "-llc", X_ | L_, LO_ONLY | LO_LONG | LO_CONCISE },
-	{ "-i", X_, LO_INFO }, { "-info", X_, LO_INFO },
 	{ "-li", X_, LO_INFO | LO_LONG }, { "-linfo", X_, LO_INFO | LO_LONG },
 	{ "-UTC", X_ | L_, LO_UTC }, { "--utc", X_ | L_, LO_UTC },
 	{ "-full", X_ | L_, LO_FULL }, { "-full-precision", X_ | L_, LO_FULL },
@@ -394,11 +394,12 @@ static int lst_check_paths(struct cmd *c, char *const *paths, size_t npaths)
 	return bad;
 }
 
-/* Prints entry e under prefix (buf: the joined path, grown as needed). */
-static int lst_entry(struct listing *l, struct cmd *c, const char *prefix,
-		     const struct sqk_walk_entry *e, char **buf, size_t *cap)
+/* Prints the entry path (from the root, no leading '/'; "" for the root) under prefix (buf: the
+ * joined path, grown as needed). */
+static int lst_print(struct listing *l, struct cmd *c, const char *prefix, const char *path,
+		     const struct sqk_inode *ino, char **buf, size_t *cap)
 {
-	size_t a = strlen(prefix), need = a + 1 + e->path_len + 1;
+	size_t a = strlen(prefix), n = strlen(path), need = a + 1 + n + 1;
 	int r;
 
 	if (need > *cap) {
@@ -410,17 +411,24 @@ static int lst_entry(struct listing *l, struct cmd *c, const char *prefix,
 		*cap = need;
 	}
 	memcpy(*buf, prefix, a);
-	if (e->depth)
+	if (n)
 		(*buf)[a++] = '/';
-	memcpy(*buf + a, e->path, e->path_len + 1);
-	r = lst_line(l, c->img, *buf, &e->inode);
+	memcpy(*buf + a, path, n + 1);
+	r = lst_line(l, c->img, *buf, ino);
 	if (r)
-		cmd_err(c, e->path, r, "cannot read symlink");
+		cmd_err(c, path, r, "cannot read symlink");
 	else if (l->xattrs)
-		r = lst_xattrs(c->img, &e->inode, "  ", stdout);
+		r = lst_xattrs(c->img, ino, "  ", stdout);
 	if (r && l->xattrs)
-		cmd_err(c, e->path, r, "cannot read xattrs");
+		cmd_err(c, path, r, "cannot read xattrs");
 	return r;
+}
+
+/* Prints entry e under prefix. */
+static int lst_entry(struct listing *l, struct cmd *c, const char *prefix,
+		     const struct sqk_walk_entry *e, char **buf, size_t *cap)
+{
+	return lst_print(l, c, prefix, e->depth ? e->path : "", &e->inode, buf, cap);
 }
 
 /* One step of the walk: prints e when it is listed, skips what is not. */
@@ -463,6 +471,45 @@ int lst_tree(struct listing *l, struct cmd *c, const char *prefix, char *const *
 				      : "cannot list directory");
 	sqk_walk_close(w);
 	free(buf);
+	return r < 0 ? r : 0;
+}
+
+struct lst_sel_walk {
+	struct listing *l;
+	struct cmd *c;
+	const char *prefix;
+	char *buf;
+	size_t cap;
+};
+
+/* One entry of sel_walk: listed as lst_step lists it. */
+static int lst_sel_step(void *ctx, const struct sel_entry *e)
+{
+	struct lst_sel_walk *w = ctx;
+	bool dir = e->ino && sqk_basic_type(e->ino->type) == SQK_T_DIR;
+
+	if (e->err) {
+		cmd_err(w->c, e->path, e->err, "cannot read");
+		return e->err;
+	}
+	if (e->post)
+		return 0;
+	if (dir && e->walk && e->walk->flags & (SQK_WALK_LOOP | SQK_WALK_SEEN)) {
+		cmd_err(w->c, e->path, SQK_ECORRUPT, "directory inode %u reached twice (a directory "
+			"loop)", e->ino->ino);
+		return SQK_ECORRUPT;
+	}
+	if (w->l->concise && dir && e->ino->size > 3)
+		return 0; /* -lc: only empty directories */
+	return lst_print(w->l, w->c, w->prefix, e->path, e->ino, &w->buf, &w->cap);
+}
+
+int lst_tree_sel(struct listing *l, struct cmd *c, const char *prefix, struct sel *s)
+{
+	struct lst_sel_walk w = { .l = l, .c = c, .prefix = prefix };
+	int r = sel_walk(s, c->img, lst_sel_step, &w);
+
+	free(w.buf);
 	return r < 0 ? r : 0;
 }
 

@@ -31,7 +31,7 @@ struct listing {
 	bool only;         /* -ls, -lls, -lln, -lc, -llc: list, extract nothing */
 	bool numeric;      /* -lln: ids as numbers */
 	bool concise;      /* -lc, -llc: files and empty directories only */
-	bool info;         /* -i, -linfo (extract): list what is extracted, and extract */
+	bool info;         /* -li, -linfo (extract): list what is extracted, and extract */
 	bool utc;          /* -UTC: times in UTC, not the local time zone */
 	bool full_time;    /* -full-precision: seconds too */
 	bool escape;       /* names with C escapes (a terminal), else as stored */
@@ -82,6 +82,13 @@ int lst_line(struct listing *l, struct sqk_image *img, const char *path,
  * message printed naming the path). */
 int lst_tree(struct listing *l, struct cmd *c, const char *prefix, char *const *paths,
 	     size_t npaths);
+
+struct sel;
+
+/* Prints, as lst_tree does, the entries the selection s (cli/select.h: PATH patterns,
+ * excludes, a maximum depth) picks, and the directories on the way to them. Borrows s.
+ * Returns 0 or SQK_E* (the message printed naming the path). */
+int lst_tree_sel(struct listing *l, struct cmd *c, const char *prefix, struct sel *s);
 
 /* Strips the leading and trailing slashes of paths[0..n) and joins repeated ones, in place
  * (for lst_tree, which takes exact paths). */

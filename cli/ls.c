@@ -7,7 +7,7 @@
 #include "common/depth.h"
 #include "common/grow.h"
 
-#include <getopt.h>
+#include "cmdopt.h"
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +20,8 @@ struct ls {
 	int recursive;
 	int escape;   /* 1: names with C escapes (-b), 0: as stored (-N), -1: escape on a tty */
 	int numeric;  /* -n: uid and gid as numbers */
-	int argc;     /* argv's count without the listing options (lst_strip) */
+	char **paths; /* the PATH arguments (in argv) */
+	int npaths;
 	int status;   /* exit status so far */
 	struct listing lst; /* unsquashfs's listings (-lls ...), owner names, --xattrs */
 	char *full;   /* the image path of the entry at hand, for messages (owned) */
@@ -70,7 +71,8 @@ static void ls_usage(FILE *f)
 		"  -UTC, --utc       times in UTC, not the local time zone (also for -l)\n"
 		"  -full, -full-precision, --full-time  times with seconds (also for -l)\n"
 		"Other options:\n"
-		"      --offset N    the image starts N bytes into the file (mksquashfs -offset)\n"
+		"  -o, --offset N    the image starts N bytes into the file (K/M/G; mksquashfs\n"
+		"                    -offset, unsquashfs -o)\n"
 		"      --pseudo      write the tree below PATH as pseudo definitions, then the "
 		"files'\n"
 		"                    data (as unsquashfs -pf -): sqk mkimage -pf FILE IMAGE and\n"
@@ -83,6 +85,8 @@ static void ls_usage(FILE *f)
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help        this text\n"
 		"\n"
+		"Options may come anywhere on the line (-- ends them); each long one also\n"
+		"with one dash, as unsquashfs spells them.\n"
 		"Exit status: 0 ok, 1 error (missing path, corrupt image, I/O), 2 usage.\n");
 }
 
@@ -247,21 +251,6 @@ static int ls_dir(struct ls *l, const struct sqk_inode *dir, const char *where)
 
 enum { LS_OPT_XATTRS = 0x2000 };
 
-/* The PATH arguments: one for ls's own formats, any number for unsquashfs's listings. */
-static int ls_args(struct ls *l, int argc, char **argv)
-{
-	if (optind >= argc || (l->lst.mode == LST_NONE && argc - optind > 2)) {
-		cmd_usage_err("ls", l->lst.mode == LST_NONE ? "expected IMAGE [PATH]"
-							    : "expected IMAGE [PATH...]");
-		return 2;
-	}
-	if (l->escape < 0)
-		l->escape = isatty(STDOUT_FILENO);
-	l->lst.escape = l->escape;
-	l->c.image = argv[optind];
-	return -1;
-}
-
 static int ls_parse(struct ls *l, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -279,12 +268,16 @@ static int ls_parse(struct ls *l, int argc, char **argv)
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cmdopt p;
 	int ch;
 
 	l->escape = -1;
-	argc = l->argc = lst_strip(&l->lst, argc, argv, LST_FOR_LS);
-	while ((ch = getopt_long(argc, argv, "lnRbNh", opts, NULL)) != -1) {
+	argc = lst_strip(&l->lst, argc, argv, LST_FOR_LS);
+	cmdopt_init(&p, "ls", argc, argv, opts, "lnRbNo:h");
+	while ((ch = cmdopt_next(&p)) != CMDOPT_END) {
 		switch (ch) {
+		case CMDOPT_POS: break;
+		case CMDOPT_ERR: return 2;
 		case 'l': l->longfmt = 1; break;
 		case 'n': l->numeric = 1; break;
 		case 'R': l->recursive = 1; break;
@@ -292,25 +285,33 @@ static int ls_parse(struct ls *l, int argc, char **argv)
 		case 'N': l->escape = 0; break;
 		case LS_OPT_XATTRS: l->lst.xattrs = true; break;
 		case 'o':
-			if (parse_u64(optarg, UINT64_MAX, &l->c.offset)) {
-				cmd_usage_err("ls", "bad --offset '%s'", optarg);
+			if (parse_bytes(p.arg, UINT64_MAX, &l->c.offset)) {
+				cmd_usage_err("ls", "bad offset '%s' for %s", p.arg, p.as);
 				return 2;
 			}
 			break;
 		case 'h': ls_usage(stdout); return 0;
 		case LS_OPT_PSEUDO: l->dump = LS_DUMP_PSEUDO; break;
 		case LS_OPT_PACK: l->dump = LS_DUMP_PACK; break;
-		case LS_OPT_PACK_ROOT: l->pack_root = optarg; break;
+		case LS_OPT_PACK_ROOT: l->pack_root = p.arg; break;
 		default:
-			ch = cmd_remote_opt("ls", &l->c.remote, ch, optarg);
-			if (ch == 0)
+			if (cmd_remote_opt("ls", &l->c.remote, ch, p.arg) == 0)
 				break;
-			if (ch == 1)
-				ls_usage(stderr);
 			return 2;
 		}
 	}
-	return ls_args(l, argc, argv);
+	if (p.npos < 1 || (l->lst.mode == LST_NONE && p.npos > 2)) {
+		cmd_usage_err("ls", l->lst.mode == LST_NONE ? "expected IMAGE [PATH]"
+							    : "expected IMAGE [PATH...]");
+		return 2;
+	}
+	if (l->escape < 0)
+		l->escape = isatty(STDOUT_FILENO);
+	l->lst.escape = l->escape;
+	l->c.image = argv[1];
+	l->paths = argv + 2;
+	l->npaths = p.npos - 1;
+	return -1;
 }
 
 /* sqk ls -lls IMAGE [PATH...]: unsquashfs's listing, under the name squashfs-root. */
@@ -337,12 +338,11 @@ int ls_main(int argc, char **argv)
 		cmd_close(&l.c); /* what the options and the URL's name hold */
 		return 1;
 	}
-	argc = l.argc;
-	path = optind + 1 < argc ? argv[optind + 1] : "";
+	path = l.npaths ? l.paths[0] : "";
 	while (*path == '/')
 		path++;
 	if (l.lst.mode != LST_NONE)
-		r = ls_unsquashfs(&l, argv + optind + 1, argc - optind - 1);
+		r = ls_unsquashfs(&l, l.paths, l.npaths);
 	else if (!(r = cmd_lookup(&l.c, path, &ino))) {
 		if (l.dump)
 			r = ls_dump(&l.c, &ino, path, l.dump, l.pack_root, stdout);

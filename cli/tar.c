@@ -9,7 +9,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include "cmdopt.h"
 #include <libgen.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -69,37 +69,35 @@ static void tar_usage(FILE *f)
 		"      --no-sparse    store holes as zeros, for readers without GNU sparse\n"
 		"                     1.0 support\n"
 		"      --offset N     the image starts N bytes into the file\n"
-		"      --no-progress  no progress line on a terminal's stderr\n"
+		"  -n, --no-progress  no progress line on a terminal's stderr\n"
 		SQK_CMD_REMOTE_HELP
 		"  -h, --help         this text\n"
 		"\n"
 		"An error (a corrupt block, a failed write, a closed pipe) ends the output\n"
 		"without the end-of-archive blocks, so that readers of it fail too.\n"
+		"Options may come anywhere on the line (-- ends them); each long one also\n"
+		"with one dash, as unsquashfs spells them.\n"
 		"Exit status: 0 ok (also when sockets were skipped), 1 error, 2 usage,\n"
 		"128+N when interrupted by signal N while writing FILE.\n");
 }
 
-static int tar_option(struct tar *t, struct tar_opts *o, int ch)
+static int tar_option(struct tar *t, struct tar_opts *o, int ch, const char *arg)
 {
 	switch (ch) {
-	case 'o': o->out = strcmp(optarg, "-") ? optarg : NULL; return -1;
+	case 'o': o->out = strcmp(arg, "-") ? arg : NULL; return -1;
 	case TAR_OPT_FORCE: o->force = true; return -1;
 	case 'z': case 'J': case TAR_OPT_ZSTD: o->filter = ch; return -1;
 	case TAR_OPT_NO_SPARSE: t->sparse = false; return -1;
 	case TAR_OPT_NO_PROGRESS: t->no_progress = true; return -1;
 	case 'h': tar_usage(stdout); return 0;
 	case TAR_OPT_OFFSET:
-		if (!parse_u64(optarg, UINT64_MAX, &t->c.offset))
+		if (!parse_bytes(arg, UINT64_MAX, &t->c.offset))
 			return -1;
-		cmd_usage_err("tar", "bad --offset '%s'", optarg);
+		cmd_usage_err("tar", "bad --offset '%s'", arg);
 		return 2;
 	default:
-		ch = cmd_remote_opt("tar", &t->c.remote, ch, optarg);
-		if (ch == 0)
-			return -1;
-		if (ch == 1)
-			tar_usage(stderr);
-		return 2;
+		ch = cmd_remote_opt("tar", &t->c.remote, ch, arg);
+		return ch == 0 ? -1 : 2;
 	}
 }
 
@@ -119,17 +117,23 @@ static int tar_parse(struct tar *t, struct tar_opts *o, int argc, char **argv)
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cmdopt p;
 	int ch, r;
 
-	while ((ch = getopt_long(argc, argv, "o:zJh", opts, NULL)) != -1)
-		if ((r = tar_option(t, o, ch)) >= 0)
+	cmdopt_init(&p, "tar", argc, argv, opts, "o:zJnh");
+	while ((ch = cmdopt_next(&p)) != CMDOPT_END) {
+		if (ch == CMDOPT_ERR)
+			return 2;
+		if (ch != CMDOPT_POS && (r = tar_option(t, o, ch == 'n' ? TAR_OPT_NO_PROGRESS : ch,
+							p.arg)) >= 0)
 			return r;
-	if (optind >= argc || argc - optind > 2) {
+	}
+	if (p.npos < 1 || p.npos > 2) {
 		cmd_usage_err("tar", "expected IMAGE [PATH]");
 		return 2;
 	}
-	t->c.image = argv[optind];
-	o->path = optind + 1 < argc ? argv[optind + 1] : "";
+	t->c.image = argv[1];
+	o->path = p.npos > 1 ? argv[2] : "";
 	if (!o->out && isatty(STDOUT_FILENO)) {
 		cmd_usage_err("tar", "refusing to write a tar archive to a terminal (redirect "
 				  "standard output or use -o FILE)");

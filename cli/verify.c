@@ -5,10 +5,12 @@
  * range and a one-line summary; fsck-like exit codes. */
 #include "cmd.h"
 #include "progress.h"
+#include "cmdopt.h"
+#include "cli/lib/sigwatch.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@
 #include "common/sign.h"
 #include "verify_verity.h"
 
-enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16 };
+enum { EXIT_CLEAN = 0, EXIT_ERRORS = 4, EXIT_OPER = 8, EXIT_USAGE = 16, EXIT_INTERRUPTED = 32 };
 
 /* The image's signatures, read after the check (sigs_read). */
 struct sigs {
@@ -58,14 +60,20 @@ static void usage(FILE *f)
 		   "fetched from the server, not from the cache), and its dm-verity tree when\n"
 		   "there is one: IMAGE.verity (and IMAGE.roothash) beside it, or appended.\n"
 		   "\n"
-		   "  -j, --threads N   threads checking digests and blocks (default: the CPUs)\n"
+		   "  -j, -p, --threads, -processors N  threads checking digests and blocks\n"
+		   "                    (default: the CPUs)\n"
 		   "      --json        one JSON object with the counts and the findings\n"
-		   "      --offset N    the image starts N bytes into the file (as -offset)\n"
-		   "      --no-progress no progress line on a terminal's stderr\n"
+		   "  -o, --offset N    the image starts N bytes into the file (as -offset)\n"
+		   "  -n, --no-progress no progress line on a terminal's stderr\n"
 		   SQK_CMD_REMOTE_ONLY_HELP
 		   "  -h, --help        this text\n"
 		   "\n"
-		   "Exit status: 0 clean, 4 errors found, 8 operational error, 16 usage error.\n");
+		   "Options may come before or after IMAGE; each long one also with one dash\n"
+		   "(-json, -offset).\n"
+		   "\n"
+		   "Exit status: 0 clean, 4 errors found, 8 operational error, 16 usage error,\n"
+		   "32 interrupted (SIGINT, SIGTERM, SIGHUP: a line says the check is incomplete;\n"
+		   "with --json the object is left unfinished), as fsck's codes.\n");
 }
 
 /* Begins the JSON object: the image (null before it is known) and the findings list. */
@@ -145,70 +153,73 @@ static void on_report(void *ctx, const struct sqk_check_report *r)
 }
 
 /* Parses argv; returns -1 to go on, else an exit status. */
+/* One option of sqk verify: -1 taken, else the exit status (message printed). */
+static int option(struct verify *v, const struct cmdopt *p, int ch)
+{
+	uint64_t n;
+
+	if (ch == 'h') {
+		usage(stdout);
+		return EXIT_CLEAN;
+	} else if (ch == 'J') {
+		v->json = 1;
+	} else if (ch == 'P' || ch == 'n') {
+		v->no_progress = true;
+	} else if (ch == 'j' && !parse_u64(p->arg, 256, &n) && n >= 1) {
+		v->threads = (unsigned)n;
+	} else if (ch == 'O' && !parse_bytes(p->arg, UINT64_MAX, &v->offset)) {
+		return -1;
+	} else if (ch == 'R' && !integ_parse_hex(p->arg, v->root)) {
+		v->has_root = true;
+	} else if (ch >= SQK_OPT_CACHE_DIR && ch <= SQK_OPT_CACERT) {
+		if (cmd_remote_opt("verify", &v->remote, ch, p->arg) == 0)
+			return -1;
+		/* cmd_remote_opt printed the message; a header may hold a secret */
+		if (v->json)
+			json_error(v, EXIT_USAGE, ch == SQK_OPT_HEADER ?
+				   "bad --header: need 'Name: value'" : "bad argument of a remote "
+				   "option");
+		return EXIT_USAGE;
+	} else {
+		return fail(v, EXIT_USAGE, "bad argument '%s' for %s (see --help)", p->arg,
+			    ch == 'j' ? "-j (1..256)" : ch == 'O' ? "--offset" :
+			    "--root-hash (64 hex digits)");
+	}
+	return -1;
+}
+
 static int parse(struct verify *v, int argc, char **argv)
 {
 	static const struct option lo[] = { { "json", no_argument, NULL, 'J' },
 					    { "threads", required_argument, NULL, 'j' },
+					    { "processors", required_argument, NULL, 'j' },
 					    { "root-hash", required_argument, NULL, 'R' },
 					    { "offset", required_argument, NULL, 'O' },
 					    { "no-progress", no_argument, NULL, 'P' },
 					    { "help", no_argument, NULL, 'h' },
 					    SQK_CMD_REMOTE_LONGOPTS,
 					    { NULL, 0, NULL, 0 } };
-	char bad[256];
-	uint64_t n;
-	int ch, li = 0;
+	struct cmdopt p;
+	int ch, r;
 
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		v->json |= !strcmp(argv[i], "--json"); /* a usage error is JSON too */
-	optind = 1;
-	opterr = 0; /* fail() says which option */
-	while ((ch = getopt_long(argc, argv, "j:h", lo, &li)) != -1) {
-		if (ch == 'h') {
-			usage(stdout);
-			return EXIT_CLEAN;
-		} else if (ch == 'J') {
-			v->json = 1;
-		} else if (ch == 'P') {
-			v->no_progress = true;
-		} else if (ch == 'j' && !parse_u64(optarg, 256, &n) && n >= 1) {
-			v->threads = (unsigned)n;
-		} else if (ch == 'O' && !parse_u64(optarg, UINT64_MAX, &v->offset)) {
+	cmdopt_init(&p, "verify", argc, argv, lo, "j:p:o:nh");
+	while ((ch = cmdopt_next(&p)) != CMDOPT_END) {
+		if (ch == CMDOPT_POS)
 			continue;
-		} else if (ch == 'R' && !integ_parse_hex(optarg, v->root)) {
-			v->has_root = true;
-		} else if (ch >= SQK_OPT_CACHE_DIR && ch <= SQK_OPT_CACERT) {
-			if (cmd_remote_opt("verify", &v->remote, ch, optarg) == 0)
-				continue;
-			/* cmd_remote_opt printed the message; a header may hold a secret */
-			if (ch == SQK_OPT_HEADER)
-				snprintf(bad, sizeof(bad), "bad --header: need 'Name: value'");
-			else
-				snprintf(bad, sizeof(bad), "bad --%s argument '%.200s'",
-					 lo[li].name, optarg);
+		if (ch == CMDOPT_ERR) {
 			if (v->json)
-				json_error(v, EXIT_USAGE, bad);
+				json_error(v, EXIT_USAGE, p.msg);
 			return EXIT_USAGE;
-		} else if (ch == '?' && strncmp(argv[optind - 1], "--", 2)) {
-			return fail(v, EXIT_USAGE, "%s option '-%c' (see --help)",
-				    optopt == 'j' ? "missing argument of" : "unknown", optopt);
-		} else if (ch == '?') {
-			return fail(v, EXIT_USAGE, "%s option '%s' (see --help)",
-				    optopt ? "missing argument of" : "unknown or ambiguous",
-				    argv[optind - 1]);
-		} else {
-			return fail(v, EXIT_USAGE, "bad argument '%s' for %s (see --help)", optarg,
-				    ch == 'j' ? "-j (1..256)" : ch == 'O' ? "--offset" :
-				    "--root-hash (64 hex digits)");
 		}
+		if ((r = option(v, &p, ch == 'p' ? 'j' : ch == 'o' ? 'O' : ch)) >= 0)
+			return r;
 	}
-	if (argc - optind != 1) {
-		if (!v->json)
-			usage(stderr);
+	if (p.npos != 1)
 		return fail(v, EXIT_USAGE, "expected one IMAGE, got %d arguments (see --help)",
-			    argc - optind);
-	}
-	v->image = argv[optind];
+			    p.npos);
+	v->image = argv[1];
 	return -1;
 }
 
@@ -515,17 +526,40 @@ static int run_file(struct verify *v)
 	return r;
 }
 
+/* The signal thread's callback: the findings printed so far flushed, one line saying the
+ * check is incomplete, and the documented status (EXIT_INTERRUPTED, as fsck's 32). Nothing is
+ * written but to stdout and stderr, so there is nothing to undo. */
+static void on_signal(void *ctx, int sig)
+{
+	struct verify *v = ctx;
+
+	fflush(stdout);
+	flockfile(stderr);
+	progress_clear(&v->pr);
+	fprintf(stderr, "sqk verify: %s: the check was interrupted by %s and is incomplete "
+		"(exit %d)\n", v->shown ? v->shown : v->image, sig == SIGINT ? "SIGINT" :
+		sig == SIGTERM ? "SIGTERM" : "SIGHUP", EXIT_INTERRUPTED);
+	funlockfile(stderr);
+	_exit(EXIT_INTERRUPTED);
+}
+
 /* Entry point of `sqk verify`; argv[0] is the command name. Returns the exit status. */
 int verify_main(int argc, char **argv)
 {
 	struct verify v = { 0 };
+	struct sigwatch sw;
+	bool watching = false;
 	int r = parse(&v, argc, argv);
 
 	if (r >= 0) {
 		cmd_remote_free(&v.remote);
 		return r;
 	}
+	if (sigwatch_start(&sw, on_signal, &v) == 0)
+		watching = true;
 	r = sqk_is_url(v.image) ? run_url(&v, v.image) : run_file(&v);
+	if (watching)
+		sigwatch_stop(&sw);
 	if (fflush(stdout) || ferror(stdout))
 		r = EXIT_OPER;
 	cmd_remote_free(&v.remote);

@@ -104,3 +104,6 @@ bench: all $(FLOOR_BIN)
 .PHONY: unit check-unit check-san check-lint check-integration
 
 include tests/fuzz/fuzz.mk
+
+# test_select: the readers' selection of entries and option parser (cli/select.c, cmdopt.c).
+$(BUILD)/tests/test_select: $(BUILD)/obj/cli/select.o $(BUILD)/obj/cli/cmdopt.o

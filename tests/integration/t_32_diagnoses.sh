@@ -203,7 +203,7 @@ grep -qxF "sqk ls: 'empty' at offset 4096 is empty: not a SquashFS image" "$ERR_
 
 # --json: usage errors, a missing file (exit codes as without --json)
 run_capture j1 "$SQK" info --json --bogus good.sqsh
-json_error "sqk info --json --bogus" "unknown or ambiguous option '--bogus'" 2
+json_error "sqk info --json --bogus" "unknown option '--bogus'; sqk info --help lists the options" 2
 run_capture j2 "$SQK" info --json
 json_error "sqk info --json (no image)" "" 2
 run_capture j3 "$SQK" info --json good.sqsh good.sqsh
@@ -213,7 +213,7 @@ json_error "sqk info --offset nope --json" "bad --offset 'nope'" 2
 run_capture j5 "$SQK" info --json missing.sqsh
 json_error "sqk info --json missing" "missing.sqsh: cannot open image: no such file or directory" 1
 run_capture j6 "$SQK" verify --json --bogus good.sqsh
-json_error "sqk verify --json --bogus" "unknown or ambiguous option '--bogus' (see --help)" 16
+json_error "sqk verify --json --bogus" "unknown option '--bogus'; sqk verify --help lists the options" 16
 run_capture j7 "$SQK" verify --json
 json_error "sqk verify --json (no image)" "" 16
 run_capture j8 "$SQK" verify -j 0 --json good.sqsh
