@@ -495,8 +495,8 @@ static int lst_sel_step(void *ctx, const struct sel_entry *e)
 	if (e->post)
 		return 0;
 	if (dir && e->walk && e->walk->flags & (SQK_WALK_LOOP | SQK_WALK_SEEN)) {
-		cmd_err(w->c, e->path, SQK_ECORRUPT, "directory inode %u reached twice (a directory "
-			"loop)", e->ino->ino);
+		cmd_err(w->c, e->path, SQK_ECORRUPT,
+			"directory inode %u reached twice (a directory loop)", e->ino->ino);
 		return SQK_ECORRUPT;
 	}
 	if (w->l->concise && dir && e->ino->size > 3)

@@ -53,8 +53,8 @@ static void usage(FILE *f)
 		   "\n"
 		   "Each command takes --help (sqk help COMMAND prints it too). The reading "
 		   "commands\n"
-		   "(ls, cat, extract, tar, info, stat, verify, diff) take --offset N for an image\n"
-		   "starting N bytes into the file. Manual pages: sqk(1), sqkfuse(8).\n"
+		   "(ls, cat, extract, tar, info, stat, verify, diff) take --offset N for an\n"
+		   "image starting N bytes into the file. Manual pages: sqk(1), sqkfuse(8).\n"
 		   "Exit status: 0 ok, 1 error, 2 usage (verify: as fsck, above).\n");
 }
 
