@@ -95,10 +95,17 @@ static int out_open(void *arg, struct sqk_io **io, int *skip_fd, char *msg, size
 
 	if (outfile_create_judged(&out->of, out->o->image, &out->t, ".sqk", msg, cap))
 		return errno ? sqk_from_errno(errno) : SQK_EINVAL;
-	err = sqk_io_fd_create(out->of.fd, 0, false, &out->io);
+	uint64_t at = out->o->offset; /* -o: the image after that many bytes (a hole) */
+	if (out->of.device && at >= out->of.dev_size) {
+		snprintf(msg, cap, "--offset %llu is past the end of the block device '%s' (%llu "
+			 "bytes)", (unsigned long long)at, out->o->image,
+			 (unsigned long long)out->of.dev_size);
+		return SQK_EINVAL;
+	}
+	err = sqk_io_fd_create(out->of.fd, at, false, &out->io);
 	if (!err && out->of.device) {
 		struct sqk_io *fd_io = out->io;
-		if ((err = sqk_io_capped_create(fd_io, out->of.dev_size, &out->io)))
+		if ((err = sqk_io_capped_create(fd_io, out->of.dev_size - at, &out->io)))
 			sqk_io_destroy(fd_io);
 	}
 	if (err) {
@@ -174,7 +181,10 @@ static void summary(const struct mk_options *o, const struct mkv *v,
 	const struct sqk_build_counts *s = &r->counts;
 	const struct sqk_super *sb = &r->super;
 	uint64_t total = s->file_bytes, fsize = r->image_bytes; /* integrity data included */
-	printf("image      %s\n", o->image);
+	if (o->offset)
+		printf("image      %s, at offset %llu\n", o->image, (unsigned long long)o->offset);
+	else
+		printf("image      %s\n", o->image);
 	printf("format     SquashFS 4.0, %s, %u KiB blocks%s\n", comp_name(sb->compressor),
 	       sb->block_size / 1024, o->build.no_fragments ? ", no fragments" : "");
 	printf("size       %llu bytes (%.2f MiB) for %llu bytes of file data: %.1f%%\n",

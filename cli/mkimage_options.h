@@ -50,6 +50,13 @@ struct mk_options {
 	size_t sign_cap;
 	EVP_PKEY **sign_keys; /* their keys, loaded by the parse (owned; build.sign_keys) */
 	const char *sign_comment; /* --sign-comment TEXT (borrowed) */
+	const char **xattrs_add; /* --xattrs-add NAME=VALUE: owned array of strings borrowed from
+				  * argv (build.xattrs_add) */
+	size_t nxattrs_add;
+	size_t xattrs_add_cap;
+	bool force_progress; /* -progress: the progress line even when stderr is no terminal */
+	uint64_t offset;     /* -o, --offset: the image starts this many bytes into IMAGE, after
+			      * zeros (a hole), as mksquashfs -offset writes it */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

@@ -18,7 +18,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) 
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CHECK_LIBS) $(PKG_LIBS)
 
-$(BUILD)/tests/test_mkoptions: $(BUILD)/obj/cli/mkimage_options.o
+$(BUILD)/tests/test_mkoptions: $(BUILD)/obj/cli/mkimage_options.o $(BUILD)/obj/cli/mkimage_mks.o
 $(BUILD)/tests/test_progress: $(BUILD)/obj/cli/progress.o
 
 # test_fuse_walk tests sqkfuse's walk detection (fuse/walk.c, which needs no libfuse).

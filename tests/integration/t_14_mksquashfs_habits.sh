@@ -208,7 +208,7 @@ refused() {
 refused mem 2 "-mem is not supported: it is mksquashfs's total memory.*--mem SIZE is another" \
 	"$SRC" "$W/no.sqsh" -mem 512M
 sqk_build "$SRC" "$W/mem.sqsh" -q --mem 8M
-refused unknown_word 2 "unknown option '-one-file-system'" "$SRC" "$W/no.sqsh" -one-file-system
+refused unknown_word 2 "unknown option '-no-such-word'" "$SRC" "$W/no.sqsh" -no-such-word
 refused unknown_after_value 2 "unknown option '-Y'" "$SRC" "$W/no.sqsh" -j 2 -Y
 grep -q "'2'" "$ERR_FILE" && fail "the unknown option's message names the value before it"
 refused unknown_long 2 "unknown option '--frobnicate'" -b 64K --frobnicate "$SRC" "$W/no.sqsh"

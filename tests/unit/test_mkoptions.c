@@ -218,7 +218,7 @@ START_TEST(test_refusals)
 		const char *args[6];
 		const char *says;
 	} bad[] = {
-		{ { "s", "i", "-one-file-system" }, "unknown option '-one-file-system'" },
+		{ { "s", "i", "-no-such-word" }, "unknown option '-no-such-word'" },
 		{ { "s", "-frob", "i" }, "unknown option '-frob'" },
 		{ { "s", "i", "-qZ" }, "'-Z' (in '-qZ'" },
 		{ { "s", "i", "--frobnicate=1" }, "unknown option '--frobnicate'" },
