@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/compressor.h"
 #include "common/grow.h"
 #include "common/parse.h"
 #include "mkimage_options.h"
@@ -153,6 +154,48 @@ static int time_opt(struct mk_options *o, int c, const char *arg, const char *as
 	}
 }
 
+int mks_xz_dict(struct mk_options *o)
+{
+	const char *as = "-Xdict-size", *arg = o->xz_dict;
+	uint64_t bs = o->build.block_size, v = 0;
+	char *end;
+	if (!arg)
+		return 0;
+	if (o->build.comp.id != SQK_COMP_XZ) {
+		fprintf(stderr, "sqk mkimage: -Xdict-size needs -comp xz\n");
+		return -1;
+	}
+	errno = 0;
+	double d = strtod(arg, &end);
+	if (end == arg || errno || d <= 0)
+		return bad(as, arg, "need a size (K, M suffix) or a percentage of the block size");
+	if (!strcmp(end, "%")) {
+		if (d > 100)
+			return bad(as, arg, "a percentage must be more than 0 and at most 100");
+		v = (uint64_t)((double)bs * d / 100);
+	} else {
+		uint64_t mul = !*end ? 1 : !strcmp(end, "K") || !strcmp(end, "k") ? 1024 :
+			       !strcmp(end, "M") || !strcmp(end, "m") ? 1048576 : 0;
+		if (!mul || d != (double)(uint64_t)d || d > (double)(1u << 30))
+			return bad(as, arg, "need a whole size (K, M suffix) or a percentage "
+				   "of the block size");
+		v = (uint64_t)d * mul;
+	}
+	if (v > bs) {
+		char why[96];
+		snprintf(why, sizeof(why), "larger than the block size (%llu bytes)",
+			 (unsigned long long)bs);
+		return bad(as, arg, why);
+	}
+	if (v < 8192)
+		return bad(as, arg, "the dictionary must be 8K or larger");
+	uint64_t low = v & -v;
+	if (v != low && v != low + 2 * low)
+		return bad(as, arg, "the xz header stores only 2^n or 2^n + 2^(n-1) bytes");
+	o->build.comp.xz_dict = (uint32_t)v;
+	return 0;
+}
+
 int mks_opt(struct mk_options *o, int c, const char *arg, const char *as)
 {
 	uint64_t v;
@@ -163,6 +206,7 @@ int mks_opt(struct mk_options *o, int c, const char *arg, const char *as)
 	case MKS_OPT_NOHARDLINKS: o->build.no_hardlinks = true; return 0;
 	case MKS_OPT_INFO: o->build.info = true; return 0;
 	case MKS_OPT_PROGRESS: o->force_progress = true; return 0;
+	case MKS_OPT_XDICT: o->xz_dict = arg; return 0;
 	case MKS_OPT_OFFSET:
 		if (parse_bytes(arg, UINT64_MAX / 4, &v))
 			return bad(as, arg, "need a number of bytes (K, M or G suffix allowed)");
@@ -185,7 +229,10 @@ int mks_opt(struct mk_options *o, int c, const char *arg, const char *as)
 	case MKS_OPT_XINCLUDE:
 		if (check_regex(as, arg))
 			return -1;
-		*(c == MKS_OPT_XEXCLUDE ? &o->build.xattrs_exclude : &o->build.xattrs_include) = arg;
+		if (c == MKS_OPT_XEXCLUDE)
+			o->build.xattrs_exclude = arg;
+		else
+			o->build.xattrs_include = arg;
 		o->build.no_xattrs = false;
 		return 0;
 	case MKS_OPT_XADD:

@@ -38,6 +38,10 @@ static void usage(FILE *f)
 		"  -l, --level N           compression level (zstd 1-22, xz 1-9, gzip 1-9, lz4 hc "
 		"1-12,\n"
 		"                          lzo 1-9 with lzo1x_999 only)\n"
+		"      --xz-dict-size SIZE the xz dictionary: a size up to the block size (2^n or "
+		"2^n+2^(n-1),\n"
+		"                          at least 8K; K, M suffixes) or a percentage of it "
+		"(-Xdict-size)\n"
 		"      --bcj FILTER        xz branch filter: x86, powerpc, ia64, arm, armthumb, "
 		"sparc\n"
 		"                          (repeatable; the smallest result per block is kept)\n"
@@ -191,7 +195,8 @@ static void usage(FILE *f)
 		"T\n"
 		"(-inode-time), -xattrs-exclude RE, -xattrs-include RE, -xattrs-add NAME=VALUE, "
 		"-info,\n"
-		"-progress, -o N (-offset N); -force-uid and -force-gid take names too.\n"
+		"-progress, -o N (-offset N), -Xdict-size SIZE; -force-uid and -force-gid take "
+		"names too.\n"
 		"  -e PATH...              every argument after -e is an exclude: an exact path, "
 		"absolute\n"
 		"                          (/, ./ or ../ in front) or relative to each source; "
@@ -400,6 +405,7 @@ static const struct option long_opts[] = {
 	{ "info", no_argument, NULL, MKS_OPT_INFO },
 	{ "progress", no_argument, NULL, MKS_OPT_PROGRESS },
 	{ "offset", required_argument, NULL, MKS_OPT_OFFSET },
+	{ "xz-dict-size", required_argument, NULL, MKS_OPT_XDICT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -440,7 +446,7 @@ static const struct {
 	{ "-xattrs-include", MKS_OPT_XINCLUDE, true },
 	{ "-xattrs-add", MKS_OPT_XADD, true },    { "-info", MKS_OPT_INFO, false },
 	{ "-progress", MKS_OPT_PROGRESS, false }, { "-o", MKS_OPT_OFFSET, true },
-	{ "-offset", MKS_OPT_OFFSET, true },
+	{ "-offset", MKS_OPT_OFFSET, true },     { "-Xdict-size", MKS_OPT_XDICT, true },
 };
 
 /* What the parse keeps besides o. */
@@ -1131,7 +1137,8 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 	struct parse_state ps = { 0 };
 	set_defaults(o);
 	int r = parse_argv(argc, argv, o, &ps);
-	if (!r && (check_combinations(o, &ps) || parse_env(o) || load_sign_keys(o)))
+	if (!r && (check_combinations(o, &ps) || mks_xz_dict(o) || parse_env(o) ||
+		   load_sign_keys(o)))
 		r = -1;
 	if (r) {
 		mk_options_free(o);

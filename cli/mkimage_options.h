@@ -57,6 +57,7 @@ struct mk_options {
 	bool force_progress; /* -progress: the progress line even when stderr is no terminal */
 	uint64_t offset;     /* -o, --offset: the image starts this many bytes into IMAGE, after
 			      * zeros (a hole), as mksquashfs -offset writes it */
+	const char *xz_dict; /* -Xdict-size, --xz-dict-size: resolved by mks_xz_dict (borrowed) */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

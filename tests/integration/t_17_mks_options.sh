@@ -58,9 +58,18 @@ same_listing() {
 	info "$2: listings equal ($(wc -l <"$TMP/$1.s.lln") entries)"
 }
 
-# super_field NAME SIDE FIELD: a line of unsquashfs -s
+# super_field NAME SIDE FIELD: a line of unsquashfs -s ("MISSING" when there is none, which
+# no comparison below accepts: a failure inside $(...) would not end the test)
 super_field() {
-	"$UNSQUASHFS" -s "$W/$1.$2.sqsh" | grep "^$3" || fail "no '$3' in unsquashfs -s of $1.$2"
+	"$UNSQUASHFS" -s "$W/$1.$2.sqsh" | grep "^[[:space:]]*$3" || echo "MISSING $3 in $1.$2"
+}
+# same_field NAME FIELD: that line equal in both images, and there
+same_field() {
+	local p s
+	p=$(super_field "$1" p "$2") s=$(super_field "$1" s "$2")
+	case "$p$s" in *MISSING*) fail "no '$2' in unsquashfs -s: $p / $s" ;; esac
+	[ "$p" = "$s" ] || fail "$1: mksquashfs '$p', sqk '$s'"
+	info "$1: $s"
 }
 
 # ---- 1. -one-file-system, -one-file-system-x, -max-depth ------------------------------------
@@ -88,8 +97,7 @@ cmp "$W/plain.s.sqsh" "$W/deep.sqsh" || fail "--max-depth 100 changed the image 
 # ---- 2. -no-hardlinks: two inodes, one copy of the data ------------------------------------
 build_both nohl -no-hardlinks
 same_listing nohl "-no-hardlinks"
-[ "$(super_field nohl p 'Number of inodes')" = "$(super_field nohl s 'Number of inodes')" ] ||
-	fail "-no-hardlinks: inode counts differ: $(super_field nohl s 'Number of inodes')"
+same_field nohl 'Number of inodes'
 [ "$(super_field plain s 'Number of inodes')" != "$(super_field nohl s 'Number of inodes')" ] ||
 	fail "-no-hardlinks did not add an inode"
 "$SQK" mkimage "$SRC" "$W/nohl2.sqsh" --no-hardlinks >"$TMP/nohl.out" 2>&1
@@ -105,13 +113,10 @@ build_both rootn -root-uid bin -force-uid 5 -force-gid daemon -root-time "2020-0
 same_listing rootn "-force-uid 5 over -root-uid bin, -force-gid daemon, a date string"
 build_both times -all-time 1000 -mkfs-time 5000
 same_listing times "-all-time 1000"
-[ "$(super_field times p 'Creation')" = "$(super_field times s 'Creation')" ] ||
-	fail "-mkfs-time: $(super_field times p 'Creation') vs $(super_field times s 'Creation')"
-info "-mkfs-time 5000: $(super_field times s 'Creation')"
+same_field times 'Creation'
 build_both dates -all-time "2021-06-01 12:00 UTC" -mkfs-time "2022-01-01 UTC"
 same_listing dates "-all-time with a date string"
-[ "$(super_field dates p 'Creation')" = "$(super_field dates s 'Creation')" ] ||
-	fail "-mkfs-time with a date string: $(super_field dates s 'Creation')"
+same_field dates 'Creation'
 
 # ---- 4. xattrs: the filters and the additions ----------------------------------------------
 # xattrs_of DIR: every entry's xattrs, sorted
@@ -195,7 +200,28 @@ run_capture osign "$SQK" mkimage "$SRC" "$W/osign.img" -o 4096 --sign "$W/k"
 [ "$RC" = 2 ] && grep -q -- "--offset with --sign is not supported" "$ERR_FILE" ||
 	{ show_err; fail "-o with --sign: exit $RC"; }
 
-# ---- 6. bad values: one line naming the option, exit 2, nothing written --------------------
+# ---- 6. -Xdict-size: stored in the compressor options, read by unsquashfs and the kernel ------
+python3 -c 'import sys; sys.stdout.write("".join("row %d of %d\n" % (i, i * i % 251) for i in range(30000)))' \
+	>"$SRC/a/text"
+for d in 50% 37.5% 48K 32768 12.5%; do
+	build_both dict -comp xz -Xdict-size $d
+	same_field dict 'Dictionary size'
+	rm -rf "$W/dict.x"
+	"$UNSQUASHFS" -q -no-progress -d "$W/dict.x" "$W/dict.s.sqsh" >/dev/null ||
+		fail "unsquashfs of the -Xdict-size $d image"
+	cmp "$W/dict.x/a/text" "$SRC/a/text" || fail "-Xdict-size $d: unsquashfs reads other bytes"
+	info "-Xdict-size $d: unsquashfs extracts it"
+done
+"$SQK" mkimage "$SRC" "$W/dict2.sqsh" -q -b 1M --xz-dict-size 512K -c xz
+"$UNSQUASHFS" -s "$W/dict2.sqsh" | grep -q 'Dictionary size 524288' || fail "--xz-dict-size 512K"
+if grep -qw squashfs /proc/filesystems && mount -t squashfs -o loop,ro "$W/dict.s.sqsh" "$W/mp" 2>/dev/null; then
+	at_exit "umount '$W/mp' 2>/dev/null"
+	cmp "$W/mp/a/text" "$SRC/a/text" || fail "-Xdict-size: the kernel reads other bytes"
+	umount "$W/mp"
+	info "-Xdict-size 12.5%: the kernel reads it"
+fi
+
+# ---- 7. bad values: one line naming the option, exit 2, nothing written --------------------
 bad() {
 	local opt=$1
 	rm -f "$W/bad.sqsh"
@@ -223,4 +249,10 @@ bad -xattrs-add foo.x=1
 bad -xattrs-add user.x=0xZZ
 bad -xattrs-add 'user.x=0t\9'
 bad -o 12Q
+bad -Xdict-size 100K -comp xz
+bad -Xdict-size 4K -comp xz
+bad -Xdict-size 256K -comp xz
+bad -Xdict-size 101% -comp xz
+bad -Xdict-size 0.5K -comp xz
+bad -Xdict-size 50%
 exit 0
