@@ -79,14 +79,14 @@ tty_build() {
 		>"$TMP/tty.out" 2>&1 || fail "build on a terminal ($*) failed: $(tail -n 3 "$TMP/tty.out")"
 }
 tty_build
-grep -q 'MiB in' "$TMP/tty.out" || fail "no progress line on a terminal: $(head -c 300 "$TMP/tty.out")"
+grep -q 'MiB/s' "$TMP/tty.out" || fail "no progress line on a terminal: $(head -c 300 "$TMP/tty.out")"
 grep -q '^image ' "$TMP/tty.out" || fail "no summary on a terminal"
 tty_build -no-progress
-grep -q 'MiB in' "$TMP/tty.out" && fail "-no-progress: a progress line was shown"
+grep -q 'MiB/s' "$TMP/tty.out" && fail "-no-progress: a progress line was shown"
 grep -q '^image ' "$TMP/tty.out" || fail "-no-progress: the summary is missing"
 grep -q '^root hash ' "$TMP/tty.out" || fail "-no-progress: the summary is cut short"
 tty_build --no-progress
-grep -q 'MiB in' "$TMP/tty.out" && fail "--no-progress: a progress line was shown"
+grep -q 'MiB/s' "$TMP/tty.out" && fail "--no-progress: a progress line was shown"
 tty_build -quiet
 [ -s "$TMP/tty.out" ] && fail "-quiet on a terminal printed: $(head -c 300 "$TMP/tty.out")"
 info "-quiet: nothing printed; -no-progress: summary, no progress line (on a pty)"
