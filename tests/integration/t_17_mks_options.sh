@@ -114,6 +114,11 @@ same_listing rootn "-force-uid 5 over -root-uid bin, -force-gid daemon, a date s
 build_both times -all-time 1000 -mkfs-time 5000
 same_listing times "-all-time 1000"
 same_field times 'Creation'
+touch -d 2001-01-01 "$SRC" # "inode": the newest mtime, not the root's own
+build_both rinode -root-time inode -mkfs-time inode
+same_listing rinode "-root-time inode"
+grep -q ' 2001-01-01 .* squashfs-root$' "$TMP/rinode.s.lln" && fail "-root-time inode kept the root's time"
+same_field rinode 'Creation'
 build_both dates -all-time "2021-06-01 12:00 UTC" -mkfs-time "2022-01-01 UTC"
 same_listing dates "-all-time with a date string"
 same_field dates 'Creation'
