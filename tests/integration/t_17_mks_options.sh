@@ -199,6 +199,20 @@ if grep -qw squashfs /proc/filesystems || modprobe squashfs 2>/dev/null; then
 		info "kernel mount with offset= not possible here: $(cat "$TMP/mount.err")"
 	fi
 fi
+# a block device: the image at the offset, the old one there intact when -o is past its end
+if command -v losetup >/dev/null && truncate -s 8M "$W/dev.img" &&
+	LOOP=$(losetup -f --show "$W/dev.img" 2>/dev/null); then
+	at_exit "losetup -d '$LOOP'"
+	"$SQK" mkimage "$SRC" "$LOOP" -o 1M -q || fail "sqk mkimage -o 1M onto $LOOP failed"
+	"$UNSQUASHFS" -o 1048576 -lln "$LOOP" >"$TMP/dev.lln" || fail "unsquashfs -o of $LOOP"
+	diff -u "$TMP/off.s.lln" "$TMP/dev.lln" >&2 || fail "-o 1M on a device: listings differ"
+	run_capture devpast "$SQK" mkimage "$SRC" "$LOOP" -o 9M -q
+	[ "$RC" = 1 ] && grep -q "past the end of the block device" "$ERR_FILE" ||
+		{ show_err; fail "-o 9M on an 8M device: exit $RC"; }
+	grep -q "superblock is zeroed" "$ERR_FILE" && fail "-o past the end touched the device"
+	"$UNSQUASHFS" -o 1048576 -lln "$LOOP" >"$TMP/dev2.lln" || fail "-o past the end: old image gone"
+	info "-o on a block device: written at the offset; past its end refused, nothing touched"
+fi
 # signatures need integrity data, which an image at an offset does not get
 "$SQK" keygen "$W/k" >/dev/null 2>&1 || fail "sqk keygen failed"
 run_capture osign "$SQK" mkimage "$SRC" "$W/osign.img" -o 4096 --sign "$W/k"
