@@ -5,12 +5,16 @@
  * as it was; a block device is written in place), signals, sqk_build (sqk/build.h), the
  * summary. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sqk/counts.h"
 #include "sqk/error.h"
@@ -63,6 +67,19 @@ static bool reuse_is_output(const struct mk_options *o)
 	       S_ISBLK(b.st_mode) && a.st_rdev == b.st_rdev;
 }
 
+/* The size of the block device at path, 0 when it cannot be read. */
+static uint64_t device_bytes(const char *path)
+{
+	uint64_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (ioctl(fd, BLKGETSIZE64, &n))
+		n = 0;
+	close(fd);
+	return n;
+}
+
 /* Judges the output (outfile.h) before anything is read or written, with no side effects: a
  * refusal ends the run there. */
 static int out_judge(struct output *out)
@@ -79,6 +96,12 @@ static int out_judge(struct output *out)
 		return out_fail(out, SQK_ENOMEM, "out of memory");
 	if (out->t.verdict == SQK_OUT_REFUSED)
 		return out_fail(out, SQK_EINVAL, "%s", out->t.why);
+	uint64_t dev = out->t.verdict == SQK_OUT_DEVICE && o->offset ? device_bytes(out->t.path)
+								      : 0;
+	if (dev && o->offset >= dev)
+		return out_fail(out, SQK_EINVAL, "--offset %llu is past the end of the block "
+				"device '%s' (%llu bytes)", (unsigned long long)o->offset, o->image,
+				(unsigned long long)dev);
 	if (o->build.verity == SQK_BUILD_VERITY_NONE)
 		return 0;
 	return mkv_judge(&out->verity, o, out->t.verdict == SQK_OUT_DEVICE, out->msg,
@@ -95,10 +118,25 @@ static int out_open(void *arg, struct sqk_io **io, int *skip_fd, char *msg, size
 
 	if (outfile_create_judged(&out->of, out->o->image, &out->t, ".sqk", msg, cap))
 		return errno ? sqk_from_errno(errno) : SQK_EINVAL;
-	err = sqk_io_fd_create(out->of.fd, 0, false, &out->io);
+	uint64_t at = out->o->offset; /* -o: the image after that many bytes (a hole) */
+	if (out->of.device && at >= out->of.dev_size) {
+		snprintf(msg, cap, "--offset %llu is past the end of the block device '%s' (%llu "
+			 "bytes)", (unsigned long long)at, out->o->image,
+			 (unsigned long long)out->of.dev_size);
+		return SQK_EINVAL;
+	}
+	/* an older image at the offset: its superblock goes first, as the device's start did */
+	static const uint8_t zeros[SQK_SUPER_SIZE];
+	if (out->of.device && at && pwrite(out->of.fd, zeros, sizeof(zeros), (off_t)at) !=
+	    (ssize_t)sizeof(zeros)) {
+		snprintf(msg, cap, "cannot write to '%s' at offset %llu: %s", out->o->image,
+			 (unsigned long long)at, strerror(errno));
+		return sqk_from_errno(errno);
+	}
+	err = sqk_io_fd_create(out->of.fd, at, false, &out->io);
 	if (!err && out->of.device) {
 		struct sqk_io *fd_io = out->io;
-		if ((err = sqk_io_capped_create(fd_io, out->of.dev_size, &out->io)))
+		if ((err = sqk_io_capped_create(fd_io, out->of.dev_size - at, &out->io)))
 			sqk_io_destroy(fd_io);
 	}
 	if (err) {
@@ -174,7 +212,10 @@ static void summary(const struct mk_options *o, const struct mkv *v,
 	const struct sqk_build_counts *s = &r->counts;
 	const struct sqk_super *sb = &r->super;
 	uint64_t total = s->file_bytes, fsize = r->image_bytes; /* integrity data included */
-	printf("image      %s\n", o->image);
+	if (o->offset)
+		printf("image      %s, at offset %llu\n", o->image, (unsigned long long)o->offset);
+	else
+		printf("image      %s\n", o->image);
 	printf("format     SquashFS 4.0, %s, %u KiB blocks%s\n", comp_name(sb->compressor),
 	       sb->block_size / 1024, o->build.no_fragments ? ", no fragments" : "");
 	printf("size       %llu bytes (%.2f MiB) for %llu bytes of file data: %.1f%%\n",

@@ -19,6 +19,7 @@
 #include "common/parse.h"
 #include "common/sign.h"
 #include "sqk/error.h"
+#include "mkimage_mks.h"
 
 static void usage(FILE *f)
 {
@@ -38,6 +39,10 @@ static void usage(FILE *f)
 		"  -l, --level N           compression level (zstd 1-22, xz 1-9, gzip 1-9, lz4 hc "
 		"1-12,\n"
 		"                          lzo 1-9 with lzo1x_999 only)\n"
+		"      --xz-dict-size SIZE the xz dictionary: a size up to the block size (2^n or "
+		"2^n+2^(n-1),\n"
+		"                          at least 8K; K, M suffixes) or a percentage of it "
+		"(-Xdict-size)\n"
 		"      --bcj FILTER        xz branch filter: x86, powerpc, ia64, arm, armthumb, "
 		"sparc\n"
 		"                          (repeatable; the smallest result per block is kept)\n"
@@ -93,8 +98,8 @@ static void usage(FILE *f)
 		"                          after it), as each of several sources does\n"
 		"      --force             replace an IMAGE that is not a SquashFS image "
 		"(-noappend)\n"
-		"      --force-uid N       make every file owned by uid N\n"
-		"      --force-gid N       make every file owned by gid N\n"
+		"      --force-uid USER    make every file owned by USER (a uid or a user name)\n"
+		"      --force-gid GROUP   make every file owned by GROUP (a gid or a group name)\n"
 		"      --mtime T           set every mtime and the image time to T (seconds since "
 		"1970)\n"
 		"      --tar               read a tar stream (plain, gzip, xz, zstd, bzip2...) "
@@ -159,6 +164,43 @@ static void usage(FILE *f)
 		"print)\n"
 		"      --no-progress       no progress line; the summary is kept\n"
 		"  -h, --help              this text\n"
+		"      --one-file-system   do not cross into other file systems below the sources: "
+		"a mount\n"
+		"                          point is stored as an empty directory, a file mounted "
+		"over is\n"
+		"                          left out (-one-file-system)\n"
+		"      --one-file-system-x the same, and mount points are left out too\n"
+		"      --max-depth N       descend at most N levels of directories (0: an empty "
+		"root)\n"
+		"      --no-hardlinks      store each name of a hard-linked file as a file of its "
+		"own (the\n"
+		"                          data is still stored once)\n"
+		"      --root-mode OCT     the root directory's permissions (octal)\n"
+		"      --root-uid USER     the root directory's owner, a uid or a user name\n"
+		"      --root-gid GROUP    the root directory's group, a gid or a group name\n"
+		"      --root-time TIME    the root directory's mtime; TIME is seconds since 1970, "
+		"\"inode\"\n"
+		"                          (the newest mtime) or a date that date -d reads (\"2024-"
+		"01-01 UTC\")\n"
+		"      --mkfs-time TIME    the image's time in the superblock\n"
+		"      --all-time TIME     every mtime and the image time (as --mtime, with date "
+		"strings)\n"
+		"      --xattrs-exclude RE leave out the xattrs whose names match the POSIX "
+		"extended regex RE\n"
+		"      --xattrs-include RE keep only the xattrs whose names match RE\n"
+		"      --xattrs-add NAME=VALUE  add an xattr to every entry (user.*: files and "
+		"directories\n"
+		"                          only); VALUE raw, or 0s base64, 0x hex, 0t text with "
+		"\\ooo;\n"
+		"                          it replaces a source xattr of that name; repeatable\n"
+		"      --info              print each entry as it is added, on stdout (the "
+		"progress line\n"
+		"                          is then off unless --progress)\n"
+		"      --progress          the progress line even when stderr is not a terminal\n"
+		"  -o, --offset N          write the image N bytes into IMAGE (K, M, G suffixes), "
+		"after\n"
+		"                          zeros; no integrity data then (read it with --offset "
+		"N)\n"
 		"\n"
 		"mksquashfs spellings, same meaning: -comp NAME, -b SIZE (also 64KB, 1Mbytes),\n"
 		"-Xcompression-level N, -Xalgorithm A, -Xbcj F1,F2,.., -Xhc (lz4 HC), -processors "
@@ -168,7 +210,15 @@ static void usage(FILE *f)
 		"-no-fragments, -no-duplicates, -no-exports, -exports, -no-tailends, -tailends,\n"
 		"-always-use-fragments, -keep-as-directory, -quiet, -no-progress, -p DEF, -pf "
 		"FILE,\n"
-		"-sort FILE, -tar, -ef FILE (exclude paths, one a line), -wildcards, -regex.\n"
+		"-sort FILE, -tar, -ef FILE (exclude paths, one a line), -wildcards, -regex,\n"
+		"-one-file-system, -one-file-system-x, -max-depth N, -no-hardlinks, -root-mode "
+		"OCT,\n"
+		"-root-uid USER, -root-gid GROUP, -root-time T, -mkfs-time T (-fstime), -all-time "
+		"T\n"
+		"(-inode-time), -xattrs-exclude RE, -xattrs-include RE, -xattrs-add NAME=VALUE, "
+		"-info,\n"
+		"-progress, -o N (-offset N), -Xdict-size SIZE; -force-uid and -force-gid take "
+		"names too.\n"
 		"  -e PATH...              every argument after -e is an exclude: an exact path, "
 		"absolute\n"
 		"                          (/, ./ or ../ in front) or relative to each source; "
@@ -368,6 +418,23 @@ static const struct option long_opts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 	{ "help", no_argument, NULL, 'h' },
+	{ "one-file-system", no_argument, NULL, MKS_OPT_ONEFS },
+	{ "one-file-system-x", no_argument, NULL, MKS_OPT_ONEFSX },
+	{ "max-depth", required_argument, NULL, MKS_OPT_MAXDEPTH },
+	{ "no-hardlinks", no_argument, NULL, MKS_OPT_NOHARDLINKS },
+	{ "root-mode", required_argument, NULL, MKS_OPT_ROOTMODE },
+	{ "root-uid", required_argument, NULL, MKS_OPT_ROOTUID },
+	{ "root-gid", required_argument, NULL, MKS_OPT_ROOTGID },
+	{ "root-time", required_argument, NULL, MKS_OPT_ROOTTIME },
+	{ "mkfs-time", required_argument, NULL, MKS_OPT_MKFSTIME },
+	{ "all-time", required_argument, NULL, MKS_OPT_ALLTIME },
+	{ "xattrs-exclude", required_argument, NULL, MKS_OPT_XEXCLUDE },
+	{ "xattrs-include", required_argument, NULL, MKS_OPT_XINCLUDE },
+	{ "xattrs-add", required_argument, NULL, MKS_OPT_XADD },
+	{ "info", no_argument, NULL, MKS_OPT_INFO },
+	{ "progress", no_argument, NULL, MKS_OPT_PROGRESS },
+	{ "offset", required_argument, NULL, MKS_OPT_OFFSET },
+	{ "xz-dict-size", required_argument, NULL, MKS_OPT_XDICT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -399,6 +466,18 @@ static const struct {
 	{ "-keep-as-directory", OPT_KEEPDIR, false }, { "-help", 'h', false },
 	{ "-pd", OPT_PSEUDODIR, true },	      { "-F", OPT_PACK, true },
 	{ "-D", OPT_PACKDIR, true },	      { "-pseudo-override", OPT_PSEUDOOVR, false },
+	{ "-one-file-system", MKS_OPT_ONEFS, false },
+	{ "-one-file-system-x", MKS_OPT_ONEFSX, false },
+	{ "-max-depth", MKS_OPT_MAXDEPTH, true }, { "-no-hardlinks", MKS_OPT_NOHARDLINKS, false },
+	{ "-root-mode", MKS_OPT_ROOTMODE, true }, { "-root-uid", MKS_OPT_ROOTUID, true },
+	{ "-root-gid", MKS_OPT_ROOTGID, true },   { "-root-time", MKS_OPT_ROOTTIME, true },
+	{ "-mkfs-time", MKS_OPT_MKFSTIME, true }, { "-fstime", MKS_OPT_MKFSTIME, true },
+	{ "-all-time", MKS_OPT_ALLTIME, true },   { "-inode-time", MKS_OPT_ALLTIME, true },
+	{ "-xattrs-exclude", MKS_OPT_XEXCLUDE, true },
+	{ "-xattrs-include", MKS_OPT_XINCLUDE, true },
+	{ "-xattrs-add", MKS_OPT_XADD, true },    { "-info", MKS_OPT_INFO, false },
+	{ "-progress", MKS_OPT_PROGRESS, false }, { "-o", MKS_OPT_OFFSET, true },
+	{ "-offset", MKS_OPT_OFFSET, true },     { "-Xdict-size", MKS_OPT_XDICT, true },
 };
 
 /* What the parse keeps besides o. */
@@ -591,8 +670,8 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 	switch (c) {
 	case 'e': return add_exclude(o, arg);
 	case OPT_EF: return read_exclude_file(o, arg);
-	case OPT_FUID: return parse_id(as, arg, &o->build.force_uid);
-	case OPT_FGID: return parse_id(as, arg, &o->build.force_gid);
+	case OPT_FUID: return mks_owner(as, arg, false, &o->build.force_uid);
+	case OPT_FGID: return mks_owner(as, arg, true, &o->build.force_gid);
 	case OPT_MTIME: return parse_time(as, arg, &o->build.set_mtime);
 	case OPT_REUSE: o->build.reuse = arg; return 0;
 	case OPT_ORDER: o->build.order_file = arg; return 0;
@@ -685,6 +764,8 @@ static int handle_opt(struct mk_options *o, int c, const char *arg, const char *
 		r = handle_tree_opt(o, c, arg, as);
 	if (r == 1)
 		r = handle_verity_opt(o, c, arg, as);
+	if (r == 1)
+		r = mks_opt(o, c, arg, as);
 	return r == 1 ? -1 : r;
 }
 
@@ -1012,6 +1093,15 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 	}
 	if (check_sign(o) || check_verity(o))
 		return -1;
+	if (o->offset && (o->build.verity != SQK_BUILD_VERITY_NONE || o->nsign ||
+			  o->build.digest_tree)) {
+		fprintf(stderr, "sqk mkimage: --offset with %s is not supported: an image at an "
+			"offset gets no integrity data (readers use it only at offset 0 of a "
+			"file)\n", o->nsign ? "--sign" : o->build.digest_tree ? "--digest-tree" :
+			"--verity");
+		return -1;
+	}
+
 	if (o->build.comp.xz_bcj && o->build.comp.id != SQK_COMP_XZ) {
 		fprintf(stderr, "sqk mkimage: --bcj needs --compressor xz\n");
 		return -1;
@@ -1088,6 +1178,8 @@ static void fill_source(struct mk_options *o)
 	s->pack_dir = o->pack_dir;
 	s->pseudo_dir = o->pseudo_dir;
 	s->pseudo_override = o->pseudo_override;
+	o->build.xattrs_add = o->xattrs_add;
+	o->build.nxattrs_add = o->nxattrs_add;
 	o->build.image = o->image;
 	o->build.quiet = o->quiet;
 }
@@ -1097,7 +1189,8 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 	struct parse_state ps = { 0 };
 	set_defaults(o);
 	int r = parse_argv(argc, argv, o, &ps);
-	if (!r && (check_combinations(o, &ps) || parse_env(o) || load_sign_keys(o)))
+	if (!r && (check_combinations(o, &ps) || mks_xz_dict(o) || parse_env(o) ||
+		   load_sign_keys(o)))
 		r = -1;
 	if (r) {
 		mk_options_free(o);
@@ -1109,7 +1202,17 @@ int mk_options_parse(int argc, char **argv, struct mk_options *o)
 		o->tar_path = npos == 2 ? o->sources[0] : NULL;
 	o->nsources = o->tar ? 0 : npos - 1;
 	fill_source(o);
-	o->build.progress = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);
+	if (o->offset && !o->build.no_checksums) {
+		o->build.no_checksums = true;
+		if (!o->quiet)
+			fprintf(stderr, "sqk mkimage: note: the image goes at offset %llu of '%s': "
+				"no integrity data (readers use it only for an image at offset "
+				"0)\n",
+				(unsigned long long)o->offset, o->image);
+	}
+	/* as mksquashfs: -info turns the line off, -progress on again, even off a terminal */
+	o->build.progress = !o->quiet && !o->no_progress &&
+			    (o->force_progress || (!o->build.info && isatty(STDERR_FILENO)));
 	return 0;
 }
 
@@ -1147,4 +1250,10 @@ void mk_options_free(struct mk_options *o)
 	o->sign_cap = 0;
 	o->build.sign_keys = NULL;
 	o->build.nsign_keys = 0;
+	free(o->xattrs_add);
+	o->xattrs_add = NULL;
+	o->nxattrs_add = 0;
+	o->xattrs_add_cap = 0;
+	o->build.xattrs_add = NULL;
+	o->build.nxattrs_add = 0;
 }

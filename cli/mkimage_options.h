@@ -55,6 +55,14 @@ struct mk_options {
 	const char *pack_dir;   /* --pack-dir DIR, -D (borrowed) */
 	const char *pseudo_dir; /* --pseudo-dir DEF, -pd (borrowed) */
 	bool pseudo_override;   /* --pseudo-override */
+	const char **xattrs_add; /* --xattrs-add NAME=VALUE: owned array of strings borrowed from
+				  * argv (build.xattrs_add) */
+	size_t nxattrs_add;
+	size_t xattrs_add_cap;
+	bool force_progress; /* -progress: the progress line even when stderr is no terminal */
+	uint64_t offset;     /* -o, --offset: the image starts this many bytes into IMAGE, after
+			      * zeros (a hole), as mksquashfs -offset writes it */
+	const char *xz_dict; /* -Xdict-size, --xz-dict-size: resolved by mks_xz_dict (borrowed) */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

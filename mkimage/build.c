@@ -19,6 +19,7 @@
 #include "mk.h"
 #include "attrs.h"
 #include "data.h"
+#include "entry_opts.h"
 #include "order.h"
 #include "pseudo.h"
 #include "tables.h"
@@ -200,7 +201,8 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	const struct sqk_build_opts *o = c->opt;
 	static const uint8_t zeros[SQK_PAD];
 	sb->magic = SQK_MAGIC;
-	sb->mkfs_time = o->clamp_time >= 0 ? (uint32_t)o->clamp_time :
+	sb->mkfs_time = o->mkfs_time >= 0 ? (uint32_t)o->mkfs_time :
+			o->clamp_time >= 0 ? (uint32_t)o->clamp_time :
 			o->set_mtime >= 0 ? (uint32_t)o->set_mtime : c->newest_mtime;
 	sb->block_size = o->block_size;
 	sb->compressor = o->comp.id;
@@ -259,7 +261,11 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, struct mk_pseudo
 		int r = src->ops->next(src, c, &e);
 		if (r == 1)
 			break;
-		err = r ? r : c->tops->add(c, &e, &fr);
+		err = r ? r : mk_eopts_entry(c, &e);
+		if (!err)
+			err = c->tops->add(c, &e, &fr);
+		if (!err)
+			mk_eopts_info(c, &e);
 		int taken = !err && fr.file && c->order ? mk_order_take(c, &fr, &e) : 0;
 		if (taken < 0)
 			err = taken;
@@ -298,6 +304,8 @@ int mk_build_inputs(struct mk_ctx *c)
 				       sqk_strerror(err));
 	}
 	err = mk_verity_start(c);
+	if (!err)
+		err = mk_eopts_open(c);
 	if (!err)
 		err = mk_pseudo_load(c, &c->pseudo);
 	if (!err && c->opt->reuse && !c->reuse)

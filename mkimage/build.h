@@ -85,7 +85,32 @@ struct sqk_build_opts {
 	 * synced (*io owned by the caller, borrowed until sqk_build returns; arg is open_arg).
 	 * Returns 0 or an SQK_E* code with a message in msg. */
 	int (*open_verity)(void *arg, struct sqk_io **io, char *msg, size_t cap);
+	/* mksquashfs's tree options (SQK_BUILD_DIRS for the walk ones). */
+	bool one_file_system;   /* no descent into another file system: a directory there is
+				 * stored empty, any other entry there left out */
+	bool one_file_system_x; /* ... and such a directory is left out too */
+	bool no_hardlinks;      /* each name of a file with several names is a file of its own
+				 * (dedup still shares their data) */
+	bool info;              /* a line on stdout for each entry as it is added */
+	int32_t max_depth;      /* directories at this depth (the root is 0) are stored empty
+				 * (-1 = no limit) */
+	int64_t root_mode;      /* the root's permission bits, 0..07777 (-1 = the source's) */
+	int64_t root_uid;       /* the root's owner (-1 = the source's; force_uid still wins) */
+	int64_t root_gid;
+	int64_t root_time;      /* the root's mtime (-1 = the source's; SQK_BUILD_TIME_NEWEST:
+				 * the newest mtime stored); set_mtime still wins */
+	int64_t mkfs_time;      /* the superblock's time (-1 = clamp_time, else set_mtime, else
+				 * the newest mtime stored) */
+	const char *xattrs_exclude; /* POSIX extended regex: xattr names of the source left out */
+	const char *xattrs_include; /* POSIX extended regex: only the names matching it kept */
+	const char *const *xattrs_add; /* NAME=VALUE (mksquashfs's value syntax: 0s base64, 0x
+					* hex, 0t text with \ooo, 0b or none raw) added to every
+					* entry (user.*: regular files and directories only) */
+	size_t nxattrs_add;
 };
+
+/* root_time: the newest mtime stored (mksquashfs's "inode"). */
+#define SQK_BUILD_TIME_NEWEST (-2)
 
 /* Fills o with every default and o->size. */
 void sqk_build_opts_init(struct sqk_build_opts *o);

@@ -14,6 +14,7 @@
 #include "common/grow.h"
 #include "common/verity.h"
 #include "mk.h"
+#include "entry_opts.h"
 #include "attrs.h"
 #include "order.h"
 #include "pseudo.h"
@@ -108,6 +109,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	mk_reuse_close(c->reuse);
 	mk_pseudo_free(c->pseudo);
 	mk_order_free(c);
+	mk_eopts_free(c);
 	free(c->frags);
 	pthread_mutex_destroy(&c->errmu);
 }

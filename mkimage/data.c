@@ -21,6 +21,7 @@
 #include "common/integrity.h"
 #include "mk.h"
 #include "data.h"
+#include "count.h"
 #include "dedup.h"
 #include "similar.h"
 #include "spill.h"
@@ -53,6 +54,8 @@ struct piece {
 struct progress {
 	struct timespec start, last;
 	uint64_t files_done;
+	uint64_t bytes_done;        /* sizes of the files done */
+	struct mk_count *count;     /* the totals, counted beside the build (count.h), or NULL */
 };
 
 struct mk_data {
@@ -77,6 +80,43 @@ static double since(const struct timespec *a, const struct timespec *b)
 	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
+/* "1:05", "2:03:07": whole seconds. */
+static void fmt_left(char *buf, size_t cap, double secs)
+{
+	unsigned long s = secs > 0 ? (unsigned long)(secs + 0.5) : 0;
+	if (s >= 3600)
+		snprintf(buf, cap, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, cap, "%lu:%02lu", s / 60, s % 60);
+}
+
+/* The line once the source is counted: "12/40 files, 3.1 of 9.0 MiB (34%), 1.2 MiB out,
+ * 2.0 MiB/s, 0:03 left" (the rate over the whole run; the time left from it). */
+static void show_totals(const struct progress *pr, double el, double out, uint64_t tfiles,
+			uint64_t tbytes, bool last)
+{
+	uint64_t files = pr->files_done, done = pr->bytes_done;
+	if (done > tbytes) /* the tree grew, or excludes were not counted out */
+		tbytes = done;
+	if (files > tfiles)
+		tfiles = files;
+	double rate = el > 0 ? (double)done / el : 0;
+	char left[32];
+	if (last)
+		snprintf(left, sizeof(left), "0:00");
+	else if (rate > 0 && el >= 1.0)
+		fmt_left(left, sizeof(left), (double)(tbytes - done) / rate);
+	else
+		snprintf(left, sizeof(left), "-:--");
+	fprintf(stderr, "\r%llu/%llu files, %.1f of %.1f MiB (%u%%), %.1f MiB out, %.1f MiB/s, "
+		"%s left ", (unsigned long long)files, (unsigned long long)tfiles,
+		(double)done / 1048576.0, (double)tbytes / 1048576.0,
+		tbytes ? (unsigned)(100.0 * (double)done / (double)tbytes) : 100u, out / 1048576.0,
+		rate / 1048576.0, left);
+	if (last)
+		fputc('\n', stderr);
+}
+
 static void progress_show(struct mk_ctx *c, struct progress *pr, struct mk_pipeline *p, bool last)
 {
 	if (!c->opt->progress)
@@ -88,6 +128,11 @@ static void progress_show(struct mk_ctx *c, struct progress *pr, struct mk_pipel
 	pr->last = now;
 	double el = since(&pr->start, &now);
 	double in = (double)c->st.bytes_in, out = (double)mk_pipeline_written(p);
+	uint64_t tfiles, tbytes;
+	if (mk_count_totals(pr->count, &tfiles, &tbytes)) {
+		show_totals(pr, el, out, tfiles, tbytes, last);
+		return;
+	}
 	fprintf(stderr, "\r%llu files, %.1f MiB in, %.1f MiB out (%.1f%%), %.1f MiB/s ",
 		(unsigned long long)pr->files_done, in / 1048576.0, out / 1048576.0,
 		in > 0 ? 100.0 * out / in : 100.0, el > 0 ? in / 1048576.0 / el : 0.0);
@@ -321,6 +366,7 @@ static int conclude(struct mk_ctx *c, struct mk_data *d, struct file_pass *fp, b
 	if (!err && frag && !orig)
 		err = add_piece(c, d, fp, tail);
 	d->pr.files_done++;
+	d->pr.bytes_done += f->size;
 	return err;
 }
 
@@ -472,6 +518,7 @@ static void data_free(struct mk_ctx *c)
 	struct mk_data *d = c->data;
 	if (!d)
 		return;
+	mk_count_stop(d->pr.count);
 	mk_spill_destroy(d->tails);
 	mk_dedup_destroy(d->dd);
 	free(d->pieces);
@@ -499,6 +546,8 @@ int mk_data_start(struct mk_ctx *c)
 		err = mk_dedup_create(c, &d->dd);
 	if (!err)
 		err = mk_pipeline_start(c, &d->p);
+	if (!err && c->opt->progress && mk_count_start(c, &d->pr.count))
+		err = mk_fail(c, SQK_ENOMEM, "out of memory");
 	return err;
 }
 

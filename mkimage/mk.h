@@ -159,6 +159,7 @@ struct mk_ctx {
 	pthread_mutex_t errmu;       /* guards errmsg/first_err (workers may fail too) */
 	int first_err;
 	char errmsg[1024];           /* first error, with the path */
+	struct mk_eopts *eopts;      /* the xattr filters and additions (entry_opts.c), or NULL */
 };
 
 /* Sets up c for options o (copied, its derived defaults filled in: mk_opts_derive) and the

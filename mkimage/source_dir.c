@@ -100,7 +100,8 @@ static void drop_pf_dir(struct dir_source *d)
 /* The frame of the directory the scout listed (already in walk order). */
 static int enter_listed(struct mk_ctx *c, struct dir_source *d)
 {
-	struct frame f = { .path_len = strlen(d->path), .rel_len = strlen(d->rel) };
+	struct frame f = { .path_len = strlen(d->path), .rel_len = strlen(d->rel),
+			   .dev = d->ent_dev };
 	size_t cap = 0;
 	int err = 0;
 	const char *nm = d->pf_dir.names;
@@ -120,7 +121,8 @@ int sd_enter_dir(struct mk_ctx *c, struct dir_source *d)
 {
 	if (d->have_pf_dir)
 		return enter_listed(c, d);
-	struct frame f = { .path_len = strlen(d->path), .rel_len = strlen(d->rel) };
+	struct frame f = { .path_len = strlen(d->path), .rel_len = strlen(d->rel),
+			   .dev = d->ent_dev };
 	size_t cap = 0;
 	int err = 0;
 	DIR *dir = opendir(d->path);
@@ -296,6 +298,7 @@ int sd_stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e, bo
 		    st.st_ino == c->skip_ino[i])
 			return 1;
 	memset(e, 0, sizeof(*e));
+	d->ent_dev = st.st_dev;
 	e->path = d->rel;
 	e->origin = d->path;
 	e->mode = st.st_mode;
@@ -352,6 +355,32 @@ void sd_close_file(struct dir_source *d)
 	d->fd = -1;
 }
 
+/* -max-depth, -one-file-system: whether the walk descends into the entry it just stat'ed (e),
+ * or leaves it out (1). */
+static int walk_limits(struct mk_ctx *c, struct dir_source *d, const struct mk_entry *e)
+{
+	const struct sqk_build_opts *o = c->opt;
+	bool top = !d->depth || (d->synthetic && d->depth == 1);
+	if ((o->one_file_system || o->one_file_system_x) && !top &&
+	    d->ent_dev != d->stack[d->depth - 1].dev) {
+		bool keep = S_ISDIR(e->mode) && !o->one_file_system_x;
+		if (!o->quiet)
+			fprintf(stderr, "sqk mkimage: '%s' is on another file system: %s "
+				"(-one-file-system%s)\n", d->path,
+				keep ? "stored as an empty directory" : "left out",
+				o->one_file_system_x ? "-x" : "");
+		d->descend = false;
+		if (!keep) {
+			sd_close_file(d);
+			return 1;
+		}
+	}
+	if (d->descend && o->max_depth >= 0 &&
+	    path_depth(d->rel, strlen(d->rel)) >= (uint64_t)o->max_depth)
+		d->descend = false;
+	return 0;
+}
+
 /* The root entry: the one directory's own attributes, or a made-up directory. */
 static int root_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e)
 {
@@ -370,7 +399,7 @@ static int root_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e
 	int r = sd_stat_entry(c, d, e, true);
 	if (r == 1)
 		return mk_fail(c, SQK_EINVAL, "source '%s' is the image", c->src->sources[0]);
-	return r;
+	return r ? r : walk_limits(c, d, e);
 }
 
 static int dir_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
@@ -407,6 +436,8 @@ static int dir_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 			err = sd_set_str(c, &d->rel, &d->rel_cap, f->rel_len, name, true);
 		if (!err)
 			err = sd_stat_entry(c, d, e, false);
+		if (!err)
+			err = walk_limits(c, d, e);
 		if (err == 1)
 			continue;
 		return err;

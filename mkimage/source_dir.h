@@ -20,6 +20,7 @@ struct frame {
 	char **names;
 	size_t n, next;
 	size_t path_len, rel_len; /* lengths of the walker's path and rel at this directory */
+	dev_t dev;                /* the directory's file system (-one-file-system) */
 };
 
 /* One -e path, resolved to the image path it names. */
@@ -89,6 +90,7 @@ struct dir_source {
 	uint8_t *xvals;
 	size_t kv_cap, xvals_cap;
 	char target[SQK_SYMLINK_MAX + 2];
+	dev_t ent_dev;             /* the current entry's file system (-one-file-system) */
 };
 
 /* qsort order of entry names: dir_name_cmp (unsigned bytes). */

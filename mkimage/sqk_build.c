@@ -31,6 +31,12 @@ void sqk_build_opts_init(struct sqk_build_opts *o)
 	o->default_mode = 0755;
 	o->mem = 4u << 20;
 	o->sign_time = -1;
+	o->max_depth = -1;
+	o->root_mode = -1;
+	o->root_uid = -1;
+	o->root_gid = -1;
+	o->root_time = -1;
+	o->mkfs_time = -1;
 }
 
 void sqk_build_source_init(struct sqk_build_source *s, enum sqk_build_source_kind kind)

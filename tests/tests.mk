@@ -18,9 +18,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_HELPER_OBJS) $(LIBMKIMAGE) 
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CHECK_LIBS) $(PKG_LIBS)
 
-$(BUILD)/tests/test_mkoptions: $(BUILD)/obj/cli/mkimage_options.o
+$(BUILD)/tests/test_mkoptions: $(BUILD)/obj/cli/mkimage_options.o $(BUILD)/obj/cli/mkimage_mks.o
 $(BUILD)/tests/test_progress: $(BUILD)/obj/cli/progress.o
-$(BUILD)/tests/test_listing: $(BUILD)/obj/cli/listing.o $(BUILD)/obj/cli/cmd.o $(BUILD)/obj/cli/progress.o
+$(BUILD)/tests/test_listing: $(BUILD)/obj/cli/listing.o $(BUILD)/obj/cli/select.o $(BUILD)/obj/cli/cmd.o $(BUILD)/obj/cli/progress.o
 # test_diff: sqk diff's walk, sides and stored-block comparison (not its main).
 $(BUILD)/tests/test_diff: $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out cli/diff.c,$(wildcard cli/diff*.c))) \
 	$(BUILD)/obj/cli/cmd.o $(BUILD)/obj/cli/progress.o

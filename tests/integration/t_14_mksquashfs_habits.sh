@@ -79,14 +79,14 @@ tty_build() {
 		>"$TMP/tty.out" 2>&1 || fail "build on a terminal ($*) failed: $(tail -n 3 "$TMP/tty.out")"
 }
 tty_build
-grep -q 'MiB in' "$TMP/tty.out" || fail "no progress line on a terminal: $(head -c 300 "$TMP/tty.out")"
+grep -q 'MiB/s' "$TMP/tty.out" || fail "no progress line on a terminal: $(head -c 300 "$TMP/tty.out")"
 grep -q '^image ' "$TMP/tty.out" || fail "no summary on a terminal"
 tty_build -no-progress
-grep -q 'MiB in' "$TMP/tty.out" && fail "-no-progress: a progress line was shown"
+grep -q 'MiB/s' "$TMP/tty.out" && fail "-no-progress: a progress line was shown"
 grep -q '^image ' "$TMP/tty.out" || fail "-no-progress: the summary is missing"
 grep -q '^root hash ' "$TMP/tty.out" || fail "-no-progress: the summary is cut short"
 tty_build --no-progress
-grep -q 'MiB in' "$TMP/tty.out" && fail "--no-progress: a progress line was shown"
+grep -q 'MiB/s' "$TMP/tty.out" && fail "--no-progress: a progress line was shown"
 tty_build -quiet
 [ -s "$TMP/tty.out" ] && fail "-quiet on a terminal printed: $(head -c 300 "$TMP/tty.out")"
 info "-quiet: nothing printed; -no-progress: summary, no progress line (on a pty)"
@@ -208,7 +208,7 @@ refused() {
 refused mem 2 "-mem is not supported: it is mksquashfs's total memory.*--mem SIZE is another" \
 	"$SRC" "$W/no.sqsh" -mem 512M
 sqk_build "$SRC" "$W/mem.sqsh" -q --mem 8M
-refused unknown_word 2 "unknown option '-one-file-system'" "$SRC" "$W/no.sqsh" -one-file-system
+refused unknown_word 2 "unknown option '-no-such-word'" "$SRC" "$W/no.sqsh" -no-such-word
 refused unknown_after_value 2 "unknown option '-Y'" "$SRC" "$W/no.sqsh" -j 2 -Y
 grep -q "'2'" "$ERR_FILE" && fail "the unknown option's message names the value before it"
 refused unknown_long 2 "unknown option '--frobnicate'" -b 64K --frobnicate "$SRC" "$W/no.sqsh"

@@ -18,6 +18,7 @@
 #include "mkimage/mk.h"
 #include "cli/mkimage_options.h"
 #include "mkimage/source.h"
+#include "mkimage/entry_opts.h"
 #include "testutil.h"
 
 #define NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
@@ -218,7 +219,7 @@ START_TEST(test_refusals)
 		const char *args[6];
 		const char *says;
 	} bad[] = {
-		{ { "s", "i", "-one-file-system" }, "unknown option '-one-file-system'" },
+		{ { "s", "i", "-no-such-word" }, "unknown option '-no-such-word'" },
 		{ { "s", "-frob", "i" }, "unknown option '-frob'" },
 		{ { "s", "i", "-qZ" }, "'-Z' (in '-qZ'" },
 		{ { "s", "i", "--frobnicate=1" }, "unknown option '--frobnicate'" },
@@ -475,6 +476,92 @@ START_TEST(test_verity_options)
 }
 END_TEST
 
+/* mksquashfs's tree, time, owner, xattr and output options (cli/mkimage_mks.c), in both
+ * spellings, and their refusals. */
+START_TEST(test_mks_options)
+{
+	struct mk_options o;
+	char *ok[] = { "mkimage", "s", "i", "-one-file-system-x", "-max-depth", "3",
+		       "--no-hardlinks", "-root-mode", "0700", "-root-uid", "root", "--root-gid",
+		       "0", "-root-time", "inode", "-mkfs-time", "5000", "-all-time", "1000",
+		       "-xattrs-exclude", "^user\\.", "--xattrs-add", "user.a=0x41", "-info",
+		       "-progress", "-o", "4K", "-force-uid", "root", "-comp", "xz",
+		       "-Xdict-size", "37.5%", NULL };
+	ck_assert_int_eq(parse_quiet(NARGS(ok), ok, &o), 0);
+	ck_assert(o.build.one_file_system_x && o.build.no_hardlinks && o.build.info);
+	ck_assert_int_eq(o.build.max_depth, 3);
+	ck_assert_int_eq(o.build.root_mode, 0700);
+	ck_assert_int_eq(o.build.root_uid, 0);
+	ck_assert_int_eq(o.build.root_gid, 0);
+	ck_assert_int_eq(o.build.root_time, SQK_BUILD_TIME_NEWEST);
+	ck_assert_int_eq(o.build.mkfs_time, 5000);
+	ck_assert_int_eq(o.build.set_mtime, 1000);
+	ck_assert_int_eq(o.build.force_uid, 0);
+	ck_assert_str_eq(o.build.xattrs_exclude, "^user\\.");
+	ck_assert_uint_eq(o.build.nxattrs_add, 1);
+	ck_assert_str_eq(o.build.xattrs_add[0], "user.a=0x41");
+	ck_assert(o.build.progress); /* -progress: even off a terminal, even with -info */
+	ck_assert_uint_eq(o.offset, 4096);
+	ck_assert(o.build.no_checksums); /* an image at an offset gets no integrity data */
+	ck_assert_uint_eq(o.build.comp.xz_dict, 49152);
+	mk_options_free(&o);
+
+	char *dflt[] = { "mkimage", "s", "i", NULL };
+	ck_assert_int_eq(parse_quiet(NARGS(dflt), dflt, &o), 0);
+	ck_assert(!o.build.one_file_system && !o.build.no_hardlinks && !o.build.info);
+	ck_assert_int_eq(o.build.max_depth, -1);
+	ck_assert_int_eq(o.build.root_mode, -1);
+	ck_assert_int_eq(o.build.root_time, -1);
+	ck_assert_int_eq(o.build.mkfs_time, -1);
+	ck_assert_uint_eq(o.offset, 0);
+	ck_assert_uint_eq(o.build.comp.xz_dict, 0);
+	mk_options_free(&o);
+
+	static const struct {
+		const char *args[6];
+		const char *says;
+	} bad[] = {
+		{ { "-max-depth", "x" }, "invalid -max-depth 'x'" },
+		{ { "-root-mode", "u=rwx" }, "symbolic modes are not supported" },
+		{ { "-root-uid", "no-such-user-unit" }, "no such user" },
+		{ { "--root-gid", "no-such-group-unit" }, "no such group" },
+		{ { "-force-gid", "7z" }, "need a gid" },
+		{ { "-all-time", "inode" }, "\"inode\" is not supported here" },
+		{ { "-xattrs-include", "(" }, "invalid -xattrs-include '('" },
+		{ { "-xattrs-add", "user.x" }, "need NAME=VALUE" },
+		{ { "-xattrs-add", "other.x=1" }, "user., trusted. or security. prefix" },
+		{ { "-xattrs-add", "user.x=0sYW" }, "invalid base64 value" },
+		{ { "-xattrs-add", "user.x=0x4" }, "invalid hexadecimal value" },
+		{ { "-xattrs-add", "user.x=0t\\400" }, "invalid text value" },
+		{ { "-xattrs-add", "user.x=0x" }, "empty after its format prefix" },
+		{ { "-o", "1Q" }, "invalid -o '1Q'" },
+		{ { "-o", "4K", "--digest-tree" }, "--offset with --digest-tree" },
+		{ { "-Xdict-size", "50%" }, "-Xdict-size needs -comp xz" },
+		{ { "-comp", "xz", "-Xdict-size", "80K" }, "2^n or 2^n + 2^(n-1)" },
+		{ { "-comp", "xz", "-b", "64K", "-Xdict-size", "128K" }, "larger than the block" },
+		{ { "-comp", "xz", "-Xdict-size", "0%" }, "invalid -Xdict-size '0%'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[10] = { "mkimage", "s", "i" };
+		int argc = 3;
+		for (int k = 0; k < 6 && bad[i].args[k]; k++)
+			argv[argc++] = (char *)bad[i].args[k];
+		ck_assert_msg(parse_quiet(argc, argv, &o) == -1, "case %zu accepted", i);
+		ck_assert_msg(strstr(errbuf, bad[i].says), "case %zu: '%s' not in: %s", i,
+			      bad[i].says, errbuf);
+		mk_options_free(&o);
+	}
+	/* accepted values of mksquashfs's syntax */
+	static const char *const good[] = { "user.a=b", "user.a=0sYWJj", "user.a=0SYWI=",
+					    "trusted.a=0X4142", "user.a=0t\\101b", "user.a=0bxy",
+					    "security.a=0", "user.a=0q1" };
+	char why[128];
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(!mk_eopts_check_add(good[i], why, sizeof(why)), "%s: %s", good[i],
+			      why);
+}
+END_TEST
+
 static Suite *mkoptions_suite(void)
 {
 	Suite *s = suite_create("mkoptions");
@@ -488,6 +575,7 @@ static Suite *mkoptions_suite(void)
 	tcase_add_test(tc, test_verity_options);
 	tcase_add_test(tc, test_walk_excludes);
 	tcase_add_test(tc, test_sign_options);
+	tcase_add_test(tc, test_mks_options);
 	suite_add_tcase(s, tc);
 	return s;
 }
