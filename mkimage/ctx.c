@@ -19,6 +19,7 @@
 #include "pseudo.h"
 #include "tree.h"
 #include "reuse.h"
+#include "append.h"
 
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 {
@@ -106,6 +107,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	integ_writer_destroy(c->integ);
 	verity_builder_destroy(c->verity);
 	mk_reuse_close(c->reuse);
+	mk_append_close(c->append);
 	mk_pseudo_free(c->pseudo);
 	mk_order_free(c);
 	free(c->frags);

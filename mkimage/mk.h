@@ -107,6 +107,7 @@ struct mk_pipeline;
 struct mk_tree;
 struct mk_walk;
 struct mk_reuse;
+struct mk_append;
 struct mk_data;
 struct mk_source;
 struct mk_order;
@@ -159,6 +160,7 @@ struct mk_ctx {
 	pthread_mutex_t errmu;       /* guards errmsg/first_err (workers may fail too) */
 	int first_err;
 	char errmsg[1024];           /* first error, with the path */
+	struct mk_append *append;    /* opt->append: the old image (append.c), or NULL */
 };
 
 /* Sets up c for options o (copied, its derived defaults filled in: mk_opts_derive) and the
