@@ -68,6 +68,8 @@ struct mk_append {
 	uint8_t *buf;              /* APPEND_PIECE bytes */
 	EVP_MD_CTX *sha;
 	uint64_t kept, added;
+	bool held;                 /* the options below are held back while old entries come */
+	int64_t force_uid, force_gid, set_mtime, clamp_time;
 	atomic_bool opened;        /* the open is over: the library's lines are printed */
 	char why[256];             /* the library's first line while it opened the image */
 };
@@ -574,14 +576,39 @@ static int new_entry(struct mk_ctx *c, struct mk_append *a, struct mk_entry *e)
 
 /* ---- the source ---- */
 
+/* Old entries keep their owners and times, as mksquashfs keeps them: the options that change
+ * the new entries' (--force-uid, --force-gid, --mtime, SOURCE_DATE_EPOCH) are held back while
+ * the old tree comes, and given back before the source's first entry. */
+static void hold_options(struct mk_ctx *c, struct mk_append *a, bool hold)
+{
+	struct sqk_build_opts *o = &c->optv;
+
+	if (hold) {
+		a->force_uid = o->force_uid;
+		a->force_gid = o->force_gid;
+		a->set_mtime = o->set_mtime;
+		a->clamp_time = o->clamp_time;
+		o->force_uid = o->force_gid = o->set_mtime = o->clamp_time = -1;
+	} else {
+		o->force_uid = a->force_uid;
+		o->force_gid = a->force_gid;
+		o->set_mtime = a->set_mtime;
+		o->clamp_time = a->clamp_time;
+	}
+	a->held = hold;
+}
+
 static int app_next(struct mk_source *s, struct mk_ctx *c, struct mk_entry *e)
 {
 	struct mk_append *a = (struct mk_append *)s;
 
 	if (!a->old_done) {
+		if (!a->held)
+			hold_options(c, a, true);
 		int r = old_next(c, a, e);
 		if (r != 1)
 			return r;
+		hold_options(c, a, false);
 		a->old_done = true;
 		if (a->nfiles > 1)
 			qsort(a->files, a->nfiles, sizeof(*a->files), file_cmp);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Append, the mksquashfs way (issue 31, point 1): `sqk mkimage SOURCE IMAGE` with an existing
 # SquashFS IMAGE adds SOURCE to its root, twice in a row and with -root-becomes, a clashing
-# root-level name (a file, a directory) becoming name_1, name_2...; compared with mksquashfs
+# root-level name (a file, a directory) becoming name_1, name_2..., -all-root changing the new
+# entries only; compared with mksquashfs
 # 4.7.5 doing the same to its own image: the listings (unsquashfs -lln, directory sizes left
 # out) and the extracted trees are equal. The appended image mounts with the kernel (same
 # tree) and passes sqk verify; an old file's copy among the new files is a duplicate (counted);
@@ -87,7 +88,8 @@ step "append C -root-becomes old" -root-becomes old -- -root-becomes old -- "$C"
 grep -q "appended to $S: [1-9][0-9]* entries kept, 3 added" "$TMP/build.out" ||
 	fail "-root-becomes: summary $(grep appended "$TMP/build.out")"
 step "append C again" --root-becomes=again -- -root-becomes again -- "$C"
-step "append C a third time" -- -- "$C"
+# -all-root: the new entries' owners only (the old entries keep theirs, as with mksquashfs)
+step "append C a third time, -all-root" -all-root -- -all-root -- "$C"
 grep -q "'c1' is in '$S' already: added as 'c1_1'" "$TMP/build.err" ||
 	fail "c1 is not renamed c1_1"
 
