@@ -736,7 +736,7 @@ int mk_append_place(struct mk_ctx *c, struct mk_append *a, const struct mk_file_
 /* SHA-256 of an old file's content (decompressed), then offered to the duplicate index. */
 static int hash_old(struct mk_ctx *c, struct mk_append *a, struct old_file *of)
 {
-	struct sqk_inode ino;
+	struct sqk_inode ino = { 0 };
 	uint8_t digest[EVP_MAX_MD_SIZE];
 	int err = sqk_inode_get(a->img, of->ref, &ino);
 
