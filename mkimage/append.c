@@ -194,13 +194,13 @@ static int check_root_becomes(struct mk_ctx *c, struct mk_append *a, const char 
 	return 0;
 }
 
-/* Notes that the old image's signatures do not carry over (the root digest changes). */
+/* Warns that the old image's signatures do not carry over (the root digest changes): printed
+ * even when quiet, as whoever checks them will miss them. */
 static void note_signatures(const struct mk_ctx *c, struct mk_append *a)
 {
 	size_t n = 0;
 
-	if (!c->opt->quiet && !sqk_image_signatures(a->img, NULL, 0, &n) && n &&
-	    !c->opt->nsign_keys)
+	if (!sqk_image_signatures(a->img, NULL, 0, &n) && n && !c->opt->nsign_keys)
 		fprintf(stderr, "sqk mkimage: appending to '%s': its %zu signature%s dropped "
 			"(sign the new image with --sign)\n", a->image, n,
 			n == 1 ? " is" : "s are");

@@ -9,7 +9,8 @@
 # tree) and passes sqk verify; an old file's copy among the new files is a duplicate (counted);
 # the old compressor and block size win with a note; -noappend replaces; an image whose data
 # is not all before its tables, and an image at an offset (mksquashfs -o), are refused with
-# the reason and left byte-identical, with no stray file.
+# the reason and left byte-identical, with no stray file; the old image's signatures are
+# dropped with a warning (even with -q) unless --sign signs the new image.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -165,6 +166,20 @@ grep -q "is not a SquashFS image" "$ERR_FILE" || { show_err; fail "offset image:
 cmp -s "$W/off/img.sqsh" "$TMP/off.orig" || fail "an image at an offset was changed"
 [ "$(ls -A "$W/off")" = img.sqsh ] || fail "a refused append left $(ls -A "$W/off")"
 info "an image at an offset: refused ($(cut -c1-100 "$ERR_FILE")...)"
+
+# ---- 6. signatures: the old image's are dropped, with a note; --sign signs the new one ---------
+"$SQK" keygen "$W/key" >/dev/null 2>&1 || fail "sqk keygen failed"
+sqk_build -q --sign "$W/key" "$C" "$W/signed.sqsh"
+sqk_build -q "$C" "$W/signed.sqsh"
+grep -q "appending to '$W/signed.sqsh': its 1 signature is dropped" "$TMP/build.err" ||
+	fail "no note that the old signature is dropped: $(cat "$TMP/build.err")"
+"$SQK" info "$W/signed.sqsh" | grep -Eq '^signatures: +none' ||
+	fail "the appended image still lists a signature"
+sqk_build -q --sign "$W/key" "$C" "$W/signed.sqsh"
+grep -q "dropped" "$TMP/build.err" && fail "a note of dropped signatures with --sign"
+run_capture verify "$SQK" verify --trust "$W/key.pub" "$W/signed.sqsh"
+[ "$RC" = 0 ] || { show_err; fail "the appended image signed with --sign does not verify"; }
+info "signatures: dropped with a note, made anew with --sign"
 
 # -root-becomes without an image to append to: a usage error, nothing written
 run_capture rb "$SQK" mkimage "$C" "$W/new.sqsh" -root-becomes x
