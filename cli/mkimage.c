@@ -80,11 +80,44 @@ static uint64_t device_bytes(const char *path)
 	return n;
 }
 
+/* Whether the file at path starts with the SquashFS magic (what outfile_judge replaces
+ * unforced, and what is appended to). */
+static bool holds_squashfs(const char *path)
+{
+	uint8_t head[4];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool yes = fd >= 0 && read(fd, head, sizeof(head)) == (ssize_t)sizeof(head) &&
+		   outfile_is_squashfs(head, sizeof(head));
+
+	if (fd >= 0)
+		close(fd);
+	return yes;
+}
+
+/* Appending, as mksquashfs does by default: a SquashFS image already at IMAGE (not forced,
+ * and no --reuse, which names a rebuild) is the build's old image; the new one replaces it only
+ * once complete. A block device is written in place, which would destroy the old image first:
+ * refused. */
+static int out_append(struct output *out, struct mk_options *o)
+{
+	if (o->force || o->build.reuse || !holds_squashfs(out->t.path))
+		return 0;
+	if (o->offset)
+		return out_fail(out, SQK_EINVAL, "'%s' holds a SquashFS image: appending with "
+				"--offset is not supported (-noappend replaces it)", o->image);
+	if (out->t.verdict == SQK_OUT_DEVICE)
+		return out_fail(out, SQK_EINVAL, "'%s' is a block device holding a SquashFS image: "
+				"appending in place is not supported (-noappend replaces it)",
+				o->image);
+	if (out->t.verdict == SQK_OUT_REPLACE)
+		o->build.append = out->t.path;
+	return 0;
+}
+
 /* Judges the output (outfile.h) before anything is read or written, with no side effects: a
  * refusal ends the run there. */
-static int out_judge(struct output *out)
+static int out_judge(struct output *out, struct mk_options *o)
 {
-	const struct mk_options *o = out->o;
 	if (!strcmp(o->image, "-"))
 		return out_fail(out, SQK_EINVAL, "writing an image to standard output is not "
 				"supported: name a file (./- for a file named '-')");
@@ -102,6 +135,8 @@ static int out_judge(struct output *out)
 		return out_fail(out, SQK_EINVAL, "--offset %llu is past the end of the block "
 				"device '%s' (%llu bytes)", (unsigned long long)o->offset, o->image,
 				(unsigned long long)dev);
+	if (out_append(out, o))
+		return SQK_EINVAL;
 	if (o->build.verity == SQK_BUILD_VERITY_NONE)
 		return 0;
 	return mkv_judge(&out->verity, o, out->t.verdict == SQK_OUT_DEVICE, out->msg,
@@ -216,6 +251,9 @@ static void summary(const struct mk_options *o, const struct mkv *v,
 		printf("image      %s, at offset %llu\n", o->image, (unsigned long long)o->offset);
 	else
 		printf("image      %s\n", o->image);
+	if (r->appended)
+		printf("appended to %s: %llu entries kept, %llu added\n", o->image,
+		       (unsigned long long)r->append_kept, (unsigned long long)r->append_added);
 	printf("format     SquashFS 4.0, %s, %u KiB blocks%s\n", comp_name(sb->compressor),
 	       sb->block_size / 1024, o->build.no_fragments ? ", no fragments" : "");
 	printf("size       %llu bytes (%.2f MiB) for %llu bytes of file data: %.1f%%\n",
@@ -270,7 +308,7 @@ static void summary(const struct mk_options *o, const struct mkv *v,
 static int run(struct mk_options *o, struct output *out, struct sqk_build_result *res,
 	       const char **msg)
 {
-	int err = out_judge(out);
+	int err = out_judge(out, o);
 
 	*msg = out->msg;
 	if (err)
@@ -279,7 +317,6 @@ static int run(struct mk_options *o, struct output *out, struct sqk_build_result
 	o->build.open_verity = out_open_verity;
 	o->build.open_arg = out;
 	err = sqk_build(&o->build, &o->src, NULL, res);
-	outfile_target_free(&out->t);
 	if (err) {
 		*msg = res->msg;
 		return err;
@@ -318,6 +355,7 @@ int mkimage_main(int argc, char **argv)
 	sqk_build_result_init(&res);
 	mkv_init(&out.verity);
 	int err = run(&o, &out, &res, &msg);
+	const char *what = o.build.append ? "the old image is unchanged" : "no image written";
 	sigwatch_stop(&sw);
 	sqk_io_destroy(out.io);
 	if (err) {
@@ -329,10 +367,11 @@ int mkimage_main(int argc, char **argv)
 		outfile_abort(&out.of);
 		mkv_free(&out.verity);
 		if (sig)
-			fprintf(stderr, "sqk mkimage: interrupted by %s; no image written%s\n",
-				strsignal(sig), dev);
+			fprintf(stderr, "sqk mkimage: interrupted by %s; %s%s\n",
+				strsignal(sig), what, dev);
 		else
-			fprintf(stderr, "sqk mkimage: %s; no image written%s\n", msg, dev);
+			fprintf(stderr, "sqk mkimage: %s; %s%s\n", msg, what, dev);
+		outfile_target_free(&out.t);
 		mk_options_free(&o);
 		return sig ? 128 + sig : 1;
 	}
@@ -340,6 +379,7 @@ int mkimage_main(int argc, char **argv)
 	if (!o.quiet)
 		summary(&o, &out.verity, &res, (double)(t1.tv_sec - t0.tv_sec) +
 				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	outfile_target_free(&out.t);
 	mkv_free(&out.verity);
 	mk_options_free(&o);
 	return 0;

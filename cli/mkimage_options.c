@@ -96,8 +96,12 @@ static void usage(FILE *f)
 		"      --keep-as-directory one source directory becomes an entry of the root "
 		"(named\n"
 		"                          after it), as each of several sources does\n"
-		"      --force             replace an IMAGE that is not a SquashFS image "
-		"(-noappend)\n"
+		"      --force             replace IMAGE (-noappend): a SquashFS image there is "
+		"appended to\n"
+		"                          otherwise, and another file is not replaced\n"
+		"      --root-becomes NAME appending: the old root becomes the directory NAME of "
+		"the new\n"
+		"                          root (-root-becomes)\n"
 		"      --force-uid USER    make every file owned by USER (a uid or a user name)\n"
 		"      --force-gid GROUP   make every file owned by GROUP (a gid or a group name)\n"
 		"      --mtime T           set every mtime and the image time to T (seconds since "
@@ -217,8 +221,16 @@ static void usage(FILE *f)
 		"T\n"
 		"(-inode-time), -xattrs-exclude RE, -xattrs-include RE, -xattrs-add NAME=VALUE, "
 		"-info,\n"
-		"-progress, -o N (-offset N), -Xdict-size SIZE; -force-uid and -force-gid take "
-		"names too.\n"
+		"-progress, -o N (-offset N), -Xdict-size SIZE, -root-becomes NAME; -force-uid and "
+		"-force-gid\n"
+		"take names too.\n"
+		"An existing SquashFS IMAGE is appended to, as mksquashfs does: SOURCE joins its "
+		"root\n"
+		"(a root-level name it has already becomes name_1, name_2...), its data blocks are "
+		"copied\n"
+		"as they are, its compressor and block size are kept; the old image stays as it "
+		"was until\n"
+		"the new one is complete. -noappend (--force) replaces it instead.\n"
 		"  -e PATH...              every argument after -e is an exclude: an exact path, "
 		"absolute\n"
 		"                          (/, ./ or ../ in front) or relative to each source; "
@@ -368,7 +380,7 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
        OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT,
        OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_IGNZEROS, OPT_PACK, OPT_PACKDIR,
-       OPT_PSEUDODIR, OPT_PSEUDOOVR };
+       OPT_PSEUDODIR, OPT_PSEUDOOVR, OPT_ROOTBECOMES };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -435,6 +447,7 @@ static const struct option long_opts[] = {
 	{ "progress", no_argument, NULL, MKS_OPT_PROGRESS },
 	{ "offset", required_argument, NULL, MKS_OPT_OFFSET },
 	{ "xz-dict-size", required_argument, NULL, MKS_OPT_XDICT },
+	{ "root-becomes", required_argument, NULL, OPT_ROOTBECOMES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -478,6 +491,7 @@ static const struct {
 	{ "-xattrs-add", MKS_OPT_XADD, true },    { "-info", MKS_OPT_INFO, false },
 	{ "-progress", MKS_OPT_PROGRESS, false }, { "-o", MKS_OPT_OFFSET, true },
 	{ "-offset", MKS_OPT_OFFSET, true },     { "-Xdict-size", MKS_OPT_XDICT, true },
+	{ "-root-becomes", OPT_ROOTBECOMES, true },
 };
 
 /* What the parse keeps besides o. */
@@ -749,6 +763,27 @@ static const char *long_name(int c, char *buf, size_t cap)
 	return buf;
 }
 
+/* -root-becomes, and the settings an appended-to image decides (so that a note names each one
+ * given that it overrides). 1 when c is none of them; the others go on to their handlers. */
+static int handle_append_opt(struct mk_options *o, int c, const char *arg)
+{
+	if (c == OPT_ROOTBECOMES) {
+		o->build.root_becomes = arg;
+		return 0;
+	}
+	return 1;
+}
+
+static void note_given(struct mk_options *o, int c)
+{
+	if (c == 'c')
+		o->build.append_given |= SQK_BUILD_GIVEN_COMP;
+	else if (c == 'b')
+		o->build.append_given |= SQK_BUILD_GIVEN_BLOCK_SIZE;
+	else if (c == 'l' || c == OPT_BCJ || c == OPT_XBCJ || c == OPT_LZOALG || c == OPT_XHC)
+		o->build.append_given |= SQK_BUILD_GIVEN_LEVEL;
+}
+
 /* Applies option c with value arg (NULL for a flag); as is how the command line spelled it
  * (NULL: the long name). */
 static int handle_opt(struct mk_options *o, int c, const char *arg, const char *as,
@@ -757,6 +792,7 @@ static int handle_opt(struct mk_options *o, int c, const char *arg, const char *
 	char name[32];
 	if (!as)
 		as = long_name(c, name, sizeof(name));
+	note_given(o, c);
 	int r = handle_flag(o, c);
 	if (r == 1)
 		r = handle_data_opt(o, c, arg, as, ps);
@@ -766,6 +802,8 @@ static int handle_opt(struct mk_options *o, int c, const char *arg, const char *
 		r = handle_verity_opt(o, c, arg, as);
 	if (r == 1)
 		r = mks_opt(o, c, arg, as);
+	if (r == 1)
+		r = handle_append_opt(o, c, arg);
 	return r == 1 ? -1 : r;
 }
 

@@ -26,6 +26,7 @@
 #include "tree.h"
 #include "walk.h"
 #include "reuse.h"
+#include "append.h"
 #include "source.h"
 
 static uint16_t image_flags(const struct sqk_build_opts *o, bool comp_opts, uint32_t nxattr_sets)
@@ -247,6 +248,17 @@ static int start_tree(struct mk_ctx *c, bool ordered, bool pseudo)
 	return mk_tree_start(c, ordered);
 }
 
+/* A file's content: read now, or (append) placed in the old image's data; a new file of the
+ * size of old files first has those offered to the duplicate index. */
+static int add_file(struct mk_ctx *c, struct mk_file_ref *fr, struct mk_source *src,
+		    const struct mk_entry *e)
+{
+	if (c->append && mk_append_is_old(c->append))
+		return mk_append_place(c, c->append, fr);
+	int err = c->append ? mk_append_dedup(c, c->append, fr->file->size) : 0;
+	return err ? err : mk_data_file(c, fr, src, e);
+}
+
 /* Reads every entry of src: each into the tree, each file's content right after its entry. */
 static int take_source(struct mk_ctx *c, struct mk_source *src, struct mk_pseudo *ps)
 {
@@ -270,7 +282,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, struct mk_pseudo
 		if (taken < 0)
 			err = taken;
 		if (!err && fr.file && !taken)
-			err = mk_data_file(c, &fr, src, &e);
+			err = add_file(c, &fr, src, &e);
 		if (!err && mk_cancelled(c))
 			err = mk_fail(c, SQK_EINTR, "interrupted");
 	}
@@ -295,6 +307,9 @@ int mk_build_inputs(struct mk_ctx *c)
 	int err = 0;
 
 	c->inputs_ready = true;
+	/* first: the old image's settings are the build's */
+	if (c->opt->append && !c->append && (err = mk_append_open(c, &c->append)))
+		return err;
 	if (!c->opt->no_checksums && !c->integ) {
 		err = integ_writer_create(c->opt->checksum_chunk, &c->integ);
 		if (!err && c->opt->digest_tree)
@@ -320,8 +335,12 @@ int mk_build(struct mk_ctx *c, struct mk_source *src, struct sqk_super *sb)
 	bool comp_opts = false;
 	int err = c->inputs_ready ? 0 : mk_build_inputs(c);
 
-	if (!err)
+	if (!err && c->append)
+		err = mk_append_copy(c, c->append, &comp_opts);
+	else if (!err)
 		err = write_head(c, &comp_opts);
+	if (!err && c->append)
+		src = mk_append_source(c->append, src);
 	if (!err)
 		err = take_source(c, src, c->pseudo);
 	if (!err && mk_cancelled(c))

@@ -107,10 +107,24 @@ struct sqk_build_opts {
 					* hex, 0t text with \ooo, 0b or none raw) added to every
 					* entry (user.*: regular files and directories only) */
 	size_t nxattrs_add;
+	/* Append (mkimage/append.c): the existing SquashFS 4.0 image whose tree the source is
+	 * added to (NULL: a new image). Its data and fragment blocks are copied as they are, in
+	 * front of the new data; its compressor, options and block size replace the ones above
+	 * (a note names each of them append_given marks); never written to (the output is
+	 * another file, renamed over it by the caller). */
+	const char *append;
+	const char *root_becomes; /* append: the old root becomes this entry of the new root
+				   * (NULL: the source's entries join the old root) */
+	uint32_t append_given;    /* SQK_BUILD_GIVEN_*: settings the caller chose */
 };
 
 /* root_time: the newest mtime stored (mksquashfs's "inode"). */
 #define SQK_BUILD_TIME_NEWEST (-2)
+
+/* Settings of a build an appended-to image decides (append_given). */
+#define SQK_BUILD_GIVEN_COMP       0x1u /* comp.id */
+#define SQK_BUILD_GIVEN_LEVEL      0x2u /* comp.level and the other compressor options */
+#define SQK_BUILD_GIVEN_BLOCK_SIZE 0x4u
 
 /* Fills o with every default and o->size. */
 void sqk_build_opts_init(struct sqk_build_opts *o);
@@ -202,6 +216,10 @@ struct sqk_build_result {
 	uint16_t verity_salt_len;
 	uint8_t verity_salt[256];
 	uint8_t verity_uuid[16];     /* its superblock's uuid */
+	bool appended;               /* opts.append: the old tree was kept */
+	uint64_t append_kept;        /* entries of the old image kept (its root unless moved
+				      * by root_becomes not counted) */
+	uint64_t append_added;       /* entries of the source added (its root not counted) */
 };
 
 /* Zeroes r and sets r->size. */

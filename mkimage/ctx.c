@@ -20,6 +20,7 @@
 #include "pseudo.h"
 #include "tree.h"
 #include "reuse.h"
+#include "append.h"
 
 int mk_fail(struct mk_ctx *c, int err, const char *fmt, ...)
 {
@@ -107,6 +108,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	integ_writer_destroy(c->integ);
 	verity_builder_destroy(c->verity);
 	mk_reuse_close(c->reuse);
+	mk_append_close(c->append);
 	mk_pseudo_free(c->pseudo);
 	mk_order_free(c);
 	mk_eopts_free(c);

@@ -678,6 +678,13 @@ static int flush_pieces(struct mk_ctx *c, struct mk_data *d, bool in_order)
 	return err;
 }
 
+int mk_data_known(struct mk_ctx *c, const struct mk_file *f, const uint8_t *digest)
+{
+	const struct mk_file *orig;
+
+	return mk_dedup_find_or_add(c, c->data->dd, f, digest, &orig);
+}
+
 int mk_data_flush_front(struct mk_ctx *c)
 {
 	return flush_pieces(c, c->data, true);

@@ -23,5 +23,9 @@ int mk_data_flush_front(struct mk_ctx *c);
 /* Frees the data stage after an error (mk_data_finish frees it otherwise); returns the
  * pipeline's own error (a failed write), which is then the cause to report. */
 int mk_data_abort(struct mk_ctx *c);
+/* Offers f, a file whose data is placed already (an appended-to image's, append.c), to the
+ * duplicate index under digest (SHA-256 of its content); a later file equal to it shares its
+ * data. Between mk_data_start and mk_data_finish. */
+int mk_data_known(struct mk_ctx *c, const struct mk_file *f, const uint8_t *digest);
 
 #endif

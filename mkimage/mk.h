@@ -107,6 +107,7 @@ struct mk_pipeline;
 struct mk_tree;
 struct mk_walk;
 struct mk_reuse;
+struct mk_append;
 struct mk_data;
 struct mk_source;
 struct mk_order;
@@ -160,6 +161,7 @@ struct mk_ctx {
 	int first_err;
 	char errmsg[1024];           /* first error, with the path */
 	struct mk_eopts *eopts;      /* the xattr filters and additions (entry_opts.c), or NULL */
+	struct mk_append *append;    /* opt->append: the old image (append.c), or NULL */
 };
 
 /* Sets up c for options o (copied, its derived defaults filled in: mk_opts_derive) and the

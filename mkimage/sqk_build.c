@@ -14,6 +14,7 @@
 #include "attrs.h"
 #include "order.h"
 #include "reuse.h"
+#include "append.h"
 #include "source.h"
 
 void sqk_build_opts_init(struct sqk_build_opts *o)
@@ -115,6 +116,12 @@ static int check_opts(const struct sqk_build_opts *o, const struct sqk_build_sou
 			      (int)o->verity);
 	if (o->verity == SQK_BUILD_VERITY_SIDECAR && !o->open_verity)
 		return refuse(r, SQK_EINVAL, "a dm-verity sidecar needs open_verity");
+	if (o->root_becomes && !o->append)
+		return refuse(r, SQK_EINVAL, "-root-becomes needs an image to append to");
+	if (o->append && (o->order_file || o->sort_file || o->reuse))
+		return refuse(r, SQK_EINVAL, "%s cannot be combined with appending to '%s' "
+			      "(-noappend replaces it)", o->reuse ? "--reuse" :
+			      o->order_file ? "--order" : "-sort", o->append);
 	if (s->kind != SQK_BUILD_DIRS && (o->order_file || o->sort_file))
 		return refuse(r, SQK_EINVAL, "%s needs source directories",
 			      o->order_file ? "--order" : "-sort");
@@ -213,6 +220,10 @@ static void fill_result(const struct mk_ctx *c, const struct sqk_super *sb,
 		r->reused_blocks = c->reuse->blocks;
 		r->reused_bytes = c->reuse->bytes;
 		r->reused_frag_blocks = c->reuse->frag_blocks;
+	}
+	if (c->append) {
+		r->appended = true;
+		mk_append_counts(c->append, &r->append_kept, &r->append_added);
 	}
 	r->ordered = c->order != NULL;
 	r->order_files = mk_order_count(c, &r->order_bytes);

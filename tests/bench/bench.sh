@@ -19,6 +19,7 @@
 #                    reading the corpus through a FUSE view (slowfs.c) that answers every
 #                    request after this many microseconds (default 100 as root with FUSE 3,
 #                    else 0 = skipped), as a networked file system would
+#   BENCH_APPEND=0   skip the append case (1% new files appended to the image)
 #   BENCH_PEERS      auto|debian|anchors: which mksquashfs (see peers.sh; default the newest,
 #                    4.7.5 in /opt/anchors, else Debian's); BENCH_BUILD_ANCHORS=1 builds them
 #
@@ -399,6 +400,48 @@ PY
 		cmp -s "$scratch/rc.full.lst" "$scratch/rc.re.lst" && echo "listings     same tree" ||
 			{ echo "WARNING: the rebuilt image lists another tree"; failed=1; }
 	fi
+fi
+
+# ---------------------------------------------------------------- append ----
+# 1% of the corpus's files (every 100th in walk order, a line added so their content is new)
+# appended to the last round's image, as mksquashfs appends (sqk mkimage NEW IMAGE): time
+# against the full build's median. BENCH_APPEND=0 skips it.
+if [ "${BENCH_APPEND:-1}" != 0 ] && [ -f "$sqk_img" ]; then
+	echo
+	echo "== append: 1% new files added to the image, sqk mkimage NEW IMAGE =="
+	app_new=$scratch/append-new
+	napp=$(python3 - "$corpus" "$app_new" <<'PY'
+import os, sys
+src, dst = sys.argv[1], sys.argv[2]
+files = []
+for r, d, f in os.walk(src):
+    d.sort()
+    for x in sorted(f):
+        p = os.path.join(r, x)
+        if os.path.isfile(p) and not os.path.islink(p):
+            files.append(p)
+pick = files[::100]
+for p in pick:
+    q = os.path.join(dst, os.path.relpath(p, src))
+    os.makedirs(os.path.dirname(q), exist_ok=True)
+    with open(p, 'rb') as i, open(q, 'wb') as o:
+        o.write(i.read() + b'\nnew in the squashkit bench\n')
+print(len(pick))
+PY
+)
+	cp "$sqk_img" "$imgdir/app.sqsh"
+	if timed app "$SQK" mkimage -j "$JOBS" "$app_new" "$imgdir/app.sqsh"; then
+		at=$(cut -d' ' -f1 "$scratch/logs/app.t"); ac=$(cut -d' ' -f3 "$scratch/logs/app.t")
+		ar_=$(ratio "$at" "$sqk_t" 3)
+		echo "new files     $napp ($(du -sb "$app_new" | cut -f1) bytes)"
+		echo "full build    $sqk_t s, CPU $sqk_cpu s (median of the rounds)"
+		echo "append        $at s, CPU $ac s; $(grep '^appended' "$scratch/logs/app.log" | sed 's/^appended to [^:]*: //')"
+		echo "time ratio $(x "$ar_") (goal <= 0.2x): $(goal "$ar_" 0.2); CPU ratio $(x "$(ratio "$ac" "$sqk_cpu" 3)")"
+	else
+		failed=1
+		log "the append failed: $(tail -n 1 "$scratch/logs/app.log")"
+	fi
+	rm -f "$imgdir/app.sqsh"
 fi
 
 [ "$failed" = 0 ] || { log "at least one run failed"; exit 1; }

@@ -222,11 +222,11 @@ build -sort "$W/miss.sort" "$S" "$W/m.sqk" 2>"$W/m.err" || fail "-sort with miss
 # A malformed line: the error names the file and the line; the old image stays.
 cp "$W/s.sqk" "$W/keep.sqk"
 printf 'app 10\n\nzz/late high\n' >"$W/bad.sort"
-build -sort "$W/bad.sort" "$S" "$W/s.sqk" 2>"$W/bs.err" && fail "a malformed sort file was accepted"
+build -noappend -sort "$W/bad.sort" "$S" "$W/s.sqk" 2>"$W/bs.err" && fail "a malformed sort file was accepted"
 grep -q "bad.sort' line 3" "$W/bs.err" || fail "error does not name line 3: $(cat "$W/bs.err")"
 cmp -s "$W/s.sqk" "$W/keep.sqk" || fail "the old image changed"
 printf 'app 40000\n' >"$W/bad.sort"
-build -sort "$W/bad.sort" "$S" "$W/s.sqk" 2>"$W/bs.err" && fail "priority 40000 was accepted"
+build -noappend -sort "$W/bad.sort" "$S" "$W/s.sqk" 2>"$W/bs.err" && fail "priority 40000 was accepted"
 grep -q "line 1: priority outside -32768..32767" "$W/bs.err" || fail "range: $(cat "$W/bs.err")"
 info "-sort: priorities, subtree, override, negatives last; malformed lines fail by line"
 

@@ -79,7 +79,7 @@ if [ -n "$NOBODY" ]; then
 	chmod 000 "$S/d1/d2/secret.txt"
 	D=$(new_dest a 65534:65534)
 	expect_fail "a: unreadable file (existing image)" "$D" 1 'd1/d2/secret\.txt' \
-		$NOBODY "$SQK_NOBODY" mkimage -j 2 "$S" "$D/old.sqsh"
+		$NOBODY "$SQK_NOBODY" mkimage -noappend -j 2 "$S" "$D/old.sqsh"
 	expect_fail "a: unreadable file (new image)" "$D" 1 'd1/d2/secret\.txt' \
 		$NOBODY "$SQK_NOBODY" mkimage "$S" "$D/new.sqsh"
 	# sanity: readable again, the same build works as that user
@@ -96,7 +96,7 @@ if [ -n "$NOBODY" ]; then
 	chmod 000 "$S/locked"
 	D=$(new_dest b 65534:65534)
 	expect_fail "b: unreadable directory (existing image)" "$D" 1 'locked' \
-		$NOBODY "$SQK_NOBODY" mkimage "$S" "$D/old.sqsh"
+		$NOBODY "$SQK_NOBODY" mkimage -noappend "$S" "$D/old.sqsh"
 	expect_fail "b: unreadable directory (new image)" "$D" 1 'locked' \
 		$NOBODY "$SQK_NOBODY" mkimage -j 1 "$S" "$D/new.sqsh"
 	chmod 311 "$S/locked" # searchable but not listable
@@ -120,7 +120,7 @@ if [ -n "$SYSF" ]; then
 	D=$(new_dest c)
 	info "c: using $SYSF (st_size $(stat -c %s "$SYSF"), content $(wc -c <"$SYSF") bytes)"
 	expect_fail "c: short file as a source" "$D" 1 "$(basename "$SYSF")" \
-		"$SQK" mkimage "$S" "$SYSF" "$D/old.sqsh"
+		"$SQK" mkimage -noappend "$S" "$SYSF" "$D/old.sqsh"
 	expect_fail "c: short file as a source (new image)" "$D" 1 "$(basename "$SYSF")" \
 		"$SQK" mkimage "$S" "$SYSF" "$D/new.sqsh"
 	# the same file bind-mounted inside the tree
@@ -147,7 +147,7 @@ if mount -t tmpfs -o size=256k,mode=755 tmpfs "$W/full"; then
 	[ -z "$(ls -A "$W/full")" ] || fail "d: tmpfs not empty after ENOSPC: $(ls -A "$W/full")"
 	{ printf hsqs; head -c 65532 /dev/urandom; } >"$W/full/old.sqsh"
 	expect_fail "d: ENOSPC (existing image)" "$W/full" 1 '[Ss]pace' \
-		"$SQK" mkimage -c lz4 "$S" "$W/full/old.sqsh"
+		"$SQK" mkimage -noappend -c lz4 "$S" "$W/full/old.sqsh"
 	umount "$W/full"
 else
 	info "d: cannot mount tmpfs; skipped"
@@ -189,7 +189,7 @@ signal_case() { # PREFIX-CMD... ; uses $sig $target
 	D=$(new_dest "e$sig")
 	dir_state "$D" >"$TMP/state.before"
 	# -c xz -j 1 on random data: slow enough (tens of seconds) to be interrupted
-	res=$(python3 - "$sig" "$D" "$TMP/e.err" "$@" "$SQK" mkimage -c xz -j 1 "$S" "$D/$target" <<'EOF'
+	res=$(python3 - "$sig" "$D" "$TMP/e.err" "$@" "$SQK" mkimage -noappend -c xz -j 1 "$S" "$D/$target" <<'EOF'
 import os, signal, subprocess, sys, time
 sig = getattr(signal, 'SIG' + sys.argv[1])
 watch, errf, cmd = sys.argv[2], sys.argv[3], sys.argv[4:]
@@ -304,13 +304,13 @@ then
 		chown -R 65534:65534 "$D"
 		chmod 000 "$W/src_a/d1/d2/secret.txt"
 		expect_fail "i: unreadable file (no O_TMPFILE)" "$D" 1 'd1/d2/secret\.txt' \
-			$NOBODY env LD_PRELOAD="$SHIM" "$SQK_NOBODY" mkimage "$W/src_a" "$D/old.sqsh"
+			$NOBODY env LD_PRELOAD="$SHIM" "$SQK_NOBODY" mkimage -noappend "$W/src_a" "$D/old.sqsh"
 	fi
 	if mount -t tmpfs -o size=256k,mode=755 tmpfs "$W/full"; then
 		_MOUNTS="$W/full $_MOUNTS"
 		{ printf hsqs; head -c 65532 /dev/urandom; } >"$W/full/old.sqsh"
 		expect_fail "i: ENOSPC (no O_TMPFILE)" "$W/full" 1 '[Ss]pace' \
-			env LD_PRELOAD="$SHIM" "$SQK" mkimage -c lz4 "$W/src_d" "$W/full/old.sqsh"
+			env LD_PRELOAD="$SHIM" "$SQK" mkimage -noappend -c lz4 "$W/src_d" "$W/full/old.sqsh"
 		umount "$W/full"
 	fi
 else
@@ -338,7 +338,7 @@ sqk_build "$S" "$S/out.sqsh"
 [ "$(find "$S" -mindepth 1 | wc -l)" = $((n_src + 1)) ] || fail "f: source holds leftovers: $(find "$S" -name '.sqk-*')"
 check_self "$S/out.sqsh" out.sqsh
 # again, with the old image present: it is replaced, and still not included
-sqk_build -b 64K "$S" "$S/out.sqsh"
+sqk_build -noappend -b 64K "$S" "$S/out.sqsh"
 [ "$(sb_u32 "$S/out.sqsh" 12)" = 65536 ] || fail "f: rebuilding over the image inside the source did not replace it"
 [ "$(find "$S" -mindepth 1 | wc -l)" = $((n_src + 1)) ] || fail "f: source holds leftovers: $(find "$S" -name '.sqk-*')"
 check_self "$S/out.sqsh" out.sqsh
@@ -394,9 +394,9 @@ expect_fail "g: only one argument" "$D" 2 '[Uu]sage|SOURCE|IMAGE' "$SQK" mkimage
 # ---- (h) nonexistent source, bad image paths --------------------------------------------------
 D=$(new_dest h)
 expect_fail "h: nonexistent source" "$D" 1 "$W/no/such/dir" "$SQK" mkimage "$W/no/such/dir" "$D/new.sqsh"
-expect_fail "h: nonexistent source (existing image)" "$D" 1 "$W/nope" "$SQK" mkimage "$W/nope" "$D/old.sqsh"
+expect_fail "h: nonexistent source (existing image)" "$D" 1 "$W/nope" "$SQK" mkimage -noappend "$W/nope" "$D/old.sqsh"
 expect_fail "h: nonexistent among several sources" "$D" 1 "$W/missing2" \
-	"$SQK" mkimage "$S" "$W/missing2" "$D/old.sqsh"
+	"$SQK" mkimage -noappend "$S" "$W/missing2" "$D/old.sqsh"
 expect_fail "h: image in a nonexistent directory" "$D" 1 "$W/nodir" "$SQK" mkimage "$S" "$W/nodir/img.sqsh"
 [ -e "$W/nodir" ] && fail "h: the missing image directory was created"
 mkdir -p "$D/adir"

@@ -125,7 +125,7 @@ refused "c: symlink to a text file" "$W/ln-target.txt" \
 [ -L "$W/l-txt" ] || fail "c: the symlink is gone"
 mkdir "$W/sub"
 ln -s ../img.sqsh "$W/sub/l-img"
-must "$SQK" mkimage -q "$S" "$W/sub/l-img"
+must "$SQK" mkimage -q -noappend "$S" "$W/sub/l-img"
 [ -L "$W/sub/l-img" ] && [ "$(readlink "$W/sub/l-img")" = ../img.sqsh ] ||
 	fail "c: the symlink to the image is no longer that symlink"
 is_image "$W/img.sqsh" a
@@ -176,7 +176,7 @@ gzip -dc "$W/old.tgz" | cmp -s - "$W/ref.tar" || fail "d: the .tgz differs"
 # ---- (f) replacing a file: its mode and owner kept; what appears meanwhile is not replaced -----
 must "$SQK" mkimage -q "$S" "$W/owned.sqsh"
 chmod 600 "$W/owned.sqsh" && chown nobody "$W/owned.sqsh" || fail "f: chmod/chown"
-must "$SQK" mkimage -q "$S2" "$W/owned.sqsh"
+must "$SQK" mkimage -q -noappend "$S2" "$W/owned.sqsh"
 is_image "$W/owned.sqsh" b
 [ "$(stat -c '%a %U' "$W/owned.sqsh")" = "600 nobody" ] ||
 	fail "f: the rebuilt image is $(stat -c '%a %U' "$W/owned.sqsh"), not 600 nobody"
@@ -191,7 +191,8 @@ mkdir "$W/race"
 race() {
 	local name=$1 make=$2 pid before
 	rm -f "$W/race/in" && mkfifo "$W/race/in"
-	"$SQK" mkimage -q --tar "$W/race/in" "$W/race/$name" >"$TMP/race.out" 2>"$TMP/race.err" &
+	"$SQK" mkimage -q -noappend --tar "$W/race/in" "$W/race/$name" >"$TMP/race.out" \
+		2>"$TMP/race.err" &
 	pid=$!
 	sleep 1
 	(cd "$W/race" && eval "$make") || fail "f: $make"
@@ -254,6 +255,9 @@ mount -t squashfs -o ro "$L" "$W/m" || fail "e: kernel mount of $L failed"
 _MOUNTS="$W/m $_MOUNTS"
 diff -r "$S" "$W/m" >/dev/null || fail "e: the mounted device differs from the source"
 refused "e: mounted device" "$L" "'$L' is a block device in use \(mounted" \
+	"$SQK" mkimage -q -noappend "$S2" "$L"
+refused "e: append to a device holding an image" "$L" \
+	"'$L' is a block device holding a SquashFS image: appending in place is not supported" \
 	"$SQK" mkimage -q "$S2" "$L"
 refused "e: tar -o to the mounted device" "$L" "holding a SquashFS image: not replaced" \
 	"$SQK" tar -o "$L" "$IMG"
@@ -263,9 +267,9 @@ umount "$W/m" || fail "e: umount"
 _MOUNTS=${_MOUNTS#"$W/m "}
 # a --no-checksums image over one of the same padded size: the old trailer, still where the new
 # image's would be, is not taken for its integrity data (its first digest does not match)
-must "$SQK" mkimage -q --mtime 1000 "$S" "$L"
+must "$SQK" mkimage -q -noappend --mtime 1000 "$S" "$L"
 used1=$("$SQK" info "$L" | sed -n 's/^bytes used: *//p')
-must "$SQK" mkimage -q --no-checksums --mtime 2000 "$S" "$L"
+must "$SQK" mkimage -q -noappend --no-checksums --mtime 2000 "$S" "$L"
 used2=$("$SQK" info "$L" | sed -n 's/^bytes used: *//p')
 [ -n "$used1" ] && [ $(((used1 + 4095) / 4096)) = $(((used2 + 4095) / 4096)) ] ||
 	fail "e: the two images differ in padded size ($used1, $used2 bytes): the case is not made"
@@ -275,7 +279,7 @@ grep -q "integrity: none" "$TMP/verify.out" ||
 "$SQK" cat "$L" d/random | cmp -s - "$S/d/random" || fail "e: sqk cat after the stale trailer"
 # an image smaller than an old one on the same device: the new trailer is found, not the old
 ln -s "$L" "$W/l-dev"
-must "$SQK" mkimage -q --checksum-chunk 4K "$S2" "$W/l-dev"
+must "$SQK" mkimage -q -noappend --checksum-chunk 4K "$S2" "$W/l-dev"
 [ -L "$W/l-dev" ] && [ -b "$L" ] || fail "e: the symlink to the device or the device changed"
 "$SQK" verify "$L" >"$TMP/verify.out" 2>&1 || { cat "$TMP/verify.out" >&2; fail "e: verify 2"; }
 [ "$("$SQK" cat "$L" b)" = beta ] || fail "e: the second image on $L is not read"
@@ -286,7 +290,7 @@ refused "e: --reuse of the device written" "$L" "--reuse '$L' is the block devic
 # on it still reads)
 for args in "$W/no-such-dir" "--tar $W/no-such.tar" "--reuse $W/no-such.sqsh $S2" \
 	"--pseudo $W/no-such.pseudo $S2"; do
-	run_capture "e: missing input" "$SQK" mkimage -q $args "$L"
+	run_capture "e: missing input" "$SQK" mkimage -q -noappend $args "$L"
 	[ "$RC" = 1 ] && grep -q "no-such" "$ERR_FILE" || { show_err; fail "e: $args: exit $RC"; }
 	grep -q "superblock is zeroed" "$ERR_FILE" && { show_err; fail "e: $args: device touched"; }
 	[ "$(head -c 4 "$L")" = hsqs ] || fail "e: mkimage $args $L zeroed the device's old image"
@@ -319,7 +323,7 @@ new_loop "$W/small.bin" 1M
 L2=$LOOP
 must "$SQK" mkimage -q "$S2" "$L2"
 must "$SQK" verify "$L2"
-run_capture small "$SQK" mkimage -q "$S" "$L2"
+run_capture small "$SQK" mkimage -q -noappend "$S" "$L2"
 [ "$RC" = 1 ] || { show_err; fail "e: too small: exit $RC"; }
 need=$(sed -n "s/.*the image needs \([0-9]*\) bytes, the block device '.*' holds 1048576.*/\1/p" "$ERR_FILE")
 [ -n "$need" ] && [ "$need" -gt 3000000 ] || { show_err; fail "e: too small: no message with both sizes"; }

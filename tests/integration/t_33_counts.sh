@@ -128,7 +128,7 @@ agree "mksquashfs" "$W/m.sqsh"
 
 # compressor options: only the ones each compressor has; "not stored" when there is no block
 compressor_line() {
-	sqk_build "$@" "$W/small" "$W/c.sqsh"
+	sqk_build -noappend "$@" "$W/small" "$W/c.sqsh"
 	"$SQK" info "$W/c.sqsh" | sed -n 's/^compressor: *//p'
 }
 mkdir -p "$W/small" && echo hello >"$W/small/f"
@@ -151,7 +151,7 @@ import json, sys
 j = json.load(sys.stdin)
 assert j["compressor_options"] == {"algorithm": "lzo1x_999", "level": 8}, j
 assert j["compressor_options_stored"] is False, j' || fail "info --json: lzo defaults"
-sqk_build -c xz "$W/small" "$W/c.sqsh"
+sqk_build -noappend -c xz "$W/small" "$W/c.sqsh"
 "$SQK" info --json "$W/c.sqsh" | python3 -c '
 import json, sys
 j = json.load(sys.stdin)

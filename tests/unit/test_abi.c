@@ -242,7 +242,7 @@ static const struct pin pins[] = {
 	OFF(sqk_io_ops, verified, 80),
 	SIZE(sqk_io, 8),
 	OFF(sqk_io, ops, 0),
-	SIZE(sqk_build_opts, 360),
+	SIZE(sqk_build_opts, 384),
 	OFF(sqk_build_opts, size, 0),
 	OFF(sqk_build_opts, image, 8),
 	OFF(sqk_build_opts, block_size, 16),
@@ -299,6 +299,9 @@ static const struct pin pins[] = {
 	OFF(sqk_build_opts, xattrs_include, 336),
 	OFF(sqk_build_opts, xattrs_add, 344),
 	OFF(sqk_build_opts, nxattrs_add, 352),
+	OFF(sqk_build_opts, append, 360),
+	OFF(sqk_build_opts, root_becomes, 368),
+	OFF(sqk_build_opts, append_given, 376),
 	SIZE(sqk_build_pseudo, 16),
 	OFF(sqk_build_pseudo, file, 0),
 	OFF(sqk_build_pseudo, arg, 8),
@@ -340,7 +343,7 @@ static const struct pin pins[] = {
 	OFF(sqk_build_counts, sparse_blocks, 104),
 	OFF(sqk_build_counts, xattr_sets, 112),
 	OFF(sqk_build_counts, mtimes_clamped, 120),
-	SIZE(sqk_build_result, 1704),
+	SIZE(sqk_build_result, 1720),
 	OFF(sqk_build_result, size, 0),
 	OFF(sqk_build_result, err, 8),
 	OFF(sqk_build_result, msg, 12),
@@ -363,6 +366,9 @@ static const struct pin pins[] = {
 	OFF(sqk_build_result, verity_salt_len, 1424),
 	OFF(sqk_build_result, verity_salt, 1426),
 	OFF(sqk_build_result, verity_uuid, 1682),
+	OFF(sqk_build_result, appended, 1698),
+	OFF(sqk_build_result, append_kept, 1704),
+	OFF(sqk_build_result, append_added, 1712),
 };
 
 START_TEST(test_layouts)
