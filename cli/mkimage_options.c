@@ -18,6 +18,7 @@
 #include "common/grow.h"
 #include "common/parse.h"
 #include "common/sign.h"
+#include "mkimage/action.h"
 #include "sqk/error.h"
 
 static void usage(FILE *f)
@@ -112,6 +113,15 @@ static void usage(FILE *f)
 		"                          PATH s MODE UID GID TARGET, PATH i MODE UID GID f|s, "
 		"PATH l TO\n"
 		"      --pseudo-def DEF    one definition; both repeatable, applied in order\n"
+		"      --action ACTION@EXPR  a mksquashfs action (-action): exclude, prune, "
+		"chmod, uid,\n"
+		"                          gid, guid, uncompressed, no-fragments, "
+		"always-use-fragments...\n"
+		"                          where the tests (name, pathname, type, size, perm, "
+		"depth...\n"
+		"                          with &&, || and !) hold; repeatable, applied in order\n"
+		"      --action-file FILE  actions, one a line (-action-file); see "
+		"docs/building-images.md\n"
 		"      --reuse OLD         copy compressed blocks and fragment blocks of the image "
 		"OLD\n"
 		"                          (same compressor and block size) where their content is "
@@ -146,7 +156,8 @@ static void usage(FILE *f)
 		"-no-fragments, -no-duplicates, -no-exports, -exports, -no-tailends, -tailends,\n"
 		"-always-use-fragments, -keep-as-directory, -quiet, -no-progress, -p DEF, -pf "
 		"FILE,\n"
-		"-sort FILE, -tar, -ef FILE (exclude paths, one a line), -wildcards, -regex.\n"
+		"-sort FILE, -tar, -ef FILE (exclude paths, one a line), -wildcards, -regex,\n"
+		"-action ACTION@EXPR, -action-file FILE.\n"
 		"  -e PATH...              every argument after -e is an exclude: an exact path, "
 		"absolute\n"
 		"                          (/, ./ or ../ in front) or relative to each source; "
@@ -217,6 +228,25 @@ static int opt_error(const char *opt, const char *arg, const char *why)
 {
 	fprintf(stderr, "sqk mkimage: invalid %s '%s': %s\n", opt, arg, why);
 	return -1;
+}
+
+/* -action ACTION@EXPR, -action-file FILE: parsed now, so that a mistake is a usage error
+ * (the build parses them again). */
+static int add_action(struct mk_options *o, bool file, const char *arg, const char *as)
+{
+	struct mk_actions a = { 0 };
+	char msg[512];
+	int err = file ? mk_actions_parse_file(&a, arg, msg, sizeof(msg)) :
+			 mk_actions_parse(&a, arg, msg, sizeof(msg));
+	mk_actions_clear(&a);
+	if (err) {
+		fprintf(stderr, "sqk mkimage: %s '%s': %s\n", as, arg, msg);
+		return -1;
+	}
+	if (grow_one(&o->actions, &o->actions_cap, o->nactions, sizeof(*o->actions)))
+		return -1;
+	o->actions[o->nactions++] = (struct sqk_build_action){ .file = file, .arg = arg };
+	return 0;
 }
 
 /* Appends s (borrowed) to the string array *v of *n entries and capacity *cap. */
@@ -295,7 +325,7 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_PSEUDO, OPT_PSEUDODEF, OPT_REUSE, OPT_ORDER, OPT_SORT, OPT_FORCE,
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
        OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT,
-       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY };
+       OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_ACTION, OPT_ACTIONFILE };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -339,6 +369,8 @@ static const struct option long_opts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 	{ "help", no_argument, NULL, 'h' },
+	{ "action", required_argument, NULL, OPT_ACTION },
+	{ "action-file", required_argument, NULL, OPT_ACTIONFILE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -368,6 +400,7 @@ static const struct {
 	{ "-wildcards", OPT_WILDCARDS, false }, { "-regex", OPT_REGEX, false },
 	{ "-mem", OPT_MKSMEM, true },	      { "-mem-percent", OPT_MKSMEM, true },
 	{ "-keep-as-directory", OPT_KEEPDIR, false }, { "-help", 'h', false },
+	{ "-action", OPT_ACTION, true },      { "-action-file", OPT_ACTIONFILE, true },
 };
 
 /* What the parse keeps besides o. */
@@ -580,6 +613,9 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 	case OPT_DMTIME: return parse_time(as, arg, &o->build.default_mtime);
 	case OPT_SIGN: return push_str(&o->sign_paths, &o->nsign, &o->sign_cap, arg);
 	case OPT_SIGNCOMMENT: o->sign_comment = arg; return 0;
+	case OPT_ACTION:
+	case OPT_ACTIONFILE:
+		return add_action(o, c == OPT_ACTIONFILE, arg, as);
 	default: return 1;
 	}
 }
@@ -1004,6 +1040,11 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 			o->nexcludes ? "--exclude" : "-e");
 		return -1;
 	}
+	if (o->nactions && (o->tar || o->build.order_file || o->build.sort_file)) {
+		fprintf(stderr, "sqk mkimage: -action and -action-file are not supported with %s\n",
+			o->tar ? "--tar" : o->build.order_file ? "--order" : "-sort");
+		return -1;
+	}
 	if (o->tar && (o->nsources < 1 || o->nsources > 2)) {
 		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
 		usage(stderr);
@@ -1036,6 +1077,8 @@ static void fill_source(struct mk_options *o)
 	s->tar_path = o->tar_path;
 	s->pseudo = o->pseudo;
 	s->npseudo = o->npseudo;
+	s->actions = o->actions;
+	s->nactions = o->nactions;
 	o->build.image = o->image;
 	o->build.quiet = o->quiet;
 }
@@ -1085,6 +1128,10 @@ void mk_options_free(struct mk_options *o)
 	o->pseudo = NULL;
 	o->npseudo = 0;
 	o->pseudo_cap = 0;
+	free(o->actions);
+	o->actions = NULL;
+	o->nactions = 0;
+	o->actions_cap = 0;
 	for (int i = 0; o->sign_keys && i < o->nsign; i++)
 		EVP_PKEY_free(o->sign_keys[i]);
 	free(o->sign_keys);

@@ -50,6 +50,9 @@ struct mk_options {
 	size_t sign_cap;
 	EVP_PKEY **sign_keys; /* their keys, loaded by the parse (owned; build.sign_keys) */
 	const char *sign_comment; /* --sign-comment TEXT (borrowed) */
+	struct sqk_build_action *actions; /* owned array: --action, --action-file in order */
+	int nactions;
+	size_t actions_cap;
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

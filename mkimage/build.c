@@ -21,6 +21,7 @@
 #include "data.h"
 #include "order.h"
 #include "pseudo.h"
+#include "action.h"
 #include "tables.h"
 #include "tree.h"
 #include "walk.h"
@@ -256,7 +257,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, const struct mk_
 		err = mk_order_front(c);
 	while (!err) {
 		struct mk_file_ref fr;
-		int r = src->ops->next(src, c, &e);
+		int r = c->actions ? mk_actions_next(c, src, &e) : src->ops->next(src, c, &e);
 		if (r == 1)
 			break;
 		err = r ? r : c->tops->add(c, &e, &fr);
@@ -300,6 +301,8 @@ int mk_build_inputs(struct mk_ctx *c)
 	err = mk_verity_start(c);
 	if (!err)
 		err = mk_pseudo_load(c, &c->pseudo);
+	if (!err)
+		err = mk_actions_load(c);
 	if (!err && c->opt->reuse && !c->reuse)
 		err = mk_reuse_open(c, c->opt->reuse, &c->reuse);
 	if (!err && !c->order)

@@ -98,6 +98,12 @@ enum sqk_build_source_kind {
 	SQK_BUILD_CUSTOM,       /* the caller's struct mk_source (mkimage/source.h): custom */
 };
 
+/* One mksquashfs action (ACTION@EXPRESSION, mkimage/action.h): a file of them, or one. */
+struct sqk_build_action {
+	bool file;
+	const char *arg;        /* the path, or the action (borrowed) */
+};
+
 /* One pseudo definition (mksquashfs style): a file of them, or one line. */
 struct sqk_build_pseudo {
 	bool file;
@@ -126,6 +132,9 @@ struct sqk_build_source {
 	/* Any kind: definitions applied after the source, in order. */
 	const struct sqk_build_pseudo *pseudo;
 	int npseudo;
+	/* SQK_BUILD_DIRS: mksquashfs's actions, applied to each entry in order */
+	const struct sqk_build_action *actions;
+	int nactions;
 };
 
 /* Fills s for kind with nothing listed yet, and s->size. */

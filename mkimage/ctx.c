@@ -17,6 +17,7 @@
 #include "attrs.h"
 #include "order.h"
 #include "pseudo.h"
+#include "action.h"
 #include "tree.h"
 #include "reuse.h"
 
@@ -107,6 +108,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	verity_builder_destroy(c->verity);
 	mk_reuse_close(c->reuse);
 	mk_pseudo_free(c->pseudo);
+	mk_actions_free(c->actions);
 	mk_order_free(c);
 	free(c->frags);
 	pthread_mutex_destroy(&c->errmu);

@@ -111,6 +111,7 @@ struct mk_data;
 struct mk_source;
 struct mk_order;
 struct mk_pseudo;
+struct mk_actions;
 struct verity_builder;
 
 struct mk_ctx {
@@ -159,6 +160,7 @@ struct mk_ctx {
 	pthread_mutex_t errmu;       /* guards errmsg/first_err (workers may fail too) */
 	int first_err;
 	char errmsg[1024];           /* first error, with the path */
+	struct mk_actions *actions;  /* -action, -action-file (action.c), or NULL */
 };
 
 /* Sets up c for options o (copied, its derived defaults filled in: mk_opts_derive) and the

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* mksquashfs's actions (its ACTIONS-README, 4.6 and later): ACTION@EXPRESSION lines parsed into
+ * rules (action_parse.c), then applied to each entry the source gives, between the source and
+ * the tree (action.c): exclude and prune leave an entry out (a directory with all under it),
+ * chmod/mode, uid, gid and guid change its attributes, the data actions choose how a file's
+ * blocks are stored (raw, fragment or not), which data.c reads from the entry. */
+#ifndef SQK_MK_ACTION_H
+#define SQK_MK_ACTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct mk_ctx;
+struct mk_entry;
+struct mk_source;
+
+/* The tests an expression is made of (ACTIONS-README section 4). */
+enum act_test {
+	ACT_T_NAME, ACT_T_PATHNAME, ACT_T_SUBPATHNAME,
+	ACT_T_FILESIZE, ACT_T_TAILSIZE, ACT_T_DIRSIZE, ACT_T_SIZE, ACT_T_UID, ACT_T_GID,
+	ACT_T_DEPTH, ACT_T_USER, ACT_T_GROUP, ACT_T_TYPE, ACT_T_PERM, ACT_T_TRUE, ACT_T_FALSE,
+};
+
+/* How a number compares: <, <=, =, >=, > (find's - and + are < and >), or a range [lo, hi]. */
+enum act_cmp { ACT_LT, ACT_LE, ACT_EQ, ACT_GE, ACT_GT, ACT_RANGE };
+
+/* One step of a mode change (chmod's symbolic and octal forms, find's -perm). */
+struct act_mode_op {
+	char op;           /* '0' octal (sets all bits), '=', '+', '-' */
+	char from;         /* 'u', 'g', 'o': copy that class's bits; 0: bits below */
+	bool X;            /* X: x where a directory, or where some x is set already */
+	uint16_t bits;     /* the permission bits (already cut to mask) */
+	uint16_t mask;     /* the bits the classes given cover (u 04700, g 02070, o 01007) */
+};
+
+struct act_mode {
+	struct act_mode_op *ops; /* owned */
+	size_t n;
+};
+
+/* An expression: an atom (one test) or !, && and || of others (evaluated left to right, with
+ * short cuts, no precedence: a && b || c is (a && b) || c). */
+enum act_node { ACT_ATOM, ACT_NOT, ACT_AND, ACT_OR };
+struct act_expr {
+	enum act_node kind;
+	struct act_expr *l, *r;   /* operands (owned); NOT uses l */
+	enum act_test test;       /* ACT_ATOM: */
+	char *pat;                /* name, pathname, subpathname (owned) */
+	int pat_parts;            /* subpathname: the pattern's components */
+	enum act_cmp cmp;         /* numbers */
+	int64_t num, num2;        /* the number, or the range's ends */
+	mode_t type;              /* type: S_IF* */
+	char perm_op;             /* perm: '=' exact, '-' all of them, '/' any of them */
+	mode_t perm;              /* perm: the bits */
+};
+
+/* The actions (ACTIONS-README section 5) sqk applies. */
+enum act_kind {
+	ACT_EXCLUDE, ACT_PRUNE, ACT_MODE, ACT_UID, ACT_GID, ACT_GUID,
+	ACT_COMPRESSED, ACT_UNCOMPRESSED, ACT_FRAGMENTS, ACT_NO_FRAGMENTS,
+	ACT_ALWAYS_FRAGS, ACT_NO_ALWAYS_FRAGS, ACT_NOOP,
+};
+
+struct act_rule {
+	enum act_kind kind;
+	uint32_t uid, gid;        /* uid, gid, guid */
+	struct act_mode mode;     /* chmod, mode */
+	struct act_expr *expr;    /* owned */
+};
+
+/* A per-file choice an action made, in struct mk_entry (0: the build's options decide). */
+enum { MK_ACT_DEFAULT = 0, MK_ACT_OFF, MK_ACT_ON };
+
+struct mk_actions {
+	struct act_rule *rules;   /* owned, in the order given */
+	size_t n, cap;
+	bool any_exclude;         /* exclude or prune rules: entries may be left out */
+	char **gone;              /* directories left out so far (owned, sorted): their entries
+				   * are left out too, whatever order a source gives them in */
+	size_t ngone, gone_cap;
+};
+
+/* Parses one action (text, borrowed) and appends its rule to a: 0, or SQK_EINVAL (a syntax
+ * error, an unknown or unsupported action or test) with a one-line message in msg that names
+ * the word and its column ("column 9: no such test 'mtime'"). */
+int mk_actions_parse(struct mk_actions *a, const char *text, char *msg, size_t cap);
+
+/* Reads an action file as mksquashfs does (one action a line, \ at the end continues it, blank
+ * lines and # comments skipped) into a: 0, or an SQK_E* code with the message (naming the file,
+ * the line and the column) in msg. */
+int mk_actions_parse_file(struct mk_actions *a, const char *path, char *msg, size_t cap);
+
+/* Frees what a owns (not a). */
+void mk_actions_clear(struct mk_actions *a);
+
+/* Frees a (from mk_actions_load) and what it owns; NULL is fine. */
+void mk_actions_free(struct mk_actions *a);
+
+/* A mode with the ops of m applied (mksquashfs's order and X rule). */
+mode_t act_mode_apply(const struct act_mode *m, mode_t mode);
+
+/* Applies a to the entry e at depth (0 the root, 1 its entries...): false when exclude or prune
+ * leaves it out, else true with its mode and owner changed and act_* set. block_size: for
+ * tailsize. e's strings are borrowed. */
+bool mk_actions_apply(const struct mk_actions *a, struct mk_entry *e, uint32_t depth,
+		      uint32_t block_size);
+
+/* Loads the source description's actions into c->actions (none: NULL). Errors through c. */
+int mk_actions_load(struct mk_ctx *c);
+
+/* The source's next entry the actions keep (as the source's next()): what is under a directory
+ * left out is skipped (the source is told not to read it, when it can). */
+int mk_actions_next(struct mk_ctx *c, struct mk_source *src, struct mk_entry *e);
+
+#endif
