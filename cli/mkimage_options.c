@@ -230,23 +230,43 @@ static int opt_error(const char *opt, const char *arg, const char *why)
 	return -1;
 }
 
-/* -action ACTION@EXPR, -action-file FILE: parsed now, so that a mistake is a usage error
- * (the build parses them again). */
+/* One action, checked now (a mistake is a usage error; the build parses it again), kept as
+ * text: text is borrowed from argv, or (own) a line of an action file, copied. */
+static int keep_action(void *arg, const char *text, char *msg, size_t cap)
+{
+	struct mk_options *o = arg;
+	struct mk_actions a = { 0 };
+	char *copy = NULL;
+	int err = mk_actions_parse(&a, text, msg, cap);
+	mk_actions_clear(&a);
+	if (err)
+		return err;
+	if ((o->action_file_pending && !(copy = strdup(text))) ||
+	    (copy && mem_grow(&o->action_text, &o->action_text_cap,
+			      (size_t)o->naction_text + 1, sizeof(*o->action_text), 0)) ||
+	    mem_grow(&o->actions, &o->actions_cap, (size_t)o->nactions + 1, sizeof(*o->actions),
+		     0)) {
+		free(copy);
+		snprintf(msg, cap, "out of memory");
+		return SQK_ENOMEM;
+	}
+	if (copy)
+		o->action_text[o->naction_text++] = copy;
+	o->actions[o->nactions++] = (struct sqk_build_action){ .arg = copy ? copy : text };
+	return 0;
+}
+
+/* -action ACTION@EXPR, -action-file FILE (read once here: it may be a pipe). */
 static int add_action(struct mk_options *o, bool file, const char *arg, const char *as)
 {
-	struct mk_actions a = { 0 };
-	char msg[512];
-	int err = file ? mk_actions_parse_file(&a, arg, msg, sizeof(msg)) :
-			 mk_actions_parse(&a, arg, msg, sizeof(msg));
-	mk_actions_clear(&a);
-	if (err) {
+	char msg[600];
+	o->action_file_pending = file;
+	int err = file ? mk_actions_each_line(arg, keep_action, o, msg, sizeof(msg)) :
+			 keep_action(o, arg, msg, sizeof(msg));
+	o->action_file_pending = false;
+	if (err)
 		fprintf(stderr, "sqk mkimage: %s '%s': %s\n", as, arg, msg);
-		return -1;
-	}
-	if (grow_one(&o->actions, &o->actions_cap, o->nactions, sizeof(*o->actions)))
-		return -1;
-	o->actions[o->nactions++] = (struct sqk_build_action){ .file = file, .arg = arg };
-	return 0;
+	return err ? -1 : 0;
 }
 
 /* Appends s (borrowed) to the string array *v of *n entries and capacity *cap. */
@@ -1132,6 +1152,12 @@ void mk_options_free(struct mk_options *o)
 	o->actions = NULL;
 	o->nactions = 0;
 	o->actions_cap = 0;
+	for (int i = 0; i < o->naction_text; i++)
+		free(o->action_text[i]);
+	free(o->action_text);
+	o->action_text = NULL;
+	o->naction_text = 0;
+	o->action_text_cap = 0;
 	for (int i = 0; o->sign_keys && i < o->nsign; i++)
 		EVP_PKEY_free(o->sign_keys[i]);
 	free(o->sign_keys);

@@ -50,9 +50,15 @@ struct mk_options {
 	size_t sign_cap;
 	EVP_PKEY **sign_keys; /* their keys, loaded by the parse (owned; build.sign_keys) */
 	const char *sign_comment; /* --sign-comment TEXT (borrowed) */
-	struct sqk_build_action *actions; /* owned array: --action, --action-file in order */
+	/* --action ACTION@EXPR, and each action of an --action-file FILE (read once), in order:
+	 * owned array of strings borrowed from argv or owned by action_text */
+	struct sqk_build_action *actions;
 	int nactions;
 	size_t actions_cap;
+	char **action_text;  /* owned: the actions of action files */
+	int naction_text;
+	size_t action_text_cap;
+	bool action_file_pending; /* while an action file is read */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

@@ -87,6 +87,14 @@ struct mk_actions {
  * the word and its column ("column 9: no such test 'mtime'"). */
 int mk_actions_parse(struct mk_actions *a, const char *text, char *msg, size_t cap);
 
+/* Calls fn with each action of the action file at path, read as mksquashfs does (one action a
+ * line, \ at the end continues it, blank lines and # comments skipped), the line borrowed until
+ * fn returns: 0, or the first error (fn's, with its message after "line N: " in msg; or the
+ * file's). */
+typedef int (*mk_actions_line_fn)(void *arg, const char *line, char *msg, size_t cap);
+int mk_actions_each_line(const char *path, mk_actions_line_fn fn, void *arg, char *msg,
+			 size_t cap);
+
 /* Reads an action file as mksquashfs does (one action a line, \ at the end continues it, blank
  * lines and # comments skipped) into a: 0, or an SQK_E* code with the message (naming the file,
  * the line and the column) in msg. */

@@ -702,7 +702,8 @@ static ssize_t read_logical(FILE *f, char **buf, size_t *cap, size_t *lines)
 	return any ? (ssize_t)len : -1;
 }
 
-int mk_actions_parse_file(struct mk_actions *a, const char *path, char *msg, size_t cap)
+int mk_actions_each_line(const char *path, mk_actions_line_fn fn, void *arg, char *msg,
+			 size_t cap)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
@@ -723,7 +724,8 @@ int mk_actions_parse_file(struct mk_actions *a, const char *path, char *msg, siz
 			p++;
 		if (!*p || *p == '#')
 			continue;
-		err = mk_actions_parse(a, p, why, sizeof(why));
+		why[0] = 0;
+		err = fn(arg, p, why, sizeof(why));
 		if (err) {
 			snprintf(msg, cap, "line %zu: %s", first, why);
 			break;
@@ -736,6 +738,16 @@ int mk_actions_parse_file(struct mk_actions *a, const char *path, char *msg, siz
 	free(buf);
 	fclose(f);
 	return err;
+}
+
+static int parse_line(void *arg, const char *line, char *msg, size_t cap)
+{
+	return mk_actions_parse(arg, line, msg, cap);
+}
+
+int mk_actions_parse_file(struct mk_actions *a, const char *path, char *msg, size_t cap)
+{
+	return mk_actions_each_line(path, parse_line, a, msg, cap);
 }
 
 void mk_actions_clear(struct mk_actions *a)
