@@ -148,8 +148,8 @@ static bool apply_to(const struct mk_actions *a, struct mk_entry *e, struct subj
 		return false;
 	for (size_t i = 0; i < a->n; i++) {
 		const struct act_rule *r = &a->rules[i];
-		if (r->kind != ACT_EXCLUDE && r->kind != ACT_PRUNE && kind_applies(r->kind, s->mode) &&
-		    eval(r->expr, s))
+		bool stage2 = r->kind != ACT_EXCLUDE && r->kind != ACT_PRUNE;
+		if (stage2 && kind_applies(r->kind, s->mode) && eval(r->expr, s))
 			run_rule(r, s, e);
 	}
 	if (!top && any_rule(a, ACT_PRUNE, s))

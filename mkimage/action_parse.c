@@ -55,7 +55,8 @@ static int special(const char *p, size_t *len)
 {
 	static const struct { const char *s; enum tok t; } ops[] = {
 		{ "(", TK_OPEN }, { ")", TK_CLOSE }, { "&&", TK_AND }, { "||", TK_OR },
-		{ "!", TK_NOT }, { ",", TK_COMMA }, { "@", TK_AT }, { " ", TK_EOF }, { "\t", TK_EOF },
+		{ "!", TK_NOT }, { ",", TK_COMMA }, { "@", TK_AT },
+		{ " ", TK_EOF }, { "\t", TK_EOF }, /* blanks */
 	};
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		size_t n = strlen(ops[i].s);
@@ -301,7 +302,8 @@ static int parse_sym(struct lex *x, const char *s, size_t col, struct act_mode *
 		} else {
 			for (; *p && !strchr("+-=", *p); p++) {
 				static const char set[] = "rwxstX";
-				static const uint16_t bits[] = { 0444, 0222, 0111, 06000, 01000, 0 };
+				static const uint16_t bits[] = { 0444, 0222, 0111, 06000, 01000,
+								 0 };
 				const char *k = strchr(set, *p);
 				if (!k)
 					return lex_fail(x, col, "mode '%s': expected r, w, x, X, s "
@@ -378,7 +380,8 @@ static const struct test_def {
 	{ "dirsize", ACT_T_DIRSIZE, TA_NUMBER }, { "size", ACT_T_SIZE, TA_NUMBER },
 	{ "uid", ACT_T_UID, TA_NUMBER }, { "gid", ACT_T_GID, TA_NUMBER },
 	{ "depth", ACT_T_DEPTH, TA_NUMBER },
-	{ "filesize_range", ACT_T_FILESIZE, TA_RANGE }, { "tailsize_range", ACT_T_TAILSIZE, TA_RANGE },
+	{ "filesize_range", ACT_T_FILESIZE, TA_RANGE },
+	{ "tailsize_range", ACT_T_TAILSIZE, TA_RANGE },
 	{ "dirsize_range", ACT_T_DIRSIZE, TA_RANGE }, { "size_range", ACT_T_SIZE, TA_RANGE },
 	{ "uid_range", ACT_T_UID, TA_RANGE }, { "gid_range", ACT_T_GID, TA_RANGE },
 	{ "depth_range", ACT_T_DEPTH, TA_RANGE },

@@ -41,7 +41,7 @@ struct mk_entry {
 	size_t nxattrs;
 	uint64_t st_size;      /* the source's own size of the entry (a directory's), for actions */
 	/* A regular file's data as actions chose it (action.h, MK_ACT_*; 0: as the options say):
-	 * blocks stored uncompressed, a fragment allowed, the tail of a large file in a fragment. */
+	 * blocks stored raw, a fragment allowed, the tail of a large file in a fragment. */
 	uint8_t act_raw, act_frag, act_tail;
 };
 

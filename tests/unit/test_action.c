@@ -245,7 +245,8 @@ START_TEST(test_apply)
 	struct mk_actions a = { 0 };
 	const char *lines[] = { "guid(7,8)@name(f)", "chmod(700)@uid(7)", "uncompressed@uid(7)",
 				"no-fragments@true", "always-use-fragments@name(g)",
-				"prune@perm(0700) && name(f)", "exclude@gid(8)", "chmod(0)@pathname(/)" };
+				"prune@perm(0700) && name(f)", "exclude@gid(8)",
+				"chmod(0)@pathname(/)" };
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		ck_assert_msg(mk_actions_parse(&a, lines[i], msg, sizeof(msg)) == 0, "%s", msg);
 	struct mk_entry e = entry("d/f", S_IFREG | 0644, 10);
