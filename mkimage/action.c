@@ -5,6 +5,7 @@
  * entry. Tests see the path from the image root with "/" in front ("/" for the root), the base
  * name ("" for the root), the depth (1 for the root's entries) and the source's attributes. */
 #include <fnmatch.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,32 +142,75 @@ static bool any_rule(const struct mk_actions *a, enum act_kind k, const struct s
 	return false;
 }
 
-static bool apply_to(const struct mk_actions *a, struct mk_entry *e, struct subject *s)
+/* Whether the xattr name stays: no xattrs-exclude rule that holds matches it, and when some
+ * xattrs-include rules hold, one of them matches it (mksquashfs's order). */
+static bool xattr_kept(const struct mk_actions *a, const bool *holds, const char *name)
+{
+	bool any_inc = false, inc = false;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct act_rule *r = &a->rules[i];
+		if (!holds[i])
+			continue;
+		bool m = regexec(r->re, name, 0, NULL, 0) == 0;
+		if (r->kind == ACT_XATTRS_EXCLUDE && m)
+			return false;
+		if (r->kind == ACT_XATTRS_INCLUDE) {
+			any_inc = true;
+			inc |= m;
+		}
+	}
+	return !any_inc || inc;
+}
+
+/* xattrs-exclude and xattrs-include on the entry as the other actions left it. */
+static int filter_xattrs(struct mk_actions *a, struct mk_entry *e, const struct subject *s)
+{
+	bool small[64], *holds = a->n <= 64 ? small : calloc(a->n, sizeof(bool));
+	int err = holds && !mem_grow(&a->xkv, &a->xkv_cap, e->nxattrs, sizeof(*a->xkv), 0) ?
+		  0 : SQK_ENOMEM;
+	for (size_t i = 0; !err && i < a->n; i++)
+		holds[i] = (a->rules[i].kind == ACT_XATTRS_EXCLUDE ||
+			    a->rules[i].kind == ACT_XATTRS_INCLUDE) && eval(a->rules[i].expr, s);
+	size_t n = 0;
+	for (size_t i = 0; !err && i < e->nxattrs; i++)
+		if (xattr_kept(a, holds, e->xattrs[i].name))
+			a->xkv[n++] = e->xattrs[i];
+	if (!err) {
+		e->xattrs = a->xkv;
+		e->nxattrs = n;
+	}
+	if (holds != small)
+		free(holds);
+	return err;
+}
+
+static int apply_to(struct mk_actions *a, struct mk_entry *e, struct subject *s)
 {
 	bool top = s->depth == 0;
 	if (!top && any_rule(a, ACT_EXCLUDE, s))
-		return false;
+		return 0;
 	for (size_t i = 0; i < a->n; i++) {
 		const struct act_rule *r = &a->rules[i];
-		bool stage2 = r->kind != ACT_EXCLUDE && r->kind != ACT_PRUNE;
+		bool stage2 = r->kind != ACT_EXCLUDE && r->kind != ACT_PRUNE && !r->re;
 		if (stage2 && kind_applies(r->kind, s->mode) && eval(r->expr, s))
 			run_rule(r, s, e);
 	}
 	if (!top && any_rule(a, ACT_PRUNE, s))
-		return false;
+		return 0;
 	e->mode = s->mode;
 	e->uid = s->uid;
 	e->gid = s->gid;
-	return true;
+	int err = a->any_xattr && e->nxattrs ? filter_xattrs(a, e, s) : 0;
+	return err ? err : 1;
 }
 
-bool mk_actions_apply(const struct mk_actions *a, struct mk_entry *e, uint32_t depth,
-		      uint32_t block_size)
+int mk_actions_apply(struct mk_actions *a, struct mk_entry *e, uint32_t depth,
+		     uint32_t block_size)
 {
 	size_t n = strlen(e->path);
 	char small[256], *path = n + 2 <= sizeof(small) ? small : malloc(n + 2);
 	if (!path)
-		return true;
+		return SQK_ENOMEM;
 	path[0] = '/';
 	memcpy(path + 1, e->path, n + 1);
 	const char *slash = strrchr(e->path, '/');
@@ -176,7 +220,7 @@ bool mk_actions_apply(const struct mk_actions *a, struct mk_entry *e, uint32_t d
 		.size = S_ISREG(e->mode) ? e->size :
 			S_ISLNK(e->mode) && e->target ? strlen(e->target) : e->st_size,
 	};
-	bool keep = apply_to(a, e, &s);
+	int keep = apply_to(a, e, &s);
 	if (path != small)
 		free(path);
 	return keep;
@@ -240,7 +284,10 @@ int mk_actions_next(struct mk_ctx *c, struct mk_source *src, struct mk_entry *e)
 			return r;
 		if (under_gone(a, e->path))
 			continue;
-		if (mk_actions_apply(a, e, depth_of(e->path), c->opt->block_size))
+		r = mk_actions_apply(a, e, depth_of(e->path), c->opt->block_size);
+		if (r < 0)
+			return mk_fail(c, r, "'%s': out of memory", e->origin);
+		if (r)
 			return 0;
 		if (!S_ISDIR(e->mode))
 			continue;

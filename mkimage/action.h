@@ -3,18 +3,21 @@
  * rules (action_parse.c), then applied to each entry the source gives, between the source and
  * the tree (action.c): exclude and prune leave an entry out (a directory with all under it),
  * chmod/mode, uid, gid and guid change its attributes, the data actions choose how a file's
- * blocks are stored (raw, fragment or not), which data.c reads from the entry. */
+ * blocks are stored (raw, fragment or not), which data.c reads from the entry, and
+ * xattrs-exclude/xattrs-include filter its xattrs. */
 #ifndef SQK_MK_ACTION_H
 #define SQK_MK_ACTION_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <regex.h>
 #include <sys/types.h>
 
 struct mk_ctx;
 struct mk_entry;
 struct mk_source;
+struct mk_xattr_kv;
 
 /* The tests an expression is made of (ACTIONS-README section 4). */
 enum act_test {
@@ -60,13 +63,14 @@ struct act_expr {
 enum act_kind {
 	ACT_EXCLUDE, ACT_PRUNE, ACT_MODE, ACT_UID, ACT_GID, ACT_GUID,
 	ACT_COMPRESSED, ACT_UNCOMPRESSED, ACT_FRAGMENTS, ACT_NO_FRAGMENTS,
-	ACT_ALWAYS_FRAGS, ACT_NO_ALWAYS_FRAGS, ACT_NOOP,
+	ACT_ALWAYS_FRAGS, ACT_NO_ALWAYS_FRAGS, ACT_NOOP, ACT_XATTRS_EXCLUDE, ACT_XATTRS_INCLUDE,
 };
 
 struct act_rule {
 	enum act_kind kind;
 	uint32_t uid, gid;        /* uid, gid, guid */
 	struct act_mode mode;     /* chmod, mode */
+	regex_t *re;              /* xattrs-exclude, xattrs-include: the names' regex (owned) */
 	struct act_expr *expr;    /* owned */
 };
 
@@ -77,6 +81,10 @@ struct mk_actions {
 	struct act_rule *rules;   /* owned, in the order given */
 	size_t n, cap;
 	bool any_exclude;         /* exclude or prune rules: entries may be left out */
+	bool any_xattr;           /* xattrs-exclude or xattrs-include rules */
+	struct mk_xattr_kv *xkv;  /* the xattrs an entry keeps (owned array; the names and values
+				   * borrowed from the source's entry) */
+	size_t xkv_cap;
 	char **gone;              /* directories left out so far (owned, sorted): their entries
 				   * are left out too, whatever order a source gives them in */
 	size_t ngone, gone_cap;
@@ -109,11 +117,12 @@ void mk_actions_free(struct mk_actions *a);
 /* A mode with the ops of m applied (mksquashfs's order and X rule). */
 mode_t act_mode_apply(const struct act_mode *m, mode_t mode);
 
-/* Applies a to the entry e at depth (0 the root, 1 its entries...): false when exclude or prune
- * leaves it out, else true with its mode and owner changed and act_* set. block_size: for
+/* Applies a to the entry e at depth (0 the root, 1 its entries...): 0 when exclude or prune
+ * leaves it out, else 1 with its mode and owner changed, act_* set and its xattrs filtered
+ * (e->xattrs then points into a, valid until the next call), or SQK_ENOMEM. block_size: for
  * tailsize. e's strings are borrowed. */
-bool mk_actions_apply(const struct mk_actions *a, struct mk_entry *e, uint32_t depth,
-		      uint32_t block_size);
+int mk_actions_apply(struct mk_actions *a, struct mk_entry *e, uint32_t depth,
+		     uint32_t block_size);
 
 /* Loads the source description's actions into c->actions (none: NULL). Errors through c. */
 int mk_actions_load(struct mk_ctx *c);

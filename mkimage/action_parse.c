@@ -595,7 +595,8 @@ static const struct action_def {
 	{ "dont-always-use-fragments", ACT_NO_ALWAYS_FRAGS, 0 },
 	{ "no-tailend", ACT_NO_ALWAYS_FRAGS, 0 }, { "noop", ACT_NOOP, 0 },
 	{ "fragment", -1, 1 }, { "empty", -1, 0 }, { "move", -1, 1 },
-	{ "xattrs-exclude", -1, 1 }, { "xattrs-include", -1, 1 }, { "xattrs-add", -1, 1 },
+	{ "xattrs-exclude", ACT_XATTRS_EXCLUDE, 1 }, { "xattrs-include", ACT_XATTRS_INCLUDE, 1 },
+	{ "xattrs-add", -1, 1 },
 	{ "align", -1, 1 },
 };
 
@@ -612,6 +613,31 @@ static const struct action_def *find_action(struct lex *x)
 	return NULL;
 }
 
+/* xattrs-exclude, xattrs-include: a POSIX extended regular expression of xattr names. */
+static int parse_regex(struct lex *x, const struct args *a, struct act_rule *r)
+{
+	if (!(r->re = malloc(sizeof(*r->re))))
+		return lex_fail(x, a->col[0], "out of memory");
+	int rc = regcomp(r->re, a->v[0], REG_EXTENDED | REG_NOSUB);
+	if (rc) {
+		char why[128];
+		regerror(rc, r->re, why, sizeof(why));
+		free(r->re);
+		r->re = NULL;
+		return lex_fail(x, a->col[0], "regex '%s': %s", a->v[0], why);
+	}
+	return 0;
+}
+
+static void rule_free(struct act_rule *r)
+{
+	act_expr_free(r->expr);
+	free(r->mode.ops);
+	if (r->re)
+		regfree(r->re);
+	free(r->re);
+}
+
 static int set_action_args(struct lex *x, struct act_rule *r, const struct args *a)
 {
 	switch (r->kind) {
@@ -622,6 +648,8 @@ static int set_action_args(struct lex *x, struct act_rule *r, const struct args 
 			return SQK_EINVAL;
 		return parse_owner(x, a->v[1], a->col[1], true, &r->gid);
 	case ACT_MODE: return parse_mode(x, a, a->v[0], &r->mode);
+	case ACT_XATTRS_EXCLUDE:
+	case ACT_XATTRS_INCLUDE: return parse_regex(x, a, r);
 	default: return 0;
 	}
 }
@@ -664,12 +692,12 @@ int mk_actions_parse(struct mk_actions *a, const char *text, char *msg, size_t c
 		err = lex_fail(&x, 1, "out of memory");
 	free(x.str);
 	if (err) {
-		act_expr_free(r.expr);
-		free(r.mode.ops);
+		rule_free(&r);
 		return err;
 	}
 	a->rules[a->n++] = r;
 	a->any_exclude |= r.kind == ACT_EXCLUDE || r.kind == ACT_PRUNE;
+	a->any_xattr |= r.kind == ACT_XATTRS_EXCLUDE || r.kind == ACT_XATTRS_INCLUDE;
 	return 0;
 }
 
@@ -755,11 +783,10 @@ int mk_actions_parse_file(struct mk_actions *a, const char *path, char *msg, siz
 
 void mk_actions_clear(struct mk_actions *a)
 {
-	for (size_t i = 0; i < a->n; i++) {
-		act_expr_free(a->rules[i].expr);
-		free(a->rules[i].mode.ops);
-	}
+	for (size_t i = 0; i < a->n; i++)
+		rule_free(&a->rules[i]);
 	free(a->rules);
+	free(a->xkv);
 	for (size_t i = 0; i < a->ngone; i++)
 		free(a->gone[i]);
 	free(a->gone);

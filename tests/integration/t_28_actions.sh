@@ -158,6 +158,43 @@ changes "guid" -action 'guid(777,888)@subpathname(deep)'
 changes "later tests see changes" -action 'uid(42)@name(f.c)' -action 'chmod(0)@uid(42)'
 changes "-force-uid wins" -force-uid 5 -action 'uid(6)@true' -action 'gid(7)@uid(6)'
 
+# ---- 4b. xattrs-exclude, xattrs-include: the xattrs each file keeps -------------------------
+XS=$W/xsrc
+mkdir -p "$XS/d"
+echo 1 >"$XS/f1"
+echo 2 >"$XS/g2"
+for f in "$XS/f1" "$XS/g2" "$XS/d" "$XS"; do
+	python3 -c 'import os, sys
+for n, v in (("user.a", b"A"), ("user.b", b"B"), ("trusted.x", b"X")):
+    os.setxattr(sys.argv[1], n, v)' "$f" || fail "cannot set xattrs in $W"
+done
+xattr_list() {
+	python3 -c 'import os, sys
+r = sys.argv[1]
+for dp, dn, fn in sorted(os.walk(r)):
+    for n in sorted(dn + fn) + ([""] if dp == r else []):
+        p = os.path.join(dp, n) if n else dp
+        print(os.path.relpath(p, r), sorted(os.listxattr(p, follow_symlinks=False)))' "$1"
+}
+same_xattrs() {
+	rm -rf "$W/xm" "$W/xs" "$W/x.mks" "$W/x.sqk"
+	"$MKSQUASHFS" "$XS" "$W/x.mks" -noappend -quiet -no-progress "$@" >/dev/null 2>&1 ||
+		fail "xattrs: mksquashfs $* failed"
+	sqk_build "$XS" "$W/x.sqk" -quiet "$@"
+	"$UNSQUASHFS" -n -d "$W/xm" "$W/x.mks" >/dev/null 2>&1 || fail "xattrs: extract (mks)"
+	"$UNSQUASHFS" -n -d "$W/xs" "$W/x.sqk" >/dev/null 2>&1 || fail "xattrs: extract (sqk)"
+	xattr_list "$W/xm" >"$TMP/xm.lst"
+	xattr_list "$W/xs" >"$TMP/xs.lst"
+	diff -u "$TMP/xm.lst" "$TMP/xs.lst" >&2 || fail "xattrs: they differ ($*)"
+	xattr_list "$XS" | cmp -s - "$TMP/xs.lst" && fail "xattrs: nothing changed ($*)"
+	n_same=$((n_same + 1))
+}
+same_xattrs -action 'xattrs-exclude(^user\.a)@name(f*)'
+same_xattrs -action 'xattrs-include(^user)@true'
+same_xattrs -action 'xattrs-exclude(.)@type(d)'
+same_xattrs -action 'xattrs-include(b$)@type(f)' -action 'xattrs-exclude(^user)@name(g2)'
+same_xattrs -action 'chmod(700)@name(f1)' -action 'xattrs-exclude(^trusted)@perm(0700)'
+
 # ---- 5. an action file: several actions, comments, continuation, quotes ---------------------
 cat >"$W/actions" <<'EOF'
 # leave the repository's metadata out
@@ -303,6 +340,7 @@ refused "no such test 'mtime'" -action 'exclude@mtime(>5)'
 refused "action 'move' is not supported" -action 'move(x)@name(f.c)'
 refused "action 'empty' is not supported" -action 'empty@true'
 refused "action 'xattrs-add' is not supported" -action 'xattrs-add(user.a=b)@true'
+refused "column 16: regex '(': " -action 'xattrs-exclude(\()@true'
 refused "test 'inode' is not supported" -action 'exclude@name(a) || inode(5)'
 refused "test 'readlink' is not supported" -action 'prune@readlink("name(a)")'
 refused "column 17: expected \",\" or \")\", got the end" -action 'exclude@name(*.c'

@@ -100,7 +100,8 @@ START_TEST(test_errors)
 	refused("chown(1)@true", "column 1: no such action 'chown'");
 	refused("no-xattrs@true", "column 1: no such action 'no-xattrs'");
 	refused("move(x)@true", "column 1: action 'move' is not supported");
-	refused("xattrs-exclude(^user)@true", "action 'xattrs-exclude' is not supported");
+	refused("xattrs-add(user.a=1)@true", "action 'xattrs-add' is not supported");
+	refused("xattrs-exclude(\\()@true", "column 16: regex '(': ");
 	refused("exclude@mtime(1)", "column 9: no such test 'mtime'");
 	refused("exclude@name(a) && inode(4)", "column 20: test 'inode' is not supported");
 	refused("exclude@name(*.c", "column 17: expected \",\" or \")\", got the end");
@@ -289,6 +290,45 @@ START_TEST(test_apply)
 }
 END_TEST
 
+/* xattrs-exclude drops the names its regex matches, where its test holds; where some
+ * xattrs-include tests hold, only the names one of their regexes matches stay. */
+START_TEST(test_xattrs)
+{
+	static const struct mk_xattr_kv kv[] = {
+		{ "user.a", "A", 1 }, { "user.b", "B", 1 }, { "trusted.x", "X", 1 },
+	};
+	struct mk_actions a = { 0 };
+	const char *lines[] = { "xattrs-exclude(^user\\.a$)@name(f*)",
+				"xattrs-include(^user)@type(d)", "xattrs-include(x$)@name(dd)" };
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		ck_assert_msg(mk_actions_parse(&a, lines[i], msg, sizeof(msg)) == 0, "%s", msg);
+	struct mk_entry e = entry("f1", S_IFREG | 0644, 1);
+	e.xattrs = kv;
+	e.nxattrs = 3;
+	ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), 1);
+	ck_assert_uint_eq(e.nxattrs, 2);
+	ck_assert_str_eq(e.xattrs[0].name, "user.b");
+	ck_assert_str_eq(e.xattrs[1].name, "trusted.x");
+	e = entry("dd", S_IFDIR | 0755, 1);
+	e.xattrs = kv;
+	e.nxattrs = 3;
+	ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), 1);
+	ck_assert_uint_eq(e.nxattrs, 3); /* each name matches one of the two includes */
+	e = entry("d", S_IFDIR | 0755, 1);
+	e.xattrs = kv;
+	e.nxattrs = 3;
+	ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), 1);
+	ck_assert_uint_eq(e.nxattrs, 2);
+	ck_assert_str_eq(e.xattrs[1].name, "user.b");
+	e = entry("g", S_IFREG | 0644, 1);
+	e.xattrs = kv;
+	e.nxattrs = 3;
+	ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), 1);
+	ck_assert_uint_eq(e.nxattrs, 3);
+	mk_actions_clear(&a);
+}
+END_TEST
+
 /* An action file: one a line, \ continues it, blank and # lines skipped; an error names the
  * line it starts on. */
 START_TEST(test_file)
@@ -327,6 +367,7 @@ static Suite *action_suite(void)
 	tcase_add_test(t, test_type_perm);
 	tcase_add_test(t, test_modes);
 	tcase_add_test(t, test_apply);
+	tcase_add_test(t, test_xattrs);
 	tcase_add_test(t, test_file);
 	suite_add_tcase(s, t);
 	return s;
