@@ -1061,9 +1061,9 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 			o->nexcludes ? "--exclude" : "-e");
 		return -1;
 	}
-	if (o->nactions && (o->tar || o->build.order_file || o->build.sort_file)) {
-		fprintf(stderr, "sqk mkimage: -action and -action-file are not supported with %s\n",
-			o->tar ? "--tar" : o->build.order_file ? "--order" : "-sort");
+	if (o->nactions && o->tar) {
+		fprintf(stderr, "sqk mkimage: -action and -action-file are not supported with "
+			"--tar (as mksquashfs's with -tar)\n");
 		return -1;
 	}
 	if (o->tar && (o->nsources < 1 || o->nsources > 2)) {

@@ -275,6 +275,46 @@ static uint32_t depth_of(const char *path)
 	return d;
 }
 
+/* Whether a directory above the image path rel (not the root) is left out by an action: 1,
+ * else 0, or an error. */
+static int above_gone(struct mk_ctx *c, struct mk_source *src, char *rel)
+{
+	int r = 0;
+	for (char *sl = strchr(rel, '/'); !r && sl; sl = strchr(sl + 1, '/')) {
+		struct mk_entry d;
+		struct stat st;
+		*sl = 0;
+		r = mk_source_dir_file(src, c, rel, true, &d);
+		if (r == 2 && lstat(mk_source_dir_disk_path(src), &st) == 0) {
+			d = (struct mk_entry){ .path = rel, .origin = rel, .mode = st.st_mode,
+					       .uid = st.st_uid, .gid = st.st_gid,
+					       .st_size = (uint64_t)st.st_size };
+			r = mk_actions_apply(c->actions, &d, depth_of(rel), c->opt->block_size);
+			r = r < 0 ? mk_fail(c, r, "out of memory") : !r;
+		} else if (r >= 0) {
+			r = 1;
+		}
+		*sl = '/';
+	}
+	return r;
+}
+
+int mk_actions_file(struct mk_ctx *c, struct mk_source *src, const char *rel,
+		    struct mk_entry *e)
+{
+	if (!c->actions)
+		return mk_source_dir_file(src, c, rel, false, e);
+	char *p = strdup(rel);
+	int r = p ? above_gone(c, src, p) : mk_fail(c, SQK_ENOMEM, "out of memory");
+	free(p);
+	if (!r)
+		r = mk_source_dir_file(src, c, rel, false, e);
+	if (r)
+		return r;
+	r = mk_actions_apply(c->actions, e, depth_of(rel), c->opt->block_size);
+	return r < 0 ? mk_fail(c, r, "'%s': out of memory", e->origin) : !r;
+}
+
 int mk_actions_next(struct mk_ctx *c, struct mk_source *src, struct mk_entry *e)
 {
 	struct mk_actions *a = c->actions;

@@ -127,6 +127,11 @@ int mk_actions_apply(struct mk_actions *a, struct mk_entry *e, uint32_t depth,
 /* Loads the source description's actions into c->actions (none: NULL). Errors through c. */
 int mk_actions_load(struct mk_ctx *c);
 
+/* mk_source_dir_file (source.h) for --order and -sort, with the actions: 1 also when an action
+ * leaves the file, or a directory above it, out; e with the actions applied. */
+int mk_actions_file(struct mk_ctx *c, struct mk_source *src, const char *rel,
+		    struct mk_entry *e);
+
 /* The source's next entry the actions keep (as the source's next()): what is under a directory
  * left out is skipped (the source is told not to read it, when it can). */
 int mk_actions_next(struct mk_ctx *c, struct mk_source *src, struct mk_entry *e);

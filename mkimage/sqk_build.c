@@ -108,11 +108,9 @@ static int check_opts(const struct sqk_build_opts *o, const struct sqk_build_sou
 			      (int)o->verity);
 	if (o->verity == SQK_BUILD_VERITY_SIDECAR && !o->open_verity)
 		return refuse(r, SQK_EINVAL, "a dm-verity sidecar needs open_verity");
-	if (s->nactions && (s->kind != SQK_BUILD_DIRS || o->order_file || o->sort_file))
+	if (s->nactions && s->kind != SQK_BUILD_DIRS)
 		return refuse(r, SQK_EINVAL, "actions (-action, -action-file) are not supported "
-			      "with %s", s->kind == SQK_BUILD_TAR ? "--tar" : s->kind ==
-			      SQK_BUILD_CUSTOM ? "a custom source" : o->order_file ? "--order" :
-			      "-sort");
+			      "with %s", s->kind == SQK_BUILD_TAR ? "--tar" : "a custom source");
 	if (s->kind != SQK_BUILD_DIRS && (o->order_file || o->sort_file))
 		return refuse(r, SQK_EINVAL, "%s needs source directories",
 			      o->order_file ? "--order" : "-sort");
