@@ -149,7 +149,7 @@ static bool xattr_kept(const struct mk_actions *a, const bool *holds, const char
 	bool any_inc = false, inc = false;
 	for (size_t i = 0; i < a->n; i++) {
 		const struct act_rule *r = &a->rules[i];
-		if (!holds[i])
+		if (!holds[i] || !r->re)
 			continue;
 		bool m = regexec(r->re, name, 0, NULL, 0) == 0;
 		if (r->kind == ACT_XATTRS_EXCLUDE && m)
@@ -162,19 +162,35 @@ static bool xattr_kept(const struct mk_actions *a, const bool *holds, const char
 	return !any_inc || inc;
 }
 
-/* xattrs-exclude and xattrs-include on the entry as the other actions left it. */
+/* The xattrs-add rules that hold, after the others (user. ones only on files and directories,
+ * as mksquashfs); a name twice is refused when the set is stored. */
+static size_t add_xattrs(struct mk_actions *a, const bool *holds, mode_t mode, size_t n)
+{
+	for (size_t i = 0; i < a->n && !a->no_xattrs; i++) {
+		const struct act_rule *r = &a->rules[i];
+		if (r->kind != ACT_XATTRS_ADD || !holds[i] ||
+		    (!strncmp(r->xname, "user.", 5) && !S_ISREG(mode) && !S_ISDIR(mode)))
+			continue;
+		a->xkv[n++] = (struct mk_xattr_kv){ .name = r->xname, .value = r->xval,
+						    .size = r->xlen };
+	}
+	return n;
+}
+
+/* xattrs-exclude, xattrs-include and xattrs-add on the entry as the other actions left it. */
 static int filter_xattrs(struct mk_actions *a, struct mk_entry *e, const struct subject *s)
 {
 	bool small[64], *holds = a->n <= 64 ? small : calloc(a->n, sizeof(bool));
-	int err = holds && !mem_grow(&a->xkv, &a->xkv_cap, e->nxattrs, sizeof(*a->xkv), 0) ?
-		  0 : SQK_ENOMEM;
+	int err = holds && !mem_grow(&a->xkv, &a->xkv_cap, e->nxattrs + a->nadd + 1,
+				     sizeof(*a->xkv), 0) ? 0 : SQK_ENOMEM;
 	for (size_t i = 0; !err && i < a->n; i++)
-		holds[i] = (a->rules[i].kind == ACT_XATTRS_EXCLUDE ||
-			    a->rules[i].kind == ACT_XATTRS_INCLUDE) && eval(a->rules[i].expr, s);
+		holds[i] = a->rules[i].kind >= ACT_XATTRS_EXCLUDE && eval(a->rules[i].expr, s);
 	size_t n = 0;
 	for (size_t i = 0; !err && i < e->nxattrs; i++)
 		if (xattr_kept(a, holds, e->xattrs[i].name))
 			a->xkv[n++] = e->xattrs[i];
+	if (!err)
+		n = add_xattrs(a, holds, s->mode, n);
 	if (!err) {
 		e->xattrs = a->xkv;
 		e->nxattrs = n;
@@ -191,7 +207,8 @@ static int apply_to(struct mk_actions *a, struct mk_entry *e, struct subject *s)
 		return 0;
 	for (size_t i = 0; i < a->n; i++) {
 		const struct act_rule *r = &a->rules[i];
-		bool stage2 = r->kind != ACT_EXCLUDE && r->kind != ACT_PRUNE && !r->re;
+		bool stage2 = r->kind != ACT_EXCLUDE && r->kind != ACT_PRUNE &&
+			      r->kind < ACT_XATTRS_EXCLUDE;
 		if (stage2 && kind_applies(r->kind, s->mode) && eval(r->expr, s))
 			run_rule(r, s, e);
 	}
@@ -200,7 +217,7 @@ static int apply_to(struct mk_actions *a, struct mk_entry *e, struct subject *s)
 	e->mode = s->mode;
 	e->uid = s->uid;
 	e->gid = s->gid;
-	int err = a->any_xattr && e->nxattrs ? filter_xattrs(a, e, s) : 0;
+	int err = a->any_xattr && (e->nxattrs || a->nadd) ? filter_xattrs(a, e, s) : 0;
 	return err ? err : 1;
 }
 
@@ -353,6 +370,7 @@ int mk_actions_load(struct mk_ctx *c)
 		return 0;
 	if (!(c->actions = calloc(1, sizeof(*c->actions))))
 		return mk_fail(c, SQK_ENOMEM, "out of memory");
+	c->actions->no_xattrs = c->opt->no_xattrs;
 	for (int i = 0; i < s->nactions; i++) {
 		const struct sqk_build_action *ac = &s->actions[i];
 		int err = ac->file ? mk_actions_parse_file(c->actions, ac->arg, msg, sizeof(msg)) :

@@ -64,6 +64,7 @@ enum act_kind {
 	ACT_EXCLUDE, ACT_PRUNE, ACT_MODE, ACT_UID, ACT_GID, ACT_GUID,
 	ACT_COMPRESSED, ACT_UNCOMPRESSED, ACT_FRAGMENTS, ACT_NO_FRAGMENTS,
 	ACT_ALWAYS_FRAGS, ACT_NO_ALWAYS_FRAGS, ACT_NOOP, ACT_XATTRS_EXCLUDE, ACT_XATTRS_INCLUDE,
+	ACT_XATTRS_ADD,
 };
 
 struct act_rule {
@@ -71,6 +72,9 @@ struct act_rule {
 	uint32_t uid, gid;        /* uid, gid, guid */
 	struct act_mode mode;     /* chmod, mode */
 	regex_t *re;              /* xattrs-exclude, xattrs-include: the names' regex (owned) */
+	char *xname;              /* xattrs-add: the name (owned) */
+	uint8_t *xval;            /* its value, decoded (owned) */
+	size_t xlen;
 	struct act_expr *expr;    /* owned */
 };
 
@@ -81,7 +85,9 @@ struct mk_actions {
 	struct act_rule *rules;   /* owned, in the order given */
 	size_t n, cap;
 	bool any_exclude;         /* exclude or prune rules: entries may be left out */
-	bool any_xattr;           /* xattrs-exclude or xattrs-include rules */
+	bool any_xattr;           /* xattrs-exclude, xattrs-include or xattrs-add rules */
+	size_t nadd;              /* xattrs-add rules */
+	bool no_xattrs;           /* the build stores no xattrs: xattrs-add adds none */
 	struct mk_xattr_kv *xkv;  /* the xattrs an entry keeps (owned array; the names and values
 				   * borrowed from the source's entry) */
 	size_t xkv_cap;

@@ -175,7 +175,9 @@ r = sys.argv[1]
 for dp, dn, fn in sorted(os.walk(r)):
     for n in sorted(dn + fn) + ([""] if dp == r else []):
         p = os.path.join(dp, n) if n else dp
-        print(os.path.relpath(p, r), sorted(os.listxattr(p, follow_symlinks=False)))' "$1"
+        print(os.path.relpath(p, r), sorted((k, os.getxattr(p, k, follow_symlinks=False))
+                                            for k in os.listxattr(p, follow_symlinks=False)))' \
+		"$1"
 }
 same_xattrs() {
 	rm -rf "$W/xm" "$W/xs" "$W/x.mks" "$W/x.sqk"
@@ -195,6 +197,14 @@ same_xattrs -action 'xattrs-include(^user)@true'
 same_xattrs -action 'xattrs-exclude(.)@type(d)'
 same_xattrs -action 'xattrs-include(b$)@type(f)' -action 'xattrs-exclude(^user)@name(g2)'
 same_xattrs -action 'chmod(700)@name(f1)' -action 'xattrs-exclude(^trusted)@perm(0700)'
+same_xattrs -action 'xattrs-add(user.c=hello)@true'
+same_xattrs -action 'xattrs-add(trusted.t=0x414243)@name(f1)' \
+	-action 'xattrs-add("user.s=0saGVsbG8gd29ybGQ=")@type(d)'
+same_xattrs -action 'xattrs-add(user.t=0thello\\000world)@true' \
+	-action 'xattrs-add(security.z=0bxyz)@name(g2)' -action 'xattrs-exclude(^user.a)@true'
+run_capture dupx "$SQK" mkimage "$XS" "$W/dup.sqk" -quiet -action 'xattrs-add(user.a=x)@true'
+[ "$RC" = 1 ] && grep -q "xattr user.a listed twice" "$ERR_FILE" ||
+	{ show_err; fail "xattrs-add of a name the file has: exit $RC"; }
 
 # ---- 5. an action file: several actions, comments, continuation, quotes ---------------------
 cat >"$W/actions" <<'EOF'
@@ -362,7 +372,9 @@ refused "no such action 'no-xattrs'" -action 'no-xattrs@true'
 refused "no such test 'mtime'" -action 'exclude@mtime(>5)'
 refused "action 'move' is not supported" -action 'move(x)@name(f.c)'
 refused "action 'empty' is not supported" -action 'empty@true'
-refused "action 'xattrs-add' is not supported" -action 'xattrs-add(user.a=b)@true'
+refused "'user.a': expected NAME=VALUE" -action 'xattrs-add(user.a)@true'
+refused "'other.a=1': expected NAME=VALUE" -action 'xattrs-add(other.a=1)@true'
+refused "not a valid value after its 0s, 0x or 0t" -action 'xattrs-add(user.a=0x4)@true'
 refused "column 16: regex '(': " -action 'xattrs-exclude(\()@true'
 refused "test 'inode' is not supported" -action 'exclude@name(a) || inode(5)'
 refused "test 'readlink' is not supported" -action 'prune@readlink("name(a)")'

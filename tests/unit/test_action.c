@@ -100,7 +100,11 @@ START_TEST(test_errors)
 	refused("chown(1)@true", "column 1: no such action 'chown'");
 	refused("no-xattrs@true", "column 1: no such action 'no-xattrs'");
 	refused("move(x)@true", "column 1: action 'move' is not supported");
-	refused("xattrs-add(user.a=1)@true", "action 'xattrs-add' is not supported");
+	refused("xattrs-add(user.a)@true", "column 12: 'user.a': expected NAME=VALUE");
+	refused("xattrs-add(user.=1)@true", "expected NAME=VALUE");
+	refused("xattrs-add(user.a=0xABC)@true", "not a valid value");
+	refused("xattrs-add(user.a=0t\\\\18)@true", "not a valid value");
+	refused("xattrs-add(user.a=0s$$$$)@true", "not a valid value");
 	refused("xattrs-exclude(\\()@true", "column 16: regex '(': ");
 	refused("exclude@mtime(1)", "column 9: no such test 'mtime'");
 	refused("exclude@name(a) && inode(4)", "column 20: test 'inode' is not supported");
@@ -325,6 +329,29 @@ START_TEST(test_xattrs)
 	e.nxattrs = 3;
 	ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), 1);
 	ck_assert_uint_eq(e.nxattrs, 3);
+	mk_actions_clear(&a);
+
+	/* xattrs-add, each value form; user. ones not on symlinks */
+	const char *adds[] = { "xattrs-add(user.p=plain)@true", "xattrs-add(user.h=0x4142)@true",
+			       "xattrs-add(user.s=0sQUJD)@true", "xattrs-add(user.u=0sQUI)@true",
+			       "xattrs-add(user.t=0ta\\\\101b)@true",
+			       "xattrs-add(trusted.b=0b0x41)@true" };
+	static const struct { const char *v; size_t n; } want[] = {
+		{ "plain", 5 }, { "AB", 2 }, { "ABC", 3 }, { "AB", 2 }, { "aAb", 3 }, { "0x41", 4 },
+	};
+	for (size_t i = 0; i < sizeof(adds) / sizeof(adds[0]); i++)
+		ck_assert_msg(mk_actions_parse(&a, adds[i], msg, sizeof(msg)) == 0, "%s", msg);
+	e = entry("f", S_IFREG | 0644, 1);
+	ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), 1);
+	ck_assert_uint_eq(e.nxattrs, 6);
+	for (size_t i = 0; i < 6; i++) {
+		ck_assert_uint_eq(e.xattrs[i].size, want[i].n);
+		ck_assert(!memcmp(e.xattrs[i].value, want[i].v, want[i].n));
+	}
+	e = entry("l", S_IFLNK | 0777, 1);
+	ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), 1);
+	ck_assert_uint_eq(e.nxattrs, 1);
+	ck_assert_str_eq(e.xattrs[0].name, "trusted.b");
 	mk_actions_clear(&a);
 }
 END_TEST
