@@ -24,6 +24,7 @@ struct subject {
 	mode_t mode;
 	uint32_t uid, gid;
 	uint64_t size;            /* the source's st_size (a symlink: its target's length) */
+	uint64_t ino, blocks, nlink; /* the source's st_ino, st_blocks, st_nlink */
 	uint32_t depth;
 	uint32_t block_size;
 };
@@ -88,6 +89,11 @@ static bool test_atom(const struct act_expr *e, const struct subject *s)
 	case ACT_T_GID:
 	case ACT_T_GROUP: return cmp_num(e, s->gid);
 	case ACT_T_DEPTH: return cmp_num(e, s->depth);
+	case ACT_T_INODE: return cmp_num(e, (int64_t)s->ino);
+	case ACT_T_NLINK: return cmp_num(e, (int64_t)s->nlink);
+	case ACT_T_FILEBLOCKS: return reg && cmp_num(e, (int64_t)s->blocks);
+	case ACT_T_DIRBLOCKS: return dir && cmp_num(e, (int64_t)s->blocks);
+	case ACT_T_BLOCKS: return cmp_num(e, (int64_t)s->blocks);
 	case ACT_T_TYPE: return (s->mode & S_IFMT) == e->type;
 	case ACT_T_PERM: return perm_match(e, s->mode);
 	case ACT_T_TRUE: return true;
@@ -236,6 +242,7 @@ int mk_actions_apply(struct mk_actions *a, struct mk_entry *e, uint32_t depth,
 		.gid = e->gid, .depth = depth, .block_size = block_size,
 		.size = S_ISREG(e->mode) ? e->size :
 			S_ISLNK(e->mode) && e->target ? strlen(e->target) : e->st_size,
+		.ino = e->st_ino, .blocks = e->st_blocks, .nlink = e->st_nlink,
 	};
 	int keep = apply_to(a, e, &s);
 	if (path != small)
@@ -305,7 +312,10 @@ static int above_gone(struct mk_ctx *c, struct mk_source *src, char *rel)
 		if (r == 2 && lstat(mk_source_dir_disk_path(src), &st) == 0) {
 			d = (struct mk_entry){ .path = rel, .origin = rel, .mode = st.st_mode,
 					       .uid = st.st_uid, .gid = st.st_gid,
-					       .st_size = (uint64_t)st.st_size };
+					       .st_size = (uint64_t)st.st_size,
+					       .st_ino = (uint64_t)st.st_ino,
+					       .st_blocks = (uint64_t)st.st_blocks,
+					       .st_nlink = (uint32_t)st.st_nlink };
 			r = mk_actions_apply(c->actions, &d, depth_of(rel), c->opt->block_size);
 			r = r < 0 ? mk_fail(c, r, "out of memory") : !r;
 		} else if (r >= 0) {

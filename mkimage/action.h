@@ -24,6 +24,7 @@ enum act_test {
 	ACT_T_NAME, ACT_T_PATHNAME, ACT_T_SUBPATHNAME,
 	ACT_T_FILESIZE, ACT_T_TAILSIZE, ACT_T_DIRSIZE, ACT_T_SIZE, ACT_T_UID, ACT_T_GID,
 	ACT_T_DEPTH, ACT_T_USER, ACT_T_GROUP, ACT_T_TYPE, ACT_T_PERM, ACT_T_TRUE, ACT_T_FALSE,
+	ACT_T_INODE, ACT_T_NLINK, ACT_T_FILEBLOCKS, ACT_T_DIRBLOCKS, ACT_T_BLOCKS,
 };
 
 /* How a number compares: <, <=, =, >=, > (find's - and + are < and >), or a range [lo, hi]. */

@@ -40,6 +40,8 @@ struct mk_entry {
 	const struct mk_xattr_kv *xattrs;
 	size_t nxattrs;
 	uint64_t st_size;      /* the source's own size of the entry (a directory's), for actions */
+	uint64_t st_ino, st_blocks; /* its inode number and 512-byte blocks there, for actions */
+	uint32_t st_nlink;     /* its link count there, for actions */
 	/* A regular file's data as actions chose it (action.h, MK_ACT_*; 0: as the options say):
 	 * blocks stored raw, a fragment allowed, the tail of a large file in a fragment. */
 	uint8_t act_raw, act_frag, act_tail;

@@ -303,6 +303,9 @@ int sd_stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e, bo
 	e->gid = st.st_gid;
 	e->mtime = st.st_mtim.tv_sec;
 	e->st_size = (uint64_t)st.st_size;
+	e->st_ino = (uint64_t)st.st_ino;
+	e->st_blocks = (uint64_t)st.st_blocks;
+	e->st_nlink = (uint32_t)st.st_nlink;
 	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
 		e->has_id = true;
 		e->id_dev = st.st_dev;

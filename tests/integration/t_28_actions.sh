@@ -36,6 +36,9 @@ seq 5 30000 >"$SRC/deep/log.txt"
 head -c 9000 /dev/urandom >"$SRC/a/rand.gz"
 head -c 2000 /dev/urandom >"$SRC/deep/x/small.bin"
 head -c 300000 /dev/urandom >"$SRC/deep/blob.bin"
+echo twice >"$SRC/deep/x/h1"
+ln "$SRC/deep/x/h1" "$SRC/deep/x/h2"
+truncate -s 1M "$SRC/deep/sparse"
 : >"$SRC/a/zero"
 ln -s a/f.c "$SRC/link"
 ln -s /nowhere "$SRC/deep/abs"
@@ -130,6 +133,11 @@ changes "gid" -action 'exclude@gid(>5000)'
 changes "uid_range" -action 'exclude@uid_range(1,1234)'
 changes "depth" -action 'exclude@depth(>2)'
 changes "depth_range" -action 'exclude@depth_range(2,2) && type(d)'
+changes "nlink" -action 'exclude@nlink(2) && !type(d)'
+changes "blocks" -action 'exclude@blocks(0) && type(f)'
+changes "fileblocks" -action 'exclude@fileblocks(>8)'
+changes "dirblocks_range" -action 'exclude@dirblocks_range(1,8)'
+changes "inode_range" -action "exclude@inode_range(0,$(stat -c %i "$SRC/a/big.txt"))"
 same_as_mks "false" -action 'exclude@false'
 
 # ---- 2. operators: left to right, !, parentheses ---------------------------------------------
@@ -376,7 +384,7 @@ refused "'user.a': expected NAME=VALUE" -action 'xattrs-add(user.a)@true'
 refused "'other.a=1': expected NAME=VALUE" -action 'xattrs-add(other.a=1)@true'
 refused "not a valid value after its 0s, 0x or 0t" -action 'xattrs-add(user.a=0x4)@true'
 refused "column 16: regex '(': " -action 'xattrs-exclude(\()@true'
-refused "test 'inode' is not supported" -action 'exclude@name(a) || inode(5)'
+refused "test 'dircount' is not supported" -action 'exclude@name(a) || dircount(5)'
 refused "test 'readlink' is not supported" -action 'prune@readlink("name(a)")'
 refused "column 17: expected \",\" or \")\", got the end" -action 'exclude@name(*.c'
 refused "column 14: type 'z'" -action 'exclude@type(z)'

@@ -107,7 +107,7 @@ START_TEST(test_errors)
 	refused("xattrs-add(user.a=0s$$$$)@true", "not a valid value");
 	refused("xattrs-exclude(\\()@true", "column 16: regex '(': ");
 	refused("exclude@mtime(1)", "column 9: no such test 'mtime'");
-	refused("exclude@name(a) && inode(4)", "column 20: test 'inode' is not supported");
+	refused("exclude@name(a) && dircount(4)", "column 20: test 'dircount' is not supported");
 	refused("exclude@name(*.c", "column 17: expected \",\" or \")\", got the end");
 	refused("exclude@name(a) name(b)", "column 17: expected \"&&\", \"||\" or the end, "
 		"got 'name'");
@@ -184,6 +184,27 @@ START_TEST(test_numbers)
 	ck_assert(!kept("exclude@user(1000)", "a", f, 1));
 	ck_assert(kept("exclude@user(root)", "a", f, 1));
 	ck_assert(kept("exclude@group(root)", "a", f, 1));
+}
+END_TEST
+
+/* inode, nlink and the blocks of the source's stat; fileblocks only files, dirblocks only
+ * directories. */
+START_TEST(test_stat_tests)
+{
+	struct mk_actions a;
+	const char *yes[] = { "exclude@nlink(>2)", "exclude@inode(77)", "exclude@blocks(16)",
+			      "exclude@fileblocks_range(10,20)", "exclude@nlink_range(3,3)" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		ck_assert_msg(parse1(&a, yes[i]) == 0, "%s: %s", yes[i], msg);
+		struct mk_entry e = entry("f", S_IFREG | 0644, 1);
+		e.st_nlink = 3;
+		e.st_ino = 77;
+		e.st_blocks = 16;
+		ck_assert_msg(mk_actions_apply(&a, &e, 1, 4096) == 0, "%s", yes[i]);
+		e.mode = S_IFDIR | 0755;
+		ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), i == 3 ? 1 : 0);
+		mk_actions_clear(&a);
+	}
 }
 END_TEST
 
@@ -391,6 +412,7 @@ static Suite *action_suite(void)
 	tcase_add_test(t, test_errors);
 	tcase_add_test(t, test_names);
 	tcase_add_test(t, test_numbers);
+	tcase_add_test(t, test_stat_tests);
 	tcase_add_test(t, test_type_perm);
 	tcase_add_test(t, test_modes);
 	tcase_add_test(t, test_apply);
