@@ -18,6 +18,7 @@
 #include "common/grow.h"
 #include "common/parse.h"
 #include "common/sign.h"
+#include "mkimage/action.h"
 #include "sqk/error.h"
 #include "mkimage_mks.h"
 
@@ -143,6 +144,16 @@ static void usage(FILE *f)
 		"      --pack-dir DIR      -D: where the pack file's input files are (default: "
 		"its\n"
 		"                          own directory)\n"
+		"      --action ACTION@EXPR  a mksquashfs action (-action): exclude, prune, "
+		"chmod, uid,\n"
+		"                          gid, guid, uncompressed, no-fragments, "
+		"always-use-fragments,\n"
+		"                          xattrs-exclude... "
+		"where the tests (name, pathname, type, size,\n"
+		"                          perm, depth... with &&, || and !) hold; repeatable, "
+		"in order\n"
+		"      --action-file FILE  actions, one a line (-action-file); see "
+		"docs/building-images.md\n"
 		"      --reuse OLD         copy compressed blocks and fragment blocks of the image "
 		"OLD\n"
 		"                          (same compressor and block size) where their content is "
@@ -221,9 +232,9 @@ static void usage(FILE *f)
 		"T\n"
 		"(-inode-time), -xattrs-exclude RE, -xattrs-include RE, -xattrs-add NAME=VALUE, "
 		"-info,\n"
-		"-progress, -o N (-offset N), -Xdict-size SIZE, -root-becomes NAME; -force-uid and "
-		"-force-gid\n"
-		"take names too.\n"
+		"-progress, -o N (-offset N), -Xdict-size SIZE, -root-becomes NAME, -action "
+		"ACTION@EXPR,\n"
+		"-action-file FILE; -force-uid and -force-gid take names too.\n"
 		"An existing SquashFS IMAGE is appended to, as mksquashfs does: SOURCE joins its "
 		"root\n"
 		"(a root-level name it has already becomes name_1, name_2...), its data blocks are "
@@ -303,6 +314,45 @@ static int opt_error(const char *opt, const char *arg, const char *why)
 	return -1;
 }
 
+/* One action, checked now (a mistake is a usage error; the build parses it again), kept as
+ * text: text is borrowed from argv, or (own) a line of an action file, copied. */
+static int keep_action(void *arg, const char *text, char *msg, size_t cap)
+{
+	struct mk_options *o = arg;
+	struct mk_actions a = { 0 };
+	char *copy = NULL;
+	int err = mk_actions_parse(&a, text, msg, cap);
+	mk_actions_clear(&a);
+	if (err)
+		return err;
+	if ((o->action_file_pending && !(copy = strdup(text))) ||
+	    (copy && mem_grow(&o->action_text, &o->action_text_cap,
+			      (size_t)o->naction_text + 1, sizeof(*o->action_text), 0)) ||
+	    mem_grow(&o->actions, &o->actions_cap, (size_t)o->nactions + 1, sizeof(*o->actions),
+		     0)) {
+		free(copy);
+		snprintf(msg, cap, "out of memory");
+		return SQK_ENOMEM;
+	}
+	if (copy)
+		o->action_text[o->naction_text++] = copy;
+	o->actions[o->nactions++] = (struct sqk_build_action){ .arg = copy ? copy : text };
+	return 0;
+}
+
+/* -action ACTION@EXPR, -action-file FILE (read once here: it may be a pipe). */
+static int add_action(struct mk_options *o, bool file, const char *arg, const char *as)
+{
+	char msg[600];
+	o->action_file_pending = file;
+	int err = file ? mk_actions_each_line(arg, keep_action, o, msg, sizeof(msg)) :
+			 keep_action(o, arg, msg, sizeof(msg));
+	o->action_file_pending = false;
+	if (err)
+		fprintf(stderr, "sqk mkimage: %s '%s': %s\n", as, arg, msg);
+	return err ? -1 : 0;
+}
+
 /* Appends s (borrowed) to the string array *v of *n entries and capacity *cap. */
 static int push_str(const char ***v, int *n, size_t *cap, const char *s)
 {
@@ -380,7 +430,7 @@ enum { OPT_BCJ = 256, OPT_NOFRAG, OPT_NOTAIL, OPT_NODEDUP, OPT_NOXATTR, OPT_NOEX
        OPT_NOPROGRESS, OPT_XBCJ, OPT_XHC, OPT_XATTRS, OPT_EXPORTS, OPT_TAILENDS, OPT_MKSMEM,
        OPT_WILDCARDS, OPT_REGEX, OPT_EF, OPT_KEEPDIR, OPT_DTREE, OPT_SIGN, OPT_SIGNCOMMENT,
        OPT_VERITY, OPT_VSALT, OPT_VCERT, OPT_VKEY, OPT_IGNZEROS, OPT_PACK, OPT_PACKDIR,
-       OPT_PSEUDODIR, OPT_PSEUDOOVR, OPT_ROOTBECOMES };
+       OPT_PSEUDODIR, OPT_PSEUDOOVR, OPT_ROOTBECOMES, OPT_ACTION, OPT_ACTIONFILE };
 
 static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
@@ -448,6 +498,8 @@ static const struct option long_opts[] = {
 	{ "offset", required_argument, NULL, MKS_OPT_OFFSET },
 	{ "xz-dict-size", required_argument, NULL, MKS_OPT_XDICT },
 	{ "root-becomes", required_argument, NULL, OPT_ROOTBECOMES },
+	{ "action", required_argument, NULL, OPT_ACTION },
+	{ "action-file", required_argument, NULL, OPT_ACTIONFILE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -492,6 +544,7 @@ static const struct {
 	{ "-progress", MKS_OPT_PROGRESS, false }, { "-o", MKS_OPT_OFFSET, true },
 	{ "-offset", MKS_OPT_OFFSET, true },     { "-Xdict-size", MKS_OPT_XDICT, true },
 	{ "-root-becomes", OPT_ROOTBECOMES, true },
+	{ "-action", OPT_ACTION, true },      { "-action-file", OPT_ACTIONFILE, true },
 };
 
 /* What the parse keeps besides o. */
@@ -709,6 +762,9 @@ static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const c
 	case OPT_PACK: o->pack_file = arg; return 0;
 	case OPT_PACKDIR: o->pack_dir = arg; return 0;
 	case OPT_PSEUDODIR: o->pseudo_dir = arg; return 0;
+	case OPT_ACTION:
+	case OPT_ACTIONFILE:
+		return add_action(o, c == OPT_ACTIONFILE, arg, as);
 	default: return 1;
 	}
 }
@@ -1178,6 +1234,11 @@ static int check_combinations(const struct mk_options *o, const struct parse_sta
 			"is a SOURCE)\n");
 		return -1;
 	}
+	if (o->nactions && o->tar) {
+		fprintf(stderr, "sqk mkimage: -action and -action-file are not supported with "
+			"--tar (as mksquashfs's with -tar)\n");
+		return -1;
+	}
 	if (o->tar && (o->nsources < 1 || o->nsources > 2)) {
 		fprintf(stderr, "sqk mkimage: --tar takes [FILE|-] IMAGE\n");
 		usage(stderr);
@@ -1218,6 +1279,8 @@ static void fill_source(struct mk_options *o)
 	s->pseudo_override = o->pseudo_override;
 	o->build.xattrs_add = o->xattrs_add;
 	o->build.nxattrs_add = o->nxattrs_add;
+	s->actions = o->actions;
+	s->nactions = o->nactions;
 	o->build.image = o->image;
 	o->build.quiet = o->quiet;
 }
@@ -1278,6 +1341,16 @@ void mk_options_free(struct mk_options *o)
 	o->pseudo = NULL;
 	o->npseudo = 0;
 	o->pseudo_cap = 0;
+	free(o->actions);
+	o->actions = NULL;
+	o->nactions = 0;
+	o->actions_cap = 0;
+	for (int i = 0; i < o->naction_text; i++)
+		free(o->action_text[i]);
+	free(o->action_text);
+	o->action_text = NULL;
+	o->naction_text = 0;
+	o->action_text_cap = 0;
 	for (int i = 0; o->sign_keys && i < o->nsign; i++)
 		EVP_PKEY_free(o->sign_keys[i]);
 	free(o->sign_keys);

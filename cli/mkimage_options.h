@@ -63,6 +63,15 @@ struct mk_options {
 	uint64_t offset;     /* -o, --offset: the image starts this many bytes into IMAGE, after
 			      * zeros (a hole), as mksquashfs -offset writes it */
 	const char *xz_dict; /* -Xdict-size, --xz-dict-size: resolved by mks_xz_dict (borrowed) */
+	/* --action ACTION@EXPR, and each action of an --action-file FILE (read once), in order:
+	 * owned array of strings borrowed from argv or owned by action_text */
+	struct sqk_build_action *actions;
+	int nactions;
+	size_t actions_cap;
+	char **action_text;  /* owned: the actions of action files */
+	int naction_text;
+	size_t action_text_cap;
+	bool action_file_pending; /* while an action file is read */
 };
 
 /* Parses argv (argv[0] = "mkimage") into o: options anywhere (before, between or after the

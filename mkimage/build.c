@@ -22,6 +22,7 @@
 #include "entry_opts.h"
 #include "order.h"
 #include "pseudo.h"
+#include "action.h"
 #include "tables.h"
 #include "tree.h"
 #include "walk.h"
@@ -270,7 +271,7 @@ static int take_source(struct mk_ctx *c, struct mk_source *src, struct mk_pseudo
 		err = mk_order_front(c);
 	while (!err) {
 		struct mk_file_ref fr;
-		int r = src->ops->next(src, c, &e);
+		int r = c->actions ? mk_actions_next(c, src, &e) : src->ops->next(src, c, &e);
 		if (r == 1)
 			break;
 		err = r ? r : mk_eopts_entry(c, &e);
@@ -323,6 +324,8 @@ int mk_build_inputs(struct mk_ctx *c)
 		err = mk_eopts_open(c);
 	if (!err)
 		err = mk_pseudo_load(c, &c->pseudo);
+	if (!err)
+		err = mk_actions_load(c);
 	if (!err && c->opt->reuse && !c->reuse)
 		err = mk_reuse_open(c, c->opt->reuse, &c->reuse);
 	if (!err && !c->order)

@@ -138,6 +138,12 @@ enum sqk_build_source_kind {
 	SQK_BUILD_NONE,         /* nothing but the definitions (pseudo, pack_file) */
 };
 
+/* One mksquashfs action (ACTION@EXPRESSION, mkimage/action.h): a file of them, or one. */
+struct sqk_build_action {
+	bool file;
+	const char *arg;        /* the path, or the action (borrowed) */
+};
+
 /* One pseudo definition (mksquashfs style): a file of them, or one line. */
 struct sqk_build_pseudo {
 	bool file;
@@ -176,6 +182,9 @@ struct sqk_build_source {
 	const char *pseudo_dir; /* -pd: "d MODE UID GID" or "D TIME MODE UID GID", or NULL */
 	bool pseudo_override;   /* -pseudo-override: the definitions' owners win over force_uid
 				 * and force_gid (by default those apply to them too) */
+	/* SQK_BUILD_DIRS: mksquashfs's actions, applied to each entry in order */
+	const struct sqk_build_action *actions;
+	int nactions;
 };
 
 /* Fills s for kind with nothing listed yet, and s->size. */

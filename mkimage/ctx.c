@@ -18,6 +18,7 @@
 #include "attrs.h"
 #include "order.h"
 #include "pseudo.h"
+#include "action.h"
 #include "tree.h"
 #include "reuse.h"
 #include "append.h"
@@ -110,6 +111,7 @@ void mk_ctx_free(struct mk_ctx *c)
 	mk_reuse_close(c->reuse);
 	mk_append_close(c->append);
 	mk_pseudo_free(c->pseudo);
+	mk_actions_free(c->actions);
 	mk_order_free(c);
 	mk_eopts_free(c);
 	free(c->frags);

@@ -27,6 +27,7 @@
 #include "spill.h"
 #include "pipeline.h"
 #include "reuse.h"
+#include "action.h"
 #include "source.h"
 
 /* Raw bytes of one file the writer may hold back before its hash is known, from a source that
@@ -142,13 +143,26 @@ static void progress_show(struct mk_ctx *c, struct progress *pr, struct mk_pipel
 
 /* ---- one file ---- */
 
-/* Whether a file's tail (or whole content) goes into a fragment. */
-static bool wants_fragment(const struct mk_ctx *c, const struct mk_file *f)
+/* Whether a file's tail (or whole content) goes into a fragment: as the options say, or as an
+ * action chose for this file (an uncompressed file has none, as with mksquashfs). */
+static bool wants_fragment(const struct mk_ctx *c, const struct mk_file *f,
+			   const struct mk_entry *e)
 {
 	uint32_t bs = c->opt->block_size;
-	if (c->opt->no_fragments || f->size % bs == 0)
+	bool no_frags = e->act_frag ? e->act_frag == MK_ACT_OFF : c->opt->no_fragments;
+	bool tails = e->act_tail ? e->act_tail == MK_ACT_ON : !c->opt->no_tailends;
+	if (no_frags || e->act_raw == MK_ACT_ON || f->size % bs == 0)
 		return false;
-	return f->size < bs || !c->opt->no_tailends;
+	return f->size < bs || tails;
+}
+
+/* A file whose layout an action changed shares no data with another (a duplicate would take
+ * the original's layout). */
+static bool own_layout(const struct mk_ctx *c, const struct mk_entry *e)
+{
+	return e->act_raw == MK_ACT_ON ||
+	       (e->act_frag && (e->act_frag == MK_ACT_OFF) != c->opt->no_fragments) ||
+	       (e->act_tail && (e->act_tail == MK_ACT_ON) == c->opt->no_tailends);
 }
 
 static int alloc_words(struct mk_ctx *c, struct mk_file *f, bool use_frags, const char *origin)
@@ -213,6 +227,7 @@ static int submit_block(struct mk_ctx *c, struct mk_data *d, struct file_pass *f
 	j->file = fp->f;
 	j->block = k;
 	j->hold = fp->hold;
+	j->raw = fp->e->act_raw == MK_ACT_ON;
 	j->reuse_word = 0;
 	uint64_t opos;
 	uint32_t ow;
@@ -376,7 +391,7 @@ int mk_data_file(struct mk_ctx *c, const struct mk_file_ref *fr, struct mk_sourc
 	struct mk_data *d = c->data;
 	struct mk_file *f = fr->file;
 	uint32_t bs = c->opt->block_size;
-	bool frag = wants_fragment(c, f);
+	bool frag = wants_fragment(c, f, e);
 	uint8_t digest[SQK_INTEG_DIGEST_SIZE];
 	struct file_pass fp = { .f = f, .fr = fr, .e = e, .src = src };
 	int err = alloc_words(c, f, frag, e->origin);
@@ -384,7 +399,7 @@ int mk_data_file(struct mk_ctx *c, const struct mk_file_ref *fr, struct mk_sourc
 		err = mk_reuse_lookup(c, c->reuse, e->path);
 	if (err)
 		return err;
-	fp.hash = !c->opt->no_dedup && f->size > 0 && !e->maybe_sparse;
+	fp.hash = !c->opt->no_dedup && f->size > 0 && !e->maybe_sparse && !own_layout(c, e);
 	bool seen = fp.hash && mk_dedup_size_seen(d->dd, f->size);
 	if (seen && f->blk && src->ops->rereadable) {
 		const struct mk_file *orig;

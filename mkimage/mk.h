@@ -112,6 +112,7 @@ struct mk_data;
 struct mk_source;
 struct mk_order;
 struct mk_pseudo;
+struct mk_actions;
 struct verity_builder;
 
 struct mk_ctx {
@@ -162,6 +163,7 @@ struct mk_ctx {
 	char errmsg[1024];           /* first error, with the path */
 	struct mk_eopts *eopts;      /* the xattr filters and additions (entry_opts.c), or NULL */
 	struct mk_append *append;    /* opt->append: the old image (append.c), or NULL */
+	struct mk_actions *actions;  /* -action, -action-file (action.c), or NULL */
 };
 
 /* Sets up c for options o (copied, its derived defaults filled in: mk_opts_derive) and the

@@ -25,6 +25,7 @@
 #include "spill.h"
 #include "tree.h"
 #include "source.h"
+#include "action.h"
 
 /* Metadata the hint names when it is this small: inode and directory tables, lookup tables. */
 #define MK_HINT_TABLES_MAX (4u << 20)
@@ -535,7 +536,7 @@ static int read_front(struct mk_ctx *c, struct mk_order *o, size_t i)
 {
 	struct front *f = &o->front[i];
 	struct mk_entry e;
-	int r = mk_source_dir_file(o->src, c, f->path, false, &e);
+	int r = mk_actions_file(c, o->src, f->path, &e);
 	if (r)
 		return r < 0 ? r : 0; /* gone since it was listed: the walk will not meet it */
 	f->found = true;
@@ -642,7 +643,7 @@ int mk_order_deferred(struct mk_ctx *c)
 		    (err = mk_spill_get(c, o->def_paths, d->ref, o->scratch, d->len)))
 			break;
 		o->scratch[d->len] = 0;
-		int r = mk_source_dir_file(o->src, c, o->scratch, false, &e);
+		int r = mk_actions_file(c, o->src, o->scratch, &e);
 		if (r == 0 && e.size != d->file->size)
 			r = 1;
 		if (r > 0)

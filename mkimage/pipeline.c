@@ -90,6 +90,10 @@ static int compress_job(struct mk_pipeline *p, struct compressor *comp, struct m
 		j->word = 0;
 		return 0;
 	}
+	if (j->kind == MK_JOB_DATA && j->raw) {
+		j->word = (uint32_t)j->in_len | SQK_BLOCK_RAW;
+		return 0;
+	}
 	if (j->kind == MK_JOB_DATA && j->reuse_word && same_as_old(p, comp, j)) {
 		j->word = j->reuse_word;
 		j->reused = true;

@@ -30,6 +30,7 @@ struct mk_job {
 	uint32_t reuse_word;  /* MK_JOB_DATA: its size word; 0 = no old block to compare with */
 	bool reused;          /* set by the worker: the old block is this block, copied */
 	int state;
+	bool raw;             /* MK_JOB_DATA: stored uncompressed (the uncompressed action) */
 };
 
 /* Creates the pipeline with opt->threads workers. Caller owns *out. */

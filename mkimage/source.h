@@ -39,6 +39,12 @@ struct mk_entry {
 	bool maybe_sparse;     /* the content may have holes: ask data_at() */
 	const struct mk_xattr_kv *xattrs;
 	size_t nxattrs;
+	uint64_t st_size;      /* the source's own size of the entry (a directory's), for actions */
+	uint64_t st_ino, st_blocks; /* its inode number and 512-byte blocks there, for actions */
+	uint32_t st_nlink;     /* its link count there, for actions */
+	/* A regular file's data as actions chose it (action.h, MK_ACT_*; 0: as the options say):
+	 * blocks stored raw, a fragment allowed, the tail of a large file in a fragment. */
+	uint8_t act_raw, act_frag, act_tail;
 };
 
 struct mk_source;
@@ -62,6 +68,9 @@ struct mk_source_ops {
 	int (*end_file)(struct mk_source *s, struct mk_ctx *c);
 	/* Frees the source and what it owns. */
 	void (*destroy)(struct mk_source *s);
+	/* Optional, for ordered sources: the directory given last is left out, so its entries are
+	 * not wanted (they are not read). */
+	void (*skip_dir)(struct mk_source *s);
 };
 
 /* A source: ops plus the implementation's state behind it. */

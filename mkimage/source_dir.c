@@ -305,6 +305,10 @@ int sd_stat_entry(struct mk_ctx *c, struct dir_source *d, struct mk_entry *e, bo
 	e->uid = st.st_uid;
 	e->gid = st.st_gid;
 	e->mtime = st.st_mtim.tv_sec;
+	e->st_size = (uint64_t)st.st_size;
+	e->st_ino = (uint64_t)st.st_ino;
+	e->st_blocks = (uint64_t)st.st_blocks;
+	e->st_nlink = (uint32_t)st.st_nlink;
 	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
 		e->has_id = true;
 		e->id_dev = st.st_dev;
@@ -602,6 +606,11 @@ static void dir_destroy(struct mk_source *s)
 	free(d);
 }
 
+static void dir_skip_dir(struct mk_source *s)
+{
+	((struct dir_source *)s)->descend = false;
+}
+
 struct mk_prefetch *mk_source_dir_prefetch(struct mk_source *s)
 {
 	return ((struct dir_source *)s)->pf;
@@ -615,6 +624,7 @@ static const struct mk_source_ops dir_ops = {
 	.data_at = dir_data_at,
 	.end_file = dir_end_file,
 	.destroy = dir_destroy,
+	.skip_dir = dir_skip_dir,
 };
 
 const char *sd_base_name(const char *path, char *buf, size_t cap)

@@ -122,6 +122,9 @@ static int check_opts(const struct sqk_build_opts *o, const struct sqk_build_sou
 		return refuse(r, SQK_EINVAL, "%s cannot be combined with appending to '%s' "
 			      "(-noappend replaces it)", o->reuse ? "--reuse" :
 			      o->order_file ? "--order" : "-sort", o->append);
+	if (s->nactions && s->kind != SQK_BUILD_DIRS)
+		return refuse(r, SQK_EINVAL, "actions (-action, -action-file) are not supported "
+			      "with %s", s->kind == SQK_BUILD_TAR ? "--tar" : "a custom source");
 	if (s->kind != SQK_BUILD_DIRS && (o->order_file || o->sort_file))
 		return refuse(r, SQK_EINVAL, "%s needs source directories",
 			      o->order_file ? "--order" : "-sort");
