@@ -150,7 +150,17 @@ grep -q '^d/a.hl L a$' "$W/s.pf" && grep -q '^a x user.foo=bar$' "$W/s.pf" ||
 for k in pf.sqk pf.stdin pf.mks; do
 	survey "$k" "$W/$k.sqsh"
 	same orig "$k"
+	# sqk diff: the same tree (contents, owners, modes, times, xattrs, links), exit 0
+	run_capture "diff_$k" "$SQK" diff -T "$W/orig.sqsh" "$W/$k.sqsh"
+	[ "$RC" = 0 ] && [ ! -s "$OUT_FILE" ] ||
+		{ show_err; fail "sqk diff -T orig $k: exit $RC: $(head -n 5 "$OUT_FILE")"; }
 done
+# and sqk diff sees a difference in a rebuilt image: one definition changed
+sed 's|^a x user.foo=bar$|a x user.foo=baz|' "$W/s.pf" >"$W/s2.pf"
+"$SQK" mkimage -q -pf "$W/s2.pf" "$W/pf2.sqsh" || fail "sqk mkimage -pf of the changed dump failed"
+run_capture diff_changed "$SQK" diff "$W/orig.sqsh" "$W/pf2.sqsh"
+[ "$RC" = 1 ] && grep -q "^/a has a different xattr user.foo" "$OUT_FILE" ||
+	{ show_err; fail "sqk diff of a changed xattr: exit $RC: $(cat "$OUT_FILE")"; }
 
 # 4. --pack: rdsquashfs -d's lines; gensquashfs and sqk rebuild from it and an extracted tree.
 rdsquashfs -d "$W/orig.sqsh" >"$W/r.pack" || fail "rdsquashfs -d failed"
@@ -171,6 +181,8 @@ survey pk.ng "$W/pk.ng.sqsh"
 for k in pk.sqk pk.rooted; do
 	survey "$k" "$W/$k.sqsh"
 	same pk.ng "$k"
+	run_capture "diff_$k" "$SQK" diff "$W/pk.ng.sqsh" "$W/$k.sqsh"
+	[ "$RC" = 0 ] || { show_err; fail "sqk diff pk.ng $k: exit $RC: $(head -n 5 "$OUT_FILE")"; }
 done
 # xattrs are not in a pack file (gensquashfs takes them with -A): compare the rest
 : >"$W/orig.xattrs"
