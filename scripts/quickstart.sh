@@ -18,7 +18,7 @@ as_user() {
 }
 as_user make -j"$(nproc)"
 echo "quickstart: packing $SRC into $IMG"
-as_user build/bin/sqk mkimage "$SRC" "$IMG"
+as_user build/bin/sqk mkimage -noappend "$SRC" "$IMG"   # a rerun replaces the demo image
 n=$(build/bin/sqk ls -R "$IMG" | wc -l)
 echo "quickstart: sqk ls lists $n entries in $IMG; sqk verify says:"
 build/bin/sqk verify "$IMG"
