@@ -20,9 +20,11 @@
 #include "sqk/sqk.h"
 #include "common/compressor.h"
 #include "common/format.h"
+#include "common/hint.h"
 #include "mk.h"
 #include "append.h"
 #include "data.h"
+#include "order.h"
 #include "source.h"
 
 /* Bytes read and written at a time while copying the old data, and read while hashing an old
@@ -72,6 +74,9 @@ struct mk_append {
 	int64_t force_uid, force_gid, set_mtime, clamp_time;
 	atomic_bool opened;        /* the open is over: the library's lines are printed */
 	char why[256];             /* the library's first line while it opened the image */
+	bool had_hint;             /* it has a valid prefetch hint: the new image gets one, */
+	struct sqk_hint_range hint[MK_APPEND_HINT_MAX]; /* its ranges in the copied data */
+	size_t nhint;
 };
 
 /* ---- opening the old image ---- */
@@ -206,6 +211,35 @@ static void note_signatures(const struct mk_ctx *c, struct mk_append *a)
 			n == 1 ? " is" : "s are");
 }
 
+/* Its prefetch hint (distrusted: decoded and checked by the reader), cut to the copied data,
+ * which keeps its offsets; ranges over its old tables are dropped (new tables replace them).
+ * A hint that cannot be read is dropped with a note: the append goes on without it. */
+static void take_hint(const struct mk_ctx *c, struct mk_append *a)
+{
+	size_t n = 0, k = 0;
+	int err = sqk_image_hint(a->img, a->hint, MK_APPEND_HINT_MAX, &n);
+
+	if (err && err != SQK_ENOENT)
+		fprintf(stderr, "sqk mkimage: appending to '%s': its prefetch hint is dropped "
+			"(%s)\n", a->image, sqk_strerror(err));
+	if (err)
+		return;
+	if (c->opt->no_checksums) {
+		fprintf(stderr, "sqk mkimage: appending to '%s': its prefetch hint is dropped: "
+			"no prefetch hint without integrity data (--no-checksums)\n", a->image);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t start = a->hint[i].start, end = start + a->hint[i].length;
+		if (start >= a->data_end)
+			continue;
+		a->hint[k].start = start;
+		a->hint[k++].length = (end < a->data_end ? end : a->data_end) - start;
+	}
+	a->nhint = k;
+	a->had_hint = true;
+}
+
 static int open_image(struct mk_ctx *c, struct mk_append *a)
 {
 	struct sqk_open_opts oo;
@@ -247,6 +281,8 @@ int mk_append_open(struct mk_ctx *c, struct mk_append **out)
 		err = refuse(c, a, err, "its root cannot be read");
 	if (!err)
 		note_signatures(c, a);
+	if (!err)
+		take_hint(c, a);
 	return err;
 }
 
@@ -782,4 +818,20 @@ void mk_append_counts(const struct mk_append *a, uint64_t *kept, uint64_t *added
 {
 	*kept = a->kept;
 	*added = a->added;
+}
+
+size_t mk_append_hint(const struct mk_ctx *c, const struct mk_append *a,
+		      const struct sqk_super *sb, struct sqk_hint_range *r)
+{
+	size_t n = a ? a->nhint : 0;
+
+	if (!a || !a->had_hint)
+		return 0;
+	memcpy(r, a->hint, n * sizeof(*r));
+	mk_hint_tables(c, sb, r, &n);
+	if (hint_check(r, n, sb->bytes_used) == 0)
+		return n;
+	fprintf(stderr, "sqk mkimage: appending to '%s': its prefetch hint does not fit the new "
+		"image: dropped\n", a->image);
+	return 0;
 }

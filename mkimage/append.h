@@ -44,6 +44,15 @@ int mk_append_place(struct mk_ctx *c, struct mk_append *a, const struct mk_file_
  * new without reading old files no new file could equal. */
 int mk_append_dedup(struct mk_ctx *c, struct mk_append *a, uint64_t size);
 
+/* The prefetch hint of the appended image (sb: its finished tables) in r (caller's array of
+ * MK_APPEND_HINT_MAX + 2): the old image's hint ranges that lie in the copied data (they name
+ * the same bytes), then the new tables as --order names them, checked (hint_check) against
+ * sb->bytes_used. Returns how many; 0 when the old image had no hint (or NULL a). Borrows all. */
+#define MK_APPEND_HINT_MAX 256
+struct sqk_hint_range;
+size_t mk_append_hint(const struct mk_ctx *c, const struct mk_append *a,
+		      const struct sqk_super *sb, struct sqk_hint_range *r);
+
 /* Entries kept from the old image and added from the source. */
 void mk_append_counts(const struct mk_append *a, uint64_t *kept, uint64_t *added);
 

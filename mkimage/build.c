@@ -159,12 +159,12 @@ static int write_signatures(struct mk_ctx *c)
 	return 0;
 }
 
-/* Appends the prefetch hint after the padded image (--order, -sort with integrity data): it is
- * then inside the bytes the digests cover. */
+/* Appends the prefetch hint after the padded image (--order, -sort, or an appended-to image
+ * that had one, with integrity data): it is then inside the bytes the digests cover. */
 static int write_hint(struct mk_ctx *c, const struct sqk_super *sb)
 {
-	struct sqk_hint_range r[MK_HINT_RANGES];
-	size_t n = mk_order_hint(c, sb, r);
+	struct sqk_hint_range r[MK_APPEND_HINT_MAX + MK_HINT_RANGES];
+	size_t n = c->order ? mk_order_hint(c, sb, r) : mk_append_hint(c, c->append, sb, r);
 	size_t len = hint_len(n);
 	uint8_t *blk = n && len ? malloc(len) : NULL;
 	if (!n)
@@ -215,7 +215,7 @@ static int write_tail(struct mk_ctx *c, struct sqk_super *sb, bool comp_opts)
 	size_t pad = (SQK_PAD - c->pos % SQK_PAD) % SQK_PAD;
 	uint8_t raw[SQK_SUPER_SIZE];
 	int err = pad ? mk_write(c, zeros, pad) : 0;
-	if (!err && c->integ && c->order)
+	if (!err && c->integ && (c->order || c->append))
 		err = write_hint(c, sb);
 	super_encode(sb, raw);
 	if (!err)

@@ -702,16 +702,22 @@ size_t mk_order_hint(const struct mk_ctx *c, const struct sqk_super *sb,
 	/* the superblock, then the front files' blocks (they follow it) */
 	uint64_t fe = front_end(c, o);
 	add_range(r, &n, 0, fe > SQK_SUPER_SIZE ? fe : SQK_SUPER_SIZE);
+	mk_hint_tables(c, sb, r, &n);
+	return n;
+}
+
+void mk_hint_tables(const struct mk_ctx *c, const struct sqk_super *sb,
+		    struct sqk_hint_range *r, size_t *n)
+{
 	uint64_t it = sb->inode_table_start, de = c->dir_table_end, bu = sb->bytes_used;
 	if (bu - it <= MK_HINT_TABLES_MAX) {
-		add_range(r, &n, it, bu);
+		add_range(r, n, it, bu);
 	} else {
 		if (de - it <= MK_HINT_TABLES_MAX)
-			add_range(r, &n, it, de);
+			add_range(r, n, it, de);
 		if (bu - de <= MK_HINT_LOOKUP_MAX)
-			add_range(r, &n, de, bu);
+			add_range(r, n, de, bu);
 	}
-	return n;
 }
 
 size_t mk_order_count(const struct mk_ctx *c, uint64_t *bytes)

@@ -29,6 +29,10 @@ int mk_order_deferred(struct mk_ctx *c);
 #define MK_HINT_RANGES 4
 size_t mk_order_hint(const struct mk_ctx *c, const struct sqk_super *sb,
 		     struct sqk_hint_range *r);
+/* Adds to r[0..*n) (ascending; merged with the last range when they touch) the ranges of the
+ * finished tables (sb) as mk_order_hint names them: at most 2 more. Borrows everything. */
+void mk_hint_tables(const struct mk_ctx *c, const struct sqk_super *sb,
+		    struct sqk_hint_range *r, size_t *n);
 /* Files laid out first (found in the source) and their bytes. */
 size_t mk_order_count(const struct mk_ctx *c, uint64_t *bytes);
 void mk_order_free(struct mk_ctx *c);

@@ -10,7 +10,9 @@
 # the old compressor and block size win with a note; -noappend replaces; an image whose data
 # is not all before its tables, and an image at an offset (mksquashfs -o), are refused with
 # the reason and left byte-identical, with no stray file; the old image's signatures are
-# dropped with a warning (even with -q) unless --sign signs the new image.
+# dropped with a warning (even with -q) unless --sign signs the new image; the old image's
+# prefetch hint is carried (its ranges in the old data kept, the new tables named instead of
+# the old ones), an image without one stays without.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -180,6 +182,43 @@ grep -q "dropped" "$TMP/build.err" && fail "a note of dropped signatures with --
 run_capture verify "$SQK" verify --trust "$W/key.pub" "$W/signed.sqsh"
 [ "$RC" = 0 ] || { show_err; fail "the appended image signed with --sign does not verify"; }
 info "signatures: dropped with a note, made anew with --sign"
+
+# ---- 7. the prefetch hint: the old ranges in the copied data kept, the new tables named ------
+mkdir -p "$W/h"
+printf '%s\n' blob top_level_file >"$W/h/order"
+sqk_build -q --order "$W/h/order" "$A" "$W/h/img.sqsh"
+"$SQK" info --json "$W/h/img.sqsh" >"$W/h/old.json" || fail "sqk info --json of the ordered image"
+sqk_build -q "$C" "$W/h/img.sqsh"
+"$SQK" info --json "$W/h/img.sqsh" >"$W/h/new.json" || fail "sqk info --json of the appended one"
+python3 - "$W/h/old.json" "$W/h/new.json" "$W/h/img.sqsh" <<'EOF' || fail "the hint was not carried"
+import json, struct, sys
+old, new = (json.load(open(p))['prefetch_hint'] for p in sys.argv[1:3])
+sb = open(sys.argv[3], 'rb').read(96)
+itab, bused = struct.unpack_from('<Q', sb, 64)[0], struct.unpack_from('<Q', sb, 40)[0]
+assert len(old) == 2 and old[0]['start'] == 0 and old[0]['length'] > 300007, 'old hint %s' % old
+# the old data keeps its offsets: the same first range; the old tables' range is replaced by
+# the new tables' (new data comes between)
+assert new[0] == old[0], 'old data ranges %s, expected %s' % (new[:1], old[:1])
+assert new[1:] == [{'start': itab, 'length': bused - itab}], \
+    'new tables %s, expected [%d, %d)' % (new[1:], itab, bused)
+assert old[1]['start'] < itab, 'no new data between the old and the new tables'
+print('  old hint %s, appended image %s' % (old, new))
+EOF
+"$SQK" info "$W/h/img.sqsh" | grep -q '^prefetch hint: .*2 ranges' ||
+	fail "sqk info (a local open) does not read the appended image's hint"
+run_capture hverify "$SQK" verify "$W/h/img.sqsh"
+[ "$RC" = 0 ] || { show_err; fail "the appended image with a hint does not verify"; }
+# an image without a hint stays without one
+sqk_build -q "$A" "$W/h/plain.sqsh"
+sqk_build -q "$C" "$W/h/plain.sqsh"
+"$SQK" info --json "$W/h/plain.sqsh" | grep -q '"prefetch_hint": \[\]' ||
+	fail "an image without a hint got one by an append"
+# --no-checksums: no hint possible, said so
+sqk_build -q --order "$W/h/order" "$A" "$W/h/nc.sqsh"
+sqk_build -q --no-checksums "$C" "$W/h/nc.sqsh"
+grep -q "its prefetch hint is dropped: no prefetch hint without integrity data" \
+	"$TMP/build.err" || fail "--no-checksums: no note of the dropped hint: $(cat "$TMP/build.err")"
+info "prefetch hint: carried by an append (old ranges kept, new tables named), none made"
 
 # -root-becomes without an image to append to: a usage error, nothing written
 run_capture rb "$SQK" mkimage "$C" "$W/new.sqsh" -root-becomes x

@@ -6,8 +6,11 @@
  * root-level name becomes name_1 (and name_2 when name_1 is taken), that a new file equal to an
  * old one shares its blocks (dedup across old and new), hard links and xattrs of the old tree,
  * root_becomes, the kept/added counts, a clean sqk_check, and the refusals (root_becomes
- * without append or with a '/', a missing old image) with their messages. */
+ * without append or with a '/', a missing old image) with their messages; the old image's
+ * prefetch hint carried (its old-data ranges kept, the new tables named), none made for an
+ * image without one, a corrupt one dropped. */
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@
 #include "sqk/io.h"
 #include "sqk/sqk.h"
 #include "sqk/sqk_check.h"
+#include "common/format.h"
 #include "mkimage/build.h"
 #include "mkimage/mk.h"
 #include "mkimage/source.h"
@@ -266,6 +270,137 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* An old image built from a directory with --order (a prefetch hint: the ordered file's
+ * blocks from 0, then its tables), written to path[cap] (the directory and order file removed).
+ * Its hint in h[0..*nh). */
+static void hinted_image(char *path, size_t cap, struct sqk_hint_range *h, size_t *nh)
+{
+	char dir[] = "/tmp/sqk-test-append-dir.XXXXXX", f[128], order[128], cmd[300];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(f, sizeof(f), "%s/first", dir);
+	FILE *fp = fopen(f, "w");
+	for (uint64_t i = 0; i < 3 * BS + 7; i++)
+		fputc(byte_of(11, i), fp);
+	fclose(fp);
+	snprintf(f, sizeof(f), "%s/second", dir);
+	fp = fopen(f, "w");
+	fputs("second", fp);
+	fclose(fp);
+	snprintf(order, sizeof(order), "%s.order", dir);
+	fp = fopen(order, "w");
+	fputs("first\n", fp);
+	fclose(fp);
+	char *sources[1] = { dir };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_build_result r;
+	struct sqk_io *io;
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.block_size = BS;
+	o.order_file = order;
+	o.checksum_chunk = 4096; /* the hint block a chunk of its own */
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(&r);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &io), 0);
+	ck_assert_msg(sqk_build(&o, &s, io, &r) == 0, "%s", r.msg);
+	size_t len;
+	const uint8_t *b = sqk_io_mem_data(io, &len);
+	snprintf(path, cap, "/tmp/sqk-test-append.XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, b, len), (ssize_t)len);
+	close(fd);
+	sqk_io_destroy(io);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, order);
+	ck_assert_int_eq(system(cmd), 0);
+	struct sqk_image *img;
+	ck_assert_int_eq(sqk_image_open(path, NULL, &img), 0);
+	ck_assert_int_eq(sqk_image_hint(img, h, 8, nh), 0);
+	sqk_image_close(img);
+}
+
+/* The old image's prefetch hint is carried: its range over the old data (same offsets) kept,
+ * its range over the old tables replaced by the new tables'; the result passes sqk_check. */
+START_TEST(test_hint_carried)
+{
+	char path[64];
+	struct sqk_hint_range oh[8], nh[8];
+	size_t on, nn;
+	struct sqk_io *io;
+	struct sqk_build_result r;
+	struct sqk_image *img;
+
+	hinted_image(path, sizeof(path), oh, &on);
+	ck_assert_uint_eq(on, 2);
+	ck_assert_uint_eq(oh[0].start, 0);
+	ck_assert_uint_gt(oh[0].length, SQK_SUPER_SIZE); /* and the ordered file's blocks */
+	ck_assert_int_eq(build(new_tree, sizeof(new_tree) / sizeof(new_tree[0]), path, NULL, &io,
+			       &r), 0);
+	ck_assert_uint_eq(r.hint_ranges, 2);
+	ck_assert_int_eq(sqk_image_open_io(io, NULL, &img), 0);
+	ck_assert_int_eq(sqk_image_hint(img, nh, 8, &nn), 0);
+	const struct sqk_super *sb = sqk_image_super(img);
+	ck_assert_uint_eq(nn, 2);
+	ck_assert_uint_eq(nh[0].start, oh[0].start);
+	ck_assert_uint_eq(nh[0].length, oh[0].length);
+	ck_assert_uint_eq(nh[1].start, sb->inode_table_start);
+	ck_assert_uint_eq(nh[1].length, sb->bytes_used - sb->inode_table_start);
+	ck_assert_uint_gt(nh[1].start, oh[1].start); /* new data came between */
+	check_content(img, "first", 3 * BS + 7, 11);
+	struct sqk_check_result res = { .size = sizeof(res) };
+	size_t len;
+	sqk_io_mem_data(io, &len);
+	ck_assert_int_eq(sqk_check_image(io, len, NULL, &res), 0);
+	ck_assert_uint_eq(res.errors, 0);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	unlink(path);
+}
+END_TEST
+
+/* An image without a hint gets none by an append; a corrupt old hint (one byte of its first
+ * range changed: the digests no longer match) is dropped, never trusted: the append goes on. */
+START_TEST(test_hint_none_or_corrupt)
+{
+	char path[64];
+	struct sqk_hint_range h[8];
+	size_t n;
+	struct sqk_io *io;
+	struct sqk_build_result r;
+	struct sqk_image *img;
+	size_t nt = sizeof(new_tree) / sizeof(new_tree[0]);
+
+	old_image(path, sizeof(path));
+	ck_assert_int_eq(build(new_tree, nt, path, NULL, &io, &r), 0);
+	ck_assert_uint_eq(r.hint_ranges, 0);
+	ck_assert_int_eq(sqk_image_open_io(io, NULL, &img), 0);
+	ck_assert_int_eq(sqk_image_hint(img, h, 8, &n), SQK_ENOENT);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	unlink(path);
+
+	hinted_image(path, sizeof(path), h, &n);
+	ck_assert_int_eq(sqk_image_open(path, NULL, &img), 0);
+	uint64_t used = sqk_image_super(img)->bytes_used;
+	sqk_image_close(img);
+	int fd = open(path, O_RDWR);
+	uint8_t b = 0x40; /* the first range's start, at the hint block's first byte: now 64 */
+	ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)((used + 4095) / 4096 * 4096)), 1);
+	close(fd);
+	ck_assert_msg(build(new_tree, nt, path, NULL, &io, &r) == 0, "%s", r.msg);
+	ck_assert_uint_eq(r.hint_ranges, 0);
+	ck_assert_int_eq(sqk_image_open_io(io, NULL, &img), 0);
+	ck_assert_int_eq(sqk_image_hint(img, h, 8, &n), SQK_ENOENT);
+	check_content(img, "first", 3 * BS + 7, 11);
+	sqk_image_close(img);
+	sqk_io_destroy(io);
+	unlink(path);
+}
+END_TEST
+
 static Suite *append_suite(void)
 {
 	Suite *s = suite_create("append");
@@ -274,6 +409,8 @@ static Suite *append_suite(void)
 	tcase_add_test(tc, test_append_tree);
 	tcase_add_test(tc, test_root_becomes);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_hint_carried);
+	tcase_add_test(tc, test_hint_none_or_corrupt);
 	suite_add_tcase(s, tc);
 	return s;
 }
