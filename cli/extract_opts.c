@@ -106,22 +106,6 @@ static void x_usage(FILE *f)
 		"\n");
 }
 
-/* A PATH may not contain . or .. components. */
-static bool x_path_ok(const char *p)
-{
-	const char *s = p;
-
-	for (;;) {
-		size_t len = strcspn(s, "/");
-
-		if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
-			return false;
-		if (!s[len])
-			return true;
-		s += len + 1;
-	}
-}
-
 enum {
 	X_OPT_NO_PROGRESS = 0x2100, X_OPT_EXCLUDE, X_OPT_EXCLUDE_FILE, X_OPT_EXCLUDES,
 	X_OPT_EXCLUDE_LIST, X_OPT_MAX_DEPTH, X_OPT_IG, X_OPT_ST, X_OPT_NO_XATTRS,
@@ -148,7 +132,7 @@ static int taken(int r)
 /* Adds pattern (borrowed) to the selection after checking it. 0 or 2. */
 static int x_pattern(struct extract *x, const char *pat, bool exclude)
 {
-	if (!x_path_ok(pat)) {
+	if (!sel_path_ok(pat)) {
 		cmd_usage_err("extract", "PATH '%s' has a . or .. component", pat);
 		return 2;
 	}
