@@ -288,6 +288,11 @@ int extract_main(int argc, char **argv)
 	x.progress = true;
 	argc = lst_strip(&x.lst, argc, argv, LST_FOR_EXTRACT);
 	r = x_parse(&x, argc, argv);
+	if (r < 0 && (x.pseudo_file || x.stat)) {
+		r = x_dump(&x);
+		x_free(&x);
+		return r;
+	}
 	if (r >= 0 || x.cat) {
 		r = r >= 0 ? r : x_cat(&x);
 		x_free_opts(&x);
