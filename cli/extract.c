@@ -55,43 +55,10 @@ static int x_open_dest(struct extract *x)
 	return 0;
 }
 
-/* Every PATH without wildcards must be in the image before anything is made (not even DEST);
- * a pattern may match nothing (a warning, at the end). A PATH with wildcards that names an
- * entry as written is that entry (names with '*', '?' or '[' stay reachable). */
+/* The PATHs checked before anything is made (not even DEST): select.c. */
 static int x_check_paths(struct extract *x)
 {
-	const char *what = x->lst.only ? "listed" : "extracted";
-	struct sqk_inode ino;
-	size_t i;
-	int r, bad = 0;
-
-	for (i = 0; i < x->sel.npats; i++) {
-		const char *p = x->sel.pats[i].text;
-
-		if (x->sel.pats[i].exclude)
-			continue;
-		r = sqk_lookup_path(x->c.img, p, &ino);
-		if (sel_is_glob(p)) { /* the entry it names as written, else a pattern */
-			if (r == 0 && sel_make_literal(&x->sel, i))
-				return -1;
-			continue;
-		}
-		if (r == SQK_ENOENT)
-			cmd_err(&x->c, p, 0, "not in the image; nothing %s", what);
-		else if (r)
-			cmd_err(&x->c, p, r, "cannot look up; nothing %s", what);
-		bad |= r != 0;
-	}
-	return bad ? -1 : 0;
-}
-
-/* The patterns that matched nothing: a warning each. */
-static void x_unmatched(struct extract *x)
-{
-	for (size_t i = 0; i < x->sel.npats; i++)
-		if (!x->sel.pats[i].exclude && !x->sel.pats[i].hit)
-			cmd_err(&x->c, NULL, 0, "warning: '%s' matched nothing in the image",
-				x->sel.pats[i].text);
+	return sel_check_paths(&x->sel, &x->c, x->lst.only ? "listed" : "extracted");
 }
 
 /* Phase 2's totals for the progress line: the files its workers write. */
@@ -168,7 +135,7 @@ static int x_phases(struct extract *x)
 			    plural(x->njobs, "file", "files"), x->dest);
 		return -1;
 	}
-	x_unmatched(x);
+	sel_warn_unmatched(&x->sel, &x->c);
 	if (atomic_load(&x->errors)) {
 		progress_stop(&x->pr);
 		cmd_err(&x->c, NULL, 0, "%zu %s gone past (-ignore-errors): extracted %zu of %zu "
@@ -300,7 +267,7 @@ static int x_list(struct extract *x)
 		return 1;
 	if (lst_tree_sel(&x->lst, &x->c, x->dest, &x->sel))
 		return 1;
-	x_unmatched(x);
+	sel_warn_unmatched(&x->sel, &x->c);
 	return 0;
 }
 
@@ -321,6 +288,11 @@ int extract_main(int argc, char **argv)
 	x.progress = true;
 	argc = lst_strip(&x.lst, argc, argv, LST_FOR_EXTRACT);
 	r = x_parse(&x, argc, argv);
+	if (r < 0 && (x.pseudo_file || x.stat)) {
+		r = x_dump(&x);
+		x_free(&x);
+		return r;
+	}
 	if (r >= 0 || x.cat) {
 		r = r >= 0 ? r : x_cat(&x);
 		x_free_opts(&x);

@@ -67,6 +67,8 @@ struct extract {
 	const atomic_int *sig; /* the signal that stops the extraction (sigwatch), or NULL */
 	char **lists;         /* -ef / -exclude-file contents (owned, freed by x_free_opts) */
 	size_t nlists;
+	const char *pseudo_file; /* -pf FILE: the image as pseudo definitions ("-": stdout) */
+	bool stat;            /* -s, -stat: the superblock report (as sqk info -s) */
 };
 
 /* True when a signal asked the extraction to stop. */
@@ -129,6 +131,10 @@ void x_err(struct extract *x, size_t idx, int errnum, const char *what);
 
 /* The phases and the options, each in its file, called by extract.c (extract_main);
  * each returns 0 or -1 (message printed) unless said otherwise. */
+
+/* extract_dump.c: -pf FILE and -s (unsquashfs's), through sqk ls --pseudo's and sqk info -s's
+ * code. Runs with x parsed (its image not open); returns the exit status, messages printed. */
+int x_dump(struct extract *x);
 
 /* extract_opts.c */
 /* Parses argv into x: -1 to go on, else the exit status to return (help, usage errors).

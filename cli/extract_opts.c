@@ -13,6 +13,7 @@ static void x_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sqk extract [OPTIONS] IMAGE|URL [DEST] [PATH...]\n"
+		"       sqk extract -pf FILE | -s [-UTC] [OPTIONS] IMAGE|URL\n"
 		"       sqk extract [OPTIONS] -d DEST IMAGE|URL [PATH...]   (unsquashfs's form)\n"
 		"       sqk extract -cat [OPTIONS] IMAGE|URL PATH...\n"
 		"\n"
@@ -80,6 +81,11 @@ static void x_usage(FILE *f)
 		"                         matches\n"
 		"      --cat              write the files PATH... select to stdout (as sqk\n"
 		"                         cat), extracting nothing\n"
+		"      -pf, --pseudo-file FILE  write the image as pseudo definitions to FILE\n"
+		"                         (- for stdout) and extract nothing (unsquashfs -pf;\n"
+		"                         as sqk ls --pseudo)\n"
+		"  -s, -stat, --stat      print the superblock as unsquashfs -s (as sqk info\n"
+		"                         -s), extracting nothing\n"
 		"unsquashfs's listings: -ls, -ll ... list and extract nothing (sqk extract -lls "
 		"IMAGE\n"
 		"[PATH...]); -li, -linfo list and extract. Paths are named under DEST (-d DEST),\n"
@@ -106,26 +112,10 @@ static void x_usage(FILE *f)
 		"\n");
 }
 
-/* A PATH may not contain . or .. components. */
-static bool x_path_ok(const char *p)
-{
-	const char *s = p;
-
-	for (;;) {
-		size_t len = strcspn(s, "/");
-
-		if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
-			return false;
-		if (!s[len])
-			return true;
-		s += len + 1;
-	}
-}
-
 enum {
 	X_OPT_NO_PROGRESS = 0x2100, X_OPT_EXCLUDE, X_OPT_EXCLUDE_FILE, X_OPT_EXCLUDES,
 	X_OPT_EXCLUDE_LIST, X_OPT_MAX_DEPTH, X_OPT_IG, X_OPT_ST, X_OPT_NO_XATTRS,
-	X_OPT_XINC, X_OPT_XEXC, X_OPT_CAT,
+	X_OPT_XINC, X_OPT_XEXC, X_OPT_CAT, X_OPT_PF, X_OPT_STAT,
 };
 
 /* What the command line says beyond x's fields: the positionals and where DEST comes from. */
@@ -148,7 +138,7 @@ static int taken(int r)
 /* Adds pattern (borrowed) to the selection after checking it. 0 or 2. */
 static int x_pattern(struct extract *x, const char *pat, bool exclude)
 {
-	if (!x_path_ok(pat)) {
+	if (!sel_path_ok(pat)) {
 		cmd_usage_err("extract", "PATH '%s' has a . or .. component", pat);
 		return 2;
 	}
@@ -265,6 +255,8 @@ static int x_option(struct extract *x, struct x_args *a, int ch, const char *arg
 	case X_OPT_IG: x->ignore_errors = true; return -1;
 	case X_OPT_ST: x->ignore_errors = false; return -1;
 	case X_OPT_CAT: x->cat = a->no_dest_pos = true; return -1;
+	case X_OPT_PF: x->pseudo_file = arg; a->no_dest_pos = true; return -1;
+	case 's': case X_OPT_STAT: x->stat = a->no_dest_pos = true; return -1;
 	case 'h': x_usage(stdout); return 0;
 	default:
 		r = cmd_remote_opt("extract", &x->c.remote, ch, arg);
@@ -302,6 +294,9 @@ static const struct option x_longs[] = {
 	{ "xattrs-include", required_argument, NULL, X_OPT_XINC },
 	{ "xattrs-exclude", required_argument, NULL, X_OPT_XEXC },
 	{ "cat", no_argument, NULL, X_OPT_CAT },
+	{ "pf", required_argument, NULL, X_OPT_PF },
+	{ "pseudo-file", required_argument, NULL, X_OPT_PF },
+	{ "stat", no_argument, NULL, X_OPT_STAT },
 	{ "help", no_argument, NULL, 'h' },
 	SQK_CMD_REMOTE_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
@@ -364,7 +359,7 @@ int x_parse(struct extract *x, int argc, char **argv)
 		free(a.excl);
 		return 1;
 	}
-	cmdopt_init(&a.p, "extract", argc, argv, x_longs, "j:p:fo:nqd:e:xih");
+	cmdopt_init(&a.p, "extract", argc, argv, x_longs, "j:p:fo:nqd:e:xish");
 	while (r < 0 && (ch = cmdopt_next(&a.p)) != CMDOPT_END) {
 		if (ch == CMDOPT_ERR)
 			r = 2;

@@ -335,65 +335,6 @@ void lst_norm_paths(char **paths, size_t n)
 	}
 }
 
-/* True when path has a "." or ".." component (which the listing's exact match does not
- * resolve). */
-static bool lst_dots(const char *p)
-{
-	for (;;) {
-		size_t len = strcspn(p, "/");
-
-		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-			return true;
-		if (!p[len])
-			return false;
-		p += len + 1;
-	}
-}
-
-/* Where the entry at image path e (len m) stands to path p: 2 at or below it, 1 a directory on
- * the way to it, 0 apart. */
-static int lst_rel(const char *e, size_t m, const char *p)
-{
-	size_t n = strlen(p);
-
-	if (n == 0 || (m >= n && !memcmp(e, p, n) && (m == n || e[n] == '/')))
-		return 2;
-	if (n > m && !memcmp(p, e, m) && (m == 0 || p[m] == '/'))
-		return 1;
-	return 0;
-}
-
-static int lst_rel_any(const struct sqk_walk_entry *e, char *const *paths, size_t npaths)
-{
-	int best = npaths ? 0 : 2;
-
-	for (size_t i = 0; i < npaths && best < 2; i++) {
-		int r = lst_rel(e->path, e->path_len, paths[i]);
-
-		best = r > best ? r : best;
-	}
-	return best;
-}
-
-/* Every PATH must be in the image (sqk's habit; unsquashfs lists nothing for it, silently). */
-static int lst_check_paths(struct cmd *c, char *const *paths, size_t npaths)
-{
-	struct sqk_inode ino;
-	int r, bad = 0;
-
-	for (size_t i = 0; i < npaths; i++) {
-		r = lst_dots(paths[i]) ? SQK_EINVAL : sqk_lookup_path(c->img, paths[i], &ino);
-		if (r == SQK_EINVAL)
-			cmd_err(c, paths[i], 0, "a . or .. component; nothing listed");
-		else if (r == SQK_ENOENT)
-			cmd_err(c, paths[i], 0, "not in the image; nothing listed");
-		else if (r)
-			cmd_err(c, paths[i], r, "cannot look up; nothing listed");
-		bad = bad ? bad : r;
-	}
-	return bad;
-}
-
 /* Prints the entry path (from the root, no leading '/'; "" for the root) under prefix (buf: the
  * joined path, grown as needed). */
 static int lst_print(struct listing *l, struct cmd *c, const char *prefix, const char *path,
@@ -424,56 +365,6 @@ static int lst_print(struct listing *l, struct cmd *c, const char *prefix, const
 	return r;
 }
 
-/* Prints entry e under prefix. */
-static int lst_entry(struct listing *l, struct cmd *c, const char *prefix,
-		     const struct sqk_walk_entry *e, char **buf, size_t *cap)
-{
-	return lst_print(l, c, prefix, e->depth ? e->path : "", &e->inode, buf, cap);
-}
-
-/* One step of the walk: prints e when it is listed, skips what is not. */
-static int lst_step(struct listing *l, struct cmd *c, struct sqk_walk *w, const char *prefix,
-		    const struct sqk_walk_entry *e, char *const *paths, size_t npaths,
-		    char **buf, size_t *cap)
-{
-	bool dir = cmd_is(&e->inode, SQK_T_DIR);
-	int rel = lst_rel_any(e, paths, npaths);
-
-	if (rel == 0 || (rel == 1 && !dir)) {
-		sqk_walk_skip(w);
-		return 0;
-	}
-	if (dir && e->flags & (SQK_WALK_LOOP | SQK_WALK_SEEN)) {
-		cmd_err(c, e->path, SQK_ECORRUPT, "directory inode %u reached twice (a directory "
-			"loop)", e->inode.ino);
-		return SQK_ECORRUPT;
-	}
-	if (l->concise && dir && e->inode.size > 3)
-		return 0; /* -lc: only empty directories */
-	return lst_entry(l, c, prefix, e, buf, cap);
-}
-
-int lst_tree(struct listing *l, struct cmd *c, const char *prefix, char *const *paths,
-	     size_t npaths)
-{
-	struct sqk_walk_entry e = { 0 };
-	struct sqk_walk *w = NULL;
-	char *buf = NULL;
-	size_t cap = 0;
-	int r = lst_check_paths(c, paths, npaths);
-
-	if (!r)
-		r = sqk_walk_open(c->img, NULL, SQK_WALK_ONCE, SQK_WALK_MAX_DEPTH, &w);
-	while (r == 0 && (r = sqk_walk_next(w, &e)) == 1)
-		r = lst_step(l, c, w, prefix, &e, paths, npaths, &buf, &cap);
-	if (r < 0 && e.event >= SQK_WALK_ERR_LIST && e.path)
-		cmd_err(c, e.path, r, e.event == SQK_WALK_ERR_INODE ? "cannot read inode"
-				      : "cannot list directory");
-	sqk_walk_close(w);
-	free(buf);
-	return r < 0 ? r : 0;
-}
-
 struct lst_sel_walk {
 	struct listing *l;
 	struct cmd *c;
@@ -482,7 +373,7 @@ struct lst_sel_walk {
 	size_t cap;
 };
 
-/* One entry of sel_walk: listed as lst_step lists it. */
+/* One entry of sel_walk: printed (a loop refused, -lc: only empty directories). */
 static int lst_sel_step(void *ctx, const struct sel_entry *e)
 {
 	struct lst_sel_walk *w = ctx;

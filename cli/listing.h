@@ -2,7 +2,7 @@
 /* The listing habits of unsquashfs (-ls, -lls, -lln, -lc, -llc, -linfo, -UTC, -full-precision)
  * and of getfattr (xattr values), shared by sqk extract, sqk ls and sqk stat: the options, one
  * line per entry as unsquashfs prints it, owner names from the passwd and group files (cached
- * per id), and the walk of the tree that prints the entries at or on the way to exact PATHs. */
+ * per id), and the walk of the tree that prints the entries a selection (select.h) picks. */
 #ifndef SQK_LISTING_H
 #define SQK_LISTING_H
 
@@ -76,22 +76,16 @@ void lst_free(struct listing *l);
 int lst_line(struct listing *l, struct sqk_image *img, const char *path,
 	     const struct sqk_inode *ino);
 
-/* Prints, as unsquashfs does, the tree of c's image under the name prefix (borrowed): every
- * entry when npaths is 0, else the directories on the way to each of paths[0..npaths) (exact
- * image paths, no leading '/') and everything at and below them. Returns 0 or SQK_E* (the
- * message printed naming the path). */
-int lst_tree(struct listing *l, struct cmd *c, const char *prefix, char *const *paths,
-	     size_t npaths);
-
 struct sel;
 
-/* Prints, as lst_tree does, the entries the selection s (cli/select.h: PATH patterns,
- * excludes, a maximum depth) picks, and the directories on the way to them. Borrows s.
+/* Prints, as unsquashfs does, under the name prefix (borrowed), the entries of c's image that
+ * the selection s (cli/select.h: PATH patterns, excludes, a maximum depth) picks, and the
+ * directories on the way to them (every entry when s has no PATH). Borrows s.
  * Returns 0 or SQK_E* (the message printed naming the path). */
 int lst_tree_sel(struct listing *l, struct cmd *c, const char *prefix, struct sel *s);
 
 /* Strips the leading and trailing slashes of paths[0..n) and joins repeated ones, in place
- * (for lst_tree, which takes exact paths). */
+ * (for sqk stat, which takes exact paths). */
 void lst_norm_paths(char **paths, size_t n);
 
 /* Writes ino's xattrs to f, one per line as `getfattr -d -m -` shows them (name="text" with \\

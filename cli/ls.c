@@ -4,6 +4,8 @@
 #include "cmd.h"
 #include "listing.h"
 #include "ls_dump.h"
+#include "ls_glob.h"
+#include "select.h"
 #include "common/depth.h"
 #include "common/grow.h"
 
@@ -28,19 +30,24 @@ struct ls {
 	size_t fcap;
 	enum ls_dump_kind dump; /* --pseudo, --pack: definitions instead of a listing (ls_dump.c) */
 	const char *pack_root;  /* --pack-root DIR */
+	struct sel sel;         /* the listings' --exclude patterns and --max-depth */
 };
 
 static void ls_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sqk ls [-l [-n]] [-R] [-b|-N] [--xattrs] [--offset N] [OPTIONS] IMAGE|URL "
-		"[PATH]\n"
-		"       sqk ls -ls|-lls|-lln|-lc|-llc [-UTC] [-full-precision] [OPTIONS] IMAGE|URL "
 		"[PATH...]\n"
+		"       sqk ls -ls|-lls|-lln|-lc|-llc [-UTC] [-full-precision] [--exclude GLOB]\n"
+		"              [--max-depth N] [OPTIONS] IMAGE|URL [PATH...]\n"
 		"\n"
 		"Lists the directory PATH of a SquashFS image (default: the root), or the entry "
 		"PATH\n"
 		"itself when it is not a directory. Entries appear in the image's (sorted) order.\n"
+		"A PATH with wildcards (* ? [...] @(a|b), a component at a time, as unsquashfs) "
+		"stands\n"
+		"for the entries it matches; with several, as ls(1): the entries that are not\n"
+		"directories first, then each directory's contents under a \"PATH:\" header.\n"
 		"\n"
 		"  -l, --long        long format as ls -l: mode, links, owner, group (names from "
 		"the\n"
@@ -62,7 +69,7 @@ static void ls_usage(FILE *f)
 		"                    (default: --escape when the output is a terminal, else "
 		"--literal)\n"
 		"unsquashfs's listings (the whole tree under the name squashfs-root, or the\n"
-		"directories on the way to each PATH and everything below it; PATHs are exact):\n"
+		"directories on the way to what the PATH patterns match and everything below it):\n"
 		"  -ls               paths only (as unsquashfs -ls)\n"
 		"  -ll, -lls         with mode, owner/group names, size and mtime (unsquashfs "
 		"-lls)\n"
@@ -70,6 +77,8 @@ static void ls_usage(FILE *f)
 		"  -lc, -llc         as -ls, -lls with only files and empty directories\n"
 		"  -UTC, --utc       times in UTC, not the local time zone (also for -l)\n"
 		"  -full, -full-precision, --full-time  times with seconds (also for -l)\n"
+		"      --exclude GLOB  leave out what GLOB matches, and everything below it\n"
+		"      --max-depth N  nothing deeper than N levels below the root\n"
 		"Other options:\n"
 		"  -o, --offset N    the image starts N bytes into the file (K/M/G; mksquashfs\n"
 		"                    -offset, unsquashfs -o)\n"
@@ -249,7 +258,48 @@ static int ls_dir(struct ls *l, const struct sqk_inode *dir, const char *where)
 	return r;
 }
 
-enum { LS_OPT_XATTRS = 0x2000 };
+enum { LS_OPT_XATTRS = 0x2000, LS_OPT_EXCLUDE, LS_OPT_MAX_DEPTH };
+
+/* --exclude GLOB, --max-depth N (unsquashfs's listings only). -1 taken, 2 bad. */
+static int ls_select_opt(struct ls *l, int ch, const char *arg, const char *as)
+{
+	uint64_t v;
+
+	if (ch == LS_OPT_EXCLUDE) {
+		if (!sel_path_ok(arg)) {
+			cmd_usage_err("ls", "%s '%s' has a . or .. component", as, arg);
+			return 2;
+		}
+		return sel_add(&l->sel, arg, true) ? 1 : -1;
+	}
+	if (parse_u64(arg, SEL_NO_MAX_DEPTH - 1, &v)) {
+		cmd_usage_err("ls", "bad depth '%s' for %s", arg, as);
+		return 2;
+	}
+	l->sel.max_depth = (uint32_t)v;
+	return -1;
+}
+
+/* The combinations refused: 0 or 2 (message printed). */
+static int ls_check_opts(struct ls *l, int npos)
+{
+	bool sel = l->sel.npats || l->sel.max_depth != SEL_NO_MAX_DEPTH;
+
+	if (npos < 1) {
+		cmd_usage_err("ls", "expected IMAGE [PATH...]");
+		return 2;
+	}
+	if (sel && l->lst.mode == LST_NONE) {
+		cmd_usage_err("ls", "--exclude and --max-depth go with the listings (-ls, -lls "
+			      "...) only");
+		return 2;
+	}
+	if (l->dump && npos > 2) {
+		cmd_usage_err("ls", "--pseudo and --pack take one PATH");
+		return 2;
+	}
+	return 0;
+}
 
 static int ls_parse(struct ls *l, int argc, char **argv)
 {
@@ -265,6 +315,8 @@ static int ls_parse(struct ls *l, int argc, char **argv)
 		{ "pseudo", no_argument, NULL, LS_OPT_PSEUDO },
 		{ "pack", no_argument, NULL, LS_OPT_PACK },
 		{ "pack-root", required_argument, NULL, LS_OPT_PACK_ROOT },
+		{ "exclude", required_argument, NULL, LS_OPT_EXCLUDE },
+		{ "max-depth", required_argument, NULL, LS_OPT_MAX_DEPTH },
 		SQK_CMD_REMOTE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -294,17 +346,18 @@ static int ls_parse(struct ls *l, int argc, char **argv)
 		case LS_OPT_PSEUDO: l->dump = LS_DUMP_PSEUDO; break;
 		case LS_OPT_PACK: l->dump = LS_DUMP_PACK; break;
 		case LS_OPT_PACK_ROOT: l->pack_root = p.arg; break;
+		case LS_OPT_EXCLUDE: case LS_OPT_MAX_DEPTH:
+			if ((ch = ls_select_opt(l, ch, p.arg, p.as)) >= 0)
+				return ch;
+			break;
 		default:
 			if (cmd_remote_opt("ls", &l->c.remote, ch, p.arg) == 0)
 				break;
 			return 2;
 		}
 	}
-	if (p.npos < 1 || (l->lst.mode == LST_NONE && p.npos > 2)) {
-		cmd_usage_err("ls", l->lst.mode == LST_NONE ? "expected IMAGE [PATH]"
-							    : "expected IMAGE [PATH...]");
+	if (ls_check_opts(l, p.npos))
 		return 2;
-	}
 	if (l->escape < 0)
 		l->escape = isatty(STDOUT_FILENO);
 	l->lst.escape = l->escape;
@@ -314,50 +367,115 @@ static int ls_parse(struct ls *l, int argc, char **argv)
 	return -1;
 }
 
-/* sqk ls -lls IMAGE [PATH...]: unsquashfs's listing, under the name squashfs-root. */
+/* sqk ls -lls IMAGE [PATH...]: unsquashfs's listing, under the name squashfs-root, of what the
+ * PATH patterns select (select.h, as sqk extract -lls). */
 static int ls_unsquashfs(struct ls *l, char **paths, int npaths)
 {
-	lst_norm_paths(paths, (size_t)npaths);
-	return lst_tree(&l->lst, &l->c, "squashfs-root", paths, (size_t)npaths);
+	for (int i = 0; i < npaths; i++) {
+		if (!sel_path_ok(paths[i])) {
+			cmd_err(&l->c, paths[i], 0, "a . or .. component; nothing listed");
+			return 1;
+		}
+		if (sel_add(&l->sel, paths[i], false))
+			return 1;
+	}
+	if (sel_check_paths(&l->sel, &l->c, "listed") ||
+	    lst_tree_sel(&l->lst, &l->c, "squashfs-root", &l->sel))
+		return 1;
+	sel_warn_unmatched(&l->sel, &l->c);
+	return 0;
+}
+
+/* Lists one operand: a directory's entries (under a "PATH:" header when head), else the
+ * entry. pass 0 lists only non-directories, pass 1 only directories; *out counts what was
+ * printed, for the blank line between groups. Returns 0 or the error (printed). */
+static int ls_operand(struct ls *l, const char *path, int pass, bool head, int *out)
+{
+	struct sqk_inode ino;
+	bool dir;
+	int r;
+
+	r = sqk_lookup_path(l->c.img, path, &ino);
+	if (r) {
+		if (pass == 0) /* said once */
+			cmd_lookup(&l->c, path, &ino);
+		return pass == 0 ? r : 0;
+	}
+	dir = cmd_is(&ino, SQK_T_DIR);
+	if (dir != (pass == 1))
+		return 0;
+	if (l->dump)
+		return ls_dump(&l->c, &ino, path, l->dump, l->pack_root, stdout);
+	if (!dir) {
+		ls_print(l, path, &ino);
+		(*out)++;
+		return 0;
+	}
+	if (head) {
+		fputs(*out ? "\n" : "", stdout);
+		ls_put(l, *path ? path : "/");
+		fputs(":\n", stdout);
+	}
+	(*out)++;
+	return ls_dir(l, &ino, path);
+}
+
+/* sqk ls IMAGE [PATH...]: as ls(1) lists several operands: the entries that are not
+ * directories first, then each directory's contents under a "PATH:" header. A PATH pattern
+ * stands for the entries it matches. */
+static int ls_operands(struct ls *l)
+{
+	char *root = "", **paths;
+	size_t n;
+	int r, out = 0, bad = 0;
+
+	r = ls_glob(&l->c, l->npaths ? l->paths : &root, l->npaths ? (size_t)l->npaths : 1,
+		    &paths, &n);
+	if (r)
+		return r;
+	if (l->dump && n != 1) {
+		cmd_err(&l->c, l->paths[0], 0, "--pseudo and --pack take one entry; the "
+			"pattern matches %zu", n);
+		ls_glob_free(paths, n);
+		return 1;
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++)
+			bad |= ls_operand(l, paths[i], pass, n > 1 || l->npaths > 1, &out) != 0;
+	ls_glob_free(paths, n);
+	return bad;
 }
 
 int ls_main(int argc, char **argv)
 {
 	struct ls l;
-	struct sqk_inode ino;
-	const char *path;
 	int r;
 
 	memset(&l, 0, sizeof(l));
 	lst_init(&l.lst);
+	sel_init(&l.sel);
 	l.c.name = "ls";
 	r = ls_parse(&l, argc, argv);
-	if (r >= 0)
+	if (r >= 0) {
+		sel_free(&l.sel);
 		return r;
+	}
 	if (cmd_open(&l.c)) {
 		cmd_close(&l.c); /* what the options and the URL's name hold */
 		return 1;
 	}
-	path = l.npaths ? l.paths[0] : "";
-	while (*path == '/')
-		path++;
 	if (l.lst.mode != LST_NONE)
 		r = ls_unsquashfs(&l, l.paths, l.npaths);
-	else if (!(r = cmd_lookup(&l.c, path, &ino))) {
-		if (l.dump)
-			r = ls_dump(&l.c, &ino, path, l.dump, l.pack_root, stdout);
-		else if (cmd_is(&ino, SQK_T_DIR))
-			r = ls_dir(&l, &ino, path);
-		else
-			ls_print(&l, path, &ino);
-	}
+	else
+		r = ls_operands(&l);
 	fflush(stdout);
 	if (ferror(stdout)) {
 		cmd_err(&l.c, NULL, 0, "error writing to stdout");
 		r = 1;
 	}
 	free(l.full);
+	sel_free(&l.sel);
 	lst_free(&l.lst);
 	cmd_close(&l.c);
-	return r || l.status ? 1 : 0;
+	return r == 2 ? 2 : r || l.status ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cmd.h"
 #include "common/grow.h"
 
 #define SEL_DEAD UINT32_MAX  /* the pattern cannot match below this entry */
@@ -79,6 +80,54 @@ int sel_make_literal(struct sel *s, size_t i)
 		p->comps[k] = e;
 	}
 	return 0;
+}
+
+bool sel_path_ok(const char *pattern)
+{
+	const char *s = pattern;
+
+	for (;;) {
+		size_t len = strcspn(s, "/");
+
+		if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+			return false;
+		if (!s[len])
+			return true;
+		s += len + 1;
+	}
+}
+
+int sel_check_paths(struct sel *s, struct cmd *c, const char *what)
+{
+	struct sqk_inode ino;
+	int r, bad = 0;
+
+	for (size_t i = 0; i < s->npats; i++) {
+		const char *p = s->pats[i].text;
+
+		if (s->pats[i].exclude)
+			continue;
+		r = sqk_lookup_path(c->img, p, &ino);
+		if (sel_is_glob(p)) { /* the entry it names as written, else a pattern */
+			if (r == 0 && sel_make_literal(s, i))
+				return -1;
+			continue;
+		}
+		if (r == SQK_ENOENT)
+			cmd_err(c, p, 0, "not in the image; nothing %s", what);
+		else if (r)
+			cmd_err(c, p, r, "cannot look up; nothing %s", what);
+		bad |= r != 0;
+	}
+	return bad ? -1 : 0;
+}
+
+void sel_warn_unmatched(const struct sel *s, struct cmd *c)
+{
+	for (size_t i = 0; i < s->npats; i++)
+		if (!s->pats[i].exclude && !s->pats[i].hit)
+			cmd_err(c, NULL, 0, "warning: '%s' matched nothing in the image",
+				s->pats[i].text);
 }
 
 void sel_free(struct sel *s)

@@ -68,6 +68,21 @@ int sel_make_literal(struct sel *s, size_t i);
  * value, or SQK_E* of opening the walk (out of memory, an unreadable root). Borrows img. */
 int sel_walk(struct sel *s, struct sqk_image *img, sel_fn fn, void *ctx);
 
+struct cmd;
+
+/* False when pattern has a . or .. component (unsquashfs would take it as a name). */
+bool sel_path_ok(const char *pattern);
+
+/* Checks the extract patterns of s against c's open image before anything is done: a PATH
+ * without wildcards must name an entry (else a message naming it, ending "nothing <what>");
+ * one with wildcards that names an entry as written is made to match that entry alone
+ * (sel_make_literal), so that names with '*', '?' or '[' stay reachable. Borrows s, c, what.
+ * Returns 0, or -1 after the messages. */
+int sel_check_paths(struct sel *s, struct cmd *c, const char *what);
+
+/* After sel_walk: a warning on stderr for each extract pattern that matched nothing. */
+void sel_warn_unmatched(const struct sel *s, struct cmd *c);
+
 /* Frees what s owns. */
 void sel_free(struct sel *s);
 

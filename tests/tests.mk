@@ -106,4 +106,4 @@ bench: all $(FLOOR_BIN)
 include tests/fuzz/fuzz.mk
 
 # test_select: the readers' selection of entries and option parser (cli/select.c, cmdopt.c).
-$(BUILD)/tests/test_select: $(BUILD)/obj/cli/select.o $(BUILD)/obj/cli/cmdopt.o
+$(BUILD)/tests/test_select: $(BUILD)/obj/cli/select.o $(BUILD)/obj/cli/cmdopt.o $(BUILD)/obj/cli/cmd.o $(BUILD)/obj/cli/progress.o

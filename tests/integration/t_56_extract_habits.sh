@@ -14,6 +14,8 @@
 #     (-ls, -lln, -lc, -lls) with globs, excludes, -max-depth and -ef, -cat and sqk cat globs
 #  5. a bad option of each reading command: one line naming it and the hint, exit 2 (verify:
 #     16), never the help; `sqk ls IMG -lh` does not print the help
+#  6. -pf FILE / -pf - and -s / -stat -UTC print what unsquashfs -pf and -s print, byte for
+#     byte; -pf into an unwritable place leaves nothing, -s with a PATH is refused
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -211,3 +213,28 @@ run_capture lh "$SQK" ls "$IMG" -lh
 run_capture lo "$SQK" ls -o 8192 "$W/embedded.bin" a/b
 [ "$RC" = 0 ] && [ "$(cat "$OUT_FILE")" = "$(printf 'c\ng')" ] || { show_err; fail "ls -o"; }
 info "sqk ls IMG -lh: one line, exit 2; sqk ls -o OFFSET"
+
+# ---- 6. -pf FILE, -s: unsquashfs's, through sqk ls --pseudo's and sqk info -s's code -------
+"$UNSQUASHFS" -pf "$W/u.pf" "$IMG" >/dev/null 2>&1 || fail "unsquashfs -pf FILE"
+"$SQK" extract -pf "$W/s.pf" "$IMG" || fail "sqk extract -pf FILE"
+cmp "$W/u.pf" "$W/s.pf" || fail "extract -pf FILE differs from unsquashfs -pf FILE"
+grep -q "^a/b/g R .* 4755 0 0 " "$W/s.pf" || fail "extract -pf: no a/b/g line: $(head "$W/s.pf")"
+"$UNSQUASHFS" -pf - "$IMG" 2>/dev/null >"$W/u.pf"
+"$SQK" extract "$IMG" -pseudo-file - >"$W/s.pf" || fail "sqk extract -pseudo-file -"
+cmp "$W/u.pf" "$W/s.pf" || fail "extract -pf - differs from unsquashfs -pf -"
+run_capture pfbad "$SQK" extract -pf "$W/nodir/x.pf" "$IMG"
+[ "$RC" = 1 ] && [ ! -e "$W/nodir" ] && grep -q "cannot create $W/nodir/x.pf" "$ERR_FILE" ||
+	{ show_err; fail "extract -pf into a missing directory: exit $RC"; }
+for tz in UTC IST-5:30; do
+	TZ=$tz "$UNSQUASHFS" -s "$IMG" >"$W/u.s"
+	TZ=$tz "$SQK" extract -s "$IMG" >"$W/s.s" || fail "sqk extract -s"
+	cmp "$W/u.s" "$W/s.s" || { diff "$W/u.s" "$W/s.s" >&2; fail "extract -s, TZ=$tz"; }
+	TZ=$tz "$UNSQUASHFS" -stat -UTC "$IMG" >"$W/u.s"
+	TZ=$tz "$SQK" extract -stat -UTC "$IMG" >"$W/s.s" || fail "sqk extract -stat -UTC"
+	cmp "$W/u.s" "$W/s.s" || { diff "$W/u.s" "$W/s.s" >&2; fail "extract -stat -UTC"; }
+done
+grep -q "^Found a valid SQUASHFS 4:0 superblock" "$W/s.s" || fail "extract -s: $(cat "$W/s.s")"
+run_capture sp "$SQK" extract -s "$IMG" a
+[ "$RC" = 2 ] && [ ! -s "$OUT_FILE" ] && grep -q -- "-s takes IMAGE alone" "$ERR_FILE" ||
+	{ show_err; fail "extract -s IMG PATH: exit $RC"; }
+info "extract -pf FILE, -pf -, -s, -stat -UTC: unsquashfs's bytes; bad uses refused"

@@ -7,7 +7,9 @@
 # 5 GiB sparse file:
 #  1. sqk extract -l/-ls/-ll/-lls/-lln/-llnumeric/-lc/-llc IMG [PATH...] and sqk ls with the
 #     same options print what unsquashfs prints, byte for byte, with TZ=UTC and TZ=IST-5:30,
-#     with -UTC and -full-precision, under squashfs-root or -d DEST, for exact PATHs;
+#     with -UTC and -full-precision, under squashfs-root or -d DEST, for exact PATHs and
+#     PATH patterns (several, with --exclude and --max-depth); sqk ls's own format lists a
+#     pattern's matches as ls(1) lists several operands;
 #     extract -linfo prints unsquashfs -linfo's lines and extracts;
 #  2. sqk info -s (-stat, -UTC) prints unsquashfs -s's lines, for several compressors;
 #  3. sqk stat prints rdsquashfs -s's lines (UID/GID: the same numbers, names where rdsquashfs
@@ -133,6 +135,45 @@ run_capture dots "$SQK" ls -lls "$W/peer.sqsh" d/e/../e
 "$SQK" ls -lls "$W/peer.sqsh" //d//e/ >"$W/s.out"
 same "a PATH with repeated slashes" "$W/u.out" "$W/s.out"
 info "a missing PATH, a PATH with ..: an error naming it, nothing listed; slashes joined"
+
+# PATH patterns (unsquashfs's matching, as for extraction), several of them, with excludes
+# and a depth bound, for sqk ls's listings as for extract's
+n=0
+set -f # the patterns split into PATHs, not expanded here
+for img in "$W/peer.sqsh" "$W/sqk.sqsh"; do
+	for p in "d/*" "*/e" "d/[ds]*" "?" "d/*/m*" "@(f|sl)" "d/e/mid d/*/e*" "nothing*"; do
+		# shellcheck disable=SC2086 # several PATHs on purpose
+		"$UNSQUASHFS" -lls "$img" $p >"$W/u.out" 2>/dev/null || fail "unsquashfs -lls $p"
+		[ "$p" = "nothing*" ] || [ -s "$W/u.out" ] || fail "unsquashfs -lls $p listed nothing"
+		for cmd in ls extract; do
+			# shellcheck disable=SC2086
+			"$SQK" $cmd -lls "$img" $p >"$W/s.out" 2>"$W/s.err" ||
+				fail "sqk $cmd -lls $p: $(cat "$W/s.err")"
+			same "$cmd -lls $(basename "$img") '$p'" "$W/u.out" "$W/s.out"
+			n=$((n + 1))
+		done
+	done
+	"$UNSQUASHFS" -llc -max-depth 2 -excludes "$img" d/e 'd/*p*' >"$W/u.out"
+	"$SQK" ls -llc -max-depth 2 --exclude d/e --exclude 'd/*p*' "$img" >"$W/s.out" ||
+		fail "sqk ls --exclude --max-depth"
+	same "ls -llc --exclude --max-depth" "$W/u.out" "$W/s.out"
+done
+set +f
+"$SQK" ls -lls "$W/peer.sqsh" 'nothing*' >"$W/s.out" 2>"$W/s.err" || fail "ls nothing*"
+grep -q "'nothing\*' matched nothing" "$W/s.err" ||
+	fail "a pattern that matches nothing: no warning: $(cat "$W/s.err")"
+info "ls and extract -lls: $n PATH-pattern cases equal to unsquashfs's; --exclude, --max-depth"
+
+# sqk ls's own format: a pattern's matches, as ls(1) lists several operands
+"$SQK" ls "$W/peer.sqsh" 'd/*' f 'e*' >"$W/s.out" 2>"$W/s.err" || fail "ls 'd/*' f"
+printf '%s\n' d/hl d/sparse f "" "d/deep:" er "" "d/e:" mid sl2 "" "empty:" >"$W/want"
+same "ls 'd/*' f 'e*' (as ls(1) of several operands)" "$W/want" "$W/s.out"
+"$SQK" ls "$W/peer.sqsh" 'd/d*' >"$W/s.out" && printf '%s\n' er >"$W/want" &&
+	same "ls of a pattern matching one directory" "$W/want" "$W/s.out"
+run_capture lsmiss "$SQK" ls "$W/peer.sqsh" f nope
+[ "$RC" = 1 ] && grep -qx f "$OUT_FILE" && grep -q "nope" "$ERR_FILE" ||
+	{ show_err; fail "ls f nope: exit $RC"; }
+info "ls 'd/*' f: the matches, non-directories first, each directory under a header"
 
 # ---- 2. info -s ------------------------------------------------------------------------
 n=0

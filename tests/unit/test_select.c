@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cmd.h"
 #include "cli/cmdopt.h"
 #include "cli/select.h"
 #include "sqk/sqk.h"
@@ -234,6 +235,32 @@ START_TEST(test_cmdopt)
 }
 END_TEST
 
+/* sel_check_paths, shared by extract and ls: a missing literal PATH fails, a pattern that
+ * names an entry as written becomes that entry, excludes are not looked up; sel_path_ok. */
+START_TEST(test_check_paths)
+{
+	struct cmd c = { .name = "test", .image = "img", .img = img };
+	struct seen rec = { 0 };
+	struct sel sel;
+
+	sel_init(&sel);
+	ck_assert_int_eq(sel_add(&sel, "st[x]", false), 0);
+	ck_assert_int_eq(sel_add(&sel, "/a//f1", false), 0);
+	ck_assert_int_eq(sel_add(&sel, "nothing*", false), 0);
+	ck_assert_int_eq(sel_add(&sel, "gone", true), 0);
+	ck_assert_int_eq(sel_check_paths(&sel, &c, "listed"), 0);
+	ck_assert_int_eq(sel_walk(&sel, img, record, &rec), 0);
+	ck_assert_str_eq(rec.buf, "/+ a+ a/f1 < st[x] < ");
+	ck_assert(sel.pats[0].hit && sel.pats[1].hit && !sel.pats[2].hit);
+	sel_warn_unmatched(&sel, &c);
+	ck_assert_int_eq(sel_add(&sel, "a/nope", false), 0);
+	ck_assert_int_eq(sel_check_paths(&sel, &c, "listed"), -1);
+	sel_free(&sel);
+	ck_assert(sel_path_ok("a/b.c/.d/..e") && sel_path_ok("/a//b/"));
+	ck_assert(!sel_path_ok("a/./b") && !sel_path_ok("..") && !sel_path_ok("a/.."));
+}
+END_TEST
+
 static Suite *select_suite(void)
 {
 	Suite *s = suite_create("select");
@@ -245,6 +272,7 @@ static Suite *select_suite(void)
 	tcase_add_test(t, test_globs);
 	tcase_add_test(t, test_excludes_depth);
 	tcase_add_test(t, test_literal_and_callback);
+	tcase_add_test(t, test_check_paths);
 	tcase_add_test(o, test_cmdopt);
 	suite_add_tcase(s, t);
 	suite_add_tcase(s, o);
