@@ -17,6 +17,7 @@
 #include "common/parse.h"
 #include "mkimage_options.h"
 #include "mkimage/entry_opts.h"
+#include "mkimage/symmode.h"
 
 static int bad(const char *as, const char *arg, const char *why)
 {
@@ -158,10 +159,26 @@ int mks_xz_dict(struct mk_options *o)
 	return 0;
 }
 
+/* -root-mode: octal (the bits) or symbolic (applied to the source root's mode), as
+ * mksquashfs 4.7.5. */
+static int root_mode(struct mk_options *o, const char *as, const char *arg)
+{
+	uint32_t mode;
+	size_t at = 0;
+	if (mk_symmode_apply(arg, 0, true, &mode, &at)) {
+		char why[128];
+		snprintf(why, sizeof(why), "need an octal mode 0..07777 or a symbolic one "
+			 "(u=rwx,go=rx); not understood at character %zu", at + 1);
+		return bad(as, arg, why);
+	}
+	o->build.root_mode = mk_symmode_is_symbolic(arg) ? -1 : (int64_t)mode;
+	o->build.root_symmode = mk_symmode_is_symbolic(arg) ? arg : NULL;
+	return 0;
+}
+
 int mks_opt(struct mk_options *o, int c, const char *arg, const char *as)
 {
 	uint64_t v;
-	uint32_t mode;
 	switch (c) {
 	case MKS_OPT_ONEFS: o->build.one_file_system = true; return 0;
 	case MKS_OPT_ONEFSX: o->build.one_file_system_x = true; return 0;
@@ -179,12 +196,7 @@ int mks_opt(struct mk_options *o, int c, const char *arg, const char *as)
 			return bad(as, arg, "need a number of levels, 0 or more");
 		o->build.max_depth = (int32_t)v;
 		return 0;
-	case MKS_OPT_ROOTMODE:
-		if (parse_mode(arg, &mode))
-			return bad(as, arg, "need an octal mode 0..07777 (symbolic modes are not "
-				   "supported here)");
-		o->build.root_mode = mode;
-		return 0;
+	case MKS_OPT_ROOTMODE: return root_mode(o, as, arg);
 	case MKS_OPT_ROOTUID: return mks_owner(as, arg, false, &o->build.root_uid);
 	case MKS_OPT_ROOTGID: return mks_owner(as, arg, true, &o->build.root_gid);
 	case MKS_OPT_XEXCLUDE:
