@@ -17,7 +17,7 @@
 #include "common/parse.h"
 #include "mkimage_options.h"
 #include "mkimage/entry_opts.h"
-#include "mkimage/symmode.h"
+#include "mkimage/action.h"
 
 static int bad(const char *as, const char *arg, const char *why)
 {
@@ -159,20 +159,24 @@ int mks_xz_dict(struct mk_options *o)
 	return 0;
 }
 
-/* -root-mode: octal (the bits) or symbolic (applied to the source root's mode), as
- * mksquashfs 4.7.5. */
+/* -root-mode: octal (the bits) or symbolic (applied to the source root's mode), read as
+ * mksquashfs 4.7.5 reads it (its rules, which the chmod action shares). */
 static int root_mode(struct mk_options *o, const char *as, const char *arg)
 {
 	uint32_t mode;
-	size_t at = 0;
-	if (mk_symmode_apply(arg, 0, true, &mode, &at)) {
-		char why[128];
-		snprintf(why, sizeof(why), "need an octal mode 0..07777 or a symbolic one "
-			 "(u=rwx,go=rx); not understood at character %zu", at + 1);
-		return bad(as, arg, why);
+	if (!parse_mode(arg, &mode)) {
+		o->build.root_mode = mode;
+		o->build.root_symmode = NULL;
+		return 0;
 	}
-	o->build.root_mode = mk_symmode_is_symbolic(arg) ? -1 : (int64_t)mode;
-	o->build.root_symmode = mk_symmode_is_symbolic(arg) ? arg : NULL;
+	struct act_mode m;
+	char why[256];
+	int err = act_mode_parse(arg, &m, why, sizeof(why));
+	free(m.ops);
+	if (err)
+		return bad(as, arg, why);
+	o->build.root_mode = -1;
+	o->build.root_symmode = arg;
 	return 0;
 }
 

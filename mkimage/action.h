@@ -124,6 +124,11 @@ void mk_actions_clear(struct mk_actions *a);
 /* Frees a (from mk_actions_load) and what it owns; NULL is fine. */
 void mk_actions_free(struct mk_actions *a);
 
+/* Parses spec (borrowed: octal, or symbolic clauses separated by commas, as -root-mode and
+ * the chmod action take them) into *m (its ops owned by the caller: free(m->ops)): 0, or
+ * SQK_EINVAL / SQK_ENOMEM with a message in msg. */
+int act_mode_parse(const char *spec, struct act_mode *m, char *msg, size_t cap);
+
 /* A mode with the ops of m applied (mksquashfs's order and X rule). */
 mode_t act_mode_apply(const struct act_mode *m, mode_t mode);
 

@@ -974,3 +974,32 @@ void mk_actions_clear(struct mk_actions *a)
 	free(a->gone);
 	memset(a, 0, sizeof(*a));
 }
+
+int act_mode_parse(const char *spec, struct act_mode *m, char *msg, size_t cap)
+{
+	*m = (struct act_mode){ 0 };
+	if (!*spec || strspn(spec, "ugoa+-=rwxXst01234567,") != strlen(spec)) {
+		snprintf(msg, cap, "expected an octal mode or [ugoa]*[+-=][rwxXst]... clauses");
+		return SQK_EINVAL;
+	}
+	/* the chmod action's parser, so that both read a mode alike */
+	size_t n = strlen(spec) + sizeof("chmod()@true");
+	char *text = malloc(n), why[256] = "out of memory";
+	struct mk_actions a = { 0 };
+	int err = text ? 0 : SQK_ENOMEM;
+	if (text) {
+		snprintf(text, n, "chmod(%s)@true", spec);
+		err = mk_actions_parse(&a, text, why, sizeof(why));
+	}
+	free(text);
+	if (!err) {
+		*m = a.rules[0].mode;
+		a.rules[0].mode = (struct act_mode){ 0 };
+	} else {
+		const char *p = strncmp(why, "column ", 7) ? NULL : strstr(why, ": mode '");
+		snprintf(msg, cap, "%s", p ? p + 2 : err == SQK_ENOMEM ? why :
+			 "expected an octal mode or [ugoa]*[+-=][rwxXst]... clauses");
+	}
+	mk_actions_clear(&a);
+	return err;
+}

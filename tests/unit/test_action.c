@@ -441,6 +441,34 @@ START_TEST(test_extensions)
 	refused("exclude@mtime()", "column 9: test 'mtime' takes 1 argument, got 0");
 	refused("exclude@mtime_range(<1, 5)", "column 21: '<1': no <, <=, > or >= in a range");
 	refused("exclude@mtime(4294967296)", "need seconds since 1970");
+
+	/* act_mode_parse: a mode string (-root-mode) read by the chmod action's parser */
+	static const struct { const char *spec; mode_t old, want; } md[] = {
+		{ "u=rwx,go=rx", S_IFDIR | 02750, S_IFDIR | 0755 },
+		{ "=rx", S_IFDIR | 02750, S_IFDIR | 02555 }, /* no who: set-id bits stay */
+		{ "+s", S_IFDIR | 0750, S_IFDIR | 0750 },
+		{ "g=u,o+X", S_IFDIR | 0700, S_IFDIR | 0771 },
+		{ "755", S_IFREG | 04600, S_IFREG | 0755 },
+	};
+	for (size_t i = 0; i < sizeof(md) / sizeof(md[0]); i++) {
+		struct act_mode am;
+		ck_assert_msg(act_mode_parse(md[i].spec, &am, msg, sizeof(msg)) == 0, "%s: %s",
+			      md[i].spec, msg);
+		ck_assert_msg(act_mode_apply(&am, md[i].old) == md[i].want, "%s: %o", md[i].spec,
+			      (unsigned)act_mode_apply(&am, md[i].old));
+		free(am.ops);
+	}
+	static const struct { const char *spec, *want; } bad[] = {
+		{ "u+rw,", "expected an octal mode" }, { "", "expected an octal mode" },
+		{ "g=uo", "mode 'g=uo': expected +, - or = at 'o'" },
+		{ "u+q", "expected an octal mode" }, { "u)", "expected an octal mode" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct act_mode am;
+		ck_assert_int_eq(act_mode_parse(bad[i].spec, &am, msg, sizeof(msg)), SQK_EINVAL);
+		ck_assert_msg(strstr(msg, bad[i].want), "%s: got \"%s\"", bad[i].spec, msg);
+		free(am.ops);
+	}
 }
 END_TEST
 
