@@ -209,19 +209,27 @@ static int want_args(struct lex *x, const struct args *a, const char *what, cons
 
 /* ---- numbers, owners, modes ---- */
 
+/* The comparison s starts with (<, <=, >=, >; with signs, find's - and + too) into *cmp:
+ * its length. */
+static size_t cmp_prefix(const char *s, bool signs, enum act_cmp *cmp)
+{
+	*cmp = ACT_EQ;
+	if ((s[0] == '<' || s[0] == '>') && s[1] == '=') {
+		*cmp = s[0] == '<' ? ACT_LE : ACT_GE;
+		return 2;
+	}
+	if (*s == '<' || *s == '>' || (signs && (*s == '-' || *s == '+'))) {
+		*cmp = *s == '<' || *s == '-' ? ACT_LT : ACT_GT;
+		return 1;
+	}
+	return 0;
+}
+
 /* [<|<=|>|>=|-|+]N[k|K|m|M|g|G] */
 static int parse_number(struct lex *x, const char *s, size_t col, bool range_ok,
 			enum act_cmp *cmp, int64_t *out)
 {
-	const char *p = s;
-	*cmp = ACT_EQ;
-	if ((p[0] == '<' || p[0] == '>') && p[1] == '=') {
-		*cmp = p[0] == '<' ? ACT_LE : ACT_GE;
-		p += 2;
-	} else if (*p == '<' || *p == '-' || *p == '>' || *p == '+') {
-		*cmp = *p == '<' || *p == '-' ? ACT_LT : ACT_GT;
-		p++;
-	}
+	const char *p = s + cmp_prefix(s, true, cmp);
 	if (*cmp != ACT_EQ && !range_ok)
 		return lex_fail(x, col, "'%s': no <, >, - or + in a range", s);
 	if (!isdigit((unsigned char)*p))
@@ -475,15 +483,7 @@ static int set_perm(struct lex *x, struct act_expr *e, const struct args *a)
 static int parse_time(struct lex *x, const char *s, size_t col, bool range_ok,
 		      enum act_cmp *cmp, int64_t *out)
 {
-	const char *p = s;
-	*cmp = ACT_EQ;
-	if ((p[0] == '<' || p[0] == '>') && p[1] == '=') {
-		*cmp = p[0] == '<' ? ACT_LE : ACT_GE;
-		p += 2;
-	} else if (*p == '<' || *p == '>') {
-		*cmp = *p == '<' ? ACT_LT : ACT_GT;
-		p++;
-	}
+	const char *p = s + cmp_prefix(s, false, cmp);
 	if (*cmp != ACT_EQ && !range_ok)
 		return lex_fail(x, col, "'%s': no <, <=, > or >= in a range", s);
 	char *end;
@@ -497,18 +497,25 @@ static int parse_time(struct lex *x, const char *s, size_t col, bool range_ok,
 	return 0;
 }
 
+typedef int (*value_fn)(struct lex *x, const char *s, size_t col, bool range_ok,
+			enum act_cmp *cmp, int64_t *out);
+
+/* A _range test's two ends, each read by fn. */
+static int set_range(struct lex *x, struct act_expr *e, const struct args *a, value_fn fn)
+{
+	enum act_cmp c;
+	e->cmp = ACT_RANGE;
+	int err = fn(x, a->v[0], a->col[0], false, &c, &e->num);
+	return err ? err : fn(x, a->v[1], a->col[1], false, &c, &e->num2);
+}
+
 static int set_test_args(struct lex *x, struct act_expr *e, enum targ kind, const struct args *a)
 {
 	uint32_t id;
 	switch (kind) {
 	case TA_PATTERN: return set_pattern(x, e, a->v[0]);
 	case TA_NUMBER: return parse_number(x, a->v[0], a->col[0], true, &e->cmp, &e->num);
-	case TA_RANGE: {
-		enum act_cmp c;
-		e->cmp = ACT_RANGE;
-		int err = parse_number(x, a->v[0], a->col[0], false, &c, &e->num);
-		return err ? err : parse_number(x, a->v[1], a->col[1], false, &c, &e->num2);
-	}
+	case TA_RANGE: return set_range(x, e, a, parse_number);
 	case TA_USER:
 	case TA_GROUP:
 		if (parse_owner(x, a->v[0], a->col[0], kind == TA_GROUP, &id))
@@ -519,12 +526,7 @@ static int set_test_args(struct lex *x, struct act_expr *e, enum targ kind, cons
 	case TA_TYPE: return set_type(x, e, a);
 	case TA_PERM: return set_perm(x, e, a);
 	case TA_TIME: return parse_time(x, a->v[0], a->col[0], true, &e->cmp, &e->num);
-	case TA_TIME_RANGE: {
-		enum act_cmp c;
-		e->cmp = ACT_RANGE;
-		int err = parse_time(x, a->v[0], a->col[0], false, &c, &e->num);
-		return err ? err : parse_time(x, a->v[1], a->col[1], false, &c, &e->num2);
-	}
+	case TA_TIME_RANGE: return set_range(x, e, a, parse_time);
 	default: return 0;
 	}
 }
