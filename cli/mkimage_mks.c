@@ -4,24 +4,20 @@
 #include "mkimage_mks.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <regex.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "common/compressor.h"
+#include "common/datestr.h"
 #include "common/grow.h"
 #include "common/parse.h"
 #include "mkimage_options.h"
 #include "mkimage/entry_opts.h"
-
-extern char **environ;
+#include "mkimage/action.h"
 
 static int bad(const char *as, const char *arg, const char *why)
 {
@@ -55,39 +51,6 @@ int mks_owner(const char *as, const char *arg, bool group, int64_t *out)
 	}
 	return bad(as, arg, group ? "no such group (a gid or a name of the group file)" :
 		   "no such user (a uid or a name of the passwd file)");
-}
-
-/* `date -d WHEN +%s`, as mksquashfs reads a time that is not a number: 0 with *out, or -1. */
-static int date_seconds(const char *when, uint64_t *out)
-{
-	int fd[2];
-	pid_t pid;
-	char *argv[] = { "date", "-d", (char *)when, "+%s", NULL };
-	posix_spawn_file_actions_t fa;
-
-	if (pipe(fd))
-		return -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
-	posix_spawn_file_actions_addclose(&fa, fd[0]);
-	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-	int rc = posix_spawnp(&pid, "date", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fd[1]);
-	char buf[64];
-	size_t n = 0;
-	ssize_t r;
-	while (!rc && n < sizeof(buf) - 1 &&
-	       ((r = read(fd[0], buf + n, sizeof(buf) - 1 - n)) > 0 || (r < 0 && errno == EINTR)))
-		n += r > 0 ? (size_t)r : 0;
-	close(fd[0]);
-	int st = 0;
-	if (rc || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		return -1;
-	buf[n] = 0;
-	if (n && buf[n - 1] == '\n')
-		buf[--n] = 0;
-	return parse_u64(buf, UINT32_MAX, out) ? -1 : 0;
 }
 
 /* A time as mksquashfs's -mkfs-time, -all-time and -root-time take it: seconds since 1970,
@@ -196,10 +159,30 @@ int mks_xz_dict(struct mk_options *o)
 	return 0;
 }
 
+/* -root-mode: octal (the bits) or symbolic (applied to the source root's mode), read as
+ * mksquashfs 4.7.5 reads it (its rules, which the chmod action shares). */
+static int root_mode(struct mk_options *o, const char *as, const char *arg)
+{
+	uint32_t mode;
+	if (!parse_mode(arg, &mode)) {
+		o->build.root_mode = mode;
+		o->build.root_symmode = NULL;
+		return 0;
+	}
+	struct act_mode m;
+	char why[256];
+	int err = act_mode_parse(arg, &m, why, sizeof(why));
+	free(m.ops);
+	if (err)
+		return bad(as, arg, why);
+	o->build.root_mode = -1;
+	o->build.root_symmode = arg;
+	return 0;
+}
+
 int mks_opt(struct mk_options *o, int c, const char *arg, const char *as)
 {
 	uint64_t v;
-	uint32_t mode;
 	switch (c) {
 	case MKS_OPT_ONEFS: o->build.one_file_system = true; return 0;
 	case MKS_OPT_ONEFSX: o->build.one_file_system_x = true; return 0;
@@ -217,12 +200,7 @@ int mks_opt(struct mk_options *o, int c, const char *arg, const char *as)
 			return bad(as, arg, "need a number of levels, 0 or more");
 		o->build.max_depth = (int32_t)v;
 		return 0;
-	case MKS_OPT_ROOTMODE:
-		if (parse_mode(arg, &mode))
-			return bad(as, arg, "need an octal mode 0..07777 (symbolic modes are not "
-				   "supported here)");
-		o->build.root_mode = mode;
-		return 0;
+	case MKS_OPT_ROOTMODE: return root_mode(o, as, arg);
 	case MKS_OPT_ROOTUID: return mks_owner(as, arg, false, &o->build.root_uid);
 	case MKS_OPT_ROOTGID: return mks_owner(as, arg, true, &o->build.root_gid);
 	case MKS_OPT_XEXCLUDE:

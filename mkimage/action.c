@@ -27,6 +27,7 @@ struct subject {
 	uint64_t ino, blocks, nlink; /* the source's st_ino, st_blocks, st_nlink */
 	uint32_t depth;
 	uint32_t block_size;
+	int64_t mtime;
 };
 
 static bool cmp_num(const struct act_expr *e, int64_t v)
@@ -96,6 +97,7 @@ static bool test_atom(const struct act_expr *e, const struct subject *s)
 	case ACT_T_BLOCKS: return cmp_num(e, (int64_t)s->blocks);
 	case ACT_T_TYPE: return (s->mode & S_IFMT) == e->type;
 	case ACT_T_PERM: return perm_match(e, s->mode);
+	case ACT_T_MTIME: return cmp_num(e, s->mtime);
 	case ACT_T_TRUE: return true;
 	default: return false;
 	}
@@ -197,6 +199,9 @@ static int filter_xattrs(struct mk_actions *a, struct mk_entry *e, const struct 
 			a->xkv[n++] = e->xattrs[i];
 	if (!err)
 		n = add_xattrs(a, holds, s->mode, n);
+	for (size_t i = 0; !err && i < a->n; i++)
+		if (a->rules[i].kind == ACT_NO_XATTRS && holds[i])
+			n = 0;
 	if (!err) {
 		e->xattrs = a->xkv;
 		e->nxattrs = n;
@@ -242,7 +247,7 @@ int mk_actions_apply(struct mk_actions *a, struct mk_entry *e, uint32_t depth,
 		.gid = e->gid, .depth = depth, .block_size = block_size,
 		.size = S_ISREG(e->mode) ? e->size :
 			S_ISLNK(e->mode) && e->target ? strlen(e->target) : e->st_size,
-		.ino = e->st_ino, .blocks = e->st_blocks, .nlink = e->st_nlink,
+		.ino = e->st_ino, .blocks = e->st_blocks, .nlink = e->st_nlink, .mtime = e->mtime,
 	};
 	int keep = apply_to(a, e, &s);
 	if (path != small)

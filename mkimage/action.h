@@ -4,7 +4,8 @@
  * the tree (action.c): exclude and prune leave an entry out (a directory with all under it),
  * chmod/mode, uid, gid and guid change its attributes, the data actions choose how a file's
  * blocks are stored (raw, fragment or not), which data.c reads from the entry, and
- * xattrs-exclude/xattrs-include filter its xattrs. */
+ * xattrs-exclude/xattrs-include filter its xattrs. sqk's extensions: chown, no-fragment,
+ * always-fragment, no-xattrs and the mtime test. */
 #ifndef SQK_MK_ACTION_H
 #define SQK_MK_ACTION_H
 
@@ -25,6 +26,7 @@ enum act_test {
 	ACT_T_FILESIZE, ACT_T_TAILSIZE, ACT_T_DIRSIZE, ACT_T_SIZE, ACT_T_UID, ACT_T_GID,
 	ACT_T_DEPTH, ACT_T_USER, ACT_T_GROUP, ACT_T_TYPE, ACT_T_PERM, ACT_T_TRUE, ACT_T_FALSE,
 	ACT_T_INODE, ACT_T_NLINK, ACT_T_FILEBLOCKS, ACT_T_DIRBLOCKS, ACT_T_BLOCKS,
+	ACT_T_MTIME,              /* sqk's: not in mksquashfs 4.7.5 */
 };
 
 /* How a number compares: <, <=, =, >=, > (find's - and + are < and >), or a range [lo, hi]. */
@@ -66,6 +68,7 @@ enum act_kind {
 	ACT_COMPRESSED, ACT_UNCOMPRESSED, ACT_FRAGMENTS, ACT_NO_FRAGMENTS,
 	ACT_ALWAYS_FRAGS, ACT_NO_ALWAYS_FRAGS, ACT_NOOP, ACT_XATTRS_EXCLUDE, ACT_XATTRS_INCLUDE,
 	ACT_XATTRS_ADD,
+	ACT_NO_XATTRS,            /* sqk's: not in mksquashfs 4.7.5 (drops every xattr) */
 };
 
 struct act_rule {
@@ -120,6 +123,11 @@ void mk_actions_clear(struct mk_actions *a);
 
 /* Frees a (from mk_actions_load) and what it owns; NULL is fine. */
 void mk_actions_free(struct mk_actions *a);
+
+/* Parses spec (borrowed: octal, or symbolic clauses separated by commas, as -root-mode and
+ * the chmod action take them) into *m (its ops owned by the caller: free(m->ops)): 0, or
+ * SQK_EINVAL / SQK_ENOMEM with a message in msg. */
+int act_mode_parse(const char *spec, struct act_mode *m, char *msg, size_t cap);
 
 /* A mode with the ops of m applied (mksquashfs's order and X rule). */
 mode_t act_mode_apply(const struct act_mode *m, mode_t mode);

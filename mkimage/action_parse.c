@@ -18,6 +18,7 @@
 
 #include "sqk/error.h"
 #include "common/format.h"
+#include "common/datestr.h"
 #include "common/grow.h"
 #include "action.h"
 
@@ -208,19 +209,27 @@ static int want_args(struct lex *x, const struct args *a, const char *what, cons
 
 /* ---- numbers, owners, modes ---- */
 
+/* The comparison s starts with (<, <=, >=, >; with signs, find's - and + too) into *cmp:
+ * its length. */
+static size_t cmp_prefix(const char *s, bool signs, enum act_cmp *cmp)
+{
+	*cmp = ACT_EQ;
+	if ((s[0] == '<' || s[0] == '>') && s[1] == '=') {
+		*cmp = s[0] == '<' ? ACT_LE : ACT_GE;
+		return 2;
+	}
+	if (*s == '<' || *s == '>' || (signs && (*s == '-' || *s == '+'))) {
+		*cmp = *s == '<' || *s == '-' ? ACT_LT : ACT_GT;
+		return 1;
+	}
+	return 0;
+}
+
 /* [<|<=|>|>=|-|+]N[k|K|m|M|g|G] */
 static int parse_number(struct lex *x, const char *s, size_t col, bool range_ok,
 			enum act_cmp *cmp, int64_t *out)
 {
-	const char *p = s;
-	*cmp = ACT_EQ;
-	if ((p[0] == '<' || p[0] == '>') && p[1] == '=') {
-		*cmp = p[0] == '<' ? ACT_LE : ACT_GE;
-		p += 2;
-	} else if (*p == '<' || *p == '-' || *p == '>' || *p == '+') {
-		*cmp = *p == '<' || *p == '-' ? ACT_LT : ACT_GT;
-		p++;
-	}
+	const char *p = s + cmp_prefix(s, true, cmp);
 	if (*cmp != ACT_EQ && !range_ok)
 		return lex_fail(x, col, "'%s': no <, >, - or + in a range", s);
 	if (!isdigit((unsigned char)*p))
@@ -370,7 +379,10 @@ mode_t act_mode_apply(const struct act_mode *m, mode_t mode)
 
 /* ---- tests ---- */
 
-enum targ { TA_NONE, TA_PATTERN, TA_NUMBER, TA_RANGE, TA_USER, TA_GROUP, TA_TYPE, TA_PERM };
+enum targ {
+	TA_NONE, TA_PATTERN, TA_NUMBER, TA_RANGE, TA_USER, TA_GROUP, TA_TYPE, TA_PERM, TA_TIME,
+	TA_TIME_RANGE,
+};
 
 static const struct test_def {
 	const char *name;
@@ -402,6 +414,7 @@ static const struct test_def {
 	{ "file", -1, TA_NONE }, { "exec", -1, TA_NONE }, { "exists", -1, TA_NONE },
 	{ "absolute", -1, TA_NONE }, { "stat", -1, TA_NONE }, { "readlink", -1, TA_NONE },
 	{ "eval", -1, TA_NONE },
+	{ "mtime", ACT_T_MTIME, TA_TIME }, { "mtime_range", ACT_T_MTIME, TA_TIME_RANGE },
 };
 
 static void act_expr_free(struct act_expr *e)
@@ -465,18 +478,44 @@ static int set_perm(struct lex *x, struct act_expr *e, const struct args *a)
 	return err;
 }
 
+/* mtime's argument: [<|<=|>|>=]T, T seconds since 1970 or a date `date -d` reads (as
+ * -all-time); range_ok false: no comparison. */
+static int parse_time(struct lex *x, const char *s, size_t col, bool range_ok,
+		      enum act_cmp *cmp, int64_t *out)
+{
+	const char *p = s + cmp_prefix(s, false, cmp);
+	if (*cmp != ACT_EQ && !range_ok)
+		return lex_fail(x, col, "'%s': no <, <=, > or >= in a range", s);
+	char *end;
+	errno = 0;
+	uint64_t v = isdigit((unsigned char)*p) ? strtoull(p, &end, 10) : 0;
+	bool num = isdigit((unsigned char)*p) && !*end && !errno && v <= UINT32_MAX;
+	if (!*p || (!num && date_seconds(p, &v)))
+		return lex_fail(x, col, "'%s': need seconds since 1970 or a date the date "
+				"command reads", s);
+	*out = (int64_t)v;
+	return 0;
+}
+
+typedef int (*value_fn)(struct lex *x, const char *s, size_t col, bool range_ok,
+			enum act_cmp *cmp, int64_t *out);
+
+/* A _range test's two ends, each read by fn. */
+static int set_range(struct lex *x, struct act_expr *e, const struct args *a, value_fn fn)
+{
+	enum act_cmp c;
+	e->cmp = ACT_RANGE;
+	int err = fn(x, a->v[0], a->col[0], false, &c, &e->num);
+	return err ? err : fn(x, a->v[1], a->col[1], false, &c, &e->num2);
+}
+
 static int set_test_args(struct lex *x, struct act_expr *e, enum targ kind, const struct args *a)
 {
 	uint32_t id;
 	switch (kind) {
 	case TA_PATTERN: return set_pattern(x, e, a->v[0]);
 	case TA_NUMBER: return parse_number(x, a->v[0], a->col[0], true, &e->cmp, &e->num);
-	case TA_RANGE: {
-		enum act_cmp c;
-		e->cmp = ACT_RANGE;
-		int err = parse_number(x, a->v[0], a->col[0], false, &c, &e->num);
-		return err ? err : parse_number(x, a->v[1], a->col[1], false, &c, &e->num2);
-	}
+	case TA_RANGE: return set_range(x, e, a, parse_number);
 	case TA_USER:
 	case TA_GROUP:
 		if (parse_owner(x, a->v[0], a->col[0], kind == TA_GROUP, &id))
@@ -486,13 +525,16 @@ static int set_test_args(struct lex *x, struct act_expr *e, enum targ kind, cons
 		return 0;
 	case TA_TYPE: return set_type(x, e, a);
 	case TA_PERM: return set_perm(x, e, a);
+	case TA_TIME: return parse_time(x, a->v[0], a->col[0], true, &e->cmp, &e->num);
+	case TA_TIME_RANGE: return set_range(x, e, a, parse_time);
 	default: return 0;
 	}
 }
 
 static int test_nargs(enum targ kind)
 {
-	return kind == TA_NONE ? 0 : kind == TA_RANGE ? 2 : kind == TA_PERM ? -1 : 1;
+	return kind == TA_NONE ? 0 : kind == TA_RANGE || kind == TA_TIME_RANGE ? 2 :
+	       kind == TA_PERM ? -1 : 1;
 }
 
 /* A test, its name just read: its arguments in ( ), when there are some. */
@@ -604,6 +646,9 @@ static const struct action_def {
 	{ "xattrs-exclude", ACT_XATTRS_EXCLUDE, 1 }, { "xattrs-include", ACT_XATTRS_INCLUDE, 1 },
 	{ "xattrs-add", ACT_XATTRS_ADD, 1 },
 	{ "align", -1, 1 },
+	/* sqk's, not in mksquashfs 4.7.5 */
+	{ "chown", ACT_GUID, -1 }, { "no-fragment", ACT_NO_FRAGMENTS, 0 },
+	{ "always-fragment", ACT_ALWAYS_FRAGS, 0 }, { "no-xattrs", ACT_NO_XATTRS, 0 },
 };
 
 static const struct action_def *find_action(struct lex *x)
@@ -744,16 +789,47 @@ static void rule_free(struct act_rule *r)
 	free(r->xval);
 }
 
+/* guid(USER, GROUP), chown(USER, GROUP); either may be empty in chown (that one unchanged). */
+static int set_guid(struct lex *x, struct act_rule *r, const char *u, size_t ucol, const char *g,
+		    size_t gcol)
+{
+	if (!*u && !*g)
+		return lex_fail(x, ucol, "chown: a user or a group expected");
+	if (!*u || !*g)
+		r->kind = *u ? ACT_UID : ACT_GID;
+	if (*u && parse_owner(x, u, ucol, false, &r->uid))
+		return SQK_EINVAL;
+	return *g ? parse_owner(x, g, gcol, true, &r->gid) : 0;
+}
+
+/* chown's one argument, as chown(1): USER, USER:GROUP or :GROUP (sqk's; and chown(USER, GROUP)
+ * as guid). */
+static int parse_chown(struct lex *x, struct act_rule *r, const struct args *a)
+{
+	if (a->n != 1)
+		return lex_fail(x, a->col0, "action 'chown' takes USER[:GROUP] or USER, GROUP");
+	const char *s = a->v[0], *colon = strchr(s, ':');
+	if (!colon)
+		return set_guid(x, r, s, a->col[0], "", a->col[0]);
+	size_t n = (size_t)(colon - s);
+	char *u = malloc(n + 1);
+	if (!u)
+		return lex_fail(x, a->col0, "out of memory");
+	memcpy(u, s, n);
+	u[n] = 0;
+	int err = set_guid(x, r, u, a->col[0], colon + 1, a->col[0] + n + 1);
+	free(u);
+	return err;
+}
+
 static int set_action_args(struct lex *x, struct act_rule *r, const struct args *a)
 {
 	switch (r->kind) {
 	case ACT_UID: return parse_owner(x, a->v[0], a->col[0], false, &r->uid);
 	case ACT_GID: return parse_owner(x, a->v[0], a->col[0], true, &r->gid);
-	case ACT_GUID:
-		if (parse_owner(x, a->v[0], a->col[0], false, &r->uid))
-			return SQK_EINVAL;
-		return parse_owner(x, a->v[1], a->col[1], true, &r->gid);
 	case ACT_MODE: return parse_mode(x, a, a->v[0], &r->mode);
+	case ACT_GUID: return a->n == 2 ? set_guid(x, r, a->v[0], a->col[0], a->v[1], a->col[1]) :
+			      parse_chown(x, r, a);
 	case ACT_XATTRS_EXCLUDE:
 	case ACT_XATTRS_INCLUDE: return parse_regex(x, a, r);
 	case ACT_XATTRS_ADD: return parse_xattr_add(x, a, r);
@@ -899,4 +975,33 @@ void mk_actions_clear(struct mk_actions *a)
 		free(a->gone[i]);
 	free(a->gone);
 	memset(a, 0, sizeof(*a));
+}
+
+int act_mode_parse(const char *spec, struct act_mode *m, char *msg, size_t cap)
+{
+	*m = (struct act_mode){ 0 };
+	if (!*spec || strspn(spec, "ugoa+-=rwxXst01234567,") != strlen(spec)) {
+		snprintf(msg, cap, "expected an octal mode or [ugoa]*[+-=][rwxXst]... clauses");
+		return SQK_EINVAL;
+	}
+	/* the chmod action's parser, so that both read a mode alike */
+	size_t n = strlen(spec) + sizeof("chmod()@true");
+	char *text = malloc(n), why[256] = "out of memory";
+	struct mk_actions a = { 0 };
+	int err = text ? 0 : SQK_ENOMEM;
+	if (text) {
+		snprintf(text, n, "chmod(%s)@true", spec);
+		err = mk_actions_parse(&a, text, why, sizeof(why));
+	}
+	free(text);
+	if (!err) {
+		*m = a.rules[0].mode;
+		a.rules[0].mode = (struct act_mode){ 0 };
+	} else {
+		const char *p = strncmp(why, "column ", 7) ? NULL : strstr(why, ": mode '");
+		snprintf(msg, cap, "%s", p ? p + 2 : err == SQK_ENOMEM ? why :
+			 "expected an octal mode or [ugoa]*[+-=][rwxXst]... clauses");
+	}
+	mk_actions_clear(&a);
+	return err;
 }

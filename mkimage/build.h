@@ -116,6 +116,9 @@ struct sqk_build_opts {
 	const char *root_becomes; /* append: the old root becomes this entry of the new root
 				   * (NULL: the source's entries join the old root) */
 	uint32_t append_given;    /* SQK_BUILD_GIVEN_*: settings the caller chose */
+	const char *root_symmode; /* a symbolic mode (chmod's u=rwx,go=rx) applied to the
+				   * source root's mode, as mksquashfs's -root-mode (NULL: none;
+				   * root_mode, when set, comes first) */
 };
 
 /* root_time: the newest mtime stored (mksquashfs's "inode"). */

@@ -14,6 +14,7 @@
 #include "common/grow.h"
 #include "mk.h"
 #include "entry_opts.h"
+#include "action.h"
 #include "source.h"
 
 struct mk_eopts {
@@ -262,6 +263,12 @@ int mk_eopts_entry(struct mk_ctx *c, struct mk_entry *e)
 	if (!*e->path) {
 		if (o->root_mode >= 0)
 			e->mode = (e->mode & S_IFMT) | (mode_t)o->root_mode;
+		struct act_mode m;
+		char why[256];
+		if (o->root_symmode && !act_mode_parse(o->root_symmode, &m, why, sizeof(why)))
+			e->mode = act_mode_apply(&m, e->mode);
+		if (o->root_symmode)
+			free(m.ops);
 		if (o->root_uid >= 0)
 			e->uid = (uint32_t)o->root_uid;
 		if (o->root_gid >= 0)

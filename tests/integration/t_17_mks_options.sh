@@ -109,6 +109,25 @@ build_both root -root-mode 0700 -root-uid 12 -root-gid daemon -root-time 7000
 same_listing root "-root-mode -root-uid -root-gid -root-time"
 grep -q '^drwx------ 12/1 .* 1970-01-01 01:56 squashfs-root$' "$TMP/root.s.lln" ||
 	fail "the root's attributes: $(head -n 1 "$TMP/root.s.lln")"
+# symbolic -root-mode, as mksquashfs 4.7.5: applied to the source root's mode
+old_mode=$(stat -c %a "$SRC")
+chmod 00751 "$SRC"
+for m in u=rwx,go=rx go-w,o+t g=u a=r,u+w +X g+w,o-x u-x,g=o 0700; do
+	build_both rsym -root-mode "$m"
+	same_listing rsym "-root-mode $m"
+done
+# where mksquashfs's rules are not chmod(1)'s: no who letter leaves the set-id bits alone
+chmod 2750 "$SRC"
+for m in =rx +s =X a-s u+s,o+t; do
+	build_both rsym -root-mode "$m"
+	same_listing rsym "-root-mode $m on 2750"
+done
+chmod 00751 "$SRC"
+build_both rsym -root-mode g+w,o-x
+same_listing rsym "-root-mode g+w,o-x"
+grep -q '^drwxrwx--- .* squashfs-root$' "$TMP/rsym.s.lln" ||
+	fail "-root-mode g+w,o-x on 0751: $(head -n 1 "$TMP/rsym.s.lln")"
+chmod "$old_mode" "$SRC"
 build_both rootn -root-uid bin -force-uid 5 -force-gid daemon -root-time "2020-01-01 UTC"
 same_listing rootn "-force-uid 5 over -root-uid bin, -force-gid daemon, a date string"
 build_both times -all-time 1000 -mkfs-time 5000
@@ -254,6 +273,9 @@ bad() {
 bad -max-depth x
 bad -max-depth -1
 bad -root-mode 0999
+bad -root-mode u+q
+bad -root-mode x=y
+bad -root-mode u+rw,
 bad -root-uid no-such-user-t17
 bad -root-gid no-such-group-t17
 bad -force-uid no-such-user-t17

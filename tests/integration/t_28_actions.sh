@@ -375,9 +375,9 @@ refused() {
 	[ "$RC" = 2 ] && [ ! -e "$W/new.sqk" ] || fail "$*: exit $RC or an image written"
 	info "refused: $(cat "$ERR_FILE")"
 }
-refused "no such action 'chown'" -action 'chown(1)@true'
-refused "no such action 'no-xattrs'" -action 'no-xattrs@true'
-refused "no such test 'mtime'" -action 'exclude@mtime(>5)'
+refused "no such action 'chwon'" -action 'chwon(1)@true'
+refused "no such test 'mtimes'" -action 'exclude@mtimes(>5)'
+refused "'<nodate': need seconds since 1970 or a date" -action 'exclude@mtime(<nodate)'
 refused "action 'move' is not supported" -action 'move(x)@name(f.c)'
 refused "action 'empty' is not supported" -action 'empty@true'
 refused "'user.a': expected NAME=VALUE" -action 'xattrs-add(user.a)@true'
@@ -392,8 +392,9 @@ printf 'exclude@true\nbogus@true\n' >"$W/bad.actions"
 refused "-action-file '$W/bad.actions': line 2: column 1: no such action 'bogus'" \
 	-action-file "$W/bad.actions"
 refused "not supported with --tar" -action 'exclude@true' --tar
-# mksquashfs refuses them as well (so they are not habits sqk lacks)
-for a in 'chown(1)@true' 'exclude@mtime(>5)'; do
+# mksquashfs 4.7.5 refuses sqk's extensions (section 9): they are not its habits
+for a in 'chown(1)@true' 'exclude@mtime(>5)' 'no-xattrs@true' 'no-fragment@true' \
+	'always-fragment@true' 'exclude@mtime_range(1,5)'; do
 	"$MKSQUASHFS" "$SRC" "$W/m.sqsh" -noappend -quiet -action "$a" >/dev/null 2>&1 &&
 		fail "mksquashfs accepts $a"
 done
@@ -406,3 +407,65 @@ sqk_build "$SRC" "$W/nomatch.sqk" -quiet -action 'exclude@name(no-such-name)' \
 cmp -s "$W/none.sqk" "$W/nomatch.sqk" || fail "actions that match nothing changed the image"
 info "actions matching nothing: byte-identical"
 info "$n_same action sets give the same image as mksquashfs $SQFS_TOOLS_VERSION"
+
+# ---- 9. sqk's extensions (not in mksquashfs 4.7.5) -------------------------------------------
+# chown, no-fragment, always-fragment and no-xattrs give the same bytes as mksquashfs's spelling
+alias_same() {
+	local src=$1 ext=$2 mks=$3 base=$4
+	shift 4
+	rm -f "$W/ext.sqk" "$W/mks.sqk"
+	sqk_build "$src" "$W/ext.sqk" -quiet "$@" -action "$ext"
+	sqk_build "$src" "$W/mks.sqk" -quiet "$@" -action "$mks"
+	cmp -s "$W/ext.sqk" "$W/mks.sqk" || fail "$ext: not the image of $mks"
+	cmp -s "$W/ext.sqk" "$base" && fail "$ext: changed nothing"
+	n_same=$((n_same + 1))
+}
+sqk_build "$XS" "$W/xnone.sqk" -quiet
+sqk_build "$SRC" "$W/notail.sqk" -quiet -no-tailends
+alias_same "$SRC" 'chown(daemon:bin)@name(*.c)' 'guid(daemon, bin)@name(*.c)' "$W/none.sqk"
+alias_same "$SRC" 'chown(7, 8)@type(d)' 'guid(7, 8)@type(d)' "$W/none.sqk"
+alias_same "$SRC" 'chown(7)@type(d)' 'uid(7)@type(d)' "$W/none.sqk"
+alias_same "$SRC" 'chown(:bin)@type(f)' 'gid(bin)@type(f)' "$W/none.sqk"
+alias_same "$SRC" 'no-fragment@size(<5000)' 'no-fragments@size(<5000)' "$W/none.sqk"
+alias_same "$SRC" 'always-fragment@name(*.bin)' 'always-use-fragments@name(*.bin)' \
+	"$W/notail.sqk" -no-tailends
+alias_same "$XS" 'no-xattrs@name(f1) || type(d)' 'xattrs-exclude(.)@name(f1) || type(d)' \
+	"$W/xnone.sqk"
+alias_same "$XS" 'no-xattrs@name(g2)' 'xattrs-include(^$)@name(g2)' "$W/xnone.sqk"
+info "chown, no-fragment, always-fragment, no-xattrs: the bytes of their mksquashfs spelling"
+
+# mtime selects the files find's -newermt selects
+MT=$W/mt
+mkdir -p "$MT/d"
+for t in '2019-05-05 10:00' '2021-03-03 12:00' '2023-01-01 00:00:00' '2024-06-01 08:00' \
+	'2025-12-31 23:59'; do
+	f=$MT/$(echo "$t" | tr -dc 0-9)
+	echo "$t" >"$f"
+	cp -p "$f" "$MT/d/"
+	touch -d "$t UTC" "$f" "$MT/d/${f##*/}"
+done
+mt_files() {
+	(cd "$1" && find . -type f "${@:2}" | LC_ALL=C sort)
+}
+mtime_case() {
+	local expr=$1
+	shift
+	rm -f "$W/mt.sqk"
+	sqk_build "$MT" "$W/mt.sqk" -quiet -action "exclude@type(f) && !($expr)"
+	rm -rf "$W/mtx"
+	"$UNSQUASHFS" -n -d "$W/mtx" "$W/mt.sqk" >/dev/null 2>&1 || fail "mtime: extract"
+	mt_files "$W/mtx" >"$TMP/mt.got"
+	mt_files "$MT" "$@" >"$TMP/mt.want"
+	diff -u "$TMP/mt.want" "$TMP/mt.got" >&2 || fail "mtime: $expr is not find $*"
+	[ -s "$TMP/mt.got" ] && [ "$(wc -l <"$TMP/mt.got")" -lt 10 ] ||
+		fail "mtime: $expr keeps all or none"
+}
+mtime_case 'mtime(">2023-01-01 00:00:00 UTC")' -newermt '2023-01-01 00:00:00 UTC'
+mtime_case 'mtime(">=2023-01-01 00:00:00 UTC")' -newermt '2022-12-31 23:59:59 UTC'
+mtime_case 'mtime(<1672531200)' ! -newermt @1672531199
+mtime_case 'mtime(1672531200)' -newermt @1672531199 ! -newermt @1672531200
+mtime_case 'mtime_range(1577836800, "2024-06-01 08:00 UTC")' -newermt @1577836799 \
+	! -newermt '2024-06-01 08:00 UTC'
+mtime_case 'mtime("<=@1672531200") && name(2*)' ! -newermt @1672531200 -name '2*'
+info "mtime and mtime_range select what find -newermt selects"
+info "$n_same action sets give the same image as their reference"

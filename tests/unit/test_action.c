@@ -97,8 +97,8 @@ END_TEST
 /* Every error is one line naming the bad word (or what was expected) and its column. */
 START_TEST(test_errors)
 {
-	refused("chown(1)@true", "column 1: no such action 'chown'");
-	refused("no-xattrs@true", "column 1: no such action 'no-xattrs'");
+	refused("chwon(1)@true", "column 1: no such action 'chwon'");
+	refused("no-xattr@true", "column 1: no such action 'no-xattr'");
 	refused("move(x)@true", "column 1: action 'move' is not supported");
 	refused("xattrs-add(user.a)@true", "column 12: 'user.a': expected NAME=VALUE");
 	refused("xattrs-add(user.=1)@true", "expected NAME=VALUE");
@@ -106,7 +106,7 @@ START_TEST(test_errors)
 	refused("xattrs-add(user.a=0t\\\\18)@true", "not a valid value");
 	refused("xattrs-add(user.a=0s$$$$)@true", "not a valid value");
 	refused("xattrs-exclude(\\()@true", "column 16: regex '(': ");
-	refused("exclude@mtime(1)", "column 9: no such test 'mtime'");
+	refused("exclude@mtimes(1)", "column 9: no such test 'mtimes'");
 	refused("exclude@name(a) && dircount(4)", "column 20: test 'dircount' is not supported");
 	refused("exclude@name(*.c", "column 17: expected \",\" or \")\", got the end");
 	refused("exclude@name(a) name(b)", "column 17: expected \"&&\", \"||\" or the end, "
@@ -377,6 +377,101 @@ START_TEST(test_xattrs)
 }
 END_TEST
 
+/* sqk's extensions (not in mksquashfs 4.7.5): chown as chown(1) or guid, no-fragment,
+ * always-fragment and no-xattrs, the mtime and mtime_range tests (seconds or a date string). */
+START_TEST(test_extensions)
+{
+	static const struct mk_xattr_kv kv[] = { { "user.a", "A", 1 }, { "trusted.x", "X", 1 } };
+	struct mk_actions a = { 0 };
+	const char *lines[] = { "chown(7:8)@name(a)", "chown(9)@name(b)", "chown(:6)@name(c)",
+				"chown(3, 4)@name(d)", "no-fragment@name(a)",
+				"always-fragment@name(b)", "no-xattrs@name(c)",
+				"xattrs-add(user.n=1)@true" };
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		ck_assert_msg(mk_actions_parse(&a, lines[i], msg, sizeof(msg)) == 0, "%s: %s",
+			      lines[i], msg);
+	static const struct { const char *p; uint32_t uid, gid; int frag, tail; size_t nx; } w[] = {
+		{ "a", 7, 8, MK_ACT_OFF, MK_ACT_DEFAULT, 3 },
+		{ "b", 9, 1000, MK_ACT_DEFAULT, MK_ACT_ON, 3 },
+		{ "c", 1000, 6, MK_ACT_DEFAULT, MK_ACT_DEFAULT, 0 },
+		{ "d", 3, 4, MK_ACT_DEFAULT, MK_ACT_DEFAULT, 3 },
+	};
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		struct mk_entry e = entry(w[i].p, S_IFREG | 0644, 10);
+		e.xattrs = kv;
+		e.nxattrs = 2;
+		ck_assert_int_eq(mk_actions_apply(&a, &e, 1, 4096), 1);
+		ck_assert_uint_eq(e.uid, w[i].uid);
+		ck_assert_uint_eq(e.gid, w[i].gid);
+		ck_assert_int_eq(e.act_frag, w[i].frag);
+		ck_assert_int_eq(e.act_tail, w[i].tail);
+		ck_assert_uint_eq(e.nxattrs, w[i].nx);
+	}
+	mk_actions_clear(&a);
+	refused("chown(1:2:3)@true", "'2:3': no such group");
+	refused("chown(:)@true", "column 7: chown: a user or a group expected");
+	refused("chown(1,2,3)@true", "action 'chown' takes USER[:GROUP] or USER, GROUP");
+	refused("no-fragment(1)@true", "action 'no-fragment' takes 0 arguments");
+
+	/* mtime: <, <=, =, >=, >, ranges; seconds or what date -d reads */
+	static const struct { const char *t; int64_t mtime; bool excluded; } m[] = {
+		{ "mtime(<100)", 99, true }, { "mtime(<100)", 100, false },
+		{ "mtime(<=100)", 100, true }, { "mtime(100)", 100, true },
+		{ "mtime(100)", 101, false }, { "mtime(>=100)", 100, true },
+		{ "mtime(>100)", 100, false }, { "mtime(>100)", 101, true },
+		{ "mtime(\"<2024-01-01 00:00:00 UTC\")", 1704067199, true },
+		{ "mtime(\"<2024-01-01 00:00:00 UTC\")", 1704067200, false },
+		{ "mtime(\"@1704067200\")", 1704067200, true },
+		{ "mtime_range(10, 20)", 10, true }, { "mtime_range(10, 20)", 20, true },
+		{ "mtime_range(10, 20)", 21, false }, { "mtime_range(10, 20)", 9, false },
+		{ "mtime(>10) && mtime(<20)", 15, true },
+	};
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		char text[128];
+		snprintf(text, sizeof(text), "exclude@%s", m[i].t);
+		ck_assert_msg(parse1(&a, text) == 0, "%s: %s", text, msg);
+		struct mk_entry e = entry("f", S_IFREG | 0644, 1);
+		e.mtime = m[i].mtime;
+		ck_assert_msg(mk_actions_apply(&a, &e, 1, 4096) == !m[i].excluded, "%s at %lld",
+			      text, (long long)m[i].mtime);
+		mk_actions_clear(&a);
+	}
+	refused("exclude@mtime(<notadate)", "column 15: '<notadate': need "
+		"seconds since 1970 or a date");
+	refused("exclude@mtime()", "column 9: test 'mtime' takes 1 argument, got 0");
+	refused("exclude@mtime_range(<1, 5)", "column 21: '<1': no <, <=, > or >= in a range");
+	refused("exclude@mtime(4294967296)", "need seconds since 1970");
+
+	/* act_mode_parse: a mode string (-root-mode) read by the chmod action's parser */
+	static const struct { const char *spec; mode_t old, want; } md[] = {
+		{ "u=rwx,go=rx", S_IFDIR | 02750, S_IFDIR | 0755 },
+		{ "=rx", S_IFDIR | 02750, S_IFDIR | 02555 }, /* no who: set-id bits stay */
+		{ "+s", S_IFDIR | 0750, S_IFDIR | 0750 },
+		{ "g=u,o+X", S_IFDIR | 0700, S_IFDIR | 0771 },
+		{ "755", S_IFREG | 04600, S_IFREG | 0755 },
+	};
+	for (size_t i = 0; i < sizeof(md) / sizeof(md[0]); i++) {
+		struct act_mode am;
+		ck_assert_msg(act_mode_parse(md[i].spec, &am, msg, sizeof(msg)) == 0, "%s: %s",
+			      md[i].spec, msg);
+		ck_assert_msg(act_mode_apply(&am, md[i].old) == md[i].want, "%s: %o", md[i].spec,
+			      (unsigned)act_mode_apply(&am, md[i].old));
+		free(am.ops);
+	}
+	static const struct { const char *spec, *want; } bad[] = {
+		{ "u+rw,", "expected an octal mode" }, { "", "expected an octal mode" },
+		{ "g=uo", "mode 'g=uo': expected +, - or = at 'o'" },
+		{ "u+q", "expected an octal mode" }, { "u)", "expected an octal mode" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct act_mode am;
+		ck_assert_int_eq(act_mode_parse(bad[i].spec, &am, msg, sizeof(msg)), SQK_EINVAL);
+		ck_assert_msg(strstr(msg, bad[i].want), "%s: got \"%s\"", bad[i].spec, msg);
+		free(am.ops);
+	}
+}
+END_TEST
+
 /* An action file: one a line, \ continues it, blank and # lines skipped; an error names the
  * line it starts on. */
 START_TEST(test_file)
@@ -418,6 +513,7 @@ static Suite *action_suite(void)
 	tcase_add_test(t, test_apply);
 	tcase_add_test(t, test_xattrs);
 	tcase_add_test(t, test_file);
+	tcase_add_test(t, test_extensions);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -522,7 +522,7 @@ START_TEST(test_mks_options)
 		const char *says;
 	} bad[] = {
 		{ { "-max-depth", "x" }, "invalid -max-depth 'x'" },
-		{ { "-root-mode", "u=rwx" }, "symbolic modes are not supported" },
+		{ { "-root-mode", "u+q" }, "invalid -root-mode 'u+q'" },
 		{ { "-root-uid", "no-such-user-unit" }, "no such user" },
 		{ { "--root-gid", "no-such-group-unit" }, "no such group" },
 		{ { "-force-gid", "7z" }, "need a gid" },
