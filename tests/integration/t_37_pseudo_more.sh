@@ -107,7 +107,7 @@ same_images stdin "$W/stdin.sqk" "$W/all.mks"
 
 # 3. A symbolic mode gives what its octal equivalent gives mksquashfs.
 build_both sym -p "etc/passwd m u+x,g-r,o= 0 0" -p "bin m a=rx,u+w 0 0" -p \
-	"srv2 D 1650000010 u=rwx,g=rx,+t 0 0" -- -p "etc/passwd m 0700 0 0" \
+	"srv2 D 1650000010 u=rwx,g=rx,a+t 0 0" -- -p "etc/passwd m 0700 0 0" \
 	-p "bin m 0755 0 0" -p "srv2 D 1650000010 1750 0 0"
 same_images sym "$W/sym.sqk" "$W/sym.mks"
 grep -q '^-rwx------ .*squashfs-root/etc/passwd$' "$W/sym.a.lst" ||
