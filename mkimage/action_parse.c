@@ -14,13 +14,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <openssl/evp.h>
 
 #include "sqk/error.h"
 #include "common/format.h"
 #include "common/datestr.h"
 #include "common/grow.h"
 #include "action.h"
+#include "xattr_value.h"
 
 #define ACT_MAX_ARGS 64
 
@@ -680,101 +680,22 @@ static int parse_regex(struct lex *x, const struct args *a, struct act_rule *r)
 	return 0;
 }
 
-/* 0t: text, where \ and three octal digits are one byte. -1: not that form. */
-static long decode_text(const char *s, uint8_t *out)
-{
-	long n = 0;
-	for (; *s; n++) {
-		if (*s != '\\') {
-			out[n] = (uint8_t)*s++;
-			continue;
-		}
-		int v = 0;
-		for (int k = 1; k <= 3; k++) {
-			if (s[k] < '0' || s[k] > '7')
-				return -1;
-			v = v * 8 + (s[k] - '0');
-		}
-		if (v > 255)
-			return -1;
-		out[n] = (uint8_t)v;
-		s += 4;
-	}
-	return n;
-}
-
-static long decode_hex(const char *s, uint8_t *out)
-{
-	size_t n = strlen(s);
-	if (n % 2)
-		return -1;
-	for (size_t i = 0; i < n; i += 2) {
-		char b[3] = { s[i], s[i + 1], 0 }, *end;
-		if (!isxdigit((unsigned char)b[0]) || !isxdigit((unsigned char)b[1]))
-			return -1;
-		out[i / 2] = (uint8_t)strtoul(b, &end, 16);
-	}
-	return (long)(n / 2);
-}
-
-/* 0s: base64, its padding optional. */
-static long decode_base64(const char *s, uint8_t *out)
-{
-	size_t n = strlen(s), pad = 0;
-	while (n && s[n - 1] == '=') {
-		n--;
-		pad++;
-	}
-	char *full = pad <= 2 ? malloc(n + 4) : NULL;
-	if (!full)
-		return -1;
-	memcpy(full, s, n);
-	size_t m = n;
-	while (m % 4)
-		full[m++] = '=';
-	full[m] = 0;
-	int len = EVP_DecodeBlock(out, (const unsigned char *)full, (int)m);
-	free(full);
-	if (len < 0 || n % 4 == 1)
-		return -1;
-	return len - (long)((4 - n % 4) % 4);
-}
-
-/* The value of xattrs-add's NAME=VALUE: 0s base64, 0x hex, 0t text with \ooo, 0b or none
- * binary (mksquashfs's forms). */
-static long decode_value(const char *v, uint8_t *out)
-{
-	char f = v[0] == '0' && v[1] && v[2] ? (char)tolower((unsigned char)v[1]) : 0;
-	switch (f) {
-	case 's': return decode_base64(v + 2, out);
-	case 'x': return decode_hex(v + 2, out);
-	case 't': return decode_text(v + 2, out);
-	case 'b': v += 2; break;
-	default: break;
-	}
-	memcpy(out, v, strlen(v));
-	return (long)strlen(v);
-}
-
 /* xattrs-add(NAME=VALUE): a user., trusted. or security. xattr. */
 static int parse_xattr_add(struct lex *x, const struct args *a, struct act_rule *r)
 {
-	const char *s = a->v[0], *eq = strchr(s, '=');
-	bool known = false;
-	for (unsigned i = 0; eq && xattr_prefix(i); i++)
-		known |= !strncmp(s, xattr_prefix(i), strlen(xattr_prefix(i))) &&
-			 (size_t)(eq - s) > strlen(xattr_prefix(i));
-	if (!eq || !eq[1] || !known)
+	const char *s = a->v[0], *eq = strchr(s, '='), *why = NULL;
+	size_t n = 0;
+
+	if (!eq || !eq[1] || !mk_xattr_name_ok(s, (size_t)(eq - s)))
 		return lex_fail(x, a->col[0], "'%s': expected NAME=VALUE, NAME in user., trusted. "
 				"or security.", s);
 	r->xname = strndup(s, (size_t)(eq - s));
 	r->xval = malloc(strlen(eq) + 1);
 	if (!r->xname || !r->xval)
 		return lex_fail(x, a->col[0], "out of memory");
-	long n = decode_value(eq + 1, r->xval);
-	if (n < 0)
-		return lex_fail(x, a->col[0], "'%s': not a valid value after its 0s, 0x or 0t", s);
-	r->xlen = (size_t)n;
+	if (mk_xattr_value(eq + 1, r->xval, &n, &why))
+		return lex_fail(x, a->col[0], "'%s': %s", s, why);
+	r->xlen = n;
 	return 0;
 }
 

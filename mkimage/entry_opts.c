@@ -7,13 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <openssl/evp.h>
 
 #include "sqk/error.h"
-#include "common/bytes.h"
 #include "common/grow.h"
 #include "mk.h"
 #include "entry_opts.h"
+#include "xattr_value.h"
 #include "action.h"
 #include "source.h"
 
@@ -37,91 +36,6 @@ static int compile(struct mk_ctx *c, regex_t *re, const char *pat, const char *w
 		       pat, why);
 }
 
-/* mksquashfs's 0t value: \ooo escapes (three octal digits, < 256), other bytes as they are. */
-static int text_decode(const char *s, uint8_t *out, size_t *n)
-{
-	size_t k = 0;
-	for (; *s; k++) {
-		if (*s != '\\') {
-			out[k] = (uint8_t)*s++;
-			continue;
-		}
-		unsigned v = 0;
-		for (int i = 1; i <= 3; i++) {
-			if (s[i] < '0' || s[i] > '7')
-				return -1;
-			v = v * 8 + (unsigned)(s[i] - '0');
-		}
-		if (v > 255)
-			return -1;
-		out[k] = (uint8_t)v;
-		s += 4;
-	}
-	*n = k;
-	return 0;
-}
-
-/* base64 (OpenSSL's decoder): the padding '=' it counts as bytes is taken off. */
-static int base64_decode(const char *s, uint8_t *out, size_t *n)
-{
-	size_t len = strlen(s);
-	if (len % 4)
-		return -1;
-	int got = EVP_DecodeBlock(out, (const unsigned char *)s, (int)len);
-	if (got < 0)
-		return -1;
-	while (len && s[len - 1] == '=' && got > 0) {
-		len--;
-		got--;
-	}
-	*n = (size_t)got;
-	return 0;
-}
-
-/* The value of NAME=VALUE as mksquashfs reads it: 0s/0S base64, 0x/0X hex, 0t/0T text with
- * \ooo escapes, 0b/0B or no prefix the bytes as they are (a 1-byte value has no prefix). */
-static int decode_value(const char *v, uint8_t *out, size_t *n, const char **why)
-{
-	const char *rest = v + 2;
-	char p1 = strlen(v) >= 2 ? v[1] : 0;
-	if (!p1 || v[0] != '0' || !strchr("sSxXtTbB", p1)) {
-		*n = strlen(v);
-		memcpy(out, v, *n);
-		return 0;
-	}
-	if (!*rest) {
-		*why = "the value is empty after its format prefix";
-		return -1;
-	}
-	switch (p1) {
-	case 's': case 'S':
-		*why = "invalid base64 value";
-		return base64_decode(rest, out, n);
-	case 'x': case 'X':
-		*why = "invalid hexadecimal value";
-		if (strlen(rest) % 2 || bytes_from_hex(rest, out, strlen(rest) / 2))
-			return -1;
-		*n = strlen(rest) / 2;
-		return 0;
-	case 't': case 'T':
-		*why = "invalid text value (\\ needs three octal digits, at most \\377)";
-		return text_decode(rest, out, n);
-	default:
-		*n = strlen(rest);
-		memcpy(out, rest, *n);
-		return 0;
-	}
-}
-
-static bool known_prefix(const char *name)
-{
-	static const char *const pre[] = { "user.", "trusted.", "security." };
-	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-		if (!strncmp(name, pre[i], strlen(pre[i])) && name[strlen(pre[i])])
-			return true;
-	return false;
-}
-
 static int kv_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct mk_xattr_kv *)a)->name,
@@ -138,14 +52,14 @@ int mk_eopts_check_add(const char *arg, char *why, size_t cap)
 		w = "out of memory";
 	else if (!eq || eq == arg || !eq[1])
 		w = "need NAME=VALUE, neither empty";
-	else if (!known_prefix(arg))
+	else if (!mk_xattr_name_ok(arg, (size_t)(eq - arg)))
 		w = "the name needs a user., trusted. or security. prefix";
-	else if (decode_value(eq + 1, val, &n, &w))
+	else if (mk_xattr_value(eq + 1, val, &n, &w))
 		err = -1;
 	else if (n > 65536)
 		w = "the value is over 64 KiB";
 	else
-		w = NULL; /* decoded: a reason decode_value set beforehand does not apply */
+		w = NULL; /* decoded: a reason mk_xattr_value set beforehand does not apply */
 	free(val);
 	if (w)
 		snprintf(why, cap, "%s", w);
@@ -168,10 +82,10 @@ static int parse_add(struct mk_ctx *c, struct mk_eopts *x, const char *arg)
 	}
 	size_t n = 0;
 	int err = 0;
-	if (!known_prefix(name))
+	if (!mk_xattr_name_ok(name, strlen(name)))
 		err = mk_fail(c, SQK_EINVAL, "-xattrs-add '%s': the name needs a user., trusted. "
 			      "or security. prefix", arg);
-	else if (decode_value(eq + 1, val, &n, &why))
+	else if (mk_xattr_value(eq + 1, val, &n, &why))
 		err = mk_fail(c, SQK_EINVAL, "-xattrs-add '%s': %s", arg, why);
 	else if (n > 65536)
 		err = mk_fail(c, SQK_ETOOBIG, "-xattrs-add '%s': the value is over 64 KiB", arg);

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The x pseudo definition (PATH x NAME=VALUE): an xattr added to (or replacing one of) an
- * entry's, with mksquashfs's -xattrs-add value forms: plain bytes, 0t text with \ooo escapes,
- * 0x hexadecimal, 0s base64 (OpenSSL's decoder). */
-#include <openssl/evp.h>
+ * entry's, with mksquashfs's -xattrs-add value forms (xattr_value.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,63 +9,7 @@
 #include "pseudo_int.h"
 #include "source.h"
 #include "tree.h"
-
-static int hexval(char h)
-{
-	return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 :
-	       h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-}
-
-static int decode_hex(const char *s, uint8_t *out, size_t *n)
-{
-	size_t len = strlen(s);
-	if (!len || len % 2)
-		return -1;
-	for (size_t i = 0; i < len; i += 2) {
-		int a = hexval(s[i]), b = hexval(s[i + 1]);
-		if (a < 0 || b < 0)
-			return -1;
-		out[i / 2] = (uint8_t)(a << 4 | b);
-	}
-	*n = len / 2;
-	return 0;
-}
-
-static int decode_text(const char *s, uint8_t *out, size_t *n)
-{
-	size_t o = 0;
-	for (; *s; s++) {
-		if (*s != '\\') {
-			out[o++] = (uint8_t)*s;
-			continue;
-		}
-		unsigned v = 0;
-		for (int i = 1; i <= 3; i++) {
-			if (s[i] < '0' || s[i] > '7')
-				return -1;
-			v = v << 3 | (unsigned)(s[i] - '0');
-		}
-		if (v > 255)
-			return -1;
-		out[o++] = (uint8_t)v;
-		s += 3;
-	}
-	*n = o;
-	return 0;
-}
-
-static int decode_b64(const char *s, uint8_t *out, size_t *n)
-{
-	size_t len = strlen(s);
-	if (!len || len % 4 || len > INT32_MAX)
-		return -1;
-	int r = EVP_DecodeBlock(out, (const unsigned char *)s, (int)len);
-	if (r < 0)
-		return -1;
-	size_t pad = s[len - 1] == '=' ? (s[len - 2] == '=' ? 2 : 1) : 0;
-	*n = (size_t)r - pad;
-	return 0;
-}
+#include "xattr_value.h"
 
 /* NAME=VALUE into kv, the value decoded into buf (strlen(def) bytes); *bad: what is wrong. */
 static int parse_kv(const char *def, char *name, uint8_t *buf, struct mk_xattr_kv *kv,
@@ -80,22 +22,9 @@ static int parse_kv(const char *def, char *name, uint8_t *buf, struct mk_xattr_k
 	}
 	memcpy(name, def, (size_t)(eq - def));
 	name[eq - def] = 0;
-	const char *v = eq + 1;
-	size_t n = strlen(v);
-	int r = 0;
-	if (n > 2 && v[0] == '0' && (v[1] == 's' || v[1] == 'S'))
-		r = decode_b64(v + 2, buf, &n), *bad = "bad base64 VALUE";
-	else if (n > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X'))
-		r = decode_hex(v + 2, buf, &n), *bad = "bad hexadecimal VALUE";
-	else if (n > 2 && v[0] == '0' && (v[1] == 't' || v[1] == 'T'))
-		r = decode_text(v + 2, buf, &n), *bad = "bad \\ooo escape in the VALUE";
-	else
-		memcpy(buf, v, n);
-	static const char *const ns[] = { "user.", "trusted.", "security." };
-	bool known = false;
-	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
-		known |= !strncmp(name, ns[i], strlen(ns[i])) && name[strlen(ns[i])];
-	if (!r && !known) {
+	size_t n = 0;
+	int r = mk_xattr_value(eq + 1, buf, &n, bad);
+	if (!r && !mk_xattr_name_ok(name, strlen(name))) {
 		*bad = "NAME must start with user., trusted. or security.";
 		r = -1;
 	}

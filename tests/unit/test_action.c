@@ -102,9 +102,9 @@ START_TEST(test_errors)
 	refused("move(x)@true", "column 1: action 'move' is not supported");
 	refused("xattrs-add(user.a)@true", "column 12: 'user.a': expected NAME=VALUE");
 	refused("xattrs-add(user.=1)@true", "expected NAME=VALUE");
-	refused("xattrs-add(user.a=0xABC)@true", "not a valid value");
-	refused("xattrs-add(user.a=0t\\\\18)@true", "not a valid value");
-	refused("xattrs-add(user.a=0s$$$$)@true", "not a valid value");
+	refused("xattrs-add(user.a=0xABC)@true", "invalid hexadecimal value");
+	refused("xattrs-add(user.a=0t\\\\18)@true", "invalid text value");
+	refused("xattrs-add(user.a=0s$$$$)@true", "invalid base64 value");
 	refused("xattrs-exclude(\\()@true", "column 16: regex '(': ");
 	refused("exclude@mtimes(1)", "column 9: no such test 'mtimes'");
 	refused("exclude@name(a) && dircount(4)", "column 20: test 'dircount' is not supported");

@@ -530,7 +530,7 @@ START_TEST(test_mks_options)
 		{ { "-xattrs-include", "(" }, "invalid -xattrs-include '('" },
 		{ { "-xattrs-add", "user.x" }, "need NAME=VALUE" },
 		{ { "-xattrs-add", "other.x=1" }, "user., trusted. or security. prefix" },
-		{ { "-xattrs-add", "user.x=0sYW" }, "invalid base64 value" },
+		{ { "-xattrs-add", "user.x=0sY$" }, "invalid base64 value" },
 		{ { "-xattrs-add", "user.x=0x4" }, "invalid hexadecimal value" },
 		{ { "-xattrs-add", "user.x=0t\\400" }, "invalid text value" },
 		{ { "-xattrs-add", "user.x=0x" }, "empty after its format prefix" },

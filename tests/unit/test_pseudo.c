@@ -276,7 +276,7 @@ START_TEST(test_errors_name_line_and_column)
 		{ "x f 600 0 0", ":2 column 12: 'f' needs a COMMAND" },
 		{ "x x novalue", ":2 column 5: no '='" },
 		{ "x x other.a=1", "NAME must start with user." },
-		{ "x x user.a=0xZZ", "bad hexadecimal VALUE" },
+		{ "x x user.a=0xZZ", "invalid hexadecimal value" },
 		{ "x D notadate-zz 755 0 0", ":2 column 5: bad time" },
 		{ "x i 600 0 0 q", ":2 column 13: 'i' needs f" },
 		{ "x d 755 0 0 extra", ":2 column 13: unexpected 'extra'" },
