@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* More of mksquashfs's options for `sqk mkimage` (issue 31): -one-file-system[-x], -max-depth,
+/* More of mksquashfs's options for `sqk mkimage`: -one-file-system[-x], -max-depth,
  * -no-hardlinks, the root's attributes, -mkfs-time, -all-time, owners by name, the xattr
  * filters and additions, -info, -progress. mkimage_options.c lists them (codes MKS_OPT_*) and
  * hands their values here. */
