@@ -734,7 +734,7 @@ static int handle_data_opt(struct mk_options *o, int c, const char *arg, const c
 /* Options with a value about the tree. 1 when c is none of them. */
 static int handle_tree_opt(struct mk_options *o, int c, const char *arg, const char *as)
 {
-	int64_t t;
+	int64_t t = 0;
 	switch (c) {
 	case 'e': return add_exclude(o, arg);
 	case OPT_EF: return read_exclude_file(o, arg);
