@@ -6,6 +6,7 @@
 #include "progress.h"
 #include "cmd.h"
 #include "common/integrity.h"
+#include "common/datestr.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -83,17 +84,6 @@ void progress_rate(char *buf, size_t cap, uint64_t bytes, double secs)
 	snprintf(buf + n, cap > n ? cap - n : 0, "/s");
 }
 
-/* "1:05", "12:00:03": a duration of whole seconds. */
-static void fmt_eta(char *buf, size_t cap, double secs)
-{
-	unsigned long s = secs > 0 ? (unsigned long)(secs + 0.5) : 0;
-
-	if (s >= 3600)
-		snprintf(buf, cap, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
-	else
-		snprintf(buf, cap, "%lu:%02lu", s / 60, s % 60);
-}
-
 /* Bytes per second over the window of recent samples (the whole run while it is short). */
 static double window_rate(struct progress *p, double now, uint64_t bytes)
 {
@@ -140,7 +130,7 @@ static void format_line(struct progress *p, char *buf, size_t cap)
 	if (bytes > p->total_bytes)
 		bytes = p->total_bytes;
 	if (r > 0 && now >= 1.0) /* the first reads say little of the rate to come */
-		fmt_eta(eta, sizeof(eta), (double)(p->total_bytes - bytes) / r);
+		date_duration(eta, sizeof(eta), (double)(p->total_bytes - bytes) / r);
 	else
 		snprintf(eta, sizeof(eta), "-:--");
 	snprintf(buf + n, cap - n, "%s/%s (%u%%), %s, %s left", done, total,

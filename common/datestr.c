@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,4 +45,14 @@ int date_seconds(const char *when, uint64_t *out)
 	if (n && buf[n - 1] == '\n')
 		buf[--n] = 0;
 	return parse_u64(buf, UINT32_MAX, out) ? -1 : 0;
+}
+
+void date_duration(char *buf, size_t cap, double secs)
+{
+	unsigned long s = secs > 0 ? (unsigned long)(secs + 0.5) : 0;
+
+	if (s >= 3600)
+		snprintf(buf, cap, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, cap, "%lu:%02lu", s / 60, s % 60);
 }

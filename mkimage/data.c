@@ -16,6 +16,7 @@
 #include <time.h>
 #include <openssl/evp.h>
 
+#include "common/datestr.h"
 #include "sqk/error.h"
 #include "common/format.h"
 #include "common/integrity.h"
@@ -81,16 +82,6 @@ static double since(const struct timespec *a, const struct timespec *b)
 	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
-/* "1:05", "2:03:07": whole seconds. */
-static void fmt_left(char *buf, size_t cap, double secs)
-{
-	unsigned long s = secs > 0 ? (unsigned long)(secs + 0.5) : 0;
-	if (s >= 3600)
-		snprintf(buf, cap, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
-	else
-		snprintf(buf, cap, "%lu:%02lu", s / 60, s % 60);
-}
-
 /* The line once the source is counted: "12/40 files, 3.1 of 9.0 MiB (34%), 1.2 MiB out,
  * 2.0 MiB/s, 0:03 left" (the rate over the whole run; the time left from it). */
 static void show_totals(const struct progress *pr, double el, double out, uint64_t tfiles,
@@ -106,7 +97,7 @@ static void show_totals(const struct progress *pr, double el, double out, uint64
 	if (last)
 		snprintf(left, sizeof(left), "0:00");
 	else if (rate > 0 && el >= 1.0)
-		fmt_left(left, sizeof(left), (double)(tbytes - done) / rate);
+		date_duration(left, sizeof(left), (double)(tbytes - done) / rate);
 	else
 		snprintf(left, sizeof(left), "-:--");
 	fprintf(stderr, "\r%llu/%llu files, %.1f of %.1f MiB (%u%%), %.1f MiB out, %.1f MiB/s, "
