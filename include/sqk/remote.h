@@ -54,6 +54,11 @@ struct sqk_http_opts {
 	 * AWS itself) and whether to send unsigned requests (public buckets). */
 	const char *s3_endpoint;
 	bool no_sign_request;
+	/* Fetch the rest of the image into the disk cache in the background (mounts): after the
+	 * prefetch hint's ranges, in image order, in whole units of the request grid, up to
+	 * cache_size; reads a caller waits on always go first. Nothing without a disk cache. */
+	bool background;
+	uint64_t background_rate; /* bytes per second the background may take; 0 = no cap */
 };
 
 struct sqk_http_stats {
@@ -66,6 +71,9 @@ struct sqk_http_stats {
 	uint64_t disk_misses;    /* chunks looked up there and not found (then fetched) */
 	uint64_t corrupt;        /* chunks that failed their SHA-256 check */
 	uint64_t digest_groups;  /* groups of chunk digests fetched (images with a digest tree) */
+	uint64_t bytes_background; /* of `bytes`, those the background fetch received */
+	/* The background fetch: bytes it still means to fetch (0 when done, stopped or off). */
+	uint64_t background_left;
 };
 
 /* Sets *o to the defaults (zero) with o->size set; NULL opts mean the same. */
@@ -106,6 +114,10 @@ SQK_API bool sqk_io_is_http(const struct sqk_io *io);
 
 /* Fails every pending and later fetch at once (SQK_EINTR): for shutdown while requests hang. */
 SQK_API void sqk_io_http_cancel(struct sqk_io *io);
+
+/* Starts the background fetch of an image opened with opts.background (after the ranges
+ * prefetched so far; again after a quiesce): returns at once. No-op otherwise. Borrows io. */
+SQK_API void sqk_io_http_background(struct sqk_io *io);
 
 /* Copies the counters into *out. SQK_EINVAL when io is not a remote image. */
 SQK_API int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out);

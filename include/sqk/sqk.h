@@ -201,7 +201,8 @@ SQK_API void sqk_image_quiesce(struct sqk_image *img);
  * in parallel parts and returns at once; reads of bytes still on their way wait for them, what
  * is there already is not fetched again. sqk_image_open_url does it unless opts.no_prefetch; a
  * caller that forks after the open (a daemon) opens with no_prefetch and calls this after the
- * fork. No-op for local images or without a hint; NULL-safe. */
+ * fork. Then starts the background fetch of an image opened with http.background
+ * (sqk_io_http_background). No-op for local images or without a hint; NULL-safe. */
 SQK_API void sqk_image_prefetch(struct sqk_image *img);
 
 /* Remote images: copies the transfer and disk-cache counters. SQK_ENOENT for local images. */

@@ -286,6 +286,8 @@ void sqk_image_prefetch(struct sqk_image *img)
 	for (size_t i = 0; img && i < img->nhint; i++)
 		sqk_io_prefetch(img->io, img->base + img->hint[i].start, img->hint[i].length,
 				false);
+	if (img)
+		sqk_io_http_background(img->io); /* after the hint, when asked for at open */
 }
 
 /* Loads the image's prefetch hint (the working set it was laid out for: sqk mkimage --order /

@@ -188,6 +188,12 @@ static const struct sqk_io_ops http_ops = {
 	.verified = sqk_io_http_verified,
 };
 
+/* Borrows io. */
+void sqk_io_http_background(struct sqk_io *io)
+{
+	(void)io; /* background.c */
+}
+
 /* Borrows io; fills the caller's *out. */
 int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 {

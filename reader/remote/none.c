@@ -61,6 +61,11 @@ void sqk_io_http_cancel(struct sqk_io *io)
 }
 
 /* Borrows io. */
+void sqk_io_http_background(struct sqk_io *io)
+{
+}
+
+/* Borrows io. */
 int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *out)
 {
 	return SQK_EINVAL;
