@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse/daemon.h"
 #include "fuse/fs.h"
 #include "fuse/nodes.h"
 #include "fuse/store.h"
@@ -562,6 +563,19 @@ static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_
 	return ret;
 }
 
+/* The image's first fetches, in the daemon before the mount command returns: the prefetch
+ * hint's ranges and after them the background fetch (sqk_image_prefetch starts it), or with
+ * -o noprefetch the background fetch alone. */
+static void start_fetch(void *ctx)
+{
+	struct fs *fs = ctx;
+
+	if (!fs->noprefetch)
+		sqk_image_prefetch(fs->img);
+	else
+		sqk_io_http_background(sqk_image_io(fs->img));
+}
+
 /* Mounts se (made before the image was opened) on mnt and serves until unmounted or
  * signalled; the caller destroys se. */
 static int serve(struct fs *fs, struct fuse_session *se, const struct fuse_cmdline_opts *cmd,
@@ -577,11 +591,9 @@ static int serve(struct fs *fs, struct fuse_session *se, const struct fuse_cmdli
 	fs->foreground = cmd->foreground;
 	if (!cmd->foreground)
 		openlog("sqkfuse", LOG_PID, LOG_DAEMON);
-	sqk_image_quiesce(fs->img);
-	fuse_daemonize(cmd->foreground); /* threads start after the fork */
-	if (!fs->noprefetch)
-		sqk_image_prefetch(fs->img); /* after the fork: not cut off by the quiesce */
-	ret = serve_loop(fs, se, cmd);
+	sqk_image_quiesce(fs->img); /* no thread at the fork; start_fetch starts them again */
+	if (!daemon_detach(cmd->foreground, start_fetch, fs, prog))
+		ret = serve_loop(fs, se, cmd);
 	fuse_session_unmount(se);
 out_handlers:
 	fuse_remove_signal_handlers(se);
