@@ -37,6 +37,8 @@ struct fs {
 	const char *image;
 	bool foreground;
 	bool noprefetch;       /* -o noprefetch: the hint is not fetched after the fork */
+	bool background;       /* remote images: the background fetch asked of the library */
+	uint64_t background_rate; /* and its cap (bytes a second, 0 = none), for stats= */
 	bool no_open;          /* the kernel takes ENOSYS from open as "no open needed" */
 	bool no_opendir;       /* and from opendir: readdir comes without a handle */
 	pthread_mutex_t park_mu; /* no_opendir: listings between calls, by directory and offset */

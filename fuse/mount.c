@@ -65,6 +65,10 @@ struct opts {
 	/* remote images */
 	char *cache_dir, *cache_size, *root_hash, *header_file, *header, *cacert, *s3_endpoint;
 	int no_sign_request, noprefetch;
+	int nobackground;  /* -o nobackground, --no-background: a purely lazy mount */
+	char *bg_rate_s;   /* -o background_rate=BYTES */
+	char *bg_rate_long; /* --background-rate BYTES (sqk mount's spelling) */
+	uint64_t bg_rate;
 	int require_integrity, allow_rollback;
 	char *trust[65];  /* -o trust=FILE (repeatable), NULL-terminated (owned) */
 	unsigned ntrust;
@@ -105,6 +109,11 @@ static const struct fuse_opt opt_spec[] = {
 	OPT("allow_rollback", allow_rollback),
 	OPT("trust_dir=%s", trust_dir),
 	FUSE_OPT_KEY("trust=", KEY_TRUST),
+	OPT("nobackground", nobackground),
+	OPT("--no-background", nobackground),
+	OPT("background_rate=%s", bg_rate_s),
+	OPT("--background-rate %s", bg_rate_long), /* before "=%s": it matches "...=N" too */
+	OPT("--background-rate=%s", bg_rate_long),
 	FUSE_OPT_END,
 };
 
@@ -185,6 +194,13 @@ static void usage(const char *prog)
 	       "                      belong in a file: command lines are visible to all users\n"
 	       "  -o cacert=FILE      trust the CAs in FILE (PEM) for https\n"
 	       "  -o noprefetch       do not fetch the image's prefetch hint ranges at open\n"
+	       "  -o nobackground     keep the mount purely lazy: by default, after the hint's\n"
+	       "                      ranges, the rest of the image is fetched in the background\n"
+	       "                      into the disk cache (within cache_size; reads go first)\n"
+	       "  --no-background     the same\n"
+	       "  -o background_rate=BYTES  cap that background fetch at BYTES a second (K, M, G\n"
+	       "                      suffixes; above 0; no cap by default)\n"
+	       "  --background-rate BYTES  the same\n"
 	       "  -o s3_endpoint=URL  the endpoint of s3:// images (default $AWS_ENDPOINT_URL_S3,\n"
 	       "                      $AWS_ENDPOINT_URL, else AWS)\n"
 	       "  -o no_sign_request  s3:// images: unsigned requests (public buckets)\n"
@@ -255,6 +271,30 @@ static int num_opts(struct opts *o, const char *prog)
 	return 0;
 }
 
+/* -o background_rate=BYTES and --background-rate BYTES (which wins when both are given):
+ * bytes a second, above 0 (-o nobackground is the way to none); prints what is wrong. */
+static int bg_opts(struct opts *o, const char *prog)
+{
+	const struct {
+		const char *name, *val, *off;
+	} r[] = {
+		{ "background_rate=", o->bg_rate_s, "-o nobackground" },
+		{ "--background-rate ", o->bg_rate_long, "--no-background" },
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		if (!r[i].val)
+			continue;
+		if (parse_bytes(r[i].val, UINT64_MAX, &o->bg_rate) || !o->bg_rate) {
+			fprintf(stderr,
+				"%s: invalid %s%s (bytes a second above 0, K, M, G suffixes; "
+				"%s turns the background fetch off)\n",
+				prog, r[i].name, r[i].val, r[i].off);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int parse_size(const char *s, size_t *out)
 {
 	uint64_t v;
@@ -273,11 +313,16 @@ static void write_http_stats(struct fs *fs, FILE *f)
 		fprintf(f, ", \"http_requests\": %llu, \"http_bytes\": %llu, "
 			   "\"http_bytes_unused\": %llu, \"http_retries\": %llu, "
 			   "\"disk_cache_hits\": %llu, \"disk_cache_misses\": %llu, "
-			   "\"corrupt_chunks\": %llu, \"http_digest_groups\": %llu",
+			   "\"corrupt_chunks\": %llu, \"http_digest_groups\": %llu, "
+			   "\"http_bytes_background\": %llu, \"background_left\": %llu, "
+			   "\"background\": %s, \"background_rate\": %llu",
 			(unsigned long long)h.requests, (unsigned long long)h.bytes,
 			(unsigned long long)h.bytes_unused, (unsigned long long)h.retries,
 			(unsigned long long)h.disk_hits, (unsigned long long)h.disk_misses,
-			(unsigned long long)h.corrupt, (unsigned long long)h.digest_groups);
+			(unsigned long long)h.corrupt, (unsigned long long)h.digest_groups,
+			(unsigned long long)h.bytes_background,
+			(unsigned long long)h.background_left, fs->background ? "true" : "false",
+			(unsigned long long)fs->background_rate);
 	fputs("}\n", f);
 }
 
@@ -336,6 +381,8 @@ static int remote_opts(struct opts *o, struct sqk_http_opts *ho, const char *pro
 	ho->ca_file = o->cacert;
 	ho->s3_endpoint = o->s3_endpoint;
 	ho->no_sign_request = o->no_sign_request != 0;
+	ho->background = !o->nobackground; /* mounts fetch the rest in the background */
+	ho->background_rate = o->bg_rate;  /* checked by bg_opts */
 	if (o->cache_size && parse_size(o->cache_size, &size)) {
 		fprintf(stderr, "%s: invalid cache_size '%s'\n", prog, o->cache_size);
 		return -1;
@@ -377,6 +424,8 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 	if (remote_opts(o, &ho, prog))
 		return 2;
 	so.http = &ho;
+	fs->background = ho.background; /* for stats= */
+	fs->background_rate = ho.background_rate;
 	fs->noprefetch = o->noprefetch != 0; /* the prefetch starts after the fork (serve) */
 	so.root_hash = o->root_hash ? o->root : NULL; /* parsed by remote_opts */
 	so.require_integrity = o->require_integrity != 0;
@@ -645,7 +694,7 @@ int sqkfuse_main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (num_opts(&o, prog))
+	if (num_opts(&o, prog) || bg_opts(&o, prog))
 		goto out;
 	/* Read-only always; permissions checked by the kernel against the image's modes. The
 	 * session is made now, so that an option libfuse rejects is a usage error found before
@@ -717,6 +766,8 @@ out:
 	free(o.names_s);
 	free(o.retries_s);
 	free(o.timeout_s);
+	free(o.bg_rate_s);
+	free(o.bg_rate_long);
 	free(o.shown);
 	free(o.hdr_buf);
 	fuse_opt_free_args(&args);
