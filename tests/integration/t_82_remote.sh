@@ -115,10 +115,11 @@ no_secret "info --json" "$OUT_FILE"
 python3 - "$TMP/info.local" "$OUT_FILE" "$URL" <<'PY' || fail "sqk info --json differs over the URL"
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-http = ("http_requests", "http_bytes", "http_bytes_unused", "http_retries", "disk_cache_hits", "disk_cache_misses", "http_digest_groups")
+http = ("http_requests", "http_bytes", "http_bytes_unused", "http_retries", "disk_cache_hits", "disk_cache_misses", "http_digest_groups", "http_bytes_background")
 for k in http:
     assert isinstance(b.get(k), int) and b[k] >= 0, "remote info --json: %s is %r" % (k, b.get(k))
 assert b["http_requests"] > 0, b
+assert b["http_bytes_background"] == 0, "sqk info fetched in the background: %r" % b
 for k in set(a) | set(b):
     if k in http or k == "image":
         continue
@@ -188,10 +189,11 @@ sqk_t damaged cat --cache-dir "$C" "$URL" files/random_4m files/text_3m
 [ "$RC" = 0 ] || { show_err; fail "cat with a damaged cache failed (exit $RC) instead of fetching again"; }
 cmp -s "$OUT_FILE" <(cat "$W/src/files/random_4m" "$W/src/files/text_3m") || fail "a damaged cache was served"
 
-# mounts: the second one hits the disk cache and fetches far less
+# mounts: the second one hits the disk cache and fetches far less (both purely lazy: a
+# background fetch would fill the cache with what the first did not read)
 C2=$W/cache2
 for i in 1 2; do
-	fuse_mount "$URL" "$W/m" -o "cache_dir=$C2,stats=$W/cstats$i.json"
+	fuse_mount "$URL" "$W/m" -o "cache_dir=$C2,stats=$W/cstats$i.json,nobackground"
 	for f in files/random_4m files/text_3m files/mixed_2m; do
 		cmp -s "$W/src/$f" "$W/m/$f" || fail "mount $i with cache_dir: $f differs"
 	done
@@ -241,8 +243,8 @@ touch -d @1700000000 "$W/www/ver/chg.sqsh"
 CV=$W/cache-ver
 sqk_ok v1 cat --cache-dir "$CV" "$CURL" big.bin
 cmp -s "$OUT_FILE" "$V/s1/big.bin" || fail "v1: wrong bytes"
-# a live mount of v1 that has read only the start of big.bin
-fuse_mount "$CURL" "$W/mv" -o "cache_dir=$CV"
+# a live mount of v1 that has read only the start of big.bin (lazy: nothing more in its cache)
+fuse_mount "$CURL" "$W/mv" -o "cache_dir=$CV,nobackground"
 cmp -s <(head -c 4096 "$W/mv/big.bin") <(head -c 4096 "$V/s1/big.bin") || fail "v1 mount: wrong bytes"
 # another live mount of v1 without a disk cache, nothing of big.bin read yet
 SQKFUSE_PID1=$FUSE_PID
@@ -392,12 +394,12 @@ info "--no-checksums image: round trip over the URL; --root-hash refuses it"
 
 # ---- 8. bytes fetched for one 4 KiB read of a cold file ---------------------------------------
 # Mount A only looks the file up; mount B looks it up and reads 4 KiB in its 6th block (no
-# readahead: POSIX_FADV_RANDOM; no disk cache). B - A = what the read fetched.
-fuse_mount "$URL" "$W/mb" -o "cache_size=0,stats=$W/bA.json"
+# readahead: POSIX_FADV_RANDOM; no disk cache; no background fetch). B - A = what the read fetched.
+fuse_mount "$URL" "$W/mb" -o "cache_size=0,stats=$W/bA.json,nobackground"
 stat "$W/mb/files/text_3m" >/dev/null || fail "stat through the mount failed"
 fuse_umount "$W/mb"
 mark=$(http_log_mark)
-fuse_mount "$URL" "$W/mb" -o "cache_size=0,stats=$W/bB.json"
+fuse_mount "$URL" "$W/mb" -o "cache_size=0,stats=$W/bB.json,nobackground"
 python3 - "$W/src/files/text_3m" "$W/mb/files/text_3m" <<'PY' || fail "4 KiB read through the mount"
 import os, sys
 src, mnt = sys.argv[1], sys.argv[2]

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Remote reads stay lazy (served by a real nginx, bytes counted from its access log):
+# Remote reads stay lazy (served by a real nginx, bytes counted from its access log); every mount
+# here is purely lazy (-o nobackground: no fetch of the rest of the image in the background):
 #  1. on a sqkfuse mount of a plain image (no --order), reading one whole file of each of 20
 #     directories (files of 768 KiB, the other files of each directory lying right after it in
 #     the image) fetches at most those files' data, rounded to integrity chunks, plus what the
@@ -58,7 +59,7 @@ info "image $SIZE bytes, metadata tables $META bytes"
 
 # ---- 1. one file of each directory -----------------------------------------------------------
 mark=$(http_log_mark)
-fuse_mount "$URL" "$W/m" -o "stats=$W/stats.json" -o "cache_dir=$W/cache"
+fuse_mount "$URL" "$W/m" -o "stats=$W/stats.json" -o "cache_dir=$W/cache,nobackground"
 for d in $(seq -f %02g 0 19); do
 	# the 3rd file: readahead of the old kind (across forward gaps) would run into d/d..f
 	cmp -s "$W/src/d$d/c" "$W/m/d$d/c" || fail "d$d/c read through the mount differs"
@@ -86,7 +87,7 @@ info "stats: http_bytes $hb, http_bytes_unused $hu"
 # ---- 3. a walk in image order still fetches ahead across files --------------------------------
 rm -rf "$W/cache"
 mark=$(http_log_mark)
-fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache"
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache,nobackground"
 (cd "$W/m" && tar cf - .) >"$W/walk.tar" || fail "tar of the mount failed"
 fuse_umount "$W/m"
 mkdir -p "$W/out"
@@ -114,7 +115,7 @@ sqk_build "$W/frag" "$W/www/frag.sqsh"
 FSIZE=$(stat -c %s "$W/www/frag.sqsh")
 rm -rf "$W/cache"
 mark=$(http_log_mark)
-fuse_mount "$HTTP_URL/frag.sqsh" "$W/m" -o "cache_dir=$W/cache"
+fuse_mount "$HTTP_URL/frag.sqsh" "$W/m" -o "cache_dir=$W/cache,nobackground"
 (cd "$W/m" && tar cf - .) >"$W/frag.tar" || fail "tar of the small-file mount failed"
 fuse_umount "$W/m"
 rm -rf "$W/fout" && mkdir -p "$W/fout" && tar xf "$W/frag.tar" -C "$W/fout" || fail "tar x failed"
@@ -134,7 +135,7 @@ HINT=$("$SQK" info --json "$W/www/ord.sqsh" | python3 -c 'import json, sys; prin
 OSIZE=$(stat -c %s "$W/www/ord.sqsh")
 rm -rf "$W/cache"
 mark=$(http_log_mark)
-fuse_mount "$HTTP_URL/ord.sqsh" "$W/m" -o "cache_dir=$W/cache"
+fuse_mount "$HTTP_URL/ord.sqsh" "$W/m" -o "cache_dir=$W/cache,nobackground"
 # nothing is read: the hint's ranges arrive on their own (nginx logs a request when it ends)
 got=0
 for i in $(seq 100); do
@@ -156,7 +157,7 @@ info "after reading the 4 listed files: $got bytes in $nreq requests"
 [ "$got" -le $(( HINT + 4 * CH + (META / CH + 2) * CH )) ] || fail "reading the listed files fetched $((got - before)) bytes beyond the prefetched hint"
 rm -rf "$W/cache"
 mark=$(http_log_mark)
-fuse_mount "$HTTP_URL/ord.sqsh" "$W/m" -o "cache_dir=$W/cache" -o noprefetch
+fuse_mount "$HTTP_URL/ord.sqsh" "$W/m" -o "cache_dir=$W/cache,nobackground" -o noprefetch
 sleep 1
 fuse_umount "$W/m"
 read -r nreq got <<<"$(http_log_bytes "$mark")"
@@ -165,7 +166,7 @@ info "-o noprefetch: $got bytes in $nreq requests"
 
 # ---- 5. a file read at random is fetched whole ------------------------------------------------
 rm -rf "$W/cache"
-fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache"
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache,nobackground"
 cat "$W/m/d00/a" >/dev/null # the open and a first file: what follows is the random reads only
 sleep 0.5
 mark=$(http_log_mark)
