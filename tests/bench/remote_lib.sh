@@ -190,3 +190,12 @@ served() {
 	for ((i = 0; i < 20; i++)); do n=$(wc -l <"$1"); [ "$n" = "$n0" ] && break; n0=$n; sleep 0.1; done
 	tail -n +"$(($2 + 1))" "$1" | awk '{ n++; b += $2; if ($1 !~ /^2/) e++ } END { printf "%d %d %d\n", n, b, e }'
 }
+
+# verdict VALUE LIMIT [min]: PASS when VALUE <= LIMIT (>= LIMIT with min), MISS otherwise, n/a
+# when VALUE is not a number
+verdict() {
+	case $1 in '' | *[!0-9.]*) echo n/a;; *) awk -v v="$1" -v l="$2" -v m="${3:-max}" 'BEGIN {
+		ok = (m == "min") ? (v + 0 >= l + 0) : (v + 0 <= l + 0); print ok ? "PASS" : "MISS" }';; esac
+}
+# maxof A B: the larger of two numbers, n/a when either is not one
+maxof() { case "$1$2" in *n/a*) echo n/a;; *) awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 > b + 0) ? a : b }';; esac; }
