@@ -301,6 +301,8 @@ static void load_hint(struct sqk_image *img, bool fetch)
 
 	if (!r || sqk_image_hint(img, r, SQK_HINT_MAX_RANGES, &n) || n == 0) {
 		free(r);
+		if (fetch)
+			sqk_io_http_background(img->io); /* no hint: nothing to wait for */
 		return;
 	}
 	fit = realloc(r, n * sizeof(*r)); /* shrink to fit, not mem_grow */

@@ -95,6 +95,18 @@ static void evict(struct http *h)
 	}
 }
 
+/* mu held. */
+struct http_chunk *http_chunk_pin(struct http *h, uint64_t k)
+{
+	struct http_chunk *c = http_chunk_find(h, k);
+
+	if (c) {
+		c->pins++;
+		lru_remove(h, c);
+	}
+	return c;
+}
+
 void http_unpin(struct http *h, struct http_chunk *c)
 {
 	if (--c->pins)
@@ -268,10 +280,26 @@ void http_load_owned(struct http *h, struct http_chunk **own, unsigned n, uint64
 /* check_fetched: the bytes of a chunk taken from the disk cache are wrong; fetch it. */
 #define REFETCH 1
 
-/* Checks a fetched chunk and keeps it on disk. With a digest tree its group comes first: loaded
- * (waited for) when wait_group, else SQK_ENOENT while it is not in. */
-static int check_fetched(struct http *h, struct http_chunk *c, bool wait_group)
+/* Keeps checked chunk c on disk (once; evicting older entries unless room_only): 0 or SQK_E*. */
+static int store(struct http *h, struct http_chunk *c, bool room_only)
 {
+	int rc;
+
+	if (!h->dc || c->disk || c->stored)
+		return 0;
+	rc = room_only ? dcache_put_room(h->dc, c->k, c->data, c->len)
+		       : dcache_put(h->dc, c->k, c->data, c->len);
+	c->stored = rc == 0;
+	return rc;
+}
+
+/* Checks a fetched chunk and keeps it on disk (*put_rc: how that went; NULL: not asked). With a
+ * digest tree its group comes first: loaded (waited for) when wait_group, else SQK_ENOENT while
+ * it is not in. */
+static int check_fetched(struct http *h, struct http_chunk *c, bool wait_group, int *put_rc)
+{
+	int prc;
+
 	if (http_uses_groups(h)) {
 		uint64_t g = integ_group_of(&h->integ, c->k);
 		int rc = integ_group_loaded(&h->integ, g) ? 0
@@ -298,9 +326,36 @@ static int check_fetched(struct http *h, struct http_chunk *c, bool wait_group)
 			      (unsigned long long)c->k);
 		return SQK_ECORRUPT;
 	}
-	if (h->dc && !c->disk)
-		dcache_put(h->dc, c->k, c->data, c->len);
+	prc = store(h, c, put_rc != NULL);
+	if (put_rc)
+		*put_rc = prc;
 	return 0;
+}
+
+/* mu held; c FETCHED from the server or READY, pinned by the caller. */
+int http_chunk_keep(struct http *h, struct http_chunk *c, int *put_rc)
+{
+	int rc;
+
+	*put_rc = 0;
+	if (c->state == CH_READY) { /* checked: its bytes no longer change */
+		pthread_mutex_unlock(&h->mu);
+		*put_rc = store(h, c, true);
+		pthread_mutex_lock(&h->mu);
+		return 0;
+	}
+	c->state = CH_VERIFYING;
+	pthread_mutex_unlock(&h->mu);
+	rc = check_fetched(h, c, true, put_rc);
+	pthread_mutex_lock(&h->mu);
+	if (rc == REFETCH)
+		rc = SQK_ECORRUPT;
+	if (rc)
+		fail_chunk(h, c, rc);
+	else
+		c->state = CH_READY;
+	pthread_cond_broadcast(&h->cv);
+	return rc;
 }
 
 /* Waits until c is READY (verifying it when it arrived unchecked). mu held. */
@@ -316,7 +371,7 @@ static int wait_chunk(struct http *h, struct http_chunk *c)
 		if (c->state == CH_FETCHED) {
 			c->state = CH_VERIFYING;
 			pthread_mutex_unlock(&h->mu);
-			rc = check_fetched(h, c, true);
+			rc = check_fetched(h, c, true, NULL);
 			pthread_mutex_lock(&h->mu);
 			if (rc == REFETCH) { /* the disk cache had it wrong: from the server */
 				c->disk = false;
@@ -441,7 +496,7 @@ void http_store_unread(struct http *h)
 		struct http_chunk *c;
 
 		for (c = h->tab[i]; c; c = c->hnext) {
-			if (c->state == CH_FETCHED && check_fetched(h, c, false) == 0)
+			if (c->state == CH_FETCHED && check_fetched(h, c, false, NULL) == 0)
 				/* no new request now: not when the group is out */
 				c->state = CH_READY;
 		}

@@ -302,27 +302,85 @@ static int write_tmp(struct dcache *d, const char *tmp, const uint8_t *buf, size
 	return rc;
 }
 
-/* Borrows d and buf. */
-void dcache_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len)
+/* Makes room for `size` bytes (evicting the oldest files when allowed): 0, or SQK_ENOSPC when
+ * they do not fit (SQK_ETOOBIG: not without evicting). */
+static int make_room(struct dcache *d, uint64_t size, bool may_evict)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&d->mu);
+	if (may_evict)
+		evict(d, size);
+	else if (d->used + size > d->limit)
+		rc = SQK_ETOOBIG;
+	pthread_mutex_unlock(&d->mu);
+	return rc;
+}
+
+static int put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, bool may_evict)
 {
 	char tmp[80], name[24];
 	uint64_t size = HDR + (uint64_t)len;
+	int rc;
 
 	if (size > d->limit)
-		return;
-	pthread_mutex_lock(&d->mu);
-	evict(d, size);
-	pthread_mutex_unlock(&d->mu);
+		return SQK_ENOSPC;
+	rc = make_room(d, size, may_evict);
+	if (rc)
+		return rc;
 	chunk_name(name, sizeof(name), k);
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld.%ld.%s", (long)getpid(),
 		 (long)syscall(SYS_gettid), name);
+	errno = 0;
 	if (write_tmp(d, tmp, buf, len) || renameat(d->dirfd, tmp, d->dirfd, name)) {
-		unlinkat(d->dirfd, tmp, 0);
-		return;
+		rc = errno ? sqk_from_errno(errno) : SQK_EIO;
+		unlinkat(d->dirfd, tmp, 0); /* no partial entry is ever visible */
+		return rc;
 	}
 	pthread_mutex_lock(&d->mu);
 	push(d, d->own, k, size, 0);
 	pthread_mutex_unlock(&d->mu);
+	return 0;
+}
+
+/* Borrows d and buf. */
+int dcache_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len)
+{
+	return put(d, k, buf, len, true);
+}
+
+/* Borrows d and buf. */
+int dcache_put_room(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len)
+{
+	return put(d, k, buf, len, false);
+}
+
+/* Borrows d. */
+bool dcache_has(struct dcache *d, uint64_t k)
+{
+	char name[24];
+	struct stat st;
+
+	chunk_name(name, sizeof(name), k);
+	return fstatat(d->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_size > HDR;
+}
+
+/* Borrows d. */
+uint64_t dcache_room(struct dcache *d)
+{
+	uint64_t room;
+
+	pthread_mutex_lock(&d->mu);
+	room = d->used < d->limit ? d->limit - d->used : 0;
+	pthread_mutex_unlock(&d->mu);
+	return room;
+}
+
+/* No ownership. */
+uint64_t dcache_entry_size(size_t len)
+{
+	return HDR + (uint64_t)len;
 }
 
 /* Borrows d. */

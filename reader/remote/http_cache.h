@@ -8,6 +8,7 @@
 #ifndef SQK_HTTP_CACHE_H
 #define SQK_HTTP_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,8 +22,22 @@ int dcache_open(const char *root, const char *key, uint64_t limit, struct dcache
  * damaged file is removed). Thread-safe. */
 int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len);
 
-/* Stores chunk k atomically (best effort: errors only skip the cache). Thread-safe. */
-void dcache_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len);
+/* Stores chunk k atomically, evicting the oldest files to make room: 0, or SQK_E* (the
+ * cache is left as it was: SQK_ENOSPC for a full disk or an entry larger than the limit).
+ * Callers that only cache may ignore the result. Thread-safe. */
+int dcache_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len);
+
+/* dcache_put without evicting anything: SQK_ETOOBIG when the limit leaves no room for it. */
+int dcache_put_room(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len);
+
+/* Whether chunk k has an entry (not read or checked: cheap). Thread-safe. */
+bool dcache_has(struct dcache *d, uint64_t k);
+
+/* Bytes that fit before the limit (over every image of the folder). Thread-safe. */
+uint64_t dcache_room(struct dcache *d);
+
+/* The bytes an entry of len bytes of data takes in the count against the limit. */
+uint64_t dcache_entry_size(size_t len);
 
 /* Removes chunk k (its bytes were found wrong). Thread-safe. */
 void dcache_drop(struct dcache *d, uint64_t k);

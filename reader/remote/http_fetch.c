@@ -262,6 +262,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 		return 0;
 	}
 	atomic_fetch_add(&j->h->n_bytes, len);
+	if (j->bg)
+		atomic_fetch_add(&j->h->n_bg_bytes, len);
 	sink(j, p, len);
 	j->got += len;
 	return len;
@@ -391,7 +393,9 @@ static void enqueue(struct http *h, struct http_job *j)
 
 static void complete(struct http *h, struct http_job *j, int rc)
 {
-	if (rc)
+	if (rc && j->bg) /* the background logs once for all of its jobs */
+		http_bg_job_failed(h, j, rc);
+	if (rc && (!j->bg || j->demand)) /* a read waits on a promoted one */
 		http_logf(h, "%s: bytes %llu-%llu: %s%s", h->name, (unsigned long long)j->off,
 			      (unsigned long long)(j->off + j->len - 1),
 			      j->why[0] ? j->why : sqk_strerror(rc),

@@ -40,6 +40,7 @@ struct http_chunk {
 	bool disk;               /* FETCHED from the disk cache, checked once its digest group
 				  * is in (a failed check fetches it from the server) */
 	atomic_bool used;        /* a read has copied from it (net bytes counted in n_used) */
+	bool stored;             /* its bytes are in the disk cache */
 	uint8_t *data;
 	size_t len;
 	struct http_chunk *hnext;
@@ -74,6 +75,7 @@ struct http_job {
 	bool probe;              /* the first request: learns size and validators */
 	bool demand;             /* a reader waits for it: started before readahead */
 	bool ra_slot;            /* running on one of the `connections` readahead slots */
+	bool bg;                 /* the background fetch's (background.c) */
 	bool done;               /* flat jobs: finished (rc set) */
 	int rc;
 	bool permanent;          /* the failure is not worth a retry */
@@ -156,6 +158,9 @@ struct http {
 	atomic_uint_fast64_t n_requests, n_bytes, n_retries, n_disk_hits, n_disk_misses, n_corrupt;
 	atomic_uint_fast64_t n_net, n_used; /* chunk bytes from the server; of them, read */
 	atomic_uint_fast64_t n_groups; /* digest groups fetched from the server */
+	/* The background fetch (background.c; NULL until started) and its counters. */
+	struct http_bg *bg;
+	atomic_uint_fast64_t n_bg_bytes, n_bg_left;
 };
 
 void http_logf(struct http *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -197,6 +202,9 @@ void http_chunk_free(struct http *h, struct http_chunk *c);
 /* chunks.c, mu held: drops a pin of c (the last one puts it in the LRU, or frees a failed c);
  * marks c FETCHED with bytes from the server. */
 void http_unpin(struct http *h, struct http_chunk *c);
+/* chunks.c, mu held: chunk k in the table pinned once more for the caller (http_unpin), or
+ * NULL. */
+struct http_chunk *http_chunk_pin(struct http *h, uint64_t k);
 void http_fetched(struct http *h, struct http_chunk *c);
 /* chunks.c, without mu: resolves the caller's LOADING chunks own[0..n) (their pins pass on)
  * from the disk cache, else by requests in parts of about `part` bytes. */
@@ -206,6 +214,11 @@ void http_load_owned(struct http *h, struct http_chunk **own, unsigned n, uint64
  * the chunks (ahead borrowed, may be NULL): 0 or SQK_E*. */
 int http_read_chunks(struct http *h, uint64_t off, uint8_t *buf, size_t len,
 			 const struct sqk_io_ahead *ahead);
+/* chunks.c, mu held: checks chunk c (FETCHED from the server, or READY; pinned by the caller;
+ * mu dropped meanwhile) and keeps it on disk without evicting anything: 0 (c READY) or SQK_E*
+ * (c FAILED). *put_rc: the disk cache's answer (0 when stored or there already; SQK_ETOOBIG
+ * when the cache's limit leaves no room; SQK_ENOSPC and others: the disk failed). */
+int http_chunk_keep(struct http *h, struct http_chunk *c, int *put_rc);
 /* chunks.c, at close (the thread stopped): checks the chunks fetched and never read and keeps
  * them on disk. */
 void http_store_unread(struct http *h);
@@ -235,5 +248,13 @@ void http_fetch_ahead(struct http *h, uint64_t ra0, uint64_t ra1, uint64_t part_
  * (its request is then moved ahead of readahead). Clipped to the chunk grid and half the memory
  * cache. Best effort: errors surface when the bytes are read. */
 void http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait);
+
+/* background.c (sqk_io_http_background starts it). Stops and joins the background thread of
+ * this process (quiesce, destroy; called without mu, before http_thread_stop). */
+void http_bg_stop(struct http *h);
+/* Frees the background state (destroy, after http_bg_stop). */
+void http_bg_free(struct http *h);
+/* mu held: background job j failed for good (rc, j->why): the background thread decides. */
+void http_bg_job_failed(struct http *h, const struct http_job *j, int rc);
 
 #endif

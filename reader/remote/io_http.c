@@ -111,6 +111,8 @@ static void http_destroy(struct sqk_io *io)
 	struct http *h = (struct http *)io;
 	size_t i;
 
+	http_bg_stop(h);
+	http_bg_free(h);
 	http_thread_stop(h);
 	if (h->tab && !h->cancelled)
 		http_store_unread(h);
@@ -154,6 +156,7 @@ static void http_quiesce(struct sqk_io *io)
 
 	if (!sqk_io_is_http(io))
 		return;
+	http_bg_stop(h); /* before the transfers it waits on (sqk_io_http_background again) */
 	http_thread_stop(h);
 	pthread_mutex_lock(&h->mu);
 	h->stopping = false;
@@ -188,12 +191,6 @@ static const struct sqk_io_ops http_ops = {
 	.verified = sqk_io_http_verified,
 };
 
-/* Borrows io. */
-void sqk_io_http_background(struct sqk_io *io)
-{
-	(void)io; /* background.c */
-}
-
 /* Borrows io; fills the caller's *out. */
 int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 {
@@ -211,6 +208,8 @@ int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 	out->disk_misses = atomic_load(&h->n_disk_misses);
 	out->corrupt = atomic_load(&h->n_corrupt);
 	out->digest_groups = atomic_load(&h->n_groups);
+	out->bytes_background = atomic_load(&h->n_bg_bytes);
+	out->background_left = atomic_load(&h->n_bg_left);
 	return abi_copy_out(user, out, sizeof(*out), HTTP_STATS_V1);
 }
 

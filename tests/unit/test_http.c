@@ -217,6 +217,52 @@ START_TEST(test_http_refused)
 }
 END_TEST
 
+/* What the background fetch uses: the room left, whether a chunk is there, and a store that
+ * never evicts (refused when the limit has no room, every older file kept). */
+START_TEST(test_dcache_room)
+{
+	char *root = tmpdir(), path[600];
+	uint8_t a[4096], b[4096];
+	struct dcache *d1, *d2;
+	uint64_t entry = dcache_entry_size(sizeof(a));
+	unsigned i;
+
+	test_fill_random(a, sizeof(a), 5);
+	ck_assert_int_eq(dcache_open(root, "old", 4 * entry, &d1), 0);
+	ck_assert_uint_eq(dcache_room(d1), 4 * entry);
+	ck_assert_int_eq(dcache_put(d1, 1, a, sizeof(a)), 0);
+	ck_assert(dcache_has(d1, 1));
+	ck_assert(!dcache_has(d1, 2));
+	dcache_close(d1);
+	ck_assert_int_eq(dcache_open(root, "new", 4 * entry, &d2), 0);
+	ck_assert_uint_eq(dcache_room(d2), 3 * entry); /* over every key folder */
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(dcache_put_room(d2, i, a, sizeof(a)), 0);
+	ck_assert_uint_eq(dcache_room(d2), 0);
+	ck_assert_int_eq(dcache_put_room(d2, 3, a, sizeof(a)), SQK_ETOOBIG);
+	ck_assert(!dcache_has(d2, 3));
+	snprintf(path, sizeof(path), "%s/old", root);
+	ck_assert_uint_eq(count_files(path), 1); /* nothing evicted */
+	snprintf(path, sizeof(path), "%s/new", root);
+	ck_assert_uint_eq(count_files(path), 3);
+	/* dcache_put evicts the oldest instead; an entry above the limit is refused */
+	ck_assert_int_eq(dcache_put(d2, 3, a, sizeof(a)), 0);
+	ck_assert_int_eq(dcache_get(d2, 3, b, sizeof(b)), 0);
+	snprintf(path, sizeof(path), "%s/old", root);
+	ck_assert_uint_eq(count_files(path), 0);
+	{
+		size_t big = 5 * sizeof(a);
+		uint8_t *p = calloc(1, big);
+
+		ck_assert_int_eq(dcache_put(d2, 9, p, big), SQK_ENOSPC);
+		free(p);
+	}
+	dcache_close(d2);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -232,6 +278,7 @@ static Suite *http_suite(void)
 	tcase_add_test(cache, test_dcache_stale_tmp);
 	tcase_add_test(cache, test_dcache_bound);
 	tcase_add_test(cache, test_dcache_default_dir);
+	tcase_add_test(cache, test_dcache_room);
 	suite_add_tcase(s, names);
 	suite_add_tcase(s, cache);
 	return s;

@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Faults during the background fetch of a mounted remote image (a real nginx, behind
+# faultproxy.py's delay so that the background is still running when the fault comes):
+#  1. the server goes away and comes back: the background pauses (one line), a read of bytes not
+#     fetched yet fails with EIO meanwhile, then it resumes and completes (its lines say so), the
+#     whole image is in the cache folder and reads are correct
+#  2. a full disk (the cache folder on a 3 MiB tmpfs): the background stops with one line naming
+#     the cache folder and the reason; the mount goes on (every file reads correctly)
+#  3. the image changes on the server (new bytes, new ETag): the background stops with one line
+#     naming the change
+. "$(dirname "$0")/lib.sh"
+need_root
+need_sqk
+need_feature remote
+need_cmd python3 curl fusermount3 mountpoint
+[ -e /dev/fuse ] || skip "no /dev/fuse"
+SQKFUSE=${SQKFUSE:-$(dirname "$SQK")/sqkfuse}
+[ -x "$SQKFUSE" ] || fail "sqkfuse not found at $SQKFUSE"
+W=$(scratch bgf)
+MIB=1048576
+
+python3 - "$W/src" <<'PY' || fail "cannot make the source tree"
+import os, random, sys
+r = random.Random(93)
+for d in range(4):
+    p = os.path.join(sys.argv[1], "d%d" % d)
+    os.makedirs(p)
+    for f in range(12):
+        with open(os.path.join(p, "f%02d" % f), "wb") as o:
+            o.write(r.randbytes(512 << 10))
+PY
+mkdir -p "$W/www"
+sqk_build "$W/src" "$W/www/img.sqsh"
+SIZE=$(stat -c %s "$W/www/img.sqsh")
+http_serve "$W/www"
+proxy_start
+info "image $SIZE bytes"
+
+cache_bytes() { find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+wait_log() {
+	local i
+	for i in $(seq $(( $2 * 10 ))); do
+		grep -q -- "$1" "$TMP/fuse.err" && return 0
+		sleep 0.1
+	done
+	cat "$TMP/fuse.err" >&2
+	fail "no log line matching '$1' within $2 s"
+}
+nginx_again() {
+	local nginx i
+	nginx=$(command -v nginx || echo /usr/sbin/nginx)
+	"$nginx" -e "$HTTP_DIR/error.log" -p "$HTTP_DIR" -c "$HTTP_DIR/nginx.conf" \
+		-g 'daemon off;' >>"$HTTP_DIR/nginx.out" 2>&1 &
+	HTTP_PID=$!
+	at_exit "http_stop $HTTP_PID"
+	for i in $(seq 100); do
+		curl -s -o /dev/null --max-time 2 "$HTTP_URL/" && return 0
+		sleep 0.05
+	done
+	fail "nginx did not start again on port $HTTP_PORT"
+}
+read_all() {
+	local f
+	for f in "$W"/src/d*/f*; do
+		cmp -s "$f" "$1/${f#"$W/src/"}" || fail "$2: ${f#"$W/src/"} read through the mount differs"
+	done
+}
+bg_lines() { grep "background" "$TMP/fuse.err"; }
+
+# ---- 1. the server goes away and comes back ----------------------------------------------
+# 400 ms a request: 24 units, 3 at a time, take over 3 s
+URL=$PROXY_URL/_f/delay=400/img.sqsh
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache,retries=1"
+sleep 1
+http_stop "$HTTP_PID"
+wait_log "the background fetch pauses" 60
+# the image's end is fetched last: not there yet
+if cat "$W/m/d3/f11" >/dev/null 2>"$TMP/eio.err"; then
+	fail "a read of bytes not fetched succeeded with the server gone"
+fi
+grep -q "Input/output error" "$TMP/eio.err" || fail "the read failed with: $(cat "$TMP/eio.err")"
+sleep 2
+nginx_again
+wait_log "in the background in" 120
+bg_lines | sed 's/^/    | /'
+[ "$(bg_lines | grep -c "pauses")" = 1 ] || fail "not one pause line: $(bg_lines)"
+bg_lines | grep -q "the background fetch resumed" || fail "no line says it resumed: $(bg_lines)"
+grep -q "fetched .* MiB in the background in .*the image is in the cache folder $W/cache" "$TMP/fuse.err" || fail "no line says it completed: $(bg_lines)"
+cb=$(cache_bytes "$W/cache")
+info "cache folder after the outage: $cb bytes"
+[ "$cb" -ge $(( SIZE * 95 / 100 )) ] || fail "the cache folder holds $cb bytes of a $SIZE-byte image"
+http_stop "$HTTP_PID" # what follows comes from the cache
+read_all "$W/m" "after the outage"
+fuse_umount "$W/m"
+nginx_again
+
+# ---- 2. a full disk -----------------------------------------------------------------------------
+mkdir -p "$W/tiny"
+mount -t tmpfs -o size=3m tmpfs "$W/tiny" || skip "cannot mount a tmpfs"
+at_exit "umount -l '$W/tiny' 2>/dev/null"
+fuse_mount "$HTTP_URL/img.sqsh" "$W/m" -o "cache_dir=$W/tiny/c"
+wait_log "the background fetch stopped" 60
+bg_lines | sed 's/^/    | /'
+[ "$(bg_lines | wc -l)" = 1 ] || fail "not one background line: $(bg_lines)"
+bg_lines | grep -q "cannot write to the cache folder $W/tiny/c: no space" || fail "the line does not name the folder and the reason: $(bg_lines)"
+read_all "$W/m" "full disk"
+kill -0 "$FUSE_PID" || fail "sqkfuse exited"
+fuse_umount "$W/m"
+[ "$(bg_lines | wc -l)" = 1 ] || fail "more background lines after reads: $(bg_lines)"
+
+# ---- 3. the image changes on the server ----------------------------------------------------
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache3"
+sleep 1
+cp "$W/www/img.sqsh" "$W/www/new.sqsh"
+printf 'changed' | dd of="$W/www/new.sqsh" bs=1 seek=$(( 20 * MIB )) conv=notrunc status=none
+touch -d '@1000000000' "$W/www/new.sqsh"
+mv "$W/www/new.sqsh" "$W/www/img.sqsh"
+wait_log "the background fetch stopped" 60
+bg_lines | sed 's/^/    | /'
+[ "$(bg_lines | wc -l)" = 1 ] || fail "not one background line: $(bg_lines)"
+bg_lines | grep -q "the image changed on the server (ETag" || fail "the line does not name the change: $(bg_lines)"
+kill -0 "$FUSE_PID" || fail "sqkfuse exited"
+fuse_umount "$W/m"
+exit 0
