@@ -2,8 +2,9 @@
 /* The background fetch of a remote image (sqk_http_opts.background): a thread of its own fetches
  * the rest of the image into the disk cache, in image order, in whole units of the request grid
  * (1 MiB, or the chunk size when larger), BG_INFLIGHT units at a time. Reads go first: it
- * submits nothing while any other request (a read's, readahead, the prefetch hint's ranges) is
- * queued or running, and a read waiting on a queued unit moves it ahead (http_promote). Each
+ * waits while the prefetch hint's ranges or readahead are on the wire, keeps only one or two
+ * units in flight while reads are (inflight_max), and a read waiting on a queued unit moves it
+ * ahead (http_promote). Each
  * chunk is checked against its digest before it is kept. It never evicts from the cache folder:
  * it stops where the cache's limit leaves no room. A server that is gone pauses it (1 s, doubling
  * up to 30 s) and it resumes with what is missing; a full disk or a changed image stops it with
@@ -19,7 +20,7 @@
 #define BG_UNIT ((uint64_t)1 << 20)
 /* Units in flight: 3 MiB keeps 100 Mbit/s at 20 ms RTT busy on a few connections, and a read's
  * request, on a connection of its own, shares the link with at most this much. */
-#define BG_INFLIGHT 3u
+#define BG_INFLIGHT 4u
 #define BG_PAUSE_MIN_MS 1000u
 #define BG_PAUSE_MAX_MS 30000u
 #define MIB (1024.0 * 1024.0)
@@ -30,6 +31,7 @@ struct bg_unit {
 	struct http_chunk **ch;
 	unsigned n;
 	uint64_t need; /* bytes they take in the disk cache */
+	bool net;      /* some of them are requested from the server */
 };
 
 /* Why the thread ended. */
@@ -53,6 +55,8 @@ struct http_bg {
 	uint64_t tok_ms;
 	uint64_t t0_ms;
 	int disk_rc;            /* BG_DISK: what the disk cache said */
+	int64_t rtt_us;         /* the link: the shortest time to a unit's first byte */
+	int64_t body_us;        /* and a unit's body time alone on it (a moving average) */
 };
 
 /* ---- waiting (mu held) ---- */
@@ -76,19 +80,58 @@ static bool bg_quit(const struct http *h)
 	return h->bg->stop || h->cancelled;
 }
 
-/* Whether a request other than the background's is queued or running: reads, readahead, the
- * prefetch hint's ranges, digest groups (a promoted background job counts: a read waits). */
-static bool others_busy(const struct http *h)
-{
-	const struct http_job *j;
+/* What else is on the wire: BUSY_FETCH while the prefetch hint's ranges or readahead are queued
+ * or running (the background waits for them), BUSY_READ while only reads and digest groups are
+ * (a promoted background job counts: a read waits on it), BUSY_NONE. */
+enum { BUSY_NONE, BUSY_READ, BUSY_FETCH };
 
-	for (j = h->queue; j; j = j->next)
-		if (!j->bg || j->demand)
-			return true;
-	for (j = h->running; j; j = j->anext)
-		if (!j->bg || j->demand)
-			return true;
-	return false;
+static int others_busy(const struct http *h)
+{
+	const struct http_job *lists[2] = { h->queue, h->running };
+	int busy = BUSY_NONE;
+
+	for (int i = 0; i < 2; i++) {
+		for (const struct http_job *j = lists[i]; j; j = i ? j->anext : j->next) {
+			if (j->bg && !j->demand)
+				continue;
+			if (!j->demand)
+				return BUSY_FETCH;
+			busy = BUSY_READ;
+		}
+	}
+	return busy;
+}
+
+/* Units the background may have in flight now: BG_INFLIGHT with nothing else on the wire; while
+ * reads are, one on a bandwidth-bound link (a unit's body takes longer than a round trip: one
+ * keeps the link busy, more would queue ahead of the reads), else two, so that a start's chain
+ * of reads never stops the background (its purpose: a start capped at a download's time). */
+static unsigned inflight_max(const struct http *h)
+{
+	const struct http_bg *b = h->bg;
+
+	switch (others_busy(h)) {
+	case BUSY_FETCH:
+		return 0;
+	case BUSY_READ:
+		return b->rtt_us && b->body_us > b->rtt_us ? 1 : BG_INFLIGHT;
+	default:
+		return BG_INFLIGHT;
+	}
+}
+
+/* mu held. */
+void http_bg_job_timed(struct http *h, size_t len, int64_t ttfb_us, int64_t total_us)
+{
+	struct http_bg *b = h->bg;
+	int64_t body = total_us - ttfb_us;
+
+	if (!b || len < b->cpu * h->csize / 2 || ttfb_us <= 0 || body < 0)
+		return; /* whole units only */
+	body /= b->nfl ? b->nfl : 1; /* the units in flight shared the link */
+	if (!b->rtt_us || ttfb_us < b->rtt_us)
+		b->rtt_us = ttfb_us;
+	b->body_us = b->body_us ? (3 * b->body_us + body) / 4 : body;
 }
 
 /* ms until background_rate allows `bytes` more (0: now). A bucket of at most a second's worth
@@ -228,6 +271,7 @@ static void unit_take(struct http *h, uint64_t k0, uint64_t k1, const bool *take
 		if (!c)
 			break; /* no memory: the rest later */
 		c->pins++; /* ours */
+		un->net = true;
 		j->ch[j->nch++] = c;
 		j->len += c->len;
 		un->ch[un->n++] = c;
@@ -348,7 +392,7 @@ static int unit_settle(struct http *h, bool *settled)
 	}
 	if (err && b->next > un->u)
 		b->next = un->u;
-	if (!err && status == BG_RUNNING) {
+	if (!err && status == BG_RUNNING && un->net) { /* the server answers again */
 		if (b->pause_ms)
 			http_logf(h, "%s: the background fetch resumed", h->name);
 		b->pause_ms = 0;
@@ -396,8 +440,7 @@ static int bg_step(struct http *h)
 		return pause_after_failure(h);
 	if ((b->full || b->next >= b->nunits) && !b->nfl)
 		return b->full ? BG_BUDGET : BG_DONE;
-	if (b->failed || b->full || b->nfl == BG_INFLIGHT || b->next >= b->nunits ||
-	    others_busy(h)) {
+	if (b->failed || b->full || b->nfl >= inflight_max(h) || b->next >= b->nunits) {
 		bg_wait(h, 1000); /* woken when a transfer ends or a chunk arrives */
 		return BG_RUNNING;
 	}

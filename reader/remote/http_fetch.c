@@ -431,7 +431,12 @@ static void resume_after_done(struct http_job *j)
 static void finish(struct http *h, struct http_job *j, CURLcode res)
 {
 	int rc = outcome(j, res);
+	curl_off_t ttfb = 0, total = 0;
 
+	if (j->bg && !rc) {
+		curl_easy_getinfo(j->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
+		curl_easy_getinfo(j->easy, CURLINFO_TOTAL_TIME_T, &total);
+	}
 	curl_multi_remove_handle(h->multi, j->easy);
 	curl_easy_cleanup(j->easy);
 	j->easy = NULL;
@@ -444,6 +449,8 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 	}
 	h->active--;
 	h->active_ra -= j->ra_slot;
+	if (j->bg && !rc)
+		http_bg_job_timed(h, j->len, (int64_t)ttfb, (int64_t)total);
 	if (rc && !j->permanent && j->attempt < h->retries && !h->cancelled) {
 		resume_after_done(j);
 		j->attempt++;

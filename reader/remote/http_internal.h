@@ -256,5 +256,8 @@ void http_bg_stop(struct http *h);
 void http_bg_free(struct http *h);
 /* mu held: background job j failed for good (rc, j->why): the background thread decides. */
 void http_bg_job_failed(struct http *h, const struct http_job *j, int rc);
+/* mu held: background job j of len bytes ended well: its first byte came ttfb_us after it
+ * started, its last total_us (the background's measure of the link). */
+void http_bg_job_timed(struct http *h, size_t len, int64_t ttfb_us, int64_t total_us);
 
 #endif
