@@ -228,7 +228,8 @@ r=$(json_count "$OUT_FILE" http_retries)
 sqk_ok e503cat cat "${NOC[@]}" "$(purl 503x=3)" raw.bin text.txt
 cmp -s "$OUT_FILE" <(cat "$S/raw.bin" "$S/text.txt") || fail "503x=3: wrong bytes"
 sqk_fails e503r0 cat "${NOC[@]}" --retries 0 "$(purl 503x=1,tag=r0)" small.txt
-[ "$(proxy_stats 503x=1,tag=r0 | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])')" = 1 ] ||
+# the open's two requests (first bytes, tail) go out at once: a retry would be a third
+[ "$(proxy_stats 503x=1,tag=r0 | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])')" -le 2 ] ||
 	fail "--retries 0 still retried"
 sqk_fails e503all cat "${NOC[@]}" --retries 2 "$(purl 503)" raw.bin
 [ ! -s "$OUT_FILE" ] || fail "always 503: output written"
