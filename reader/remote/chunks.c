@@ -148,6 +148,32 @@ void http_chunk_arrived(struct http *h, struct http_chunk *c)
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* Without mu: the first chunks of j that the disk cache holds become FETCHED (from disk). */
+bool http_chunks_from_disk(struct http *h, struct http_job *j)
+{
+	unsigned i, e = j->ndone;
+
+	while (h->dc && e < j->nch && !dcache_get(h->dc, j->ch[e]->k, j->ch[e]->data,
+						   j->ch[e]->len))
+		e++;
+	pthread_mutex_lock(&h->mu);
+	for (i = j->ndone; i < e; i++) {
+		struct http_chunk *c = j->ch[i];
+
+		c->state = CH_FETCHED;
+		c->disk = c->stored = true;
+		atomic_fetch_add(&h->n_disk_hits, 1);
+		http_unpin(h, c);
+	}
+	j->ndone = e;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	if (e < j->nch)
+		return false;
+	http_job_free(j);
+	return true;
+}
+
 /* mu held: the transfer of j ended; its chunks hold their bytes or failed. Frees j. */
 void http_chunks_done(struct http *h, struct http_job *j, int rc)
 {

@@ -27,6 +27,9 @@
  * serves a range) is asked again at once with twice the patience, up to timeout << STALLS_MAX,
  * without using a retry: a retry after the same wait would be a new miss and a new fill. */
 #define STALLS_MAX 5u
+/* A chunk job whose unit another process is fetching (its lock in the cache folder) looks
+ * again this often; the chunks are then on disk. */
+#define UNIT_POLL_MS 10u
 
 uint64_t http_now_ms(void)
 {
@@ -452,11 +455,7 @@ static void complete(struct http *h, struct http_job *j, int rc)
 		etag_checked(h, j, rc);
 		return;
 	}
-	if (rc && j->suffix)
-		http_logf(h, "%s: the last %zu bytes: %s%s", h->name, j->suffix_len,
-			      j->why[0] ? j->why : sqk_strerror(rc),
-			      j->attempt ? " (retries exhausted)" : "");
-	else if (rc)
+	if (rc && !j->suffix) /* a failed suffix range is asked again by offset, logged then */
 		http_logf(h, "%s: bytes %llu-%llu: %s%s", h->name, (unsigned long long)j->off,
 			      (unsigned long long)(j->off + j->len - 1),
 			      j->why[0] ? j->why : sqk_strerror(rc),
@@ -608,6 +607,9 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 	}
 	h->active--;
 	h->active_ra -= j->ra_slot;
+	if (j->unit_locked) /* its chunks are on disk (http_chunk_arrived) */
+		dcache_unit_unlock(h->dc, j->off / h->unit);
+	j->unit_locked = false;
 	if (rc && j->need_reval && !h->cancelled) {
 		etag_park(h, j);
 	} else if (stalled && !h->cancelled) {
@@ -657,6 +659,45 @@ static bool may_start(const struct http *h, const struct http_job *j)
 	return h->active_ra < h->conns;
 }
 
+enum { UNIT_WAIT, UNIT_START, UNIT_START_AGAIN, UNIT_ON_DISK };
+
+/* Takes the lock of chunk job j's unit in the disk cache's folder (mu held): UNIT_WAIT when
+ * another process holds it (j waits UNIT_POLL_MS; after `timeout` seconds it goes on without
+ * the lock: the holder may be stuck). Once taken, the chunks another process put
+ * on disk are taken from there: UNIT_ON_DISK when all were (j is gone), else j starts for the
+ * rest (UNIT_START_AGAIN: mu was let go meanwhile). */
+static int unit_lock(struct http *h, struct http_job *j)
+{
+	uint64_t u = j->off / h->unit;
+	bool ok, locked;
+
+	if (j->flat || !h->dc || j->unit_locked)
+		return UNIT_START;
+	if (!dcache_unit_trylock(h->dc, u)) {
+		uint64_t now = http_now_ms();
+
+		if (!j->lock_wait)
+			j->lock_wait = now;
+		/* a holder stuck on its own request: not longer than a stall, then on our own */
+		if (now - j->lock_wait < (uint64_t)h->timeout_s * 1000)
+			return UNIT_WAIT;
+	} else {
+		j->unit_locked = true;
+	}
+	j->lock_wait = 0; /* another process may have fetched the chunks meanwhile */
+	locked = j->unit_locked;
+	pthread_mutex_unlock(&h->mu);
+	ok = http_chunks_from_disk(h, j);
+	pthread_mutex_lock(&h->mu);
+	if (!ok) {
+		resume_after_done(j); /* only what the disk did not have */
+		return UNIT_START_AGAIN;
+	}
+	if (locked)
+		dcache_unit_unlock(h->dc, u); /* (j is gone) */
+	return UNIT_ON_DISK;
+}
+
 /* Starts the queued jobs that are due and have a connection; returns ms until the next one
  * is due (mu held). A readahead job that waits for a connection never holds back a demand
  * job behind it. */
@@ -667,6 +708,7 @@ static long start_due(struct http *h)
 
 	while (*p && (*p)->not_before <= now) {
 		struct http_job *j = *p;
+		int u;
 
 		if (!may_start(h, j)) {
 			p = &j->next;
@@ -674,8 +716,20 @@ static long start_due(struct http *h)
 		}
 		*p = j->next;
 		j->next = NULL;
-		if (start(h, j))
+		u = unit_lock(h, j);
+		if (u == UNIT_WAIT) {
+			j->not_before = now + UNIT_POLL_MS;
+			enqueue(h, j);
+			continue;
+		}
+		if (u != UNIT_START)
+			p = &h->queue; /* the queue may have changed while mu was let go */
+		if (u != UNIT_ON_DISK && start(h, j)) {
+			if (j->unit_locked)
+				dcache_unit_unlock(h->dc, j->off / h->unit);
+			j->unit_locked = false;
 			complete(h, j, SQK_ENOMEM);
+		}
 	}
 	if (!*p)
 		return 1000;

@@ -86,10 +86,13 @@ struct http_job {
 	char expect_etag[128];
 	struct curl_slist *own_hdrs; /* the backend's headers and more (owned), else NULL */
 	bool suffix;             /* the open's tail: the last len bytes (`Range: bytes=-len`),
-				  * off and len set from the answer's Content-Range */
+				  * off and len set from the answer's Content-Range; a failure is
+				  * not logged (the open asks again by offset) */
 	size_t suffix_len;
 	bool demand;             /* a reader waits for it: started before readahead */
 	bool ra_slot;            /* running on one of the `connections` readahead slots */
+	bool unit_locked;        /* holds its unit's lock of the disk cache's folder */
+	uint64_t lock_wait;      /* ms: since when it waits for another process's unit lock */
 	bool done;               /* flat jobs: finished (rc set) */
 	int rc;
 	bool permanent;          /* the failure is not worth a retry */
@@ -215,6 +218,10 @@ int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **o
 
 /* chunks.c: a chunk transfer ended (mu held): its remaining chunks become FETCHED or FAILED. */
 void http_chunks_done(struct http *h, struct http_job *j, int rc);
+/* chunks.c, without mu: takes the chunks of j (a chunk job not started) that another process
+ * put in the disk cache, from the first on (FETCHED, checked when read; j->ndone counts them):
+ * true when all were there (j is freed). */
+bool http_chunks_from_disk(struct http *h, struct http_job *j);
 /* chunks.c: all bytes of chunk c are in (called by the transfer thread, without mu). */
 void http_chunk_arrived(struct http *h, struct http_chunk *c);
 /* chunks.c, mu held: the length of chunk k; the chunk k in the table (borrowed) or NULL; a new

@@ -301,6 +301,32 @@ int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **o
 	return rc;
 }
 
+/* The last bytes (into tail, as a suffix range would have brought them) from a server that
+ * refuses or misreads a suffix range (some S3 emulations): asked by offset once the probe gave
+ * the size. */
+static int tail_by_offset(struct http *h, const struct http_job *probe, struct http_job *tail)
+{
+	uint64_t size = probe->cr_total, at = size > TAIL_OPEN ? size - TAIL_OPEN : 0;
+	struct http_job *j = NULL;
+	uint8_t *buf = NULL;
+	int rc;
+
+	memcpy(h->etag, probe->etag, sizeof(h->etag)); /* checked against the probe's */
+	h->size = size;
+	rc = http_fetch(h, at, (size_t)(size - at), false, &buf, &j);
+	if (rc)
+		return rc;
+	free(tail->flat);
+	tail->flat = buf;
+	tail->off = at;
+	tail->len = (size_t)(size - at);
+	tail->cr_total = size;
+	memcpy(tail->etag, j->etag, sizeof(tail->etag));
+	memcpy(tail->lastmod, j->lastmod, sizeof(tail->lastmod));
+	http_job_free(j);
+	return 0;
+}
+
 /* The open's two requests, at once: the first PROBE_LEN bytes (*head, *head_len) with the
  * size and validators, and the last TAIL_OPEN bytes (*tail from *tail_at to the end), where
  * the integrity data and the metadata tables are. The probe's failure is the one named. The
@@ -321,6 +347,8 @@ static int open_requests(struct http *h, uint8_t **head, size_t *head_len, uint8
 	j[1]->suffix = true;
 	j[1]->suffix_len = TAIL_OPEN;
 	http_fetch_flat_all(h, j, 2, rcs);
+	if (!rcs[0] && rcs[1] && rcs[1] != SQK_EINTR) /* no suffix ranges: by offset */
+		rcs[1] = tail_by_offset(h, j[0], j[1]);
 	rc = rcs[0] ? rcs[0] : rcs[1];
 	if (!rc && j[1]->cr_total != j[0]->cr_total) {
 		http_logf(h, "%s: the image changed on the server during the open (size %llu, "

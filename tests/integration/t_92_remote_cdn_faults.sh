@@ -11,6 +11,9 @@
 #     every open and read works with the right bytes (the other ETag is checked: its trailer
 #     has the same root digest); two URLs of one image share one cache folder (keyed by the
 #     root digest); an image of the same size with other bytes is refused, naming both ETags
+#  3. 4 processes started together with one cache folder, reading a 24 MiB file of one image:
+#     the server sends about the image once (per-unit locks in the folder; chunks on disk as
+#     they arrive), each gets the right bytes (twice)
 . "$(dirname "$0")/lib.sh"
 need_sqk
 need_feature remote
@@ -117,3 +120,29 @@ for e in "$EA" "$EC"; do
 	grep -qF "$e" "$ERR_FILE" || { show_err; fail "a changed image: ETag $e not named"; }
 done
 info "a changed image of the same size behind a mirror: refused ($(grep -m1 'changed on the server' "$ERR_FILE"))"
+
+# ---- 3. processes sharing a cache folder share requests ---------------------------------------
+S3=$W/src3
+mkdir -p "$S3"
+python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(3092).randbytes(24 << 20))' >"$S3/big.bin"
+sqk_build -q "$S3" "$W/www/img-d.sqsh"
+DSIZE=$(stat -c %s "$W/www/img-d.sqsh")
+for round in 1 2; do
+	rm -rf "$W/four"
+	mark=$(http_log_mark)
+	pids=()
+	for c in 1 2 3 4; do
+		timeout 180 "$SQK" cat --cache-dir "$W/four" "$HTTP_URL/img-d.sqsh" big.bin >"$W/four$c.out" 2>"$W/four$c.err" &
+		pids+=($!)
+	done
+	for c in 1 2 3 4; do
+		wait "${pids[$((c - 1))]}" || { cat "$W/four$c.err" >&2; fail "process $c of 4 failed"; }
+		cmp -s "$W/four$c.out" "$S3/big.bin" || fail "process $c of 4: wrong bytes"
+	done
+	read -r n b <<<"$(http_log_bytes "$mark")"
+	ratio=$(python3 -c "print(round($b / $DSIZE, 2))")
+	info "4 processes, one cache folder, round $round: $n requests, $b bytes (${ratio}x the image of $DSIZE)"
+	# each opens with its own two requests (192 KiB); the rest once
+	[ "$b" -le $((DSIZE * 11 / 10 + 4 * (192 << 10))) ] ||
+		fail "4 processes sharing a cache folder fetched ${ratio}x the image"
+done
