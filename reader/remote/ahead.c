@@ -72,20 +72,27 @@ void http_plan_ahead(struct http *h, uint64_t off, uint64_t end,
 		return;
 	*ra0 = s->ra_end;
 	*ra1 = s->next + s->window < limit ? s->next + s->window : limit;
+	/* to the end of its unit (the next window starts on the grid), not past the limit */
+	*ra1 = (*ra1 + h->unit - 1) / h->unit * h->unit;
+	if (*ra1 > limit)
+		*ra1 = limit;
 	s->ra_end = *ra1;
 }
 
 /* Fetches the chunks of [ra0, ra1) not yet present, in parallel parts of at most part_max
- * bytes (queued in order, `connections` of them at once). Without mu. */
+ * bytes that never cross a unit of the request grid (queued in order, `connections` of them at
+ * once). Without mu. */
 void http_fetch_ahead(struct http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max)
 {
-	uint64_t k0 = ra0 / h->csize, k1 = (ra1 + h->csize - 1) / h->csize, k;
-	uint64_t part = (ra1 - ra0) / h->conns < part_max ? (ra1 - ra0) / h->conns : part_max;
+	uint64_t k0, k1, k, part;
 	struct http_chunk **own;
 	unsigned n = 0;
 
 	if (ra1 <= ra0)
 		return;
+	k0 = ra0 / h->csize;
+	k1 = (ra1 + h->csize - 1) / h->csize;
+	part = (ra1 - ra0) / h->conns < part_max ? (ra1 - ra0) / h->conns : part_max;
 	own = malloc((size_t)(k1 - k0) * sizeof(*own));
 	if (!own)
 		return;

@@ -17,7 +17,6 @@
 #include "sqk/error.h"
 #include "http_internal.h"
 
-#define BG_UNIT ((uint64_t)1 << 20)
 /* Units in flight at most: 4 MiB keeps a 110 MB/s link at 20 ms RTT busy (inflight_max takes
  * one on a bandwidth-bound link while reads are out). */
 #define BG_INFLIGHT 4u
@@ -526,9 +525,7 @@ void sqk_io_http_background(struct sqk_io *io)
 		h->bg = calloc(1, sizeof(*h->bg));
 	b = h->bg;
 	if (b && b->pid != getpid() && !b->ended && !h->cancelled) {
-		uint64_t unit = h->csize > BG_UNIT ? h->csize : BG_UNIT;
-
-		b->cpu = (unit + h->csize - 1) / h->csize;
+		b->cpu = h->unit / h->csize; /* the request grid's units */
 		b->nunits = (nchunks(h) + b->cpu - 1) / b->cpu;
 		b->stop = b->failed = b->permanent = b->full = false;
 		b->nfl = 0;

@@ -144,14 +144,46 @@ void http_fetched(struct http *h, struct http_chunk *c)
 	atomic_fetch_add(&h->n_net, c->len);
 }
 
-/* Without mu: c's bytes are all in; the job's pin passes to whoever reads it. */
-void http_chunk_arrived(struct http *h, struct http_chunk *c)
+/* Without mu: c's bytes are all in; the job's pin passes to whoever reads it. They go to the
+ * disk cache now, unchecked (a read from disk checks them), so another process waiting on the
+ * unit's lock finds them there; the background's only where there is room (a failed store is
+ * tried again when the background keeps the chunk, and tells it why). */
+void http_chunk_arrived(struct http *h, struct http_chunk *c, bool room_only)
 {
+	if (h->dc && !c->stored)
+		c->stored = (room_only ? dcache_put_room(h->dc, c->k, c->data, c->len)
+				       : dcache_put(h->dc, c->k, c->data, c->len)) == 0;
 	pthread_mutex_lock(&h->mu);
 	http_fetched(h, c);
 	http_unpin(h, c);
 	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
+}
+
+/* Without mu: the first chunks of j that the disk cache holds become FETCHED (from disk). */
+bool http_chunks_from_disk(struct http *h, struct http_job *j)
+{
+	unsigned i, e = j->ndone;
+
+	while (h->dc && e < j->nch && !dcache_get(h->dc, j->ch[e]->k, j->ch[e]->data,
+						   j->ch[e]->len))
+		e++;
+	pthread_mutex_lock(&h->mu);
+	for (i = j->ndone; i < e; i++) {
+		struct http_chunk *c = j->ch[i];
+
+		c->state = CH_FETCHED;
+		c->disk = c->stored = true;
+		atomic_fetch_add(&h->n_disk_hits, 1);
+		http_unpin(h, c);
+	}
+	j->ndone = e;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	if (e < j->nch)
+		return false;
+	http_job_free(j);
+	return true;
 }
 
 /* mu held: the transfer of j ended; its chunks hold their bytes or failed. Frees j. */
@@ -175,16 +207,18 @@ void http_chunks_done(struct http *h, struct http_job *j, int rc)
 /* ---- fetching chunks ---- */
 
 /* Queues a request for the chunks c[0..n) (consecutive, LOADING, pinned once more for the job),
- * cut into parts of about `part` bytes. mu held. Chunks that cannot be queued fail. */
+ * cut into parts of about `part` bytes that never cross a unit of the request grid. mu held.
+ * Chunks that cannot be queued fail. */
 static void submit_run(struct http *h, struct http_chunk **c, unsigned n, uint64_t part,
 		       bool demand)
 {
 	while (n) {
 		unsigned take = 0;
-		uint64_t bytes = 0;
+		uint64_t bytes = 0, u = c[0]->k * h->csize / h->unit;
 		struct http_job *j;
 
-		while (take < n && (take == 0 || bytes + c[take]->len <= part))
+		while (take < n && (take == 0 || (bytes + c[take]->len <= part &&
+						  c[take]->k * h->csize / h->unit == u)))
 			bytes += c[take++]->len;
 		j = http_job_new(h, c[0]->k * h->csize, (size_t)bytes);
 		if (j)
@@ -260,6 +294,7 @@ void http_load_owned(struct http *h, struct http_chunk **own, unsigned n, uint64
 		if (hit[i] != DISK_MISS) {
 			own[i]->state = hit[i] == DISK_HIT ? CH_READY : CH_FETCHED;
 			own[i]->disk = hit[i] == DISK_LATER;
+			own[i]->stored = true;
 			http_unpin(h, own[i]);
 		} else {
 			own[miss++] = own[i]; /* the caller's pin passes to the job */
@@ -313,11 +348,11 @@ static int check_fetched(struct http *h, struct http_chunk *c, bool wait_group, 
 	    integ_check_chunk(&h->integ, c->k, c->data, c->len) != 0) {
 		uint64_t s = c->k * h->csize;
 
-		if (c->disk) {
-			if (h->dc)
-				dcache_drop(h->dc, c->k);
+		if (h->dc && (c->disk || c->stored))
+			dcache_drop(h->dc, c->k);
+		c->stored = false;
+		if (c->disk)
 			return REFETCH;
-		}
 
 		atomic_fetch_add(&h->n_corrupt, 1);
 		http_logf(h,
@@ -375,6 +410,7 @@ static int wait_chunk(struct http *h, struct http_chunk *c)
 			pthread_mutex_lock(&h->mu);
 			if (rc == REFETCH) { /* the disk cache had it wrong: from the server */
 				c->disk = false;
+				c->stored = false;
 				c->state = CH_LOADING;
 				c->pins++; /* the job's */
 				submit_run(h, &c, 1, RUN_MAX, true);
@@ -445,19 +481,52 @@ static void copy_out(struct http *h, struct http_chunk **pins, unsigned n, uint6
 	}
 }
 
+/* The chunks after k1 up to the end of its unit, not past the stream's limit: a read naming
+ * its stream asks for them with its own (a caching proxy filling the unit's slice for the
+ * first request would make a second one for its rest wait). */
+static uint64_t unit_rest(const struct http *h, uint64_t k1, const struct sqk_io_ahead *ahead)
+{
+	uint64_t e = ((k1 + 1) * h->csize + h->unit - 1) / h->unit * h->unit;
+
+	if (!ahead || !ahead->stream)
+		return 0;
+	if (e > ahead->limit)
+		e = ahead->limit;
+	if (e > h->covered)
+		e = h->covered;
+	return e > (k1 + 1) * h->csize ? (e + h->csize - 1) / h->csize - (k1 + 1) : 0;
+}
+
+/* Adds the absent chunks k1+1 .. k1+rest to own[] (LOADING, their one pin the loader's). */
+static void own_rest(struct http *h, uint64_t k1, uint64_t rest, struct http_chunk **own,
+		     unsigned *nown)
+{
+	for (uint64_t k = k1 + 1; k <= k1 + rest; k++) {
+		struct http_chunk *c = http_chunk_find(h, k) ? NULL : http_chunk_new(h, k);
+
+		if (c)
+			own[(*nown)++] = c;
+		else if (!http_chunk_find(h, k))
+			return;
+	}
+}
+
 /* Reads [off, off + len) below `covered` through the chunks. */
 int http_read_chunks(struct http *h, uint64_t off, uint8_t *buf, size_t len,
 			 const struct sqk_io_ahead *ahead)
 {
 	uint64_t k0 = off / h->csize, k1 = (off + len - 1) / h->csize, ra0 = 0, ra1 = 0;
+	uint64_t rest = unit_rest(h, k1, ahead);
 	unsigned n = (unsigned)(k1 - k0 + 1), nown = 0, i;
-	struct http_chunk **pins = malloc(2 * (size_t)n * sizeof(*pins)), **own = pins + n;
+	struct http_chunk **pins = malloc((2 * (size_t)n + rest) * sizeof(*pins)), **own = pins + n;
 	int rc;
 
 	if (!pins)
 		return SQK_ENOMEM;
 	pthread_mutex_lock(&h->mu);
 	rc = h->cancelled ? SQK_EINTR : pin_range(h, k0, n, pins, own, &nown);
+	if (!rc && nown)
+		own_rest(h, k1, rest, own, &nown);
 	if (!rc)
 		http_plan_ahead(h, off, off + len, ahead, &ra0, &ra1);
 	pthread_mutex_unlock(&h->mu);
@@ -466,7 +535,7 @@ int http_read_chunks(struct http *h, uint64_t off, uint8_t *buf, size_t len,
 		return rc;
 	}
 	/* their digests, if not in yet, come while the chunks do */
-	http_kick_groups(h, k0, k1);
+	http_kick_groups(h, k0, k1 + (nown ? rest : 0));
 	http_load_owned(h, own, nown, len / h->conns > PART_MIN ? len / h->conns : RUN_MAX,
 			    true);
 	http_fetch_ahead(h, ra0, ra1, UINT64_MAX);

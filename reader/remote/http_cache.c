@@ -28,6 +28,7 @@
 
 #define HDR 16u
 #define TMP_PREFIX ".tmp."
+#define UNITS ".units"
 
 struct dentry {
 	uint32_t dir;   /* index into dirs */
@@ -44,6 +45,9 @@ struct dcache {
 	char **dirs;
 	uint32_t ndirs;
 	size_t dcap;          /* slots allocated in dirs */
+	int lockfd;           /* KEY/.units, opened by lock_pid (a forked child opens its own:
+			       * OFD locks of one open file never exclude each other) */
+	pid_t lock_pid;
 	struct dentry *ents;  /* oldest first from head */
 	size_t head, n, cap;
 	uint64_t used, limit;
@@ -189,6 +193,7 @@ int dcache_open(const char *root, const char *key, uint64_t limit, struct dcache
 	pthread_mutex_init(&d->mu, NULL);
 	d->limit = limit;
 	d->dirfd = -1;
+	d->lockfd = -1;
 	rc = mkdir_p(root);
 	d->rootfd = rc ? -1 : open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (!rc && d->rootfd < 0)
@@ -273,9 +278,11 @@ static void evict(struct dcache *d, uint64_t need)
 			continue;
 		chunk_name(name, sizeof(name), e->k);
 		unlinkat(fd, name, 0);
+		if (e->dir != d->own) { /* once empty (its lock file left: nothing then shared) */
+			unlinkat(fd, UNITS, 0);
+			unlinkat(d->rootfd, d->dirs[e->dir], AT_REMOVEDIR);
+		}
 		close(fd);
-		if (e->dir != d->own)
-			unlinkat(d->rootfd, d->dirs[e->dir], AT_REMOVEDIR); /* once empty */
 	}
 	if (d->head > 4096 && d->head * 2 > d->n) { /* compact the queue */
 		memmove(d->ents, d->ents + d->head, (d->n - d->head) * sizeof(*d->ents));
@@ -401,6 +408,8 @@ void dcache_close(struct dcache *d)
 		return;
 	if (d->dirfd >= 0)
 		close(d->dirfd);
+	if (d->lockfd >= 0)
+		close(d->lockfd);
 	if (d->rootfd >= 0)
 		close(d->rootfd);
 	for (i = 0; i < d->ndirs; i++)
@@ -409,6 +418,45 @@ void dcache_close(struct dcache *d)
 	free(d->ents);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
+}
+
+/* The lock file's descriptor of this process, opened on first use (mu held); -1 if none. */
+static int unit_fd(struct dcache *d)
+{
+	if (d->lock_pid != getpid()) { /* (an inherited one: the parent's stays open) */
+		if (d->lockfd >= 0)
+			close(d->lockfd);
+		d->lockfd = openat(d->dirfd, UNITS, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		d->lock_pid = getpid();
+	}
+	return d->lockfd;
+}
+
+static int unit_lock(struct dcache *d, uint64_t u, short type)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)u,
+			    .l_len = 1 };
+	int fd, rc;
+
+	pthread_mutex_lock(&d->mu);
+	fd = unit_fd(d);
+	pthread_mutex_unlock(&d->mu);
+	if (fd < 0 || u > INT64_MAX)
+		return 0;
+	rc = fcntl(fd, F_OFD_SETLK, &fl);
+	return rc && (errno == EAGAIN || errno == EACCES) ? -1 : 0;
+}
+
+/* Borrows d. */
+bool dcache_unit_trylock(struct dcache *d, uint64_t u)
+{
+	return unit_lock(d, u, F_WRLCK) == 0;
+}
+
+/* Borrows d. */
+void dcache_unit_unlock(struct dcache *d, uint64_t u)
+{
+	unit_lock(d, u, F_UNLCK);
 }
 
 /* Fills the caller's buf. */

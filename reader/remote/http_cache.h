@@ -4,7 +4,8 @@
  * written to a temporary name and renamed, and carry a length and an XXH3 checksum, so a killed
  * process or a torn write never leaves an entry that is later served; the reader also checks
  * chunks of images with integrity data against their SHA-256. The cache is bounded in bytes
- * over all images: the least recently used files (by mtime) are removed first. */
+ * over all images: the least recently used files (by mtime) are removed first. Processes sharing
+ * a folder share requests in flight through per-unit locks in it. */
 #ifndef SQK_HTTP_CACHE_H
 #define SQK_HTTP_CACHE_H
 
@@ -41,6 +42,14 @@ uint64_t dcache_entry_size(size_t len);
 
 /* Removes chunk k (its bytes were found wrong). Thread-safe. */
 void dcache_drop(struct dcache *d, uint64_t k);
+
+/* Per-unit locks shared by the processes using d's folder (fcntl OFD byte-range locks, byte u
+ * of KEY/.units; the kernel drops them when a process dies): takes unit u's lock without
+ * waiting. False only when another process holds it; true when taken, or when locks cannot be
+ * used (then nothing is shared). Thread-safe; one holder per unit in a process (the caller's
+ * rule). */
+bool dcache_unit_trylock(struct dcache *d, uint64_t u);
+void dcache_unit_unlock(struct dcache *d, uint64_t u);
 
 /* Closes d; NULL-safe. */
 void dcache_close(struct dcache *d);

@@ -23,6 +23,13 @@
 #define BACKOFF_MS 100u
 #define BACKOFF_MAX_MS 5000u
 #define ERRBODY_MAX 4096u /* bytes of a failed answer's body kept for its message */
+/* A body that stalls after its headers (a caching proxy filling the whole file before it
+ * serves a range) is asked again at once with twice the patience, up to timeout << STALLS_MAX,
+ * without using a retry: a retry after the same wait would be a new miss and a new fill. */
+#define STALLS_MAX 5u
+/* A chunk job whose unit another process is fetching (its lock in the cache folder) looks
+ * again this often; the chunks are then on disk. */
+#define UNIT_POLL_MS 10u
 
 uint64_t http_now_ms(void)
 {
@@ -53,6 +60,7 @@ void http_job_free(struct http_job *j)
 	free(j->ch);
 	free(j->flat);
 	free(j->errbody);
+	curl_slist_free_all(j->own_hdrs);
 	free(j);
 }
 
@@ -133,7 +141,8 @@ static size_t on_header(char *b, size_t sz, size_t n, void *ud)
 static void set_status_why(struct http_job *j)
 {
 	long st = j->status;
-	bool transient = st >= 500 || st == 408 || st == 429;
+	/* a check of another ETag asks with If-Match: a mirror without it answers 412 */
+	bool transient = st >= 500 || st == 408 || st == 429 || (j->reval && st == 412);
 	char msg[sizeof(j->why)];
 
 	if (!j->h->s3) {
@@ -160,6 +169,43 @@ static size_t keep_errbody(struct http_job *j, const char *p, size_t len)
 	memcpy(j->errbody + j->errbody_len, p, take);
 	j->errbody_len += take;
 	return j->errbody_len < ERRBODY_MAX ? len : 0;
+}
+
+/* Whether etag is the one of the open or one found to have the same root digest. */
+static bool etag_known(const struct http *h, const char *etag)
+{
+	if (!strcmp(h->etag, etag))
+		return true;
+	for (unsigned i = 0; i < h->n_etag_ok && i < 4; i++) {
+		if (!strcmp(h->etag_ok[i], etag))
+			return true;
+	}
+	return false;
+}
+
+/* The ETag of a 206 for the right bytes: the open's or a known one; another one waits for a
+ * check of its trailer (need_reval) when the image has integrity data, else the image changed.
+ * A check's own answer must carry the ETag it checks. */
+static bool check_etag(struct http_job *j)
+{
+	struct http *h = j->h;
+
+	if (j->reval) {
+		if (!strcmp(j->etag, j->expect_etag))
+			return true;
+		set_why(j, false, "answered ETag %s, not %s", j->etag[0] ? j->etag : "(none)",
+			j->expect_etag);
+		return false;
+	}
+	if (!h->etag[0] || !j->etag[0] || etag_known(h, j->etag))
+		return true;
+	if (h->has_integ && !h->o.raw && strcmp(j->etag, h->etag_bad)) {
+		j->need_reval = true;
+		set_why(j, false, "another ETag %s: checking it", j->etag);
+		return false;
+	}
+	set_why(j, true, "the image changed on the server (ETag %s, was %s)", j->etag, h->etag);
+	return false;
 }
 
 /* The response before its body is used: a 206 for exactly the bytes asked for. A failed status
@@ -191,6 +237,17 @@ static bool check_response(struct http_job *j)
 		set_why(j, true, "206 response without a valid Content-Range");
 		return false;
 	}
+	if (j->suffix) { /* the last bytes, the file's size unknown yet */
+		if (j->cr_last != j->cr_total - 1 || j->cr_last - j->cr_first >= j->len) {
+			set_why(j, true, "answered bytes %llu-%llu/%llu for the last %zu",
+				(unsigned long long)j->cr_first, (unsigned long long)j->cr_last,
+				(unsigned long long)j->cr_total, j->len);
+			return false;
+		}
+		j->off = j->cr_first;
+		j->len = (size_t)(j->cr_last - j->cr_first + 1);
+		return true;
+	}
 	if (j->probe) {
 		if (j->cr_first != 0 || j->cr_last >= j->len) {
 			set_why(j, true, "answered bytes %llu-%llu for 0-%zu",
@@ -211,12 +268,7 @@ static bool check_response(struct http_job *j)
 			(unsigned long long)j->cr_last);
 		return false;
 	}
-	if (h->etag[0] && j->etag[0] && strcmp(h->etag, j->etag)) {
-		set_why(j, true, "the image changed on the server (ETag %s, was %s)", j->etag,
-			h->etag);
-		return false;
-	}
-	return true;
+	return check_etag(j);
 }
 
 /* Scatters body bytes into the job's chunks (or its flat buffer), from j->got on; each chunk is
@@ -243,7 +295,7 @@ static void sink(struct http_job *j, const char *p, size_t len)
 		pos += take;
 		if (at + take == c->len) {
 			j->ndone++;
-			http_chunk_arrived(j->h, c);
+			http_chunk_arrived(j->h, c, j->bg);
 		}
 	}
 }
@@ -298,11 +350,17 @@ static int start(struct http *h, struct http_job *j)
 	j->have_cr = false;
 	j->why[0] = j->errbuf[0] = j->bucket_region[0] = '\0';
 	j->permanent = false;
+	j->need_reval = false;
 	j->bad_status = false;
 	j->fail_rc = 0;
 	j->errbody_len = 0;
-	snprintf(j->range, sizeof(j->range), "%llu-%llu", (unsigned long long)j->off,
-		 (unsigned long long)(j->off + j->len - 1));
+	if (j->suffix) {
+		j->len = j->suffix_len; /* the answer says which bytes */
+		snprintf(j->range, sizeof(j->range), "-%zu", j->len);
+	} else {
+		snprintf(j->range, sizeof(j->range), "%llu-%llu", (unsigned long long)j->off,
+			 (unsigned long long)(j->off + j->len - 1));
+	}
 	curl_easy_setopt(e, CURLOPT_URL, h->url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
 	curl_easy_setopt(e, CURLOPT_RANGE, j->range);
@@ -310,7 +368,7 @@ static int start(struct http *h, struct http_job *j)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->hdrs);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, j->own_hdrs ? j->own_hdrs : h->hdrs);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
@@ -319,9 +377,9 @@ static int start(struct http *h, struct http_job *j)
 	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)h->timeout_s);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)h->timeout_s);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)h->timeout_s << j->stalls);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+	curl_easy_setopt(e, CURLOPT_PIPEWAIT, strncmp(h->url, "https:", 6) ? 0L : 1L);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "squashkit");
 	if (h->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file);
@@ -391,11 +449,19 @@ static void enqueue(struct http *h, struct http_job *j)
 	*p = j;
 }
 
+static void etag_checked(struct http *h, struct http_job *j, int rc);
+
 static void complete(struct http *h, struct http_job *j, int rc)
 {
+	if (j->reval) {
+		etag_checked(h, j, rc);
+		return;
+	}
 	if (rc && j->bg) /* the background logs once for all of its jobs */
 		http_bg_job_failed(h, j, rc);
-	if (rc && (!j->bg || j->demand)) /* a read waits on a promoted one */
+	/* a read waits on a promoted background job; a failed suffix range is asked again by
+	 * offset, logged then */
+	if (rc && (!j->bg || j->demand) && !j->suffix)
 		http_logf(h, "%s: bytes %llu-%llu: %s%s", h->name, (unsigned long long)j->off,
 			      (unsigned long long)(j->off + j->len - 1),
 			      j->why[0] ? j->why : sqk_strerror(rc),
@@ -427,11 +493,114 @@ static void resume_after_done(struct http_job *j)
 	j->len -= skip;
 }
 
+/* Whether j timed out after its response's headers came (curl's stall limit). */
+static bool body_stalled(struct http_job *j, CURLcode res)
+{
+	long st = 0;
+
+	if (res != CURLE_OPERATION_TIMEDOUT || j->stalls >= STALLS_MAX || j->permanent)
+		return false;
+	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &st);
+	return st == 200 || st == 206;
+}
+
+/* Starts the check of etag: its trailer, asked with If-Match (mu held). False when it cannot
+ * be queued. */
+static bool etag_check_start(struct http *h, const char *etag)
+{
+	struct http_job *j = http_job_new(h, h->end - SQK_INTEG_TRAILER_SIZE,
+					  SQK_INTEG_TRAILER_SIZE);
+	char im[160];
+	const struct curl_slist *l;
+
+	if (!j)
+		return false;
+	j->reval = true;
+	j->demand = true;
+	snprintf(j->expect_etag, sizeof(j->expect_etag), "%s", etag);
+	snprintf(im, sizeof(im), "If-Match: %s", etag);
+	j->flat = malloc(j->len);
+	for (l = h->hdrs; j->flat && l; l = l->next)
+		j->own_hdrs = curl_slist_append(j->own_hdrs, l->data);
+	if (j->flat)
+		j->own_hdrs = curl_slist_append(j->own_hdrs, im);
+	if (!j->flat || !j->own_hdrs) {
+		http_job_free(j);
+		return false;
+	}
+	snprintf(h->etag_checking, sizeof(h->etag_checking), "%s", etag);
+	j->not_before = http_now_ms();
+	enqueue(h, j);
+	return true;
+}
+
+/* A job met an ETag not known yet: it waits for that ETag's check (mu held). */
+static void etag_park(struct http *h, struct http_job *j)
+{
+	resume_after_done(j);
+	if (etag_known(h, j->etag)) { /* checked meanwhile */
+		j->not_before = http_now_ms();
+		enqueue(h, j);
+		return;
+	}
+	if (!h->etag_checking[0] && !etag_check_start(h, j->etag)) {
+		complete(h, j, SQK_ENOMEM);
+		return;
+	}
+	j->next = h->parked;
+	h->parked = j;
+}
+
+/* The check of an ETag ended (mu held; frees j): accepted when its trailer has the image's root
+ * digest (same size: checked with the Content-Range), else the image changed. The parked jobs
+ * go on: again at once, failed for good, or (the check failed) as after a failed attempt. */
+static void etag_checked(struct http *h, struct http_job *j, int rc)
+{
+	struct sqk_integ_trailer t;
+	bool same = rc == 0 && integ_trailer_decode(j->flat, &t) == 0 &&
+		    !CRYPTO_memcmp(t.root, h->integ.t.root, sizeof(t.root)) &&
+		    t.covered == h->integ.t.covered && t.chunk_size == h->integ.t.chunk_size;
+	struct http_job *p = h->parked;
+
+	if (same) {
+		snprintf(h->etag_ok[h->n_etag_ok++ % 4], sizeof(h->etag_ok[0]), "%s",
+			 j->expect_etag);
+		http_logf(h, "%s: ETag %s has the same root digest as %s: the same image",
+			      h->name, j->expect_etag, h->etag);
+	} else if (rc == 0) {
+		snprintf(h->etag_bad, sizeof(h->etag_bad), "%s", j->expect_etag);
+	}
+	h->etag_checking[0] = '\0';
+	h->parked = NULL;
+	while (p) {
+		struct http_job *n = p->next;
+
+		p->why[0] = '\0';
+		if (h->cancelled || h->stopping) {
+			complete(h, p, SQK_EINTR);
+		} else if (!strcmp(p->etag, h->etag_bad)) {
+			set_why(p, true, "the image changed on the server (ETag %s, was %s)",
+				p->etag, h->etag);
+			complete(h, p, SQK_EIO);
+		} else if (etag_known(h, p->etag) || p->attempt < h->retries) {
+			p->attempt += !etag_known(h, p->etag);
+			p->not_before = http_now_ms();
+			enqueue(h, p);
+		} else {
+			set_why(p, false, "ETag %s could not be checked", p->etag);
+			complete(h, p, SQK_EIO);
+		}
+		p = n;
+	}
+	http_job_free(j);
+}
+
 /* A transfer ended: retry it later, or hand its result over. */
 static void finish(struct http *h, struct http_job *j, CURLcode res)
 {
 	int rc = outcome(j, res);
 	curl_off_t ttfb = 0, total = 0;
+	bool stalled = rc && body_stalled(j, res);
 
 	if (j->bg && !rc) {
 		curl_easy_getinfo(j->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
@@ -451,7 +620,23 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 	h->active_ra -= j->ra_slot;
 	if (j->bg && !rc)
 		http_bg_job_timed(h, j->len, (int64_t)ttfb, (int64_t)total);
-	if (rc && !j->permanent && j->attempt < h->retries && !h->cancelled) {
+	if (j->unit_locked) /* its chunks are on disk (http_chunk_arrived) */
+		dcache_unit_unlock(h->dc, j->off / h->unit);
+	j->unit_locked = false;
+	if (rc && j->need_reval && !h->cancelled) {
+		etag_park(h, j);
+	} else if (stalled && !h->cancelled) {
+		http_logf(h, "%s: bytes %llu-%llu: the body stalled %us after the headers; "
+			      "asking again, waiting up to %us", h->name,
+			      (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
+			      h->timeout_s << j->stalls,
+			      h->timeout_s << (j->stalls + 1));
+		resume_after_done(j);
+		j->stalls++;
+		atomic_fetch_add(&h->n_retries, 1);
+		j->not_before = http_now_ms();
+		enqueue(h, j);
+	} else if (rc && !j->permanent && j->attempt < h->retries && !h->cancelled) {
 		resume_after_done(j);
 		j->attempt++;
 		atomic_fetch_add(&h->n_retries, 1);
@@ -463,14 +648,67 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* Whether j may start now: data a reader waits on gets a connection of its own up to
- * SQK_HTTP_DEMAND_MAX at once (concurrent cold reads go out in parallel); readahead uses at most
- * `connections`. mu held. */
+/* Whether a chunk request of j's unit (requests never cross one) is running. mu held. */
+static bool unit_busy(const struct http *h, const struct http_job *j)
+{
+	const struct http_job *r;
+
+	for (r = h->running; r; r = r->anext) {
+		if (!r->flat && r->off / h->unit == j->off / h->unit)
+			return true;
+	}
+	return false;
+}
+
+/* Whether j may start now: one chunk request per unit at once; data a reader waits on gets a
+ * connection of its own up to SQK_HTTP_DEMAND_MAX at once (concurrent cold reads go out in
+ * parallel); readahead uses at most `connections`. mu held. */
 static bool may_start(const struct http *h, const struct http_job *j)
 {
+	if (!j->flat && unit_busy(h, j))
+		return false;
 	if (j->demand)
 		return h->active - h->active_ra < SQK_HTTP_DEMAND_MAX;
 	return h->active_ra < h->conns;
+}
+
+enum { UNIT_WAIT, UNIT_START, UNIT_START_AGAIN, UNIT_ON_DISK };
+
+/* Takes the lock of chunk job j's unit in the disk cache's folder (mu held): UNIT_WAIT when
+ * another process holds it (j waits UNIT_POLL_MS; after `timeout` seconds it goes on without
+ * the lock: the holder may be stuck). Once taken, the chunks another process put
+ * on disk are taken from there: UNIT_ON_DISK when all were (j is gone), else j starts for the
+ * rest (UNIT_START_AGAIN: mu was let go meanwhile). */
+static int unit_lock(struct http *h, struct http_job *j)
+{
+	uint64_t u = j->off / h->unit;
+	bool ok, locked;
+
+	if (j->flat || !h->dc || j->unit_locked)
+		return UNIT_START;
+	if (!dcache_unit_trylock(h->dc, u)) {
+		uint64_t now = http_now_ms();
+
+		if (!j->lock_wait)
+			j->lock_wait = now;
+		/* a holder stuck on its own request: not longer than a stall, then on our own */
+		if (now - j->lock_wait < (uint64_t)h->timeout_s * 1000)
+			return UNIT_WAIT;
+	} else {
+		j->unit_locked = true;
+	}
+	j->lock_wait = 0; /* another process may have fetched the chunks meanwhile */
+	locked = j->unit_locked;
+	pthread_mutex_unlock(&h->mu);
+	ok = http_chunks_from_disk(h, j);
+	pthread_mutex_lock(&h->mu);
+	if (!ok) {
+		resume_after_done(j); /* only what the disk did not have */
+		return UNIT_START_AGAIN;
+	}
+	if (locked)
+		dcache_unit_unlock(h->dc, u); /* (j is gone) */
+	return UNIT_ON_DISK;
 }
 
 /* Starts the queued jobs that are due and have a connection; returns ms until the next one
@@ -483,6 +721,7 @@ static long start_due(struct http *h)
 
 	while (*p && (*p)->not_before <= now) {
 		struct http_job *j = *p;
+		int u;
 
 		if (!may_start(h, j)) {
 			p = &j->next;
@@ -490,8 +729,20 @@ static long start_due(struct http *h)
 		}
 		*p = j->next;
 		j->next = NULL;
-		if (start(h, j))
+		u = unit_lock(h, j);
+		if (u == UNIT_WAIT) {
+			j->not_before = now + UNIT_POLL_MS;
+			enqueue(h, j);
+			continue;
+		}
+		if (u != UNIT_START)
+			p = &h->queue; /* the queue may have changed while mu was let go */
+		if (u != UNIT_ON_DISK && start(h, j)) {
+			if (j->unit_locked)
+				dcache_unit_unlock(h->dc, j->off / h->unit);
+			j->unit_locked = false;
 			complete(h, j, SQK_ENOMEM);
+		}
 	}
 	if (!*p)
 		return 1000;
@@ -520,6 +771,12 @@ void http_promote(struct http *h, uint64_t k)
 /* Fails what waits in the queue (cancel or stop; mu held). */
 static void fail_queue(struct http *h)
 {
+	while (h->parked) {
+		struct http_job *j = h->parked;
+
+		h->parked = j->next;
+		complete(h, j, SQK_EINTR);
+	}
 	while (h->queue) {
 		struct http_job *j = h->queue;
 
@@ -595,22 +852,34 @@ int http_submit(struct http *h, struct http_job *job)
 	return 0;
 }
 
+/* Runs flat jobs at once. Called without mu; the caller still owns the jobs. */
+void http_fetch_flat_all(struct http *h, struct http_job **jobs, unsigned n, int *rcs)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&h->mu);
+	for (i = 0; i < n; i++) {
+		struct http_job *job = jobs[i];
+
+		job->flat = malloc(job->len ? job->len : 1);
+		job->demand = true;
+		rcs[i] = !job->flat ? SQK_ENOMEM : h->cancelled ? SQK_EINTR : http_submit(h, job);
+	}
+	for (i = 0; i < n; i++) {
+		while (!rcs[i] && !jobs[i]->done)
+			pthread_cond_wait(&h->cv, &h->mu);
+		if (!rcs[i])
+			rcs[i] = jobs[i]->rc;
+	}
+	pthread_mutex_unlock(&h->mu);
+}
+
 /* Runs a flat job to its end. Called without mu; the caller still owns job. */
 int http_fetch_flat(struct http *h, struct http_job *job)
 {
-	int rc;
+	int rc = 0;
 
-	job->flat = malloc(job->len ? job->len : 1);
-	if (!job->flat)
-		return SQK_ENOMEM;
-	job->demand = true;
-	pthread_mutex_lock(&h->mu);
-	rc = h->cancelled ? SQK_EINTR : http_submit(h, job);
-	while (!rc && !job->done)
-		pthread_cond_wait(&h->cv, &h->mu);
-	if (!rc)
-		rc = job->rc;
-	pthread_mutex_unlock(&h->mu);
+	http_fetch_flat_all(h, &job, 1, &rc);
 	return rc;
 }
 

@@ -23,6 +23,10 @@
 #define SQK_HTTP_DEMAND_MAX 32u
 #define PART_MIN ((uint64_t)1 << 20)  /* readahead parts: at least this, one per connection */
 #define RUN_MAX ((uint64_t)8 << 20)   /* the largest single request */
+/* The request grid: units of this size (or the chunk size if larger), fixed for the image, so
+ * caching proxies see the same ranges from every client: no request crosses a unit, readahead
+ * and prefetch ask for whole units, and one request per unit runs at once. */
+#define UNIT_MIN ((uint64_t)1 << 20)
 
 /* A chunk's life: LOADING (a reader looks it up on disk, or a transfer is fetching it) ->
  * FETCHED (bytes in, not yet checked) -> VERIFYING (one reader hashes it) -> READY; or FAILED
@@ -39,8 +43,9 @@ struct http_chunk {
 	bool net;                /* its bytes came from the server (counted in n_net) */
 	bool disk;               /* FETCHED from the disk cache, checked once its digest group
 				  * is in (a failed check fetches it from the server) */
+	bool stored;             /* its bytes are in the disk cache (whoever stores sets it;
+				  * nobody stores twice; a failed check drops them) */
 	atomic_bool used;        /* a read has copied from it (net bytes counted in n_used) */
-	bool stored;             /* its bytes are in the disk cache */
 	uint8_t *data;
 	size_t len;
 	struct http_chunk *hnext;
@@ -71,11 +76,24 @@ struct http_job {
 	uint8_t *flat;
 	size_t got;
 	unsigned attempt;
+	unsigned stalls;         /* bodies that stalled after their headers: the stall limit is
+				  * `timeout` << stalls */
 	uint64_t not_before;     /* ms, CLOCK_MONOTONIC */
 	bool probe;              /* the first request: learns size and validators */
+	bool reval;              /* the trailer under another ETag (expect_etag): is it the same
+				  * image? (asked with If-Match) */
+	bool need_reval;         /* answered with an ETag not known yet: waits for its check */
+	char expect_etag[128];
+	struct curl_slist *own_hdrs; /* the backend's headers and more (owned), else NULL */
+	bool suffix;             /* the open's tail: the last len bytes (`Range: bytes=-len`),
+				  * off and len set from the answer's Content-Range; a failure is
+				  * not logged (the open asks again by offset) */
+	size_t suffix_len;
 	bool demand;             /* a reader waits for it: started before readahead */
 	bool ra_slot;            /* running on one of the `connections` readahead slots */
 	bool bg;                 /* the background fetch's (background.c) */
+	bool unit_locked;        /* holds its unit's lock of the disk cache's folder */
+	uint64_t lock_wait;      /* ms: since when it waits for another process's unit lock */
 	bool done;               /* flat jobs: finished (rc set) */
 	int rc;
 	bool permanent;          /* the failure is not worth a retry */
@@ -111,10 +129,19 @@ struct http {
 
 	uint64_t size;           /* of the remote file */
 	char etag[128], lastmod[64];
+	/* With integrity data, another ETag (a mirror, a copy) is checked, not fatal: its trailer
+	 * is fetched (one check at a time, the jobs that met it parked meanwhile) and the ETag
+	 * accepted when the root digest is the same, else named as a changed image. Only the
+	 * transfer thread uses these. */
+	char etag_ok[4][128];
+	unsigned n_etag_ok;
+	char etag_bad[128], etag_checking[128];
+	struct http_job *parked;
 
 	/* Chunk grid over [0, covered): chunk k is [k*csize, min((k+1)*csize, covered)). */
 	uint64_t covered;
 	uint32_t csize;
+	uint64_t unit;           /* the request grid (UNIT_MIN): a multiple of csize */
 	bool has_integ;
 	struct integ integ;  /* a digest tree: lazily loaded (groups accepted as fetched) */
 	uint64_t tail_at;        /* where the integrity data read at open starts: covered (flat
@@ -168,8 +195,12 @@ uint64_t http_now_ms(void);
 
 /* http_fetch.c. Called with h->mu held: queues job (the thread takes ownership). */
 int http_submit(struct http *h, struct http_job *job);
-/* Runs a flat job to its end (with retries) and frees it: 0 or SQK_E*. Called without mu. */
+/* Runs a flat job to its end (with retries): 0 or SQK_E*. Called without mu; the caller still
+ * owns job. */
 int http_fetch_flat(struct http *h, struct http_job *job);
+/* Runs the flat jobs jobs[0..n) at once and waits for all of them: rcs[i] is job i's result.
+ * Called without mu; the caller still owns the jobs. */
+void http_fetch_flat_all(struct http *h, struct http_job **jobs, unsigned n, int *rcs);
 void http_thread_stop(struct http *h);
 /* mu held: a reader waits on chunk k; a queued readahead job holding it becomes demand. */
 void http_promote(struct http *h, uint64_t k);
@@ -191,8 +222,12 @@ int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **o
 
 /* chunks.c: a chunk transfer ended (mu held): its remaining chunks become FETCHED or FAILED. */
 void http_chunks_done(struct http *h, struct http_job *j, int rc);
+/* chunks.c, without mu: takes the chunks of j (a chunk job not started) that another process
+ * put in the disk cache, from the first on (FETCHED, checked when read; j->ndone counts them):
+ * true when all were there (j is freed). */
+bool http_chunks_from_disk(struct http *h, struct http_job *j);
 /* chunks.c: all bytes of chunk c are in (called by the transfer thread, without mu). */
-void http_chunk_arrived(struct http *h, struct http_chunk *c);
+void http_chunk_arrived(struct http *h, struct http_chunk *c, bool room_only);
 /* chunks.c, mu held: the length of chunk k; the chunk k in the table (borrowed) or NULL; a new
  * LOADING chunk k in the table, pinned once (NULL on ENOMEM); frees c (out of the table). */
 size_t http_chunk_len(const struct http *h, uint64_t k);
@@ -239,7 +274,9 @@ int http_read_digest_area(struct http *h, uint64_t off, uint8_t *buf, size_t len
 void http_plan_ahead(struct http *h, uint64_t off, uint64_t end,
 			 const struct sqk_io_ahead *ra, uint64_t *ra0, uint64_t *ra1);
 /* ahead.c, without mu: fetches the chunks of [ra0, ra1) not yet present, in parallel parts of
- * at most part_max bytes. */
+ * at most part_max bytes that never cross a unit. A stream's readahead ends on the grid (or at
+ * its limit: a file's end), so its next windows are whole units; prefetches are not rounded
+ * out (a file read at random is fetched whole, never beyond the file). */
 void http_fetch_ahead(struct http *h, uint64_t ra0, uint64_t ra1, uint64_t part_max);
 /* ahead.c, the prefetch operation of the vtable (sqk/io.h): with wait, fetches [off, off +
  * len) coalesced, in parallel parts, and waits for it (the metadata tables at open); else

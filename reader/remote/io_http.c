@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Remote images behind the sqk_io vtable (see sqk/remote.h): open, the vtable, the counters,
- * cancel and quiesce. Open: one request learns the size and validators with the first 64 KiB,
- * one more the tail (the integrity digests and trailer, loaded and authenticated as for local
- * files). Reads go through the chunks (chunks.c) and, with a digest tree, the groups of chunk
- * digests (groups.c); only named streams fetch ahead (ahead.c); the transfers run in
- * http_fetch.c. */
+ * cancel and quiesce. Open: two requests at once, the first 64 KiB (the size and validators)
+ * and the last 128 KiB (a suffix range: the integrity digests and trailer, loaded and
+ * authenticated as for local files). Reads go through the chunks (chunks.c) and, with a digest
+ * tree, the groups of chunk digests (groups.c); only named streams fetch ahead (ahead.c); the
+ * transfers run in http_fetch.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@
 
 #define PROBE_LEN 65536u
 #define TAIL_LEN 65536u
+#define TAIL_OPEN 131072u /* the open's suffix request: at least TAIL_LEN from a chunk */
 #define NOINTEG_CHUNK 65536u
 #define DEFAULT_CONNS 4u
 #define DEFAULT_MEM ((size_t)256 << 20)
@@ -299,20 +300,77 @@ int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **o
 	return rc;
 }
 
-/* The first request: the image's size and validators, and its first bytes (*buf, *len). */
-static int probe(struct http *h, uint8_t **buf, size_t *len)
+/* The last bytes (into tail, as a suffix range would have brought them) from a server that
+ * refuses or misreads a suffix range (some S3 emulations): asked by offset once the probe gave
+ * the size. */
+static int tail_by_offset(struct http *h, const struct http_job *probe, struct http_job *tail)
 {
+	uint64_t size = probe->cr_total, at = size > TAIL_OPEN ? size - TAIL_OPEN : 0;
 	struct http_job *j = NULL;
-	int rc = http_fetch(h, 0, PROBE_LEN, true, buf, &j);
+	uint8_t *buf = NULL;
+	int rc;
 
+	memcpy(h->etag, probe->etag, sizeof(h->etag)); /* checked against the probe's */
+	h->size = size;
+	rc = http_fetch(h, at, (size_t)(size - at), false, &buf, &j);
 	if (rc)
 		return rc;
-	h->size = j->cr_total;
-	*len = j->len;
-	memcpy(h->etag, j->etag, sizeof(h->etag));
-	memcpy(h->lastmod, j->lastmod, sizeof(h->lastmod));
+	free(tail->flat);
+	tail->flat = buf;
+	tail->off = at;
+	tail->len = (size_t)(size - at);
+	tail->cr_total = size;
+	memcpy(tail->etag, j->etag, sizeof(tail->etag));
+	memcpy(tail->lastmod, j->lastmod, sizeof(tail->lastmod));
 	http_job_free(j);
 	return 0;
+}
+
+/* The open's two requests, at once: the first PROBE_LEN bytes (*head, *head_len) with the
+ * size and validators, and the last TAIL_OPEN bytes (*tail from *tail_at to the end), where
+ * the integrity data and the metadata tables are. The probe's failure is the one named. The
+ * validators are the tail's (*probe_etag the probe's: another one is the same image only
+ * when the first bytes check against the tail's digests, open_etags). */
+static int open_requests(struct http *h, uint8_t **head, size_t *head_len, uint8_t **tail,
+			 uint64_t *tail_at, char probe_etag[128])
+{
+	struct http_job *j[2] = { http_job_new(h, 0, PROBE_LEN), http_job_new(h, 0, TAIL_OPEN) };
+	int rcs[2] = { 0, 0 }, rc;
+
+	if (!j[0] || !j[1]) {
+		http_job_free(j[0]);
+		http_job_free(j[1]);
+		return SQK_ENOMEM;
+	}
+	j[0]->probe = true;
+	j[1]->suffix = true;
+	j[1]->suffix_len = TAIL_OPEN;
+	http_fetch_flat_all(h, j, 2, rcs);
+	if (!rcs[0] && rcs[1] && rcs[1] != SQK_EINTR) /* no suffix ranges: by offset */
+		rcs[1] = tail_by_offset(h, j[0], j[1]);
+	rc = rcs[0] ? rcs[0] : rcs[1];
+	if (!rc && j[1]->cr_total != j[0]->cr_total) {
+		http_logf(h, "%s: the image changed on the server during the open (size %llu, "
+			      "was %llu)", h->name, (unsigned long long)j[1]->cr_total,
+			      (unsigned long long)j[0]->cr_total);
+		rc = SQK_EIO;
+	}
+	if (!rc) {
+		/* the version of the integrity data; the first bytes are checked against it */
+		h->size = j[0]->cr_total;
+		memcpy(h->etag, j[1]->etag, sizeof(h->etag));
+		memcpy(h->lastmod, j[1]->lastmod, sizeof(h->lastmod));
+		memcpy(probe_etag, j[0]->etag, sizeof(j[0]->etag));
+		*head_len = j[0]->len;
+		*head = j[0]->flat;
+		j[0]->flat = NULL;
+		*tail_at = j[1]->off;
+		*tail = j[1]->flat;
+		j[1]->flat = NULL;
+	}
+	http_job_free(j[0]);
+	http_job_free(j[1]);
+	return rc;
 }
 
 /* Keeps the whole chunks inside [at, at + len), fetched at open, whose bytes buf holds
@@ -415,18 +473,14 @@ static void take_fetched_groups(struct http *h, const uint8_t *buf, uint64_t at,
 	}
 }
 
-/* Loads the integrity data from the tail of the file (absent: the grid is 64 KiB chunks). */
-static int load_tail(struct http *h)
+/* Loads the integrity data from the tail of the file ([at, size) in buf, fetched at open;
+ * owned from here on); absent: the grid is 64 KiB chunks. */
+static int load_tail(struct http *h, uint8_t *buf, uint64_t at)
 {
-	/* from a chunk boundary (of the 64 KiB grid), so the chunks it holds can be kept */
-	uint64_t at = h->size > TAIL_LEN ? (h->size - TAIL_LEN) / NOINTEG_CHUNK * NOINTEG_CHUNK : 0;
 	uint64_t from;
 	struct window_io w = { .base.ops = &win_ops };
-	uint8_t *buf = NULL;
-	int rc = http_fetch(h, at, (size_t)(h->size - at), false, &buf, NULL);
+	int rc = locate_end(h, buf, at);
 
-	if (!rc)
-		rc = locate_end(h, buf, at);
 	if (!rc && h->end != h->size) { /* the tail of [0, end) */
 		at = h->end > TAIL_LEN ? (h->end - TAIL_LEN) / NOINTEG_CHUNK * NOINTEG_CHUNK : 0;
 		free(buf);
@@ -477,6 +531,18 @@ static int load_tail(struct http *h)
 	return rc;
 }
 
+/* The open's two answers carried different ETags (two mirrors behind one name): with
+ * integrity data the first bytes are checked against the tail's digests before use, and the
+ * probe's ETag is checked like any other when it comes again; without, the image changed. */
+static int open_etags(struct http *h, const char *probe_etag)
+{
+	if (!strcmp(probe_etag, h->etag) || (h->has_integ && !h->o.raw))
+		return 0;
+	http_logf(h, "%s: the image changed on the server during the open (ETag %s, was %s)",
+		      h->name, h->etag, probe_etag);
+	return SQK_EIO;
+}
+
 static int check_root(struct http *h)
 {
 	char want[2 * SQK_INTEG_DIGEST_SIZE + 1], got[2 * SQK_INTEG_DIGEST_SIZE + 1];
@@ -515,11 +581,14 @@ static int open_cache(struct http *h)
 		snprintf(dir, sizeof(dir), "%s", h->o.cache_dir);
 	else if (dcache_default_dir(dir, sizeof(dir)))
 		return 0;
-	if (h->has_integ)
+	/* with a root digest, the image itself: mirrors and copies of it share one cache */
+	if (h->has_integ) {
 		integ_hex(h->integ.t.root, hex);
-	/* s3: the resolved URL, so one key on two endpoints is two images */
-	n = asprintf(&id, "%s\n%s\n%s\n%llu\n%s", h->s3 ? h->url : h->name, h->etag, h->lastmod,
-		     (unsigned long long)h->size, hex);
+		n = asprintf(&id, "root\n%s\n%llu", hex, (unsigned long long)h->size);
+	} else { /* s3: the resolved URL, so one key on two endpoints is two images */
+		n = asprintf(&id, "%s\n%s\n%s\n%llu\n", h->s3 ? h->url : h->name, h->etag,
+			     h->lastmod, (unsigned long long)h->size);
+	}
 	if (n < 0)
 		return SQK_ENOMEM;
 	hash_sha256(id, (size_t)n, d);
@@ -616,8 +685,10 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 {
 	struct sqk_http_opts mine, *opts = &mine; /* the caller's, as this library's version */
 	struct http *h;
-	uint8_t *head = NULL;
+	uint8_t *head = NULL, *tail = NULL;
 	size_t head_len = 0;
+	uint64_t tail_at = 0;
+	char probe_etag[128] = "";
 	int rc;
 
 	*out = NULL;
@@ -633,14 +704,21 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	pthread_cond_init(&h->cv, NULL);
 	rc = setup(h, url, opts);
 	h->csize = PROBE_LEN;
+	h->unit = UNIT_MIN;
 	if (!rc)
-		rc = probe(h, &head, &head_len);
+		rc = open_requests(h, &head, &head_len, &tail, &tail_at, probe_etag);
 	if (!rc && h->size == 0)
 		rc = SQK_ECORRUPT;
 	if (!rc)
-		rc = load_tail(h);
+		rc = load_tail(h, tail, tail_at);
+	else
+		free(tail);
 	if (!rc)
+		rc = open_etags(h, probe_etag);
+	if (!rc) {
+		h->unit = h->csize >= UNIT_MIN ? h->csize : UNIT_MIN / h->csize * h->csize;
 		seed(h, 0, head, head_len);
+	}
 	free(head);
 	if (!rc) {
 		h->o.root_hash = opts ? opts->root_hash : NULL;

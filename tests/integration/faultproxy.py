@@ -11,6 +11,8 @@ A request for /_f/MODE/rest/of/path is forwarded upstream as /rest/of/path with 
 names; any other path passes through untouched. MODE is one or more comma-separated items:
 
   delay=MS      wait MS milliseconds before answering each request
+  bodydelay=MS  send the headers at once, then wait MS milliseconds before the body (a caching
+                proxy filling the whole file before it serves a range); on every response
   hang          read the request and never answer (the socket stays open until the client
                 closes it); hangx=N: only the first N requests hang
   503           answer every request 503 with a small body; 503x=N: only the first N
@@ -22,6 +24,8 @@ names; any other path passes through untouched. MODE is one or more comma-separa
   norange       remove Range (and If-Range) before forwarding: upstream answers 200, full body
   wrongsize     from the second response of this MODE on, rewrite the total of Content-Range
                 (bytes A-B/TOTAL or bytes */TOTAL) to TOTAL+4096
+  alt=NAME      every second request (the 2nd, 4th, ...) goes upstream for the file NAME in the
+                same folder instead: two mirrors behind a round-robin balancer
   tag=WORD      no effect: only makes a MODE string (and so its counters) distinct
   gated         the other items of this MODE have no effect until GET /_arm/MODE (and again
                 none after GET /_disarm/MODE): e.g. a mount opens cleanly, then its reads hang
@@ -64,6 +68,8 @@ class Mode:
     def __init__(self, text):
         self.text = text
         self.delay_ms = 0
+        self.bodydelay_ms = 0
+        self.alt = None
         self.hang = None       # None: off, -1: always, N: first N
         self.e503 = None
         self.drop = None
@@ -87,6 +93,8 @@ class Mode:
             return int(v)
         if item.startswith('delay='):
             self.delay_ms = count(item[6:])
+        elif item.startswith('bodydelay='):
+            self.bodydelay_ms = count(item[10:])
         elif item == 'hang':
             self.hang = -1
         elif item.startswith('hangx='):
@@ -105,6 +113,10 @@ class Mode:
             self.norange = True
         elif item == 'wrongsize':
             self.wrongsize = True
+        elif item.startswith('alt='):
+            self.alt = item[4:]
+            if not re.fullmatch(r'[A-Za-z0-9._-]+', self.alt):
+                raise ModeError('bad file name in %r' % item)
         elif item.startswith('tag='):
             pass
         elif item == 'gated':
@@ -261,6 +273,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             log('%s #%d: 503' % (what, seq))
             return self.reply(503, 'faultproxy: injected 503\n')
 
+        if mode.alt and active and seq % 2 == 0:
+            path = path.rpartition('/')[0] + '/' + mode.alt
+            with STATE.lock:
+                mode.hit('alt')
+            what += ' -> ' + path
+
         # forward
         headers = {}
         for k, v in self.headers.items():
@@ -347,6 +365,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if drop:
             self.send_header('Connection', 'close')
         self.end_headers()
+        if has_body and active and mode.bodydelay_ms:
+            try:
+                self.wfile.flush()
+            except OSError:
+                pass
+            time.sleep(mode.bodydelay_ms / 1000.0)
+            with STATE.lock:
+                mode.hit('bodydelay')
+            notes.append('body after %d ms' % mode.bodydelay_ms)
 
         if not has_body:
             log('%s #%d: %d %s' % (what, seq, resp.status, ' '.join(notes)))

@@ -656,13 +656,17 @@ tls_certs() {
 # NS_DELAY_PID (the helper; its stderr in $NS_DELAY_LOG). The qdisc or the rule and the helper
 # are removed at exit, before the namespace when the caller registered `ip netns del NS` with
 # at_exit first (the helper also exits by itself within a second of this shell). Returns 1,
-# with the reasons in NS_DELAY_WHY, when neither way works.
+# with the reasons in NS_DELAY_WHY, when neither way works. With NS_DELAY_MATCH (iptables match
+# arguments, e.g. "-p tcp -m multiport --ports 8080") only the packets it matches are delayed
+# (NFQUEUE only: netem here delays everything).
 NETDELAY_PY=$(cd "$IT_DIR/.." && pwd)/netdelay.py
 ns_add_delay() {
-	local ns=$1 ms=$2 q=0 why ready pid i ipt
+	local ns=$1 ms=$2 q=0 why ready pid i ipt match=${NS_DELAY_MATCH:-}
 	NS_DELAY_HOW="" NS_DELAY_DESC="" NS_DELAY_WHY="" NS_DELAY_PID="" NS_DELAY_LOG=""
 	case $ms in '' | *[!0-9]*) fail "ns_add_delay: bad delay '$ms'" ;; esac
-	if command -v tc >/dev/null 2>&1; then
+	if [ -n "$match" ]; then
+		why="netem: not for some packets only (NS_DELAY_MATCH)"
+	elif command -v tc >/dev/null 2>&1; then
 		if ip netns exec "$ns" tc qdisc add dev lo root netem delay "${ms}ms" 2>"$TMP/netem.err" || {
 			modprobe sch_netem 2>/dev/null
 			ip netns exec "$ns" tc qdisc add dev lo root netem delay "${ms}ms" 2>"$TMP/netem.err"
@@ -708,12 +712,12 @@ ns_add_delay() {
 	: >"$TMP/iptables.err"
 	for ipt in iptables iptables-legacy; do
 		command -v "$ipt" >/dev/null 2>&1 || continue
-		if ip netns exec "$ns" "$ipt" -t raw -A PREROUTING -i lo -j NFQUEUE --queue-num "$q" \
-			--queue-bypass 2>>"$TMP/iptables.err"; then
+		if ip netns exec "$ns" "$ipt" -t raw -A PREROUTING -i lo $match -j NFQUEUE \
+			--queue-num "$q" --queue-bypass 2>>"$TMP/iptables.err"; then
 			# (newest first: the rule goes before the helper)
-			at_exit "ip netns exec $ns $ipt -t raw -D PREROUTING -i lo -j NFQUEUE --queue-num $q --queue-bypass 2>/dev/null"
+			at_exit "ip netns exec $ns $ipt -t raw -D PREROUTING -i lo $match -j NFQUEUE --queue-num $q --queue-bypass 2>/dev/null"
 			NS_DELAY_HOW=nfqueue
-			NS_DELAY_DESC="NFQUEUE ${ms}ms each way on lo ($ipt, tests/netdelay.py; no netem)"
+			NS_DELAY_DESC="NFQUEUE ${ms}ms each way on lo${match:+ ($match)} ($ipt, tests/netdelay.py; no netem)"
 			NS_DELAY_PID=$pid
 			return 0
 		fi

@@ -261,16 +261,19 @@ class Handler(BaseHTTPRequestHandler):
         lastmod = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(st.st_mtime))
         hdrs = [("ETag", etag), ("Last-Modified", lastmod), ("Accept-Ranges", "bytes")]
         rng = self.headers.get("Range")
-        m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng or "")
-        if rng is not None and not m:
+        m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng or "")
+        if rng is not None and (not m or m.group(1) == m.group(2) == ""):
             self.error(400, "InvalidArgument", "one range only")
             return
         with open(path, "rb") as f:
             if not m:
                 self.answer(200, f.read(), hdrs)
                 return
-            a = int(m.group(1))
-            b = min(int(m.group(2)) if m.group(2) else size - 1, size - 1)
+            if m.group(1) == "":  # a suffix range: the last N bytes, as S3 serves it
+                a, b = max(size - int(m.group(2)), 0), size - 1
+            else:
+                a = int(m.group(1))
+                b = min(int(m.group(2)) if m.group(2) else size - 1, size - 1)
             if a >= size or a > b:
                 self.error(416, "InvalidRange", "The requested range is not satisfiable")
                 return

@@ -228,7 +228,8 @@ r=$(json_count "$OUT_FILE" http_retries)
 sqk_ok e503cat cat "${NOC[@]}" "$(purl 503x=3)" raw.bin text.txt
 cmp -s "$OUT_FILE" <(cat "$S/raw.bin" "$S/text.txt") || fail "503x=3: wrong bytes"
 sqk_fails e503r0 cat "${NOC[@]}" --retries 0 "$(purl 503x=1,tag=r0)" small.txt
-[ "$(proxy_stats 503x=1,tag=r0 | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])')" = 1 ] ||
+# the open's two requests (first bytes, tail) go out at once: a retry would be a third
+[ "$(proxy_stats 503x=1,tag=r0 | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])')" -le 2 ] ||
 	fail "--retries 0 still retried"
 sqk_fails e503all cat "${NOC[@]}" --retries 2 "$(purl 503)" raw.bin
 [ ! -s "$OUT_FILE" ] || fail "always 503: output written"
@@ -355,7 +356,8 @@ for o in $((INODE_TABLE + 10)) $((SIZE - 100)); do
 	sqk_t corrmeta ls -l -R "${NOC[@]}" "$(purl "corrupt@$o")"
 	[ "$RC" != 0 ] || fail "corrupt@$o (metadata/integrity data): sqk ls succeeded"
 	is_prefix "$OUT_FILE" <("$SQK" ls -l -R "$IMG") || fail "corrupt@$o: sqk ls printed wrong entries"
-	mount_refused "corrupt@$o" "$(purl "corrupt@$o,tag=mnt")" "$W/m"
+	# (no disk cache: the image's cache, keyed by its root digest, has these bytes right)
+	mount_refused "corrupt@$o" "$(purl "corrupt@$o,tag=mnt")" "$W/m" -o cache_size=0
 done
 info "corrupt metadata / integrity data: refused"
 

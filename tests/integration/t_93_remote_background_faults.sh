@@ -7,8 +7,8 @@
 #     whole image is in the cache folder and reads are correct
 #  2. a full disk (the cache folder on a 3 MiB tmpfs): the background stops with one line naming
 #     the cache folder and the reason; the mount goes on (every file reads correctly)
-#  3. the image changes on the server (new bytes, new ETag): the background stops with one line
-#     naming the change
+#  3. the image changes on the server (another image of the same size: a new ETag and root
+#     digest): the background stops with one line naming the change
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -112,10 +112,13 @@ fuse_umount "$W/m"
 # ---- 3. the image changes on the server ----------------------------------------------------
 fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache3"
 sleep 1
-cp "$W/www/img.sqsh" "$W/www/new.sqsh"
-printf 'changed' | dd of="$W/www/new.sqsh" bs=1 seek=$(( 20 * MIB )) conv=notrunc status=none
-touch -d '@1000000000' "$W/www/new.sqsh"
-mv "$W/www/new.sqsh" "$W/www/img.sqsh"
+# another image of the same size (one file's bytes differ): a new ETag and root digest
+cp -a "$W/src" "$W/src2"
+head -c $(( 512 << 10 )) /dev/urandom >"$W/src2/d2/f05"
+sqk_build "$W/src2" "$W/new.sqsh"
+[ "$(stat -c %s "$W/new.sqsh")" = "$SIZE" ] || fail "the changed image has another size"
+touch -d '@1000000000' "$W/new.sqsh"
+mv "$W/new.sqsh" "$W/www/img.sqsh"
 wait_log "the background fetch stopped" 60
 bg_lines | sed 's/^/    | /'
 [ "$(bg_lines | wc -l)" = 1 ] || fail "not one background line: $(bg_lines)"

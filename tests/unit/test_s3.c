@@ -641,10 +641,12 @@ START_TEST(test_curl_signs_right)
 	struct logbuf lb = { "" };
 
 	ck_assert_int_eq(open_against(&c, "test/secret+KEY", &lb), SQK_ENOENT);
-	ck_assert_uint_eq(c.nreq, 1); /* a 404 is not retried */
+	ck_assert_uint_eq(c.nreq, 2); /* the open's two requests; a 404 is not retried */
 	ck_assert(c.sig_ok);
 	ck_assert_ptr_nonnull(strstr(c.req, "GET /bkt/dir/a%20b%2B%C3%BC.sqsh HTTP/1.1\r\n"));
-	ck_assert_ptr_nonnull(strstr(c.req, "Range: bytes=0-65535\r\n"));
+	/* c.req: the last of the open's two requests (first bytes, tail) */
+	ck_assert(strstr(c.req, "Range: bytes=0-65535\r\n") ||
+		  strstr(c.req, "Range: bytes=-131072\r\n"));
 	ck_assert_str_eq(c.signed_hdrs,
 			 "host;x-amz-content-sha256;x-amz-date;x-amz-security-token");
 	ck_assert_ptr_nonnull(strstr(c.req, "x-amz-content-sha256: UNSIGNED-PAYLOAD\r\n"));
@@ -662,7 +664,7 @@ START_TEST(test_curl_wrong_secret)
 	struct logbuf lb = { "" };
 
 	ck_assert_int_eq(open_against(&c, "not-the-secret", &lb), SQK_EACCESS);
-	ck_assert_uint_eq(c.nreq, 1);
+	ck_assert_uint_eq(c.nreq, 2); /* the open's two requests, not retried */
 	ck_assert(!c.sig_ok);
 	ck_assert_ptr_nonnull(strstr(lb.text, "HTTP status 403 (SignatureDoesNotMatch): access "
 					      "denied or signature mismatch: check credentials"));
