@@ -549,6 +549,37 @@ http_stop() {
 	return 0
 }
 
+# http_restart: starts nginx again, after http_stop, with the configuration and port http_serve
+# gave it (HTTP_PID set again).
+http_restart() {
+	local nginx i
+	nginx=$(command -v nginx || echo /usr/sbin/nginx)
+	"$nginx" -e "$HTTP_DIR/error.log" -p "$HTTP_DIR" -c "$HTTP_DIR/nginx.conf" \
+		-g 'daemon off;' >>"$HTTP_DIR/nginx.out" 2>&1 &
+	HTTP_PID=$!
+	at_exit "http_stop $HTTP_PID"
+	for i in $(seq 100); do
+		curl -s -o /dev/null --max-time 2 "$HTTP_URL/" && return 0
+		sleep 0.05
+	done
+	fail "nginx did not start again on port $HTTP_PORT"
+}
+
+# dir_bytes DIR: the bytes of the regular files under DIR (a cache folder's size).
+dir_bytes() { find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+
+# wait_log PATTERN SECONDS [FILE]: until FILE (sqkfuse's stderr, $TMP/fuse.err) has a line
+# matching PATTERN; fails after SECONDS.
+wait_log() {
+	local i f=${3:-$TMP/fuse.err}
+	for i in $(seq $(( $2 * 10 ))); do
+		grep -q -- "$1" "$f" && return 0
+		sleep 0.1
+	done
+	cat "$f" >&2
+	fail "no log line matching '$1' within $2 s"
+}
+
 # http_log_mark: the number of lines in the access log now (for http_log_ranges MARK).
 http_log_mark() {
 	wc -l <"$HTTP_LOG" | tr -d ' '

@@ -207,15 +207,14 @@ info "mounts with cache_dir: cold $h1 bytes fetched, warm $h2 bytes, $hits disk-
 [ $((h2 * 4)) -le "$h1" ] || fail "the warm mount fetched $h2 bytes, the cold one $h1"
 
 # --cache-size bounds the folder; 0 stores nothing
-cache_bytes() { find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 sqk_ok small cat --cache-dir "$W/c1m" --cache-size 1M "$URL" files/random_4m files/mixed_2m
 cmp -s "$OUT_FILE" <(cat "$W/src/files/random_4m" "$W/src/files/mixed_2m") || fail "cat with a 1M cache: wrong bytes"
-n=$(cache_bytes "$W/c1m")
+n=$(dir_bytes "$W/c1m")
 info "--cache-size 1M after reading 6 MiB: $n bytes in the cache folder"
 [ "$n" -le $((1048576 + 65536)) ] || fail "--cache-size 1M: the cache folder holds $n bytes"
 sqk_ok nocache cat --cache-dir "$W/c0" --cache-size 0 "$URL" files/random_4m
 cmp -s "$OUT_FILE" "$W/src/files/random_4m" || fail "cat with --cache-size 0: wrong bytes"
-[ "$(cache_bytes "$W/c0")" -lt 65536 ] || fail "--cache-size 0 stored chunks: $(find "$W/c0" -type f | head)"
+[ "$(dir_bytes "$W/c0")" -lt 65536 ] || fail "--cache-size 0 stored chunks: $(find "$W/c0" -type f | head)"
 
 # ---- 4. the image changes on the server ------------------------------------------------------
 V=$W/ver

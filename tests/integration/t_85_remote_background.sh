@@ -47,31 +47,6 @@ http_serve "$W/www"
 URL=$HTTP_URL/img.sqsh
 info "image $SIZE bytes"
 
-cache_bytes() { find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
-# wait_log PATTERN SECONDS: until sqkfuse's stderr has a line matching PATTERN.
-wait_log() {
-	local i
-	for i in $(seq $(( $2 * 10 ))); do
-		grep -q -- "$1" "$TMP/fuse.err" && return 0
-		sleep 0.1
-	done
-	cat "$TMP/fuse.err" >&2
-	fail "no log line matching '$1' within $2 s"
-}
-# nginx_again: starts nginx again with the configuration (and port) http_serve gave it.
-nginx_again() {
-	local nginx i
-	nginx=$(command -v nginx || echo /usr/sbin/nginx)
-	"$nginx" -e "$HTTP_DIR/error.log" -p "$HTTP_DIR" -c "$HTTP_DIR/nginx.conf" \
-		-g 'daemon off;' >>"$HTTP_DIR/nginx.out" 2>&1 &
-	HTTP_PID=$!
-	at_exit "http_stop $HTTP_PID"
-	for i in $(seq 100); do
-		curl -s -o /dev/null --max-time 2 "$HTTP_URL/" && return 0
-		sleep 0.05
-	done
-	fail "nginx did not start again on port $HTTP_PORT"
-}
 read_all() {
 	local f
 	for f in "$W"/src/d*/f*; do
@@ -92,13 +67,13 @@ read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
 info "read one file: $nreq requests, $nbytes bytes served (image $SIZE)"
 [ "$nbytes" -ge $(( SIZE * 95 / 100 )) ] || fail "the background fetched $nbytes bytes of a $SIZE-byte image"
 [ "$nbytes" -le $(( SIZE + 3 * 65536 )) ] || { http_log_ranges "$mark" | sort | uniq -c | sort -rn | head >&2; fail "$nbytes bytes served for a $SIZE-byte image: bytes fetched twice"; }
-cb=$(cache_bytes "$W/cache")
+cb=$(dir_bytes "$W/cache")
 info "cache folder: $cb bytes"
 [ "$cb" -ge $(( SIZE * 95 / 100 )) ] || fail "the cache folder holds $cb bytes of a $SIZE-byte image"
 http_stop "$HTTP_PID"
 read_all "$W/m" "server stopped"
 fuse_umount "$W/m"
-nginx_again
+http_restart
 mark=$(http_log_mark)
 fuse_mount "$URL" "$W/m" -o "cache_dir=$W/cache"
 read_all "$W/m" "warm mount"
@@ -128,7 +103,7 @@ grep "background" "$TMP/fuse.err" | sed 's/^/    | /'
 after=$(cd "$W/small" && find . -type f ! -name '.*' | sort)
 gone=$(comm -23 <(echo "$before") <(echo "$after"))
 [ -z "$gone" ] || fail "the background evicted cache files: $gone"
-cb=$(cache_bytes "$W/small")
+cb=$(dir_bytes "$W/small")
 sleep 0.5
 read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
 info "cache_size $LIMIT: $(echo "$before" | wc -l) files of another image before, $(echo "$after" | wc -l) files after, $cb bytes; $nbytes bytes served"
@@ -175,7 +150,7 @@ fuse_umount "$W/m"
 read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
 info "ordered image ($OSIZE bytes): $nreq requests, $nbytes bytes served"
 [ "$nbytes" -le $(( OSIZE + 3 * 65536 )) ] || fail "$nbytes bytes served for a $OSIZE-byte ordered image: the hint's ranges fetched twice"
-[ "$(cache_bytes "$W/ordc")" -ge $(( OSIZE * 95 / 100 )) ] || fail "the ordered image is not all in the cache folder"
+[ "$(dir_bytes "$W/ordc")" -ge $(( OSIZE * 95 / 100 )) ] || fail "the ordered image is not all in the cache folder"
 
 # ---- 5. a digest tree: the groups of chunk digests are kept too -------------------------------
 sqk_build --digest-tree --checksum-chunk 4K "$W/src" "$W/www/tree.sqsh"

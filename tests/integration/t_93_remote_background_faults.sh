@@ -37,29 +37,6 @@ http_serve "$W/www"
 proxy_start
 info "image $SIZE bytes"
 
-cache_bytes() { find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
-wait_log() {
-	local i
-	for i in $(seq $(( $2 * 10 ))); do
-		grep -q -- "$1" "$TMP/fuse.err" && return 0
-		sleep 0.1
-	done
-	cat "$TMP/fuse.err" >&2
-	fail "no log line matching '$1' within $2 s"
-}
-nginx_again() {
-	local nginx i
-	nginx=$(command -v nginx || echo /usr/sbin/nginx)
-	"$nginx" -e "$HTTP_DIR/error.log" -p "$HTTP_DIR" -c "$HTTP_DIR/nginx.conf" \
-		-g 'daemon off;' >>"$HTTP_DIR/nginx.out" 2>&1 &
-	HTTP_PID=$!
-	at_exit "http_stop $HTTP_PID"
-	for i in $(seq 100); do
-		curl -s -o /dev/null --max-time 2 "$HTTP_URL/" && return 0
-		sleep 0.05
-	done
-	fail "nginx did not start again on port $HTTP_PORT"
-}
 read_all() {
 	local f
 	for f in "$W"/src/d*/f*; do
@@ -81,19 +58,19 @@ if cat "$W/m/d3/f11" >/dev/null 2>"$TMP/eio.err"; then
 fi
 grep -q "Input/output error" "$TMP/eio.err" || fail "the read failed with: $(cat "$TMP/eio.err")"
 sleep 2
-nginx_again
+http_restart
 wait_log "in the background in" 120
 bg_lines | sed 's/^/    | /'
 [ "$(bg_lines | grep -c "pauses")" = 1 ] || fail "not one pause line: $(bg_lines)"
 bg_lines | grep -q "the background fetch resumed" || fail "no line says it resumed: $(bg_lines)"
 grep -q "fetched .* MiB in the background in .*the image is in the cache folder $W/cache" "$TMP/fuse.err" || fail "no line says it completed: $(bg_lines)"
-cb=$(cache_bytes "$W/cache")
+cb=$(dir_bytes "$W/cache")
 info "cache folder after the outage: $cb bytes"
 [ "$cb" -ge $(( SIZE * 95 / 100 )) ] || fail "the cache folder holds $cb bytes of a $SIZE-byte image"
 http_stop "$HTTP_PID" # what follows comes from the cache
 read_all "$W/m" "after the outage"
 fuse_umount "$W/m"
-nginx_again
+http_restart
 
 # ---- 2. a full disk -----------------------------------------------------------------------------
 mkdir -p "$W/tiny"
