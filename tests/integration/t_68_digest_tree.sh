@@ -227,7 +227,8 @@ for l in open(log):
     r = f[3][len("range="):]
     assert r.startswith("bytes="), "a request without a range: " + l
     a, b = r[len("bytes="):].split("-")
-    a, b = int(a), int(b) + 1
+    # a suffix range (the open's tail, asked with the first bytes): the last b bytes
+    a, b = (size - int(b), size) if a == "" else (int(a), int(b) + 1)
     if b == size:
         assert tail is None, "two tail requests: " + l
         tail = a
