@@ -45,7 +45,7 @@ struct sqk_http_opts {
 	/* Fetch raw bytes: no chunk verification and no disk cache (for `sqk verify`, which checks
 	 * every chunk itself and reports what is wrong). */
 	bool raw;
-	unsigned connections;    /* parallel transfers; 0 = 4 */
+	unsigned connections;    /* parallel readahead transfers; 0 = 16 */
 	size_t mem_bytes;        /* in-memory chunk cache; 0 = 64 MiB */
 	/* One-line messages (from any thread): errors, retries given up. Never holds secrets. */
 	void (*log)(void *log_ctx, const char *msg);

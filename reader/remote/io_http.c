@@ -21,7 +21,7 @@
 #define TAIL_LEN 65536u
 #define TAIL_OPEN 131072u /* the open's suffix request: at least TAIL_LEN from a chunk */
 #define NOINTEG_CHUNK 65536u
-#define DEFAULT_CONNS 4u
+#define DEFAULT_CONNS 16u /* readahead units in flight: 1 MiB each keeps 110 MB/s at 20 ms */
 #define DEFAULT_MEM ((size_t)256 << 20)
 #define TAB_SIZE 4096u
 #define HTTP_STATS_V1 SQK_ABI_SIZE_V1(struct sqk_http_stats, digest_groups)
