@@ -565,6 +565,21 @@ http_restart() {
 	fail "nginx did not start again on port $HTTP_PORT"
 }
 
+# rand_tree DIR SEED: 4 directories d0..d3 of 12 files f00..f11 of 512 KiB of random
+# (incompressible) bytes, the same for the same SEED: a 24 MiB tree for remote images.
+rand_tree() {
+	python3 - "$1" "$2" <<'PY' || fail "cannot make the source tree $1"
+import os, random, sys
+r = random.Random(int(sys.argv[2]))
+for d in range(4):
+    p = os.path.join(sys.argv[1], "d%d" % d)
+    os.makedirs(p)
+    for f in range(12):
+        with open(os.path.join(p, "f%02d" % f), "wb") as o:
+            o.write(r.randbytes(512 << 10))
+PY
+}
+
 # dir_bytes DIR: the bytes of the regular files under DIR (a cache folder's size).
 dir_bytes() { find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 

@@ -30,16 +30,7 @@ W=$(scratch bg)
 MIB=1048576
 
 # 4 directories of 12 files of 512 KiB of random (incompressible) bytes: 24 MiB
-python3 - "$W/src" <<'PY' || fail "cannot make the source tree"
-import os, random, sys
-r = random.Random(85)
-for d in range(4):
-    p = os.path.join(sys.argv[1], "d%d" % d)
-    os.makedirs(p)
-    for f in range(12):
-        with open(os.path.join(p, "f%02d" % f), "wb") as o:
-            o.write(r.randbytes(512 << 10))
-PY
+rand_tree "$W/src" 85
 mkdir -p "$W/www"
 sqk_build "$W/src" "$W/www/img.sqsh"
 SIZE=$(stat -c %s "$W/www/img.sqsh")
