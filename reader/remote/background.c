@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The background fetch of a remote image (sqk_http_opts.background): a thread of its own fetches
  * the rest of the image into the disk cache, in image order, in whole units of the request grid
- * (1 MiB, or the chunk size when larger), BG_INFLIGHT units at a time. Reads go first: it
- * waits while the prefetch hint's ranges or readahead are on the wire, keeps only one or two
- * units in flight while reads are (inflight_max), and a read waiting on a queued unit moves it
- * ahead (http_promote). Each
+ * (1 MiB, or the chunk size when larger), several units at a time (inflight_max). Reads go
+ * first: it waits while the prefetch hint's ranges or readahead are on the wire, keeps one unit
+ * in flight while reads are on a bandwidth-bound link, and a read waiting on a queued unit moves
+ * it ahead (http_promote). Each
  * chunk is checked against its digest before it is kept. It never evicts from the cache folder:
  * it stops where the cache's limit leaves no room. A server that is gone pauses it (1 s, doubling
  * up to 30 s) and it resumes with what is missing; a full disk or a changed image stops it with
@@ -17,9 +17,13 @@
 #include "sqk/error.h"
 #include "http_internal.h"
 
-/* Units in flight at most: 4 MiB keeps a 110 MB/s link at 20 ms RTT busy (inflight_max takes
- * one on a bandwidth-bound link while reads are out). */
-#define BG_INFLIGHT 4u
+/* Units in flight at most: BG_INFLIGHT on a link that is not bandwidth-bound (16 MiB keeps
+ * 300 MB/s at 20 ms RTT busy), BG_FIRST until the link is measured, BG_BW_BOUND on a
+ * bandwidth-bound link (a unit's body outlasts the round trip: two keep it busy, more would only
+ * queue ahead of the reads). */
+#define BG_INFLIGHT 16u
+#define BG_FIRST 4u
+#define BG_BW_BOUND 2u
 #define BG_PAUSE_MIN_MS 1000u
 #define BG_PAUSE_MAX_MS 30000u
 #define MIB (1024.0 * 1024.0)
@@ -54,8 +58,6 @@ struct http_bg {
 	uint64_t tok_ms;
 	uint64_t t0_ms;
 	int disk_rc;            /* BG_DISK: what the disk cache said */
-	int64_t rtt_us;         /* the link: the shortest time to a unit's first byte */
-	int64_t body_us;        /* and a unit's body time alone on it (a moving average) */
 };
 
 /* ---- waiting (mu held) ---- */
@@ -101,36 +103,19 @@ static int others_busy(const struct http *h)
 	return busy;
 }
 
-/* Units the background may have in flight now: BG_INFLIGHT with nothing else on the wire; while
- * reads are, one on a bandwidth-bound link (a unit's body takes longer than a round trip: one
- * keeps the link busy, more would queue ahead of the reads), else two, so that a start's chain
- * of reads never stops the background (its purpose: a start capped at a download's time). */
+/* Units the background may have in flight now: none while the prefetch hint or readahead is on
+ * the wire; on a bandwidth-bound link (http_link_bw_bound) two, and one while reads are out; else BG_INFLIGHT once the link is measured, even while reads are out, so
+ * that a start's chain of reads never stops the background (its purpose: a start capped at a
+ * download's time). */
 static unsigned inflight_max(const struct http *h)
 {
-	const struct http_bg *b = h->bg;
+	int busy = others_busy(h);
 
-	switch (others_busy(h)) {
-	case BUSY_FETCH:
+	if (busy == BUSY_FETCH)
 		return 0;
-	case BUSY_READ:
-		return b->rtt_us && b->body_us > b->rtt_us ? 1 : BG_INFLIGHT;
-	default:
-		return BG_INFLIGHT;
-	}
-}
-
-/* mu held. */
-void http_bg_job_timed(struct http *h, size_t len, int64_t ttfb_us, int64_t total_us)
-{
-	struct http_bg *b = h->bg;
-	int64_t body = total_us - ttfb_us;
-
-	if (!b || len < b->cpu * h->csize / 2 || ttfb_us <= 0 || body < 0)
-		return; /* whole units only */
-	body /= b->nfl ? b->nfl : 1; /* the units in flight shared the link */
-	if (!b->rtt_us || ttfb_us < b->rtt_us)
-		b->rtt_us = ttfb_us;
-	b->body_us = b->body_us ? (3 * b->body_us + body) / 4 : body;
+	if (http_link_bw_bound(h))
+		return busy == BUSY_READ ? 1 : BG_BW_BOUND;
+	return h->link_rtt_us ? BG_INFLIGHT : BG_FIRST;
 }
 
 /* ms until background_rate allows `bytes` more (0: now). A bucket of at most a second's worth

@@ -20,6 +20,9 @@
 #include "sqk/error.h"
 #include "http_internal.h"
 
+/* Transfers fetching ahead at once until the link is measured, and on a bandwidth-bound link. */
+#define AHEAD_FIRST 4u
+#define AHEAD_BW_BOUND 2u
 #define BACKOFF_MS 100u
 #define BACKOFF_MAX_MS 5000u
 #define ERRBODY_MAX 4096u /* bytes of a failed answer's body kept for its message */
@@ -598,6 +601,36 @@ static void etag_checked(struct http *h, struct http_job *j, int rc)
 	http_job_free(j);
 }
 
+/* A unit fetched ahead (len bytes) ended well: its first byte came ttfb_us after it started,
+ * its last total_us; the transfers fetching ahead (itself included) shared the link. mu held. */
+static void link_timed(struct http *h, size_t len, int64_t ttfb_us, int64_t total_us)
+{
+	int64_t body = total_us - ttfb_us;
+
+	if (len < h->unit / 2 || ttfb_us <= 0 || body < 0)
+		return; /* whole units only */
+	body /= h->active_ra ? h->active_ra : 1;
+	if (!h->link_rtt_us || ttfb_us < h->link_rtt_us)
+		h->link_rtt_us = ttfb_us;
+	h->link_body_us = h->link_body_us ? (3 * h->link_body_us + body) / 4 : body;
+}
+
+/* A unit's body twice a round trip: 100 Mbit/s at 20 ms RTT is (84 ms a MiB), a fast link
+ * whose units take a round trip's time while their connections' windows grow is not. */
+bool http_link_bw_bound(const struct http *h)
+{
+	return h->link_rtt_us && h->link_body_us > 2 * h->link_rtt_us;
+}
+
+/* `connections` on a link that is not bandwidth-bound; AHEAD_BW_BOUND on a bandwidth-bound one (more would share it: the unit a start waits on comes slower), and
+ * AHEAD_FIRST until the link is measured. */
+unsigned http_ahead_max(const struct http *h)
+{
+	unsigned n = !h->link_rtt_us ? AHEAD_FIRST : http_link_bw_bound(h) ? AHEAD_BW_BOUND : h->conns;
+
+	return n < h->conns ? n : h->conns;
+}
+
 /* A transfer ended: retry it later, or hand its result over. */
 static void finish(struct http *h, struct http_job *j, CURLcode res)
 {
@@ -605,7 +638,7 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 	curl_off_t ttfb = 0, total = 0;
 	bool stalled = rc && body_stalled(j, res);
 
-	if (j->bg && !rc) {
+	if (j->ra_slot && !j->flat && !rc) {
 		curl_easy_getinfo(j->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
 		curl_easy_getinfo(j->easy, CURLINFO_TOTAL_TIME_T, &total);
 	}
@@ -619,10 +652,10 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 			break;
 		}
 	}
+	if (j->ra_slot && !j->flat && !rc)
+		link_timed(h, j->len, (int64_t)ttfb, (int64_t)total);
 	h->active--;
 	h->active_ra -= j->ra_slot;
-	if (j->bg && !rc)
-		http_bg_job_timed(h, j->len, (int64_t)ttfb, (int64_t)total);
 	if (j->unit_locked) /* its chunks are on disk (http_chunk_arrived) */
 		dcache_unit_unlock(h->dc, j->off / h->unit);
 	j->unit_locked = false;
@@ -672,7 +705,7 @@ static bool may_start(const struct http *h, const struct http_job *j)
 		return false;
 	if (j->demand)
 		return h->active - h->active_ra < SQK_HTTP_DEMAND_MAX;
-	return h->active_ra < h->conns;
+	return h->active_ra < http_ahead_max(h);
 }
 
 enum { UNIT_WAIT, UNIT_START, UNIT_START_AGAIN, UNIT_ON_DISK };

@@ -181,6 +181,9 @@ struct http {
 	struct http_job *queue;  /* waiting to start (by not_before) */
 	struct http_job *running;
 	unsigned active, active_ra; /* running transfers; of them, readahead */
+	/* The link, measured from whole units fetched ahead (http_link_timed): the shortest time
+	 * to a unit's first byte, and a unit's body time alone on it (a moving average). */
+	int64_t link_rtt_us, link_body_us;
 
 	atomic_uint_fast64_t n_requests, n_bytes, n_retries, n_disk_hits, n_disk_misses, n_corrupt;
 	atomic_uint_fast64_t n_net, n_used; /* chunk bytes from the server; of them, read */
@@ -192,6 +195,11 @@ struct http {
 
 void http_logf(struct http *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t http_now_ms(void);
+
+/* mu held: whether the link is bandwidth-bound (a unit's body takes two round trips or more),
+ * as measured so far; and how many transfers may fetch ahead at once on it. */
+bool http_link_bw_bound(const struct http *h);
+unsigned http_ahead_max(const struct http *h);
 
 /* http_fetch.c. Called with h->mu held: queues job (the thread takes ownership). */
 int http_submit(struct http *h, struct http_job *job);
@@ -293,8 +301,5 @@ void http_bg_stop(struct http *h);
 void http_bg_free(struct http *h);
 /* mu held: background job j failed for good (rc, j->why): the background thread decides. */
 void http_bg_job_failed(struct http *h, const struct http_job *j, int rc);
-/* mu held: background job j of len bytes ended well: its first byte came ttfb_us after it
- * started, its last total_us (the background's measure of the link). */
-void http_bg_job_timed(struct http *h, size_t len, int64_t ttfb_us, int64_t total_us);
 
 #endif
