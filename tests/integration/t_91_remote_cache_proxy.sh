@@ -84,6 +84,9 @@ http {
 			proxy_cache_lock on;
 			proxy_cache_lock_timeout 60s;
 			proxy_cache_lock_age 60s;
+			proxy_buffer_size 256k;
+			proxy_buffers 8 256k;
+			proxy_busy_buffers_size 512k;
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
 			proxy_pass http://origin;
