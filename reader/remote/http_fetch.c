@@ -21,7 +21,7 @@
 #include "http_internal.h"
 
 /* Transfers fetching ahead at once until the link is measured, and on a bandwidth-bound link. */
-#define AHEAD_FIRST 4u
+#define AHEAD_FIRST 2u
 #define AHEAD_BW_BOUND 2u
 #define BACKOFF_MS 100u
 #define BACKOFF_MAX_MS 5000u
@@ -274,6 +274,14 @@ static bool check_response(struct http_job *j)
 	return check_etag(j);
 }
 
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* Scatters body bytes into the job's chunks (or its flat buffer), from j->got on; each chunk is
  * handed over as soon as its last byte is in, so readers need not wait for the whole range. */
 static void sink(struct http_job *j, const char *p, size_t len)
@@ -317,6 +325,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 		return 0;
 	}
 	atomic_fetch_add(&j->h->n_bytes, len);
+	if (j->ra_slot)
+		j->h->ahead_bytes += len;
 	if (j->bg)
 		atomic_fetch_add(&j->h->n_bg_bytes, len);
 	sink(j, p, len);
@@ -399,6 +409,10 @@ static int start(struct http *h, struct http_job *j)
 	}
 	h->active++;
 	j->ra_slot = !j->demand;
+	if (j->ra_slot && !h->active_ra) { /* the goodput's window opens a round trip on */
+		h->ahead_t0_us = now_us() + h->link_rtt_us;
+		h->ahead_bytes = 0;
+	}
 	h->active_ra += j->ra_slot;
 	j->anext = h->running;
 	h->running = j;
@@ -601,18 +615,28 @@ static void etag_checked(struct http *h, struct http_job *j, int rc)
 	http_job_free(j);
 }
 
-/* A unit fetched ahead (len bytes) ended well: its first byte came ttfb_us after it started,
- * its last total_us; the transfers fetching ahead (itself included) shared the link. mu held. */
-static void link_timed(struct http *h, size_t len, int64_t ttfb_us, int64_t total_us)
+/* A unit fetched ahead (len bytes) ended well, its first byte ttfb_us after it started. The
+ * goodput of every transfer fetching ahead since the window opened (at least a round trip's
+ * worth) gives a unit's time alone on the link: a unit's own body time would not, as transfers
+ * sharing a link do not share it evenly. mu held, transfer thread. */
+static void link_timed(struct http *h, size_t len, int64_t ttfb_us)
 {
-	int64_t body = total_us - ttfb_us;
+	int64_t now = now_us(), span, unit_us;
 
-	if (len < h->unit / 2 || ttfb_us <= 0 || body < 0)
+	if (len < h->unit / 2 || ttfb_us <= 0)
 		return; /* whole units only */
-	body /= h->active_ra ? h->active_ra : 1;
-	if (!h->link_rtt_us || ttfb_us < h->link_rtt_us)
+	if (!h->link_rtt_us || ttfb_us < h->link_rtt_us) {
+		if (!h->link_rtt_us)
+			h->ahead_t0_us += ttfb_us; /* the first window: a round trip on */
 		h->link_rtt_us = ttfb_us;
-	h->link_body_us = h->link_body_us ? (3 * h->link_body_us + body) / 4 : body;
+	}
+	span = now - h->ahead_t0_us;
+	if (span < h->link_rtt_us || !h->ahead_bytes)
+		return; /* too short a window: it goes on */
+	unit_us = (int64_t)((double)span * (double)h->unit / (double)h->ahead_bytes);
+	h->link_body_us = h->link_body_us ? (h->link_body_us + unit_us) / 2 : unit_us;
+	h->ahead_t0_us = now;
+	h->ahead_bytes = 0;
 }
 
 /* A unit's body twice a round trip: 100 Mbit/s at 20 ms RTT is (84 ms a MiB), a fast link
@@ -635,13 +659,11 @@ unsigned http_ahead_max(const struct http *h)
 static void finish(struct http *h, struct http_job *j, CURLcode res)
 {
 	int rc = outcome(j, res);
-	curl_off_t ttfb = 0, total = 0;
+	curl_off_t ttfb = 0;
 	bool stalled = rc && body_stalled(j, res);
 
-	if (j->ra_slot && !j->flat && !rc) {
+	if (j->ra_slot && !j->flat && !rc)
 		curl_easy_getinfo(j->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
-		curl_easy_getinfo(j->easy, CURLINFO_TOTAL_TIME_T, &total);
-	}
 	curl_multi_remove_handle(h->multi, j->easy);
 	curl_easy_cleanup(j->easy);
 	j->easy = NULL;
@@ -653,7 +675,7 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 		}
 	}
 	if (j->ra_slot && !j->flat && !rc)
-		link_timed(h, j->len, (int64_t)ttfb, (int64_t)total);
+		link_timed(h, j->len, (int64_t)ttfb);
 	h->active--;
 	h->active_ra -= j->ra_slot;
 	if (j->unit_locked) /* its chunks are on disk (http_chunk_arrived) */

@@ -181,9 +181,12 @@ struct http {
 	struct http_job *queue;  /* waiting to start (by not_before) */
 	struct http_job *running;
 	unsigned active, active_ra; /* running transfers; of them, readahead */
-	/* The link, measured from whole units fetched ahead (http_link_timed): the shortest time
-	 * to a unit's first byte, and a unit's body time alone on it (a moving average). */
+	/* The link, measured from the transfers fetching ahead (link_timed): the shortest time to
+	 * a unit's first byte, and a unit's time alone on it at their goodput (a moving average);
+	 * the goodput's window: since ahead_t0_us, ahead_bytes (transfer thread only). */
 	int64_t link_rtt_us, link_body_us;
+	int64_t ahead_t0_us;
+	uint64_t ahead_bytes;
 
 	atomic_uint_fast64_t n_requests, n_bytes, n_retries, n_disk_hits, n_disk_misses, n_corrupt;
 	atomic_uint_fast64_t n_net, n_used; /* chunk bytes from the server; of them, read */
