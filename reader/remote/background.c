@@ -25,6 +25,8 @@
 #define BG_FIRST 4u
 #define BG_BW_BOUND 2u
 #define BG_PAUSE_MIN_MS 1000u
+/* After readahead or the hint's ranges: a stream reads on in windows with gaps between them. */
+#define BG_HOLD_MS 200u
 #define BG_PAUSE_MAX_MS 30000u
 #define MIB (1024.0 * 1024.0)
 
@@ -82,14 +84,18 @@ static bool bg_quit(const struct http *h)
 }
 
 /* What else is on the wire: BUSY_FETCH while the prefetch hint's ranges or readahead are queued
- * or running (the background waits for them), BUSY_READ while only reads and digest groups are
- * (a promoted background job counts: a read waits on it), BUSY_NONE. */
+ * or running, or ended less than BG_HOLD_MS ago (the background waits for them), BUSY_READ while
+ * only reads and digest groups are (a promoted background job counts: a read waits on it),
+ * BUSY_NONE. */
 enum { BUSY_NONE, BUSY_READ, BUSY_FETCH };
 
 static int others_busy(const struct http *h)
 {
 	const struct http_job *lists[2] = { h->queue, h->running };
 	int busy = BUSY_NONE;
+
+	if (h->ahead_end_ms && http_now_ms() - h->ahead_end_ms < BG_HOLD_MS)
+		return BUSY_FETCH;
 
 	for (int i = 0; i < 2; i++) {
 		for (const struct http_job *j = lists[i]; j; j = i ? j->anext : j->next) {
@@ -425,7 +431,8 @@ static int bg_step(struct http *h)
 	if ((b->full || b->next >= b->nunits) && !b->nfl)
 		return b->full ? BG_BUDGET : BG_DONE;
 	if (b->failed || b->full || b->nfl >= inflight_max(h) || b->next >= b->nunits) {
-		bg_wait(h, 1000); /* woken when a transfer ends or a chunk arrives */
+		/* woken when a transfer ends or a chunk arrives; a hold ends by itself */
+		bg_wait(h, b->nfl ? 1000 : BG_HOLD_MS);
 		return BG_RUNNING;
 	}
 	wait = rate_wait(h, b->cpu * h->csize);

@@ -676,6 +676,8 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 	}
 	if (j->ra_slot && !j->flat && !rc)
 		link_timed(h, j->len, (int64_t)ttfb);
+	if (j->ra_slot && !j->bg)
+		h->ahead_end_ms = http_now_ms();
 	h->active--;
 	h->active_ra -= j->ra_slot;
 	if (j->unit_locked) /* its chunks are on disk (http_chunk_arrived) */

@@ -187,6 +187,7 @@ struct http {
 	int64_t link_rtt_us, link_body_us;
 	int64_t ahead_t0_us;
 	uint64_t ahead_bytes;
+	uint64_t ahead_end_ms; /* when the last readahead or prefetch transfer ended */
 
 	atomic_uint_fast64_t n_requests, n_bytes, n_retries, n_disk_hits, n_disk_misses, n_corrupt;
 	atomic_uint_fast64_t n_net, n_used; /* chunk bytes from the server; of them, read */
