@@ -110,9 +110,9 @@ static int others_busy(const struct http *h)
 }
 
 /* Units the background may have in flight now: none while the prefetch hint or readahead is on
- * the wire; on a bandwidth-bound link (http_link_bw_bound) two, and one while reads are out; else BG_INFLIGHT once the link is measured, even while reads are out, so
- * that a start's chain of reads never stops the background (its purpose: a start capped at a
- * download's time). */
+ * the wire; on a bandwidth-bound link (http_link_bw_bound) two, and one while reads are out;
+ * else BG_INFLIGHT once the link is measured, even while reads are out, so that a start's chain
+ * of reads never stops the background (its purpose: a start capped at a download's time). */
 static unsigned inflight_max(const struct http *h)
 {
 	int busy = others_busy(h);

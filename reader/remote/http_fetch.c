@@ -646,12 +646,17 @@ bool http_link_bw_bound(const struct http *h)
 	return h->link_rtt_us && h->link_body_us > 2 * h->link_rtt_us;
 }
 
-/* `connections` on a link that is not bandwidth-bound; AHEAD_BW_BOUND on a bandwidth-bound one (more would share it: the unit a start waits on comes slower), and
- * AHEAD_FIRST until the link is measured. */
+/* `connections` on a link that is not bandwidth-bound; AHEAD_BW_BOUND on a bandwidth-bound
+ * one (more would share it: the unit a start waits on comes slower), and AHEAD_FIRST until the
+ * link is measured. */
 unsigned http_ahead_max(const struct http *h)
 {
-	unsigned n = !h->link_rtt_us ? AHEAD_FIRST : http_link_bw_bound(h) ? AHEAD_BW_BOUND : h->conns;
+	unsigned n = h->conns;
 
+	if (!h->link_rtt_us)
+		n = AHEAD_FIRST;
+	else if (http_link_bw_bound(h))
+		n = AHEAD_BW_BOUND;
 	return n < h->conns ? n : h->conns;
 }
 
