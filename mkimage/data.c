@@ -696,6 +696,15 @@ int mk_data_flush_front(struct mk_ctx *c)
 	return flush_pieces(c, c->data, true);
 }
 
+uint64_t mk_data_tails_waiting(const struct mk_ctx *c)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < c->data->npieces; i++)
+		n += c->data->pieces[i].len;
+	return n;
+}
+
 int mk_data_finish(struct mk_ctx *c)
 {
 	struct mk_data *d = c->data;

@@ -20,6 +20,8 @@ int mk_data_finish(struct mk_ctx *c);
 /* Packs the tails waiting so far (the front files', order.c) into fragment blocks in the order
  * they came, before any other file's data. */
 int mk_data_flush_front(struct mk_ctx *c);
+/* Bytes of the tails waiting to be packed. */
+uint64_t mk_data_tails_waiting(const struct mk_ctx *c);
 /* Frees the data stage after an error (mk_data_finish frees it otherwise); returns the
  * pipeline's own error (a failed write), which is then the cause to report. */
 int mk_data_abort(struct mk_ctx *c);

@@ -2,9 +2,10 @@
 /* Access-ordered images: --order FILE (a trace of first reads) and -sort FILE (mksquashfs
  * priorities). Before the walk, the files to lay out first (the trace's, in its order, then
  * those of priority > 0 by descending priority, ties in walk order) are read by path and their
- * blocks written at the start of the data area, their tails packed in that order into the
- * fragment blocks right after. When the walk reaches such a file it points it at the data
- * already written (a link like a duplicate's, not counted as one) and reads nothing. Files of
+ * blocks written at the start of the data area, their tails packed in that order into fragment
+ * blocks written among them a few at a time (a start reads both from its beginning). When the
+ * walk reaches such a file it points it at the data already written (a link like a
+ * duplicate's, not counted as one) and reads nothing. Files of
  * priority < 0 are put aside when the walk reaches them (their path in a store that spills to a
  * temporary file) and read after it, by descending priority. build.c then writes the prefetch
  * hint (common/hint.h) after the padded image when there is integrity data. */
@@ -27,6 +28,8 @@
 #include "source.h"
 #include "action.h"
 
+/* Fragment blocks of the front files' tails written at a time, between their files' blocks. */
+#define FRONT_FRAG_RUN 4u
 /* Metadata the hint names when it is this small: inode and directory tables, lookup tables. */
 #define MK_HINT_TABLES_MAX (4u << 20)
 #define MK_HINT_LOOKUP_MAX (1u << 20)
@@ -565,8 +568,12 @@ int mk_order_front(struct mk_ctx *c)
 	int err = 0;
 	if (!o)
 		return 0;
-	for (size_t i = 0; i < o->nfront && !err; i++)
+	for (size_t i = 0; i < o->nfront && !err; i++) {
 		err = read_front(c, o, i);
+		/* the tails' blocks among the files' in read order: a start reads both */
+		if (!err && mk_data_tails_waiting(c) >= FRONT_FRAG_RUN * c->opt->block_size)
+			err = mk_data_flush_front(c);
+	}
 	if (!err)
 		err = mk_data_flush_front(c);
 	o->front_frags = c->nfrags;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of the prefetch hint block (common/hint.c) and of the two lists sqk mkimage lays
  * files out by (mkimage/order.c): the trace of --order (\xHH escapes, blank lines) and the
- * mksquashfs sort file of -sort (priorities, their range, the line a malformed one is on). */
+ * mksquashfs sort file of -sort (priorities, their range, the line a malformed one is on); and
+ * the layout of the files laid out first (their tails' fragment blocks among their blocks). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "mkimage/mk.h"
 #include "mkimage/order.h"
 #include "mkimage/build.h"
+#include "sqk/sqk.h"
 #include "testutil.h"
 
 static const struct sqk_hint_range three[] = {
@@ -320,6 +322,73 @@ START_TEST(test_sort_deep_dir)
 }
 END_TEST
 
+/* Where path's data starts in img: its first block, or its fragment block. */
+static uint64_t data_at(struct sqk_image *img, const char *path, bool frag)
+{
+	struct sqk_inode in;
+	uint64_t start;
+	uint32_t word;
+
+	ck_assert_int_eq(sqk_lookup_path(img, path, &in), 0);
+	if (!frag)
+		return in.blocks_start;
+	ck_assert_uint_ne(in.frag_index, SQK_NONE32);
+	ck_assert_int_eq(sqk_fragment_entry(img, in.frag_index, &start, &word), 0);
+	return start;
+}
+
+/* The files of an --order trace are laid out in its order with their tails' fragment blocks
+ * among their blocks, a few at a time: a start that reads small and large files from its
+ * beginning finds both early in the image (the prefetch hint's range is fetched in order). */
+START_TEST(test_order_front_fragments_among_blocks)
+{
+	char tree[256], rel[64], trace[300];
+	test_tree_new(tree, sizeof(tree), "hintorder");
+	snprintf(trace, sizeof(trace), "%s.trace", tree);
+	FILE *t = fopen(trace, "w");
+	ck_assert_ptr_nonnull(t);
+	for (int i = 0; i < 800; i++) { /* 8 files of 1 MiB among 800 small ones, all listed */
+		if (i % 100 == 0) {
+			snprintf(rel, sizeof(rel), "big%d", i / 100);
+			test_tree_put(tree, rel, ((size_t)1 << 20) + (size_t)i);
+			fprintf(t, "%s\n", rel);
+		}
+		snprintf(rel, sizeof(rel), "small%03d", i);
+		test_tree_put(tree, rel, 3000 + (size_t)i); /* lengths differ: no duplicates */
+		fprintf(t, "%s\n", rel);
+	}
+	fclose(t);
+	char *sources[1] = { tree };
+	struct sqk_build_opts o;
+	struct sqk_build_source src;
+	struct sqk_build_result res;
+	struct sqk_io *mem;
+	struct sqk_image *img;
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.order_file = trace;
+	sqk_build_source_init(&src, SQK_BUILD_DIRS);
+	src.sources = sources;
+	src.nsources = 1;
+	sqk_build_result_init(&res);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	ck_assert_msg(sqk_build(&o, &src, mem, &res) == 0, "%s", res.msg);
+	ck_assert_uint_eq(res.order_files, 808);
+	ck_assert_int_eq(sqk_image_open_io(mem, NULL, &img), 0);
+	/* in trace order, give or take the 512 KiB of tails packed at a time (300 KB between two
+	 * big files): the first small file's tail before the blocks of the third big file, the
+	 * last big file's blocks before the last small file's tail */
+	ck_assert_uint_lt(data_at(img, "/small000", true), data_at(img, "/big2", false));
+	ck_assert_uint_lt(data_at(img, "/small350", true), data_at(img, "/big7", false));
+	ck_assert_uint_lt(data_at(img, "/big7", false), data_at(img, "/small799", true));
+	ck_assert_uint_lt(data_at(img, "/big0", false), data_at(img, "/big7", false));
+	sqk_image_close(img);
+	sqk_io_destroy(mem);
+	test_tree_remove(tree);
+	unlink(trace);
+}
+END_TEST
+
 static Suite *hint_suite(void)
 {
 	Suite *s = suite_create("hint");
@@ -333,6 +402,7 @@ static Suite *hint_suite(void)
 	tcase_add_test(tc, test_sort_lines);
 	tcase_add_test(tc, test_sort_file_line);
 	tcase_add_test(tc, test_sort_deep_dir);
+	tcase_add_test(tc, test_order_front_fragments_among_blocks);
 	suite_add_tcase(s, tc);
 	return s;
 }
