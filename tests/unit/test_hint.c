@@ -277,6 +277,29 @@ START_TEST(test_sort_file_line)
 }
 END_TEST
 
+/* Builds the directory dir with --order order_file or -sort sort_file (NULL: not given) into a
+ * memory image; fails the test on an error. Caller owns the result. */
+static struct sqk_io *build_listed(char *dir, const char *order_file, const char *sort_file,
+				   struct sqk_build_result *r)
+{
+	char *sources[1] = { dir };
+	struct sqk_build_opts o;
+	struct sqk_build_source s;
+	struct sqk_io *mem;
+
+	sqk_build_opts_init(&o);
+	o.quiet = true;
+	o.order_file = order_file;
+	o.sort_file = sort_file;
+	sqk_build_source_init(&s, SQK_BUILD_DIRS);
+	s.sources = sources;
+	s.nsources = 1;
+	sqk_build_result_init(r);
+	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
+	ck_assert_msg(sqk_build(&o, &s, mem, r) == 0, "%s", r->msg);
+	return mem;
+}
+
 /* A -sort priority on a directory applies to the files under it however deep they are: the
  * listing of a subtree deeper than its first stack of frames (40 levels) lays the file at the
  * bottom out first (it read freed memory once the stack moved). Built through sqk_build. */
@@ -297,20 +320,8 @@ START_TEST(test_sort_deep_dir)
 	f = fopen(sortf, "w");
 	fputs("d 5\n", f);
 	fclose(f);
-	char *sources[1] = { dir };
-	struct sqk_build_opts o;
-	struct sqk_build_source s;
 	struct sqk_build_result r;
-	struct sqk_io *mem;
-	sqk_build_opts_init(&o);
-	o.quiet = true;
-	o.sort_file = sortf;
-	sqk_build_source_init(&s, SQK_BUILD_DIRS);
-	s.sources = sources;
-	s.nsources = 1;
-	sqk_build_result_init(&r);
-	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
-	ck_assert_msg(sqk_build(&o, &s, mem, &r) == 0, "%s", r.msg);
+	struct sqk_io *mem = build_listed(dir, NULL, sortf, &r);
 	ck_assert(r.ordered);
 	ck_assert_uint_eq(r.order_files, 1);
 	ck_assert_uint_eq(r.order_bytes, 4);
@@ -358,21 +369,9 @@ START_TEST(test_order_front_fragments_among_blocks)
 		fprintf(t, "%s\n", rel);
 	}
 	fclose(t);
-	char *sources[1] = { tree };
-	struct sqk_build_opts o;
-	struct sqk_build_source src;
 	struct sqk_build_result res;
-	struct sqk_io *mem;
+	struct sqk_io *mem = build_listed(tree, trace, NULL, &res);
 	struct sqk_image *img;
-	sqk_build_opts_init(&o);
-	o.quiet = true;
-	o.order_file = trace;
-	sqk_build_source_init(&src, SQK_BUILD_DIRS);
-	src.sources = sources;
-	src.nsources = 1;
-	sqk_build_result_init(&res);
-	ck_assert_int_eq(sqk_io_mem_create(NULL, 0, &mem), 0);
-	ck_assert_msg(sqk_build(&o, &src, mem, &res) == 0, "%s", res.msg);
 	ck_assert_uint_eq(res.order_files, 808);
 	ck_assert_int_eq(sqk_image_open_io(mem, NULL, &img), 0);
 	/* in trace order, give or take the 512 KiB of tails packed at a time (300 KB between two
