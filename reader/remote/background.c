@@ -25,9 +25,9 @@
 #define BG_FIRST 4u
 #define BG_BW_BOUND 2u
 #define BG_PAUSE_MIN_MS 1000u
+#define BG_PAUSE_MAX_MS 30000u
 /* After readahead or the hint's ranges: a stream reads on in windows with gaps between them. */
 #define BG_HOLD_MS 200u
-#define BG_PAUSE_MAX_MS 30000u
 #define MIB (1024.0 * 1024.0)
 
 /* A unit being fetched: the chunks it fetches or keeps (pinned by the background). */

@@ -34,12 +34,17 @@
  * again this often; the chunks are then on disk. */
 #define UNIT_POLL_MS 10u
 
-uint64_t http_now_ms(void)
+static int64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+uint64_t http_now_ms(void)
+{
+	return (uint64_t)now_us() / 1000u;
 }
 
 /* Caller owns the job (http_job_free). */
@@ -272,14 +277,6 @@ static bool check_response(struct http_job *j)
 		return false;
 	}
 	return check_etag(j);
-}
-
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* Scatters body bytes into the job's chunks (or its flat buffer), from j->got on; each chunk is
@@ -639,8 +636,9 @@ static void link_timed(struct http *h, size_t len, int64_t ttfb_us)
 	h->ahead_bytes = 0;
 }
 
-/* A unit's body twice a round trip: 100 Mbit/s at 20 ms RTT is (84 ms a MiB), a fast link
- * whose units take a round trip's time while their connections' windows grow is not. */
+/* Bandwidth-bound: a unit takes more than two round trips at the measured goodput (100 Mbit/s
+ * at 20 ms RTT: 84 ms a MiB); on a fast link a unit takes about one while its connection's
+ * window grows. */
 bool http_link_bw_bound(const struct http *h)
 {
 	return h->link_rtt_us && h->link_body_us > 2 * h->link_rtt_us;
@@ -667,7 +665,7 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 	curl_off_t ttfb = 0;
 	bool stalled = rc && body_stalled(j, res);
 
-	if (j->ra_slot && !j->flat && !rc)
+	if (j->ra_slot && !rc)
 		curl_easy_getinfo(j->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
 	curl_multi_remove_handle(h->multi, j->easy);
 	curl_easy_cleanup(j->easy);
@@ -679,7 +677,7 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 			break;
 		}
 	}
-	if (j->ra_slot && !j->flat && !rc)
+	if (j->ra_slot && !rc)
 		link_timed(h, j->len, (int64_t)ttfb);
 	if (j->ra_slot && !j->bg)
 		h->ahead_end_ms = http_now_ms();
