@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The background fetch of a remote image (sqk_http_opts.background): a thread of its own fetches
- * the rest of the image into the disk cache, in image order, in whole units of the request grid
- * (1 MiB, or the chunk size when larger), several units at a time (inflight_max). Reads go
+ * the rest of the image into the disk cache, in image order (after a read that missed, the units
+ * around it first), in whole units of the request grid (1 MiB, or the chunk size when larger),
+ * several units at a time (inflight_max). Reads go
  * first: it waits while the prefetch hint's ranges or readahead are on the wire, keeps one unit
  * in flight while reads are on a bandwidth-bound link, and a read waiting on a queued unit moves
  * it ahead (http_promote). Each
@@ -29,6 +30,8 @@
 /* After readahead or the hint's ranges: a stream reads on in windows with gaps between them. */
 #define BG_HOLD_MS 200u
 #define MIB (1024.0 * 1024.0)
+/* Units either side of a read's miss fetched next: a start reads on where it missed. */
+#define BG_NEAR 8u
 
 /* A unit being fetched: the chunks it fetches or keeps (pinned by the background). */
 struct bg_unit {
@@ -50,6 +53,8 @@ struct http_bg {
 	uint64_t cpu;           /* chunks per unit */
 	uint64_t nunits;
 	uint64_t next;          /* the next unit to look at */
+	uint64_t near;          /* the unit of the last read that missed */
+	unsigned near_step;     /* 1..2 BG_NEAR: the next of its neighbours (+1, -1, +2...) */
 	struct bg_unit fl[BG_INFLIGHT];
 	unsigned nfl;
 	bool full;              /* the disk cache's room is taken: ends once the units are in */
@@ -308,22 +313,41 @@ static int unit_plan(struct http *h, uint64_t u, uint64_t inflight, struct bg_un
 	return 0;
 }
 
-/* Starts the next unit (skipping one with nothing to fetch or keep); what does not fit in the
- * disk cache's room sets b->full. mu held. */
+/* The next neighbour of the last miss not passed by the image-order sweep yet, if any. */
+static bool next_near(struct http_bg *b, uint64_t *u)
+{
+	while (b->near_step && b->near_step <= 2 * BG_NEAR) {
+		uint64_t d = (b->near_step + 1) / 2;
+		bool up = b->near_step++ & 1;
+
+		if (up ? b->near + d < b->nunits && b->near + d >= b->next
+		       : d <= b->near && b->near - d >= b->next) {
+			*u = up ? b->near + d : b->near - d;
+			return true;
+		}
+	}
+	b->near_step = 0;
+	return false;
+}
+
+/* Starts the next unit: a neighbour of the last miss, else the next in image order (skipping
+ * one with nothing to fetch or keep); what does not fit in the disk cache's room sets b->full.
+ * mu held. */
 static void unit_start(struct http *h)
 {
 	struct http_bg *b = h->bg;
 	struct bg_unit *un = &b->fl[b->nfl];
-	uint64_t inflight = 0, k0, k1;
+	uint64_t inflight = 0, k0, k1, u;
+	bool near = next_near(b, &u);
 	unsigned i;
 	int rc;
 
 	for (i = 0; i < b->nfl; i++)
 		inflight += b->fl[i].need;
-	rc = unit_plan(h, b->next, inflight, un, &b->full);
+	rc = unit_plan(h, near ? u : b->next, inflight, un, &b->full);
 	if (rc)
 		return; /* no memory now: tried again later */
-	b->next++;
+	b->next += !near;
 	if (!un->n)
 		return;
 	b->nfl++;
@@ -502,6 +526,25 @@ void http_bg_job_failed(struct http *h, const struct http_job *j, int rc)
 	b->permanent = j->permanent;
 	snprintf(b->why, sizeof(b->why), "%s", j->why[0] ? j->why : sqk_strerror(rc));
 	pthread_cond_broadcast(&h->cv);
+}
+
+/* mu held. */
+bool http_bg_running(const struct http *h)
+{
+	const struct http_bg *b = h->bg;
+
+	return b && b->pid == getpid() && !b->ended && !b->full && !b->stop;
+}
+
+/* mu held. */
+void http_bg_missed(struct http *h, uint64_t u)
+{
+	struct http_bg *b = h->bg;
+
+	if (!http_bg_running(h))
+		return;
+	b->near = u;
+	b->near_step = 1;
 }
 
 /* Borrows io. */

@@ -243,7 +243,8 @@ next:
 	pthread_cond_broadcast(&h->cv);
 }
 
-/* Submits the LOADING chunks of list[0..n) (ascending) as coalesced runs. mu held. */
+/* Submits the LOADING chunks of list[0..n) (runs of consecutive ones) as coalesced runs, in
+ * that order. mu held. */
 static void submit_missing(struct http *h, struct http_chunk **list, unsigned n, uint64_t part,
 			   bool demand)
 {
@@ -481,20 +482,27 @@ static void copy_out(struct http *h, struct http_chunk **pins, unsigned n, uint6
 	}
 }
 
-/* The chunks after k1 up to the end of its unit, not past the stream's limit: a read naming
- * its stream asks for them with its own (a caching proxy filling the unit's slice for the
- * first request would make a second one for its rest wait). */
-static uint64_t unit_rest(const struct http *h, uint64_t k1, const struct sqk_io_ahead *ahead)
+/* The chunks after k1 up to the end of its unit, not past `limit`. A read asks for them with its
+ * own when it names its stream (a caching proxy filling the unit's slice for the first request
+ * would make a second one for its rest wait) or while the background fetch runs (it would
+ * fetch them anyway; a start's next read is often in the same unit). */
+static uint64_t unit_rest(const struct http *h, uint64_t k1, uint64_t limit)
 {
 	uint64_t e = ((k1 + 1) * h->csize + h->unit - 1) / h->unit * h->unit;
 
-	if (!ahead || !ahead->stream)
-		return 0;
-	if (e > ahead->limit)
-		e = ahead->limit;
+	if (e > limit)
+		e = limit;
 	if (e > h->covered)
 		e = h->covered;
 	return e > (k1 + 1) * h->csize ? (e + h->csize - 1) / h->csize - (k1 + 1) : 0;
+}
+
+/* unit_rest for a read (mu held). */
+static uint64_t read_rest(const struct http *h, uint64_t k1, const struct sqk_io_ahead *ahead)
+{
+	if (http_bg_running(h))
+		return unit_rest(h, k1, UINT64_MAX);
+	return ahead && ahead->stream ? unit_rest(h, k1, ahead->limit) : 0;
 }
 
 /* Adds the absent chunks k1+1 .. k1+rest to own[] (LOADING, their one pin the loader's). */
@@ -511,22 +519,49 @@ static void own_rest(struct http *h, uint64_t k1, uint64_t rest, struct http_chu
 	}
 }
 
+/* With the background fetch running, a read that missed also asks for the absent chunks of its
+ * unit before k0 (at most `lead`), in a request of their own after its own (its bytes come
+ * first): they are added to own[]; returns the first of them (k0: none). */
+static uint64_t own_lead(struct http *h, uint64_t k0, uint64_t lead, struct http_chunk **own,
+			 unsigned *nown)
+{
+	uint64_t s = k0, k;
+
+	if (!http_bg_running(h))
+		return k0;
+	while (s > k0 - lead && !http_chunk_find(h, s - 1))
+		s--;
+	for (k = s; k < k0; k++) {
+		struct http_chunk *c = http_chunk_new(h, k);
+
+		if (!c)
+			break;
+		own[(*nown)++] = c;
+	}
+	return s;
+}
+
 /* Reads [off, off + len) below `covered` through the chunks. */
 int http_read_chunks(struct http *h, uint64_t off, uint8_t *buf, size_t len,
 			 const struct sqk_io_ahead *ahead)
 {
 	uint64_t k0 = off / h->csize, k1 = (off + len - 1) / h->csize, ra0 = 0, ra1 = 0;
-	uint64_t rest = unit_rest(h, k1, ahead);
+	uint64_t rest = unit_rest(h, k1, UINT64_MAX), lead = k0 % (h->unit / h->csize), kf = k0;
 	unsigned n = (unsigned)(k1 - k0 + 1), nown = 0, i;
-	struct http_chunk **pins = malloc((2 * (size_t)n + rest) * sizeof(*pins)), **own = pins + n;
+	struct http_chunk **pins = malloc((2 * (size_t)n + rest + lead) * sizeof(*pins));
+	struct http_chunk **own = pins + n;
 	int rc;
 
 	if (!pins)
 		return SQK_ENOMEM;
 	pthread_mutex_lock(&h->mu);
+	rest = read_rest(h, k1, ahead);
 	rc = h->cancelled ? SQK_EINTR : pin_range(h, k0, n, pins, own, &nown);
-	if (!rc && nown)
+	if (!rc && nown) {
 		own_rest(h, k1, rest, own, &nown);
+		kf = own_lead(h, k0, lead, own, &nown);
+		http_bg_missed(h, k0 * h->csize / h->unit);
+	}
 	if (!rc)
 		http_plan_ahead(h, off, off + len, ahead, &ra0, &ra1);
 	pthread_mutex_unlock(&h->mu);
@@ -535,7 +570,7 @@ int http_read_chunks(struct http *h, uint64_t off, uint8_t *buf, size_t len,
 		return rc;
 	}
 	/* their digests, if not in yet, come while the chunks do */
-	http_kick_groups(h, k0, k1 + (nown ? rest : 0));
+	http_kick_groups(h, kf, k1 + (nown ? rest : 0));
 	http_load_owned(h, own, nown, len / h->conns > PART_MIN ? len / h->conns : RUN_MAX,
 			    true);
 	http_fetch_ahead(h, ra0, ra1, UINT64_MAX);

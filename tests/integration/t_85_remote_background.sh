@@ -15,6 +15,8 @@
 #  4. an access-ordered image: the hint's ranges and then the rest, each byte served once
 #  5. an image with a digest tree (4 KiB chunks): chunks and digest groups all end up in the
 #     cache folder (a warm mount reads every file with only the open's requests)
+#  7. a read that misses while the background runs asks for its whole unit, and the background
+#     fetches the units around it next
 #  6. through libsqk itself (python ctypes): opts.background false fetches nothing beyond the
 #     open; background_rate caps it; bytes_background and background_left count it, and the
 #     line that says it is done goes to opts.log
@@ -155,6 +157,35 @@ fuse_umount "$W/m"
 read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
 info "digest tree (4 KiB chunks), warm mount, every file read: $nreq requests, $nbytes bytes"
 [ "$nbytes" -le $(( 4 * 65536 )) ] || { http_log_ranges "$mark" | head >&2; fail "the warm mount of the digest-tree image fetched $nbytes bytes"; }
+
+# ---- 7. a read that misses while the background runs: its whole unit, then its neighbours --
+# At background_rate 512 KiB/s the background starts a unit every 2 s after its first, so the
+# units it asks for after one read show what it chose: those around the read's unit (the start
+# reads on there), not the next in image order.
+F=d2/f05
+FOFF=$(python3 -c 'import sys; print(open(sys.argv[1], "rb").read().find(open(sys.argv[2], "rb").read(4096)))' "$W/www/img.sqsh" "$W/src/$F")
+U=$(( FOFF / MIB ))
+[ $(( FOFF % MIB )) -ge $(( 2 * 65536 )) ] || fail "setup: $F at $FOFF is at its unit's start"
+fuse_mount "$URL" "$W/m" -o "cache_dir=$W/nearc,background_rate=$(( MIB / 2 ))"
+mark=$(http_log_mark)
+cmp -s "$W/src/$F" "$W/m/$F" || fail "$F read through the mount differs"
+sleep 5
+fuse_umount "$W/m"
+http_log_ranges "$mark" >"$TMP/near.log"
+python3 - "$TMP/near.log" "$U" "$MIB" <<'PY' || fail "a read that missed while the background ran (unit $U, $F at $FOFF)"
+import re, sys
+log, u, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rs = [tuple(map(int, m.groups())) for m in re.finditer(r"range=bytes=(\d+)-(\d+)", open(log).read())]
+print("    | ranges after the read: " + " ".join("%d-%d" % r for r in rs))
+if not any(a == u * mib for a, _ in rs):
+    sys.exit("the read did not ask for the start of its unit %d" % u)
+bg = [a // mib for a, _ in rs if a // mib not in (0, u, u + 1)]
+if not bg:
+    sys.exit("no background unit after the read")
+far = [x for x in bg if abs(x - u) > 8]
+if far:
+    sys.exit("the background went on with units %s, not those around unit %d" % (far, u))
+PY
 
 # ---- 6. the library: opts.background off / on with background_rate, the counters ---------
 LIBSQK=$(dirname "$SQK")/../lib/libsqk.so.2
