@@ -528,12 +528,18 @@ void http_bg_job_failed(struct http *h, const struct http_job *j, int rc)
 	pthread_cond_broadcast(&h->cv);
 }
 
-/* mu held. */
-bool http_bg_running(const struct http *h)
+/* Whether this process's background fetch runs and has room in the disk cache. mu held. */
+static bool http_bg_running(const struct http *h)
 {
 	const struct http_bg *b = h->bg;
 
 	return b && b->pid == getpid() && !b->ended && !b->full && !b->stop;
+}
+
+/* mu held. */
+bool http_bg_sweeping(const struct http *h)
+{
+	return http_bg_running(h) && others_busy(h) != BUSY_FETCH;
 }
 
 /* mu held. */

@@ -484,8 +484,9 @@ static void copy_out(struct http *h, struct http_chunk **pins, unsigned n, uint6
 
 /* The chunks after k1 up to the end of its unit, not past `limit`. A read asks for them with its
  * own when it names its stream (a caching proxy filling the unit's slice for the first request
- * would make a second one for its rest wait) or while the background fetch runs (it would
- * fetch them anyway; a start's next read is often in the same unit). */
+ * would make a second one for its rest wait) or while the background fetch sweeps (it would
+ * fetch them anyway; a start's next read is often in the same unit; not while the prefetch
+ * hint's ranges are on the wire: they go first). */
 static uint64_t unit_rest(const struct http *h, uint64_t k1, uint64_t limit)
 {
 	uint64_t e = ((k1 + 1) * h->csize + h->unit - 1) / h->unit * h->unit;
@@ -500,7 +501,7 @@ static uint64_t unit_rest(const struct http *h, uint64_t k1, uint64_t limit)
 /* unit_rest for a read (mu held). */
 static uint64_t read_rest(const struct http *h, uint64_t k1, const struct sqk_io_ahead *ahead)
 {
-	if (http_bg_running(h))
+	if (http_bg_sweeping(h))
 		return unit_rest(h, k1, UINT64_MAX);
 	return ahead && ahead->stream ? unit_rest(h, k1, ahead->limit) : 0;
 }
@@ -519,7 +520,7 @@ static void own_rest(struct http *h, uint64_t k1, uint64_t rest, struct http_chu
 	}
 }
 
-/* With the background fetch running, a read that missed also asks for the absent chunks of its
+/* While the background fetch sweeps, a read that missed also asks for the absent chunks of its
  * unit before k0 (at most `lead`), in a request of their own after its own (its bytes come
  * first): they are added to own[]; returns the first of them (k0: none). */
 static uint64_t own_lead(struct http *h, uint64_t k0, uint64_t lead, struct http_chunk **own,
@@ -527,7 +528,7 @@ static uint64_t own_lead(struct http *h, uint64_t k0, uint64_t lead, struct http
 {
 	uint64_t s = k0, k;
 
-	if (!http_bg_running(h))
+	if (!http_bg_sweeping(h))
 		return k0;
 	while (s > k0 - lead && !http_chunk_find(h, s - 1))
 		s--;

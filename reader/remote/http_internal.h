@@ -303,8 +303,10 @@ void http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait);
 void http_bg_stop(struct http *h);
 /* Frees the background state (destroy, after http_bg_stop). */
 void http_bg_free(struct http *h);
-/* mu held: whether this process's background fetch runs (and has room in the disk cache). */
-bool http_bg_running(const struct http *h);
+/* mu held: whether this process's background fetch runs, has room in the disk cache and fetches
+ * now (the prefetch hint's ranges and readahead are not on the wire): a read that misses then
+ * asks for its whole unit. */
+bool http_bg_sweeping(const struct http *h);
 /* mu held: a read missed in unit u; the background fetches its neighbours next. */
 void http_bg_missed(struct http *h, uint64_t u);
 /* mu held: background job j failed for good (rc, j->why): the background thread decides. */
