@@ -529,7 +529,7 @@ void http_bg_job_failed(struct http *h, const struct http_job *j, int rc)
 }
 
 /* Whether this process's background fetch runs and has room in the disk cache. mu held. */
-static bool http_bg_running(const struct http *h)
+static bool bg_running(const struct http *h)
 {
 	const struct http_bg *b = h->bg;
 
@@ -539,7 +539,7 @@ static bool http_bg_running(const struct http *h)
 /* mu held. */
 bool http_bg_sweeping(const struct http *h)
 {
-	return http_bg_running(h) && others_busy(h) != BUSY_FETCH;
+	return bg_running(h) && others_busy(h) != BUSY_FETCH;
 }
 
 /* mu held. */
@@ -547,7 +547,7 @@ void http_bg_missed(struct http *h, uint64_t u)
 {
 	struct http_bg *b = h->bg;
 
-	if (!http_bg_running(h))
+	if (!bg_running(h))
 		return;
 	b->near = u;
 	b->near_step = 1;

@@ -498,10 +498,11 @@ static uint64_t unit_rest(const struct http *h, uint64_t k1, uint64_t limit)
 	return e > (k1 + 1) * h->csize ? (e + h->csize - 1) / h->csize - (k1 + 1) : 0;
 }
 
-/* unit_rest for a read (mu held). */
-static uint64_t read_rest(const struct http *h, uint64_t k1, const struct sqk_io_ahead *ahead)
+/* unit_rest for a read; sweep: http_bg_sweeping (mu held). */
+static uint64_t read_rest(const struct http *h, uint64_t k1, const struct sqk_io_ahead *ahead,
+			  bool sweep)
 {
-	if (http_bg_sweeping(h))
+	if (sweep)
 		return unit_rest(h, k1, UINT64_MAX);
 	return ahead && ahead->stream ? unit_rest(h, k1, ahead->limit) : 0;
 }
@@ -528,8 +529,6 @@ static uint64_t own_lead(struct http *h, uint64_t k0, uint64_t lead, struct http
 {
 	uint64_t s = k0, k;
 
-	if (!http_bg_sweeping(h))
-		return k0;
 	while (s > k0 - lead && !http_chunk_find(h, s - 1))
 		s--;
 	for (k = s; k < k0; k++) {
@@ -551,16 +550,18 @@ int http_read_chunks(struct http *h, uint64_t off, uint8_t *buf, size_t len,
 	unsigned n = (unsigned)(k1 - k0 + 1), nown = 0, i;
 	struct http_chunk **pins = malloc((2 * (size_t)n + rest + lead) * sizeof(*pins));
 	struct http_chunk **own = pins + n;
+	bool sweep;
 	int rc;
 
 	if (!pins)
 		return SQK_ENOMEM;
 	pthread_mutex_lock(&h->mu);
-	rest = read_rest(h, k1, ahead);
+	sweep = http_bg_sweeping(h);
+	rest = read_rest(h, k1, ahead, sweep);
 	rc = h->cancelled ? SQK_EINTR : pin_range(h, k0, n, pins, own, &nown);
 	if (!rc && nown) {
 		own_rest(h, k1, rest, own, &nown);
-		kf = own_lead(h, k0, lead, own, &nown);
+		kf = own_lead(h, k0, sweep ? lead : 0, own, &nown);
 		http_bg_missed(h, k0 * h->csize / h->unit);
 	}
 	if (!rc)
