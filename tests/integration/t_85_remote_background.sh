@@ -15,9 +15,9 @@
 #  4. an access-ordered image: the hint's ranges and then the rest, each byte served once
 #  5. an image with a digest tree (4 KiB chunks): chunks and digest groups all end up in the
 #     cache folder (a warm mount reads every file with only the open's requests)
-#  7. a read that misses while the background runs asks for its whole unit, and the background
+#  6. a read that misses while the background runs asks for its whole unit, and the background
 #     fetches the units around it next
-#  6. through libsqk itself (python ctypes): opts.background false fetches nothing beyond the
+#  7. through libsqk itself (python ctypes): opts.background false fetches nothing beyond the
 #     open; background_rate caps it; bytes_background and background_left count it, and the
 #     line that says it is done goes to opts.log
 . "$(dirname "$0")/lib.sh"
@@ -158,7 +158,7 @@ read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
 info "digest tree (4 KiB chunks), warm mount, every file read: $nreq requests, $nbytes bytes"
 [ "$nbytes" -le $(( 4 * 65536 )) ] || { http_log_ranges "$mark" | head >&2; fail "the warm mount of the digest-tree image fetched $nbytes bytes"; }
 
-# ---- 7. a read that misses while the background runs: its whole unit, then its neighbours --
+# ---- 6. a read that misses while the background runs: its whole unit, then its neighbours --
 # At background_rate 512 KiB/s the background starts a unit every 2 s after its first, so the
 # units it asks for after one read show what it chose: those around the read's unit (the start
 # reads on there), not the next in image order.
@@ -187,7 +187,7 @@ if far:
     sys.exit("the background went on with units %s, not those around unit %d" % (far, u))
 PY
 
-# ---- 6. the library: opts.background off / on with background_rate, the counters ---------
+# ---- 7. the library: opts.background off / on with background_rate, the counters ---------
 LIBSQK=$(dirname "$SQK")/../lib/libsqk.so.2
 if [ ! -f "$LIBSQK" ]; then
 	info "no libsqk.so.2 next to $SQK: the library checks skipped"
