@@ -204,7 +204,7 @@ static uint64_t unit_pick(struct http *h, uint64_t k0, uint64_t k1, const bool *
 
 	for (k = k0; k < k1; k++) {
 		struct http_chunk *c = http_chunk_find(h, k);
-		uint64_t size = dcache_entry_size(http_chunk_len(h, k));
+		uint64_t size = dcache_entry_size(h->dc, k, http_chunk_len(h, k));
 
 		/* a chunk being checked: its checker writes `stored`; known once it is READY */
 		take[k - k0] = c ? c->state == CH_VERIFYING ||
@@ -234,7 +234,7 @@ static uint64_t group_need(struct http *h, uint64_t k0, uint64_t k1)
 		if (integ_group_loaded(&h->integ, g))
 			continue;
 		integ_group_range(&h->integ, g, &a, &b, &s, &e);
-		need += dcache_entry_size((size_t)(e - s));
+		need += dcache_entry_size(h->dc, DCACHE_SOLO, (size_t)(e - s));
 	}
 	return need;
 }

@@ -10,7 +10,7 @@
 #include "http_internal.h"
 
 /* Disk-cache keys of groups: above every chunk number (chunks number less than 2^52). */
-#define GROUP_KEY ((uint64_t)1 << 63)
+#define GROUP_KEY DCACHE_SOLO
 
 /* Whether chunk checks need the digest groups (a digest tree, checked reads). */
 bool http_uses_groups(const struct http *h)

@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* On-disk chunk cache of remote images (see http_cache.h). Layout: ROOT/KEY/K, K the chunk
- * number in hex; each file is a 16-byte header ("SQKC", u32 length, u64 XXH3 of the data) then
- * the data. Writers use ROOT/KEY/.tmp.PID.TID.K and rename(2); temporaries of dead processes
- * are removed when a cache is opened. Usage is counted over every KEY folder of ROOT at open and
- * kept under the limit by removing the oldest files first. */
+/* On-disk chunk cache of remote images (see http_cache.h). Layout of ROOT/KEY:
+ * - uU, U a unit number in hex: the chunks U * per .. U * per + per - 1. A file header ("SQKU",
+ *   u32 chunk size, u32 per, u32 0), per slot headers ("SQKC", u32 length, u64 XXH3 of the
+ *   data; zero: empty), padded to a multiple of 4096 (the header area), then slot i's data at
+ *   area + i * chunk size. A slot's data is written before its header, so a header that matches
+ *   its data was written whole. Files are counted and evicted whole, by the blocks they take.
+ * - K, K a key in hex: one entry alone (keys with DCACHE_SOLO set, or every key without units),
+ *   a slot header then the data, written to .tmp.PID.TID.K and renamed; temporaries of dead
+ *   processes are removed when a cache is opened.
+ * Usage is counted over every KEY folder of ROOT at open and kept under the limit by removing
+ * the oldest entries first (by their file's mtime). */
 #define XXH_INLINE_ALL
 #include "http_cache.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -27,11 +34,15 @@
 #include "common/grow.h"
 
 #define HDR 16u
+#define AREA_ALIGN 4096u
+#define PER_MAX 1024u
 #define TMP_PREFIX ".tmp."
 #define UNITS ".units"
 
 struct dentry {
 	uint32_t dir;   /* index into dirs */
+	bool unit;      /* unit file k, else the file of key k alone */
+	bool dead;      /* replaced by a later entry of the same file */
 	uint64_t k;
 	uint64_t size;
 	int64_t mtime;
@@ -51,14 +62,44 @@ struct dcache {
 	struct dentry *ents;  /* oldest first from head */
 	size_t head, n, cap;
 	uint64_t used, limit;
+	uint32_t csize, per;  /* unit files of per chunks of csize bytes; per 0: none */
+	size_t *uent;         /* own unit file u: its live entry + 1, or 0 */
+	size_t ucap;
 };
 
-static int push(struct dcache *d, uint32_t dir, uint64_t k, uint64_t size, int64_t mtime)
+/* A unit file's geometry, from its header or the cache's own. */
+struct ugeom {
+	uint32_t csize, per;
+};
+
+static uint64_t area_of(struct ugeom g)
+{
+	return ((uint64_t)HDR * (g.per + 1u) + AREA_ALIGN - 1) / AREA_ALIGN * AREA_ALIGN;
+}
+
+/* The blocks a slot's data takes. */
+static uint64_t blocks_of(uint64_t len)
+{
+	return (len + AREA_ALIGN - 1) / AREA_ALIGN * AREA_ALIGN;
+}
+
+static int push(struct dcache *d, uint32_t dir, bool unit, uint64_t k, uint64_t size,
+		int64_t mtime)
 {
 	if (d->n == SIZE_MAX || mem_grow(&d->ents, &d->cap, d->n + 1, sizeof(*d->ents), 0))
 		return SQK_ENOMEM;
-	d->ents[d->n++] = (struct dentry){ dir, k, size, mtime };
+	d->ents[d->n++] = (struct dentry){ dir, unit, false, k, size, mtime };
 	d->used += size;
+	return 0;
+}
+
+/* Records that own unit file u is entry i of the queue (mu held). */
+static int set_uent(struct dcache *d, uint64_t u, size_t i)
+{
+	if (u >= SIZE_MAX / sizeof(*d->uent) - 1 ||
+	    mem_grow(&d->uent, &d->ucap, (size_t)u + 1, sizeof(*d->uent), 1))
+		return SQK_ENOMEM;
+	d->uent[u] = i + 1;
 	return 0;
 }
 
@@ -74,6 +115,50 @@ static int add_dir(struct dcache *d, const char *name, uint32_t *idx)
 	return 0;
 }
 
+/* Reads (write: writes) len bytes at `at`: 0, or -1 when short or failed. */
+static int full_at(int fd, uint8_t *p, size_t len, off_t at, bool write)
+{
+	while (len) {
+		ssize_t n = write ? pwrite(fd, p, len, at) : pread(fd, p, len, at);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		at += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t len, off_t at)
+{
+	return full_at(fd, buf, len, at, false);
+}
+
+static int write_full(int fd, const void *buf, size_t len, off_t at)
+{
+	return full_at(fd, (uint8_t *)(uintptr_t)buf, len, at, true); /* (only read from) */
+}
+
+static void unit_name(char *buf, size_t cap, uint64_t u)
+{
+	snprintf(buf, cap, "u%llx", (unsigned long long)u);
+}
+
+/* A unit file's geometry from its header: 0, or -1 when it has none (yet) or a wrong one. */
+static int read_geom(int fd, struct ugeom *g)
+{
+	uint8_t h[HDR];
+
+	if (read_full(fd, h, HDR, 0) || memcmp(h, "SQKU", 4))
+		return -1;
+	g->csize = get_le32(h + 4);
+	g->per = get_le32(h + 8);
+	return g->csize && g->per > 1 && g->per <= PER_MAX ? 0 : -1;
+}
+
 /* A temporary left by a process that is gone. */
 static bool stale_tmp(const char *name)
 {
@@ -85,8 +170,8 @@ static bool stale_tmp(const char *name)
 	return pid <= 0 || (kill((pid_t)pid, 0) && errno == ESRCH);
 }
 
-/* Counts the chunk files of one KEY folder. */
-static int scan_dir(struct dcache *d, const char *name)
+/* Counts the entries of one KEY folder (own: the cache's own KEY). */
+static int scan_dir(struct dcache *d, const char *name, bool own)
 {
 	int fd = openat(d->rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
@@ -104,17 +189,24 @@ static int scan_dir(struct dcache *d, const char *name)
 		struct stat st;
 		char *end;
 		uint64_t k;
+		bool unit;
 
 		if (de->d_name[0] == '.') {
 			if (stale_tmp(de->d_name))
 				unlinkat(fd, de->d_name, 0);
 			continue;
 		}
-		k = strtoull(de->d_name, &end, 16);
-		if (*end || fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode))
+		unit = de->d_name[0] == 'u';
+		k = strtoull(de->d_name + unit, &end, 16);
+		if (*end || end == de->d_name + unit ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
-		rc = push(d, idx, k, (uint64_t)st.st_size, (int64_t)st.st_mtime);
+		if (!unit && own && d->per && !(k & DCACHE_SOLO))
+			unlinkat(fd, de->d_name, 0); /* a chunk in a file of its own: old layout */
+		else
+			rc = push(d, idx, unit, k,
+				  unit ? (uint64_t)st.st_blocks * 512 : (uint64_t)st.st_size,
+				  (int64_t)st.st_mtime);
 	}
 	closedir(dh);
 	return rc;
@@ -127,7 +219,7 @@ static int by_mtime(const void *a, const void *b)
 	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
 }
 
-static int scan_root(struct dcache *d)
+static int scan_root(struct dcache *d, const char *key)
 {
 	int fd = dup(d->rootfd);
 	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
@@ -141,7 +233,7 @@ static int scan_root(struct dcache *d)
 	}
 	while (!rc && (de = readdir(dh))) {
 		if (de->d_name[0] != '.' && de->d_type == DT_DIR)
-			rc = scan_dir(d, de->d_name);
+			rc = scan_dir(d, de->d_name, !strcmp(de->d_name, key));
 	}
 	closedir(dh);
 	if (d->n)
@@ -181,8 +273,21 @@ static int find_own(struct dcache *d, const char *key)
 	return add_dir(d, key, &d->own);
 }
 
+/* Indexes the own folder's unit files in the queue (sorted). */
+static int index_own(struct dcache *d)
+{
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < d->n; i++) {
+		if (d->ents[i].dir == d->own && d->ents[i].unit)
+			rc = set_uent(d, d->ents[i].k, i);
+	}
+	return rc;
+}
+
 /* Borrows root and key; caller owns *out. */
-int dcache_open(const char *root, const char *key, uint64_t limit, struct dcache **out)
+int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csize, uint32_t per,
+		struct dcache **out)
 {
 	struct dcache *d = calloc(1, sizeof(*d));
 	int rc;
@@ -192,6 +297,10 @@ int dcache_open(const char *root, const char *key, uint64_t limit, struct dcache
 		return SQK_ENOMEM;
 	pthread_mutex_init(&d->mu, NULL);
 	d->limit = limit;
+	if (csize && per > 1 && per <= PER_MAX) {
+		d->csize = csize;
+		d->per = per;
+	}
 	d->dirfd = -1;
 	d->lockfd = -1;
 	rc = mkdir_p(root);
@@ -201,9 +310,11 @@ int dcache_open(const char *root, const char *key, uint64_t limit, struct dcache
 	if (!rc && mkdirat(d->rootfd, key, 0700) && errno != EEXIST)
 		rc = sqk_from_errno(errno);
 	if (!rc)
-		rc = scan_root(d);
+		rc = scan_root(d, key);
 	if (!rc)
 		rc = find_own(d, key);
+	if (!rc)
+		rc = index_own(d);
 	if (!rc) {
 		d->dirfd = openat(d->rootfd, key, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (d->dirfd < 0)
@@ -222,22 +333,57 @@ static void chunk_name(char *buf, size_t cap, uint64_t k)
 	snprintf(buf, cap, "%llx", (unsigned long long)k);
 }
 
-static int read_full(int fd, void *buf, size_t len, off_t at)
+static bool in_units(const struct dcache *d, uint64_t k)
 {
-	uint8_t *p = buf;
+	return d->per && !(k & DCACHE_SOLO);
+}
 
-	while (len) {
-		ssize_t n = pread(fd, p, len, at);
+static struct ugeom own_geom(const struct dcache *d)
+{
+	return (struct ugeom){ d->csize, d->per };
+}
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		at += n;
-		len -= (size_t)n;
-	}
-	return 0;
+/* Opens the unit file of chunk k (flags: O_RDONLY, or O_RDWR and O_CREAT); -1 if it fails. */
+static int unit_open(struct dcache *d, uint64_t k, int flags)
+{
+	char name[24];
+
+	unit_name(name, sizeof(name), k / d->per);
+	return openat(d->dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
+/* Reads slot header of chunk k from unit file fd into h: 0 if it is filled, with the cache's
+ * geometry. */
+static int slot_header(const struct dcache *d, int fd, uint64_t k, uint8_t h[HDR])
+{
+	struct ugeom g;
+
+	return read_geom(fd, &g) || g.csize != d->csize || g.per != d->per ||
+			       read_full(fd, h, HDR, (off_t)(HDR * (1 + k % d->per))) ||
+			       memcmp(h, "SQKC", 4)
+		       ? -1
+		       : 0;
+}
+
+static int unit_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
+{
+	uint8_t h[HDR];
+	int fd = unit_open(d, k, O_RDONLY);
+	int found, ok;
+
+	if (fd < 0)
+		return SQK_ENOENT;
+	found = !slot_header(d, fd, k, h);
+	ok = found && get_le32(h + 4) == len &&
+	     !read_full(fd, buf, len,
+			(off_t)(area_of(own_geom(d)) + k % d->per * (uint64_t)d->csize)) &&
+	     XXH3_64bits(buf, len) == get_le64(h + 8);
+	if (ok)
+		futimens(fd, NULL); /* recently used: evicted last */
+	close(fd);
+	if (found && !ok)
+		dcache_drop(d, k);
+	return ok ? 0 : SQK_ENOENT;
 }
 
 /* Borrows d; fills the caller's buf. */
@@ -248,6 +394,8 @@ int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 	struct stat st;
 	int fd, ok;
 
+	if (in_units(d, k))
+		return unit_get(d, k, buf, len);
 	chunk_name(name, sizeof(name), k);
 	fd = openat(d->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -265,18 +413,35 @@ int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* Removes the oldest files until `need` more bytes fit. Called with mu held. */
+static const uint8_t zero_hdr[HDR];
+
+/* Frees the blocks of a slot's data (after a failed write). */
+static void punch(int fd, struct ugeom g, uint32_t slot)
+{
+	fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)(area_of(g) + (uint64_t)slot * g.csize), (off_t)g.csize);
+}
+
+/* Removes the oldest entries until `need` more bytes fit. Called with mu held. */
 static void evict(struct dcache *d, uint64_t need)
 {
 	while (d->used + need > d->limit && d->head < d->n) {
 		struct dentry *e = &d->ents[d->head++];
 		char name[24];
-		int fd = openat(d->rootfd, d->dirs[e->dir], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int fd;
 
+		if (e->dead)
+			continue;
 		d->used -= e->size;
+		if (e->unit && e->dir == d->own && e->k < d->ucap)
+			d->uent[e->k] = 0;
+		fd = openat(d->rootfd, d->dirs[e->dir], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		chunk_name(name, sizeof(name), e->k);
+		if (e->unit)
+			unit_name(name, sizeof(name), e->k);
+		else
+			chunk_name(name, sizeof(name), e->k);
 		unlinkat(fd, name, 0);
 		if (e->dir != d->own) { /* once empty (its lock file left: nothing then shared) */
 			unlinkat(fd, UNITS, 0);
@@ -286,6 +451,8 @@ static void evict(struct dcache *d, uint64_t need)
 	}
 	if (d->head > 4096 && d->head * 2 > d->n) { /* compact the queue */
 		memmove(d->ents, d->ents + d->head, (d->n - d->head) * sizeof(*d->ents));
+		for (size_t u = 0; u < d->ucap; u++)
+			d->uent[u] = d->uent[u] > d->head ? d->uent[u] - d->head : 0;
 		d->n -= d->head;
 		d->head = 0;
 	}
@@ -324,17 +491,57 @@ static int make_room(struct dcache *d, uint64_t size, bool may_evict)
 	return rc;
 }
 
-static int put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, bool may_evict)
+/* Gives unit file fd its header if it has none yet (*made: whether it did): 0, or -1 (one of
+ * another geometry). */
+static int unit_init(const struct dcache *d, int fd, bool *made)
+{
+	uint8_t h[HDR] = { 0 };
+	struct ugeom g;
+
+	*made = false;
+	if (!read_geom(fd, &g))
+		return g.csize == d->csize && g.per == d->per ? 0 : -1;
+	*made = true;
+	memcpy(h, "SQKU", 4);
+	put_le32(h + 4, d->csize);
+	put_le32(h + 8, d->per);
+	return write_full(fd, h, HDR, 0);
+}
+
+/* Writes chunk k into its slot: the data, then the slot's header (*made: whether it made the
+ * file). */
+static int unit_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, bool *made)
+{
+	uint32_t slot = (uint32_t)(k % d->per);
+	uint64_t at = area_of(own_geom(d)) + (uint64_t)slot * d->csize;
+	uint8_t h[HDR];
+	int fd, rc = 0;
+
+	*made = false;
+	if (!len || len > d->csize)
+		return SQK_EINVAL;
+	fd = unit_open(d, k, O_RDWR | O_CREAT);
+	if (fd < 0)
+		return sqk_from_errno(errno);
+	memcpy(h, "SQKC", 4);
+	put_le32(h + 4, (uint32_t)len);
+	put_le64(h + 8, XXH3_64bits(buf, len));
+	errno = 0;
+	if (unit_init(d, fd, made) || write_full(fd, buf, len, (off_t)at) ||
+	    write_full(fd, h, HDR, (off_t)(HDR * (1 + (uint64_t)slot)))) {
+		rc = errno ? sqk_from_errno(errno) : SQK_EIO;
+		punch(fd, own_geom(d), slot); /* no blocks left behind */
+	}
+	close(fd);
+	return rc;
+}
+
+/* Writes key k's file of its own, under a temporary name renamed when whole. */
+static int solo_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len)
 {
 	char tmp[80], name[24];
-	uint64_t size = HDR + (uint64_t)len;
 	int rc;
 
-	if (size > d->limit)
-		return SQK_ENOSPC;
-	rc = make_room(d, size, may_evict);
-	if (rc)
-		return rc;
 	chunk_name(name, sizeof(name), k);
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld.%ld.%s", (long)getpid(),
 		 (long)syscall(SYS_gettid), name);
@@ -344,8 +551,54 @@ static int put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, boo
 		unlinkat(d->dirfd, tmp, 0); /* no partial entry is ever visible */
 		return rc;
 	}
+	return 0;
+}
+
+/* Counts what a store added to own unit file u (mu held): its entry, now the newest, takes
+ * over the bytes of the one before. */
+static void count_unit(struct dcache *d, uint64_t u, uint64_t added)
+{
+	size_t i = u < d->ucap ? d->uent[u] : 0;
+
+	if (set_uent(d, u, d->n) == 0 && push(d, d->own, true, u, added, 0) == 0) {
+		if (i) {
+			d->ents[d->n - 1].size += d->ents[i - 1].size;
+			d->ents[i - 1].dead = true;
+		}
+		return;
+	}
+	if (u < d->ucap) /* no memory: the entry before grows */
+		d->uent[u] = i;
+	if (i) {
+		d->ents[i - 1].size += added;
+		d->used += added;
+	}
+}
+
+static int put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, bool may_evict)
+{
+	bool unit = in_units(d, k), made = false;
+	uint64_t size = unit ? blocks_of(len) + area_of(own_geom(d)) : HDR + (uint64_t)len;
+	int rc;
+
+	if (size > d->limit)
+		return SQK_ENOSPC;
+	if (unit && may_evict) { /* the file written to is the newest: not evicted for itself */
+		pthread_mutex_lock(&d->mu);
+		if (d->used + size > d->limit && k / d->per < d->ucap && d->uent[k / d->per])
+			count_unit(d, k / d->per, 0);
+		pthread_mutex_unlock(&d->mu);
+	}
+	rc = make_room(d, size, may_evict);
+	if (!rc)
+		rc = unit ? unit_put(d, k, buf, len, &made) : solo_put(d, k, buf, len);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&d->mu);
-	push(d, d->own, k, size, 0);
+	if (unit)
+		count_unit(d, k / d->per, blocks_of(len) + (made ? area_of(own_geom(d)) : 0));
+	else
+		push(d, d->own, false, k, size, 0);
 	pthread_mutex_unlock(&d->mu);
 	return 0;
 }
@@ -368,6 +621,15 @@ bool dcache_has(struct dcache *d, uint64_t k)
 	char name[24];
 	struct stat st;
 
+	if (in_units(d, k)) {
+		uint8_t h[HDR];
+		int fd = unit_open(d, k, O_RDONLY);
+		bool has = fd >= 0 && !slot_header(d, fd, k, h) && get_le32(h + 4) != 0;
+
+		if (fd >= 0)
+			close(fd);
+		return has;
+	}
 	chunk_name(name, sizeof(name), k);
 	return fstatat(d->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	       st.st_size > HDR;
@@ -384,10 +646,12 @@ uint64_t dcache_room(struct dcache *d)
 	return room;
 }
 
-/* No ownership. */
-uint64_t dcache_entry_size(size_t len)
+/* Borrows d. */
+uint64_t dcache_entry_size(const struct dcache *d, uint64_t k, size_t len)
 {
-	return HDR + (uint64_t)len;
+	if (!in_units(d, k))
+		return HDR + (uint64_t)len;
+	return blocks_of(len) + area_of(own_geom(d)) / d->per;
 }
 
 /* Borrows d. */
@@ -395,6 +659,15 @@ void dcache_drop(struct dcache *d, uint64_t k)
 {
 	char name[24];
 
+	if (in_units(d, k)) {
+		int fd = unit_open(d, k, O_RDWR);
+
+		if (fd >= 0) {
+			write_full(fd, zero_hdr, HDR, (off_t)(HDR * (1 + k % d->per)));
+			close(fd);
+		}
+		return;
+	}
 	chunk_name(name, sizeof(name), k);
 	unlinkat(d->dirfd, name, 0);
 }
@@ -416,6 +689,7 @@ void dcache_close(struct dcache *d)
 		free(d->dirs[i]);
 	free(d->dirs);
 	free(d->ents);
+	free(d->uent);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
 }

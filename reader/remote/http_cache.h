@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The on-disk chunk cache of remote images: one folder per image version (named by a key over
- * the URL, the server's validators and the root digest) holding one file per chunk. Files are
- * written to a temporary name and renamed, and carry a length and an XXH3 checksum, so a killed
- * process or a torn write never leaves an entry that is later served; the reader also checks
- * chunks of images with integrity data against their SHA-256. The cache is bounded in bytes
- * over all images: the least recently used files (by mtime) are removed first. Processes sharing
- * a folder share requests in flight through per-unit locks in it. */
+ * the URL, the server's validators and the root digest) holding one file per unit of chunks (a
+ * file per chunk made the kernel's file creation the larger part of storing them). Every entry
+ * carries a length and an XXH3 checksum written after its data, so a killed process or a torn
+ * write never leaves an entry that is later served; the reader also checks chunks of images
+ * with integrity data against their SHA-256. The cache is bounded in bytes over all images: the
+ * entries of the least recently used files (by mtime) are removed first. Processes sharing a
+ * folder share requests in flight through per-unit locks in it. */
 #ifndef SQK_HTTP_CACHE_H
 #define SQK_HTTP_CACHE_H
 
@@ -15,9 +16,14 @@
 
 struct dcache;
 
-/* Opens (creating) root/key; limit = bytes for the whole of root. Borrows root and key.
- * Caller owns *out. */
-int dcache_open(const char *root, const char *key, uint64_t limit, struct dcache **out);
+/* Keys with this bit set are kept in files of their own (variable-sized entries). */
+#define DCACHE_SOLO ((uint64_t)1 << 63)
+
+/* Opens (creating) root/key; limit = bytes for the whole of root. Chunk k (of csize bytes, the
+ * last one shorter) goes to the file of unit k / per; per < 2 (or above 1024): every entry in a
+ * file of its own. Borrows root and key. Caller owns *out. */
+int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csize, uint32_t per,
+		struct dcache **out);
 
 /* Reads chunk k (exactly len bytes) into buf: 0, or SQK_ENOENT when absent or not valid (a
  * damaged file is removed). Thread-safe. */
@@ -37,8 +43,8 @@ bool dcache_has(struct dcache *d, uint64_t k);
 /* Bytes that fit before the limit (over every image of the folder). Thread-safe. */
 uint64_t dcache_room(struct dcache *d);
 
-/* The bytes an entry of len bytes of data takes in the count against the limit. */
-uint64_t dcache_entry_size(size_t len);
+/* The bytes entry k of len bytes of data takes in the count against the limit. */
+uint64_t dcache_entry_size(const struct dcache *d, uint64_t k, size_t len);
 
 /* Removes chunk k (its bytes were found wrong). Thread-safe. */
 void dcache_drop(struct dcache *d, uint64_t k);

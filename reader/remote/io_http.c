@@ -596,8 +596,9 @@ static int open_cache(struct http *h)
 	integ_hex(d, hex);
 	memcpy(key, hex, 32);
 	key[32] = '\0';
-	rc = dcache_open(dir, key, h->o.cache_size_set ? h->o.cache_size
-							   : SQK_HTTP_CACHE_SIZE_DEFAULT, &h->dc);
+	rc = dcache_open(dir, key,
+			 h->o.cache_size_set ? h->o.cache_size : SQK_HTTP_CACHE_SIZE_DEFAULT,
+			 (uint32_t)h->csize, (uint32_t)(h->unit / h->csize), &h->dc);
 	if (rc)
 		http_logf(h, "cannot use the cache folder %s: %s; not cached on disk", dir,
 			      sqk_strerror(rc));

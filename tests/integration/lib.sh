@@ -580,8 +580,9 @@ for d in range(4):
 PY
 }
 
-# dir_bytes DIR: the bytes of the regular files under DIR (a cache folder's size).
-dir_bytes() { find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+# dir_bytes DIR: the bytes the regular files under DIR take on disk (a cache folder's size; its
+# unit files have holes).
+dir_bytes() { find "$1" -type f -printf '%b\n' 2>/dev/null | awk '{ s += $1 * 512 } END { print s + 0 }'; }
 
 # wait_log PATTERN SECONDS [FILE]: until FILE (sqkfuse's stderr, $TMP/fuse.err) has a line
 # matching PATTERN; fails after SECONDS.

@@ -310,7 +310,7 @@ read -r nreq nbytes <<<"$(http_log_bytes "$mark")"
 [ "$nbytes" -lt 1048576 ] || fail "chunks cached, groups not: $nbytes bytes fetched (the file's chunks again?)"
 info "groups dropped from the disk cache ($ng): the cached chunks are checked once group 0 arrives ($nreq requests, $nbytes bytes)"
 
-# a wrong chunk in the disk cache, taken from it before its group is in: chunk KB+1's file
+# a wrong chunk in the disk cache, taken from it before its group is in: chunk KB+1's slot
 # overwritten with chunk KB's (its header and XXH3 stay valid, its SHA-256 does not match) and
 # the groups dropped. Through the proxy, gated to delay every request once armed, so that the
 # chunks of F1's first block come from the disk before group 1 arrives: the deferred check
@@ -327,10 +327,42 @@ cmp -s "$OUT_FILE" "$W/src/$F1" || fail "sqk cat of $F1 through the proxy gave w
 read -r F1S F1E < <(awk -v p="$F1" '$1 == p { print $3, $4 }' "$W/groups")
 KB=$(((F1S + 4095) / 4096 + 1)) # in F1's first block
 [ $(((KB + 2) * 4096)) -le "$F1E" ] || fail "$F1 ($F1S..$F1E) is too short for chunks $KB and $((KB + 1))"
-cfile() { find "$W/c7" -type f -name "$(printf %x "$1")"; }
-src=$(cfile "$KB") dst=$(cfile $((KB + 1)))
-[ -f "$src" ] && [ -f "$dst" ] || fail "chunks $KB and $((KB + 1)) of $F1 are not in the disk cache ('$src', '$dst')"
-cp "$src" "$dst"
+# cslot get K | copy K K2: chunk K's slot in the unit files of $W/c7 (reader/remote/http_cache.c):
+# its data to stdout, or its header and data over chunk K2's slot
+cslot() {
+	python3 - "$W/c7" "$@" <<'PY'
+import glob, os, struct, sys
+d, op, ks = sys.argv[1], sys.argv[2], [int(k) for k in sys.argv[3:]]
+def slot(k):
+    for f in glob.glob(d + "/*/u*"):
+        with open(f, "rb") as fh:
+            h = fh.read(16)
+        csize, per = struct.unpack("<II", h[4:12]) if h[:4] == b"SQKU" else (0, 0)
+        if per and int(os.path.basename(f)[1:], 16) == k // per:
+            area = (16 * (per + 1) + 4095) // 4096 * 4096
+            return f, 16 * (1 + k % per), area + k % per * csize
+    sys.exit("chunk %d is not in the disk cache %s" % (k, d))
+f, h, at = slot(ks[0])
+with open(f, "rb") as fh:
+    fh.seek(h)
+    hdr = fh.read(16)
+    n = struct.unpack("<I", hdr[4:8])[0]
+    fh.seek(at)
+    data = fh.read(n)
+if hdr[:4] != b"SQKC" or len(data) != n:
+    sys.exit("chunk %d: an empty or short slot in %s" % (ks[0], f))
+if op == "get":
+    sys.stdout.buffer.write(data)
+else:
+    f2, h2, at2 = slot(ks[1])
+    with open(f2, "r+b") as fh:
+        fh.seek(at2)
+        fh.write(data)
+        fh.seek(h2)
+        fh.write(hdr)
+PY
+}
+cslot copy "$KB" $((KB + 1)) || fail "chunks $KB and $((KB + 1)) of $F1 are not in the disk cache"
 find "$W/c7" -type f -name '80000000000000*' -delete
 proxy_arm "$PMODE"
 mark=$(http_log_mark)
@@ -347,7 +379,7 @@ n=$(http_log_ranges "$mark" | grep -c -- "$want")
 chunks=$(http_log_ranges "$mark" | awk -v cov="$COV" '$2 == "/" || $4 !~ /^range=bytes=/ { next }
 	{ split(substr($4, 13), r, "-"); if (r[1] > 0 && r[2] + 1 <= cov) n++ } END { print n + 0 }')
 [ "$chunks" = 1 ] || fail "a wrong chunk in the disk cache: $chunks chunk requests after the probe, expected 1 (the wrong chunk's): $(http_log_ranges "$mark")"
-cmp -s <(tail -c 4096 "$dst") <(tail -c +$(((KB + 1) * 4096 + 1)) "$IMG" | head -c 4096) ||
+cmp -s <(cslot get $((KB + 1))) <(tail -c +$(((KB + 1) * 4096 + 1)) "$IMG" | head -c 4096) ||
 	fail "the refetched chunk $((KB + 1)) was not put back in the disk cache"
 info "a wrong chunk $((KB + 1)) in the disk cache: refused once group 1 arrived, fetched again alone, right bytes"
 

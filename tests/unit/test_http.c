@@ -89,7 +89,7 @@ START_TEST(test_dcache_roundtrip)
 	struct dcache *d;
 
 	test_fill_random(a, sizeof(a), 7);
-	ck_assert_int_eq(dcache_open(root, "k1", 1 << 20, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k1", 1 << 20, 0, 0, &d), 0);
 	ck_assert_int_eq(dcache_get(d, 5, b, sizeof(b)), SQK_ENOENT);
 	dcache_put(d, 5, a, sizeof(a));
 	memset(b, 0, sizeof(b));
@@ -115,7 +115,7 @@ START_TEST(test_dcache_damaged)
 	int fd;
 
 	test_fill_random(a, sizeof(a), 9);
-	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, 0, 0, &d), 0);
 	dcache_put(d, 0x1f, a, sizeof(a));
 	snprintf(path, sizeof(path), "%s/k/1f", root);
 	fd = open(path, O_RDWR);
@@ -149,7 +149,7 @@ START_TEST(test_dcache_stale_tmp)
 	fclose(f);
 	f = fopen(live, "w");
 	fclose(f);
-	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, 0, 0, &d), 0);
 	ck_assert_int_eq(access(dead, F_OK), -1);
 	ck_assert_int_eq(access(live, F_OK), 0);
 	dcache_close(d);
@@ -167,11 +167,11 @@ START_TEST(test_dcache_bound)
 	unsigned i;
 
 	test_fill_random(a, sizeof(a), 3);
-	ck_assert_int_eq(dcache_open(root, "old", 10 * (4096 + 16), &d1), 0);
+	ck_assert_int_eq(dcache_open(root, "old", 10 * (4096 + 16), 0, 0, &d1), 0);
 	for (i = 0; i < 8; i++)
 		dcache_put(d1, i, a, sizeof(a));
 	dcache_close(d1);
-	ck_assert_int_eq(dcache_open(root, "new", 10 * (4096 + 16), &d2), 0);
+	ck_assert_int_eq(dcache_open(root, "new", 10 * (4096 + 16), 0, 0, &d2), 0);
 	for (i = 0; i < 6; i++)
 		dcache_put(d2, i, a, sizeof(a));
 	snprintf(path, sizeof(path), "%s/old", root);
@@ -224,17 +224,18 @@ START_TEST(test_dcache_room)
 	char *root = tmpdir(), path[600];
 	uint8_t a[4096], b[4096];
 	struct dcache *d1, *d2;
-	uint64_t entry = dcache_entry_size(sizeof(a));
+	uint64_t entry = 4096 + 16;
 	unsigned i;
 
 	test_fill_random(a, sizeof(a), 5);
-	ck_assert_int_eq(dcache_open(root, "old", 4 * entry, &d1), 0);
+	ck_assert_int_eq(dcache_open(root, "old", 4 * entry, 0, 0, &d1), 0);
+	ck_assert_uint_eq(dcache_entry_size(d1, 1, sizeof(a)), entry);
 	ck_assert_uint_eq(dcache_room(d1), 4 * entry);
 	ck_assert_int_eq(dcache_put(d1, 1, a, sizeof(a)), 0);
 	ck_assert(dcache_has(d1, 1));
 	ck_assert(!dcache_has(d1, 2));
 	dcache_close(d1);
-	ck_assert_int_eq(dcache_open(root, "new", 4 * entry, &d2), 0);
+	ck_assert_int_eq(dcache_open(root, "new", 4 * entry, 0, 0, &d2), 0);
 	ck_assert_uint_eq(dcache_room(d2), 3 * entry); /* over every key folder */
 	for (i = 0; i < 3; i++)
 		ck_assert_int_eq(dcache_put_room(d2, i, a, sizeof(a)), 0);
@@ -263,6 +264,176 @@ START_TEST(test_dcache_room)
 }
 END_TEST
 
+/* The bytes the files under dir take on disk (unit files have holes). */
+static uint64_t disk_bytes(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint64_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		struct stat st;
+		char path[800];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (stat(path, &st) == 0)
+			n += S_ISDIR(st.st_mode) ? disk_bytes(path) : (uint64_t)st.st_blocks * 512;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Unit files: chunks of 4096 bytes, four a file; the last chunk of the image shorter. */
+#define UCS 4096u
+#define UPER 4u
+#define UENTRY (UCS + 4096 / UPER) /* a slot and its share of the header area */
+#define UFILE(n) (4096 + (n) * UCS)    /* a unit file of n chunks on disk */
+
+/* Chunks go to one file per unit, each slot read back whole; a reopened cache counts them. */
+START_TEST(test_dcache_units)
+{
+	char *root = tmpdir(), path[600];
+	uint8_t a[6][UCS], b[UCS];
+	struct dcache *d;
+	unsigned i;
+
+	for (i = 0; i < 6; i++)
+		test_fill_random(a[i], UCS, 20 + i);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, &d), 0);
+	ck_assert_uint_eq(dcache_entry_size(d, 1, UCS), UENTRY);
+	ck_assert_uint_eq(dcache_entry_size(d, DCACHE_SOLO + 1, 100), 100 + 16);
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(dcache_put(d, i, a[i], i == 5 ? 1000 : UCS), 0);
+	ck_assert_int_eq(dcache_put(d, DCACHE_SOLO + 3, a[0], 100), 0);
+	snprintf(path, sizeof(path), "%s/k", root);
+	ck_assert_uint_eq(count_files(path), 3); /* u0, u1 and the solo entry */
+	snprintf(path, sizeof(path), "%s/k/u1", root);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	for (i = 0; i < 6; i++) {
+		size_t len = i == 5 ? 1000 : UCS;
+
+		memset(b, 0, sizeof(b));
+		ck_assert(dcache_has(d, i));
+		ck_assert_int_eq(dcache_get(d, i, b, len), 0);
+		ck_assert_mem_eq(a[i], b, len);
+	}
+	ck_assert(!dcache_has(d, 6));
+	ck_assert_int_eq(dcache_get(d, 6, b, UCS), SQK_ENOENT);
+	ck_assert_int_eq(dcache_get(d, DCACHE_SOLO + 3, b, 100), 0);
+	ck_assert_mem_eq(a[0], b, 100);
+	/* counted by the blocks they take: a header block and whole blocks of data */
+	ck_assert_uint_eq(dcache_room(d), (1 << 20) - UFILE(4) - UFILE(2) - 116);
+	ck_assert_uint_eq(disk_bytes(root), UFILE(4) + UFILE(2) + 4096);
+	dcache_close(d);
+
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, &d), 0);
+	ck_assert_uint_eq(dcache_room(d), (1 << 20) - UFILE(4) - UFILE(2) - 116);
+	ck_assert_int_eq(dcache_get(d, 3, b, UCS), 0);
+	ck_assert_mem_eq(a[3], b, UCS);
+	/* the wrong length is a miss, and the slot is emptied */
+	ck_assert_int_eq(dcache_get(d, 3, b, UCS - 1), SQK_ENOENT);
+	ck_assert(!dcache_has(d, 3));
+	ck_assert_int_eq(dcache_get(d, 2, b, UCS), 0);
+	dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* A flipped byte in a slot, or a unit file cut short (a torn write after a crash), is never
+ * served; the unit's other slots are. */
+START_TEST(test_dcache_units_damaged)
+{
+	char *root = tmpdir(), path[600];
+	uint8_t a[UCS], b[UCS];
+	struct dcache *d;
+	unsigned i;
+	int fd;
+
+	test_fill_random(a, sizeof(a), 31);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, &d), 0);
+	for (i = 0; i < UPER; i++)
+		ck_assert_int_eq(dcache_put(d, i, a, UCS), 0);
+	snprintf(path, sizeof(path), "%s/k/u0", root);
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\xff", 1, 4096 + 2 * UCS + 100), 1);
+	close(fd);
+	ck_assert(dcache_has(d, 2)); /* not read: has() is cheap */
+	ck_assert_int_eq(dcache_get(d, 2, b, UCS), SQK_ENOENT);
+	ck_assert(!dcache_has(d, 2));
+	ck_assert_int_eq(dcache_get(d, 1, b, UCS), 0);
+	ck_assert_mem_eq(a, b, UCS);
+
+	ck_assert_int_eq(truncate(path, 4096 + 3 * UCS + 100), 0);
+	ck_assert_int_eq(dcache_get(d, 3, b, UCS), SQK_ENOENT);
+	ck_assert_int_eq(dcache_get(d, 0, b, UCS), 0);
+	/* stored again, served again */
+	ck_assert_int_eq(dcache_put(d, 2, a, UCS), 0);
+	ck_assert_int_eq(dcache_get(d, 2, b, UCS), 0);
+	ck_assert_mem_eq(a, b, UCS);
+	dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* The byte bound holds on disk over every key folder: unit files go whole, the one written
+ * least recently first. A chunk file of the layout before unit files is removed at open. */
+START_TEST(test_dcache_units_bound)
+{
+	char *root = tmpdir(), path[600], stale[600];
+	static const unsigned order[] = { 0, 1, 2, 4, 3, 5 };
+	uint8_t a[UCS], b[UCS];
+	struct dcache *d1, *d2;
+	uint64_t limit = 6 * UENTRY; /* 7.5 chunks: two unit files of 3 and 4 chunks */
+	unsigned i;
+	FILE *f;
+
+	test_fill_random(a, sizeof(a), 33);
+	snprintf(stale, sizeof(stale), "%s/new", root);
+	ck_assert_int_eq(mkdir(stale, 0700), 0);
+	snprintf(stale, sizeof(stale), "%s/new/1f", root);
+	f = fopen(stale, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	ck_assert_int_eq(dcache_open(root, "old", limit, UCS, UPER, &d1), 0);
+	/* u0 written last by chunk 3: u1 (chunk 4) goes for chunk 5 */
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(dcache_put(d1, order[i], a, UCS), 0);
+	ck_assert_int_eq(dcache_get(d1, 4, b, UCS), SQK_ENOENT);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(dcache_get(d1, i, b, UCS), 0);
+	ck_assert_int_eq(dcache_get(d1, 5, b, UCS), 0);
+	ck_assert_uint_le(disk_bytes(root), limit);
+	ck_assert_uint_eq(dcache_room(d1), limit - UFILE(4) - UFILE(1));
+	dcache_close(d1);
+
+	ck_assert_int_eq(dcache_open(root, "new", limit, UCS, UPER, &d2), 0);
+	ck_assert_int_eq(access(stale, F_OK), -1);
+	ck_assert_uint_eq(dcache_room(d2), limit - UFILE(4) - UFILE(1));
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(dcache_put(d2, i, a, UCS), 0);
+	ck_assert_uint_le(disk_bytes(root), limit);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(dcache_get(d2, i, b, UCS), 0);
+	snprintf(path, sizeof(path), "%s/old", root);
+	ck_assert_uint_eq(count_files(path), 0);
+	/* dcache_put_room never evicts: a new file of one chunk fits, a second does not */
+	ck_assert_int_eq(dcache_put_room(d2, 4, a, UCS), 0);
+	ck_assert_int_eq(dcache_put_room(d2, 8, a, UCS), SQK_ETOOBIG);
+	ck_assert(!dcache_has(d2, 8));
+	ck_assert_uint_le(disk_bytes(root), limit);
+	dcache_close(d2);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -279,6 +450,9 @@ static Suite *http_suite(void)
 	tcase_add_test(cache, test_dcache_bound);
 	tcase_add_test(cache, test_dcache_default_dir);
 	tcase_add_test(cache, test_dcache_room);
+	tcase_add_test(cache, test_dcache_units);
+	tcase_add_test(cache, test_dcache_units_damaged);
+	tcase_add_test(cache, test_dcache_units_bound);
 	suite_add_tcase(s, names);
 	suite_add_tcase(s, cache);
 	return s;
