@@ -128,12 +128,20 @@ void http_unpin(struct http *h, struct http_chunk *c)
 	evict(h);
 }
 
+/* Wakes the reads waiting for c's state to change (mu held). */
+static void chunk_wake(struct http *h, struct http_chunk *c)
+{
+	if (c->waiters)
+		pthread_cond_broadcast(&h->ccv[c->k % HTTP_CCV]);
+}
+
 static void fail_chunk(struct http *h, struct http_chunk *c, int err)
 {
 	c->state = CH_FAILED;
 	c->err = err;
 	if (!c->detached)
 		unlink_tab(h, c);
+	chunk_wake(h, c);
 }
 
 /* c holds bytes from the server, not yet checked (mu held). */
@@ -141,6 +149,7 @@ void http_fetched(struct http *h, struct http_chunk *c)
 {
 	c->state = CH_FETCHED;
 	c->net = true;
+	chunk_wake(h, c);
 	atomic_fetch_add(&h->n_net, c->len);
 }
 
@@ -175,6 +184,7 @@ bool http_chunks_from_disk(struct http *h, struct http_job *j)
 		c->state = CH_FETCHED;
 		c->disk = c->stored = true;
 		atomic_fetch_add(&h->n_disk_hits, 1);
+		chunk_wake(h, c);
 		http_unpin(h, c);
 	}
 	j->ndone = e;
@@ -296,6 +306,7 @@ void http_load_owned(struct http *h, struct http_chunk **own, unsigned n, uint64
 			own[i]->state = hit[i] == DISK_HIT ? CH_READY : CH_FETCHED;
 			own[i]->disk = hit[i] == DISK_LATER;
 			own[i]->stored = true;
+			chunk_wake(h, own[i]);
 			http_unpin(h, own[i]);
 		} else {
 			own[miss++] = own[i]; /* the caller's pin passes to the job */
@@ -390,6 +401,7 @@ int http_chunk_keep(struct http *h, struct http_chunk *c, int *put_rc)
 		fail_chunk(h, c, rc);
 	else
 		c->state = CH_READY;
+	chunk_wake(h, c);
 	pthread_cond_broadcast(&h->cv);
 	return rc;
 }
@@ -421,12 +433,15 @@ static int wait_chunk(struct http *h, struct http_chunk *c)
 				fail_chunk(h, c, rc);
 			else
 				c->state = CH_READY;
+			chunk_wake(h, c);
 			pthread_cond_broadcast(&h->cv);
 			continue;
 		}
 		if (h->cancelled)
 			return SQK_EINTR;
-		pthread_cond_wait(&h->cv, &h->mu);
+		c->waiters++;
+		pthread_cond_wait(&h->ccv[c->k % HTTP_CCV], &h->mu);
+		c->waiters--;
 	}
 }
 
@@ -602,9 +617,11 @@ void http_store_unread(struct http *h)
 		struct http_chunk *c;
 
 		for (c = h->tab[i]; c; c = c->hnext) {
-			if (c->state == CH_FETCHED && check_fetched(h, c, false, NULL) == 0)
+			if (c->state == CH_FETCHED && check_fetched(h, c, false, NULL) == 0) {
 				/* no new request now: not when the group is out */
 				c->state = CH_READY;
+				chunk_wake(h, c);
+			}
 		}
 	}
 }

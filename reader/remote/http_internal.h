@@ -33,11 +33,14 @@
  * (err set; detached from the table so a later read tries again). */
 enum { CH_LOADING, CH_FETCHED, CH_VERIFYING, CH_READY, CH_FAILED };
 
+#define HTTP_CCV 16
+
 struct http_chunk {
 	uint64_t k;
 	int state;
 	int err;
 	unsigned pins;
+	unsigned waiters;        /* reads waiting on ccv for its state to change */
 	bool detached;           /* out of the table (failed): freed at the last unpin */
 	bool in_lru;
 	bool net;                /* its bytes came from the server (counted in n_net) */
@@ -157,6 +160,8 @@ struct http {
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	pthread_cond_t ccv[HTTP_CCV]; /* reads waiting for chunk k wait on ccv[k % HTTP_CCV]: a
+				       * chunk's arrival wakes its readers, not every waiter */
 	struct http_chunk **tab;
 	size_t tab_size;
 	struct http_chunk *lru_head, *lru_tail; /* head = most recent */

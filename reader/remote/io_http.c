@@ -143,6 +143,8 @@ static void http_destroy(struct sqk_io *io)
 	s3_free(h->s3);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
+	for (unsigned c = 0; c < HTTP_CCV; c++)
+		pthread_cond_destroy(&h->ccv[c]);
 	free(h);
 }
 
@@ -174,6 +176,8 @@ void sqk_io_http_cancel(struct sqk_io *io)
 	pthread_mutex_lock(&h->mu);
 	h->cancelled = true;
 	pthread_cond_broadcast(&h->cv);
+	for (unsigned i = 0; i < HTTP_CCV; i++)
+		pthread_cond_broadcast(&h->ccv[i]);
 	pthread_mutex_unlock(&h->mu);
 	curl_multi_wakeup(h->multi);
 }
@@ -703,6 +707,8 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	h->base.ops = &http_ops;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
+	for (unsigned i = 0; i < HTTP_CCV; i++)
+		pthread_cond_init(&h->ccv[i], NULL);
 	rc = setup(h, url, opts);
 	h->csize = PROBE_LEN;
 	h->unit = UNIT_MIN;
