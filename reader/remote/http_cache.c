@@ -491,16 +491,18 @@ static int make_room(struct dcache *d, uint64_t size, bool may_evict)
 	return rc;
 }
 
-/* Gives unit file fd its header if it has none yet (*made: whether it did): 0, or -1 (one of
- * another geometry). */
+/* Gives unit file fd its header if it has none yet (*made: whether it did); a file with
+ * another header or geometry (damaged) is emptied first. 0, or -1 when that fails. */
 static int unit_init(const struct dcache *d, int fd, bool *made)
 {
-	uint8_t h[HDR] = { 0 };
+	uint8_t h[HDR] = { 0 }, any;
 	struct ugeom g;
 
 	*made = false;
-	if (!read_geom(fd, &g))
-		return g.csize == d->csize && g.per == d->per ? 0 : -1;
+	if (!read_geom(fd, &g) && g.csize == d->csize && g.per == d->per)
+		return 0;
+	if (pread(fd, &any, 1, 0) == 1 && ftruncate(fd, 0))
+		return -1;
 	*made = true;
 	memcpy(h, "SQKU", 4);
 	put_le32(h + 4, d->csize);

@@ -376,6 +376,19 @@ START_TEST(test_dcache_units_damaged)
 	ck_assert_int_eq(dcache_put(d, 2, a, UCS), 0);
 	ck_assert_int_eq(dcache_get(d, 2, b, UCS), 0);
 	ck_assert_mem_eq(a, b, UCS);
+	/* a unit file of another geometry is a miss, and emptied by the next store */
+	snprintf(path, sizeof(path), "%s/k/u1", root);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "SQKU\x00\x20\0\0\x08\0\0\0\0\0\0\0", 16, 0), 16);
+	ck_assert_int_eq(pwrite(fd, a, UCS, 9000), UCS);
+	close(fd);
+	ck_assert(!dcache_has(d, 5));
+	ck_assert_int_eq(dcache_get(d, 5, b, UCS), SQK_ENOENT);
+	ck_assert_int_eq(dcache_put(d, 5, a, UCS), 0);
+	ck_assert_int_eq(dcache_get(d, 5, b, UCS), 0);
+	ck_assert_mem_eq(a, b, UCS);
+	ck_assert(!dcache_has(d, 4));
 	dcache_close(d);
 	rm_rf(root);
 	free(root);
