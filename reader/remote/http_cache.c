@@ -77,6 +77,17 @@ static uint64_t area_of(struct ugeom g)
 	return ((uint64_t)HDR * (g.per + 1u) + AREA_ALIGN - 1) / AREA_ALIGN * AREA_ALIGN;
 }
 
+/* Where slot i's header and its data lie in a unit file. */
+static off_t hdr_at(uint64_t i)
+{
+	return (off_t)(HDR * (1 + i));
+}
+
+static off_t data_at(struct ugeom g, uint64_t i)
+{
+	return (off_t)(area_of(g) + i * g.csize);
+}
+
 /* The blocks a slot's data takes. */
 static uint64_t blocks_of(uint64_t len)
 {
@@ -358,11 +369,9 @@ static int slot_header(const struct dcache *d, int fd, uint64_t k, uint8_t h[HDR
 {
 	struct ugeom g;
 
-	return read_geom(fd, &g) || g.csize != d->csize || g.per != d->per ||
-			       read_full(fd, h, HDR, (off_t)(HDR * (1 + k % d->per))) ||
-			       memcmp(h, "SQKC", 4)
-		       ? -1
-		       : 0;
+	if (read_geom(fd, &g) || g.csize != d->csize || g.per != d->per)
+		return -1;
+	return read_full(fd, h, HDR, hdr_at(k % d->per)) || memcmp(h, "SQKC", 4) ? -1 : 0;
 }
 
 static int unit_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
@@ -375,8 +384,7 @@ static int unit_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 		return SQK_ENOENT;
 	found = !slot_header(d, fd, k, h);
 	ok = found && get_le32(h + 4) == len &&
-	     !read_full(fd, buf, len,
-			(off_t)(area_of(own_geom(d)) + k % d->per * (uint64_t)d->csize)) &&
+	     !read_full(fd, buf, len, data_at(own_geom(d), k % d->per)) &&
 	     XXH3_64bits(buf, len) == get_le64(h + 8);
 	if (ok)
 		futimens(fd, NULL); /* recently used: evicted last */
@@ -418,8 +426,7 @@ static const uint8_t zero_hdr[HDR];
 /* Frees the blocks of a slot's data (after a failed write). */
 static void punch(int fd, struct ugeom g, uint32_t slot)
 {
-	fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		  (off_t)(area_of(g) + (uint64_t)slot * g.csize), (off_t)g.csize);
+	fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, data_at(g, slot), (off_t)g.csize);
 }
 
 /* Removes the oldest entries until `need` more bytes fit. Called with mu held. */
@@ -515,7 +522,6 @@ static int unit_init(const struct dcache *d, int fd, bool *made)
 static int unit_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, bool *made)
 {
 	uint32_t slot = (uint32_t)(k % d->per);
-	uint64_t at = area_of(own_geom(d)) + (uint64_t)slot * d->csize;
 	uint8_t h[HDR];
 	int fd, rc = 0;
 
@@ -529,8 +535,8 @@ static int unit_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len
 	put_le32(h + 4, (uint32_t)len);
 	put_le64(h + 8, XXH3_64bits(buf, len));
 	errno = 0;
-	if (unit_init(d, fd, made) || write_full(fd, buf, len, (off_t)at) ||
-	    write_full(fd, h, HDR, (off_t)(HDR * (1 + (uint64_t)slot)))) {
+	if (unit_init(d, fd, made) || write_full(fd, buf, len, data_at(own_geom(d), slot)) ||
+	    write_full(fd, h, HDR, hdr_at(slot))) {
 		rc = errno ? sqk_from_errno(errno) : SQK_EIO;
 		punch(fd, own_geom(d), slot); /* no blocks left behind */
 	}
@@ -665,7 +671,7 @@ void dcache_drop(struct dcache *d, uint64_t k)
 		int fd = unit_open(d, k, O_RDWR);
 
 		if (fd >= 0) {
-			write_full(fd, zero_hdr, HDR, (off_t)(HDR * (1 + k % d->per)));
+			write_full(fd, zero_hdr, HDR, hdr_at(k % d->per));
 			close(fd);
 		}
 		return;
