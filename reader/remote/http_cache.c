@@ -72,9 +72,15 @@ struct ugeom {
 	uint32_t csize, per;
 };
 
+/* The blocks len bytes take. */
+static uint64_t blocks_of(uint64_t len)
+{
+	return (len + AREA_ALIGN - 1) / AREA_ALIGN * AREA_ALIGN;
+}
+
 static uint64_t area_of(struct ugeom g)
 {
-	return ((uint64_t)HDR * (g.per + 1u) + AREA_ALIGN - 1) / AREA_ALIGN * AREA_ALIGN;
+	return blocks_of((uint64_t)HDR * (g.per + 1u));
 }
 
 /* Where slot i's header and its data lie in a unit file. */
@@ -86,12 +92,6 @@ static off_t hdr_at(uint64_t i)
 static off_t data_at(struct ugeom g, uint64_t i)
 {
 	return (off_t)(area_of(g) + i * g.csize);
-}
-
-/* The blocks a slot's data takes. */
-static uint64_t blocks_of(uint64_t len)
-{
-	return (len + AREA_ALIGN - 1) / AREA_ALIGN * AREA_ALIGN;
 }
 
 static int push(struct dcache *d, uint32_t dir, bool unit, uint64_t k, uint64_t size,
@@ -151,6 +151,20 @@ static int read_full(int fd, void *buf, size_t len, off_t at)
 static int write_full(int fd, const void *buf, size_t len, off_t at)
 {
 	return full_at(fd, (uint8_t *)(uintptr_t)buf, len, at, true); /* (only read from) */
+}
+
+/* An entry's header over its len bytes of data: "SQKC", the length, their XXH3. */
+static void entry_header(uint8_t h[HDR], const uint8_t *buf, size_t len)
+{
+	memcpy(h, "SQKC", 4);
+	put_le32(h + 4, (uint32_t)len);
+	put_le64(h + 8, XXH3_64bits(buf, len));
+}
+
+/* Whether entry header h is one of len bytes (before its data is read). */
+static bool header_of(const uint8_t h[HDR], size_t len)
+{
+	return !memcmp(h, "SQKC", 4) && get_le32(h + 4) == len;
 }
 
 static void unit_name(char *buf, size_t cap, uint64_t u)
@@ -383,7 +397,7 @@ static int unit_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 	if (fd < 0)
 		return SQK_ENOENT;
 	found = !slot_header(d, fd, k, h);
-	ok = found && get_le32(h + 4) == len &&
+	ok = found && header_of(h, len) &&
 	     !read_full(fd, buf, len, data_at(own_geom(d), k % d->per)) &&
 	     XXH3_64bits(buf, len) == get_le64(h + 8);
 	if (ok)
@@ -409,7 +423,7 @@ int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 	if (fd < 0)
 		return SQK_ENOENT;
 	ok = !fstat(fd, &st) && (uint64_t)st.st_size == HDR + (uint64_t)len &&
-	     !read_full(fd, h, HDR, 0) && !memcmp(h, "SQKC", 4) && get_le32(h + 4) == len &&
+	     !read_full(fd, h, HDR, 0) && header_of(h, len) &&
 	     !read_full(fd, buf, len, HDR) && XXH3_64bits(buf, len) == get_le64(h + 8);
 	if (ok)
 		futimens(fd, NULL); /* recently used: evicted last */
@@ -473,10 +487,8 @@ static int write_tmp(struct dcache *d, const char *tmp, const uint8_t *buf, size
 
 	if (rc)
 		return rc;
-	memcpy(h, "SQKC", 4);
-	put_le32(h + 4, (uint32_t)len);
-	put_le64(h + 8, XXH3_64bits(buf, len));
-	if (pwrite(fd, h, HDR, 0) != HDR || pwrite(fd, buf, len, HDR) != (ssize_t)len)
+	entry_header(h, buf, len);
+	if (write_full(fd, h, HDR, 0) || write_full(fd, buf, len, HDR))
 		rc = -1;
 	if (close(fd))
 		rc = -1;
@@ -531,9 +543,7 @@ static int unit_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len
 	fd = unit_open(d, k, O_RDWR | O_CREAT);
 	if (fd < 0)
 		return sqk_from_errno(errno);
-	memcpy(h, "SQKC", 4);
-	put_le32(h + 4, (uint32_t)len);
-	put_le64(h + 8, XXH3_64bits(buf, len));
+	entry_header(h, buf, len);
 	errno = 0;
 	if (unit_init(d, fd, made) || write_full(fd, buf, len, data_at(own_geom(d), slot)) ||
 	    write_full(fd, h, HDR, hdr_at(slot))) {

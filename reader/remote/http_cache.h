@@ -26,7 +26,7 @@ int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csiz
 		struct dcache **out);
 
 /* Reads chunk k (exactly len bytes) into buf: 0, or SQK_ENOENT when absent or not valid (a
- * damaged file is removed). Thread-safe. */
+ * damaged entry is removed). Thread-safe. */
 int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len);
 
 /* Stores chunk k atomically, evicting the oldest files to make room: 0, or SQK_E* (the
