@@ -44,6 +44,22 @@ if [ -n "$missing" ]; then
 fi
 [ "$what" = test ] || exit 0
 
+# The tests compare with squashfs-tools 4.7 (Debian 12 has 4.5.1, which lacks the options they
+# compare): built from the peers' sources beside this repository (../shared/anchors: build.sh
+# puts them in /opt/anchors, where the tests look first; about 3 minutes once). Without those
+# sources, or not as root, the tests that need 4.7 skip and say so.
+ANCHORS_SH=${SQK_ANCHORS_SH:-$(cd "$(dirname "$0")/.." && pwd)/../shared/anchors/build.sh}
+if ! [ -x /opt/anchors/squashfs-tools/bin/mksquashfs ]; then
+	if [ "$(id -u)" = 0 ] && [ -f "$ANCHORS_SH" ]; then
+		echo "install-deps: building squashfs-tools 4.7 into /opt/anchors ($ANCHORS_SH)"
+		sh "$ANCHORS_SH" >/dev/null ||
+			echo "install-deps: warning: $ANCHORS_SH failed; the tests that need squashfs-tools 4.7 skip" >&2
+	else
+		echo "install-deps: no squashfs-tools 4.7 in /opt/anchors (and $ANCHORS_SH not run):" \
+			"the tests that need it skip" >&2
+	fi
+fi
+
 # s3rver serves one test (t_88); when npm's registry cannot be reached that test skips and
 # says so, the rest of the suite does not depend on it.
 S3RVER_VERSION=3.7.1

@@ -82,6 +82,15 @@ peer_squashfs_tools() {
 	export MKSQUASHFS UNSQUASHFS SQFS_TOOLS_VERSION
 }
 
+# need_squashfs_tools MAJOR.MINOR: skips unless the peer squashfs-tools (peer_squashfs_tools) is
+# that version or later (the options a test compares came with it).
+need_squashfs_tools() {
+	local want=$1 have=${SQFS_TOOLS_VERSION:-0.0}
+	[ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n 1)" = "$want" ] ||
+		skip "needs squashfs-tools $want or later as the oracle (found ${SQFS_TOOLS_VERSION:-none};" \
+			"scripts/install-deps.sh test builds it when ../shared/anchors is there)"
+}
+
 need_sqk() {
 	[ -n "${SQK:-}" ] || fail "SQK is not set"
 	[ -x "$SQK" ] || fail "SQK=$SQK is not an executable file"

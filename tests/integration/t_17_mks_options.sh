@@ -13,6 +13,7 @@ need_root
 need_sqk
 need_cmd python3
 peer_squashfs_tools
+need_squashfs_tools 4.7
 
 W=$(scratch mksopts)
 SRC=$W/src

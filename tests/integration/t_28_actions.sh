@@ -16,10 +16,7 @@ need_root
 need_sqk
 need_cmd python3 md5sum
 peer_squashfs_tools
-case $SQFS_TOOLS_VERSION in
-4.[6-9]*) ;;
-*) skip "actions need mksquashfs 4.6 or later (found $SQFS_TOOLS_VERSION)" ;;
-esac
+need_squashfs_tools 4.6 # actions
 
 W=$(scratch actions)
 SRC=$W/src

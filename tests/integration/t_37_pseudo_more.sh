@@ -12,6 +12,7 @@
 need_root
 need_sqk
 peer_squashfs_tools
+need_squashfs_tools 4.7
 need_cmd getfattr
 
 W=$(scratch pseudo_more)

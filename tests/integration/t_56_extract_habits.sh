@@ -21,6 +21,7 @@ need_root
 need_sqk
 need_cmd python3 cmp
 peer_squashfs_tools
+need_squashfs_tools 4.7
 W=$(scratch xhab)
 IMG=$W/img.sqsh
 

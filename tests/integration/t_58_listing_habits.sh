@@ -24,6 +24,7 @@ need_root
 need_sqk
 need_cmd rdsquashfs getfattr setfattr python3 mknod mkfifo truncate
 peer_squashfs_tools
+need_squashfs_tools 4.7
 
 W=$(scratch listing)
 S=$W/src
