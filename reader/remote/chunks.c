@@ -174,8 +174,8 @@ bool http_chunks_from_disk(struct http *h, struct http_job *j)
 {
 	unsigned i, e = j->ndone;
 
-	while (h->dc && e < j->nch && !dcache_get(h->dc, j->ch[e]->k, j->ch[e]->data,
-						   j->ch[e]->len))
+	while (h->dc && e < j->nch && !j->ch[e]->no_disk &&
+	       !dcache_get(h->dc, j->ch[e]->k, j->ch[e]->data, j->ch[e]->len))
 		e++;
 	pthread_mutex_lock(&h->mu);
 	for (i = j->ndone; i < e; i++) {
@@ -285,6 +285,8 @@ static int from_disk(struct http *h, struct http_chunk *c)
 			atomic_fetch_add(&h->n_disk_hits, 1);
 			return rc ? DISK_LATER : DISK_HIT;
 		}
+		dcache_drop(h->dc, c->k); /* wrong bytes: its request must not take them again */
+		c->no_disk = true;
 	}
 	atomic_fetch_add(&h->n_disk_misses, 1);
 	return DISK_MISS;
@@ -379,6 +381,18 @@ static int check_fetched(struct http *h, struct http_chunk *c, bool wait_group, 
 	return 0;
 }
 
+/* The disk cache had c wrong (check_fetched's REFETCH): c is asked for from the server (a
+ * job's pin is added; c LOADING). mu held. */
+static void refetch(struct http *h, struct http_chunk *c, bool demand)
+{
+	c->disk = false;
+	c->stored = false;
+	c->no_disk = true;
+	c->state = CH_LOADING;
+	c->pins++; /* the job's */
+	submit_run(h, &c, 1, RUN_MAX, demand);
+}
+
 /* mu held; c FETCHED from the server or READY, pinned by the caller. */
 int http_chunk_keep(struct http *h, struct http_chunk *c, int *put_rc)
 {
@@ -422,11 +436,7 @@ static int wait_chunk(struct http *h, struct http_chunk *c)
 			rc = check_fetched(h, c, true, NULL);
 			pthread_mutex_lock(&h->mu);
 			if (rc == REFETCH) { /* the disk cache had it wrong: from the server */
-				c->disk = false;
-				c->stored = false;
-				c->state = CH_LOADING;
-				c->pins++; /* the job's */
-				submit_run(h, &c, 1, RUN_MAX, true);
+				refetch(h, c, true);
 				continue;
 			}
 			if (rc)

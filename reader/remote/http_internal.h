@@ -48,6 +48,8 @@ struct http_chunk {
 				  * is in (a failed check fetches it from the server) */
 	bool stored;             /* its bytes are in the disk cache (whoever stores sets it;
 				  * nobody stores twice; a failed check drops them) */
+	bool no_disk;            /* the disk cache had it wrong: asked again from the server,
+				  * never taken from disk again (the entry may not be removable) */
 	atomic_bool used;        /* a read has copied from it (net bytes counted in n_used) */
 	uint8_t *data;
 	size_t len;

@@ -383,6 +383,25 @@ cmp -s <(cslot get $((KB + 1))) <(tail -c +$(((KB + 1) * 4096 + 1)) "$IMG" | hea
 	fail "the refetched chunk $((KB + 1)) was not put back in the disk cache"
 info "a wrong chunk $((KB + 1)) in the disk cache: refused once group 1 arrived, fetched again alone, right bytes"
 
+# the same in a cache folder that cannot be written (mounted read-only: the wrong entry cannot
+# be removed): the chunk asked for again is fetched from the server, not taken from the disk
+# again (that went round for ever)
+cslot copy "$KB" $((KB + 1)) || fail "chunk $KB or $((KB + 1)) of $F1 is not in the disk cache"
+find "$W/c7" -type f -name '80000000000000*' -delete
+mount --bind "$W/c7" "$W/c7" || fail "cannot bind-mount $W/c7"
+at_exit "umount '$W/c7' 2>/dev/null"
+mount -o remount,ro,bind "$W/c7" || fail "cannot make $W/c7 read-only"
+proxy_arm "$PMODE"
+mark=$(http_log_mark)
+sqk_t cat --cache-dir "$W/c7" "$PURL" "$F1"
+proxy_disarm "$PMODE"
+umount "$W/c7" || fail "cannot unmount $W/c7"
+[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F1, chunk $((KB + 1)) wrong in a read-only disk cache, exited $RC"; }
+cmp -s "$OUT_FILE" "$W/src/$F1" || fail "sqk cat of $F1, chunk $((KB + 1)) wrong in a read-only disk cache, gave wrong bytes"
+n=$(http_log_ranges "$mark" | grep -c -- "$want")
+[ "$n" = 1 ] || fail "a wrong chunk $((KB + 1)) in a read-only disk cache was requested $n times ('$want')"
+info "a wrong chunk $((KB + 1)) in a read-only disk cache: fetched again once, right bytes"
+
 # two groups' files swapped in the disk cache (each file valid, each holding the other group's
 # digests): both are refused and fetched again, and the right ones kept
 gfile() { find "$W/c2" -type f -name "$(printf '80000000000000%02x' "$1")"; }
