@@ -63,6 +63,7 @@ struct dcache {
 	size_t head, n, cap;
 	uint64_t used, limit;
 	uint32_t csize, per;  /* unit files of per chunks of csize bytes; per 0: none */
+	uint64_t units;       /* the image's unit files are u0 .. u(units - 1) */
 	size_t *uent;         /* own unit file u: its live entry + 1, or 0 */
 	size_t ucap;
 };
@@ -228,6 +229,8 @@ static int scan_dir(struct dcache *d, const char *name, bool own)
 			continue;
 		if (!unit && own && d->per && !(k & DCACHE_SOLO))
 			unlinkat(fd, de->d_name, 0); /* a chunk in a file of its own: old layout */
+		else if (unit && own && (!d->per || k >= d->units))
+			unlinkat(fd, de->d_name, 0); /* not a unit of this image */
 		else
 			rc = push(d, idx, unit, k,
 				  unit ? (uint64_t)st.st_blocks * 512 : (uint64_t)st.st_size,
@@ -312,7 +315,7 @@ static int index_own(struct dcache *d)
 
 /* Borrows root and key; caller owns *out. */
 int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csize, uint32_t per,
-		struct dcache **out)
+		uint64_t units, struct dcache **out)
 {
 	struct dcache *d = calloc(1, sizeof(*d));
 	int rc;
@@ -325,6 +328,7 @@ int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csiz
 	if (csize && per > 1 && per <= PER_MAX) {
 		d->csize = csize;
 		d->per = per;
+		d->units = units;
 	}
 	d->dirfd = -1;
 	d->lockfd = -1;

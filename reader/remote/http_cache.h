@@ -20,10 +20,11 @@ struct dcache;
 #define DCACHE_SOLO ((uint64_t)1 << 63)
 
 /* Opens (creating) root/key; limit = bytes for the whole of root. Chunk k (of csize bytes, the
- * last one shorter) goes to the file of unit k / per; per < 2 (or above 1024): every entry in a
- * file of its own. Borrows root and key. Caller owns *out. */
+ * last one shorter) goes to the file of unit k / per, u < units (a unit file of root/key named
+ * otherwise is removed); per < 2 (or above 1024): every entry in a file of its own. Borrows
+ * root and key. Caller owns *out. */
 int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csize, uint32_t per,
-		struct dcache **out);
+		uint64_t units, struct dcache **out);
 
 /* Reads chunk k (exactly len bytes) into buf: 0, or SQK_ENOENT when absent or not valid (a
  * damaged entry is removed). Thread-safe. */

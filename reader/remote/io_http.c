@@ -602,7 +602,8 @@ static int open_cache(struct http *h)
 	key[32] = '\0';
 	rc = dcache_open(dir, key,
 			 h->o.cache_size_set ? h->o.cache_size : SQK_HTTP_CACHE_SIZE_DEFAULT,
-			 (uint32_t)h->csize, (uint32_t)(h->unit / h->csize), &h->dc);
+			 (uint32_t)h->csize, (uint32_t)(h->unit / h->csize),
+			 (h->covered + h->unit - 1) / h->unit, &h->dc);
 	if (rc)
 		http_logf(h, "cannot use the cache folder %s: %s; not cached on disk", dir,
 			      sqk_strerror(rc));

@@ -89,7 +89,7 @@ START_TEST(test_dcache_roundtrip)
 	struct dcache *d;
 
 	test_fill_random(a, sizeof(a), 7);
-	ck_assert_int_eq(dcache_open(root, "k1", 1 << 20, 0, 0, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k1", 1 << 20, 0, 0, 0, &d), 0);
 	ck_assert_int_eq(dcache_get(d, 5, b, sizeof(b)), SQK_ENOENT);
 	dcache_put(d, 5, a, sizeof(a));
 	memset(b, 0, sizeof(b));
@@ -115,7 +115,7 @@ START_TEST(test_dcache_damaged)
 	int fd;
 
 	test_fill_random(a, sizeof(a), 9);
-	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, 0, 0, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, 0, 0, 0, &d), 0);
 	dcache_put(d, 0x1f, a, sizeof(a));
 	snprintf(path, sizeof(path), "%s/k/1f", root);
 	fd = open(path, O_RDWR);
@@ -149,7 +149,7 @@ START_TEST(test_dcache_stale_tmp)
 	fclose(f);
 	f = fopen(live, "w");
 	fclose(f);
-	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, 0, 0, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, 0, 0, 0, &d), 0);
 	ck_assert_int_eq(access(dead, F_OK), -1);
 	ck_assert_int_eq(access(live, F_OK), 0);
 	dcache_close(d);
@@ -167,11 +167,11 @@ START_TEST(test_dcache_bound)
 	unsigned i;
 
 	test_fill_random(a, sizeof(a), 3);
-	ck_assert_int_eq(dcache_open(root, "old", 10 * (4096 + 16), 0, 0, &d1), 0);
+	ck_assert_int_eq(dcache_open(root, "old", 10 * (4096 + 16), 0, 0, 0, &d1), 0);
 	for (i = 0; i < 8; i++)
 		dcache_put(d1, i, a, sizeof(a));
 	dcache_close(d1);
-	ck_assert_int_eq(dcache_open(root, "new", 10 * (4096 + 16), 0, 0, &d2), 0);
+	ck_assert_int_eq(dcache_open(root, "new", 10 * (4096 + 16), 0, 0, 0, &d2), 0);
 	for (i = 0; i < 6; i++)
 		dcache_put(d2, i, a, sizeof(a));
 	snprintf(path, sizeof(path), "%s/old", root);
@@ -228,14 +228,14 @@ START_TEST(test_dcache_room)
 	unsigned i;
 
 	test_fill_random(a, sizeof(a), 5);
-	ck_assert_int_eq(dcache_open(root, "old", 4 * entry, 0, 0, &d1), 0);
+	ck_assert_int_eq(dcache_open(root, "old", 4 * entry, 0, 0, 0, &d1), 0);
 	ck_assert_uint_eq(dcache_entry_size(d1, 1, sizeof(a)), entry);
 	ck_assert_uint_eq(dcache_room(d1), 4 * entry);
 	ck_assert_int_eq(dcache_put(d1, 1, a, sizeof(a)), 0);
 	ck_assert(dcache_has(d1, 1));
 	ck_assert(!dcache_has(d1, 2));
 	dcache_close(d1);
-	ck_assert_int_eq(dcache_open(root, "new", 4 * entry, 0, 0, &d2), 0);
+	ck_assert_int_eq(dcache_open(root, "new", 4 * entry, 0, 0, 0, &d2), 0);
 	ck_assert_uint_eq(dcache_room(d2), 3 * entry); /* over every key folder */
 	for (i = 0; i < 3; i++)
 		ck_assert_int_eq(dcache_put_room(d2, i, a, sizeof(a)), 0);
@@ -290,6 +290,7 @@ static uint64_t disk_bytes(const char *dir)
 /* Unit files: chunks of 4096 bytes, four a file; the last chunk of the image shorter. */
 #define UCS 4096u
 #define UPER 4u
+#define UNITS 64u /* unit files of the image: u0 .. u3f */
 #define UENTRY (UCS + 4096 / UPER) /* a slot and its share of the header area */
 #define UFILE(n) (4096 + (n) * UCS)    /* a unit file of n chunks on disk */
 
@@ -303,7 +304,7 @@ START_TEST(test_dcache_units)
 
 	for (i = 0; i < 6; i++)
 		test_fill_random(a[i], UCS, 20 + i);
-	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
 	ck_assert_uint_eq(dcache_entry_size(d, 1, UCS), UENTRY);
 	ck_assert_uint_eq(dcache_entry_size(d, DCACHE_SOLO + 1, 100), 100 + 16);
 	for (i = 0; i < 6; i++)
@@ -330,7 +331,7 @@ START_TEST(test_dcache_units)
 	ck_assert_uint_eq(disk_bytes(root), UFILE(4) + UFILE(2) + 4096);
 	dcache_close(d);
 
-	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
 	ck_assert_uint_eq(dcache_room(d), (1 << 20) - UFILE(4) - UFILE(2) - 116);
 	ck_assert_int_eq(dcache_get(d, 3, b, UCS), 0);
 	ck_assert_mem_eq(a[3], b, UCS);
@@ -355,7 +356,7 @@ START_TEST(test_dcache_units_damaged)
 	int fd;
 
 	test_fill_random(a, sizeof(a), 31);
-	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, &d), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
 	for (i = 0; i < UPER; i++)
 		ck_assert_int_eq(dcache_put(d, i, a, UCS), 0);
 	snprintf(path, sizeof(path), "%s/k/u0", root);
@@ -395,6 +396,43 @@ START_TEST(test_dcache_units_damaged)
 }
 END_TEST
 
+/* A unit file of the image's folder named past the image's units (or not a number) cannot be
+ * the image's: it is removed at open, not indexed (u10000000 would take 2 GiB of index, and
+ * uffffffffffffffff failed the open); the image's own units are served. */
+START_TEST(test_dcache_units_foreign)
+{
+	static const char *const names[] = { "u10000000", "uffffffffffffffff", "u40" };
+	char *root = tmpdir(), path[600];
+	uint8_t a[UCS], b[UCS];
+	struct dcache *d;
+
+	test_fill_random(a, sizeof(a), 41);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
+	ck_assert_int_eq(dcache_put(d, 4 * UPER + 1, a, UCS), 0); /* u4 */
+	dcache_close(d);
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/k/%s", root, names[i]);
+		fd = open(path, O_WRONLY | O_CREAT, 0600);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, "SQKU", 4), 4);
+		close(fd);
+	}
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/k/%s", root, names[i]);
+		ck_assert_msg(access(path, F_OK) != 0, "%s is still there", names[i]);
+	}
+	ck_assert_int_eq(dcache_get(d, 4 * UPER + 1, b, UCS), 0);
+	ck_assert_mem_eq(a, b, UCS);
+	ck_assert_uint_eq(dcache_room(d), (1 << 20) - UFILE(1)); /* u4 alone: one slot written */
+	dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
 /* The byte bound holds on disk over every key folder: unit files go whole, the one written
  * least recently first. A chunk file of the layout before unit files is removed at open. */
 START_TEST(test_dcache_units_bound)
@@ -414,7 +452,7 @@ START_TEST(test_dcache_units_bound)
 	f = fopen(stale, "w");
 	ck_assert_ptr_nonnull(f);
 	fclose(f);
-	ck_assert_int_eq(dcache_open(root, "old", limit, UCS, UPER, &d1), 0);
+	ck_assert_int_eq(dcache_open(root, "old", limit, UCS, UPER, UNITS, &d1), 0);
 	/* u0 written last by chunk 3: u1 (chunk 4) goes for chunk 5 */
 	for (i = 0; i < 6; i++)
 		ck_assert_int_eq(dcache_put(d1, order[i], a, UCS), 0);
@@ -426,7 +464,7 @@ START_TEST(test_dcache_units_bound)
 	ck_assert_uint_eq(dcache_room(d1), limit - UFILE(4) - UFILE(1));
 	dcache_close(d1);
 
-	ck_assert_int_eq(dcache_open(root, "new", limit, UCS, UPER, &d2), 0);
+	ck_assert_int_eq(dcache_open(root, "new", limit, UCS, UPER, UNITS, &d2), 0);
 	ck_assert_int_eq(access(stale, F_OK), -1);
 	ck_assert_uint_eq(dcache_room(d2), limit - UFILE(4) - UFILE(1));
 	for (i = 0; i < 4; i++)
@@ -466,6 +504,7 @@ static Suite *http_suite(void)
 	tcase_add_test(cache, test_dcache_units);
 	tcase_add_test(cache, test_dcache_units_damaged);
 	tcase_add_test(cache, test_dcache_units_bound);
+	tcase_add_test(cache, test_dcache_units_foreign);
 	suite_add_tcase(s, names);
 	suite_add_tcase(s, cache);
 	return s;
