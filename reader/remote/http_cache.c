@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -516,21 +517,37 @@ static int make_room(struct dcache *d, uint64_t size, bool may_evict)
 
 /* Gives unit file fd its header if it has none yet (*made: whether it did); a file with
  * another header or geometry (damaged) is emptied first. 0, or -1 when that fails. */
+static bool own_geom_in(const struct dcache *d, int fd)
+{
+	struct ugeom g;
+
+	return !read_geom(fd, &g) && g.csize == d->csize && g.per == d->per;
+}
+
+/* Gives the unit file fd the cache's header, emptying a file of another geometry (*made: it
+ * did). Under the file's lock: a second writer of a new file (another thread or process) would
+ * see it still empty, then empty it again with the first one's chunk in it. */
 static int unit_init(const struct dcache *d, int fd, bool *made)
 {
 	uint8_t h[HDR] = { 0 }, any;
-	struct ugeom g;
+	int rc = 0;
 
 	*made = false;
-	if (!read_geom(fd, &g) && g.csize == d->csize && g.per == d->per)
+	if (own_geom_in(d, fd))
 		return 0;
-	if (pread(fd, &any, 1, 0) == 1 && ftruncate(fd, 0))
+	if (flock(fd, LOCK_EX))
 		return -1;
-	*made = true;
-	memcpy(h, "SQKU", 4);
-	put_le32(h + 4, d->csize);
-	put_le32(h + 8, d->per);
-	return write_full(fd, h, HDR, 0);
+	if (!own_geom_in(d, fd)) {
+		if (pread(fd, &any, 1, 0) == 1 && ftruncate(fd, 0))
+			rc = -1;
+		*made = !rc;
+		memcpy(h, "SQKU", 4);
+		put_le32(h + 4, d->csize);
+		put_le32(h + 8, d->per);
+		rc = rc ? rc : write_full(fd, h, HDR, 0);
+	}
+	flock(fd, LOCK_UN);
+	return rc;
 }
 
 /* Writes chunk k into its slot: the data, then the slot's header (*made: whether it made the

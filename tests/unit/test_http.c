@@ -6,6 +6,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,6 +434,71 @@ START_TEST(test_dcache_units_foreign)
 }
 END_TEST
 
+/* Two writers of a new unit file at once (threads here; processes alike): each one's chunk is
+ * kept (the second used to empty the file the first had just made, its chunk with it). */
+struct race_arg {
+	struct dcache *d;
+	pthread_barrier_t *go;
+	const uint8_t *data;
+	unsigned slot, rounds;
+};
+
+static void *race_put(void *p)
+{
+	struct race_arg *a = p;
+
+	for (unsigned u = 0; u < a->rounds; u++) {
+		pthread_barrier_wait(a->go);
+		if (dcache_put(a->d, (uint64_t)u * UPER + a->slot, a->data, UCS))
+			return p;
+	}
+	return NULL;
+}
+
+START_TEST(test_dcache_units_race)
+{
+	enum { ROUNDS = UNITS };
+	char *root = tmpdir();
+	uint8_t a[2][UCS], b[UCS];
+	struct race_arg args[2];
+	pthread_barrier_t go;
+	pthread_t th[2];
+	struct dcache *d;
+	unsigned lost = 0;
+
+	test_fill_random(a[0], UCS, 51);
+	test_fill_random(a[1], UCS, 52);
+	for (unsigned pass = 0; pass < 100 && !lost; pass++) {
+		ck_assert_int_eq(dcache_open(root, "k", 64 << 20, UCS, UPER, UNITS, &d), 0);
+		pthread_barrier_init(&go, NULL, 2);
+		for (unsigned i = 0; i < 2; i++) {
+			args[i] = (struct race_arg){ d, &go, a[i], i, ROUNDS };
+			ck_assert_int_eq(pthread_create(&th[i], NULL, race_put, &args[i]), 0);
+		}
+		for (unsigned i = 0; i < 2; i++) {
+			void *rc;
+
+			pthread_join(th[i], &rc);
+			ck_assert_ptr_null(rc);
+		}
+		pthread_barrier_destroy(&go);
+		for (unsigned u = 0; u < ROUNDS; u++) {
+			for (unsigned i = 0; i < 2; i++) {
+				if (dcache_get(d, (uint64_t)u * UPER + i, b, UCS) ||
+				    memcmp(a[i], b, UCS))
+					lost++;
+			}
+		}
+		dcache_close(d);
+		rm_rf(root);
+		ck_assert_int_eq(mkdir(root, 0700), 0);
+	}
+	ck_assert_msg(lost == 0, "%u chunks lost to a second writer", lost);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
 /* The byte bound holds on disk over every key folder: unit files go whole, the one written
  * least recently first. A chunk file of the layout before unit files is removed at open. */
 START_TEST(test_dcache_units_bound)
@@ -505,6 +571,7 @@ static Suite *http_suite(void)
 	tcase_add_test(cache, test_dcache_units_damaged);
 	tcase_add_test(cache, test_dcache_units_bound);
 	tcase_add_test(cache, test_dcache_units_foreign);
+	tcase_add_test(cache, test_dcache_units_race);
 	suite_add_tcase(s, names);
 	suite_add_tcase(s, cache);
 	return s;
