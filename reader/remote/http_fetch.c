@@ -492,16 +492,15 @@ static void complete(struct http *h, struct http_job *j, int rc)
 	http_chunks_done(h, j, rc);
 }
 
-/* A retry asks only for the chunks not handed over yet. */
+/* A retry asks only for the chunks not handed over yet. Those may be freed by now: they are
+ * whole chunks (only the image's last is short, and it is the last of its job). */
 static void resume_after_done(struct http_job *j)
 {
-	size_t skip = 0;
-	unsigned i;
+	size_t skip;
 
 	if (j->flat || j->ndone == 0)
 		return;
-	for (i = 0; i < j->ndone; i++)
-		skip += j->ch[i]->len;
+	skip = (size_t)j->ndone * j->h->csize;
 	memmove(j->ch, j->ch + j->ndone, (j->nch - j->ndone) * sizeof(*j->ch));
 	j->nch -= j->ndone;
 	j->k0 += j->ndone;
@@ -663,7 +662,11 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 {
 	int rc = outcome(j, res);
 	curl_off_t ttfb = 0;
-	bool stalled = rc && body_stalled(j, res);
+	bool stalled;
+
+	if (rc && !j->flat && j->nch && j->ndone == j->nch && !j->permanent)
+		rc = 0; /* every chunk is in: nothing left to ask for */
+	stalled = rc && body_stalled(j, res);
 
 	if (j->ra_slot && !rc)
 		curl_easy_getinfo(j->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
