@@ -478,7 +478,7 @@ static void complete(struct http *h, struct http_job *j, int rc)
 		http_bg_job_failed(h, j, rc);
 	/* a read waits on a promoted background job; a failed suffix range is asked again by
 	 * offset, logged then */
-	if (rc && (!j->bg || j->demand) && !j->suffix)
+	if (rc && rc != SQK_EINTR && (!j->bg || j->demand) && !j->suffix)
 		http_logf(h, "%s: bytes %llu-%llu: %s%s", h->name, (unsigned long long)j->off,
 			      (unsigned long long)(j->off + j->len - 1),
 			      j->why[0] ? j->why : sqk_strerror(rc),
@@ -662,7 +662,7 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 {
 	int rc = outcome(j, res);
 	curl_off_t ttfb = 0;
-	bool stalled;
+	bool stalled, stop;
 
 	if (rc && !j->flat && j->nch && j->ndone == j->nch && !j->permanent)
 		rc = 0; /* every chunk is in: nothing left to ask for */
@@ -689,9 +689,12 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 	if (j->unit_locked) /* its chunks are on disk (http_chunk_arrived) */
 		dcache_unit_unlock(h->dc, j->off / h->unit);
 	j->unit_locked = false;
-	if (rc && j->need_reval && !h->cancelled) {
+	/* cancelled, or the thread stops (a quiesce before a fork, the close): nothing is asked
+	 * again, and what was cut off is EINTR, not a failure (a digest group asks again) */
+	stop = h->cancelled || h->stopping;
+	if (rc && j->need_reval && !stop) {
 		etag_park(h, j);
-	} else if (stalled && !h->cancelled) {
+	} else if (stalled && !stop) {
 		http_logf(h, "%s: bytes %llu-%llu: the body stalled %us after the headers; "
 			      "asking again, waiting up to %us", h->name,
 			      (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
@@ -702,14 +705,14 @@ static void finish(struct http *h, struct http_job *j, CURLcode res)
 		atomic_fetch_add(&h->n_retries, 1);
 		j->not_before = http_now_ms();
 		enqueue(h, j);
-	} else if (rc && !j->permanent && j->attempt < h->retries && !h->cancelled) {
+	} else if (rc && !j->permanent && j->attempt < h->retries && !stop) {
 		resume_after_done(j);
 		j->attempt++;
 		atomic_fetch_add(&h->n_retries, 1);
 		j->not_before = http_now_ms() + backoff_ms(h, j->attempt);
 		enqueue(h, j);
 	} else {
-		complete(h, j, h->cancelled && rc ? SQK_EINTR : rc);
+		complete(h, j, stop && rc ? SQK_EINTR : rc);
 	}
 	pthread_mutex_unlock(&h->mu);
 }

@@ -308,7 +308,7 @@ void http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait);
 /* background.c (sqk_io_http_background starts it). Stops and joins the background thread of
  * this process (quiesce, destroy; called without mu, before http_thread_stop). */
 void http_bg_stop(struct http *h);
-/* Frees the background state (destroy, after http_bg_stop). */
+/* Frees the background state (destroy, after http_bg_stop and http_thread_stop). */
 void http_bg_free(struct http *h);
 /* mu held: whether this process's background fetch runs, has room in the disk cache and fetches
  * now (the prefetch hint's ranges and readahead are not on the wire): a read that misses then

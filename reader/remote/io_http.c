@@ -113,8 +113,8 @@ static void http_destroy(struct sqk_io *io)
 	size_t i;
 
 	http_bg_stop(h);
-	http_bg_free(h);
 	http_thread_stop(h);
+	http_bg_free(h); /* after the transfers: a background job's end reads it */
 	if (h->tab && !h->cancelled)
 		http_store_unread(h);
 	for (i = 0; h->tab && i < h->tab_size; i++) {
