@@ -393,12 +393,17 @@ static void refetch(struct http *h, struct http_chunk *c, bool demand)
 	submit_run(h, &c, 1, RUN_MAX, demand);
 }
 
-/* mu held; c FETCHED from the server or READY, pinned by the caller. */
+/* mu held; c pinned by the caller, FETCHED or READY when the caller looked (a reader may have
+ * taken it over since: then it checks and keeps it). */
 int http_chunk_keep(struct http *h, struct http_chunk *c, int *put_rc)
 {
 	int rc;
 
 	*put_rc = 0;
+	if (c->state == CH_LOADING || c->state == CH_VERIFYING)
+		return 0;
+	if (c->state == CH_FAILED)
+		return c->err;
 	if (c->state == CH_READY) { /* checked: its bytes no longer change */
 		pthread_mutex_unlock(&h->mu);
 		*put_rc = store(h, c, true);
@@ -409,8 +414,11 @@ int http_chunk_keep(struct http *h, struct http_chunk *c, int *put_rc)
 	pthread_mutex_unlock(&h->mu);
 	rc = check_fetched(h, c, true, put_rc);
 	pthread_mutex_lock(&h->mu);
-	if (rc == REFETCH)
-		rc = SQK_ECORRUPT;
+	if (rc == REFETCH) { /* from disk, wrong: from the server (readers of it wait on) */
+		refetch(h, c, c->waiters > 0);
+		chunk_wake(h, c);
+		return 0;
+	}
 	if (rc)
 		fail_chunk(h, c, rc);
 	else
