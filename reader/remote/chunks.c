@@ -483,8 +483,14 @@ static int pin_range(struct http *h, uint64_t k0, unsigned n, struct http_chunk 
 		} else {
 			c = http_chunk_new(h, k0 + i);
 			if (!c) {
+				/* the ones made here fail (a reader of them would wait forever) */
+				for (unsigned j = 0; j < *nown; j++)
+					fail_chunk(h, own[j], SQK_ENOMEM);
 				while (i--)
 					http_unpin(h, pins[i]);
+				for (unsigned j = 0; j < *nown; j++)
+					http_unpin(h, own[j]); /* the loader's pin */
+				*nown = 0;
 				return SQK_ENOMEM;
 			}
 			c->pins++; /* one for the reader, one passed to the loader */
