@@ -45,10 +45,12 @@ fi
 [ "$what" = test ] || exit 0
 
 # The tests compare with squashfs-tools 4.7 (Debian 12 has 4.5.1, which lacks the options they
-# compare): built from the peers' sources beside this repository (../shared/anchors: build.sh
-# puts them in /opt/anchors, where the tests look first; about 3 minutes once). Without those
+# compare): built from the peers' sources in shared/anchors beside this repository, or in
+# /work/shared/anchors for a clone elsewhere (SQK_ANCHORS_SH names another build.sh); build.sh
+# puts them in /opt/anchors, where the tests look first (under a minute). Without those
 # sources, or not as root, the tests that need 4.7 skip and say so.
 ANCHORS_SH=${SQK_ANCHORS_SH:-$(cd "$(dirname "$0")/.." && pwd)/../shared/anchors/build.sh}
+[ -f "$ANCHORS_SH" ] || [ -n "${SQK_ANCHORS_SH:-}" ] || ANCHORS_SH=/work/shared/anchors/build.sh
 if ! [ -x /opt/anchors/squashfs-tools/bin/mksquashfs ]; then
 	if [ "$(id -u)" = 0 ] && [ -f "$ANCHORS_SH" ]; then
 		echo "install-deps: building squashfs-tools 4.7 into /opt/anchors ($ANCHORS_SH)"
