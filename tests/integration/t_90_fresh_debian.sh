@@ -17,6 +17,7 @@ MIRROR=${MIRROR:-http://deb.debian.org/debian}
 if [ ! -s "$BASE" ] || [ -n "$(find "$BASE" -mtime +30 2>/dev/null)" ]; then
 	mkdir -p "$CACHE"
 	D=$(mktemp -d "$CACHE/bootstrap.XXXXXX")
+	chmod 755 "$D" # the chroot's / (mktemp's 0700 would shut its users out)
 	debootstrap --variant=minbase bookworm "$D" "$MIRROR" >"$TMP/debootstrap.log" 2>&1 ||
 		{ rm -rf "$D"; tail -n 20 "$TMP/debootstrap.log" >&2; skip "debootstrap of bookworm from $MIRROR failed"; }
 	tar -C "$D" -cf "$BASE.tmp" . && mv "$BASE.tmp" "$BASE"
@@ -25,6 +26,7 @@ fi
 CH=$(scratch fresh)/root
 mkdir -p "$CH"
 tar -C "$CH" -xf "$BASE" || fail "cannot unpack $BASE"
+chmod 755 "$CH" # also for a base cached with a 0700 root by an earlier version of this test
 cp /etc/resolv.conf "$CH/etc/resolv.conf"
 mount -t proc proc "$CH/proc" || fail "cannot mount /proc in the chroot"
 trap 'umount "$CH/proc" 2>/dev/null' EXIT
