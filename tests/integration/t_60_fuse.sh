@@ -98,9 +98,17 @@ if got > total:
 text = sum((os.path.getsize(os.path.join(src, n)) + bs - 1) // bs for n in os.listdir(src) if n.startswith('text'))
 if got < text:
     sys.exit("fewer decompressions (%d) than compressed blocks (%d)" % (got, text))
-if st["page_cache_fills"] != 0:  # the kernel's readahead covers sequential reads
-    sys.exit("sequential reads filled the page cache %d times" % st["page_cache_fills"])
 PY
+# The kernel's readahead covers sequential reads: no page cache fills. On one thread: with
+# several, its requests may be answered out of order, and a small one then counts as a random
+# read and fills its group (harmless: the block is in the cache; a CI run saw 4 of 97 reads).
+rm -f "$B/stats.json"
+fuse_mount "$B/big.sqsh" "$B/mnt" -s -o stats="$B/stats.json"
+for f in "$B/mnt"/*; do cat "$f" >/dev/null; done
+fuse_umount "$B/mnt"
+fills=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["page_cache_fills"])' "$B/stats.json") ||
+	fail "no page_cache_fills in the stats"
+[ "$fills" = 0 ] || fail "sequential reads filled the page cache $fills times"
 
 # 4. Corruption inside one file: EIO for that file, a log line naming it, others readable.
 C=$W/corrupt
