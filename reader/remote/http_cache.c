@@ -515,8 +515,7 @@ static int make_room(struct dcache *d, uint64_t size, bool may_evict)
 	return rc;
 }
 
-/* Gives unit file fd its header if it has none yet (*made: whether it did); a file with
- * another header or geometry (damaged) is emptied first. 0, or -1 when that fails. */
+/* Whether unit file fd has the cache's header (its geometry). */
 static bool own_geom_in(const struct dcache *d, int fd)
 {
 	struct ugeom g;
@@ -524,9 +523,10 @@ static bool own_geom_in(const struct dcache *d, int fd)
 	return !read_geom(fd, &g) && g.csize == d->csize && g.per == d->per;
 }
 
-/* Gives the unit file fd the cache's header, emptying a file of another geometry (*made: it
- * did). Under the file's lock: a second writer of a new file (another thread or process) would
- * see it still empty, then empty it again with the first one's chunk in it. */
+/* Gives unit file fd the cache's header if it has none yet (*made: whether it did); a file with
+ * another header or geometry (damaged) is emptied first. 0, or -1 when that fails. Under the
+ * file's lock: a second writer of a new file (another thread or process) would see it still
+ * empty, then empty it again with the first one's chunk in it. */
 static int unit_init(const struct dcache *d, int fd, bool *made)
 {
 	uint8_t h[HDR] = { 0 }, any;
