@@ -144,6 +144,16 @@ static void fail_chunk(struct http *h, struct http_chunk *c, int err)
 	chunk_wake(h, c);
 }
 
+/* Fails the caller's LOADING chunks own[0..n) with err and drops the loader's pin of each
+ * (mu held). */
+static void fail_owned(struct http *h, struct http_chunk **own, unsigned n, int err)
+{
+	for (unsigned i = 0; i < n; i++) {
+		fail_chunk(h, own[i], err);
+		http_unpin(h, own[i]);
+	}
+}
+
 /* c holds bytes from the server, not yet checked (mu held). */
 void http_fetched(struct http *h, struct http_chunk *c)
 {
@@ -315,10 +325,7 @@ void http_load_owned(struct http *h, struct http_chunk **own, unsigned n, uint64
 		}
 	}
 	if (h->cancelled) {
-		for (i = 0; i < miss; i++) {
-			fail_chunk(h, own[i], SQK_EINTR);
-			http_unpin(h, own[i]);
-		}
+		fail_owned(h, own, miss, SQK_EINTR);
 		miss = 0;
 	}
 	submit_missing(h, own, miss, part, demand);
@@ -484,13 +491,10 @@ static int pin_range(struct http *h, uint64_t k0, unsigned n, struct http_chunk 
 			c = http_chunk_new(h, k0 + i);
 			if (!c) {
 				/* the ones made here fail (a reader of them would wait forever) */
-				for (unsigned j = 0; j < *nown; j++)
-					fail_chunk(h, own[j], SQK_ENOMEM);
+				fail_owned(h, own, *nown, SQK_ENOMEM);
+				*nown = 0;
 				while (i--)
 					http_unpin(h, pins[i]);
-				for (unsigned j = 0; j < *nown; j++)
-					http_unpin(h, own[j]); /* the loader's pin */
-				*nown = 0;
 				return SQK_ENOMEM;
 			}
 			c->pins++; /* one for the reader, one passed to the loader */
