@@ -362,19 +362,28 @@ else:
         fh.write(hdr)
 PY
 }
-cslot copy "$KB" $((KB + 1)) || fail "chunks $KB and $((KB + 1)) of $F1 are not in the disk cache"
-find "$W/c7" -type f -name '80000000000000*' -delete
-proxy_arm "$PMODE"
-mark=$(http_log_mark)
-sqk_t cat --cache-dir "$W/c7" "$PURL" "$F1"
-proxy_disarm "$PMODE"
-[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F1 with chunk $((KB + 1)) wrong in the disk cache exited $RC"; }
-cmp -s "$OUT_FILE" "$W/src/$F1" ||
-	fail "sqk cat of $F1 with chunk $((KB + 1)) wrong in the disk cache gave wrong bytes: the cached chunk was not checked"
-out=$(ranges_check "$mark" badchunk 1) || fail "a wrong chunk in the disk cache: wrong digest requests"
+# bad_chunk_cat WHERE [BEFORE [AFTER]]: chunk KB+1's slot made wrong, the groups dropped, BEFORE
+# run; sqk cat of F1 through the gated proxy (mark in $mark), AFTER run: the bytes are right and
+# the server saw exactly one request for that chunk (WHERE names the cache in messages)
 want="range=bytes=$(((KB + 1) * 4096))-$(((KB + 2) * 4096 - 1)) "
-n=$(http_log_ranges "$mark" | grep -c -- "$want")
-[ "$n" = 1 ] || fail "a wrong chunk $((KB + 1)) in the disk cache was requested $n times ('$want'): $(http_log_ranges "$mark")"
+bad_chunk_cat() {
+	local n
+	cslot copy "$KB" $((KB + 1)) || fail "chunks $KB and $((KB + 1)) of $F1 are not in the disk cache"
+	find "$W/c7" -type f -name '80000000000000*' -delete
+	[ -z "${2:-}" ] || "$2"
+	proxy_arm "$PMODE"
+	mark=$(http_log_mark)
+	sqk_t cat --cache-dir "$W/c7" "$PURL" "$F1"
+	proxy_disarm "$PMODE"
+	[ -z "${3:-}" ] || "$3"
+	[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F1 with chunk $((KB + 1)) wrong in $1 exited $RC"; }
+	cmp -s "$OUT_FILE" "$W/src/$F1" ||
+		fail "sqk cat of $F1 with chunk $((KB + 1)) wrong in $1 gave wrong bytes: the cached chunk was not checked"
+	n=$(http_log_ranges "$mark" | grep -c -- "$want")
+	[ "$n" = 1 ] || fail "a wrong chunk $((KB + 1)) in $1 was requested $n times ('$want'): $(http_log_ranges "$mark")"
+}
+bad_chunk_cat "the disk cache"
+out=$(ranges_check "$mark" badchunk 1) || fail "a wrong chunk in the disk cache: wrong digest requests"
 # chunk requests besides the open's probe (bytes 0-65535, asked for at every open)
 chunks=$(http_log_ranges "$mark" | awk -v cov="$COV" '$2 == "/" || $4 !~ /^range=bytes=/ { next }
 	{ split(substr($4, 13), r, "-"); if (r[1] > 0 && r[2] + 1 <= cov) n++ } END { print n + 0 }')
@@ -386,20 +395,13 @@ info "a wrong chunk $((KB + 1)) in the disk cache: refused once group 1 arrived,
 # the same in a cache folder that cannot be written (mounted read-only: the wrong entry cannot
 # be removed): the chunk asked for again is fetched from the server, not taken from the disk
 # again (that went round for ever)
-cslot copy "$KB" $((KB + 1)) || fail "chunk $KB or $((KB + 1)) of $F1 is not in the disk cache"
-find "$W/c7" -type f -name '80000000000000*' -delete
-mount --bind "$W/c7" "$W/c7" || fail "cannot bind-mount $W/c7"
-at_exit "umount '$W/c7' 2>/dev/null"
-mount -o remount,ro,bind "$W/c7" || fail "cannot make $W/c7 read-only"
-proxy_arm "$PMODE"
-mark=$(http_log_mark)
-sqk_t cat --cache-dir "$W/c7" "$PURL" "$F1"
-proxy_disarm "$PMODE"
-umount "$W/c7" || fail "cannot unmount $W/c7"
-[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F1, chunk $((KB + 1)) wrong in a read-only disk cache, exited $RC"; }
-cmp -s "$OUT_FILE" "$W/src/$F1" || fail "sqk cat of $F1, chunk $((KB + 1)) wrong in a read-only disk cache, gave wrong bytes"
-n=$(http_log_ranges "$mark" | grep -c -- "$want")
-[ "$n" = 1 ] || fail "a wrong chunk $((KB + 1)) in a read-only disk cache was requested $n times ('$want')"
+c7_ro() {
+	mount --bind "$W/c7" "$W/c7" || fail "cannot bind-mount $W/c7"
+	at_exit "umount '$W/c7' 2>/dev/null"
+	mount -o remount,ro,bind "$W/c7" || fail "cannot make $W/c7 read-only"
+}
+c7_rw() { umount "$W/c7" || fail "cannot unmount $W/c7"; }
+bad_chunk_cat "a read-only disk cache" c7_ro c7_rw
 info "a wrong chunk $((KB + 1)) in a read-only disk cache: fetched again once, right bytes"
 
 # two groups' files swapped in the disk cache (each file valid, each holding the other group's
