@@ -443,16 +443,19 @@ struct race_arg {
 	unsigned slot, rounds;
 };
 
+/* Meets the other writer at every round, even after a failed store (leaving early would
+ * leave it waiting for ever): p when a store failed, else NULL. */
 static void *race_put(void *p)
 {
 	struct race_arg *a = p;
+	void *rc = NULL;
 
 	for (unsigned u = 0; u < a->rounds; u++) {
 		pthread_barrier_wait(a->go);
 		if (dcache_put(a->d, (uint64_t)u * UPER + a->slot, a->data, UCS))
-			return p;
+			rc = p;
 	}
-	return NULL;
+	return rc;
 }
 
 START_TEST(test_dcache_units_race)
@@ -468,7 +471,7 @@ START_TEST(test_dcache_units_race)
 
 	test_fill_random(a[0], UCS, 51);
 	test_fill_random(a[1], UCS, 52);
-	for (unsigned pass = 0; pass < 100 && !lost; pass++) {
+	for (unsigned pass = 0; pass < 30 && !lost; pass++) {
 		ck_assert_int_eq(dcache_open(root, "k", 64 << 20, UCS, UPER, UNITS, &d), 0);
 		pthread_barrier_init(&go, NULL, 2);
 		for (unsigned i = 0; i < 2; i++) {
@@ -572,6 +575,7 @@ static Suite *http_suite(void)
 	tcase_add_test(cache, test_dcache_units_bound);
 	tcase_add_test(cache, test_dcache_units_foreign);
 	tcase_add_test(cache, test_dcache_units_race);
+	tcase_set_timeout(cache, 60); /* the race: up to 30 passes of 128 stores */
 	suite_add_tcase(s, names);
 	suite_add_tcase(s, cache);
 	return s;
