@@ -402,6 +402,7 @@ static Suite *hint_suite(void)
 	tcase_add_test(tc, test_sort_file_line);
 	tcase_add_test(tc, test_sort_deep_dir);
 	tcase_add_test(tc, test_order_front_fragments_among_blocks);
+	tcase_set_timeout(tc, 60); /* a build under TSan takes over a second */
 	suite_add_tcase(s, tc);
 	return s;
 }
