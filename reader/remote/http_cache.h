@@ -20,9 +20,9 @@ struct dcache;
 #define DCACHE_SOLO ((uint64_t)1 << 63)
 
 /* Opens (creating) root/key; limit = bytes for the whole of root. Chunk k (of csize bytes, the
- * last one shorter) goes to the file of unit k / per, u < units (a unit file of root/key named
- * otherwise is removed); per < 2 (or above 1024): every entry in a file of its own. Borrows
- * root and key. Caller owns *out. */
+ * last one shorter) goes to the file of unit k / per, u < units (a unit file of root/key
+ * numbered past that is removed); per < 2 (or above 1024): every entry in a file of its own.
+ * Borrows root and key. Caller owns *out. */
 int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csize, uint32_t per,
 		uint64_t units, struct dcache **out);
 

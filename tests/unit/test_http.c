@@ -397,9 +397,9 @@ START_TEST(test_dcache_units_damaged)
 }
 END_TEST
 
-/* A unit file of the image's folder named past the image's units (or not a number) cannot be
- * the image's: it is removed at open, not indexed (u10000000 would take 2 GiB of index, and
- * uffffffffffffffff failed the open); the image's own units are served. */
+/* A unit file of the image's folder numbered past the image's units cannot be the image's: it
+ * is removed at open, not indexed (u10000000 would take 2 GiB of index, and uffffffffffffffff
+ * failed the open); the image's own units are served. */
 START_TEST(test_dcache_units_foreign)
 {
 	static const char *const names[] = { "u10000000", "uffffffffffffffff", "u40" };
