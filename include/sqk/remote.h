@@ -46,7 +46,7 @@ struct sqk_http_opts {
 	 * every chunk itself and reports what is wrong). */
 	bool raw;
 	unsigned connections;    /* parallel readahead transfers; 0 = 16 */
-	size_t mem_bytes;        /* in-memory chunk cache; 0 = 64 MiB */
+	size_t mem_bytes;        /* in-memory chunk cache; 0 = 256 MiB */
 	/* One-line messages (from any thread): errors, retries given up. Never holds secrets. */
 	void (*log)(void *log_ctx, const char *msg);
 	void *log_ctx;

@@ -55,14 +55,48 @@ static void lru_remove(struct http *h, struct http_chunk *c)
 	c->in_lru = false;
 }
 
+/* Buffers of whole chunks are kept for the next chunks, up to a quarter of the memory cache:
+ * chunks are made and freed on many threads, and malloc spread them over its arenas, page-faulted
+ * in anew. A kept buffer starts with the link to the next one. */
+static uint8_t *buf_get(struct http *h, size_t len)
+{
+	uint8_t *p = h->spare;
+
+	if (len != h->csize || !p)
+		return malloc(len);
+	memcpy(&h->spare, p, sizeof(h->spare));
+	h->spare_bytes -= len;
+	return p;
+}
+
+static void buf_put(struct http *h, uint8_t *p, size_t len)
+{
+	if (!p || len != h->csize || len < sizeof(h->spare) ||
+	    h->spare_bytes + len > h->mem_limit / 4) {
+		free(p);
+		return;
+	}
+	memcpy(p, &h->spare, sizeof(h->spare));
+	h->spare = p;
+	h->spare_bytes += len;
+}
+
+/* Frees the kept buffers (at close). */
+void http_spares_free(struct http *h)
+{
+	while (h->spare)
+		free(buf_get(h, h->csize));
+}
+
 void http_chunk_free(struct http *h, struct http_chunk *c)
 {
 	h->mem_used -= c->len;
-	free(c->data);
+	buf_put(h, c->data, c->len);
 	free(c);
 }
 
-/* A new LOADING chunk, in the table, pinned once. */
+/* A new LOADING chunk, in the table, pinned once. Its buffer may be a kept one: no reader sees
+ * it before all its bytes are in (FETCHED). */
 struct http_chunk *http_chunk_new(struct http *h, uint64_t k)
 {
 	struct http_chunk *c = calloc(1, sizeof(*c));
@@ -71,7 +105,7 @@ struct http_chunk *http_chunk_new(struct http *h, uint64_t k)
 		return NULL;
 	c->k = k;
 	c->len = http_chunk_len(h, k);
-	c->data = malloc(c->len);
+	c->data = buf_get(h, c->len);
 	if (!c->data) {
 		free(c);
 		return NULL;

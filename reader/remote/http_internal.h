@@ -168,6 +168,8 @@ struct http {
 	size_t tab_size;
 	struct http_chunk *lru_head, *lru_tail; /* head = most recent */
 	size_t mem_used, mem_limit;
+	uint8_t *spare;          /* kept chunk buffers (chunks.c), spare_bytes in all */
+	size_t spare_bytes;
 	bool cancelled;
 
 	/* Sequential streams, for fetching ahead. */
@@ -253,6 +255,7 @@ size_t http_chunk_len(const struct http *h, uint64_t k);
 struct http_chunk *http_chunk_find(struct http *h, uint64_t k);
 struct http_chunk *http_chunk_new(struct http *h, uint64_t k);
 void http_chunk_free(struct http *h, struct http_chunk *c);
+void http_spares_free(struct http *h);
 /* chunks.c, mu held: drops a pin of c (the last one puts it in the LRU, or frees a failed c);
  * marks c FETCHED with bytes from the server. */
 void http_unpin(struct http *h, struct http_chunk *c);

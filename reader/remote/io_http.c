@@ -126,6 +126,7 @@ static void http_destroy(struct sqk_io *io)
 		}
 	}
 	free(h->tab);
+	http_spares_free(h);
 	for (uint64_t g = 0; h->groups && g < h->integ.t.ngroups; g++)
 		http_job_free(h->groups[g].job); /* done: the thread is stopped */
 	free(h->groups);
