@@ -39,6 +39,10 @@
 #define PER_MAX 1024u
 #define TMP_PREFIX ".tmp."
 #define UNITS ".units"
+/* The byte of UNITS that every process with the folder open holds a shared lock on (the units'
+ * locks are bytes 0 .. units - 1): an evicting process removes only folders nobody has open. */
+#define INUSE_AT ((off_t)1 << 62)
+#define INUSE_WAIT_MS 1000u
 
 struct dentry {
 	uint32_t dir;   /* index into dirs */
@@ -174,6 +178,32 @@ static void unit_name(char *buf, size_t cap, uint64_t u)
 	snprintf(buf, cap, "u%llx", (unsigned long long)u);
 }
 
+/* Opens file `name` of folder dirfd (flags: O_RDONLY, or O_RDWR with or without O_CREAT); -1 if
+ * it fails or is not a regular file: a symlink or a fifo (opened without blocking) is removed,
+ * and with O_CREAT a regular file made in its place. */
+static int open_reg(int dirfd, const char *name, int flags)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		int fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+		struct stat st;
+
+		if (fd < 0 && errno != ELOOP)
+			return -1;
+		if (fd >= 0 && fstat(fd, &st)) {
+			close(fd);
+			return -1;
+		}
+		if (fd >= 0 && S_ISREG(st.st_mode))
+			return fd;
+		if (fd >= 0)
+			close(fd);
+		if (unlinkat(dirfd, name, 0) || !(flags & O_CREAT))
+			break;
+	}
+	errno = EINVAL;
+	return -1;
+}
+
 /* A unit file's geometry from its header: 0, or -1 when it has none (yet) or a wrong one. */
 static int read_geom(int fd, struct ugeom *g)
 {
@@ -197,10 +227,20 @@ static bool stale_tmp(const char *name)
 	return pid <= 0 || (kill((pid_t)pid, 0) && errno == ESRCH);
 }
 
+/* Whether name is the one this cache gives entry k (a unit file's, or a solo entry's): only
+ * those are counted, as only those are evicted ("u01" or "u0x1" would stay on disk). */
+static bool canonical(const char *name, bool unit, uint64_t k)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%s%llx", unit ? "u" : "", (unsigned long long)k);
+	return !strcmp(buf, name);
+}
+
 /* Counts the entries of one KEY folder (own: the cache's own KEY). */
 static int scan_dir(struct dcache *d, const char *name, bool own)
 {
-	int fd = openat(d->rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(d->rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 	uint32_t idx;
@@ -225,7 +265,7 @@ static int scan_dir(struct dcache *d, const char *name, bool own)
 		}
 		unit = de->d_name[0] == 'u';
 		k = strtoull(de->d_name + unit, &end, 16);
-		if (*end || end == de->d_name + unit ||
+		if (*end || end == de->d_name + unit || !canonical(de->d_name, unit, k) ||
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
 		if (!unit && own && d->per && !(k & DCACHE_SOLO))
@@ -261,7 +301,12 @@ static int scan_root(struct dcache *d, const char *key)
 		return sqk_from_errno(errno);
 	}
 	while (!rc && (de = readdir(dh))) {
-		if (de->d_name[0] != '.' && de->d_type == DT_DIR)
+		struct stat st;
+
+		if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+			continue;
+		if (de->d_type == DT_DIR || (!fstatat(d->rootfd, de->d_name, &st,
+						      AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode)))
 			rc = scan_dir(d, de->d_name, !strcmp(de->d_name, key));
 	}
 	closedir(dh);
@@ -314,6 +359,54 @@ static int index_own(struct dcache *d)
 	return rc;
 }
 
+/* The lock file's descriptor of this process, with the shared in-use lock held: opened at open
+ * and anew in a forked child (mu held); -1 if none. */
+static int unit_fd(struct dcache *d)
+{
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = INUSE_AT,
+			    .l_len = 1 };
+
+	if (d->lock_pid != getpid()) { /* (an inherited one: the parent's stays open) */
+		int fd = open_reg(d->dirfd, UNITS, O_RDWR | O_CREAT);
+
+		/* an evicting process holds the write lock a moment: not waited for longer than
+		 * INUSE_WAIT_MS (a stopped one), as readers may wait on the caller */
+		for (unsigned ms = 0; fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) &&
+				      (errno == EAGAIN || errno == EACCES || errno == EINTR) &&
+				      ms < INUSE_WAIT_MS; ms++)
+			usleep(1000);
+		if (d->lockfd >= 0) /* after: the folder stays marked in use throughout */
+			close(d->lockfd);
+		d->lockfd = fd;
+		d->lock_pid = getpid();
+	}
+	return d->lockfd;
+}
+
+/* Opens the own folder and its lock file; again if an evicting process removed them meanwhile
+ * (it takes the in-use lock first: once we hold it, what we opened stays). Without a lock file
+ * (a read-only folder) the cache works unshared. */
+static int open_own(struct dcache *d, const char *key)
+{
+	for (unsigned tries = 0; tries < 8; tries++) {
+		struct stat st;
+		int fd;
+
+		if (mkdirat(d->rootfd, key, 0700) && errno != EEXIST)
+			return sqk_from_errno(errno);
+		d->dirfd = openat(d->rootfd, key, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (d->dirfd < 0)
+			return sqk_from_errno(errno);
+		d->lock_pid = 0;
+		fd = unit_fd(d) >= 0 ? d->lockfd : d->dirfd;
+		if (!fstat(fd, &st) && st.st_nlink > 0)
+			return 0;
+		close(d->dirfd);
+		d->dirfd = -1;
+	}
+	return SQK_EIO;
+}
+
 /* Borrows root and key; caller owns *out. */
 int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csize, uint32_t per,
 		uint64_t units, struct dcache **out)
@@ -345,11 +438,8 @@ int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csiz
 		rc = find_own(d, key);
 	if (!rc)
 		rc = index_own(d);
-	if (!rc) {
-		d->dirfd = openat(d->rootfd, key, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (d->dirfd < 0)
-			rc = sqk_from_errno(errno);
-	}
+	if (!rc)
+		rc = open_own(d, key);
 	if (rc) {
 		dcache_close(d);
 		return rc;
@@ -373,13 +463,13 @@ static struct ugeom own_geom(const struct dcache *d)
 	return (struct ugeom){ d->csize, d->per };
 }
 
-/* Opens the unit file of chunk k (flags: O_RDONLY, or O_RDWR and O_CREAT); -1 if it fails. */
+/* Opens the unit file of chunk k (flags as open_reg's); -1 if it fails. */
 static int unit_open(struct dcache *d, uint64_t k, int flags)
 {
 	char name[24];
 
 	unit_name(name, sizeof(name), k / d->per);
-	return openat(d->dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW, 0600);
+	return open_reg(d->dirfd, name, flags);
 }
 
 /* Reads slot header of chunk k from unit file fd into h: 0 if it is filled, with the cache's
@@ -424,7 +514,7 @@ int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 	if (in_units(d, k))
 		return unit_get(d, k, buf, len);
 	chunk_name(name, sizeof(name), k);
-	fd = openat(d->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open_reg(d->dirfd, name, O_RDONLY);
 	if (fd < 0)
 		return SQK_ENOENT;
 	ok = !fstat(fd, &st) && (uint64_t)st.st_size == HDR + (uint64_t)len &&
@@ -448,6 +538,45 @@ static void punch(int fd, struct ugeom g, uint32_t slot)
 	fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, data_at(g, slot), (off_t)g.csize);
 }
 
+/* Whether folder fd holds nothing but its lock file. */
+static bool only_lock_file(int fd)
+{
+	int dfd = dup(fd);
+	DIR *dh = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *de;
+	bool only = dh != NULL;
+
+	if (!dh && dfd >= 0)
+		close(dfd);
+	while (only && (de = readdir(dh)))
+		only = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		       !strcmp(de->d_name, UNITS);
+	if (dh)
+		closedir(dh);
+	return only;
+}
+
+/* Removes another image's folder fd (`name`) once it holds nothing but its lock file, unless a
+ * process has it open: one that opens it meanwhile finds its lock file gone and makes it anew.
+ * Without a lock file only an empty folder goes (one made meanwhile keeps it). */
+static void drop_if_idle(struct dcache *d, int fd, const char *name)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = INUSE_AT,
+			    .l_len = 1 };
+	int lfd = openat(fd, UNITS, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (lfd < 0) {
+		if (errno == ENOENT)
+			unlinkat(d->rootfd, name, AT_REMOVEDIR);
+		return;
+	}
+	if (!fcntl(lfd, F_OFD_SETLK, &fl) && only_lock_file(fd)) {
+		unlinkat(fd, UNITS, 0);
+		unlinkat(d->rootfd, name, AT_REMOVEDIR);
+	}
+	close(lfd); /* (drops the lock) */
+}
+
 /* Removes the oldest entries until `need` more bytes fit. Called with mu held. */
 static void evict(struct dcache *d, uint64_t need)
 {
@@ -461,7 +590,8 @@ static void evict(struct dcache *d, uint64_t need)
 		d->used -= e->size;
 		if (e->unit && e->dir == d->own && e->k < d->ucap)
 			d->uent[e->k] = 0;
-		fd = openat(d->rootfd, d->dirs[e->dir], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = openat(d->rootfd, d->dirs[e->dir],
+			    O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
 		if (e->unit)
@@ -469,10 +599,8 @@ static void evict(struct dcache *d, uint64_t need)
 		else
 			chunk_name(name, sizeof(name), e->k);
 		unlinkat(fd, name, 0);
-		if (e->dir != d->own) { /* once empty (its lock file left: nothing then shared) */
-			unlinkat(fd, UNITS, 0);
-			unlinkat(d->rootfd, d->dirs[e->dir], AT_REMOVEDIR);
-		}
+		if (e->dir != d->own)
+			drop_if_idle(d, fd, d->dirs[e->dir]);
 		close(fd);
 	}
 	if (d->head > 4096 && d->head * 2 > d->n) { /* compact the queue */
@@ -733,18 +861,6 @@ void dcache_close(struct dcache *d)
 	free(d);
 }
 
-/* The lock file's descriptor of this process, opened on first use (mu held); -1 if none. */
-static int unit_fd(struct dcache *d)
-{
-	if (d->lock_pid != getpid()) { /* (an inherited one: the parent's stays open) */
-		if (d->lockfd >= 0)
-			close(d->lockfd);
-		d->lockfd = openat(d->dirfd, UNITS, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		d->lock_pid = getpid();
-	}
-	return d->lockfd;
-}
-
 static int unit_lock(struct dcache *d, uint64_t u, short type)
 {
 	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)u,
@@ -754,7 +870,7 @@ static int unit_lock(struct dcache *d, uint64_t u, short type)
 	pthread_mutex_lock(&d->mu);
 	fd = unit_fd(d);
 	pthread_mutex_unlock(&d->mu);
-	if (fd < 0 || u > INT64_MAX)
+	if (fd < 0 || u >= (uint64_t)INUSE_AT)
 		return 0;
 	rc = fcntl(fd, F_OFD_SETLK, &fl);
 	return rc && (errno == EAGAIN || errno == EACCES) ? -1 : 0;

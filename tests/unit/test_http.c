@@ -406,6 +406,7 @@ START_TEST(test_dcache_units_foreign)
 	char *root = tmpdir(), path[600];
 	uint8_t a[UCS], b[UCS];
 	struct dcache *d;
+	FILE *f;
 
 	test_fill_random(a, sizeof(a), 41);
 	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
@@ -428,6 +429,15 @@ START_TEST(test_dcache_units_foreign)
 	ck_assert_int_eq(dcache_get(d, 4 * UPER + 1, b, UCS), 0);
 	ck_assert_mem_eq(a, b, UCS);
 	ck_assert_uint_eq(dcache_room(d), (1 << 20) - UFILE(1)); /* u4 alone: one slot written */
+	dcache_close(d);
+	/* a name the cache would not give (u01 for u1) is neither counted nor evicted */
+	snprintf(path, sizeof(path), "%s/k/u01", root);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(a, 1, UCS, f), UCS);
+	fclose(f);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
+	ck_assert_uint_eq(dcache_room(d), (1 << 20) - UFILE(1));
 	dcache_close(d);
 	rm_rf(root);
 	free(root);
@@ -554,6 +564,132 @@ START_TEST(test_dcache_units_bound)
 }
 END_TEST
 
+/* A fifo or a symlink in the folder is never opened as an entry (a fifo would block the read
+ * for ever): a miss, and the next store makes a regular file. */
+START_TEST(test_dcache_not_regular)
+{
+	char *root = tmpdir(), path[600];
+	uint8_t a[UCS], b[UCS];
+	struct dcache *d, *d2;
+	struct stat st;
+
+	test_fill_random(a, sizeof(a), 51);
+	snprintf(path, sizeof(path), "%s/k", root);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/k/u0", root);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	snprintf(path, sizeof(path), "%s/k/%llx", root, (unsigned long long)(DCACHE_SOLO + 2));
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	snprintf(path, sizeof(path), "%s/k/u1", root);
+	ck_assert_int_eq(symlink("/etc/hostname", path), 0);
+	snprintf(path, sizeof(path), "%s/k/.units", root);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
+	/* the lock file made anew in the fifo's place: a second opener's unit locks conflict */
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_int_eq(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d2), 0);
+	ck_assert(dcache_unit_trylock(d, 3));
+	ck_assert(!dcache_unit_trylock(d2, 3));
+	dcache_close(d2);
+	ck_assert(!dcache_has(d, 1));
+	ck_assert_int_eq(dcache_get(d, 1, b, UCS), SQK_ENOENT);
+	ck_assert(!dcache_has(d, UPER));
+	ck_assert_int_eq(dcache_get(d, UPER, b, UCS), SQK_ENOENT);
+	ck_assert_int_eq(dcache_get(d, DCACHE_SOLO + 2, b, 100), SQK_ENOENT);
+	ck_assert_int_eq(dcache_put(d, 1, a, UCS), 0);
+	ck_assert_int_eq(dcache_get(d, 1, b, UCS), 0);
+	ck_assert_mem_eq(a, b, UCS);
+	ck_assert_int_eq(dcache_put(d, UPER, a, UCS), 0);
+	ck_assert_int_eq(dcache_get(d, UPER, b, UCS), 0);
+	ck_assert_mem_eq(a, b, UCS);
+	ck_assert_int_eq(dcache_put(d, DCACHE_SOLO + 2, a, 100), 0);
+	ck_assert_int_eq(dcache_get(d, DCACHE_SOLO + 2, b, 100), 0);
+	ck_assert_mem_eq(a, b, 100);
+	dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* The image's folder as a symlink is refused, and nothing where it points is touched. */
+START_TEST(test_dcache_folder_symlink)
+{
+	char *root = tmpdir(), *out = tmpdir(), path[600], link[600];
+	struct dcache *d = NULL;
+	char got[16] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/u1", out);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("precious", f);
+	fclose(f);
+	snprintf(link, sizeof(link), "%s/k", root);
+	ck_assert_int_eq(symlink(out, link), 0);
+	ck_assert_int_ne(dcache_open(root, "k", 1 << 20, UCS, UPER, UNITS, &d), 0);
+	ck_assert_ptr_null(d);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(got, sizeof(got), f));
+	fclose(f);
+	ck_assert_str_eq(got, "precious");
+	snprintf(path, sizeof(path), "%s/.units", out);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	rm_rf(root);
+	rm_rf(out);
+	free(root);
+	free(out);
+}
+END_TEST
+
+/* Evicting the files of an image another cache has open leaves its folder and lock file: its
+ * stores go on, and its unit locks still exclude a second opener. Once nobody has it open,
+ * its emptied folder goes. */
+START_TEST(test_dcache_evict_in_use)
+{
+	char *root = tmpdir(), path[600];
+	uint8_t a[UCS], b[UCS];
+	struct dcache *busy, *other, *d;
+	uint64_t limit = 3 * UFILE(1);
+
+	test_fill_random(a, sizeof(a), 61);
+	ck_assert_int_eq(dcache_open(root, "busy", limit, UCS, UPER, UNITS, &busy), 0);
+	ck_assert_int_eq(dcache_put(busy, 0, a, UCS), 0);
+	ck_assert_int_eq(dcache_put(busy, UPER, a, UCS), 0);
+	ck_assert_int_eq(dcache_open(root, "new", limit, UCS, UPER, UNITS, &d), 0);
+	for (unsigned u = 0; u < 3; u++)
+		ck_assert_int_eq(dcache_put(d, u * UPER, a, UCS), 0);
+	snprintf(path, sizeof(path), "%s/busy", root);
+	ck_assert_uint_eq(count_files(path), 0); /* both its files evicted */
+	snprintf(path, sizeof(path), "%s/busy/.units", root);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	ck_assert(dcache_unit_trylock(busy, 5));
+	ck_assert_int_eq(dcache_open(root, "busy", limit, UCS, UPER, UNITS, &other), 0);
+	ck_assert(!dcache_unit_trylock(other, 5));
+	dcache_unit_unlock(busy, 5);
+	ck_assert_int_eq(dcache_put(busy, 2 * UPER, a, UCS), 0);
+	ck_assert_int_eq(dcache_get(other, 2 * UPER, b, UCS), 0);
+	ck_assert_mem_eq(a, b, UCS);
+	dcache_close(busy);
+	dcache_close(other);
+	dcache_close(d);
+	/* idle now: evicting its last file (the oldest) takes the folder */
+	snprintf(path, sizeof(path), "%s/busy/u2", root);
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, (const struct timespec[2]){ { 1, 0 }, { 1, 0 } },
+				   0), 0);
+	ck_assert_int_eq(dcache_open(root, "new", limit, UCS, UPER, UNITS, &d), 0);
+	ck_assert_int_eq(dcache_put(d, 3 * UPER, a, UCS), 0);
+	snprintf(path, sizeof(path), "%s/busy", root);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	for (unsigned u = 0; u < 4; u++)
+		ck_assert_int_eq(dcache_get(d, u * UPER, b, UCS), u ? 0 : SQK_ENOENT);
+	dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -575,6 +711,9 @@ static Suite *http_suite(void)
 	tcase_add_test(cache, test_dcache_units_bound);
 	tcase_add_test(cache, test_dcache_units_foreign);
 	tcase_add_test(cache, test_dcache_units_race);
+	tcase_add_test(cache, test_dcache_not_regular);
+	tcase_add_test(cache, test_dcache_folder_symlink);
+	tcase_add_test(cache, test_dcache_evict_in_use);
 	tcase_set_timeout(cache, 60); /* the race: up to 30 passes of 128 stores */
 	suite_add_tcase(s, names);
 	suite_add_tcase(s, cache);
