@@ -33,6 +33,10 @@
 /* A chunk job whose unit another process is fetching (its lock in the cache folder) looks
  * again this often; the chunks are then on disk. */
 #define UNIT_POLL_MS 10u
+/* After this many other ETags found to carry the image's root digest, a server's ETags change
+ * from answer to answer: they are not checked any more (the chunks' digests still are), else
+ * every answer would wait for a check of its own for ever. */
+#define ETAG_OK_MAX 8u
 
 static int64_t now_us(void)
 {
@@ -179,10 +183,11 @@ static size_t keep_errbody(struct http_job *j, const char *p, size_t len)
 	return j->errbody_len < ERRBODY_MAX ? len : 0;
 }
 
-/* Whether etag is the one of the open or one found to have the same root digest. */
+/* Whether etag is the one of the open or one found to have the same root digest (any, once
+ * ETAG_OK_MAX were). */
 static bool etag_known(const struct http *h, const char *etag)
 {
-	if (!strcmp(h->etag, etag))
+	if (!strcmp(h->etag, etag) || (h->n_etag_ok >= ETAG_OK_MAX && strcmp(etag, h->etag_bad)))
 		return true;
 	for (unsigned i = 0; i < h->n_etag_ok && i < 4; i++) {
 		if (!strcmp(h->etag_ok[i], etag))
@@ -520,6 +525,16 @@ static bool body_stalled(struct http_job *j, CURLcode res)
 	return st == 200 || st == 206;
 }
 
+/* Appends line to *list; false when out of memory (the list stays whole, never sent short). */
+static bool slist_add(struct curl_slist **list, const char *line)
+{
+	struct curl_slist *n = curl_slist_append(*list, line);
+
+	if (n)
+		*list = n;
+	return n != NULL;
+}
+
 /* Starts the check of etag: its trailer, asked with If-Match (mu held). False when it cannot
  * be queued. */
 static bool etag_check_start(struct http *h, const char *etag)
@@ -528,6 +543,7 @@ static bool etag_check_start(struct http *h, const char *etag)
 					  SQK_INTEG_TRAILER_SIZE);
 	char im[160];
 	const struct curl_slist *l;
+	bool ok;
 
 	if (!j)
 		return false;
@@ -536,11 +552,10 @@ static bool etag_check_start(struct http *h, const char *etag)
 	snprintf(j->expect_etag, sizeof(j->expect_etag), "%s", etag);
 	snprintf(im, sizeof(im), "If-Match: %s", etag);
 	j->flat = malloc(j->len);
-	for (l = h->hdrs; j->flat && l; l = l->next)
-		j->own_hdrs = curl_slist_append(j->own_hdrs, l->data);
-	if (j->flat)
-		j->own_hdrs = curl_slist_append(j->own_hdrs, im);
-	if (!j->flat || !j->own_hdrs) {
+	ok = j->flat != NULL;
+	for (l = h->hdrs; ok && l; l = l->next)
+		ok = slist_add(&j->own_hdrs, l->data);
+	if (!ok || !slist_add(&j->own_hdrs, im)) {
 		http_job_free(j);
 		return false;
 	}
@@ -583,6 +598,10 @@ static void etag_checked(struct http *h, struct http_job *j, int rc)
 			 j->expect_etag);
 		http_logf(h, "%s: ETag %s has the same root digest as %s: the same image",
 			      h->name, j->expect_etag, h->etag);
+		if (h->n_etag_ok == ETAG_OK_MAX)
+			http_logf(h, "%s: the server's ETags change from answer to answer "
+				      "(%u checked): they are not checked any more, the "
+				      "chunks' digests are", h->name, ETAG_OK_MAX);
 	} else if (rc == 0) {
 		snprintf(h->etag_bad, sizeof(h->etag_bad), "%s", j->expect_etag);
 	}

@@ -24,6 +24,9 @@ names; any other path passes through untouched. MODE is one or more comma-separa
   norange       remove Range (and If-Range) before forwarding: upstream answers 200, full body
   wrongsize     from the second response of this MODE on, rewrite the total of Content-Range
                 (bytes A-B/TOTAL or bytes */TOTAL) to TOTAL+4096
+  newetag       a server whose ETag changes from answer to answer (the same bytes): If-Match is
+                removed before forwarding and its ETag is the answer's; every other answer gets
+                a new ETag
   alt=NAME      every second request (the 2nd, 4th, ...) goes upstream for the file NAME in the
                 same folder instead: two mirrors behind a round-robin balancer
   tag=WORD      no effect: only makes a MODE string (and so its counters) distinct
@@ -76,6 +79,7 @@ class Mode:
         self.corrupt = []
         self.norange = False
         self.wrongsize = False
+        self.newetag = False
         self.gated = False
         self.armed = False
         self.requests = 0
@@ -113,6 +117,8 @@ class Mode:
             self.norange = True
         elif item == 'wrongsize':
             self.wrongsize = True
+        elif item == 'newetag':
+            self.newetag = True
         elif item.startswith('alt='):
             self.alt = item[4:]
             if not re.fullmatch(r'[A-Za-z0-9._-]+', self.alt):
@@ -287,6 +293,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 continue
             if mode.norange and active and lk in ('range', 'if-range'):
                 continue
+            if mode.newetag and active and lk == 'if-match':
+                continue
             headers[k] = v
         if mode.norange and active and 'Range' in self.headers:
             with STATE.lock:
@@ -302,12 +310,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             log('%s #%d: upstream error %s' % (what, seq, e))
             return self.reply(502, 'faultproxy: upstream error: %s\n' % e)
 
+        etag = None
+        if mode.newetag and active:
+            etag = self.headers.get('If-Match') or '"new-%d"' % seq
+            with STATE.lock:
+                mode.hit('newetag')
         try:
-            self.relay(mode, seq, what, resp, active)
+            self.relay(mode, seq, what, resp, active, etag)
         finally:
             up.close()
 
-    def relay(self, mode, seq, what, resp, active):
+    def relay(self, mode, seq, what, resp, active, etag=None):
         out = []
         clen = None
         crange = None
@@ -315,6 +328,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             lk = k.lower()
             if lk in HOP_BY_HOP:
                 continue
+            if etag and lk == 'etag':
+                v = etag
             if lk == 'content-length':
                 clen = int(v)
             if lk == 'content-range':

@@ -10,7 +10,8 @@
 #  2. two mirrors with identical bytes but other ETags behind a round-robin (faultproxy alt=):
 #     every open and read works with the right bytes (the other ETag is checked: its trailer
 #     has the same root digest); two URLs of one image share one cache folder (keyed by the
-#     root digest); an image of the same size with other bytes is refused, naming both ETags
+#     root digest); a server with a new ETag in every answer is read right once 8 of them
+#     were checked; an image of the same size with other bytes is refused, naming both ETags
 #  3. 4 processes started together with one cache folder, reading a 24 MiB file of one image:
 #     the server sends about the image once (per-unit locks in the folder; chunks on disk as
 #     they arrive), each gets the right bytes (twice)
@@ -99,6 +100,15 @@ grep -q "has the same root digest" "$ERR_FILE" ||
 sqk_ok mirrorls ls -l -R --cache-size 0 "$(purl alt=img-b.sqsh,tag=ls)"
 cmp -s "$OUT_FILE" <("$SQK" ls -l -R "$W/www/img.sqsh") || fail "two mirrors: ls -lR differs"
 info "two mirrors with ETags $EA and $EB: 4 opens and reads right, ls -lR right"
+# a server with a new ETag in every answer (If-Match honoured): each used to wait for a check of
+# its own, for ever; after 8 checks ETags are not checked any more
+sqk_ok newetag cat --cache-size 0 "$(purl newetag)" raw.bin small.txt
+cmp -s "$OUT_FILE" <(cat "$S/raw.bin" "$S/small.txt") || fail "a new ETag in every answer: wrong bytes"
+grep -q "ETags change from answer to answer (8 checked)" "$ERR_FILE" ||
+	{ show_err; fail "a new ETag in every answer: no message says ETags are not checked any more"; }
+c=$(grep -c "has the same root digest" "$ERR_FILE")
+[ "$c" = 8 ] || { show_err; fail "a new ETag in every answer: $c checks, not 8"; }
+info "a new ETag in every answer: cat right in ${SECS}s after $c checks"
 # the disk cache is the image's (its root digest), not the URL's
 mark=$(http_log_mark)
 sqk_ok cache1 cat --cache-dir "$W/shared" "$HTTP_URL/img.sqsh" raw.bin
