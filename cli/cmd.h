@@ -68,7 +68,7 @@ enum {
 	"      --cache-dir DIR  on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"     \
 	"      --cache-size N   bound of the on-disk cache (K/M/G suffixes; 0 = none; 1G)\n"  \
 	"      --retries N      retries of a failed request (default 4)\n"                    \
-	"      --timeout SEC    a request without progress for SEC seconds fails (30)\n"      \
+	"      --timeout SEC    a request moving under 1 KiB/s for SEC seconds fails (30)\n"      \
 	"      --header H       send header 'Name: value' (repeatable; never printed)\n"      \
 	"      --header-file F  send the headers in F, one per line\n"                         \
 	"      --cacert FILE    trust the CAs in FILE (PEM) for https instead of the system's\n" \

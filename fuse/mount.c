@@ -188,7 +188,7 @@ static void usage(const char *prog)
 	       "  -o cache_dir=DIR    on-disk chunk cache (default $XDG_CACHE_HOME/squashkit)\n"
 	       "  -o cache_size=SIZE  bound of the on-disk cache (default 1G; 0 = none)\n"
 	       "  -o retries=N        retries of a failed request (default 4)\n"
-	       "  -o timeout=SEC      a request without progress for SEC seconds fails (30)\n"
+	       "  -o timeout=SEC      a request moving under 1 KiB/s for SEC seconds fails (30)\n"
 	       "  -o header_file=F    send the 'Name: value' headers of F (one per line) with\n"
 	       "                      every request; -o header=H for one without commas. Secrets\n"
 	       "                      belong in a file: command lines are visible to all users\n"

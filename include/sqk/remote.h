@@ -35,7 +35,7 @@ struct sqk_http_opts {
 	uint64_t cache_size;     /* bytes; default SQK_HTTP_CACHE_SIZE_DEFAULT */
 	bool retries_set;
 	unsigned retries;        /* retries after the first try; default SQK_HTTP_RETRIES_DEFAULT */
-	unsigned timeout_s;      /* a request without progress for this long fails; 0 = default */
+	unsigned timeout_s;      /* a request under 1 KiB/s for this long fails; 0 = default */
 	const char *const *headers; /* "Name: value" lines sent with every request (borrowed) */
 	size_t nheaders;
 	/* 32 bytes: the image's root digest must equal it; NULL = any. For sqk_io_http_create:

@@ -30,6 +30,9 @@
  * serves a range) is asked again at once with twice the patience, up to timeout << STALLS_MAX,
  * without using a retry: a retry after the same wait would be a new miss and a new fill. */
 #define STALLS_MAX 5u
+/* A transfer slower than this (bytes a second) over the timeout fails: a server that trickles
+ * must not hold a read for hours. */
+#define LOW_SPEED_MIN 1024L
 /* A chunk job whose unit another process is fetching (its lock in the cache folder) looks
  * again this often; the chunks are then on disk. */
 #define UNIT_POLL_MS 10u
@@ -391,7 +394,7 @@ static int start(struct http *h, struct http_job *j)
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)h->timeout_s);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_MIN);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)h->timeout_s << j->stalls);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(e, CURLOPT_PIPEWAIT, strncmp(h->url, "https:", 6) ? 0L : 1L);
@@ -514,12 +517,13 @@ static void resume_after_done(struct http_job *j)
 	j->len -= skip;
 }
 
-/* Whether j timed out after its response's headers came (curl's stall limit). */
+/* Whether j timed out after its response's headers came and before any of its body (curl's
+ * stall limit): a body that came too slowly is a failed attempt like any other. */
 static bool body_stalled(struct http_job *j, CURLcode res)
 {
 	long st = 0;
 
-	if (res != CURLE_OPERATION_TIMEDOUT || j->stalls >= STALLS_MAX || j->permanent)
+	if (res != CURLE_OPERATION_TIMEDOUT || j->stalls >= STALLS_MAX || j->permanent || j->got)
 		return false;
 	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &st);
 	return st == 200 || st == 206;

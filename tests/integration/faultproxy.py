@@ -13,6 +13,7 @@ names; any other path passes through untouched. MODE is one or more comma-separa
   delay=MS      wait MS milliseconds before answering each request
   bodydelay=MS  send the headers at once, then wait MS milliseconds before the body (a caching
                 proxy filling the whole file before it serves a range); on every response
+  trickle=BPS   send the headers at once, then the body at BPS bytes a second
   hang          read the request and never answer (the socket stays open until the client
                 closes it); hangx=N: only the first N requests hang
   503           answer every request 503 with a small body; 503x=N: only the first N
@@ -72,6 +73,7 @@ class Mode:
         self.text = text
         self.delay_ms = 0
         self.bodydelay_ms = 0
+        self.trickle = 0
         self.alt = None
         self.hang = None       # None: off, -1: always, N: first N
         self.e503 = None
@@ -99,6 +101,8 @@ class Mode:
             self.delay_ms = count(item[6:])
         elif item.startswith('bodydelay='):
             self.bodydelay_ms = count(item[10:])
+        elif item.startswith('trickle='):
+            self.trickle = count(item[8:])
         elif item == 'hang':
             self.hang = -1
         elif item.startswith('hangx='):
@@ -397,12 +401,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         limit = clen // 2 if drop else clen
         sent = 0
         flipped = 0
+        step = CHUNK
+        if active and mode.trickle:
+            step = max(1, mode.trickle // 10)
+            with STATE.lock:
+                mode.hit('trickle')
+            notes.append('trickled at %d bytes/s' % mode.trickle)
         try:
             while sent < limit:
+                if step != CHUNK:
+                    self.wfile.flush()
+                    time.sleep(0.1)
                 if data is not None:
-                    buf = data[sent:min(limit, sent + CHUNK)]
+                    buf = data[sent:min(limit, sent + step)]
                 else:
-                    buf = resp.read(min(CHUNK, limit - sent))
+                    buf = resp.read(min(step, limit - sent))
                 if not buf:
                     break
                 if start is not None:

@@ -8,6 +8,7 @@
 #   503      503x=N recovers (http_retries >= N); always 503: an error naming the status
 #   drop     dropx=N recovers; always: an error
 #   hang     hangx=1 recovers after --timeout; always: an error after the retries
+#   trickle  a body below 1 KiB/s for --timeout: an error after the retries, not hours
 #   corrupt  a flipped byte in a file's data: that file fails (EIO, a log line with the URL
 #            and the byte range), the others read; sqk verify reports it; nothing bad is cached;
 #            a flipped byte in the metadata or the integrity data: refused
@@ -276,6 +277,12 @@ mount_refused "always hang" "$(purl hang,tag=mnt)" "$W/m" -o timeout=1,retries=1
 gated hang,gated eio timeout=1,retries=1
 gated hangx=1,gated ok timeout=2
 [ "$(json_count "$W/gated.json" http_retries)" -ge 1 ] || fail "hangx=1 on a mounted image: no retries counted"
+
+# ---- trickle: the body at 300 bytes a second, below the floor of 1 KiB/s --------------------
+sqk_fails trickle cat "${NOC[@]}" --timeout 2 --retries 1 "$(purl trickle=300)" raw.bin
+[ "$SECS" -lt 30 ] || fail "a body at 300 bytes/s with --timeout 2 --retries 1 took $SECS s"
+grep -q "too slow" "$ERR_FILE" || { show_err; fail "a body at 300 bytes/s: no message says why"; }
+info "trickle: a body at 300 bytes/s fails in ${SECS}s: $(tail -n 1 "$ERR_FILE")"
 
 # sigterm_hung TAG WHAT: SIGTERM to $SQKFUSE (WHAT in messages) while its reads hang (timeout
 # 30 s): unmounted within 5 s, exit 0 without a sanitizer report, the reader ends with an error,
