@@ -260,6 +260,16 @@ void http_chunks_done(struct http *h, struct http_job *j, int rc)
 
 /* ---- fetching chunks ---- */
 
+/* Whether a reader waits for one of c[0..n). mu held. */
+static bool waited_on(struct http_chunk *const *c, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (c[i]->waiters)
+			return true;
+	}
+	return false;
+}
+
 /* Queues a request for the chunks c[0..n) (consecutive, LOADING, pinned once more for the job),
  * cut into parts of about `part` bytes that never cross a unit of the request grid. mu held.
  * Chunks that cannot be queued fail. */
@@ -281,7 +291,7 @@ static void submit_run(struct http *h, struct http_chunk **c, unsigned n, uint64
 			memcpy(j->ch, c, take * sizeof(*c));
 			j->nch = take;
 			j->k0 = c[0]->k;
-			j->demand = demand;
+			j->demand = demand || waited_on(c, take);
 			if (http_submit(h, j) == 0)
 				goto next;
 		}
@@ -469,9 +479,12 @@ int http_chunk_keep(struct http *h, struct http_chunk *c, int *put_rc)
 	return rc;
 }
 
-/* Waits until c is READY (verifying it when it arrived unchecked). mu held. */
+/* Waits until c is READY (verifying it when it arrived unchecked). mu held. A request for it
+ * queued as readahead meanwhile (after the reader pinned it) goes ahead as demand. */
 static int wait_chunk(struct http *h, struct http_chunk *c)
 {
+	bool promoted = false;
+
 	for (;;) {
 		int rc;
 
@@ -498,6 +511,9 @@ static int wait_chunk(struct http *h, struct http_chunk *c)
 		}
 		if (h->cancelled)
 			return SQK_EINTR;
+		if (!promoted && c->state == CH_LOADING)
+			http_promote(h, c->k);
+		promoted = true;
 		c->waiters++;
 		pthread_cond_wait(&h->ccv[c->k % HTTP_CCV], &h->mu);
 		c->waiters--;
