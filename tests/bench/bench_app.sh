@@ -460,7 +460,7 @@ record_trace() {
 	if [ ! -s "$BT/${pre}trace" ] || ! cmp -s "$BT/${pre}trace.out" "$BT/ref/$app.out"; then
 		WHY="no trace recorded ($(tail -n 1 "$BT/${pre}trace.err"))"; return 1
 	fi
-	"$SQK" mkimage -q --order "$BT/${pre}trace" "$tree" "$BT/$(img_of "$app" ordered).tmp" 2>"$BT/${pre}mkimage-order.err" &&
+	"$SQK" mkimage -q -noappend --order "$BT/${pre}trace" "$tree" "$BT/$(img_of "$app" ordered).tmp" 2>"$BT/${pre}mkimage-order.err" &&
 		mv "$BT/$(img_of "$app" ordered).tmp" "$BT/$(img_of "$app" ordered)" ||
 		{ WHY="sqk mkimage --order failed: $(tail -n 1 "$BT/${pre}mkimage-order.err")"; return 1; }
 }
@@ -493,7 +493,7 @@ app_images() {
 	if [ ! -s "$plain" ]; then
 		log "sqk mkimage of the $app tree"
 		t0=$(now)
-		"$SQK" mkimage -q "$tree" "$plain.tmp" 2>"$BT/${pre}mkimage.err" || die "sqk mkimage failed: $(tail -n 1 "$BT/${pre}mkimage.err")"
+		"$SQK" mkimage -q -noappend "$tree" "$plain.tmp" 2>"$BT/${pre}mkimage.err" || die "sqk mkimage failed: $(tail -n 1 "$BT/${pre}mkimage.err")"
 		mv "$plain.tmp" "$plain"
 		log "  $(since "$t0") s"
 	fi
@@ -526,7 +526,7 @@ if [ ! -s "$BT/data.sqsh" ]; then
 	for ((i = 0; i < NREADERS; i++)); do head -c $((READER_MIB << 20)) /dev/urandom >"$BT/data/data/r$i"; done
 	head -c $((BIG_MIB << 20)) /dev/urandom >"$BT/data/data/big"
 	(cd "$BT/data/data" && sha256sum r* big) >"$BT/data.sha"
-	"$SQK" mkimage -q "$BT/data" "$BT/data.sqsh.tmp" 2>"$BT/mkimage-data.err" || die "sqk mkimage of the data failed: $(tail -n 1 "$BT/mkimage-data.err")"
+	"$SQK" mkimage -q -noappend "$BT/data" "$BT/data.sqsh.tmp" 2>"$BT/mkimage-data.err" || die "sqk mkimage of the data failed: $(tail -n 1 "$BT/mkimage-data.err")"
 	mv "$BT/data.sqsh.tmp" "$BT/data.sqsh"
 	rm -rf "$BT/data"
 fi
