@@ -199,9 +199,16 @@ static bool etag_known(const struct http *h, const char *etag)
 	return false;
 }
 
+/* Whether two answers' Last-Modified dates (either may be absent) name other versions. */
+bool http_dates_differ(const char *a, const char *b)
+{
+	return a[0] && b[0] && strcmp(a, b);
+}
+
 /* The ETag of a 206 for the right bytes: the open's or a known one; another one waits for a
  * check of its trailer (need_reval) when the image has integrity data, else the image changed.
- * A check's own answer must carry the ETag it checks. */
+ * Without integrity data, where the open's answer or this one has no ETag, their Last-Modified
+ * dates tell. A check's own answer must carry the ETag it checks. */
 static bool check_etag(struct http_job *j)
 {
 	struct http *h = j->h;
@@ -211,6 +218,12 @@ static bool check_etag(struct http_job *j)
 			return true;
 		set_why(j, false, "answered ETag %s, not %s", j->etag[0] ? j->etag : "(none)",
 			j->expect_etag);
+		return false;
+	}
+	if ((!h->has_integ || h->o.raw) && (!h->etag[0] || !j->etag[0]) &&
+	    http_dates_differ(h->lastmod, j->lastmod)) {
+		set_why(j, true, "the image changed on the server (Last-Modified %s, was %s)",
+			j->lastmod, h->lastmod);
 		return false;
 	}
 	if (!h->etag[0] || !j->etag[0] || etag_known(h, j->etag))

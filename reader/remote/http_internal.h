@@ -70,6 +70,11 @@ struct http_group {
 	int err;                 /* the last failure */
 };
 
+/* An answer's validators: what tells versions of the image apart. */
+struct validators {
+	char etag[128], lastmod[64];
+};
+
 /* One range request: [off, off + len), either into chunks (pinned by the job) or into flat. */
 struct http_job {
 	uint64_t off;
@@ -225,6 +230,7 @@ void http_fetch_flat_all(struct http *h, struct http_job **jobs, unsigned n, int
 void http_thread_stop(struct http *h);
 /* mu held: a reader waits on chunk k; a queued readahead job holding it becomes demand. */
 void http_promote(struct http *h, uint64_t k);
+bool http_dates_differ(const char *a, const char *b);
 struct http_job *http_job_new(struct http *h, uint64_t off, size_t len);
 void http_job_free(struct http_job *j);
 /* For an s3:// url: resolves it (h->s3, h->url, h->name) and adds the headers every request

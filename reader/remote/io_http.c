@@ -334,10 +334,10 @@ static int tail_by_offset(struct http *h, const struct http_job *probe, struct h
 /* The open's two requests, at once: the first PROBE_LEN bytes (*head, *head_len) with the
  * size and validators, and the last TAIL_OPEN bytes (*tail from *tail_at to the end), where
  * the integrity data and the metadata tables are. The probe's failure is the one named. The
- * validators are the tail's (*probe_etag the probe's: another one is the same image only
- * when the first bytes check against the tail's digests, open_etags). */
+ * validators are the tail's (*probe's the probe's: another ETag is the same image only when
+ * the first bytes check against the tail's digests, open_etags). */
 static int open_requests(struct http *h, uint8_t **head, size_t *head_len, uint8_t **tail,
-			 uint64_t *tail_at, char probe_etag[128])
+			 uint64_t *tail_at, struct validators *probe)
 {
 	struct http_job *j[2] = { http_job_new(h, 0, PROBE_LEN), http_job_new(h, 0, TAIL_OPEN) };
 	int rcs[2] = { 0, 0 }, rc;
@@ -365,7 +365,8 @@ static int open_requests(struct http *h, uint8_t **head, size_t *head_len, uint8
 		h->size = j[0]->cr_total;
 		memcpy(h->etag, j[1]->etag, sizeof(h->etag));
 		memcpy(h->lastmod, j[1]->lastmod, sizeof(h->lastmod));
-		memcpy(probe_etag, j[0]->etag, sizeof(j[0]->etag));
+		memcpy(probe->etag, j[0]->etag, sizeof(probe->etag));
+		memcpy(probe->lastmod, j[0]->lastmod, sizeof(probe->lastmod));
 		*head_len = j[0]->len;
 		*head = j[0]->flat;
 		j[0]->flat = NULL;
@@ -538,14 +539,23 @@ static int load_tail(struct http *h, uint8_t *buf, uint64_t at)
 
 /* The open's two answers carried different ETags (two mirrors behind one name): with
  * integrity data the first bytes are checked against the tail's digests before use, and the
- * probe's ETag is checked like any other when it comes again; without, the image changed. */
-static int open_etags(struct http *h, const char *probe_etag)
+ * probe's ETag is checked like any other when it comes again; without, the image changed, as
+ * when neither has an ETag and their Last-Modified dates differ. */
+static int open_etags(struct http *h, const struct validators *probe)
 {
-	if (!strcmp(probe_etag, h->etag) || (h->has_integ && !h->o.raw))
+	if (h->has_integ && !h->o.raw)
 		return 0;
-	http_logf(h, "%s: the image changed on the server during the open (ETag %s, was %s)",
-		      h->name, h->etag, probe_etag);
-	return SQK_EIO;
+	if (strcmp(probe->etag, h->etag)) {
+		http_logf(h, "%s: the image changed on the server during the open (ETag %s, was "
+			      "%s)", h->name, h->etag, probe->etag);
+		return SQK_EIO;
+	}
+	if (!h->etag[0] && http_dates_differ(probe->lastmod, h->lastmod)) {
+		http_logf(h, "%s: the image changed on the server during the open (Last-Modified "
+			      "%s, was %s)", h->name, h->lastmod, probe->lastmod);
+		return SQK_EIO;
+	}
+	return 0;
 }
 
 static int check_root(struct http *h)
@@ -695,7 +705,7 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	uint8_t *head = NULL, *tail = NULL;
 	size_t head_len = 0;
 	uint64_t tail_at = 0;
-	char probe_etag[128] = "";
+	struct validators probe = { "", "" };
 	int rc;
 
 	*out = NULL;
@@ -715,7 +725,7 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	h->csize = PROBE_LEN;
 	h->unit = UNIT_MIN;
 	if (!rc)
-		rc = open_requests(h, &head, &head_len, &tail, &tail_at, probe_etag);
+		rc = open_requests(h, &head, &head_len, &tail, &tail_at, &probe);
 	if (!rc && h->size == 0)
 		rc = SQK_ECORRUPT;
 	if (!rc)
@@ -723,7 +733,7 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	else
 		free(tail);
 	if (!rc)
-		rc = open_etags(h, probe_etag);
+		rc = open_etags(h, &probe);
 	if (!rc) {
 		h->unit = h->csize >= UNIT_MIN ? h->csize : UNIT_MIN / h->csize * h->csize;
 		seed(h, 0, head, head_len);

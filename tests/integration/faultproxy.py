@@ -28,6 +28,7 @@ names; any other path passes through untouched. MODE is one or more comma-separa
   newetag       a server whose ETag changes from answer to answer (the same bytes): If-Match is
                 removed before forwarding and its ETag is the answer's; every other answer gets
                 a new ETag
+  noetag        remove ETag from every answer (a proxy that drops it; Last-Modified stays)
   alt=NAME      every second request (the 2nd, 4th, ...) goes upstream for the file NAME in the
                 same folder instead: two mirrors behind a round-robin balancer
   tag=WORD      no effect: only makes a MODE string (and so its counters) distinct
@@ -82,6 +83,7 @@ class Mode:
         self.norange = False
         self.wrongsize = False
         self.newetag = False
+        self.noetag = False
         self.gated = False
         self.armed = False
         self.requests = 0
@@ -123,6 +125,8 @@ class Mode:
             self.wrongsize = True
         elif item == 'newetag':
             self.newetag = True
+        elif item == 'noetag':
+            self.noetag = True
         elif item.startswith('alt='):
             self.alt = item[4:]
             if not re.fullmatch(r'[A-Za-z0-9._-]+', self.alt):
@@ -334,6 +338,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 continue
             if etag and lk == 'etag':
                 v = etag
+            if lk == 'etag' and active and mode.noetag:
+                with STATE.lock:
+                    mode.hit('noetag')
+                continue
             if lk == 'content-length':
                 clen = int(v)
             if lk == 'content-range':

@@ -9,6 +9,9 @@
 #   drop     dropx=N recovers; always: an error
 #   hang     hangx=1 recovers after --timeout; always: an error after the retries
 #   trickle  a body below 1 KiB/s for --timeout: an error after the retries, not hours
+#   noetag   with alt=: an image without integrity data whose answers differ only in
+#            Last-Modified is refused at open; under a mount, such an answer is refused and
+#            logged, and no read returns the other version's bytes
 #   corrupt  a flipped byte in a file's data: that file fails (EIO, a log line with the URL
 #            and the byte range), the others read; sqk verify reports it; nothing bad is cached;
 #            a flipped byte in the metadata or the integrity data: refused
@@ -283,6 +286,45 @@ sqk_fails trickle cat "${NOC[@]}" --timeout 2 --retries 1 "$(purl trickle=300)" 
 [ "$SECS" -lt 30 ] || fail "a body at 300 bytes/s with --timeout 2 --retries 1 took $SECS s"
 grep -q "too slow" "$ERR_FILE" || { show_err; fail "a body at 300 bytes/s: no message says why"; }
 info "trickle: a body at 300 bytes/s fails in ${SECS}s: $(tail -n 1 "$ERR_FILE")"
+
+# ---- a changed image without integrity data, behind a proxy that drops ETags ---------------
+# nc.sqsh: n.sqsh's size and layout, raw.bin's bytes and the file's mtime other; every second
+# answer comes from it once armed (no ETag in any answer: only Last-Modified tells them apart)
+sqk_build -q --no-fragments --no-checksums "$S" "$W/www/n.sqsh"
+S2=$W/src2
+cp -a "$S" "$S2"
+python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(1084).randbytes(1 << 20))' >"$S2/raw.bin"
+touch -r "$S/raw.bin" "$S2/raw.bin"
+sqk_build -q --no-fragments --no-checksums "$S2" "$W/www/nc.sqsh"
+[ "$(stat -c %s "$W/www/nc.sqsh")" = "$(stat -c %s "$W/www/n.sqsh")" ] || fail "nc.sqsh is not n.sqsh's size"
+touch -d '2001-02-03 04:05:06' "$W/www/nc.sqsh"
+nurl() { echo "$PROXY_URL/_f/$1/n.sqsh"; }
+sqk_fails nochange cat --cache-size 0 "$(nurl noetag,alt=nc.sqsh)" raw.bin
+grep -q "changed on the server during the open (Last-Modified" "$ERR_FILE" ||
+	{ show_err; fail "two versions without ETags at open: no message naming Last-Modified"; }
+M=noetag,alt=nc.sqsh,gated
+fuse_mount "$(nurl $M)" "$W/mn" -o cache_size=0,noprefetch,nobackground
+cmp -s "$S/small.txt" "$W/mn/small.txt" || fail "no ETags: small.txt differs before the change"
+proxy_arm "$M"
+# every second request goes to nc.sqsh: a read is refused (EIO), or the kernel's read of the
+# page again comes through n.sqsh; never nc.sqsh's bytes
+for f in raw.bin other.bin text.txt; do
+	rc=0
+	timeout 120 cat "$W/mn/$f" >"$TMP/read.out" 2>"$TMP/read.err" || rc=$?
+	[ $rc != 124 ] || fail "no ETags: reading $f hangs"
+	if [ $rc = 0 ]; then
+		cmp -s "$TMP/read.out" "$S/$f" || fail "no ETags: $f read with another version's bytes"
+	else
+		grep -q 'Input/output error' "$TMP/read.err" || fail "no ETags: $f: $(cat "$TMP/read.err")"
+		is_prefix "$TMP/read.out" "$S/$f" || fail "no ETags: $f: wrong bytes before the error"
+	fi
+done
+[ "$(proxy_faults "$M" alt)" -ge 1 ] || fail "no ETags: no request went to nc.sqsh"
+grep -q "the image changed on the server (Last-Modified .*, was .*)" "$TMP/fuse.err" ||
+	{ tail -n 5 "$TMP/fuse.err" >&2; fail "no ETags: no log line naming Last-Modified"; }
+proxy_disarm "$M"
+fuse_umount "$W/mn"
+info "no ETags, another Last-Modified: refused at open and under a mount ($(grep -m1 -o 'the image changed on the server (Last-Modified[^)]*)' "$TMP/fuse.err"))"
 
 # sigterm_hung TAG WHAT: SIGTERM to $SQKFUSE (WHAT in messages) while its reads hang (timeout
 # 30 s): unmounted within 5 s, exit 0 without a sanitizer report, the reader ends with an error,
