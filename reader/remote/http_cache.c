@@ -178,6 +178,11 @@ static void unit_name(char *buf, size_t cap, uint64_t u)
 	snprintf(buf, cap, "u%llx", (unsigned long long)u);
 }
 
+static void chunk_name(char *buf, size_t cap, uint64_t k)
+{
+	snprintf(buf, cap, "%llx", (unsigned long long)k);
+}
+
 /* Opens file `name` of folder dirfd (flags: O_RDONLY, or O_RDWR with or without O_CREAT); -1 if
  * it fails or is not a regular file: a symlink or a fifo (opened without blocking) is removed,
  * and with O_CREAT a regular file made in its place. */
@@ -233,7 +238,10 @@ static bool canonical(const char *name, bool unit, uint64_t k)
 {
 	char buf[24];
 
-	snprintf(buf, sizeof(buf), "%s%llx", unit ? "u" : "", (unsigned long long)k);
+	if (unit)
+		unit_name(buf, sizeof(buf), k);
+	else
+		chunk_name(buf, sizeof(buf), k);
 	return !strcmp(buf, name);
 }
 
@@ -446,11 +454,6 @@ int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csiz
 	}
 	*out = d;
 	return 0;
-}
-
-static void chunk_name(char *buf, size_t cap, uint64_t k)
-{
-	snprintf(buf, cap, "%llx", (unsigned long long)k);
 }
 
 static bool in_units(const struct dcache *d, uint64_t k)
