@@ -1006,26 +1006,21 @@ void http_thread_stop(struct http *h)
 static int s3_headers(struct http *h)
 {
 	const struct s3 *s = h->s3;
-	struct curl_slist *l;
 	char *tok = NULL;
+	bool ok;
 
 	if (!s->sign)
 		return 0;
-	l = curl_slist_append(h->hdrs, "x-amz-content-sha256: " SQK_S3_UNSIGNED_PAYLOAD);
-	if (!l)
+	if (!slist_add(&h->hdrs, "x-amz-content-sha256: " SQK_S3_UNSIGNED_PAYLOAD))
 		return SQK_ENOMEM;
-	h->hdrs = l;
 	if (!s->creds.token)
 		return 0;
 	if (asprintf(&tok, "x-amz-security-token: %s", s->creds.token) < 0)
 		return SQK_ENOMEM;
-	l = curl_slist_append(h->hdrs, tok);
+	ok = slist_add(&h->hdrs, tok);
 	OPENSSL_cleanse(tok, strlen(tok));
 	free(tok);
-	if (!l)
-		return SQK_ENOMEM;
-	h->hdrs = l;
-	return 0;
+	return ok ? 0 : SQK_ENOMEM;
 }
 
 /* Borrows url; h owns what it sets. The name is the s3:// URL itself (it holds no secret). */
