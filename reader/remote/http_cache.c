@@ -8,8 +8,9 @@
  * - K, K a key in hex: one entry alone (keys with DCACHE_SOLO set, or every key without units),
  *   a slot header then the data, written to .tmp.PID.TID.K and renamed; temporaries of dead
  *   processes are removed when a cache is opened.
- * Usage is counted over every KEY folder of ROOT at open and kept under the limit by removing
- * the oldest entries first (by their file's mtime). */
+ * Usage is counted over every KEY folder of ROOT at open, and again each time the process has
+ * written a RECOUNT_PART of the limit (other processes write and evict too); it is kept under
+ * the limit by removing the oldest entries first (by their file's mtime). */
 #define XXH_INLINE_ALL
 #include "http_cache.h"
 
@@ -43,6 +44,10 @@
  * locks are bytes 0 .. units - 1): an evicting process removes only folders nobody has open. */
 #define INUSE_AT ((off_t)1 << 62)
 #define INUSE_WAIT_MS 1000u
+/* Processes sharing the folder each pass the limit unseen by at most this part of it (or
+ * RECOUNT_MIN bytes): then they count it again. */
+#define RECOUNT_PART 16u
+#define RECOUNT_MIN ((uint64_t)1 << 20)
 
 struct dentry {
 	uint32_t dir;   /* index into dirs */
@@ -50,27 +55,34 @@ struct dentry {
 	bool dead;      /* replaced by a later entry of the same file */
 	uint64_t k;
 	uint64_t size;
-	int64_t mtime;
+	int64_t mtime;  /* ns */
+};
+
+/* The count of the folder: its entries and the folders they are in. */
+struct dcount {
+	char **dirs;
+	uint32_t ndirs;
+	size_t dcap;          /* slots allocated in dirs */
+	uint32_t own;         /* index of KEY in dirs */
+	struct dentry *ents;  /* oldest first from head */
+	size_t head, n, cap;
+	uint64_t used;
+	size_t *uent;         /* own unit file u: its live entry + 1, or 0 */
+	size_t ucap;
 };
 
 struct dcache {
 	pthread_mutex_t mu;
 	int rootfd;
 	int dirfd;            /* ROOT/KEY */
-	uint32_t own;         /* index of KEY in dirs */
-	char **dirs;
-	uint32_t ndirs;
-	size_t dcap;          /* slots allocated in dirs */
 	int lockfd;           /* KEY/.units, opened by lock_pid (a forked child opens its own:
 			       * OFD locks of one open file never exclude each other) */
 	pid_t lock_pid;
-	struct dentry *ents;  /* oldest first from head */
-	size_t head, n, cap;
-	uint64_t used, limit;
+	struct dcount c;      /* what the folder holds, as last counted and written since */
+	uint64_t limit;
+	uint64_t since;       /* bytes written since the folder was last counted */
 	uint32_t csize, per;  /* unit files of per chunks of csize bytes; per 0: none */
 	uint64_t units;       /* the image's unit files are u0 .. u(units - 1) */
-	size_t *uent;         /* own unit file u: its live entry + 1, or 0 */
-	size_t ucap;
 };
 
 /* A unit file's geometry, from its header or the cache's own. */
@@ -103,32 +115,33 @@ static off_t data_at(struct ugeom g, uint64_t i)
 static int push(struct dcache *d, uint32_t dir, bool unit, uint64_t k, uint64_t size,
 		int64_t mtime)
 {
-	if (d->n == SIZE_MAX || mem_grow(&d->ents, &d->cap, d->n + 1, sizeof(*d->ents), 0))
+	if (d->c.n == SIZE_MAX ||
+	    mem_grow(&d->c.ents, &d->c.cap, d->c.n + 1, sizeof(*d->c.ents), 0))
 		return SQK_ENOMEM;
-	d->ents[d->n++] = (struct dentry){ dir, unit, false, k, size, mtime };
-	d->used += size;
+	d->c.ents[d->c.n++] = (struct dentry){ dir, unit, false, k, size, mtime };
+	d->c.used += size;
 	return 0;
 }
 
 /* Records that own unit file u is entry i of the queue (mu held). */
 static int set_uent(struct dcache *d, uint64_t u, size_t i)
 {
-	if (u >= SIZE_MAX / sizeof(*d->uent) - 1 ||
-	    mem_grow(&d->uent, &d->ucap, (size_t)u + 1, sizeof(*d->uent), 1))
+	if (u >= SIZE_MAX / sizeof(*d->c.uent) - 1 ||
+	    mem_grow(&d->c.uent, &d->c.ucap, (size_t)u + 1, sizeof(*d->c.uent), 1))
 		return SQK_ENOMEM;
-	d->uent[u] = i + 1;
+	d->c.uent[u] = i + 1;
 	return 0;
 }
 
 static int add_dir(struct dcache *d, const char *name, uint32_t *idx)
 {
-	if (d->ndirs == UINT32_MAX ||
-	    mem_grow(&d->dirs, &d->dcap, (size_t)d->ndirs + 1, sizeof(*d->dirs), 0))
+	if (d->c.ndirs == UINT32_MAX ||
+	    mem_grow(&d->c.dirs, &d->c.dcap, (size_t)d->c.ndirs + 1, sizeof(*d->c.dirs), 0))
 		return SQK_ENOMEM;
-	d->dirs[d->ndirs] = strdup(name);
-	if (!d->dirs[d->ndirs])
+	d->c.dirs[d->c.ndirs] = strdup(name);
+	if (!d->c.dirs[d->c.ndirs])
 		return SQK_ENOMEM;
-	*idx = d->ndirs++;
+	*idx = d->c.ndirs++;
 	return 0;
 }
 
@@ -283,7 +296,7 @@ static int scan_dir(struct dcache *d, const char *name, bool own)
 		else
 			rc = push(d, idx, unit, k,
 				  unit ? (uint64_t)st.st_blocks * 512 : (uint64_t)st.st_size,
-				  (int64_t)st.st_mtime);
+				  (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
 	}
 	closedir(dh);
 	return rc;
@@ -308,6 +321,7 @@ static int scan_root(struct dcache *d, const char *key)
 			close(fd);
 		return sqk_from_errno(errno);
 	}
+	rewinddir(dh); /* the offset is rootfd's too: at the end after a count */
 	while (!rc && (de = readdir(dh))) {
 		struct stat st;
 
@@ -318,8 +332,8 @@ static int scan_root(struct dcache *d, const char *key)
 			rc = scan_dir(d, de->d_name, !strcmp(de->d_name, key));
 	}
 	closedir(dh);
-	if (d->n)
-		qsort(d->ents, d->n, sizeof(*d->ents), by_mtime);
+	if (d->c.n)
+		qsort(d->c.ents, d->c.n, sizeof(*d->c.ents), by_mtime);
 	return rc;
 }
 
@@ -346,13 +360,13 @@ static int find_own(struct dcache *d, const char *key)
 {
 	uint32_t i;
 
-	for (i = 0; i < d->ndirs; i++) {
-		if (!strcmp(d->dirs[i], key)) {
-			d->own = i;
+	for (i = 0; i < d->c.ndirs; i++) {
+		if (!strcmp(d->c.dirs[i], key)) {
+			d->c.own = i;
 			return 0;
 		}
 	}
-	return add_dir(d, key, &d->own);
+	return add_dir(d, key, &d->c.own);
 }
 
 /* Indexes the own folder's unit files in the queue (sorted). */
@@ -360,9 +374,9 @@ static int index_own(struct dcache *d)
 {
 	int rc = 0;
 
-	for (size_t i = 0; !rc && i < d->n; i++) {
-		if (d->ents[i].dir == d->own && d->ents[i].unit)
-			rc = set_uent(d, d->ents[i].k, i);
+	for (size_t i = 0; !rc && i < d->c.n; i++) {
+		if (d->c.ents[i].dir == d->c.own && d->c.ents[i].unit)
+			rc = set_uent(d, d->c.ents[i].k, i);
 	}
 	return rc;
 }
@@ -415,6 +429,47 @@ static int open_own(struct dcache *d, const char *key)
 	return SQK_EIO;
 }
 
+static void count_free(struct dcount *c)
+{
+	for (uint32_t i = 0; i < c->ndirs; i++)
+		free(c->dirs[i]);
+	free(c->dirs);
+	free(c->ents);
+	free(c->uent);
+	*c = (struct dcount){ 0 };
+}
+
+/* Counts every folder of the root: the queue, oldest first, and the own folder's index. */
+static int count_all(struct dcache *d, const char *key)
+{
+	int rc = scan_root(d, key);
+
+	if (!rc)
+		rc = find_own(d, key);
+	if (!rc)
+		rc = index_own(d);
+	d->since = 0;
+	return rc;
+}
+
+/* Counts the folder again, with what other processes wrote and evicted since (mu held). The
+ * count so far stays if this one cannot be made (tried again after as many bytes). */
+static void recount(struct dcache *d)
+{
+	char *key = strdup(d->c.dirs[d->c.own]);
+	struct dcount old = d->c;
+
+	d->c = (struct dcount){ 0 };
+	if (key && count_all(d, key) == 0) {
+		count_free(&old);
+	} else {
+		count_free(&d->c);
+		d->c = old;
+		d->since = 0;
+	}
+	free(key);
+}
+
 /* Borrows root and key; caller owns *out. */
 int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csize, uint32_t per,
 		uint64_t units, struct dcache **out)
@@ -441,11 +496,7 @@ int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csiz
 	if (!rc && mkdirat(d->rootfd, key, 0700) && errno != EEXIST)
 		rc = sqk_from_errno(errno);
 	if (!rc)
-		rc = scan_root(d, key);
-	if (!rc)
-		rc = find_own(d, key);
-	if (!rc)
-		rc = index_own(d);
+		rc = count_all(d, key);
 	if (!rc)
 		rc = open_own(d, key);
 	if (rc) {
@@ -583,17 +634,17 @@ static void drop_if_idle(struct dcache *d, int fd, const char *name)
 /* Removes the oldest entries until `need` more bytes fit. Called with mu held. */
 static void evict(struct dcache *d, uint64_t need)
 {
-	while (d->used + need > d->limit && d->head < d->n) {
-		struct dentry *e = &d->ents[d->head++];
+	while (d->c.used + need > d->limit && d->c.head < d->c.n) {
+		struct dentry *e = &d->c.ents[d->c.head++];
 		char name[24];
 		int fd;
 
 		if (e->dead)
 			continue;
-		d->used -= e->size;
-		if (e->unit && e->dir == d->own && e->k < d->ucap)
-			d->uent[e->k] = 0;
-		fd = openat(d->rootfd, d->dirs[e->dir],
+		d->c.used -= e->size;
+		if (e->unit && e->dir == d->c.own && e->k < d->c.ucap)
+			d->c.uent[e->k] = 0;
+		fd = openat(d->rootfd, d->c.dirs[e->dir],
 			    O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
@@ -602,16 +653,17 @@ static void evict(struct dcache *d, uint64_t need)
 		else
 			chunk_name(name, sizeof(name), e->k);
 		unlinkat(fd, name, 0);
-		if (e->dir != d->own)
-			drop_if_idle(d, fd, d->dirs[e->dir]);
+		if (e->dir != d->c.own)
+			drop_if_idle(d, fd, d->c.dirs[e->dir]);
 		close(fd);
 	}
-	if (d->head > 4096 && d->head * 2 > d->n) { /* compact the queue */
-		memmove(d->ents, d->ents + d->head, (d->n - d->head) * sizeof(*d->ents));
-		for (size_t u = 0; u < d->ucap; u++)
-			d->uent[u] = d->uent[u] > d->head ? d->uent[u] - d->head : 0;
-		d->n -= d->head;
-		d->head = 0;
+	if (d->c.head > 4096 && d->c.head * 2 > d->c.n) { /* compact the queue */
+		memmove(d->c.ents, d->c.ents + d->c.head,
+			(d->c.n - d->c.head) * sizeof(*d->c.ents));
+		for (size_t u = 0; u < d->c.ucap; u++)
+			d->c.uent[u] = d->c.uent[u] > d->c.head ? d->c.uent[u] - d->c.head : 0;
+		d->c.n -= d->c.head;
+		d->c.head = 0;
 	}
 }
 
@@ -631,16 +683,42 @@ static int write_tmp(struct dcache *d, const char *tmp, const uint8_t *buf, size
 	return rc;
 }
 
-/* Makes room for `size` bytes (evicting the oldest files when allowed): 0, or SQK_ENOSPC when
- * they do not fit (SQK_ETOOBIG: not without evicting). */
-static int make_room(struct dcache *d, uint64_t size, bool may_evict)
+/* Counts what a store added to own unit file u (mu held): its entry, now the newest, takes
+ * over the bytes of the one before. */
+static void count_unit(struct dcache *d, uint64_t u, uint64_t added)
+{
+	size_t i = u < d->c.ucap ? d->c.uent[u] : 0;
+
+	if (set_uent(d, u, d->c.n) == 0 && push(d, d->c.own, true, u, added, 0) == 0) {
+		if (i) {
+			d->c.ents[d->c.n - 1].size += d->c.ents[i - 1].size;
+			d->c.ents[i - 1].dead = true;
+		}
+		return;
+	}
+	if (u < d->c.ucap) /* no memory: the entry before grows */
+		d->c.uent[u] = i;
+	if (i) {
+		d->c.ents[i - 1].size += added;
+		d->c.used += added;
+	}
+}
+
+/* Makes room for `size` bytes of chunk k (evicting the oldest files when allowed, never the
+ * unit file k goes to): 0, or SQK_ETOOBIG when they do not fit without evicting. */
+static int make_room(struct dcache *d, uint64_t k, uint64_t size, bool may_evict)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&d->mu);
+	if (d->since >= d->limit / RECOUNT_PART && d->since >= RECOUNT_MIN)
+		recount(d);
+	if (may_evict && in_units(d, k) && d->c.used + size > d->limit && k / d->per < d->c.ucap &&
+	    d->c.uent[k / d->per])
+		count_unit(d, k / d->per, 0); /* the file written to is the newest */
 	if (may_evict)
 		evict(d, size);
-	else if (d->used + size > d->limit)
+	else if (d->c.used + size > d->limit)
 		rc = SQK_ETOOBIG;
 	pthread_mutex_unlock(&d->mu);
 	return rc;
@@ -724,27 +802,6 @@ static int solo_put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len
 	return 0;
 }
 
-/* Counts what a store added to own unit file u (mu held): its entry, now the newest, takes
- * over the bytes of the one before. */
-static void count_unit(struct dcache *d, uint64_t u, uint64_t added)
-{
-	size_t i = u < d->ucap ? d->uent[u] : 0;
-
-	if (set_uent(d, u, d->n) == 0 && push(d, d->own, true, u, added, 0) == 0) {
-		if (i) {
-			d->ents[d->n - 1].size += d->ents[i - 1].size;
-			d->ents[i - 1].dead = true;
-		}
-		return;
-	}
-	if (u < d->ucap) /* no memory: the entry before grows */
-		d->uent[u] = i;
-	if (i) {
-		d->ents[i - 1].size += added;
-		d->used += added;
-	}
-}
-
 static int put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, bool may_evict)
 {
 	bool unit = in_units(d, k), made = false;
@@ -753,13 +810,7 @@ static int put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, boo
 
 	if (size > d->limit)
 		return SQK_ENOSPC;
-	if (unit && may_evict) { /* the file written to is the newest: not evicted for itself */
-		pthread_mutex_lock(&d->mu);
-		if (d->used + size > d->limit && k / d->per < d->ucap && d->uent[k / d->per])
-			count_unit(d, k / d->per, 0);
-		pthread_mutex_unlock(&d->mu);
-	}
-	rc = make_room(d, size, may_evict);
+	rc = make_room(d, k, size, may_evict);
 	if (!rc)
 		rc = unit ? unit_put(d, k, buf, len, &made) : solo_put(d, k, buf, len);
 	if (rc)
@@ -768,7 +819,8 @@ static int put(struct dcache *d, uint64_t k, const uint8_t *buf, size_t len, boo
 	if (unit)
 		count_unit(d, k / d->per, blocks_of(len) + (made ? area_of(own_geom(d)) : 0));
 	else
-		push(d, d->own, false, k, size, 0);
+		push(d, d->c.own, false, k, size, 0);
+	d->since += size;
 	pthread_mutex_unlock(&d->mu);
 	return 0;
 }
@@ -811,7 +863,7 @@ uint64_t dcache_room(struct dcache *d)
 	uint64_t room;
 
 	pthread_mutex_lock(&d->mu);
-	room = d->used < d->limit ? d->limit - d->used : 0;
+	room = d->c.used < d->limit ? d->limit - d->c.used : 0;
 	pthread_mutex_unlock(&d->mu);
 	return room;
 }
@@ -845,8 +897,6 @@ void dcache_drop(struct dcache *d, uint64_t k)
 /* Frees d; NULL-safe. */
 void dcache_close(struct dcache *d)
 {
-	uint32_t i;
-
 	if (!d)
 		return;
 	if (d->dirfd >= 0)
@@ -855,11 +905,7 @@ void dcache_close(struct dcache *d)
 		close(d->lockfd);
 	if (d->rootfd >= 0)
 		close(d->rootfd);
-	for (i = 0; i < d->ndirs; i++)
-		free(d->dirs[i]);
-	free(d->dirs);
-	free(d->ents);
-	free(d->uent);
+	count_free(&d->c);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
 }

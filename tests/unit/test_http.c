@@ -690,6 +690,44 @@ START_TEST(test_dcache_evict_in_use)
 }
 END_TEST
 
+/* Two processes (two caches here) writing into one folder at once: each counts the folder
+ * again as it writes, so together they pass the limit by little, not twice over. */
+START_TEST(test_dcache_shared_bound)
+{
+	enum { CS = 65536, PER = 4, N = 256 };
+	char *root = tmpdir();
+	uint64_t limit = (uint64_t)16 << 20, most = 0, ufile = 4096 + PER * CS;
+	uint8_t *a = malloc(CS), *b = malloc(CS);
+	struct dcache *d[2];
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	test_fill_random(a, CS, 71);
+	ck_assert_int_eq(dcache_open(root, "one", limit, CS, PER, N, &d[0]), 0);
+	ck_assert_int_eq(dcache_open(root, "two", limit, CS, PER, N, &d[1]), 0);
+	for (unsigned k = 0; k < N; k++) {
+		for (unsigned i = 0; i < 2; i++)
+			ck_assert_int_eq(dcache_put(d[i], k, a, CS), 0);
+		if (k % 8 == 7) {
+			uint64_t now = disk_bytes(root);
+
+			most = now > most ? now : most;
+		}
+	}
+	/* each passes it by at most a sixteenth (here 1 MiB) and the unit file it writes to */
+	ck_assert_uint_le(most, limit + 2 * (limit / 16 + ufile));
+	for (unsigned i = 0; i < 2; i++) {
+		ck_assert_int_eq(dcache_get(d[i], N - 1, b, CS), 0);
+		ck_assert_mem_eq(a, b, CS);
+		dcache_close(d[i]);
+	}
+	rm_rf(root);
+	free(root);
+	free(a);
+	free(b);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -714,6 +752,7 @@ static Suite *http_suite(void)
 	tcase_add_test(cache, test_dcache_not_regular);
 	tcase_add_test(cache, test_dcache_folder_symlink);
 	tcase_add_test(cache, test_dcache_evict_in_use);
+	tcase_add_test(cache, test_dcache_shared_bound);
 	tcase_set_timeout(cache, 60); /* the race: up to 30 passes of 128 stores */
 	suite_add_tcase(s, names);
 	suite_add_tcase(s, cache);
