@@ -16,7 +16,7 @@ libssl-dev libfuse3-dev fuse3 libcurl4-openssl-dev libarchive-dev liblz4-dev lib
 # fresh-system build test.
 TEST_PKGS="check clang g++ squashfs-tools squashfs-tools-ng squashfuse libarchive-tools attr
 python3 util-linux kmod time nginx-light iproute2 curl iptables man-db groff-base mandoc
-debootstrap binutils cryptsetup-bin openssl"
+debootstrap binutils cryptsetup-bin openssl xfsprogs btrfs-progs"
 case $what in
 build) PKGS=$BUILD_PKGS ;;
 test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;

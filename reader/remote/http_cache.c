@@ -754,6 +754,10 @@ static int unit_init(const struct dcache *d, int fd, bool *made)
 		put_le32(h + 4, d->csize);
 		put_le32(h + 8, d->per);
 		rc = rc ? rc : write_full(fd, h, HDR, 0);
+		/* its whole size (holes): no write extends it, which XFS would preallocate
+		 * for, uncounted, after every close */
+		if (!rc && ftruncate(fd, data_at(own_geom(d), d->per)))
+			rc = -1;
 	}
 	flock(fd, LOCK_UN);
 	return rc;
