@@ -258,8 +258,19 @@ static bool canonical(const char *name, bool unit, uint64_t k)
 	return !strcmp(buf, name);
 }
 
-/* Counts the entries of one KEY folder (own: the cache's own KEY). */
-static int scan_dir(struct dcache *d, const char *name, bool own)
+/* A file's mtime in ns, clamped to what an int64_t holds (year 1678 to 2262). */
+static int64_t mtime_ns(const struct stat *st)
+{
+	const int64_t max = INT64_MAX / 1000000000 - 1;
+	int64_t s = st->st_mtim.tv_sec;
+
+	s = s > max ? max : s < -max ? -max : s;
+	return s * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* Counts the entries of one KEY folder (own: the cache's own KEY); at open (tidy) it also
+ * removes the temporaries of processes that are gone. */
+static int scan_dir(struct dcache *d, const char *name, bool own, bool tidy)
 {
 	int fd = openat(d->rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
@@ -280,7 +291,7 @@ static int scan_dir(struct dcache *d, const char *name, bool own)
 		bool unit;
 
 		if (de->d_name[0] == '.') {
-			if (stale_tmp(de->d_name))
+			if (tidy && stale_tmp(de->d_name))
 				unlinkat(fd, de->d_name, 0);
 			continue;
 		}
@@ -296,7 +307,7 @@ static int scan_dir(struct dcache *d, const char *name, bool own)
 		else
 			rc = push(d, idx, unit, k,
 				  unit ? (uint64_t)st.st_blocks * 512 : (uint64_t)st.st_size,
-				  (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
+				  mtime_ns(&st));
 	}
 	closedir(dh);
 	return rc;
@@ -309,9 +320,10 @@ static int by_mtime(const void *a, const void *b)
 	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
 }
 
-static int scan_root(struct dcache *d, const char *key)
+static int scan_root(struct dcache *d, const char *key, bool tidy)
 {
-	int fd = dup(d->rootfd);
+	/* a position of its own (a dup's is shared, with a forked child's too) */
+	int fd = openat(d->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 	int rc = 0;
@@ -321,7 +333,6 @@ static int scan_root(struct dcache *d, const char *key)
 			close(fd);
 		return sqk_from_errno(errno);
 	}
-	rewinddir(dh); /* the offset is rootfd's too: at the end after a count */
 	while (!rc && (de = readdir(dh))) {
 		struct stat st;
 
@@ -329,7 +340,7 @@ static int scan_root(struct dcache *d, const char *key)
 			continue;
 		if (de->d_type == DT_DIR || (!fstatat(d->rootfd, de->d_name, &st,
 						      AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode)))
-			rc = scan_dir(d, de->d_name, !strcmp(de->d_name, key));
+			rc = scan_dir(d, de->d_name, !strcmp(de->d_name, key), tidy);
 	}
 	closedir(dh);
 	if (d->c.n)
@@ -439,10 +450,11 @@ static void count_free(struct dcount *c)
 	*c = (struct dcount){ 0 };
 }
 
-/* Counts every folder of the root: the queue, oldest first, and the own folder's index. */
-static int count_all(struct dcache *d, const char *key)
+/* Counts every folder of the root: the queue, oldest first, and the own folder's index (tidy:
+ * at open, see scan_dir). */
+static int count_all(struct dcache *d, const char *key, bool tidy)
 {
-	int rc = scan_root(d, key);
+	int rc = scan_root(d, key, tidy);
 
 	if (!rc)
 		rc = find_own(d, key);
@@ -460,7 +472,7 @@ static void recount(struct dcache *d)
 	struct dcount old = d->c;
 
 	d->c = (struct dcount){ 0 };
-	if (key && count_all(d, key) == 0) {
+	if (key && count_all(d, key, false) == 0) {
 		count_free(&old);
 	} else {
 		count_free(&d->c);
@@ -496,7 +508,7 @@ int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csiz
 	if (!rc && mkdirat(d->rootfd, key, 0700) && errno != EEXIST)
 		rc = sqk_from_errno(errno);
 	if (!rc)
-		rc = count_all(d, key);
+		rc = count_all(d, key, true);
 	if (!rc)
 		rc = open_own(d, key);
 	if (rc) {
@@ -704,6 +716,17 @@ static void count_unit(struct dcache *d, uint64_t u, uint64_t added)
 	}
 }
 
+/* Makes own unit file u the newest (mu held): last in the queue, and by its mtime for the
+ * counts that come before it is written (this process's or another's). */
+static void newest_unit(struct dcache *d, uint64_t u)
+{
+	char name[24];
+
+	count_unit(d, u, 0);
+	unit_name(name, sizeof(name), u);
+	utimensat(d->dirfd, name, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
 /* Makes room for `size` bytes of chunk k (evicting the oldest files when allowed, never the
  * unit file k goes to): 0, or SQK_ETOOBIG when they do not fit without evicting. */
 static int make_room(struct dcache *d, uint64_t k, uint64_t size, bool may_evict)
@@ -715,7 +738,7 @@ static int make_room(struct dcache *d, uint64_t k, uint64_t size, bool may_evict
 		recount(d);
 	if (may_evict && in_units(d, k) && d->c.used + size > d->limit && k / d->per < d->c.ucap &&
 	    d->c.uent[k / d->per])
-		count_unit(d, k / d->per, 0); /* the file written to is the newest */
+		newest_unit(d, k / d->per);
 	if (may_evict)
 		evict(d, size);
 	else if (d->c.used + size > d->limit)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sqk/error.h"
@@ -728,6 +729,70 @@ START_TEST(test_dcache_shared_bound)
 }
 END_TEST
 
+/* A count while the cache is in use leaves temporaries alone, even of a process it cannot see
+ * (another PID namespace sharing the folder); the open removes those of gone processes. */
+START_TEST(test_dcache_recount_tmp)
+{
+	enum { CS = 65536, PER = 4 };
+	char *root = tmpdir(), tmp[600];
+	uint8_t *a = malloc(CS);
+	struct dcache *d;
+	pid_t gone = fork();
+	int fd;
+
+	ck_assert_int_ge(gone, 0);
+	if (gone == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
+	ck_assert_ptr_nonnull(a);
+	test_fill_random(a, CS, 73);
+	ck_assert_int_eq(dcache_open(root, "k", (uint64_t)16 << 20, CS, PER, 64, &d), 0);
+	snprintf(tmp, sizeof(tmp), "%s/k/.tmp.%ld.1.7", root, (long)gone);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (unsigned k = 0; k < 48; k++) /* 3 MiB: counted again twice */
+		ck_assert_int_eq(dcache_put(d, k, a, CS), 0);
+	ck_assert_int_eq(access(tmp, F_OK), 0);
+	dcache_close(d);
+	ck_assert_int_eq(dcache_open(root, "k", (uint64_t)16 << 20, CS, PER, 64, &d), 0);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+	dcache_close(d);
+	rm_rf(root);
+	free(root);
+	free(a);
+}
+END_TEST
+
+/* A file dated past 2262 (the end of int64_t nanoseconds) counts as the newest, not the oldest. */
+START_TEST(test_dcache_far_mtime)
+{
+	char *root = tmpdir(), path[600];
+	const struct timespec far[2] = { { 10413792000, 0 }, { 10413792000, 0 } }; /* 2300 */
+	uint64_t entry = 4096 + 16;
+	uint8_t a[4096], b[4096];
+	struct dcache *d;
+
+	test_fill_random(a, sizeof(a), 75);
+	ck_assert_int_eq(dcache_open(root, "old", 4 * entry, 0, 0, 0, &d), 0);
+	ck_assert_int_eq(dcache_put(d, 1, a, sizeof(a)), 0);
+	ck_assert_int_eq(dcache_put(d, 2, a, sizeof(a)), 0);
+	dcache_close(d);
+	snprintf(path, sizeof(path), "%s/old/1", root);
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, far, 0), 0);
+	ck_assert_int_eq(dcache_open(root, "new", 4 * entry, 0, 0, 0, &d), 0);
+	for (uint64_t k = 0; k < 3; k++) /* one entry of old goes: 2, the older */
+		ck_assert_int_eq(dcache_put(d, k, a, sizeof(a)), 0);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/old/2", root);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(dcache_get(d, 2, b, sizeof(b)), 0);
+	dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -753,6 +818,8 @@ static Suite *http_suite(void)
 	tcase_add_test(cache, test_dcache_folder_symlink);
 	tcase_add_test(cache, test_dcache_evict_in_use);
 	tcase_add_test(cache, test_dcache_shared_bound);
+	tcase_add_test(cache, test_dcache_recount_tmp);
+	tcase_add_test(cache, test_dcache_far_mtime);
 	tcase_set_timeout(cache, 60); /* the race: up to 30 passes of 128 stores */
 	suite_add_tcase(s, names);
 	suite_add_tcase(s, cache);
