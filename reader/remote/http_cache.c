@@ -44,8 +44,8 @@
  * locks are bytes 0 .. units - 1): an evicting process removes only folders nobody has open. */
 #define INUSE_AT ((off_t)1 << 62)
 #define INUSE_WAIT_MS 1000u
-/* Processes sharing the folder each pass the limit unseen by at most this part of it (or
- * RECOUNT_MIN bytes): then they count it again. */
+/* Processes sharing the folder each pass the limit unseen by at most this part of it, or
+ * RECOUNT_MIN bytes if that is more: then they count it again. */
 #define RECOUNT_PART 16u
 #define RECOUNT_MIN ((uint64_t)1 << 20)
 
