@@ -543,7 +543,7 @@ static bool body_stalled(struct http_job *j, CURLcode res)
 }
 
 /* Appends line to *list; false when out of memory (the list stays whole, never sent short). */
-static bool slist_add(struct curl_slist **list, const char *line)
+bool http_slist_add(struct curl_slist **list, const char *line)
 {
 	struct curl_slist *n = curl_slist_append(*list, line);
 
@@ -571,8 +571,8 @@ static bool etag_check_start(struct http *h, const char *etag)
 	j->flat = malloc(j->len);
 	ok = j->flat != NULL;
 	for (l = h->hdrs; ok && l; l = l->next)
-		ok = slist_add(&j->own_hdrs, l->data);
-	if (!ok || !slist_add(&j->own_hdrs, im)) {
+		ok = http_slist_add(&j->own_hdrs, l->data);
+	if (!ok || !http_slist_add(&j->own_hdrs, im)) {
 		http_job_free(j);
 		return false;
 	}
@@ -1011,13 +1011,13 @@ static int s3_headers(struct http *h)
 
 	if (!s->sign)
 		return 0;
-	if (!slist_add(&h->hdrs, "x-amz-content-sha256: " SQK_S3_UNSIGNED_PAYLOAD))
+	if (!http_slist_add(&h->hdrs, "x-amz-content-sha256: " SQK_S3_UNSIGNED_PAYLOAD))
 		return SQK_ENOMEM;
 	if (!s->creds.token)
 		return 0;
 	if (asprintf(&tok, "x-amz-security-token: %s", s->creds.token) < 0)
 		return SQK_ENOMEM;
-	ok = slist_add(&h->hdrs, tok);
+	ok = http_slist_add(&h->hdrs, tok);
 	OPENSSL_cleanse(tok, strlen(tok));
 	free(tok);
 	return ok ? 0 : SQK_ENOMEM;

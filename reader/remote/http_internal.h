@@ -231,6 +231,8 @@ void http_thread_stop(struct http *h);
 /* mu held: a reader waits on chunk k; a queued readahead job holding it becomes demand. */
 void http_promote(struct http *h, uint64_t k);
 bool http_dates_differ(const char *a, const char *b);
+/* Appends line to *list: false when out of memory (the list stays as it was). */
+bool http_slist_add(struct curl_slist **list, const char *line);
 struct http_job *http_job_new(struct http *h, uint64_t off, size_t len);
 void http_job_free(struct http_job *j);
 /* For an s3:// url: resolves it (h->s3, h->url, h->name) and adds the headers every request

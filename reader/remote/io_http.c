@@ -685,14 +685,10 @@ static int setup(struct http *h, const char *url, const struct sqk_http_opts *o)
 	curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
 			  (long)(h->conns + SQK_HTTP_DEMAND_MAX));
 	for (i = 0; o && i < o->nheaders; i++) {
-		struct curl_slist *l;
-
 		if (sqk_http_header_check(o->headers[i]))
 			return SQK_EINVAL;
-		l = curl_slist_append(h->hdrs, o->headers[i]);
-		if (!l)
+		if (!http_slist_add(&h->hdrs, o->headers[i]))
 			return SQK_ENOMEM;
-		h->hdrs = l;
 	}
 	return 0;
 }
