@@ -6,7 +6,7 @@ COMMON_SRCS := common/error.c common/abi.c common/grow.c common/format.c common/
 	common/integ_extent.c common/integ_locate.c common/sig_keys.c common/sig_block.c \
 	common/sig_sign.c \
 	common/hint.c common/parse.c common/datestr.c common/inode_codec.c common/compressor.c common/bytes.c \
-	common/json.c common/verity.c common/comp_zstd.c common/comp_xz.c common/comp_gzip.c \
+	common/json.c common/verity.c common/thread.c common/comp_zstd.c common/comp_xz.c common/comp_gzip.c \
 	$(if $(filter 1,$(HAVE_LZ4)),common/comp_lz4.c) $(if $(filter 1,$(HAVE_LZO)),common/comp_lzo.c)
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBCOMMON := $(BUILD)/lib/libsqkcommon.a

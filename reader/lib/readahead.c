@@ -5,6 +5,7 @@
  * Each claimed block is decompressed exactly once. */
 #include <stdlib.h>
 
+#include "common/thread.h"
 #include "internal.h"
 
 #define RA_MAX 256u
@@ -172,7 +173,7 @@ int workers_start(struct sqk_image *img, unsigned n)
 	pthread_cond_init(&w->cv, NULL);
 	w->img = img;
 	for (; w->n < n; w->n++) {
-		if (pthread_create(&w->th[w->n], NULL, worker_main, w))
+		if (thread_start(&w->th[w->n], worker_main, w))
 			break;
 	}
 	__atomic_store_n(&img->workers, w, __ATOMIC_RELEASE); /* read unlocked by ra_steal */

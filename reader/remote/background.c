@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sqk/error.h"
+#include "common/thread.h"
 #include "http_internal.h"
 
 /* Units in flight at most: BG_INFLIGHT on a link that is not bandwidth-bound (16 MiB keeps
@@ -574,7 +575,7 @@ void sqk_io_http_background(struct sqk_io *io)
 		if (!b->t0_ms)
 			b->t0_ms = http_now_ms();
 		left_update(h); /* before the thread's first step: not 0 as if done */
-		if (pthread_create(&b->thread, NULL, bg_main, h) == 0)
+		if (thread_start(&b->thread, bg_main, h) == 0)
 			b->pid = getpid();
 	}
 	pthread_mutex_unlock(&h->mu);

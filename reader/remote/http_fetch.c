@@ -18,6 +18,7 @@
 #include <openssl/crypto.h>
 
 #include "sqk/error.h"
+#include "common/thread.h"
 #include "http_internal.h"
 
 /* Transfers fetching ahead at once until the link is measured, and on a bandwidth-bound link. */
@@ -948,7 +949,7 @@ static void *thread_main(void *arg)
 int http_submit(struct http *h, struct http_job *job)
 {
 	if (h->thread_pid != getpid()) { /* first use, or a forked child: start the thread */
-		if (pthread_create(&h->thread, NULL, thread_main, h))
+		if (thread_start(&h->thread, thread_main, h))
 			return SQK_ENOMEM;
 		h->thread_pid = getpid();
 	}
