@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Detaching sqkfuse (daemon.h). As libfuse's fuse_daemonize: fork, setsid, chdir /, stdio to
- * /dev/null, the parent waiting on a pipe until the child is ready; here the child also starts
- * the image's prefetch before it says so, so that the hint's ranges are on their way when the
- * mount command returns. */
+ * /dev/null, the parent waiting on a pipe until the child is ready; here the fork comes before
+ * the image is opened, so that the transfers the open starts (the prefetch hint's ranges) go on
+ * in the daemon, which says why on the terminal when it fails before it is ready. */
 #include "fuse/daemon.h"
 
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Runs start with the signals of sqkfuse's signal thread blocked: threads inherit the mask. */
@@ -27,17 +28,23 @@ static void run_start(void (*start)(void *ctx), void *ctx)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* The parent: waits for the child's byte (or the pipe's end when the child died) and exits. */
-static void parent_wait(int fd, const char *prog)
+/* The parent: waits for the child's byte and exits 0, or, when the pipe ends first, exits as
+ * the child did (it said why on stderr, still the terminal's). */
+static void parent_wait(int fd, pid_t child, const char *prog)
 {
 	char c = 0;
 	ssize_t n;
+	int st = 0;
 
 	do
 		n = read(fd, &c, 1);
 	while (n < 0 && errno == EINTR);
 	if (n == 1)
 		_exit(0);
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st))
+		_exit(WEXITSTATUS(st));
 	fprintf(stderr, "%s: the daemon ended before it was ready\n", prog);
 	_exit(1);
 }
@@ -55,19 +62,15 @@ static void stdio_null(void)
 		close(fd);
 }
 
-/* Borrows ctx and prog. */
-int daemon_detach(bool foreground, void (*start)(void *ctx), void *ctx, const char *prog)
+/* Borrows prog. */
+int daemon_fork(bool foreground, int *ready_fd, const char *prog)
 {
 	int ready[2] = { -1, -1 };
-	char c = 1;
 
-	if (foreground) {
-		if (chdir("/"))
-			fprintf(stderr, "%s: cannot change to /: %s\n", prog, strerror(errno));
-		run_start(start, ctx);
+	*ready_fd = -1;
+	if (foreground)
 		return 0;
-	}
-	if (pipe(ready)) {
+	if (pipe2(ready, O_CLOEXEC)) {
 		fprintf(stderr, "%s: cannot detach: pipe: %s\n", prog, strerror(errno));
 		return -1;
 	}
@@ -81,16 +84,27 @@ int daemon_detach(bool foreground, void (*start)(void *ctx), void *ctx, const ch
 	}
 	if (pid > 0) {
 		close(ready[1]);
-		parent_wait(ready[0], prog);
+		parent_wait(ready[0], pid, prog);
 	}
 	close(ready[0]);
-	setsid(); /* cannot fail: a child is never a process group leader */
+	*ready_fd = ready[1];
+	return 0;
+}
+
+/* Borrows ctx and prog. */
+void daemon_ready(int ready_fd, void (*start)(void *ctx), void *ctx, const char *prog)
+{
+	char c = 1;
+
+	if (ready_fd >= 0)
+		setsid(); /* cannot fail: a child is never a process group leader */
 	if (chdir("/"))
 		fprintf(stderr, "%s: cannot change to /: %s\n", prog, strerror(errno));
 	run_start(start, ctx);
+	if (ready_fd < 0)
+		return;
 	stdio_null();
-	while (write(ready[1], &c, 1) < 0 && errno == EINTR)
+	while (write(ready_fd, &c, 1) < 0 && errno == EINTR)
 		;
-	close(ready[1]);
-	return 0;
+	close(ready_fd);
 }

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* sqkfuse's detach from the terminal: fuse_daemonize's steps, with the image's first fetches
- * started in the daemon before the command that mounted returns. */
+/* sqkfuse's detach from the terminal: fuse_daemonize's steps, the fork before the image is
+ * opened, so that the image's first fetches run in the daemon. */
 #ifndef SQK_FUSE_DAEMON_H
 #define SQK_FUSE_DAEMON_H
 
 #include <stdbool.h>
 
-/* Changes to / and, unless foreground, forks: the child starts a new session, calls start(ctx),
- * points stdin, stdout and stderr at /dev/null and tells the parent, which exits 0 (1 when the
- * child died first). start runs with SIGINT, SIGTERM and SIGHUP blocked, so that the threads it
- * starts leave them to sqkfuse's signal thread. No thread may run at the call. Returns 0 (in
- * the daemon, or in the foreground after start), or -1 with a message on stderr naming prog
- * when no daemon could be made (start not called). Borrows ctx and prog. */
-int daemon_detach(bool foreground, void (*start)(void *ctx), void *ctx, const char *prog);
+/* Unless foreground, forks: the parent waits until the child calls daemon_ready, then exits 0;
+ * when the child ends first, the parent exits with its status (1 when it was 0 or a signal).
+ * In the child (or the foreground process) returns 0 with *ready_fd set for daemon_ready (-1 in
+ * the foreground), or -1 with a message on stderr naming prog when no child could be made. No
+ * thread may run at the call. Borrows prog. */
+int daemon_fork(bool foreground, int *ready_fd, const char *prog);
+
+/* Changes to /, and in the daemon (ready_fd >= 0) starts a new session; calls start(ctx) with
+ * SIGINT, SIGTERM and SIGHUP blocked, so that the threads it starts leave them to sqkfuse's
+ * signal thread; then in the daemon points stdin, stdout and stderr at /dev/null and tells the
+ * parent (closing ready_fd). Borrows ctx and prog. */
+void daemon_ready(int ready_fd, void (*start)(void *ctx), void *ctx, const char *prog);
 
 #endif

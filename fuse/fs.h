@@ -24,6 +24,7 @@ struct dirh;
 /* The session's userdata: one mounted image. */
 struct fs {
 	struct sqk_image *img;
+	int ready_fd;            /* daemon_ready's pipe to the waiting parent; -1: none */
 	struct sqk_inode root;
 	struct nodes *nodes;
 	struct store *store; /* page-cache fill after small reads; NULL = off */

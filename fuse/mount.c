@@ -413,7 +413,8 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 	struct sqk_open_opts so = { .size = sizeof(so), .offset = o->offset,
 				    .readahead_blocks = (unsigned)o->readahead,
 				    .threads = (unsigned)o->threads, .log = lib_log, .log_ctx = fs,
-				    .no_verify = o->noverify != 0, .no_prefetch = true };
+				    .no_verify = o->noverify != 0,
+				    .no_prefetch = o->noprefetch != 0 };
 	if (o->cache && (parse_size(o->cache, &so.cache_bytes) || !so.cache_bytes)) {
 		/* 0 would silently be the default: refused */
 		fprintf(stderr, "%s: invalid cache=%s (a size above 0, K, M, G suffixes)\n", prog,
@@ -426,7 +427,7 @@ static int open_image(struct fs *fs, struct opts *o, const char *prog)
 	so.http = &ho;
 	fs->background = ho.background; /* for stats= */
 	fs->background_rate = ho.background_rate;
-	fs->noprefetch = o->noprefetch != 0; /* the prefetch starts after the fork (serve) */
+	fs->noprefetch = o->noprefetch != 0;
 	so.root_hash = o->root_hash ? o->root : NULL; /* parsed by remote_opts */
 	so.require_integrity = o->require_integrity != 0;
 	so.trust = o->ntrust ? (const char *const *)o->trust : NULL;
@@ -612,16 +613,13 @@ static int serve_loop(struct fs *fs, struct fuse_session *se, const struct fuse_
 	return ret;
 }
 
-/* The image's first fetches, in the daemon before the mount command returns: the prefetch
- * hint's ranges and after them the background fetch (sqk_image_prefetch starts it), or with
- * -o noprefetch the background fetch alone. */
+/* With -o noprefetch, the background fetch alone, started once mounted (the open starts the
+ * prefetch hint's ranges and the background fetch after them otherwise). */
 static void start_fetch(void *ctx)
 {
 	struct fs *fs = ctx;
 
-	if (!fs->noprefetch)
-		sqk_image_prefetch(fs->img);
-	else
+	if (fs->noprefetch)
 		sqk_io_http_background(sqk_image_io(fs->img));
 }
 
@@ -640,9 +638,9 @@ static int serve(struct fs *fs, struct fuse_session *se, const struct fuse_cmdli
 	fs->foreground = cmd->foreground;
 	if (!cmd->foreground)
 		openlog("sqkfuse", LOG_PID, LOG_DAEMON);
-	sqk_image_quiesce(fs->img); /* no thread at the fork; start_fetch starts them again */
-	if (!daemon_detach(cmd->foreground, start_fetch, fs, prog))
-		ret = serve_loop(fs, se, cmd);
+	daemon_ready(fs->ready_fd, start_fetch, fs, prog);
+	fs->ready_fd = -1;
+	ret = serve_loop(fs, se, cmd);
 	fuse_session_unmount(se);
 out_handlers:
 	fuse_remove_signal_handlers(se);
@@ -711,6 +709,9 @@ int sqkfuse_main(int argc, char **argv)
 	fs.foreground = cmd.foreground; /* messages at open (e.g. no integrity data) */
 	if (!ret && o.trace)
 		ret = open_trace(&fs, &o, prog);
+	/* the daemon opens the image: the transfers the open starts go on in it */
+	if (!ret && daemon_fork(cmd.foreground, &fs.ready_fd, prog))
+		ret = 1;
 	if (!ret)
 		ret = open_image(&fs, &o, prog);
 	if (!ret && fs.trace && trace_size(fs.trace, sqk_image_super(fs.img)->inode_count)) {

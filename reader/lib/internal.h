@@ -172,8 +172,6 @@ int verify_span(struct sqk_image *img, uint64_t pos, size_t len, uint64_t bpos,
 		    const void *buf, size_t blen, uint32_t ino);
 void verify_free(struct sqk_image *img);
 int verify_fast(struct sqk_image *img, bool pinned);
-uint64_t verify_fast_start(struct sqk_image *img, const struct sqk_integ_trailer *t,
-			       uint64_t min_start);
 int img_read_raw(struct sqk_image *img, uint64_t pos, void *buf, size_t len);
 int img_read_raw_ahead(struct sqk_image *img, uint64_t pos, void *buf, size_t len,
 			   const struct sqk_io_ahead *ahead);

@@ -18,6 +18,14 @@ int img_take_opts(const struct sqk_open_opts *opts, struct sqk_open_opts *o);
 int img_open_remote(struct sqk_io *io, const struct sqk_open_opts *o, const char *name,
 		    struct sqk_image **out);
 
+/* Starts fetching the prefetch hint's ranges of the image on io before it is opened (io: a
+ * backend that checks what it reads; t: the image's integrity trailer; bytes_used: from its
+ * superblock, not validated yet; file_size: io's size), so that they come while the metadata
+ * tables do. Nothing when there is no hint or it does not decode: the open says why. Borrows
+ * io and t. */
+void img_prefetch_hint_io(struct sqk_io *io, const struct sqk_integ_trailer *t,
+			  uint64_t bytes_used, uint64_t file_size);
+
 /* Whether img was found signed by a trusted key at open (opts.trust): then fills the caller's
  * *time and pub with the newest such signature's. Borrows img. */
 bool img_trusted(const struct sqk_image *img, uint64_t *time, uint8_t pub[32]);

@@ -375,23 +375,6 @@ int verify_fast(struct sqk_image *img, bool pinned)
 	return fast_load_block(img, at, len, padded);
 }
 
-/* Borrows img and t. */
-uint64_t verify_fast_start(struct sqk_image *img, const struct sqk_integ_trailer *t,
-			       uint64_t min_start)
-{
-	uint8_t foot[SQK_FAST_FOOTER_SIZE];
-	uint64_t at, len, n;
-	int rc;
-
-	if (img->fast_on)
-		return img->fast.at;
-	if (t->covered < min_start + SQK_FAST_ALIGN || t->covered > img->file_size ||
-	    img_read(img, t->covered - sizeof(foot), foot, sizeof(foot)))
-		return t->covered;
-	rc = integ_fast_footer(foot, t, min_start, &at, &len, &n);
-	return rc == 0 || rc == SQK_EUNSUPPORTED ? at : t->covered;
-}
-
 /* Borrows img; fills the caller's *nchunks and *used. */
 int sqk_image_fast_checksums(struct sqk_image *img, uint64_t *nchunks, bool *used)
 {

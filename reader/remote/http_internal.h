@@ -244,6 +244,10 @@ int http_s3_init(struct http *h, const char *url);
  * io has no disk cache. Borrows io and pub. */
 int http_trust_record(const struct sqk_io *io, const uint8_t pub[32], char *out, size_t len);
 
+/* The integrity trailer io's open found, into *t: false when it found none (or io is not a
+ * remote one, or reads it as raw bytes). Borrows io. */
+bool http_integ_trailer(const struct sqk_io *io, struct sqk_integ_trailer *t);
+
 /* io_http.c. Fetches [off, off + len) into *out (caller frees; with jout, the finished job
  * too, caller frees it with http_job_free): 0 or SQK_E*. Without mu. */
 int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **out,

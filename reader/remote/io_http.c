@@ -227,6 +227,15 @@ bool sqk_io_http_verified(const struct sqk_io *io)
 	return sqk_io_is_http(io) && h->has_integ && !h->o.raw;
 }
 
+/* Borrows io. */
+bool http_integ_trailer(const struct sqk_io *io, struct sqk_integ_trailer *t)
+{
+	if (!sqk_io_http_verified(io))
+		return false;
+	*t = ((const struct http *)io)->integ.t;
+	return true;
+}
+
 /* Borrowed from io. */
 const char *sqk_io_http_name(const struct sqk_io *io)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* sqk_image_open_url: an image served over HTTP(S) or S3 opened through the remote backend
- * (io_http.c), its metadata tables fetched in one go when they are small, then opened by the
- * reader like any other io (reader/lib/open_io.h). */
+ * (io_http.c), its prefetch hint's ranges on their way and its metadata tables fetched in one
+ * go when they are small, then opened by the reader like any other io (reader/lib/open_io.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,20 +17,27 @@
  * files) are fetched as they are read, chunk by chunk, cached and verified like data. */
 #define META_WHOLE_MAX ((uint64_t)4 << 20)
 
-/* Fetches the metadata tables (inode table to the end of the image) in one go when they are
- * small: the superblock is read and sanity-checked here only to find them; the reader
- * validates it for real. */
-static void prefetch_tables(struct sqk_io *io)
+/* The first fetches, before the image is opened: the prefetch hint's ranges when `hint`, on
+ * their way first (a start's first reads come as soon as the mount is up, on connections that
+ * have grown meanwhile), then the metadata tables (inode table to the end of the image) in one
+ * go, waited for, when they are small. The superblock is read and sanity-checked here only to
+ * find them; the reader validates it for real. */
+static void prefetch_first(struct sqk_io *io, bool hint)
 {
 	uint8_t raw[SQK_SUPER_SIZE];
+	struct sqk_integ_trailer t;
 	struct sqk_super sb;
 	uint64_t size;
 
 	if (sqk_io_read_at(io, 0, raw, sizeof(raw)) || sqk_io_get_size(io, &size))
 		return;
 	super_decode(raw, &sb);
-	if (sb.magic != SQK_MAGIC || sb.inode_table_start >= sb.bytes_used ||
-	    sb.bytes_used > size || sb.bytes_used - sb.inode_table_start > META_WHOLE_MAX)
+	if (sb.magic != SQK_MAGIC || sb.bytes_used > size)
+		return;
+	if (hint && http_integ_trailer(io, &t))
+		img_prefetch_hint_io(io, &t, sb.bytes_used, size);
+	if (sb.inode_table_start >= sb.bytes_used ||
+	    sb.bytes_used - sb.inode_table_start > META_WHOLE_MAX)
 		return;
 	sqk_io_prefetch(io, sb.inode_table_start, sb.bytes_used - sb.inode_table_start, true);
 }
@@ -114,7 +121,7 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 	rc = sqk_io_http_create(url, &ho, &io);
 	if (rc)
 		return rc;
-	prefetch_tables(io);
+	prefetch_first(io, !o.no_prefetch);
 	o.no_verify = true; /* the backend checks every chunk it fetches, whatever opts say */
 	o.http = NULL;
 	o.root_hash = NULL;

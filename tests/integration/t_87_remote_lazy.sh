@@ -15,7 +15,9 @@
 #     reads were taken for one stream)
 #  4. an image built with --order carries a prefetch hint: a mount fetches its ranges at once,
 #     before anything is read, and reading the listed files then fetches nothing more; with
-#     -o noprefetch the mount fetches only what the open needs
+#     -o noprefetch the mount fetches only what the open needs; the hint's ranges are asked
+#     for before the metadata tables (the open reads the hint first), and the threads the open
+#     starts leave the signals to sqkfuse's signal thread
 #  5. a file read at random (4 KiB preads at 12 offsets, last block first) is fetched whole in
 #     the background from its second read on: a few requests, not one for each cold region, and
 #     no byte beyond the file's own chunks
@@ -166,6 +168,53 @@ fuse_umount "$W/m"
 read -r nreq got <<<"$(http_log_bytes "$mark")"
 info "-o noprefetch: $got bytes in $nreq requests"
 [ "$got" -le $(( 4 * CH + (META / CH + 2) * CH )) ] || fail "with -o noprefetch the mount fetched $got bytes"
+
+# the hint's ranges are asked for before the metadata tables, as soon as the open has the hint,
+# so that a start's first reads find them on their way: an image whose tables (16,000 entries,
+# about 400 KiB) are past the open's last 128 KiB, mounted through faultproxy, which numbers the
+# requests as they arrive and holds each answer 300 ms (the tables' request is still out when
+# the hint's would come after it)
+python3 - "$W/many" <<'PY' || fail "cannot make the tree of many names"
+import os, random, sys
+r = random.Random(5)
+os.makedirs(os.path.join(sys.argv[1], "n"))
+for i in range(16000):
+    open(os.path.join(sys.argv[1], "n", "%05d-%s" % (i, r.randbytes(16).hex())), "w").close()
+with open(os.path.join(sys.argv[1], "big.dat"), "wb") as o:
+    o.write(r.randbytes(3 << 20))
+PY
+printf 'big.dat\n' >"$W/mtrace"
+run_capture order2 "$SQK" mkimage -q --order "$W/mtrace" "$W/many" "$W/www/many.sqsh"
+[ "$RC" = 0 ] || { show_err; fail "mkimage --order of the tree of many names failed"; }
+TAB=$("$SQK" info --json "$W/www/many.sqsh" | python3 -c 'import json, sys; print(json.load(sys.stdin)["tables"]["inode"])')
+MSIZE=$(stat -c %s "$W/www/many.sqsh")
+[ $(( MSIZE - TAB )) -gt 196608 ] || fail "the tables start $((MSIZE - TAB)) bytes before the end: within the open's tail"
+proxy_start
+rm -rf "$W/cache"
+fuse_mount "$PROXY_URL/_f/delay=300/many.sqsh" "$W/m" -o "cache_dir=$W/cache,nobackground"
+cmp -s "$W/many/big.dat" "$W/m/big.dat" || fail "big.dat differs through the mount of many.sqsh"
+# the threads the open started (before sqkfuse's signal thread) leave SIGHUP, SIGINT and
+# SIGTERM to it: every other thread of the mount blocks them (the signal thread's waiting in
+# sigtimedwait unblocks them for the wait)
+for st in /proc/"$FUSE_PID"/task/*/status; do
+	grep -q sigtimedwait "${st%/status}/wchan" && continue
+	blk=$(awk '/^SigBlk:/ { print $2 }' "$st")
+	[ $(( 0x$blk & 0x4003 )) = $(( 0x4003 )) ] ||
+		fail "thread ${st%/status} of sqkfuse does not block SIGHUP, SIGINT and SIGTERM (SigBlk $blk)"
+done
+fuse_umount "$W/m"
+python3 - "$PROXY_LOG" "$TAB" <<'PY' || fail "the hint's ranges were not asked for before the metadata tables"
+import re, sys
+tab = int(sys.argv[2])
+reqs = [(int(m.group(3)), int(m.group(1)), int(m.group(2)))
+        for m in re.finditer(r"delay=300 GET /many\.sqsh range=bytes=(\d+)-(\d+) #(\d+):",
+                             open(sys.argv[1]).read())]
+tables = min((n for n, a, b in reqs if a <= tab <= b), default=None)
+hint = min((n for n, a, b in reqs if 0 < a and b < tab), default=None)
+print("requests (number, first, last): %s" % sorted(reqs))
+print("first hint range: #%s, tables: #%s" % (hint, tables))
+sys.exit(0 if hint is not None and tables is not None and hint < tables else 1)
+PY
 
 # ---- 5. a file read at random is fetched whole ------------------------------------------------
 rm -rf "$W/cache"
