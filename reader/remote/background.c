@@ -10,6 +10,7 @@
  * it stops where the cache's limit leaves no room. A server that is gone pauses it (1 s, doubling
  * up to 30 s) and it resumes with what is missing; a full disk or a changed image stops it with
  * one log line. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -495,9 +496,14 @@ static void *bg_main(void *arg)
 {
 	struct http *h = arg;
 	struct http_bg *b = h->bg;
+	struct sched_param sp = { 0 };
 	int status = BG_RUNNING;
 	bool cancelled;
 
+	/* it wakes at every chunk that comes in: without preempting the thread of a start it
+	 * runs beside (SCHED_BATCH; the same share of the CPU, so a reader never waits long on
+	 * a lock it holds, as it could behind SCHED_IDLE) */
+	pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
 	pthread_mutex_lock(&h->mu);
 	b->tok_ms = http_now_ms();
 	b->tokens = (double)(b->cpu * h->csize);
