@@ -207,9 +207,8 @@ void http_chunk_arrived(struct http *h, struct http_chunk *c, bool room_only)
 		c->stored = (room_only ? dcache_put_room(h->dc, c->k, c->data, c->len)
 				       : dcache_put(h->dc, c->k, c->data, c->len)) == 0;
 	pthread_mutex_lock(&h->mu);
-	http_fetched(h, c);
+	http_fetched(h, c); /* wakes its readers; h->cv's waiters wait for whole jobs */
 	http_unpin(h, c);
-	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
 }
 
