@@ -500,7 +500,7 @@ static void *bg_main(void *arg)
 	int status = BG_RUNNING;
 	bool cancelled;
 
-	/* it wakes at every chunk that comes in: without preempting the thread of a start it
+	/* it wakes at every transfer that ends: without preempting the thread of a start it
 	 * runs beside (SCHED_BATCH; the same share of the CPU, so a reader never waits long on
 	 * a lock it holds, as it could behind SCHED_IDLE) */
 	pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
