@@ -43,7 +43,8 @@ drop shape the response.
 
 GET /_stats returns JSON: {"MODE": {"requests": N, "faults": N, "bytes": N, "items": {ITEM: N},
 "armed": BOOL}} with "-" for requests without a fault prefix; GET /_reset clears all state. Each request is
-logged on stderr (one line) unless --quiet.
+logged on stderr unless --quiet: "MODE METHOD PATH range=RANGE #N: asked" when it arrives (N
+counts the MODE's requests in their order of arrival), and one line more when it ends.
 """
 import argparse
 import http.client
@@ -273,6 +274,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             hang = active and mode.take('hang', 'hang')
             e503 = active and not hang and mode.take('e503', '503')
         what = '%s %s %s range=%s' % (mode_text, self.command, path, rng)
+        log('%s #%d: asked' % (what, seq))
 
         if mode.delay_ms and active:
             time.sleep(mode.delay_ms / 1000.0)

@@ -169,11 +169,12 @@ read -r nreq got <<<"$(http_log_bytes "$mark")"
 info "-o noprefetch: $got bytes in $nreq requests"
 [ "$got" -le $(( 4 * CH + (META / CH + 2) * CH )) ] || fail "with -o noprefetch the mount fetched $got bytes"
 
-# the hint's ranges are asked for before the metadata tables, as soon as the open has the hint,
-# so that a start's first reads find them on their way: an image whose tables (16,000 entries,
-# about 400 KiB) are past the open's last 128 KiB, mounted through faultproxy, which numbers the
-# requests as they arrive and holds each answer 300 ms (the tables' request is still out when
-# the hint's would come after it)
+# the hint's ranges are asked for before the metadata tables come, as soon as the open has the
+# hint, so that a start's first reads find them on their way: an image whose tables (16,000
+# entries, about 400 KiB) are past the open's last 128 KiB, mounted through faultproxy, which
+# logs each request as it arrives and as it ends and holds each answer 300 ms: the first hint
+# range arrives before the tables' answer is sent (after it when the open fetched the tables
+# first)
 python3 - "$W/many" <<'PY' || fail "cannot make the tree of many names"
 import os, random, sys
 r = random.Random(5)
@@ -203,17 +204,18 @@ for st in /proc/"$FUSE_PID"/task/*/status; do
 		fail "thread ${st%/status} of sqkfuse does not block SIGHUP, SIGINT and SIGTERM (SigBlk $blk)"
 done
 fuse_umount "$W/m"
-python3 - "$PROXY_LOG" "$TAB" <<'PY' || fail "the hint's ranges were not asked for before the metadata tables"
+python3 - "$PROXY_LOG" "$TAB" <<'PY' || fail "the hint's ranges were not asked for while the metadata tables came"
 import re, sys
 tab = int(sys.argv[2])
-reqs = [(int(m.group(3)), int(m.group(1)), int(m.group(2)))
-        for m in re.finditer(r"delay=300 GET /many\.sqsh range=bytes=(\d+)-(\d+) #(\d+):",
-                             open(sys.argv[1]).read())]
-tables = min((n for n, a, b in reqs if a <= tab <= b), default=None)
-hint = min((n for n, a, b in reqs if 0 < a and b < tab), default=None)
-print("requests (number, first, last): %s" % sorted(reqs))
-print("first hint range: #%s, tables: #%s" % (hint, tables))
-sys.exit(0 if hint is not None and tables is not None and hint < tables else 1)
+# (line, request number, first byte, last byte, arrival or end) in the log's order
+ev = [(i, int(m.group(3)), int(m.group(1)), int(m.group(2)), m.group(4) == "asked")
+      for i, line in enumerate(open(sys.argv[1]))
+      for m in [re.search(r"delay=300 GET /many\.sqsh range=bytes=(\d+)-(\d+) #(\d+): (\w+)",
+                          line)] if m]
+tables = [(i, n) for i, n, a, b, asked in ev if not asked and a <= tab <= b]
+hint = [(i, n) for i, n, a, b, asked in ev if asked and 0 < a and b < tab]
+print("tables' answer (line, request): %s; first hint range asked: %s" % (tables[:1], hint[:1]))
+sys.exit(0 if tables and hint and hint[0][0] < tables[0][0] else 1)
 PY
 
 # ---- 5. a file read at random is fetched whole ------------------------------------------------
