@@ -7,26 +7,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* Runs start with the signals of sqkfuse's signal thread blocked: threads inherit the mask. */
-static void run_start(void (*start)(void *ctx), void *ctx)
-{
-	sigset_t set, old;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
-	start(ctx);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
 
 /* The parent: waits for the child's byte and exits 0, or, when the pipe ends first, exits as
  * the child did (it said why on stderr, still the terminal's). */
@@ -100,7 +85,7 @@ void daemon_ready(int ready_fd, void (*start)(void *ctx), void *ctx, const char 
 		setsid(); /* cannot fail: a child is never a process group leader */
 	if (chdir("/"))
 		fprintf(stderr, "%s: cannot change to /: %s\n", prog, strerror(errno));
-	run_start(start, ctx);
+	start(ctx);
 	if (ready_fd < 0)
 		return;
 	stdio_null();

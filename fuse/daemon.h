@@ -13,10 +13,10 @@
  * thread may run at the call. Borrows prog. */
 int daemon_fork(bool foreground, int *ready_fd, const char *prog);
 
-/* Changes to /, and in the daemon (ready_fd >= 0) starts a new session; calls start(ctx) with
- * SIGINT, SIGTERM and SIGHUP blocked, so that the threads it starts leave them to sqkfuse's
- * signal thread; then in the daemon points stdin, stdout and stderr at /dev/null and tells the
- * parent (closing ready_fd). Borrows ctx and prog. */
+/* Changes to /, and in the daemon (ready_fd >= 0) starts a new session; calls start(ctx) (the
+ * library's threads it starts block every signal themselves, common/thread.h); then in the
+ * daemon points stdin, stdout and stderr at /dev/null and tells the parent (closing ready_fd).
+ * Borrows ctx and prog. */
 void daemon_ready(int ready_fd, void (*start)(void *ctx), void *ctx, const char *prog);
 
 #endif

@@ -639,7 +639,6 @@ static int serve(struct fs *fs, struct fuse_session *se, const struct fuse_cmdli
 	if (!cmd->foreground)
 		openlog("sqkfuse", LOG_PID, LOG_DAEMON);
 	daemon_ready(fs->ready_fd, start_fetch, fs, prog);
-	fs->ready_fd = -1;
 	ret = serve_loop(fs, se, cmd);
 	fuse_session_unmount(se);
 out_handlers:
