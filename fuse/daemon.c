@@ -47,6 +47,18 @@ static void stdio_null(void)
 		close(fd);
 }
 
+/* Opens /dev/null on whichever of fds 0-2 is closed, so that the pipe's ends are never taken
+ * for stdin, stdout or stderr (a write to stderr would tell the parent "ready"). */
+static void stdio_fill(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR)) >= 0 && fd <= STDERR_FILENO)
+		;
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
 /* Borrows prog. */
 int daemon_fork(bool foreground, int *ready_fd, const char *prog)
 {
@@ -55,6 +67,7 @@ int daemon_fork(bool foreground, int *ready_fd, const char *prog)
 	*ready_fd = -1;
 	if (foreground)
 		return 0;
+	stdio_fill();
 	if (pipe2(ready, O_CLOEXEC)) {
 		fprintf(stderr, "%s: cannot detach: pipe: %s\n", prog, strerror(errno));
 		return -1;

@@ -7,7 +7,8 @@
 #include <stdbool.h>
 
 /* Unless foreground, forks: the parent waits until the child calls daemon_ready, then exits 0;
- * when the child ends first, the parent exits with its status (1 when it was 0 or a signal).
+ * when the child ends first, the parent exits with its status (1 when it was 0 or a signal);
+ * fds 0-2 that are closed are opened on /dev/null first.
  * In the child (or the foreground process) returns 0 with *ready_fd set for daemon_ready (-1 in
  * the foreground), or -1 with a message on stderr naming prog when no child could be made. No
  * thread may run at the call. Borrows prog. */

@@ -210,7 +210,7 @@ fuse_mount "$W/peer.sqsh" "$C/mnt" -o threads=08,readahead=08,fill=0 # 08 is eig
 [ -n "$(ls "$C/mnt")" ] || fail "empty mount with threads=08"
 fuse_umount "$C/mnt"
 
-# 6. Daemon mode (no -f): the process forks after opening the image; sequential reads of large
+# 6. Daemon mode (no -f): the process forks before opening the image; sequential reads of large
 #    files (readahead on worker threads) must still work in the detached daemon.
 mkdir -p "$B/dmnt"
 "$SQKFUSE" "$B/big.sqsh" "$B/dmnt" || fail "sqkfuse (daemon mode) failed to mount"
@@ -220,6 +220,23 @@ for f in "$B/src"/*; do
 done
 fusermount3 -u "$B/dmnt" || fail "cannot unmount the daemon-mode mount"
 info "daemon mode: large files read back identical"
+# started with stdin, stdout or stderr closed (by a launcher): the daemon's messages never pass
+# for "ready" (exit 0 with nothing mounted), nor is the parent left waiting on a served mount
+closed_run() { # REDIRECTIONS IMAGE: sqkfuse IMAGE on $B/dmnt with those fds closed; its exit
+	timeout 30 sh -c "exec \"\$0\" \"\$1\" \"\$2\" $1" "$SQKFUSE" "$2" "$B/dmnt"
+}
+first=$(ls "$B/src" | head -n 1)
+for closed in '<&- >&-' '>&- 2>&-' '<&- 2>&-'; do
+	rc=0; closed_run "$closed" "$B/big.sqsh" || rc=$?
+	[ $rc = 0 ] || fail "daemon mode with $closed: exit $rc (124: the parent hung)"
+	mountpoint -q "$B/dmnt" || fail "daemon mode with $closed: exit 0 but not mounted"
+	cmp -s "$B/src/$first" "$B/dmnt/$first" || fail "daemon mode with $closed: $first differs"
+	fusermount3 -u "$B/dmnt" || fail "cannot unmount the mount made with $closed"
+	rc=0; closed_run "$closed" "$C/src/c_small.txt" || rc=$?
+	[ $rc = 1 ] || fail "a non-image in daemon mode with $closed: exit $rc, expected 1"
+	mountpoint -q "$B/dmnt" && fail "a non-image got mounted with $closed"
+done
+info "daemon mode with closed stdio: mounts and exits 0, a bad image exits 1"
 
 # 7. Page-cache fill: one 4 KiB read (POSIX_FADV_RANDOM: no readahead) brings the whole block
 #    into the page cache, so the block's other 31 pages are read without a request; with
