@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,6 +65,7 @@ static void stdio_fill(void)
 int daemon_fork(bool foreground, int *ready_fd, const char *prog)
 {
 	int ready[2] = { -1, -1 };
+	pid_t parent = getpid();
 
 	*ready_fd = -1;
 	if (foreground)
@@ -85,6 +88,11 @@ int daemon_fork(bool foreground, int *ready_fd, const char *prog)
 		parent_wait(ready[0], pid, prog);
 	}
 	close(ready[0]);
+	/* until it is ready, the daemon ends with the parent (killed by a timeout, say): it
+	 * never mounts after the command has returned */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(1);
 	*ready_fd = ready[1];
 	return 0;
 }
@@ -102,6 +110,7 @@ void daemon_ready(int ready_fd, void (*start)(void *ctx), void *ctx, const char 
 	if (ready_fd < 0)
 		return;
 	stdio_null();
+	prctl(PR_SET_PDEATHSIG, 0); /* the parent exits once told */
 	while (write(ready_fd, &c, 1) < 0 && errno == EINTR)
 		;
 	close(ready_fd);

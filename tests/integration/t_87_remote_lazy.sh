@@ -217,6 +217,23 @@ hint = [(i, n) for i, n, a, b, asked in ev if asked and 0 < a and b < tab]
 print("tables' answer (line, request): %s; first hint range asked: %s" % (tables[:1], hint[:1]))
 sys.exit(0 if tables and hint and hint[0][0] < tables[0][0] else 1)
 PY
+# a daemon-mode sqkfuse killed while its daemon opens the image (by a timeout, say) leaves no
+# daemon to mount after the command has failed
+rm -rf "$W/cache"
+"$SQKFUSE" "$PROXY_URL/_f/delay=300/many.sqsh" "$W/m" -o "cache_dir=$W/cache,nobackground" \
+	2>"$TMP/killed.err" &
+parent=$! child=""
+for i in $(seq 100); do child=$(pgrep -P "$parent") && break; sleep 0.02; done
+[ -n "$child" ] || fail "sqkfuse started no daemon"
+kill -TERM "$parent"
+wait "$parent" 2>/dev/null || :
+for i in $(seq 100); do
+	kill -0 "$child" 2>/dev/null && ! mountpoint -q "$W/m" || break
+	sleep 0.1
+done
+mountpoint -q "$W/m" && fail "sqkfuse killed while opening the image mounted it afterwards"
+kill -0 "$child" 2>/dev/null && fail "sqkfuse's daemon still runs 10 s after its command was killed"
+info "killed while opening: its daemon ended, nothing mounted"
 
 # ---- 5. a file read at random is fetched whole ------------------------------------------------
 rm -rf "$W/cache"
