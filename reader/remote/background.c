@@ -457,7 +457,7 @@ static int bg_step(struct http *h)
 	if ((b->full || b->next >= b->nunits) && !b->nfl)
 		return b->full ? BG_BUDGET : BG_DONE;
 	if (b->failed || b->full || b->nfl >= inflight_max(h) || b->next >= b->nunits) {
-		/* woken when a transfer ends or a chunk arrives; a hold ends by itself */
+		/* woken when a transfer ends or chunks come from the disk; a hold ends by itself */
 		bg_wait(h, b->nfl ? 1000 : BG_HOLD_MS);
 		return BG_RUNNING;
 	}
@@ -581,7 +581,9 @@ void sqk_io_http_background(struct sqk_io *io)
 		if (!b->t0_ms)
 			b->t0_ms = http_now_ms();
 		left_update(h); /* before the thread's first step: not 0 as if done */
-		if (thread_start(&b->thread, bg_main, h) == 0)
+		/* the transfer thread first: started by the background thread (its first use after
+		 * a fork or a quiesce), it would take the background's SCHED_BATCH */
+		if (http_thread_ensure(h) == 0 && thread_start(&b->thread, bg_main, h) == 0)
 			b->pid = getpid();
 	}
 	pthread_mutex_unlock(&h->mu);

@@ -945,14 +945,22 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* mu held. */
+int http_thread_ensure(struct http *h)
+{
+	if (h->thread_pid == getpid())
+		return 0;
+	if (thread_start(&h->thread, thread_main, h))
+		return SQK_ENOMEM;
+	h->thread_pid = getpid();
+	return 0;
+}
+
 /* mu held; the thread owns job from here on. */
 int http_submit(struct http *h, struct http_job *job)
 {
-	if (h->thread_pid != getpid()) { /* first use, or a forked child: start the thread */
-		if (thread_start(&h->thread, thread_main, h))
-			return SQK_ENOMEM;
-		h->thread_pid = getpid();
-	}
+	if (http_thread_ensure(h))
+		return SQK_ENOMEM;
 	enqueue(h, job);
 	curl_multi_wakeup(h->multi);
 	return 0;

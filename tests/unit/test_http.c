@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests of the remote-image pieces that need no server: URL names without secrets, header
- * checks, and the on-disk chunk cache (round trip, damaged and torn entries, temporaries of dead
- * processes, the byte bound, keys kept apart). The transfers are tested against a real nginx by
- * tests/integration/t_82..t_86. */
+/* Unit tests of the remote-image pieces: URL names without secrets, header checks, the on-disk
+ * chunk cache (round trip, damaged and torn entries, temporaries of dead processes, the byte
+ * bound, keys kept apart), and the threads' scheduling against a small range server here. The
+ * transfers are tested against a real nginx by tests/integration/t_82..t_95. */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +23,7 @@
 #include "sqk/error.h"
 #include "reader/remote/http_cache.h"
 #include "sqk/remote.h"
+#include "sqk/sqk.h"
 #include "testutil.h"
 
 START_TEST(test_url_display)
@@ -796,6 +803,180 @@ START_TEST(test_dcache_far_mtime)
 }
 END_TEST
 
+/* A range server on 127.0.0.1 for one image in memory: one GET a connection (Range: bytes=A-B
+ * or bytes=-N), answered 206 and closed, until stop. */
+struct rserver {
+	const uint8_t *img;
+	size_t len;
+	int lfd;
+	unsigned short port;
+	atomic_bool stop;
+	pthread_t th;
+};
+
+static void write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	ssize_t w;
+
+	while (n && (w = write(fd, b, n)) > 0) {
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+static void rserve_one(struct rserver *s, int fd)
+{
+	char req[4096], hdr[256];
+	const char *rg;
+	size_t got = 0;
+	ssize_t r;
+	uint64_t a = 0, b = s->len - 1;
+	int n;
+
+	while (got < sizeof(req) - 1 && (r = read(fd, req + got, sizeof(req) - 1 - got)) > 0) {
+		got += (size_t)r;
+		req[got] = '\0';
+		if (strstr(req, "\r\n\r\n"))
+			break;
+	}
+	req[got] = '\0';
+	rg = strstr(req, "\nRange: bytes=");
+	if (rg) {
+		char *e;
+
+		rg += strlen("\nRange: bytes=");
+		if (*rg == '-') {
+			uint64_t k = strtoull(rg + 1, NULL, 10);
+			a = k < s->len ? s->len - k : 0;
+		} else {
+			a = strtoull(rg, &e, 10);
+			if (*e == '-' && e[1] >= '0' && e[1] <= '9')
+				b = strtoull(e + 1, NULL, 10);
+		}
+		b = b < s->len ? b : s->len - 1;
+	}
+	if (a > b)
+		return;
+	n = snprintf(hdr, sizeof(hdr), "HTTP/1.1 206 Partial Content\r\nContent-Length: %llu\r\n"
+		     "Content-Range: bytes %llu-%llu/%zu\r\nETag: \"t\"\r\n"
+		     "Connection: close\r\n\r\n",
+		     (unsigned long long)(b - a + 1), (unsigned long long)a,
+		     (unsigned long long)b, s->len);
+	write_all(fd, hdr, (size_t)n);
+	write_all(fd, s->img + a, (size_t)(b - a + 1));
+}
+
+static void *rserve(void *arg)
+{
+	struct rserver *s = arg;
+	struct pollfd p = { .fd = s->lfd, .events = POLLIN };
+
+	while (!atomic_load(&s->stop)) {
+		int fd;
+
+		if (poll(&p, 1, 100) != 1 || (fd = accept(s->lfd, NULL, NULL)) < 0)
+			continue;
+		rserve_one(s, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+static void rserver_start(struct rserver *s, const uint8_t *img, size_t len)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+
+	s->img = img;
+	s->len = len;
+	atomic_init(&s->stop, false);
+	s->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(s->lfd, 0);
+	ck_assert_int_eq(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(s->lfd, 64), 0);
+	ck_assert_int_eq(getsockname(s->lfd, (struct sockaddr *)&a, &al), 0);
+	s->port = ntohs(a.sin_port);
+	ck_assert_int_eq(pthread_create(&s->th, NULL, rserve, s), 0);
+}
+
+static void rserver_stop(struct rserver *s)
+{
+	atomic_store(&s->stop, true);
+	pthread_join(s->th, NULL);
+	close(s->lfd);
+}
+
+/* Threads of this process running as SCHED_BATCH. */
+static unsigned batch_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	unsigned n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' &&
+		    sched_getscheduler((pid_t)atoi(e->d_name)) == SCHED_BATCH)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* The background fetch's thread alone runs as SCHED_BATCH: when it starts again after a quiesce
+ * (or in a forked child), the transfer thread it needs is started by the caller, not by it. */
+START_TEST(test_http_bg_thread_policy)
+{
+	char tree[512], url[64], *cache = tmpdir();
+	struct sqk_http_opts ho;
+	struct sqk_open_opts oo;
+	struct sqk_http_stats st = { .size = sizeof(st) };
+	struct sqk_image *img = NULL;
+	struct rserver srv;
+	struct sqk_io *mem;
+	const uint8_t *bytes;
+	size_t len;
+	uint64_t req0;
+
+	test_tree_new(tree, sizeof(tree), "bgpolicy");
+	for (unsigned i = 0; i < 6; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		test_tree_put(tree, name, ((size_t)1 << 20) + i);
+	}
+	mem = test_build_dir(tree, false, NULL);
+	bytes = sqk_io_mem_data(mem, &len);
+	ck_assert_ptr_nonnull(bytes);
+	rserver_start(&srv, bytes, len);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
+	sqk_http_opts_init(&ho);
+	ho.cache_dir = cache;
+	ho.background = true;
+	ho.background_rate = 256 << 10; /* still fetching when looked at */
+	sqk_open_opts_init(&oo);
+	oo.http = &ho;
+	ck_assert_int_eq(sqk_image_open_url(url, &oo, &img), 0);
+	sqk_image_quiesce(img); /* the transfer and background threads stop */
+	ck_assert_int_eq(sqk_io_http_stats(sqk_image_io(img), &st), 0);
+	req0 = st.requests;
+	sqk_io_http_background(sqk_image_io(img));
+	for (int i = 0; i < 500 && st.requests == req0; i++) {
+		usleep(10000);
+		ck_assert_int_eq(sqk_io_http_stats(sqk_image_io(img), &st), 0);
+	}
+	ck_assert_uint_gt(st.requests, req0);
+	ck_assert_uint_gt(st.background_left, 0);
+	ck_assert_uint_eq(batch_threads(), 1);
+	sqk_image_close(img);
+	rserver_stop(&srv);
+	sqk_io_destroy(mem);
+	test_tree_remove(tree);
+	rm_rf(cache);
+	free(cache);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -805,6 +986,7 @@ static Suite *http_suite(void)
 	tcase_add_test(names, test_url_display);
 	tcase_add_test(names, test_header_check);
 	tcase_add_test(names, test_http_refused);
+	tcase_add_test(names, test_http_bg_thread_policy);
 	tcase_set_timeout(names, 30);
 	tcase_add_test(cache, test_dcache_roundtrip);
 	tcase_add_test(cache, test_dcache_damaged);
