@@ -13,6 +13,7 @@
 #include "common/abi.h"
 #include "common/grow.h"
 #include "common/integrity.h"
+#include "common/thread.h"
 
 #define MAX_NAMES 12
 #define MAX_HITS 256
@@ -122,7 +123,7 @@ int chk_parallel(unsigned n, int (*fn)(void *arg), void *arg)
 	for (unsigned i = 0; i < n; i++)
 		w[i] = (struct par){ fn, arg, 0 };
 	for (; started < n; started++)
-		if (pthread_create(&t[started], NULL, par_main, &w[started]))
+		if (thread_start(&t[started], par_main, &w[started]))
 			break;
 	par_main(&w[0]);
 	for (unsigned i = 1; i < started; i++)

@@ -7,6 +7,8 @@
  * lazy loads, groups accepted or refused, hostile trailers, and the writer's choice of layout. */
 #include <check.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "common/integrity.h"
 #include "sqk/io.h"
 #include "sqk/sqk.h"
+#include "sqk/sqk_check.h"
 #include "mkimage/build.h"
 #include "testutil.h"
 
@@ -1269,6 +1272,73 @@ START_TEST(test_tree_auto)
 }
 END_TEST
 
+/* An io that forwards to another and notes the reads made on threads other than `caller`, and
+ * those of them made with SIGTERM not blocked. */
+struct spy_io {
+	struct sqk_io io;
+	struct sqk_io *inner;
+	pthread_t caller;
+	atomic_uint others, unblocked;
+};
+
+static int spy_read(struct sqk_io *io, uint64_t off, void *buf, size_t len)
+{
+	struct spy_io *s = (struct spy_io *)io;
+	sigset_t cur;
+
+	if (!pthread_equal(pthread_self(), s->caller)) {
+		atomic_fetch_add(&s->others, 1);
+		pthread_sigmask(SIG_BLOCK, NULL, &cur);
+		if (!sigismember(&cur, SIGTERM))
+			atomic_fetch_add(&s->unblocked, 1);
+	}
+	return sqk_io_read_at(s->inner, off, buf, len);
+}
+
+static int spy_size(struct sqk_io *io, uint64_t *size)
+{
+	return sqk_io_get_size(((struct spy_io *)io)->inner, size);
+}
+
+/* sqk_check_image's threads leave the caller's signals to it (thread.h), as every thread the
+ * library starts: each read they make has SIGTERM blocked, which the caller's thread has not. */
+START_TEST(test_check_threads_block_signals)
+{
+	static const struct sqk_io_ops ops = { .read_at = spy_read, .get_size = spy_size };
+	struct spy_io spy = { .io = { &ops }, .caller = pthread_self() };
+	struct sqk_check_result res = { .size = sizeof(res) };
+	struct sqk_check_opts o;
+	char dir[512];
+	unsigned others, unblocked;
+	uint64_t size;
+	sigset_t none;
+
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	atomic_init(&spy.others, 0);
+	atomic_init(&spy.unblocked, 0);
+	test_tree_new(dir, sizeof(dir), "checkthreads");
+	for (unsigned i = 0; i < 8; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		test_tree_put(dir, name, ((size_t)4 << 20) + i);
+	}
+	spy.inner = test_build_dir(dir, false, NULL);
+	ck_assert_int_eq(sqk_io_get_size(spy.inner, &size), 0);
+	sqk_check_opts_init(&o);
+	o.threads = 4;
+	ck_assert_int_eq(sqk_check_image(&spy.io, size, &o, &res), 0);
+	others = atomic_load(&spy.others);
+	unblocked = atomic_load(&spy.unblocked);
+	ck_assert_uint_eq(res.errors, 0);
+	ck_assert_uint_gt(others, 0);
+	ck_assert_uint_eq(unblocked, 0);
+	sqk_io_destroy(spy.inner);
+	test_tree_remove(dir);
+}
+END_TEST
+
 static Suite *integrity_suite(void)
 {
 	Suite *s = suite_create("integrity");
@@ -1295,6 +1365,7 @@ static Suite *integrity_suite(void)
 	tcase_add_test(tc, test_tree_every_flip);
 	tcase_add_test(tc, test_tree_trailer_rejects);
 	tcase_add_test(tc, test_tree_auto);
+	tcase_add_test(tc, test_check_threads_block_signals);
 	suite_add_tcase(s, tc);
 	return s;
 }
