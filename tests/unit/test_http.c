@@ -6,8 +6,6 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -885,18 +883,10 @@ static void *rserve(void *arg)
 
 static void rserver_start(struct rserver *s, const uint8_t *img, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-
 	s->img = img;
 	s->len = len;
 	atomic_init(&s->stop, false);
-	s->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(s->lfd, 0);
-	ck_assert_int_eq(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(s->lfd, 64), 0);
-	ck_assert_int_eq(getsockname(s->lfd, (struct sockaddr *)&a, &al), 0);
-	s->port = ntohs(a.sin_port);
+	s->lfd = test_listen_local(&s->port);
 	ck_assert_int_eq(pthread_create(&s->th, NULL, rserve, s), 0);
 }
 

@@ -6,9 +6,7 @@
  * transfer code against a server thread here: what libcurl signs for sqk_io_http_create() on an
  * s3:// URL checks out with the signer of s3.c, and the answer's error document is named. The
  * whole path against real servers is tests/integration/t_88_s3.sh. */
-#include <arpa/inet.h>
 #include <check.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -477,7 +475,7 @@ END_TEST
 
 struct capture {
 	int lfd;
-	int port;
+	unsigned short port;
 	char req[8192];         /* the last request's head */
 	unsigned nreq;
 	bool sig_ok;            /* every request's signature checked out */
@@ -583,15 +581,7 @@ static void *serve(void *arg)
 
 static void listen_local(struct capture *c)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-
-	c->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(c->lfd, 0);
-	ck_assert_int_eq(bind(c->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(c->lfd, 8), 0);
-	ck_assert_int_eq(getsockname(c->lfd, (struct sockaddr *)&a, &al), 0);
-	c->port = ntohs(a.sin_port);
+	c->lfd = test_listen_local(&c->port);
 }
 
 struct logbuf {
@@ -620,7 +610,7 @@ static int open_against(struct capture *c, const char *secret, struct logbuf *lb
 	clean_env();
 	listen_local(c);
 	c->secret = "test/secret+KEY";
-	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d/", c->port);
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%u/", c->port);
 	setenv("AWS_ENDPOINT_URL", ep, 1);
 	setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", secret, 1);

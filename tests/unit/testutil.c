@@ -2,9 +2,12 @@
 /* Helpers shared by the Check suites. */
 #include "testutil.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "common/integrity.h"
@@ -101,4 +104,18 @@ struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root)
 	if (root)
 		memcpy(root, r.root_hash, SQK_INTEG_DIGEST_SIZE);
 	return out;
+}
+
+int test_listen_local(unsigned short *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
 }

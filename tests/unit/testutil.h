@@ -37,4 +37,8 @@ void test_tree_remove(const char *tree);
  * test on any error. Caller owns the result (sqk_io_destroy). */
 struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root);
 
+/* A listening TCP socket on 127.0.0.1, on a port the kernel chose (in *port). Fails the test
+ * on any error. Caller owns the descriptor. */
+int test_listen_local(unsigned short *port);
+
 #endif
