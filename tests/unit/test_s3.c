@@ -73,7 +73,7 @@ START_TEST(test_sigv4_aws_example)
 	static const char *const hdrs[] = {
 		"Host: examplebucket.s3.amazonaws.com",
 		"Range: bytes=0-9",
-		"x-amz-content-sha256:" EMPTY_SHA,
+		("x-amz-content-sha256:" EMPTY_SHA),
 		"x-amz-date: 20130524T000000Z",
 	};
 	struct sigv4_req r = {
@@ -108,7 +108,7 @@ START_TEST(test_sigv4_canonical_forms)
 		"X-Amz-Date:20130524T000000Z",
 		"range:   bytes=0-9  ",
 		"HOST:examplebucket.s3.amazonaws.com",
-		"X-AMZ-Content-SHA256 : " EMPTY_SHA,
+		("X-AMZ-Content-SHA256 : " EMPTY_SHA),
 	};
 	struct sigv4_req r = {
 		.method = "GET", .uri = "/test.txt", .headers = messy, .nheaders = 4,
