@@ -58,10 +58,11 @@ check-san:
 		OPT='-O1 -g' EXTRA_CFLAGS='$(TSAN_FLAGS)' EXTRA_LDFLAGS='$(TSAN_FLAGS)' unit all
 
 # Quick facts about the tree and the library: licence lines, the public headers in C99, C11 and
-# C++17, the symbols libsqk exports, the options the docs name; and a clang build without a
-# warning (gcc's is the default build).
+# C++17, the symbols libsqk exports, the options the docs name; and a clang build of the
+# programs and the Check suites without a warning (gcc's is the default build).
+unit-build: $(UNIT_BINS)
 check-lint: all
-	$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)/clang WERROR=1 all
+	$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)/clang WERROR=1 all unit-build
 	@set -e; for t in tests/lint/*.sh; do echo "== $$t"; \
 		SQK=$(abspath $(BUILD)/bin/sqk) SQKFUSE=$(abspath $(BUILD)/bin/sqkfuse) \
 		LIBSQK_DIR=$(abspath $(BUILD)/lib) bash $$t; done
@@ -101,7 +102,7 @@ bench: all $(FLOOR_BIN)
 	$(call bench_run,app,bash tests/bench/bench_app.sh)
 	$(call bench_run,floor,ZSTD_FLOOR=$(abspath $(FLOOR_BIN)) sh tests/bench/bench_floor.sh)
 
-.PHONY: unit check-unit check-san check-lint check-integration
+.PHONY: unit unit-build check-unit check-san check-lint check-integration
 
 include tests/fuzz/fuzz.mk
 
