@@ -190,7 +190,10 @@ int cmd_open(struct cmd *c)
 	c->remote.o.size = sizeof(c->remote.o); /* the struct is zeroed with the command's */
 	o.http = &c->remote.o;
 	o.root_hash = c->remote.has_root ? c->remote.root : NULL;
-	o.no_prefetch = c->remote.no_prefetch;
+	/* the hint is a start's working set: a command fetches what it reads, and the hint's
+	 * ranges would take the link from the tables it waits for; one that reads the whole image
+	 * gets an access-ordered image's front in parallel parts instead of file by file */
+	o.no_prefetch = !c->whole || c->remote.no_prefetch;
 	o.require_integrity = c->remote.require_integ;
 	o.trust = c->remote.ntrust ? c->remote.trust : NULL;
 	o.trust_dir = c->remote.trust_dir;

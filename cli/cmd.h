@@ -72,7 +72,7 @@ enum {
 	"      --header H       send header 'Name: value' (repeatable; never printed)\n"      \
 	"      --header-file F  send the headers in F, one per line\n"                         \
 	"      --cacert FILE    trust the CAs in FILE (PEM) for https instead of the system's\n" \
-	"      --no-prefetch    do not fetch the image's prefetch hint ranges at open\n"      \
+	"      --no-prefetch    extract or tar of a whole image: not its prefetch hint first\n"\
 	"      --s3-endpoint URL  the endpoint of s3:// images (default\n"                    \
 	"                       $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS)\n"        \
 	"      --no-sign-request  s3:// images: unsigned requests (public buckets)\n"
@@ -91,7 +91,7 @@ struct remote {
 	char *files[SQK_CMD_MAX_HEADERS]; /* header-file contents (owned) */
 	unsigned nfiles;
 	bool has_root;                    /* --root-hash given: root holds it */
-	bool no_prefetch;                 /* --no-prefetch: for sqk_open_opts.no_prefetch */
+	bool no_prefetch;                 /* --no-prefetch */
 	bool no_verify;                   /* --no-verify: for sqk_open_opts.no_verify */
 	bool verify_asked;                /* --verify: say so when reads cannot be verified */
 	bool require_integ;               /* --require-integrity */
@@ -115,6 +115,7 @@ struct cmd {
 	char why[512];        /* the library's last line (after a failed open: why it failed) */
 	struct progress *progress; /* a progress line erased before each message, or NULL */
 	size_t cache_bytes;   /* the image's block cache bound; 0 = the library's default */
+	bool whole;           /* reads all of the image: a remote one's hint is fetched at open */
 };
 
 /* The signatures s[0..n) of an image (sqk_image_signatures, which returned rc) on stdout: as

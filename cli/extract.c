@@ -316,6 +316,7 @@ int extract_main(int argc, char **argv)
 	if (sigwatch_start(&sw, NULL, NULL) == 0)
 		x.sig = &sw.sig;
 	r = 1;
+	x.c.whole = x.sel.nextract == 0;
 	if (!cmd_open(&x.c))
 		r = x_run(&x) ? 1 : 0;
 	if (x.sig) {

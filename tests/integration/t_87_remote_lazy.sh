@@ -168,6 +168,54 @@ fuse_umount "$W/m"
 read -r nreq got <<<"$(http_log_bytes "$mark")"
 info "-o noprefetch: $got bytes in $nreq requests"
 [ "$got" -le $(( 4 * CH + (META / CH + 2) * CH )) ] || fail "with -o noprefetch the mount fetched $got bytes"
+# commands fetch what they read, never the hint's ranges (a mounted start's working set): sqk ls
+# of the root, sqk cat of a file of the hint; --no-prefetch is still taken
+rm -rf "$W/cache"
+mark=$(http_log_mark)
+"$SQK" ls --cache-dir "$W/cache" "$HTTP_URL/ord.sqsh" >"$W/ls.out" || fail "sqk ls of ord.sqsh failed"
+grep -qx d03 "$W/ls.out" || fail "sqk ls of ord.sqsh lists no d03: $(head -n 3 "$W/ls.out")"
+sleep 0.5
+read -r nreq got <<<"$(http_log_bytes "$mark")"
+info "sqk ls of the ordered image: $got bytes in $nreq requests"
+[ "$got" -le $(( 3 * CH + (META / CH + 2) * CH )) ] || fail "sqk ls fetched $got bytes: the hint's ranges too"
+rm -rf "$W/cache"
+mark=$(http_log_mark)
+"$SQK" cat --cache-dir "$W/cache" "$HTTP_URL/ord.sqsh" d11/f >"$W/cat.out" || fail "sqk cat of ord.sqsh failed"
+cmp -s "$W/cat.out" "$W/src/d11/f" || fail "sqk cat d11/f of ord.sqsh differs from the source"
+sleep 0.5
+read -r nreq got <<<"$(http_log_bytes "$mark")"
+info "sqk cat of a file of the hint: $got bytes in $nreq requests"
+[ "$got" -le $(( $(stat -c %s "$W/src/d11/f") + 4 * CH + (META / CH + 2) * CH )) ] ||
+	fail "sqk cat of one file fetched $got bytes: the hint's ranges too"
+# a tar of the whole image reads it all: the hint's ranges come first, in parallel parts, where
+# a walk in the tree's order would fetch the front of an access-ordered image (here 400 files of
+# 12 KiB laid out in the reverse of the tree's order) a chunk at a time
+python3 - "$W/rev" "$W/revtrace" <<'PY' || fail "cannot make the tree laid out in reverse"
+import os, random, sys
+r = random.Random(9)
+names = []
+for d in range(10):
+    os.makedirs(os.path.join(sys.argv[1], "r%02d" % d))
+    for i in range(40):
+        names.append("r%02d/%02d" % (d, i))
+        open(os.path.join(sys.argv[1], names[-1]), "wb").write(r.randbytes(12288))
+open(sys.argv[2], "w").write("".join(n + "\n" for n in reversed(names)))
+PY
+run_capture revorder "$SQK" mkimage -q --order "$W/revtrace" "$W/rev" "$W/www/rev.sqsh"
+[ "$RC" = 0 ] || { show_err; fail "mkimage --order of the reversed tree failed"; }
+tar_reqs() { # OPTIONS...: requests of a cold sqk tar of rev.sqsh (its files checked)
+	rm -rf "$W/cache" "$W/tout" && mkdir -p "$W/tout"
+	mark=$(http_log_mark)
+	"$SQK" tar "$@" --cache-dir "$W/cache" "$HTTP_URL/rev.sqsh" -o - | tar xf - -C "$W/tout" ||
+		fail "sqk tar $* of rev.sqsh failed"
+	diff -r "$W/rev" "$W/tout" >/dev/null || fail "sqk tar $* of rev.sqsh differs from the source"
+	sleep 0.5
+	read -r nreq got <<<"$(http_log_bytes "$mark")"
+	echo "$nreq"
+}
+with=$(tar_reqs) without=$(tar_reqs --no-prefetch)
+info "sqk tar of an image laid out in reverse: $with requests, $without with --no-prefetch"
+[ "$with" -le $(( without / 2 )) ] || fail "sqk tar of the whole ordered image did not fetch its hint first"
 
 # the hint's ranges are asked for before the metadata tables come, as soon as the open has the
 # hint, so that a start's first reads find them on their way: an image whose tables (16,000
