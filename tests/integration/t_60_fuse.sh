@@ -241,10 +241,22 @@ info "daemon mode with closed stdio: mounts and exits 0, a bad image exits 1"
 # 7. Page-cache fill: one 4 KiB read (POSIX_FADV_RANDOM: no readahead) brings the whole block
 #    into the page cache, so the block's other 31 pages are read without a request; with
 #    fill=0 each page is a request; fill=4 caches the aligned group of 4 blocks.
+# A page found missing is tried once more on a new mount (a VM may reclaim page-cache pages on
+# its own: one of 128 went once); a page too many, or missing twice, fails.
 fill_check() { # fill_check OPTS EXPECTED_REQUESTS EXPECTED_RESIDENT_BYTES
+	local try rc
+	for try in 1 2; do
+		fill_once "$@" && return 0
+		rc=$?
+		[ "$rc" = 3 ] && [ "$try" = 1 ] || fail "fill ($1): wrong bytes, or not cached as asked"
+		info "fill ($1): a page missing; once more"
+	done
+}
+fill_once() {
 	rm -f "$B/stats.json"
 	fuse_mount "$B/big.sqsh" "$B/mnt" -o "stats=$B/stats.json,$1"
-	python3 - "$B/src/random" "$B/mnt/random" "$3" <<'PY' || fail "fill ($1): wrong bytes or not cached"
+	local rc=0
+	python3 - "$B/src/random" "$B/mnt/random" "$3" <<'PY' || rc=$?
 import os, subprocess, sys, time
 src, mnt, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
 bs = 131072
@@ -263,11 +275,14 @@ while resident() < want and time.time() < deadline:
 time.sleep(0.1)
 got = resident()
 print("resident after one 4 KiB read: %d bytes (expected %d)" % (got, want))
-assert got == want, "resident %d != %d" % (got, want)
 for off in range(blk, blk + bs, 4096):  # the block's pages, now from the page cache
     assert os.pread(fd, 4096, off) == ref[off:off + 4096], "page at %d differs" % off
+assert got <= want, "resident %d > %d" % (got, want)
+if got < want:
+    sys.exit(3)
 PY
 	fuse_umount "$B/mnt"
+	[ "$rc" = 0 ] || return "$rc"
 	python3 - "$B/stats.json" "$2" <<'PY' || fail "fill ($1): wrong number of read requests"
 import json, sys
 st, want = json.load(open(sys.argv[1])), int(sys.argv[2])
