@@ -343,7 +343,7 @@ static int tar_run(struct tar *t, struct tar_opts *o, struct outfile *out)
 	struct sqk_inode top;
 	int ok;
 
-	t->c.whole = !o->path[0];
+	t->c.whole = !o->path[0] || !strcmp(o->path, "/") || !strcmp(o->path, ".");
 	if (tar_out_judge(t, o) || cmd_open(&t->c))
 		return -1;
 	atomic_store(&t->cancel_img, t->c.img);

@@ -203,19 +203,22 @@ open(sys.argv[2], "w").write("".join(n + "\n" for n in reversed(names)))
 PY
 run_capture revorder "$SQK" mkimage -q --order "$W/revtrace" "$W/rev" "$W/www/rev.sqsh"
 [ "$RC" = 0 ] || { show_err; fail "mkimage --order of the reversed tree failed"; }
-tar_reqs() { # OPTIONS...: requests of a cold sqk tar of rev.sqsh (its files checked)
+tar_reqs() { # PATH OPTIONS...: requests of a cold sqk tar of rev.sqsh (its files checked)
+	local path=$1
+	shift
 	rm -rf "$W/cache" "$W/tout" && mkdir -p "$W/tout"
 	mark=$(http_log_mark)
-	"$SQK" tar "$@" --cache-dir "$W/cache" "$HTTP_URL/rev.sqsh" -o - | tar xf - -C "$W/tout" ||
-		fail "sqk tar $* of rev.sqsh failed"
+	"$SQK" tar "$@" --cache-dir "$W/cache" "$HTTP_URL/rev.sqsh" $path -o - |
+		tar xf - -C "$W/tout" || fail "sqk tar $* of rev.sqsh failed"
 	diff -r "$W/rev" "$W/tout" >/dev/null || fail "sqk tar $* of rev.sqsh differs from the source"
 	sleep 0.5
 	read -r nreq got <<<"$(http_log_bytes "$mark")"
 	echo "$nreq"
 }
-with=$(tar_reqs) without=$(tar_reqs --no-prefetch)
-info "sqk tar of an image laid out in reverse: $with requests, $without with --no-prefetch"
+with=$(tar_reqs "") root=$(tar_reqs /) without=$(tar_reqs "" --no-prefetch)
+info "sqk tar of an image laid out in reverse: $with requests ($root naming /), $without with --no-prefetch"
 [ "$with" -le $(( without / 2 )) ] || fail "sqk tar of the whole ordered image did not fetch its hint first"
+[ "$root" -le $(( without / 2 )) ] || fail "sqk tar of the ordered image's / did not fetch its hint first"
 
 # the hint's ranges are asked for before the metadata tables come, as soon as the open has the
 # hint, so that a start's first reads find them on their way: an image whose tables (16,000
