@@ -91,7 +91,7 @@ struct remote {
 	char *files[SQK_CMD_MAX_HEADERS]; /* header-file contents (owned) */
 	unsigned nfiles;
 	bool has_root;                    /* --root-hash given: root holds it */
-	bool no_prefetch;                 /* --no-prefetch */
+	bool no_prefetch;                 /* --no-prefetch: for sqk_open_opts.no_prefetch */
 	bool no_verify;                   /* --no-verify: for sqk_open_opts.no_verify */
 	bool verify_asked;                /* --verify: say so when reads cannot be verified */
 	bool require_integ;               /* --require-integrity */

@@ -222,8 +222,8 @@ unsigned http_ahead_max(const struct http *h);
 /* http_fetch.c. Called with h->mu held: queues job (the thread takes ownership). */
 int http_submit(struct http *h, struct http_job *job);
 /* Starts the transfer thread in this process unless it runs there (first use, a forked child,
- * after a quiesce), as the caller's thread: its signals blocked, its scheduling policy. mu
- * held. 0 or SQK_ENOMEM. */
+ * after a quiesce), from the caller's thread: every signal blocked, the caller's scheduling
+ * policy. mu held. 0 or SQK_ENOMEM. */
 int http_thread_ensure(struct http *h);
 /* Runs a flat job to its end (with retries): 0 or SQK_E*. Called without mu; the caller still
  * owns job. */
