@@ -827,18 +827,10 @@ static void rserve_one(struct rserver *s, int fd)
 {
 	char req[4096], hdr[256];
 	const char *rg;
-	size_t got = 0;
-	ssize_t r;
 	uint64_t a = 0, b = s->len - 1;
 	int n;
 
-	while (got < sizeof(req) - 1 && (r = read(fd, req + got, sizeof(req) - 1 - got)) > 0) {
-		got += (size_t)r;
-		req[got] = '\0';
-		if (strstr(req, "\r\n\r\n"))
-			break;
-	}
-	req[got] = '\0';
+	test_read_head(fd, req, sizeof(req));
 	rg = strstr(req, "\nRange: bytes=");
 	if (rg) {
 		char *e;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/integrity.h"
 #include "sqk/io.h"
@@ -118,4 +119,19 @@ int test_listen_local(unsigned short *port)
 	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
 	*port = ntohs(a.sin_port);
 	return fd;
+}
+
+size_t test_read_head(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	buf[0] = '\0';
+	while (got < cap - 1 && (r = read(fd, buf + got, cap - 1 - got)) > 0) {
+		got += (size_t)r;
+		buf[got] = '\0';
+		if (strstr(buf, "\r\n\r\n"))
+			break;
+	}
+	return got;
 }

@@ -41,4 +41,8 @@ struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root)
  * on any error. Caller owns the descriptor. */
 int test_listen_local(unsigned short *port);
 
+/* Reads an HTTP request's head from fd into buf (cap bytes): up to its blank line, or cap - 1
+ * bytes, or the end of the stream; always NUL-terminated. Returns the bytes read. */
+size_t test_read_head(int fd, char *buf, size_t cap);
+
 #endif
