@@ -72,7 +72,8 @@ enum {
 	"      --header H       send header 'Name: value' (repeatable; never printed)\n"      \
 	"      --header-file F  send the headers in F, one per line\n"                         \
 	"      --cacert FILE    trust the CAs in FILE (PEM) for https instead of the system's\n" \
-	"      --no-prefetch    extract or tar of a whole image: not its prefetch hint first\n"\
+	"      --no-prefetch    extract or tar: fetch what is read as it is read, not the\n"    \
+	"                       prefetch hint (whole image) or the files' data first\n"       \
 	"      --s3-endpoint URL  the endpoint of s3:// images (default\n"                    \
 	"                       $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS)\n"        \
 	"      --no-sign-request  s3:// images: unsigned requests (public buckets)\n"
@@ -117,6 +118,11 @@ struct cmd {
 	size_t cache_bytes;   /* the image's block cache bound; 0 = the library's default */
 	bool whole;           /* reads all of the image: a remote one's hint is fetched at open */
 };
+
+/* The most data of the files a command is about to read that it fetches ahead of them at once
+ * (sqk_prefetch_new): chunks on their way hold their memory, and this is half the remote
+ * backend's memory cache (256 MiB). */
+#define CMD_PREFETCH_MAX ((uint64_t)128 << 20)
 
 /* The signatures s[0..n) of an image (sqk_image_signatures, which returned rc) on stdout: as
  * text lines (sqk info, sqk verify), or as the JSON member "signatures" (with a comma) at

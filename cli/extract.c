@@ -117,6 +117,21 @@ static void x_left(struct extract *x, bool files_started)
 			    plural(x->made_other, "entry", "entries"), x->dest);
 }
 
+/* Starts fetching the selected files' data of a remote image, in image order (best effort:
+ * each file's read says what fails). Not for the whole image: its hint came at open. */
+static void x_prefetch(struct extract *x)
+{
+	struct sqk_prefetch *p;
+
+	if (x->c.whole || x->c.remote.no_prefetch || !x->njobs ||
+	    sqk_prefetch_new(x->c.img, CMD_PREFETCH_MAX, &p))
+		return;
+	for (size_t j = 0; j < x->njobs; j++)
+		if (sqk_prefetch_add(p, &x->ents[x->jobs[j]].ino) == SQK_ENOMEM)
+			break;
+	sqk_prefetch_start(p);
+}
+
 /* Phases 1 (the selected entries) to 4. Returns 0 or -1 (messages printed). */
 static int x_phases(struct extract *x)
 {
@@ -124,6 +139,7 @@ static int x_phases(struct extract *x)
 		x_left(x, false);
 		return -1;
 	}
+	x_prefetch(x);
 	x_totals(x);
 	if (x_run_workers(x) || x_link_files(x) || x_stopped(x)) {
 		x_left(x, true);

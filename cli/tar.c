@@ -349,6 +349,8 @@ static int tar_run(struct tar *t, struct tar_opts *o, struct outfile *out)
 	atomic_store(&t->cancel_img, t->c.img);
 	if (cmd_lookup(&t->c, o->path, &top))
 		return -1;
+	if (!t->c.whole && !t->c.remote.no_prefetch)
+		sqk_image_prefetch_tree(t->c.img, &top, CMD_PREFETCH_MAX); /* best effort */
 	if (tar_top(t, o->path, &top)) {
 		if (!t->path)
 			cmd_err(&t->c, NULL, SQK_ENOMEM, "out of memory");

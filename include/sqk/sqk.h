@@ -205,6 +205,30 @@ SQK_API void sqk_image_quiesce(struct sqk_image *img);
  * (sqk_io_http_background). No-op for local images or without a hint; NULL-safe. */
 SQK_API void sqk_image_prefetch(struct sqk_image *img);
 
+/* Files a caller is about to read whole, in another order than the image's (sqk tar or
+ * extract of a folder: an access-ordered image keeps a start's files at its front, out of the
+ * tree's order), fetched ahead in image order on a remote image (sqk_prefetch_*). */
+struct sqk_prefetch;
+
+/* A new empty set for img (borrowed: it must outlive the set) of at most max bytes of data, the
+ * files added first kept (a local image: none). *out owned by the caller until
+ * sqk_prefetch_start. SQK_EINVAL, SQK_ENOMEM. */
+SQK_API int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **out);
+
+/* Adds the data blocks and fragment block of file (borrowed; anything but a regular file, or a
+ * file past the set's max: ignored). SQK_E* when its block list does not decode. */
+SQK_API int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file);
+
+/* Starts fetching p's bytes in image order, in parallel parts, returns at once and frees p
+ * (NULL-safe). Reads of bytes still on their way wait for their own part; a walk through them
+ * is fetched ahead no further than the end of the run of files it is in. */
+SQK_API void sqk_prefetch_start(struct sqk_prefetch *p);
+
+/* The above for every regular file at or below top (NULL = the root): 0, or SQK_E* when the
+ * walk of the metadata fails (nothing fetched then). No-op for local images. Borrows both. */
+SQK_API int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top,
+				    uint64_t max);
+
 /* Remote images: copies the transfer and disk-cache counters. SQK_ENOENT for local images. */
 SQK_API int sqk_image_http_stats(struct sqk_image *img, struct sqk_http_stats *out);
 

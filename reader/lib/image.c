@@ -435,6 +435,7 @@ void sqk_image_close(struct sqk_image *img)
 	pthread_mutex_destroy(&img->vmu);
 	pthread_cond_destroy(&img->vcv);
 	free(img->hint);
+	fetched_free(img);
 	free(img->name);
 	free(img);
 }

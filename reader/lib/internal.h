@@ -144,7 +144,19 @@ struct sqk_image {
 	struct seqwalk walk;
 	struct sqk_hint_range *hint; /* remote: the prefetch hint's ranges, set at open */
 	size_t nhint;
+	_Atomic(struct fetched *) fetched; /* sqk_prefetch_start's ranges, newest first */
 };
+
+/* The merged ranges of one sqk_prefetch_start (image positions, ascending), immutable once
+ * published; kept until the image closes. */
+struct fetched {
+	struct fetched *older;
+	size_t n;
+	struct sqk_hint_range r[];
+};
+
+void fetched_free(struct sqk_image *img);
+uint64_t fetched_end(const struct sqk_image *img, uint64_t pos);
 
 /* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
 struct mcur {

@@ -116,14 +116,15 @@ void stream_end(struct sqk_image *img, struct findex *fi, uint64_t end)
 
 /* Where a walk at image position pos may be fetched ahead to: the end of the prefetch hint's
  * range that holds pos (the image says its working set ends there; the range itself was
- * fetched at open), else the end of the image. */
+ * fetched at open), else of the range of the last sqk_prefetch_start that holds it (what the
+ * walk reads was fetched: more would be bytes it skips), else the end of the image. */
 static uint64_t walk_limit(const struct sqk_image *img, uint64_t pos)
 {
 	for (size_t i = 0; i < img->nhint; i++) {
 		if (pos >= img->hint[i].start && pos - img->hint[i].start < img->hint[i].length)
 			return img->base + img->hint[i].start + img->hint[i].length;
 	}
-	return UINT64_MAX;
+	return fetched_end(img, pos);
 }
 
 /* What the io may fetch ahead of a read at image position pos of fi's data (fi NULL: a data or

@@ -219,6 +219,77 @@ with=$(tar_reqs "") root=$(tar_reqs /) without=$(tar_reqs "" --no-prefetch)
 info "sqk tar of an image laid out in reverse: $with requests ($root naming /), $without with --no-prefetch"
 [ "$with" -le $(( without / 2 )) ] || fail "sqk tar of the whole ordered image did not fetch its hint first"
 [ "$root" -le $(( without / 2 )) ] || fail "sqk tar of the ordered image's / did not fetch its hint first"
+# a tar or extract of folders fetches their files' data first, in image order and parallel
+# parts: the front of rev.sqsh holds them in the reverse of the order the walk reads them
+sub_reqs() { # tar|extract OPTIONS...: requests of a cold read of r02 and r07 (files checked)
+	local how=$1
+	shift
+	rm -rf "$W/cache" "$W/tout" && mkdir -p "$W/tout"
+	mark=$(http_log_mark)
+	if [ "$how" = tar ]; then
+		"$SQK" tar "$@" --cache-dir "$W/cache" "$HTTP_URL/rev.sqsh" r07 -o - |
+			tar xf - -C "$W/tout" || fail "sqk tar $* r07 of rev.sqsh failed"
+		mv "$W/tout" "$W/tout7" && mkdir "$W/tout" && mv "$W/tout7" "$W/tout/r07"
+	else
+		"$SQK" extract -q "$@" --cache-dir "$W/cache" -d "$W/tout" "$HTTP_URL/rev.sqsh" \
+			r07 r02 || fail "sqk extract $* r07 r02 of rev.sqsh failed"
+		diff -r "$W/rev/r02" "$W/tout/r02" >/dev/null ||
+			fail "sqk extract $* of rev.sqsh's r02 differs from the source"
+	fi
+	diff -r "$W/rev/r07" "$W/tout/r07" >/dev/null ||
+		fail "sqk $how $* of rev.sqsh's r07 differs from the source"
+	sleep 0.5
+	read -r nreq got <<<"$(http_log_bytes "$mark")"
+	echo "$nreq $got"
+}
+read -r tw tw_b <<<"$(sub_reqs tar)"
+read -r two two_b <<<"$(sub_reqs tar --no-prefetch)"
+read -r xw xw_b <<<"$(sub_reqs extract)"
+read -r xwo xwo_b <<<"$(sub_reqs extract --no-prefetch)"
+rm -rf "$W/cache"
+mark=$(http_log_mark)
+"$SQK" ls --cache-dir "$W/cache" "$HTTP_URL/rev.sqsh" r07 >/dev/null || fail "sqk ls r07 of rev.sqsh failed"
+sleep 0.5
+read -r nopen got <<<"$(http_log_bytes "$mark")"
+info "sqk tar of a folder of rev.sqsh: $tw requests ($tw_b bytes), $two ($two_b) with" \
+	"--no-prefetch; extract of two folders: $xw ($xw_b), $xwo ($xwo_b); an open: $nopen"
+# its 8 chunks in parallel parts (at most two per folder: a unit's end), where the walk asks
+# for them one by one
+[ $(( tw - nopen )) -le 2 ] || fail "sqk tar of a folder made $(( tw - nopen )) requests for its data"
+[ $(( xw - nopen )) -le 4 ] || fail "sqk extract of two folders made $(( xw - nopen )) requests for their data"
+[ $(( two - nopen )) -ge 4 ] && [ $(( xwo - nopen )) -ge 8 ] ||
+	fail "sqk tar / extract with --no-prefetch fetched the folders' data in bulk"
+# and no further: a walk of a folder of an image in the tree's order (here 16 files of 200 KiB,
+# then two more such folders) is fetched ahead to the end of the folder's files, not past it
+python3 - "$W/walk" <<'PY' || fail "cannot make the tree of three folders"
+import os, random, sys
+r = random.Random(3)
+for d in "abc":
+    os.makedirs(os.path.join(sys.argv[1], d))
+    for i in range(16):
+        open(os.path.join(sys.argv[1], d, "%02d" % i), "wb").write(r.randbytes(200 << 10))
+PY
+sqk_build "$W/walk" "$W/www/walk.sqsh"
+fold_bytes() { # OPTIONS...: bytes of a cold sqk tar of walk.sqsh's a (its files checked)
+	rm -rf "$W/cache" "$W/tout" && mkdir -p "$W/tout"
+	mark=$(http_log_mark)
+	"$SQK" tar "$@" --cache-dir "$W/cache" "$HTTP_URL/walk.sqsh" a -o - | tar xf - -C "$W/tout" ||
+		fail "sqk tar $* a of walk.sqsh failed"
+	diff -r "$W/walk/a" "$W/tout" >/dev/null || fail "sqk tar $* a of walk.sqsh differs"
+	sleep 0.5
+	read -r nreq got <<<"$(http_log_bytes "$mark")"
+	echo "$got"
+}
+rm -rf "$W/cache"
+mark=$(http_log_mark)
+"$SQK" ls --cache-dir "$W/cache" "$HTTP_URL/walk.sqsh" a >/dev/null || fail "sqk ls a of walk.sqsh failed"
+sleep 0.5
+read -r nreq open_b <<<"$(http_log_bytes "$mark")"
+fw=$(fold_bytes) fwo=$(fold_bytes --no-prefetch)
+info "sqk tar of walk.sqsh's a (3.2 MB of files): $fw bytes, $fwo with --no-prefetch," \
+	"an open $open_b"
+[ "$fw" -le $(( open_b + (16 * 200 << 10) + 2 * CH )) ] || fail "sqk tar of a fetched $fw bytes: past the folder"
+[ "$fwo" -gt $(( open_b + (16 * 200 << 10) + 2 * CH )) ] || fail "the walk with --no-prefetch fetched no more"
 
 # the hint's ranges are asked for before the metadata tables come, as soon as the open has the
 # hint, so that a start's first reads find them on their way: an image whose tables (16,000

@@ -26,6 +26,8 @@ struct rec {
 	uint64_t off, len, stream, limit;
 };
 
+#define MAXPRE 64
+
 /* An io forwarding to inner (borrowed) that records every read and its hint. */
 struct rec_io {
 	struct sqk_io base;
@@ -33,6 +35,8 @@ struct rec_io {
 	pthread_mutex_t mu;
 	struct rec r[MAXREC];
 	size_t n;
+	struct rec pre[MAXPRE]; /* prefetch calls (off, len) */
+	size_t npre;
 };
 
 static char tree[64];
@@ -81,6 +85,28 @@ static const struct sqk_io_ops rec_ops = {
 	.sync = rec_sync,
 	.destroy = rec_destroy,
 	.read_ahead = rec_ahead,
+};
+
+static void rec_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait)
+{
+	struct rec_io *r = (struct rec_io *)io;
+
+	ck_assert(!wait);
+	pthread_mutex_lock(&r->mu);
+	if (r->npre < MAXPRE)
+		r->pre[r->npre++] = (struct rec){ .off = off, .len = len };
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* The same with a prefetch operation: the image counts as remote. */
+static const struct sqk_io_ops rec_remote_ops = {
+	.read_at = rec_read,
+	.write_at = rec_write,
+	.get_size = rec_size,
+	.sync = rec_sync,
+	.destroy = rec_destroy,
+	.read_ahead = rec_ahead,
+	.prefetch = rec_prefetch,
 };
 
 /* f00..f13: FBLOCKS blocks of random bytes each (stored raw, so each file's data is exactly
@@ -295,6 +321,120 @@ START_TEST(test_partial_reads_are_no_walk)
 }
 END_TEST
 
+static struct sqk_inode inode_of(struct sqk_image *img, int i)
+{
+	struct sqk_inode in;
+	char name[16];
+
+	snprintf(name, sizeof(name), "f%02d", i);
+	ck_assert_int_eq(sqk_lookup_path(img, name, &in), 0);
+	return in;
+}
+
+/* The prefetch call k: [f(a)'s start, f(b)'s end). */
+static void assert_pre(struct rec_io *r, size_t k, struct sqk_image *img, int a, int b)
+{
+	struct sqk_inode fa = inode_of(img, a), fb = inode_of(img, b);
+
+	ck_assert_uint_gt(r->npre, k);
+	ck_assert_uint_eq(r->pre[k].off, fa.blocks_start);
+	ck_assert_uint_eq(r->pre[k].len, fb.blocks_start + FBLOCKS * BS - fa.blocks_start);
+}
+
+START_TEST(test_prefetch_set)
+{
+	struct rec_io *r = rec_new();
+	struct sqk_image *img;
+	struct sqk_prefetch *p;
+	struct sqk_inode in, root;
+
+	r->base.ops = &rec_remote_ops;
+	img = open_rec(r);
+	ck_assert_int_eq(sqk_image_root(img, &root), 0);
+	/* out of order, a directory among them: sorted, the directory ignored, f03 and f04 one
+	 * range, and f09 in it too (the 80 KiB between them: less than a part of its own) */
+	ck_assert_int_eq(sqk_prefetch_new(img, UINT64_MAX, &p), 0);
+	for (int i = 9; i >= 3; i -= 6) {
+		in = inode_of(img, i);
+		ck_assert_int_eq(sqk_prefetch_add(p, &in), 0);
+	}
+	ck_assert_int_eq(sqk_prefetch_add(p, &root), 0);
+	in = inode_of(img, 4);
+	ck_assert_int_eq(sqk_prefetch_add(p, &in), 0);
+	ck_assert_uint_eq(r->npre, 0);
+	sqk_prefetch_start(p);
+	ck_assert_uint_eq(r->npre, 1);
+	assert_pre(r, 0, img, 3, 9);
+	/* at most two files' bytes: f05 and f01, not f03 after them, and the 60 KiB between the
+	 * two not fetched (gaps up to a quarter of the max) */
+	r->npre = 0;
+	ck_assert_int_eq(sqk_prefetch_new(img, 2 * FBLOCKS * BS, &p), 0);
+	for (int k = 0; k < 3; k++) {
+		in = inode_of(img, (int[]){ 5, 1, 3 }[k]);
+		ck_assert_int_eq(sqk_prefetch_add(p, &in), 0);
+	}
+	sqk_prefetch_start(p);
+	ck_assert_uint_eq(r->npre, 2);
+	assert_pre(r, 0, img, 1, 1);
+	assert_pre(r, 1, img, 5, 5);
+	sqk_prefetch_start(NULL);
+	sqk_image_close(img);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_prefetch_tree)
+{
+	struct rec_io *r = rec_new();
+	struct sqk_image *img = open_rec(r);
+
+	/* a local image: nothing */
+	ck_assert_int_eq(sqk_image_prefetch_tree(img, NULL, UINT64_MAX), 0);
+	ck_assert_uint_eq(r->npre, 0);
+	sqk_image_close(img);
+	/* every file of the tree (f08x's blocks are f01's): f00 to f13 in one range */
+	r->base.ops = &rec_remote_ops;
+	img = open_rec(r);
+	ck_assert_int_eq(sqk_image_prefetch_tree(img, NULL, UINT64_MAX), 0);
+	ck_assert_uint_eq(r->npre, 1);
+	assert_pre(r, 0, img, 0, NFILES - 1);
+	sqk_image_close(img);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_prefetch_walk_limit)
+{
+	struct rec_io *r = rec_new();
+	struct sqk_image *img;
+	struct sqk_prefetch *p;
+	struct sqk_inode in, last;
+	size_t at;
+
+	r->base.ops = &rec_remote_ops;
+	img = open_rec(r);
+	ck_assert_int_eq(sqk_prefetch_new(img, UINT64_MAX, &p), 0);
+	for (int i = 0; i <= 10; i++) {
+		in = inode_of(img, i);
+		ck_assert_int_eq(sqk_prefetch_add(p, &in), 0);
+	}
+	sqk_prefetch_start(p);
+	last = in;
+	for (int i = 0; i < 8; i++)
+		read_whole(img, r, i, &in);
+	/* the walk through the fetched files is fetched ahead to their end, not the image's */
+	for (int i = 8; i <= 10; i++) {
+		at = read_whole(img, r, i, &in);
+		assert_hints(r, at, &in, UINT64_MAX, last.blocks_start + FBLOCKS * BS);
+	}
+	/* past them, to the end of the image as before */
+	at = read_whole(img, r, 11, &in);
+	assert_hints(r, at, &in, UINT64_MAX, UINT64_MAX);
+	sqk_image_close(img);
+	free(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stream");
@@ -306,6 +446,9 @@ static Suite *suite(void)
 	tcase_add_test(t, test_duplicate_in_walk);
 	tcase_add_test(t, test_skips_are_no_walk);
 	tcase_add_test(t, test_partial_reads_are_no_walk);
+	tcase_add_test(t, test_prefetch_set);
+	tcase_add_test(t, test_prefetch_tree);
+	tcase_add_test(t, test_prefetch_walk_limit);
 	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	return s;
