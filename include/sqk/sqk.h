@@ -210,18 +210,21 @@ SQK_API void sqk_image_prefetch(struct sqk_image *img);
  * tree's order), fetched ahead in image order on a remote image (sqk_prefetch_*). */
 struct sqk_prefetch;
 
-/* A new empty set for img (borrowed: it must outlive the set) of at most max bytes of data, the
- * files added first kept (a local image: none). *out owned by the caller until
- * sqk_prefetch_start. SQK_EINVAL, SQK_ENOMEM. */
+/* A new empty set for img (borrowed: it must outlive the set) that will fetch at most max bytes:
+ * the files in the image's prefetch hint ranges first (out of the tree's order), then the
+ * others in the order they were added (chunks on their way hold memory: keep max within the
+ * backend's memory cache). *out owned by the caller until sqk_prefetch_start. SQK_EINVAL,
+ * SQK_ENOMEM. */
 SQK_API int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **out);
 
-/* Adds the data blocks and fragment block of file (borrowed; anything but a regular file, or a
- * file past the set's max: ignored). SQK_E* when its block list does not decode. */
+/* Adds the data blocks and fragment block of file (borrowed; anything but a regular file, or
+ * any file of a local image: ignored). SQK_E* when its block list does not decode. */
 SQK_API int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file);
 
 /* Starts fetching p's bytes in image order, in parallel parts, returns at once and frees p
- * (NULL-safe). Reads of bytes still on their way wait for their own part; a walk through them
- * is fetched ahead no further than the end of the run of files it is in. */
+ * (NULL-safe). Reads of bytes still on their way wait for their own part; a walk through the
+ * image takes files in them as fetched (they neither extend nor end it, as the hint's once
+ * fetched), so that it is fetched ahead through the other files between them only. */
 SQK_API void sqk_prefetch_start(struct sqk_prefetch *p);
 
 /* The above for every regular file at or below top (NULL = the root): 0, or SQK_E* when the

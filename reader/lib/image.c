@@ -283,6 +283,8 @@ int sqk_image_open_fd(int fd, const struct sqk_open_opts *opts, struct sqk_image
 /* Borrows img. */
 void sqk_image_prefetch(struct sqk_image *img)
 {
+	if (img && img->nhint)
+		atomic_store(&img->hint_fetched, true);
 	for (size_t i = 0; img && i < img->nhint; i++)
 		sqk_io_prefetch(img->io, img->base + img->hint[i].start, img->hint[i].length,
 				false);

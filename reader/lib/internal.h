@@ -144,6 +144,7 @@ struct sqk_image {
 	struct seqwalk walk;
 	struct sqk_hint_range *hint; /* remote: the prefetch hint's ranges, set at open */
 	size_t nhint;
+	atomic_bool hint_fetched;    /* sqk_image_prefetch asked for the hint's ranges */
 	_Atomic(struct fetched *) fetched; /* sqk_prefetch_start's ranges, newest first */
 };
 
@@ -156,7 +157,7 @@ struct fetched {
 };
 
 void fetched_free(struct sqk_image *img);
-uint64_t fetched_end(const struct sqk_image *img, uint64_t pos);
+bool fetched_has(const struct sqk_image *img, uint64_t pos);
 
 /* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
 struct mcur {

@@ -2,8 +2,10 @@
 /* Fetching the data of a set of files ahead of a caller that reads all of them in another order
  * than the image's (sqk tar or extract of a folder of a remote image): an access-ordered image
  * keeps the files of a start at its front, out of the tree's order, where a walk would meet
- * them one at a time, a round trip each. The files' ranges are fetched in image order, and a
- * walk through them is fetched ahead no further than their end. */
+ * them one at a time, a round trip each. The files' ranges are fetched in image order, and the
+ * walk's readahead (stream.c) takes files in them, as in the hint's once fetched, as fetched:
+ * they neither extend nor end a walk, which then runs on through the files in the tree's order
+ * between them and never past them. */
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -14,11 +16,18 @@
  * the gaps come to at most a quarter of the set's max. */
 #define FETCH_GAP ((uint64_t)256 << 10)
 
+struct pf_range {
+	uint64_t start, length;
+	bool front; /* in the prefetch hint's ranges: out of the tree's order */
+};
+
 struct sqk_prefetch {
 	struct sqk_image *img;
-	struct sqk_hint_range *r;
+	struct pf_range *r;
 	size_t n, cap;
-	uint64_t bytes, max;
+	uint64_t max;
+	uint32_t last_frag; /* the fragment block added last (files share them) */
+	bool remote;
 };
 
 int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **out)
@@ -29,27 +38,34 @@ int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **
 	if (!*out)
 		return SQK_ENOMEM;
 	(*out)->img = img;
-	(*out)->max = sqk_io_is_remote(img->io) ? max : 0;
+	(*out)->max = max;
+	(*out)->last_frag = SQK_NONE32;
+	(*out)->remote = sqk_io_is_remote(img->io);
 	return 0;
 }
 
-/* Adds [start, start + len) (image positions), cut at the set's max. */
+static bool in_hint(const struct sqk_image *img, uint64_t pos)
+{
+	for (size_t i = 0; i < img->nhint; i++)
+		if (pos >= img->hint[i].start && pos - img->hint[i].start < img->hint[i].length)
+			return true;
+	return false;
+}
+
+/* Adds [start, start + len) (image positions). */
 static int range_add(struct sqk_prefetch *p, uint64_t start, uint64_t len)
 {
-	if (len > p->max - p->bytes)
-		len = p->max - p->bytes;
 	if (len == 0)
 		return 0;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 256;
-		struct sqk_hint_range *r = realloc(p->r, cap * sizeof(*r));
+		struct pf_range *r = realloc(p->r, cap * sizeof(*r));
 		if (!r)
 			return SQK_ENOMEM;
 		p->r = r;
 		p->cap = cap;
 	}
-	p->r[p->n++] = (struct sqk_hint_range){ .start = start, .length = len };
-	p->bytes += len;
+	p->r[p->n++] = (struct pf_range){ start, len, in_hint(p->img, start) };
 	return 0;
 }
 
@@ -62,39 +78,68 @@ int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file)
 
 	if (!p || !file)
 		return SQK_EINVAL;
-	if (p->bytes >= p->max || !S_ISREG(file->mode))
+	if (!p->remote || !S_ISREG(file->mode))
 		return 0;
 	rc = findex_get(p->img, file, &fi);
 	if (rc)
 		return rc;
 	rc = range_add(p, fi->blocks_start, fi->data_end - fi->blocks_start);
 	findex_put(p->img, fi);
-	if (rc == 0 && file->frag_index != SQK_NONE32 &&
-	    sqk_fragment_entry(p->img, file->frag_index, &fstart, &word) == 0)
+	if (rc == 0 && file->frag_index != SQK_NONE32 && file->frag_index != p->last_frag &&
+	    sqk_fragment_entry(p->img, file->frag_index, &fstart, &word) == 0) {
 		rc = range_add(p, fstart, word & SQK_BLOCK_SIZE_MASK);
+		p->last_frag = file->frag_index;
+	}
 	return rc;
+}
+
+/* Cuts *len to what is *left of the max, and takes it from there. */
+static void cap_take(uint64_t *len, uint64_t *left)
+{
+	if (*len > *left)
+		*len = *left;
+	*left -= *len;
+}
+
+/* Keeps at most p->max bytes of p's ranges: those in the prefetch hint's ranges first (a walk
+ * in the tree's order meets them out of order, and fetches the rest ahead by itself), then the
+ * others in the order they were added. */
+static void ranges_cap(struct sqk_prefetch *p)
+{
+	uint64_t left = p->max;
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->r[i].front)
+			cap_take(&p->r[i].length, &left);
+	for (i = 0; i < p->n; i++)
+		if (!p->r[i].front)
+			cap_take(&p->r[i].length, &left);
 }
 
 static int range_cmp(const void *a, const void *b)
 {
-	const struct sqk_hint_range *x = a, *y = b;
+	const struct pf_range *x = a, *y = b;
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Sorts and merges p's ranges; returns them as a struct fetched. */
+/* Caps, sorts and merges p's ranges; returns them as a struct fetched. */
 static struct fetched *ranges_merge(struct sqk_prefetch *p)
 {
 	uint64_t gaps = 0;
 	struct fetched *f;
 	size_t i, m = 0;
 
+	ranges_cap(p);
 	qsort(p->r, p->n, sizeof(*p->r), range_cmp);
 	for (i = 0; i < p->n; i++) {
-		struct sqk_hint_range *last = m ? &p->r[m - 1] : NULL;
+		struct pf_range *last = m ? &p->r[m - 1] : NULL;
 		uint64_t lend = last ? last->start + last->length : 0;
 		uint64_t end = p->r[i].start + p->r[i].length;
 		uint64_t gap = last && p->r[i].start > lend ? p->r[i].start - lend : 0;
 
+		if (p->r[i].length == 0)
+			continue;
 		if (last && p->r[i].start <= lend + FETCH_GAP && gaps + gap <= p->max / 4) {
 			gaps += gap;
 			if (end > lend)
@@ -107,7 +152,8 @@ static struct fetched *ranges_merge(struct sqk_prefetch *p)
 	if (f) {
 		f->n = m;
 		for (i = 0; i < m; i++)
-			f->r[i] = p->r[i];
+			f->r[i] = (struct sqk_hint_range){ .start = p->r[i].start,
+							   .length = p->r[i].length };
 	}
 	return f;
 }
@@ -143,7 +189,7 @@ int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, 
 		sqk_walk_close(w);
 	if (rc)
 		return rc;
-	while ((rc = sqk_walk_next(w, &e)) != 0 && p->bytes < p->max) {
+	while ((rc = sqk_walk_next(w, &e)) != 0) {
 		if (rc < 0 && e.event == SQK_WALK_ERR_FATAL)
 			break;
 		rc = rc < 0 || (e.flags & SQK_WALK_SEEN) ? 0 : sqk_prefetch_add(p, &e.inode);
@@ -161,13 +207,15 @@ int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, 
 	return 0;
 }
 
-/* The end (with the image's base) of the newest published range holding image position pos,
- * else UINT64_MAX. */
-uint64_t fetched_end(const struct sqk_image *img, uint64_t pos)
+/* Whether image position pos lies in a range asked for already: the prefetch hint's, once
+ * fetched, or one of sqk_prefetch_start's. */
+bool fetched_has(const struct sqk_image *img, uint64_t pos)
 {
 	const struct fetched *f = atomic_load(&img->fetched);
 	size_t lo = 0, hi = f ? f->n : 0;
 
+	if (atomic_load(&img->hint_fetched) && in_hint(img, pos))
+		return true;
 	while (lo < hi) { /* the first range ending after pos */
 		size_t mid = lo + (hi - lo) / 2;
 		if (f->r[mid].start + f->r[mid].length <= pos)
@@ -175,9 +223,7 @@ uint64_t fetched_end(const struct sqk_image *img, uint64_t pos)
 		else
 			hi = mid;
 	}
-	if (f && lo < f->n && f->r[lo].start <= pos)
-		return img->base + f->r[lo].start + f->r[lo].length;
-	return UINT64_MAX;
+	return f && lo < f->n && f->r[lo].start <= pos;
 }
 
 void fetched_free(struct sqk_image *img)

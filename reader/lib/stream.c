@@ -8,7 +8,10 @@
  *   before ended give or take WALK_GAP_BLOCKS blocks (fragment blocks written between them), as
  *   tar of the tree reads them. It runs to the end of the image, or of the prefetch hint's range
  *   it is in; the first file read further on ends it. Files without data blocks (all in
- *   fragment blocks) and duplicates (their blocks behind the walk) neither extend nor end it. */
+ *   fragment blocks), duplicates (their blocks behind the walk) and files whose bytes were
+ *   asked for already (the hint's once fetched, sqk_prefetch_start's) neither extend nor end
+ *   it: a walk in the tree's order of an access-ordered image meets the front's files between
+ *   the others. */
 #include "internal.h"
 
 #define WALK_FILES 8u /* fewer: an import reading a few files of a package in order */
@@ -31,13 +34,16 @@ void seqwalk_free(struct seqwalk *w)
 
 /* fi's first read: does it continue the walk? A file starting further on ends it, and so does
  * one starting before the walk began; one whose blocks lie inside what the walk has passed (a
- * duplicate sharing the blocks of a file read earlier in the walk) neither extends nor ends it. */
+ * duplicate sharing the blocks of a file read earlier in the walk), or in a range fetched
+ * already (an access-ordered image's front, which a walk in the tree's order meets between the
+ * files of the rest), neither extends nor ends it. */
 static void first_read(struct sqk_image *img, struct findex *fi)
 {
 	struct seqwalk *w = &img->walk;
+	bool fetched = sqk_io_is_remote(img->io) && fetched_has(img, fi->blocks_start);
 
 	pthread_mutex_lock(&w->mu);
-	if (w->run && fi->blocks_start >= w->start && fi->blocks_start < w->end) {
+	if (fetched || (w->run && fi->blocks_start >= w->start && fi->blocks_start < w->end)) {
 		atomic_store(&fi->aside, true);
 	} else if (w->run && fi->blocks_start >= w->end &&
 		   fi->blocks_start - w->end <= (uint64_t)WALK_GAP_BLOCKS * img->sb.block_size) {
@@ -116,15 +122,14 @@ void stream_end(struct sqk_image *img, struct findex *fi, uint64_t end)
 
 /* Where a walk at image position pos may be fetched ahead to: the end of the prefetch hint's
  * range that holds pos (the image says its working set ends there; the range itself was
- * fetched at open), else of the range of the last sqk_prefetch_start that holds it (what the
- * walk reads was fetched: more would be bytes it skips), else the end of the image. */
+ * fetched at open), else the end of the image. */
 static uint64_t walk_limit(const struct sqk_image *img, uint64_t pos)
 {
 	for (size_t i = 0; i < img->nhint; i++) {
 		if (pos >= img->hint[i].start && pos - img->hint[i].start < img->hint[i].length)
 			return img->base + img->hint[i].start + img->hint[i].length;
 	}
-	return fetched_end(img, pos);
+	return UINT64_MAX;
 }
 
 /* What the io may fetch ahead of a read at image position pos of fi's data (fi NULL: a data or

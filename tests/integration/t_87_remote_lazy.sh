@@ -291,6 +291,34 @@ info "sqk tar of walk.sqsh's a (3.2 MB of files): $fw bytes, $fwo with --no-pref
 [ "$fw" -le $(( open_b + (16 * 200 << 10) + 2 * CH )) ] || fail "sqk tar of a fetched $fw bytes: past the folder"
 [ "$fwo" -gt $(( open_b + (16 * 200 << 10) + 2 * CH )) ] || fail "the walk with --no-prefetch fetched no more"
 
+# a walk of the whole image in the tree's order takes the hint's files as fetched: they neither
+# end nor extend its run through the files between them (here 8 folders of 12 files of 150 KiB,
+# every fourth laid out first), which it then fetches ahead as in an image in the tree's order
+python3 - "$W/mix" "$W/mixtrace" <<'PY' || fail "cannot make the tree of mixed order"
+import os, random, sys
+r = random.Random(5)
+front = []
+for d in range(8):
+    os.makedirs(os.path.join(sys.argv[1], "m%d" % d))
+    for i in range(12):
+        open(os.path.join(sys.argv[1], "m%d/%02d" % (d, i)), "wb").write(r.randbytes(150 << 10))
+        if i % 4 == 0:
+            front.append("m%d/%02d" % (d, i))
+open(sys.argv[2], "w").write("".join(n + "\n" for n in front))
+PY
+run_capture mixorder "$SQK" mkimage -q --order "$W/mixtrace" "$W/mix" "$W/www/mix.sqsh"
+[ "$RC" = 0 ] || { show_err; fail "mkimage --order of the mixed tree failed"; }
+rm -rf "$W/cache" "$W/tout" && mkdir -p "$W/tout"
+mark=$(http_log_mark)
+"$SQK" tar --cache-dir "$W/cache" "$HTTP_URL/mix.sqsh" -o - | tar xf - -C "$W/tout" ||
+	fail "sqk tar of mix.sqsh failed"
+diff -r "$W/mix" "$W/tout" >/dev/null || fail "sqk tar of mix.sqsh differs from the source"
+sleep 0.5
+read -r nreq got <<<"$(http_log_bytes "$mark")"
+info "sqk tar of an image with every fourth file laid out first: $nreq requests, $got bytes" \
+	"(101 when each of them ended the walk)"
+[ "$nreq" -le 50 ] || fail "sqk tar of mix.sqsh made $nreq requests: the walk broke at the hint's files"
+
 # the hint's ranges are asked for before the metadata tables come, as soon as the open has the
 # hint, so that a start's first reads find them on their way: an image whose tables (16,000
 # entries, about 400 KiB) are past the open's last 128 KiB, mounted through faultproxy, which

@@ -803,6 +803,8 @@ END_TEST
 
 /* A range server on 127.0.0.1 for one image in memory: one GET a connection (Range: bytes=A-B
  * or bytes=-N), answered 206 and closed, until stop. */
+#define RS_LOG 256
+
 struct rserver {
 	const uint8_t *img;
 	size_t len;
@@ -810,6 +812,8 @@ struct rserver {
 	unsigned short port;
 	atomic_bool stop;
 	pthread_t th;
+	uint64_t got[RS_LOG][2]; /* the ranges asked for, [a, b] */
+	atomic_uint ngot;
 };
 
 static void write_all(int fd, const void *p, size_t n)
@@ -848,6 +852,11 @@ static void rserve_one(struct rserver *s, int fd)
 	}
 	if (a > b)
 		return;
+	if (atomic_load(&s->ngot) < RS_LOG) {
+		s->got[atomic_load(&s->ngot)][0] = a;
+		s->got[atomic_load(&s->ngot)][1] = b;
+		atomic_fetch_add(&s->ngot, 1); /* one server thread writes; readers wait on ngot */
+	}
 	n = snprintf(hdr, sizeof(hdr), "HTTP/1.1 206 Partial Content\r\nContent-Length: %llu\r\n"
 		     "Content-Range: bytes %llu-%llu/%zu\r\nETag: \"t\"\r\n"
 		     "Connection: close\r\n\r\n",
@@ -878,6 +887,7 @@ static void rserver_start(struct rserver *s, const uint8_t *img, size_t len)
 	s->img = img;
 	s->len = len;
 	atomic_init(&s->stop, false);
+	atomic_init(&s->ngot, 0);
 	s->lfd = test_listen_local(&s->port);
 	ck_assert_int_eq(pthread_create(&s->th, NULL, rserve, s), 0);
 }
@@ -959,6 +969,82 @@ START_TEST(test_http_bg_thread_policy)
 }
 END_TEST
 
+/* Whether the server was asked for image position pos. */
+static bool rserver_got(struct rserver *s, uint64_t pos)
+{
+	for (unsigned i = 0; i < atomic_load(&s->ngot); i++)
+		if (pos >= s->got[i][0] && pos <= s->got[i][1])
+			return true;
+	return false;
+}
+
+/* A set of files larger than its max keeps those at the front of an access-ordered image first
+ * (a walk in the tree's order meets them out of order; the rest it fetches ahead by itself). */
+START_TEST(test_prefetch_front_first)
+{
+	char tree[512], url[64], order[600], *cache = tmpdir();
+	struct sqk_http_opts ho;
+	struct sqk_open_opts oo;
+	struct sqk_image *img = NULL;
+	struct sqk_prefetch *p;
+	struct sqk_inode in[8];
+	struct rserver srv;
+	struct sqk_io *mem;
+	const uint8_t *bytes;
+	size_t len;
+	FILE *f;
+
+	test_tree_new(tree, sizeof(tree), "pffront");
+	for (unsigned i = 0; i < 8; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		test_tree_put(tree, name, ((size_t)1 << 20) + i);
+	}
+	snprintf(order, sizeof(order), "%s.order", tree);
+	f = fopen(order, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("f6\nf7\n", f); /* laid out first, with a prefetch hint */
+	fclose(f);
+	mem = test_build_ordered(tree, order);
+	bytes = sqk_io_mem_data(mem, &len);
+	rserver_start(&srv, bytes, len);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
+	sqk_http_opts_init(&ho);
+	ho.cache_dir = cache;
+	sqk_open_opts_init(&oo);
+	oo.http = &ho;
+	oo.no_prefetch = true; /* as a command reading part of the image */
+	ck_assert_int_eq(sqk_image_open_url(url, &oo, &img), 0);
+	for (unsigned i = 0; i < 8; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		ck_assert_int_eq(sqk_lookup_path(img, name, &in[i]), 0);
+	}
+	ck_assert_uint_lt(in[6].blocks_start, in[0].blocks_start);
+	/* room for two files, added in the tree's order: f6 and f7, not f0 and f1 */
+	ck_assert_int_eq(sqk_prefetch_new(img, (uint64_t)2 << 20, &p), 0);
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_int_eq(sqk_prefetch_add(p, &in[i]), 0);
+	sqk_prefetch_start(p);
+	for (int i = 0; i < 500 && !rserver_got(&srv, in[7].blocks_start + (1 << 20) - 1); i++)
+		usleep(10000);
+	usleep(200000);
+	ck_assert(rserver_got(&srv, in[6].blocks_start));
+	ck_assert(rserver_got(&srv, in[7].blocks_start + (1 << 20) - 1));
+	ck_assert(!rserver_got(&srv, in[0].blocks_start + (1 << 19)));
+	ck_assert(!rserver_got(&srv, in[1].blocks_start + (1 << 19)));
+	sqk_image_close(img);
+	rserver_stop(&srv);
+	sqk_io_destroy(mem);
+	test_tree_remove(tree);
+	remove(order);
+	rm_rf(cache);
+	free(cache);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -969,6 +1055,7 @@ static Suite *http_suite(void)
 	tcase_add_test(names, test_header_check);
 	tcase_add_test(names, test_http_refused);
 	tcase_add_test(names, test_http_bg_thread_policy);
+	tcase_add_test(names, test_prefetch_front_first);
 	tcase_set_timeout(names, 30);
 	tcase_add_test(cache, test_dcache_roundtrip);
 	tcase_add_test(cache, test_dcache_damaged);

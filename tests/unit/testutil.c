@@ -81,7 +81,9 @@ void test_tree_remove(const char *tree)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root)
+/* test_build_dir, with mkimage --order order_file (NULL: none). */
+static struct sqk_io *build_dir(const char *src, bool no_checksums, uint8_t *root,
+				const char *order_file)
 {
 	char *sources[1] = { (char *)src };
 	struct sqk_build_opts o;
@@ -94,6 +96,7 @@ struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root)
 	o.quiet = true;
 	o.block_size = 4096;
 	o.no_checksums = no_checksums;
+	o.order_file = order_file;
 	sqk_build_source_init(&s, SQK_BUILD_DIRS);
 	s.sources = sources;
 	s.nsources = 1;
@@ -105,6 +108,16 @@ struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root)
 	if (root)
 		memcpy(root, r.root_hash, SQK_INTEG_DIGEST_SIZE);
 	return out;
+}
+
+struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root)
+{
+	return build_dir(src, no_checksums, root, NULL);
+}
+
+struct sqk_io *test_build_ordered(const char *src, const char *order_file)
+{
+	return build_dir(src, false, NULL, order_file);
 }
 
 int test_listen_local(unsigned short *port)

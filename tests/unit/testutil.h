@@ -37,6 +37,10 @@ void test_tree_remove(const char *tree);
  * test on any error. Caller owns the result (sqk_io_destroy). */
 struct sqk_io *test_build_dir(const char *src, bool no_checksums, uint8_t *root);
 
+/* The same with integrity data and mkimage --order order_file: the files it lists laid out
+ * first, with a prefetch hint. */
+struct sqk_io *test_build_ordered(const char *src, const char *order_file);
+
 /* A listening TCP socket on 127.0.0.1, on a port the kernel chose (in *port). Fails the test
  * on any error. Caller owns the descriptor. */
 int test_listen_local(unsigned short *port);
