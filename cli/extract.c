@@ -126,9 +126,12 @@ static void x_prefetch(struct extract *x)
 	if (x->c.whole || x->c.remote.no_prefetch || !x->njobs ||
 	    sqk_prefetch_new(x->c.img, CMD_PREFETCH_MAX, &p))
 		return;
-	for (size_t j = 0; j < x->njobs; j++)
-		if (sqk_prefetch_add(p, &x->ents[x->jobs[j]].ino) == SQK_ENOMEM)
-			break;
+	for (size_t j = 0; j < x->njobs; j++) {
+		if (sqk_prefetch_add(p, &x->ents[x->jobs[j]].ino) == SQK_ENOMEM) {
+			sqk_prefetch_free(p); /* no memory to spare for chunks either */
+			return;
+		}
+	}
 	sqk_prefetch_start(p);
 }
 

@@ -26,6 +26,8 @@ extern "C" {
 #define SQK_HTTP_RETRIES_DEFAULT 4
 #define SQK_HTTP_TIMEOUT_DEFAULT 30u                    /* seconds */
 #define SQK_HTTP_CACHE_SIZE_DEFAULT ((uint64_t)1 << 30) /* bytes of on-disk cache */
+/* Bytes of in-memory chunk cache; a prefetch takes at most half of it per range. */
+#define SQK_HTTP_MEM_DEFAULT ((size_t)256 << 20)
 
 struct sqk_http_opts {
 	size_t size;             /* sizeof(struct sqk_http_opts): sqk_http_opts_init sets it */
@@ -46,7 +48,7 @@ struct sqk_http_opts {
 	 * every chunk itself and reports what is wrong). */
 	bool raw;
 	unsigned connections;    /* parallel readahead transfers; 0 = 16 */
-	size_t mem_bytes;        /* in-memory chunk cache; 0 = 256 MiB */
+	size_t mem_bytes;        /* in-memory chunk cache; 0 = SQK_HTTP_MEM_DEFAULT */
 	/* One-line messages (from any thread): errors, retries given up. Never holds secrets. */
 	void (*log)(void *log_ctx, const char *msg);
 	void *log_ctx;

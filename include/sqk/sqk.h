@@ -210,25 +210,32 @@ SQK_API void sqk_image_prefetch(struct sqk_image *img);
  * tree's order), fetched ahead in image order on a remote image (sqk_prefetch_*). */
 struct sqk_prefetch;
 
-/* A new empty set for img (borrowed: it must outlive the set) that will fetch at most max bytes:
- * the files in the image's prefetch hint ranges first (out of the tree's order), then the
- * others in the order they were added (chunks on their way hold memory: keep max within the
- * backend's memory cache). *out owned by the caller until sqk_prefetch_start. SQK_EINVAL,
- * SQK_ENOMEM. */
+/* A new empty set for img (borrowed: it must outlive the set) that fetches at most max bytes,
+ * counted in whole integrity chunks (what the remote io fetches and holds in memory until they
+ * are read: keep max within its memory cache): the files in the image's prefetch hint ranges
+ * first (the hint, once fetched, has them on their way: left out), then the others in the order
+ * they were added. *out owned by the caller: sqk_prefetch_start or sqk_prefetch_free.
+ * SQK_EINVAL, SQK_ENOMEM. */
 SQK_API int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **out);
 
-/* Adds the data blocks and fragment block of file (borrowed; anything but a regular file, or
- * any file of a local image: ignored). SQK_E* when its block list does not decode. */
+/* Adds the data blocks and fragment block of file (borrowed; anything but a regular file, a
+ * file past the max, or any file of a local image: ignored). SQK_EINVAL, SQK_ENOMEM, or SQK_E*
+ * when its block list does not decode. */
 SQK_API int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file);
 
-/* Starts fetching p's bytes in image order, in parallel parts, returns at once and frees p
- * (NULL-safe). Reads of bytes still on their way wait for their own part; a walk through the
- * image takes files in them as fetched (they neither extend nor end it, as the hint's once
- * fetched), so that it is fetched ahead through the other files between them only. */
+/* Starts fetching p's bytes in image order, in parallel parts, and frees p (NULL-safe); it
+ * does not wait for the network. Reads of bytes still on their way wait for their own part; a
+ * walk through the image takes files in them as fetched (they neither extend nor end it, as
+ * the hint's once fetched), so that it is fetched ahead through the other files between them
+ * only. The set's ranges are kept for that until the image is closed (16 bytes each). */
 SQK_API void sqk_prefetch_start(struct sqk_prefetch *p);
 
-/* The above for every regular file at or below top (NULL = the root): 0, or SQK_E* when the
- * walk of the metadata fails (nothing fetched then). No-op for local images. Borrows both. */
+/* Frees p without fetching anything; NULL-safe. */
+SQK_API void sqk_prefetch_free(struct sqk_prefetch *p);
+
+/* The above for every regular file at or below top (NULL = the root): 0, SQK_ENOMEM, or the
+ * error of opening the walk at top (nothing fetched then); unreadable parts below it are left
+ * out (their reads say what is wrong). No-op for local images. Borrows both. */
 SQK_API int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top,
 				    uint64_t max);
 

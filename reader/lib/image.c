@@ -209,6 +209,7 @@ static int open_common(struct sqk_io *io, struct sqk_io *owned, const struct sqk
 	img->remote_verified = sqk_io_verified(io);
 	img->base = owned ? 0 : (o ? o->offset : 0);
 	img->at_zero = !o || o->offset == 0;
+	img->prefetch_clip = UINT64_MAX; /* another io's prefetch: all it is given */
 	/* verified unless asked not to; trusted keys verify whatever no_verify says (a backend
 	 * that checks every chunk itself, remote_verified, needs no second check) */
 	img->verify_req = !o || !o->no_verify ||
@@ -316,7 +317,7 @@ static void load_hint(struct sqk_image *img, bool fetch)
 
 /* Takes io over (destroyed on failure too); borrows o; caller owns *out. */
 int img_open_remote(struct sqk_io *io, const struct sqk_open_opts *o, const char *name,
-		    struct sqk_image **out)
+		    uint64_t clip, struct sqk_image **out)
 {
 	int rc = open_common(io, io, o, name, out);
 
@@ -327,6 +328,7 @@ int img_open_remote(struct sqk_io *io, const struct sqk_open_opts *o, const char
 	}
 	if (!rc) {
 		(*out)->lazy_first = true;
+		(*out)->prefetch_clip = clip;
 		load_hint(*out, !o->no_prefetch);
 	}
 	return rc;

@@ -145,6 +145,7 @@ struct sqk_image {
 	struct sqk_hint_range *hint; /* remote: the prefetch hint's ranges, set at open */
 	size_t nhint;
 	atomic_bool hint_fetched;    /* sqk_image_prefetch asked for the hint's ranges */
+	uint64_t prefetch_clip;      /* the most of one range the io's prefetch takes */
 	_Atomic(struct fetched *) fetched; /* sqk_prefetch_start's ranges, newest first */
 };
 
@@ -158,6 +159,7 @@ struct fetched {
 
 void fetched_free(struct sqk_image *img);
 bool fetched_has(const struct sqk_image *img, uint64_t pos);
+const struct sqk_hint_range *hint_find(const struct sqk_image *img, uint64_t pos);
 
 /* Metadata stream cursor: absolute block position, offset inside it, end of the table. */
 struct mcur {

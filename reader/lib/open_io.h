@@ -14,9 +14,9 @@ int img_take_opts(const struct sqk_open_opts *opts, struct sqk_open_opts *o);
  * messages: io is taken over (destroyed with the image, or here when the open fails); o
  * (borrowed) is this library's struct, with o->http NULL. A file's first one-block read then
  * fetches nothing ahead, and the image's prefetch hint is loaded, its ranges fetched unless
- * o->no_prefetch. Caller owns *out. */
+ * o->no_prefetch. clip: the most of one range io's prefetch takes. Caller owns *out. */
 int img_open_remote(struct sqk_io *io, const struct sqk_open_opts *o, const char *name,
-		    struct sqk_image **out);
+		    uint64_t clip, struct sqk_image **out);
 
 /* Starts fetching the prefetch hint's ranges of the image on io before it is opened (io: a
  * backend that checks what it reads; t: the image's integrity trailer; bytes_used: from its

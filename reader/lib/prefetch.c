@@ -7,14 +7,17 @@
  * they neither extend nor end a walk, which then runs on through the files in the tree's order
  * between them and never past them. */
 #include <stdlib.h>
-#include <sys/stat.h>
 
+#include "common/grow.h"
 #include "sqk/error.h"
 #include "internal.h"
 
-/* Ranges closer than this are fetched as one (the gap costs less than a part of its own), while
- * the gaps come to at most a quarter of the set's max. */
+/* Ranges closer than this are fetched as one (the gap costs less than a part of its own) while
+ * the set's max has room for the gap. */
 #define FETCH_GAP ((uint64_t)256 << 10)
+/* What a range costs is counted in whole chunks of the integrity data (what the remote io
+ * fetches and holds), of this size without integrity data. */
+#define FETCH_GRAIN ((uint64_t)64 << 10)
 
 struct pf_range {
 	uint64_t start, length;
@@ -25,13 +28,37 @@ struct sqk_prefetch {
 	struct sqk_image *img;
 	struct pf_range *r;
 	size_t n, cap;
-	uint64_t max;
-	uint32_t last_frag; /* the fragment block added last (files share them) */
+	uint64_t max, grain;
+	uint64_t front, other; /* what the ranges of each kind cost so far */
+	uint32_t last_frag;    /* the fragment block added last (files share them) */
 	bool remote;
 };
 
+/* The range of r[0..n) (ascending, apart) that holds image position pos, or NULL. */
+static const struct sqk_hint_range *range_at(const struct sqk_hint_range *r, size_t n,
+					     uint64_t pos)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first range ending after pos */
+		size_t mid = lo + (hi - lo) / 2;
+		if (r[mid].start + r[mid].length <= pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && r[lo].start <= pos ? &r[lo] : NULL;
+}
+
+const struct sqk_hint_range *hint_find(const struct sqk_image *img, uint64_t pos)
+{
+	return range_at(img->hint, img->nhint, pos);
+}
+
 int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **out)
 {
+	struct sqk_integ_trailer t;
+
 	if (!img || !out)
 		return SQK_EINVAL;
 	*out = calloc(1, sizeof(**out));
@@ -41,80 +68,123 @@ int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **
 	(*out)->max = max;
 	(*out)->last_frag = SQK_NONE32;
 	(*out)->remote = sqk_io_is_remote(img->io);
+	(*out)->grain = (*out)->remote && sqk_image_integrity(img, &t) == 0 && t.chunk_size
+			? t.chunk_size : FETCH_GRAIN;
 	return 0;
 }
 
-static bool in_hint(const struct sqk_image *img, uint64_t pos)
+void sqk_prefetch_free(struct sqk_prefetch *p)
 {
-	for (size_t i = 0; i < img->nhint; i++)
-		if (pos >= img->hint[i].start && pos - img->hint[i].start < img->hint[i].length)
-			return true;
-	return false;
+	if (p)
+		free(p->r);
+	free(p);
 }
 
-/* Adds [start, start + len) (image positions). */
-static int range_add(struct sqk_prefetch *p, uint64_t start, uint64_t len)
+/* What fetching [start, start + len) costs: the chunks it touches. */
+static uint64_t range_cost(const struct sqk_prefetch *p, uint64_t start, uint64_t len)
+{
+	uint64_t a = start / p->grain, b = (start + len + p->grain - 1) / p->grain;
+
+	return (b - a) * p->grain;
+}
+
+/* Adds [start, start + len) (image positions, inside the image). */
+static int range_add(struct sqk_prefetch *p, uint64_t start, uint64_t len, bool front)
 {
 	if (len == 0)
 		return 0;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 256;
-		struct pf_range *r = realloc(p->r, cap * sizeof(*r));
-		if (!r)
-			return SQK_ENOMEM;
-		p->r = r;
-		p->cap = cap;
-	}
-	p->r[p->n++] = (struct pf_range){ start, len, in_hint(p->img, start) };
+	if (mem_grow(&p->r, &p->cap, p->n + 1, sizeof(*p->r), 0))
+		return SQK_ENOMEM;
+	p->r[p->n++] = (struct pf_range){ .start = start, .length = len, .front = front };
+	if (front)
+		p->front += range_cost(p, start, len);
+	else
+		p->other += range_cost(p, start, len);
 	return 0;
+}
+
+/* The fragment block of file, when its table entry lies inside the image. */
+static int frag_add(struct sqk_prefetch *p, const struct sqk_inode *file, bool front)
+{
+	const struct sqk_super *sb = &p->img->sb;
+	uint64_t start;
+	uint32_t word, len;
+
+	if (file->frag_index == SQK_NONE32 || file->frag_index == p->last_frag ||
+	    sqk_fragment_entry(p->img, file->frag_index, &start, &word))
+		return 0;
+	len = word & SQK_BLOCK_SIZE_MASK;
+	if (start > sb->bytes_used || len > sb->bytes_used - start || len > sb->block_size)
+		return 0; /* its read says what is wrong */
+	p->last_frag = file->frag_index;
+	return range_add(p, start, len, front);
+}
+
+/* Where file's first byte is stored: its first data block, or its fragment block when it has
+ * no whole block. */
+static uint64_t file_pos(const struct sqk_prefetch *p, const struct sqk_inode *file)
+{
+	uint64_t start;
+	uint32_t word;
+
+	if (file->size < p->img->sb.block_size && file->frag_index != SQK_NONE32 &&
+	    sqk_fragment_entry(p->img, file->frag_index, &start, &word) == 0)
+		return start;
+	return file->blocks_start;
 }
 
 int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file)
 {
 	struct findex *fi;
-	uint64_t fstart;
-	uint32_t word;
+	bool front;
 	int rc;
 
 	if (!p || !file)
 		return SQK_EINVAL;
-	if (!p->remote || !S_ISREG(file->mode))
+	if (!p->remote || sqk_basic_type(file->type) != SQK_T_FILE || p->front >= p->max)
 		return 0;
+	front = hint_find(p->img, file_pos(p, file)) != NULL;
+	if (front && atomic_load(&p->img->hint_fetched))
+		return 0; /* on its way already */
+	if (!front && p->front + p->other >= p->max)
+		return 0; /* the max is spent: by the front first, then in the order added */
 	rc = findex_get(p->img, file, &fi);
 	if (rc)
 		return rc;
-	rc = range_add(p, fi->blocks_start, fi->data_end - fi->blocks_start);
+	rc = range_add(p, fi->blocks_start, fi->data_end - fi->blocks_start, front);
 	findex_put(p->img, fi);
-	if (rc == 0 && file->frag_index != SQK_NONE32 && file->frag_index != p->last_frag &&
-	    sqk_fragment_entry(p->img, file->frag_index, &fstart, &word) == 0) {
-		rc = range_add(p, fstart, word & SQK_BLOCK_SIZE_MASK);
-		p->last_frag = file->frag_index;
-	}
-	return rc;
+	return rc ? rc : frag_add(p, file, front);
 }
 
-/* Cuts *len to what is *left of the max, and takes it from there. */
-static void cap_take(uint64_t *len, uint64_t *left)
+/* Cuts range r to what is *left of the max (in whole grains from its first), and takes its
+ * cost from there. */
+static void cap_take(const struct sqk_prefetch *p, struct pf_range *r, uint64_t *left)
 {
-	if (*len > *left)
-		*len = *left;
-	*left -= *len;
+	uint64_t cost = range_cost(p, r->start, r->length);
+
+	if (cost > *left) {
+		uint64_t end = r->start / p->grain * p->grain + *left / p->grain * p->grain;
+		r->length = end > r->start ? end - r->start : 0;
+		cost = range_cost(p, r->start, r->length);
+	}
+	*left -= r->length ? cost : 0;
 }
 
-/* Keeps at most p->max bytes of p's ranges: those in the prefetch hint's ranges first (a walk
+/* Keeps what the max allows of p's ranges: those in the prefetch hint's ranges first (a walk
  * in the tree's order meets them out of order, and fetches the rest ahead by itself), then the
- * others in the order they were added. */
-static void ranges_cap(struct sqk_prefetch *p)
+ * others in the order they were added. Returns what is left of the max. */
+static uint64_t ranges_cap(struct sqk_prefetch *p)
 {
 	uint64_t left = p->max;
 	size_t i;
 
 	for (i = 0; i < p->n; i++)
 		if (p->r[i].front)
-			cap_take(&p->r[i].length, &left);
+			cap_take(p, &p->r[i], &left);
 	for (i = 0; i < p->n; i++)
 		if (!p->r[i].front)
-			cap_take(&p->r[i].length, &left);
+			cap_take(p, &p->r[i], &left);
+	return left;
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -123,39 +193,57 @@ static int range_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Caps, sorts and merges p's ranges; returns them as a struct fetched. */
+/* p->r[0..m) as a struct fetched, cut in pieces of at most clip bytes; NULL when empty. */
+static struct fetched *ranges_pieces(const struct sqk_prefetch *p, size_t m, uint64_t clip)
+{
+	struct fetched *f;
+	size_t i, pieces = 0;
+
+	for (i = 0; i < m; i++)
+		pieces += (size_t)(p->r[i].length / clip + (p->r[i].length % clip != 0));
+	f = pieces ? malloc(sizeof(*f) + pieces * sizeof(f->r[0])) : NULL;
+	if (!f)
+		return NULL;
+	f->n = 0;
+	for (i = 0; i < m; i++) {
+		uint64_t at = p->r[i].start, end = at + p->r[i].length;
+
+		while (at < end) {
+			uint64_t len = end - at < clip ? end - at : clip;
+			f->r[f->n++] = (struct sqk_hint_range){ .start = at, .length = len };
+			at += len;
+		}
+	}
+	return f;
+}
+
+/* Caps, sorts and merges p's ranges (a gap while the max has room for it), in pieces of at
+ * most what the io's prefetch takes of one; returns them as a struct fetched, NULL when none
+ * is left. */
 static struct fetched *ranges_merge(struct sqk_prefetch *p)
 {
-	uint64_t gaps = 0;
-	struct fetched *f;
+	uint64_t left = ranges_cap(p);
 	size_t i, m = 0;
 
-	ranges_cap(p);
 	qsort(p->r, p->n, sizeof(*p->r), range_cmp);
 	for (i = 0; i < p->n; i++) {
 		struct pf_range *last = m ? &p->r[m - 1] : NULL;
 		uint64_t lend = last ? last->start + last->length : 0;
-		uint64_t end = p->r[i].start + p->r[i].length;
-		uint64_t gap = last && p->r[i].start > lend ? p->r[i].start - lend : 0;
+		uint64_t end = p->r[i].start + p->r[i].length, gap = 0;
 
 		if (p->r[i].length == 0)
 			continue;
-		if (last && p->r[i].start <= lend + FETCH_GAP && gaps + gap <= p->max / 4) {
-			gaps += gap;
+		if (last && p->r[i].start > lend)
+			gap = range_cost(p, lend, p->r[i].start - lend);
+		if (last && p->r[i].start <= lend + FETCH_GAP && gap <= left) {
+			left -= gap;
 			if (end > lend)
 				last->length = end - last->start;
 		} else {
 			p->r[m++] = p->r[i];
 		}
 	}
-	f = malloc(sizeof(*f) + m * sizeof(f->r[0]));
-	if (f) {
-		f->n = m;
-		for (i = 0; i < m; i++)
-			f->r[i] = (struct sqk_hint_range){ .start = p->r[i].start,
-							   .length = p->r[i].length };
-	}
-	return f;
+	return ranges_pieces(p, m, p->img->prefetch_clip);
 }
 
 void sqk_prefetch_start(struct sqk_prefetch *p)
@@ -170,9 +258,7 @@ void sqk_prefetch_start(struct sqk_prefetch *p)
 		for (size_t i = 0; i < f->n; i++)
 			sqk_io_prefetch(img->io, img->base + f->r[i].start, f->r[i].length, false);
 	}
-	if (p)
-		free(p->r);
-	free(p);
+	sqk_prefetch_free(p);
 }
 
 int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, uint64_t max)
@@ -189,7 +275,7 @@ int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, 
 		sqk_walk_close(w);
 	if (rc)
 		return rc;
-	while ((rc = sqk_walk_next(w, &e)) != 0) {
+	while (p->front < p->max && (rc = sqk_walk_next(w, &e)) != 0) {
 		if (rc < 0 && e.event == SQK_WALK_ERR_FATAL)
 			break;
 		rc = rc < 0 || (e.flags & SQK_WALK_SEEN) ? 0 : sqk_prefetch_add(p, &e.inode);
@@ -199,8 +285,7 @@ int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, 
 	}
 	sqk_walk_close(w);
 	if (rc < 0) {
-		p->n = 0;
-		sqk_prefetch_start(p); /* frees it, fetches nothing */
+		sqk_prefetch_free(p);
 		return rc;
 	}
 	sqk_prefetch_start(p);
@@ -208,22 +293,17 @@ int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, 
 }
 
 /* Whether image position pos lies in a range asked for already: the prefetch hint's, once
- * fetched, or one of sqk_prefetch_start's. */
+ * fetched (as far as the io's prefetch took it), or one of sqk_prefetch_start's. */
 bool fetched_has(const struct sqk_image *img, uint64_t pos)
 {
-	const struct fetched *f = atomic_load(&img->fetched);
-	size_t lo = 0, hi = f ? f->n : 0;
+	const struct sqk_hint_range *h = hint_find(img, pos);
 
-	if (atomic_load(&img->hint_fetched) && in_hint(img, pos))
+	if (h && atomic_load(&img->hint_fetched) && pos - h->start < img->prefetch_clip)
 		return true;
-	while (lo < hi) { /* the first range ending after pos */
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->r[mid].start + f->r[mid].length <= pos)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return f && lo < f->n && f->r[lo].start <= pos;
+	for (const struct fetched *f = atomic_load(&img->fetched); f; f = f->older)
+		if (range_at(f->r, f->n, pos))
+			return true;
+	return false;
 }
 
 void fetched_free(struct sqk_image *img)

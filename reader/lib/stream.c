@@ -125,11 +125,9 @@ void stream_end(struct sqk_image *img, struct findex *fi, uint64_t end)
  * fetched at open), else the end of the image. */
 static uint64_t walk_limit(const struct sqk_image *img, uint64_t pos)
 {
-	for (size_t i = 0; i < img->nhint; i++) {
-		if (pos >= img->hint[i].start && pos - img->hint[i].start < img->hint[i].length)
-			return img->base + img->hint[i].start + img->hint[i].length;
-	}
-	return UINT64_MAX;
+	const struct sqk_hint_range *h = hint_find(img, pos);
+
+	return h ? img->base + h->start + h->length : UINT64_MAX;
 }
 
 /* What the io may fetch ahead of a read at image position pos of fi's data (fi NULL: a data or

@@ -22,7 +22,6 @@
 #define TAIL_OPEN 131072u /* the open's suffix request: at least TAIL_LEN from a chunk */
 #define NOINTEG_CHUNK 65536u
 #define DEFAULT_CONNS 16u /* readahead units in flight: 1 MiB each keeps 110 MB/s at 20 ms */
-#define DEFAULT_MEM ((size_t)256 << 20)
 #define TAB_SIZE 4096u
 #define HTTP_STATS_V1 SQK_ABI_SIZE_V1(struct sqk_http_stats, digest_groups)
 
@@ -670,7 +669,7 @@ static int setup(struct http *h, const char *url, const struct sqk_http_opts *o)
 	h->retries = h->o.retries_set ? h->o.retries : SQK_HTTP_RETRIES_DEFAULT;
 	h->timeout_s = h->o.timeout_s ? h->o.timeout_s : SQK_HTTP_TIMEOUT_DEFAULT;
 	h->conns = h->o.connections ? h->o.connections : DEFAULT_CONNS;
-	h->mem_limit = h->o.mem_bytes ? h->o.mem_bytes : DEFAULT_MEM;
+	h->mem_limit = h->o.mem_bytes ? h->o.mem_bytes : SQK_HTTP_MEM_DEFAULT;
 	h->ca_file = h->o.ca_file ? strdup(h->o.ca_file) : NULL;
 	h->o.ca_file = NULL;
 	if (o && o->ca_file && !h->ca_file)

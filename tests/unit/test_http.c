@@ -978,70 +978,119 @@ static bool rserver_got(struct rserver *s, uint64_t pos)
 	return false;
 }
 
-/* A set of files larger than its max keeps those at the front of an access-ordered image first
- * (a walk in the tree's order meets them out of order; the rest it fetches ahead by itself). */
-START_TEST(test_prefetch_front_first)
-{
-	char tree[512], url[64], order[600], *cache = tmpdir();
-	struct sqk_http_opts ho;
-	struct sqk_open_opts oo;
-	struct sqk_image *img = NULL;
-	struct sqk_prefetch *p;
-	struct sqk_inode in[8];
+/* An image of eight files f0..f7 of 1 MiB and a few bytes, f6 and f7 laid out first (with a
+ * prefetch hint), served by a range server and opened from it. */
+struct pf_env {
+	char tree[512], order[600], *cache;
 	struct rserver srv;
 	struct sqk_io *mem;
+	struct sqk_image *img;
+	struct sqk_inode in[8];
+};
+
+static void pf_env_open(struct pf_env *e, bool hint_at_open, size_t mem_bytes)
+{
+	struct sqk_http_opts ho;
+	struct sqk_open_opts oo;
 	const uint8_t *bytes;
+	char url[64];
 	size_t len;
 	FILE *f;
 
-	test_tree_new(tree, sizeof(tree), "pffront");
+	e->cache = tmpdir();
+	test_tree_new(e->tree, sizeof(e->tree), "pffront");
 	for (unsigned i = 0; i < 8; i++) {
 		char name[16];
 
 		snprintf(name, sizeof(name), "f%u", i);
-		test_tree_put(tree, name, ((size_t)1 << 20) + i);
+		test_tree_put(e->tree, name, ((size_t)1 << 20) + i);
 	}
-	snprintf(order, sizeof(order), "%s.order", tree);
-	f = fopen(order, "w");
+	snprintf(e->order, sizeof(e->order), "%s.order", e->tree);
+	f = fopen(e->order, "w");
 	ck_assert_ptr_nonnull(f);
-	fputs("f6\nf7\n", f); /* laid out first, with a prefetch hint */
+	fputs("f6\nf7\n", f);
 	fclose(f);
-	mem = test_build_ordered(tree, order);
-	bytes = sqk_io_mem_data(mem, &len);
-	rserver_start(&srv, bytes, len);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
+	e->mem = test_build_ordered(e->tree, e->order);
+	bytes = sqk_io_mem_data(e->mem, &len);
+	rserver_start(&e->srv, bytes, len);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", e->srv.port);
 	sqk_http_opts_init(&ho);
-	ho.cache_dir = cache;
+	ho.cache_dir = e->cache;
+	ho.mem_bytes = mem_bytes;
 	sqk_open_opts_init(&oo);
 	oo.http = &ho;
-	oo.no_prefetch = true; /* as a command reading part of the image */
-	ck_assert_int_eq(sqk_image_open_url(url, &oo, &img), 0);
+	oo.no_prefetch = !hint_at_open; /* as a command reading part of the image */
+	ck_assert_int_eq(sqk_image_open_url(url, &oo, &e->img), 0);
 	for (unsigned i = 0; i < 8; i++) {
 		char name[16];
 
 		snprintf(name, sizeof(name), "f%u", i);
-		ck_assert_int_eq(sqk_lookup_path(img, name, &in[i]), 0);
+		ck_assert_int_eq(sqk_lookup_path(e->img, name, &e->in[i]), 0);
 	}
-	ck_assert_uint_lt(in[6].blocks_start, in[0].blocks_start);
-	/* room for two files, added in the tree's order: f6 and f7, not f0 and f1 */
-	ck_assert_int_eq(sqk_prefetch_new(img, (uint64_t)2 << 20, &p), 0);
+	ck_assert_uint_lt(e->in[6].blocks_start, e->in[0].blocks_start);
+}
+
+/* Starts a set of all eight files in the tree's order, with max, and closes the image once the
+ * server was asked for the last byte of file last's blocks (or after 5 s). */
+static void pf_env_fetch(struct pf_env *e, uint64_t max, unsigned last)
+{
+	struct sqk_prefetch *p;
+
+	ck_assert_int_eq(sqk_prefetch_new(e->img, max, &p), 0);
 	for (unsigned i = 0; i < 8; i++)
-		ck_assert_int_eq(sqk_prefetch_add(p, &in[i]), 0);
+		ck_assert_int_eq(sqk_prefetch_add(p, &e->in[i]), 0);
 	sqk_prefetch_start(p);
-	for (int i = 0; i < 500 && !rserver_got(&srv, in[7].blocks_start + (1 << 20) - 1); i++)
+	for (int i = 0; i < 500 && !rserver_got(&e->srv, e->in[last].blocks_start + (1 << 20) - 1);
+	     i++)
 		usleep(10000);
 	usleep(200000);
-	ck_assert(rserver_got(&srv, in[6].blocks_start));
-	ck_assert(rserver_got(&srv, in[7].blocks_start + (1 << 20) - 1));
-	ck_assert(!rserver_got(&srv, in[0].blocks_start + (1 << 19)));
-	ck_assert(!rserver_got(&srv, in[1].blocks_start + (1 << 19)));
-	sqk_image_close(img);
-	rserver_stop(&srv);
-	sqk_io_destroy(mem);
-	test_tree_remove(tree);
-	remove(order);
-	rm_rf(cache);
-	free(cache);
+	sqk_image_close(e->img); /* nothing asked for after this */
+}
+
+static void pf_env_free(struct pf_env *e)
+{
+	rserver_stop(&e->srv);
+	sqk_io_destroy(e->mem);
+	test_tree_remove(e->tree);
+	remove(e->order);
+	rm_rf(e->cache);
+	free(e->cache);
+}
+
+/* A set of files larger than its max keeps those at the front of an access-ordered image first
+ * (a walk in the tree's order meets them out of order; the rest it fetches ahead by itself),
+ * then the others in the order added, the last one cut (_i 0). Once the hint is fetched (_i 1:
+ * at the open), the front's files are on their way: the max goes to the others. */
+START_TEST(test_prefetch_front_first)
+{
+	const unsigned *want = _i ? (const unsigned[]){ 0, 1 } : (const unsigned[]){ 6, 7 };
+	const unsigned cut = _i ? 2 : 0, left = _i ? 3 : 1;
+	struct pf_env e;
+
+	pf_env_open(&e, _i, 0);
+	/* room for about three files: the two of want, then part of the file cut */
+	pf_env_fetch(&e, (uint64_t)3 << 20, want[1]);
+	ck_assert(rserver_got(&e.srv, e.in[want[0]].blocks_start));
+	ck_assert(rserver_got(&e.srv, e.in[want[1]].blocks_start + (1 << 20) - 1));
+	ck_assert(rserver_got(&e.srv, e.in[cut].blocks_start));
+	ck_assert(!rserver_got(&e.srv, e.in[cut].blocks_start + (1 << 20) - 1));
+	ck_assert(!rserver_got(&e.srv, e.in[left].blocks_start + (1 << 19)));
+	pf_env_free(&e);
+}
+END_TEST
+
+/* A run of files longer than the io's prefetch takes of one range (half its memory cache,
+ * here 1 MiB) is asked for in pieces, all of it. */
+START_TEST(test_prefetch_pieces)
+{
+	struct pf_env e;
+
+	pf_env_open(&e, false, (size_t)2 << 20);
+	pf_env_fetch(&e, UINT64_MAX, 5);
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_msg(rserver_got(&e.srv, e.in[i].blocks_start + (1 << 20) - 1),
+			      "f%u's end not asked for", i);
+	pf_env_free(&e);
 }
 END_TEST
 
@@ -1055,7 +1104,8 @@ static Suite *http_suite(void)
 	tcase_add_test(names, test_header_check);
 	tcase_add_test(names, test_http_refused);
 	tcase_add_test(names, test_http_bg_thread_policy);
-	tcase_add_test(names, test_prefetch_front_first);
+	tcase_add_loop_test(names, test_prefetch_front_first, 0, 2);
+	tcase_add_test(names, test_prefetch_pieces);
 	tcase_set_timeout(names, 30);
 	tcase_add_test(cache, test_dcache_roundtrip);
 	tcase_add_test(cache, test_dcache_damaged);

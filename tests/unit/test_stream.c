@@ -331,6 +331,15 @@ static struct sqk_inode inode_of(struct sqk_image *img, int i)
 	return in;
 }
 
+/* What fetching file i costs a set: the 64 KiB integrity chunks its blocks touch. */
+static uint64_t chunks_cost(struct sqk_image *img, int i)
+{
+	struct sqk_inode in = inode_of(img, i);
+	uint64_t c = 64 << 10;
+
+	return ((in.blocks_start + FBLOCKS * BS + c - 1) / c - in.blocks_start / c) * c;
+}
+
 /* The prefetch call k: [f(a)'s start, f(b)'s end). */
 static void assert_pre(struct rec_io *r, size_t k, struct sqk_image *img, int a, int b)
 {
@@ -365,10 +374,10 @@ START_TEST(test_prefetch_set)
 	sqk_prefetch_start(p);
 	ck_assert_uint_eq(r->npre, 1);
 	assert_pre(r, 0, img, 3, 9);
-	/* at most two files' bytes: f05 and f01, not f03 after them, and the 60 KiB between the
-	 * two not fetched (gaps up to a quarter of the max) */
+	/* room for f05 and f01 (each costs the 64 KiB chunks it touches), not for f03 after them
+	 * nor for the 60 KiB between the two */
 	r->npre = 0;
-	ck_assert_int_eq(sqk_prefetch_new(img, 2 * FBLOCKS * BS, &p), 0);
+	ck_assert_int_eq(sqk_prefetch_new(img, chunks_cost(img, 5) + chunks_cost(img, 1), &p), 0);
 	for (int k = 0; k < 3; k++) {
 		in = inode_of(img, (int[]){ 5, 1, 3 }[k]);
 		ck_assert_int_eq(sqk_prefetch_add(p, &in), 0);
@@ -414,13 +423,16 @@ START_TEST(test_prefetch_aside)
 
 	r->base.ops = &rec_remote_ops;
 	img = open_rec(r);
-	/* f00..f04 fetched, as an access-ordered image's front */
-	ck_assert_int_eq(sqk_prefetch_new(img, UINT64_MAX, &p), 0);
+	/* f00..f04 fetched, as an access-ordered image's front, by two sets: both count */
 	for (int i = 0; i < 5; i++) {
+		if (i == 0 || i == 3)
+			ck_assert_int_eq(sqk_prefetch_new(img, UINT64_MAX, &p), 0);
 		in = inode_of(img, i);
 		ck_assert_int_eq(sqk_prefetch_add(p, &in), 0);
+		if (i == 2 || i == 4)
+			sqk_prefetch_start(p);
 	}
-	sqk_prefetch_start(p);
+	ck_assert_uint_eq(r->npre, 2);
 	/* read between the others, they neither extend nor end the walk: f05..f12 make one, and
 	 * f13 is read as part of it; a fetched file is fetched ahead to its own end only */
 	for (int k = 0; k < NFILES; k++) {
