@@ -13,7 +13,7 @@
 #include "internal.h"
 
 /* Ranges closer than this are fetched as one (the gap costs less than a part of its own) while
- * the set's max has room for the gap. */
+ * the set's max has room for the chunks between them. */
 #define FETCH_GAP ((uint64_t)256 << 10)
 /* What a range costs is counted in whole chunks of the integrity data (what the remote io
  * fetches and holds), of this size without integrity data. */
@@ -65,7 +65,8 @@ int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **
 	if (!*out)
 		return SQK_ENOMEM;
 	(*out)->img = img;
-	(*out)->max = max;
+	/* no run longer than the io's prefetch takes of one: a run costs no more than the max */
+	(*out)->max = max < img->prefetch_clip ? max : img->prefetch_clip;
 	(*out)->last_frag = SQK_NONE32;
 	(*out)->remote = sqk_io_is_remote(img->io);
 	(*out)->grain = (*out)->remote && sqk_image_integrity(img, &t) == 0 && t.chunk_size
@@ -135,7 +136,9 @@ static uint64_t file_pos(const struct sqk_prefetch *p, const struct sqk_inode *f
 
 int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file)
 {
+	const struct sqk_hint_range *h;
 	struct findex *fi;
+	uint64_t pos;
 	bool front;
 	int rc;
 
@@ -143,9 +146,11 @@ int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file)
 		return SQK_EINVAL;
 	if (!p->remote || sqk_basic_type(file->type) != SQK_T_FILE || p->front >= p->max)
 		return 0;
-	front = hint_find(p->img, file_pos(p, file)) != NULL;
-	if (front && atomic_load(&p->img->hint_fetched))
-		return 0; /* on its way already */
+	pos = file_pos(p, file);
+	h = hint_find(p->img, pos);
+	front = h != NULL;
+	if (front && atomic_load(&p->img->hint_fetched) && pos - h->start < p->img->prefetch_clip)
+		return 0; /* on its way already (fetched_has) */
 	if (!front && p->front + p->other >= p->max)
 		return 0; /* the max is spent: by the front first, then in the order added */
 	rc = findex_get(p->img, file, &fi);
@@ -193,36 +198,20 @@ static int range_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* p->r[0..m) as a struct fetched, cut in pieces of at most clip bytes; NULL when empty. */
-static struct fetched *ranges_pieces(const struct sqk_prefetch *p, size_t m, uint64_t clip)
+/* The chunks between the ends of two ranges that neither touches: what merging them costs. */
+static uint64_t gap_cost(const struct sqk_prefetch *p, uint64_t lend, uint64_t start)
 {
-	struct fetched *f;
-	size_t i, pieces = 0;
+	uint64_t a = (lend + p->grain - 1) / p->grain, b = start / p->grain;
 
-	for (i = 0; i < m; i++)
-		pieces += (size_t)(p->r[i].length / clip + (p->r[i].length % clip != 0));
-	f = pieces ? malloc(sizeof(*f) + pieces * sizeof(f->r[0])) : NULL;
-	if (!f)
-		return NULL;
-	f->n = 0;
-	for (i = 0; i < m; i++) {
-		uint64_t at = p->r[i].start, end = at + p->r[i].length;
-
-		while (at < end) {
-			uint64_t len = end - at < clip ? end - at : clip;
-			f->r[f->n++] = (struct sqk_hint_range){ .start = at, .length = len };
-			at += len;
-		}
-	}
-	return f;
+	return b > a ? (b - a) * p->grain : 0;
 }
 
-/* Caps, sorts and merges p's ranges (a gap while the max has room for it), in pieces of at
- * most what the io's prefetch takes of one; returns them as a struct fetched, NULL when none
- * is left. */
+/* Caps, sorts and merges p's ranges (a gap while the max has room for it); returns them as a
+ * struct fetched, NULL when none is left. */
 static struct fetched *ranges_merge(struct sqk_prefetch *p)
 {
 	uint64_t left = ranges_cap(p);
+	struct fetched *f;
 	size_t i, m = 0;
 
 	qsort(p->r, p->n, sizeof(*p->r), range_cmp);
@@ -234,7 +223,7 @@ static struct fetched *ranges_merge(struct sqk_prefetch *p)
 		if (p->r[i].length == 0)
 			continue;
 		if (last && p->r[i].start > lend)
-			gap = range_cost(p, lend, p->r[i].start - lend);
+			gap = gap_cost(p, lend, p->r[i].start);
 		if (last && p->r[i].start <= lend + FETCH_GAP && gap <= left) {
 			left -= gap;
 			if (end > lend)
@@ -243,7 +232,13 @@ static struct fetched *ranges_merge(struct sqk_prefetch *p)
 			p->r[m++] = p->r[i];
 		}
 	}
-	return ranges_pieces(p, m, p->img->prefetch_clip);
+	f = m ? malloc(sizeof(*f) + m * sizeof(f->r[0])) : NULL;
+	for (i = 0; f && i < m; i++)
+		f->r[i] = (struct sqk_hint_range){ .start = p->r[i].start,
+						   .length = p->r[i].length };
+	if (f)
+		f->n = m;
+	return f;
 }
 
 void sqk_prefetch_start(struct sqk_prefetch *p)
@@ -261,6 +256,15 @@ void sqk_prefetch_start(struct sqk_prefetch *p)
 	sqk_prefetch_free(p);
 }
 
+/* Whether no file added to p can be kept any more: the max spent by front files, or by all
+ * with no front file left to add (no hint, or the hint fetched). */
+static bool set_full(const struct sqk_prefetch *p)
+{
+	return p->front >= p->max ||
+	       (p->front + p->other >= p->max &&
+		(!p->img->nhint || atomic_load(&p->img->hint_fetched)));
+}
+
 int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, uint64_t max)
 {
 	struct sqk_prefetch *p;
@@ -275,7 +279,7 @@ int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, 
 		sqk_walk_close(w);
 	if (rc)
 		return rc;
-	while (p->front < p->max && (rc = sqk_walk_next(w, &e)) != 0) {
+	while (!set_full(p) && (rc = sqk_walk_next(w, &e)) != 0) {
 		if (rc < 0 && e.event == SQK_WALK_ERR_FATAL)
 			break;
 		rc = rc < 0 || (e.flags & SQK_WALK_SEEN) ? 0 : sqk_prefetch_add(p, &e.inode);

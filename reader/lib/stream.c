@@ -34,9 +34,10 @@ void seqwalk_free(struct seqwalk *w)
 
 /* fi's first read: does it continue the walk? A file starting further on ends it, and so does
  * one starting before the walk began; one whose blocks lie inside what the walk has passed (a
- * duplicate sharing the blocks of a file read earlier in the walk), or in a range fetched
- * already (an access-ordered image's front, which a walk in the tree's order meets between the
- * files of the rest), neither extends nor ends it. */
+ * duplicate sharing the blocks of a file read earlier in the walk), or starting in a range
+ * fetched already (an access-ordered image's front, which a walk in the tree's order meets
+ * between the files of the rest; a file cut at a set's end too, its own readahead fetching
+ * the rest), neither extends nor ends it. */
 static void first_read(struct sqk_image *img, struct findex *fi)
 {
 	struct seqwalk *w = &img->walk;

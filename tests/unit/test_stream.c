@@ -374,18 +374,19 @@ START_TEST(test_prefetch_set)
 	sqk_prefetch_start(p);
 	ck_assert_uint_eq(r->npre, 1);
 	assert_pre(r, 0, img, 3, 9);
-	/* room for f05 and f01 (each costs the 64 KiB chunks it touches), not for f03 after them
-	 * nor for the 60 KiB between the two */
+	/* room for f13 and f00 (each costs the 64 KiB chunks it touches), not for f06 after them
+	 * nor for the chunks between the two (192 KiB) */
 	r->npre = 0;
-	ck_assert_int_eq(sqk_prefetch_new(img, chunks_cost(img, 5) + chunks_cost(img, 1), &p), 0);
+	ck_assert_int_eq(sqk_prefetch_new(img, chunks_cost(img, 13) + chunks_cost(img, 0), &p),
+			 0);
 	for (int k = 0; k < 3; k++) {
-		in = inode_of(img, (int[]){ 5, 1, 3 }[k]);
+		in = inode_of(img, (int[]){ 13, 0, 6 }[k]);
 		ck_assert_int_eq(sqk_prefetch_add(p, &in), 0);
 	}
 	sqk_prefetch_start(p);
 	ck_assert_uint_eq(r->npre, 2);
-	assert_pre(r, 0, img, 1, 1);
-	assert_pre(r, 1, img, 5, 5);
+	assert_pre(r, 0, img, 0, 0);
+	assert_pre(r, 1, img, 13, 13);
 	sqk_prefetch_start(NULL);
 	sqk_image_close(img);
 	free(r);
