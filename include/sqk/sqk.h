@@ -213,9 +213,10 @@ struct sqk_prefetch;
 /* A new empty set for img (borrowed: it must outlive the set) that fetches at most max bytes,
  * counted in whole integrity chunks (64 KiB without integrity data), as the remote io fetches
  * them and holds them in memory until they are read; never more than the io's prefetch takes
- * of one range (half the memory cache, sqk_http_opts.mem_bytes). The files in the image's
- * prefetch hint ranges come first (those the hint, once fetched, has on their way are left
- * out), then the others in the order they were added, the last one kept cut on a chunk
+ * of one range (half the memory cache, sqk_http_opts.mem_bytes). Files less than 256 KiB
+ * apart in the image are fetched as one run; the runs holding files in the image's prefetch
+ * hint ranges come first (files the hint, once fetched, has on their way are left out), then
+ * the others in the order their first files were added, the last one kept cut on a chunk
  * boundary. *out owned by the caller: sqk_prefetch_start or sqk_prefetch_free. SQK_EINVAL,
  * SQK_ENOMEM. */
 SQK_API int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **out);

@@ -12,8 +12,7 @@
 #include "sqk/error.h"
 #include "internal.h"
 
-/* Ranges closer than this are fetched as one (the gap costs less than a part of its own) while
- * the set's max has room for the chunks between them. */
+/* Ranges closer than this are fetched as one run: the gap costs less than a part of its own. */
 #define FETCH_GAP ((uint64_t)256 << 10)
 /* What a range costs is counted in whole chunks of the integrity data (what the remote io
  * fetches and holds), of this size without integrity data. */
@@ -21,7 +20,8 @@
 
 struct pf_range {
 	uint64_t start, length;
-	bool front; /* in the prefetch hint's ranges: out of the tree's order */
+	size_t order; /* when it was added (a run: its first member's) */
+	bool front;   /* in the prefetch hint's ranges: out of the tree's order (a run: any) */
 };
 
 struct sqk_prefetch {
@@ -29,7 +29,7 @@ struct sqk_prefetch {
 	struct pf_range *r;
 	size_t n, cap;
 	uint64_t max, grain;
-	uint64_t front, other; /* what the ranges of each kind cost so far */
+	uint64_t front, other; /* bytes of each kind so far: the least they cost */
 	uint32_t last_frag;    /* the fragment block added last (files share them) */
 	bool remote;
 };
@@ -96,11 +96,13 @@ static int range_add(struct sqk_prefetch *p, uint64_t start, uint64_t len, bool 
 		return 0;
 	if (mem_grow(&p->r, &p->cap, p->n + 1, sizeof(*p->r), 0))
 		return SQK_ENOMEM;
-	p->r[p->n++] = (struct pf_range){ .start = start, .length = len, .front = front };
+	p->r[p->n] = (struct pf_range){ .start = start, .length = len, .order = p->n,
+					 .front = front };
+	p->n++;
 	if (front)
-		p->front += range_cost(p, start, len);
+		p->front += len;
 	else
-		p->other += range_cost(p, start, len);
+		p->other += len;
 	return 0;
 }
 
@@ -161,8 +163,8 @@ int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file)
 	return rc ? rc : frag_add(p, file, front);
 }
 
-/* Cuts range r to what is *left of the max (in whole grains from its first), and takes its
- * cost from there. */
+/* Cuts run r to what is *left of the max (in whole grains from its first), and takes its cost
+ * from there. */
 static void cap_take(const struct sqk_prefetch *p, struct pf_range *r, uint64_t *left)
 {
 	uint64_t cost = range_cost(p, r->start, r->length);
@@ -175,69 +177,68 @@ static void cap_take(const struct sqk_prefetch *p, struct pf_range *r, uint64_t 
 	*left -= r->length ? cost : 0;
 }
 
-/* Keeps what the max allows of p's ranges: those in the prefetch hint's ranges first (a walk
- * in the tree's order meets them out of order, and fetches the rest ahead by itself), then the
- * others in the order they were added. Returns what is left of the max. */
-static uint64_t ranges_cap(struct sqk_prefetch *p)
-{
-	uint64_t left = p->max;
-	size_t i;
-
-	for (i = 0; i < p->n; i++)
-		if (p->r[i].front)
-			cap_take(p, &p->r[i], &left);
-	for (i = 0; i < p->n; i++)
-		if (!p->r[i].front)
-			cap_take(p, &p->r[i], &left);
-	return left;
-}
-
-static int range_cmp(const void *a, const void *b)
+static int start_cmp(const void *a, const void *b)
 {
 	const struct pf_range *x = a, *y = b;
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The chunks between the ends of two ranges that neither touches: what merging them costs. */
-static uint64_t gap_cost(const struct sqk_prefetch *p, uint64_t lend, uint64_t start)
+/* The runs with a front file first, then in the order their first files were added. */
+static int rank_cmp(const void *a, const void *b)
 {
-	uint64_t a = (lend + p->grain - 1) / p->grain, b = start / p->grain;
-
-	return b > a ? (b - a) * p->grain : 0;
+	const struct pf_range *x = a, *y = b;
+	if (x->front != y->front)
+		return x->front ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Caps, sorts and merges p's ranges (a gap while the max has room for it); returns them as a
- * struct fetched, NULL when none is left. */
-static struct fetched *ranges_merge(struct sqk_prefetch *p)
+/* Merges p's ranges into runs in image order (gaps under FETCH_GAP); returns how many. */
+static size_t ranges_runs(struct sqk_prefetch *p)
 {
-	uint64_t left = ranges_cap(p);
-	struct fetched *f;
 	size_t i, m = 0;
 
-	qsort(p->r, p->n, sizeof(*p->r), range_cmp);
+	qsort(p->r, p->n, sizeof(*p->r), start_cmp);
 	for (i = 0; i < p->n; i++) {
 		struct pf_range *last = m ? &p->r[m - 1] : NULL;
 		uint64_t lend = last ? last->start + last->length : 0;
-		uint64_t end = p->r[i].start + p->r[i].length, gap = 0;
+		uint64_t end = p->r[i].start + p->r[i].length;
 
-		if (p->r[i].length == 0)
-			continue;
-		if (last && p->r[i].start > lend)
-			gap = gap_cost(p, lend, p->r[i].start);
-		if (last && p->r[i].start <= lend + FETCH_GAP && gap <= left) {
-			left -= gap;
+		if (last && p->r[i].start <= lend + FETCH_GAP) {
 			if (end > lend)
 				last->length = end - last->start;
+			last->front |= p->r[i].front;
+			if (p->r[i].order < last->order)
+				last->order = p->r[i].order;
 		} else {
 			p->r[m++] = p->r[i];
 		}
 	}
-	f = m ? malloc(sizeof(*f) + m * sizeof(f->r[0])) : NULL;
-	for (i = 0; f && i < m; i++)
+	return m;
+}
+
+/* p's runs, as many as the max has room for, each costing the chunks it spans (the front's
+ * first: a walk in the tree's order meets them out of order, and fetches the rest ahead by
+ * itself; then in the order added, the last one cut), in image order as a struct fetched;
+ * NULL when none is left. */
+static struct fetched *ranges_merge(struct sqk_prefetch *p)
+{
+	size_t i, k = 0, m = ranges_runs(p);
+	uint64_t left = p->max;
+	struct fetched *f;
+
+	qsort(p->r, m, sizeof(*p->r), rank_cmp);
+	for (i = 0; i < m; i++) {
+		cap_take(p, &p->r[i], &left);
+		if (p->r[i].length)
+			p->r[k++] = p->r[i];
+	}
+	qsort(p->r, k, sizeof(*p->r), start_cmp);
+	f = k ? malloc(sizeof(*f) + k * sizeof(f->r[0])) : NULL;
+	for (i = 0; f && i < k; i++)
 		f->r[i] = (struct sqk_hint_range){ .start = p->r[i].start,
 						   .length = p->r[i].length };
 	if (f)
-		f->n = m;
+		f->n = k;
 	return f;
 }
 

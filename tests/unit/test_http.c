@@ -1096,6 +1096,24 @@ START_TEST(test_prefetch_front_first)
 }
 END_TEST
 
+/* Runs of files apart (f4, f0, f2: 1 MiB between them) are kept in the order their files were
+ * added, the max spent on f4 and f0 (35 chunks of 64 KiB: their blocks, f4's fragment block)
+ * and one chunk more. */
+START_TEST(test_prefetch_order)
+{
+	const uint64_t mid = 1 << 19;
+	struct pf_env e;
+
+	pf_env_open(&e, false, 0);
+	pf_env_fetch(&e, (uint64_t)36 << 16, (const int[]){ 4, 0, 2, -1 },
+		     (const uint64_t[]){ pf_at(&e, 4, mid), pf_at(&e, 0, mid), UINT64_MAX });
+	ck_assert(rserver_got(&e.srv, pf_at(&e, 4, mid)));
+	ck_assert(rserver_got(&e.srv, pf_at(&e, 0, mid)));
+	ck_assert(!rserver_got(&e.srv, pf_at(&e, 2, mid)));
+	pf_env_free(&e);
+}
+END_TEST
+
 /* With a 2 MiB memory cache the io's prefetch takes 1 MiB of a range: a set takes no more in
  * all (its chunks would be evicted before they are read), here f0 cut, not f2 or f4 (_i 0).
  * The hint fetched at the open took 1 MiB of its range too: f6 is on its way, f7 is not and
@@ -1135,6 +1153,7 @@ static Suite *http_suite(void)
 	tcase_add_test(names, test_http_bg_thread_policy);
 	tcase_add_loop_test(names, test_prefetch_front_first, 0, 2);
 	tcase_add_loop_test(names, test_prefetch_clip, 0, 2);
+	tcase_add_test(names, test_prefetch_order);
 	tcase_set_timeout(names, 30);
 	tcase_add_test(cache, test_dcache_roundtrip);
 	tcase_add_test(cache, test_dcache_damaged);
