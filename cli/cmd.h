@@ -120,9 +120,9 @@ struct cmd {
 };
 
 /* The most data of the files a command is about to read that it fetches ahead of them at once
- * (sqk_prefetch_new): chunks on their way hold their memory, and this is half the remote
- * backend's memory cache (SQK_HTTP_MEM_DEFAULT). */
-#define CMD_PREFETCH_MAX ((uint64_t)128 << 20)
+ * (sqk_prefetch_new): chunks on their way hold their memory; half the remote backend's memory
+ * cache, all its prefetch takes of one range. */
+#define CMD_PREFETCH_MAX ((uint64_t)SQK_HTTP_MEM_DEFAULT / 2)
 
 /* The signatures s[0..n) of an image (sqk_image_signatures, which returned rc) on stdout: as
  * text lines (sqk info, sqk verify), or as the JSON member "signatures" (with a comma) at
