@@ -106,49 +106,38 @@ static int range_add(struct sqk_prefetch *p, uint64_t start, uint64_t len, bool 
 	return 0;
 }
 
-/* The fragment block of file, when its table entry lies inside the image. */
-static int frag_add(struct sqk_prefetch *p, const struct sqk_inode *file, bool front)
+/* The fragment block of file into *start and *len: false when it has none, or its table
+ * entry does not lie inside the image (its read says what is wrong). */
+static bool frag_block(const struct sqk_prefetch *p, const struct sqk_inode *file,
+		       uint64_t *start, uint32_t *len)
 {
 	const struct sqk_super *sb = &p->img->sb;
-	uint64_t start;
-	uint32_t word, len;
-
-	if (file->frag_index == SQK_NONE32 || file->frag_index == p->last_frag ||
-	    sqk_fragment_entry(p->img, file->frag_index, &start, &word))
-		return 0;
-	len = word & SQK_BLOCK_SIZE_MASK;
-	if (start > sb->bytes_used || len > sb->bytes_used - start || len > sb->block_size)
-		return 0; /* its read says what is wrong */
-	p->last_frag = file->frag_index;
-	return range_add(p, start, len, front);
-}
-
-/* Where file's first byte is stored: its first data block, or its fragment block when it has
- * no whole block. */
-static uint64_t file_pos(const struct sqk_prefetch *p, const struct sqk_inode *file)
-{
-	uint64_t start;
 	uint32_t word;
 
-	if (file->size < p->img->sb.block_size && file->frag_index != SQK_NONE32 &&
-	    sqk_fragment_entry(p->img, file->frag_index, &start, &word) == 0)
-		return start;
-	return file->blocks_start;
+	if (file->frag_index == SQK_NONE32 ||
+	    sqk_fragment_entry(p->img, file->frag_index, start, &word))
+		return false;
+	*len = word & SQK_BLOCK_SIZE_MASK;
+	return *start <= sb->bytes_used && *len <= sb->bytes_used - *start &&
+	       *len <= sb->block_size;
 }
 
 int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file)
 {
 	const struct sqk_hint_range *h;
 	struct findex *fi;
-	uint64_t pos;
-	bool front;
+	uint64_t pos, fstart = 0;
+	uint32_t flen = 0;
+	bool front, frag;
 	int rc;
 
 	if (!p || !file)
 		return SQK_EINVAL;
 	if (!p->remote || sqk_basic_type(file->type) != SQK_T_FILE || p->front >= p->max)
 		return 0;
-	pos = file_pos(p, file);
+	frag = frag_block(p, file, &fstart, &flen);
+	/* where its first byte is stored: the fragment block when it has no whole block */
+	pos = frag && file->size < p->img->sb.block_size ? fstart : file->blocks_start;
 	h = hint_find(p->img, pos);
 	front = h != NULL;
 	if (front && atomic_load(&p->img->hint_fetched) && pos - h->start < p->img->prefetch_clip)
@@ -160,7 +149,10 @@ int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file)
 		return rc;
 	rc = range_add(p, fi->blocks_start, fi->data_end - fi->blocks_start, front);
 	findex_put(p->img, fi);
-	return rc ? rc : frag_add(p, file, front);
+	if (rc || !frag || file->frag_index == p->last_frag)
+		return rc;
+	p->last_frag = file->frag_index; /* files share fragment blocks: added once in a row */
+	return range_add(p, fstart, flen, front);
 }
 
 /* Cuts run r to what is *left of the max (in whole grains from its first), and takes its cost
