@@ -147,6 +147,9 @@ int cmd_remote_opt(const char *cmd, struct remote *r, int ch, const char *arg)
 	case SQK_OPT_NO_PREFETCH:
 		r->no_prefetch = true;
 		return 0;
+	case SQK_OPT_STATS:
+		r->stats = true;
+		return 0;
 	case SQK_OPT_VERIFY:
 	case SQK_OPT_NO_VERIFY:
 		return verify_opt(cmd, r, ch);
@@ -222,8 +225,33 @@ int cmd_open(struct cmd *c)
 	return err;
 }
 
+void cmd_http_text(char *buf, size_t len, const struct sqk_http_stats *h)
+{
+	snprintf(buf, len, "%llu requests, %llu bytes (%llu fetched unused), %llu retries; disk "
+		 "cache %llu hits, %llu misses; %llu digest groups fetched",
+		 (unsigned long long)h->requests, (unsigned long long)h->bytes,
+		 (unsigned long long)h->bytes_unused, (unsigned long long)h->retries,
+		 (unsigned long long)h->disk_hits, (unsigned long long)h->disk_misses,
+		 (unsigned long long)h->digest_groups);
+}
+
+void cmd_stats_line(const char *name, const char *shown, struct sqk_io *io)
+{
+	struct sqk_http_stats h = { .size = sizeof(h) };
+	char text[512];
+
+	if (!io || sqk_io_http_stats(io, &h))
+		return;
+	cmd_http_text(text, sizeof(text), &h);
+	fprintf(stderr, "sqk %s: %s: http: %s\n", name, shown, text);
+}
+
 void cmd_close(struct cmd *c)
 {
+	if (c->img && c->remote.stats) {
+		sqk_image_quiesce(c->img); /* transfers in flight end: the counts are final */
+		cmd_stats_line(c->name, c->shown ? c->shown : c->image, sqk_image_io(c->img));
+	}
 	sqk_image_close(c->img);
 	c->img = NULL;
 	cmd_remote_free(&c->remote);

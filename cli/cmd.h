@@ -34,6 +34,7 @@ enum {
 	SQK_OPT_TRUST,
 	SQK_OPT_TRUST_DIR,
 	SQK_OPT_ALLOW_ROLLBACK,
+	SQK_OPT_STATS,
 	SQK_OPT_CACERT, /* last: callers test SQK_OPT_CACHE_DIR <= ch <= SQK_OPT_CACERT */
 };
 
@@ -54,7 +55,8 @@ enum {
 	{ "require-integrity", no_argument, NULL, SQK_OPT_REQUIRE_INTEGRITY },    \
 	{ "trust", required_argument, NULL, SQK_OPT_TRUST },                      \
 	{ "trust-dir", required_argument, NULL, SQK_OPT_TRUST_DIR },              \
-	{ "allow-rollback", no_argument, NULL, SQK_OPT_ALLOW_ROLLBACK }
+	{ "allow-rollback", no_argument, NULL, SQK_OPT_ALLOW_ROLLBACK },          \
+	{ "stats", no_argument, NULL, SQK_OPT_STATS }
 
 /* SQK_CMD_REMOTE_HELP without the verification lines (sqk verify always checks). */
 #define SQK_CMD_REMOTE_ONLY_HELP                                                              \
@@ -76,7 +78,9 @@ enum {
 	"                       prefetch hint (whole image) or the files' data first\n"       \
 	"      --s3-endpoint URL  the endpoint of s3:// images (default\n"                    \
 	"                       $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS)\n"        \
-	"      --no-sign-request  s3:// images: unsigned requests (public buckets)\n"
+	"      --no-sign-request  s3:// images: unsigned requests (public buckets)\n"         \
+	"      --stats          at the end, print what was fetched and what the disk cache\n" \
+	"                       served (stderr)\n"
 
 #define SQK_CMD_REMOTE_HELP                                                                   \
 	"      --no-verify      do not check what is read against the image's integrity data\n" \
@@ -97,6 +101,7 @@ struct remote {
 	bool verify_asked;                /* --verify: say so when reads cannot be verified */
 	bool require_integ;               /* --require-integrity */
 	bool allow_rollback;              /* --allow-rollback */
+	bool stats;                       /* --stats: cmd_stats_line at the end */
 	const char *trust[SQK_CMD_MAX_TRUST + 1]; /* --trust files, NULL-terminated (borrowed) */
 	unsigned ntrust;
 	const char *trust_dir;            /* --trust-dir */
@@ -154,8 +159,16 @@ void cmd_remote_free(struct remote *r);
 /* Opens c->image at c->offset into c->img, printing an error on failure. Returns 0 or SQK_E*. */
 int cmd_open(struct cmd *c);
 
-/* Closes c->img (NULL-safe). */
+/* Closes c->img (NULL-safe); with --stats, cmd_stats_line of a remote one first. */
 void cmd_close(struct cmd *c);
+
+/* The transfer and disk-cache counters h as one line of text into buf: "N requests, N bytes
+ * (...), ...", as sqk info and --stats print them. */
+void cmd_http_text(char *buf, size_t len, const struct sqk_http_stats *h);
+
+/* "sqk NAME: SHOWN: http: <cmd_http_text>" on stderr for the remote image behind io (borrowed;
+ * its transfers ended); nothing for any other io. */
+void cmd_stats_line(const char *name, const char *shown, struct sqk_io *io);
 
 /* Prints "sqk NAME: IMAGE: PATH: message[: sqk_strerror(err)]" to stderr; path may be NULL,
  * err 0 omits the library message. When err is SQK_ECORRUPT because bytes did not match

@@ -293,7 +293,7 @@ static void info_http(const struct info *in, bool json)
 
 	if (sqk_image_http_stats(in->c.img, &h))
 		return;
-	if (json)
+	if (json) {
 		printf("  \"http_requests\": %llu,\n  \"http_bytes\": %llu,\n"
 		       "  \"http_bytes_unused\": %llu,\n  \"http_retries\": %llu,\n"
 		       "  \"disk_cache_hits\": %llu,\n  \"disk_cache_misses\": %llu,\n"
@@ -303,14 +303,12 @@ static void info_http(const struct info *in, bool json)
 		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
 		       (unsigned long long)h.disk_misses, (unsigned long long)h.digest_groups,
 		       (unsigned long long)h.bytes_background);
-	else
-		printf("http:                    %llu requests, %llu bytes (%llu fetched unused), "
-		       "%llu "
-		       "retries; disk cache %llu hits, %llu misses; %llu digest groups fetched\n",
-		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
-		       (unsigned long long)h.bytes_unused, (unsigned long long)h.retries,
-		       (unsigned long long)h.disk_hits, (unsigned long long)h.disk_misses,
-		       (unsigned long long)h.digest_groups);
+	} else {
+		char text[512];
+
+		cmd_http_text(text, sizeof(text), &h);
+		printf("http:                    %s\n", text);
+	}
 }
 
 /* What a hint range holds, for the text output. */

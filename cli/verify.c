@@ -473,6 +473,8 @@ static int run_url(struct verify *v, const char *url)
 		return fail(v, EXIT_OPER, "%s: %s", v->image, sqk_strerror(rc));
 	sqk_io_get_size(io, &size);
 	rc = run(v, io, size);
+	if (v->remote.stats)
+		cmd_stats_line("verify", v->image, io);
 	sqk_io_destroy(io);
 	return rc;
 }

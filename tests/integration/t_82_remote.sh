@@ -50,6 +50,16 @@ no_secret() {
 		fail "$what: the secret appears in $(tr '\n' ' ' <"$TMP/leak")"
 	fi
 }
+# stats_same NAME REQUESTS BYTES MINHITS: the --stats line of run NAME says what nginx served
+# (REQUESTS requests, BYTES body bytes) and at least MINHITS chunks from the disk cache.
+stats_same() {
+	local line
+	line=$(grep -E "^sqk cat: $URL: http: [0-9]+ requests, [0-9]+ bytes " "$TMP/$1.err") ||
+		fail "$1: no --stats line in: $(cat "$TMP/$1.err")"
+	set -- "$1" "$2" "$3" "$4" $(sed -E 's/.*http: ([0-9]+) requests, ([0-9]+) bytes .*disk cache ([0-9]+) hits.*/\1 \2 \3/' <<<"$line")
+	[ "$5" = "$2" ] && [ "$6" = "$3" ] && [ "$7" -ge "$4" ] ||
+		fail "$1: --stats says '$line'; nginx served $2 requests, $3 bytes"
+}
 # stat_get FILE KEY: a counter of a stats=/--json file, checked to be an integer.
 
 $MKTREE "$W/src" || fail "mktree failed"
@@ -153,13 +163,17 @@ mark=$(http_log_mark)
 sqk_ok open1 info --json --cache-dir "$C" "$URL"
 read -r open_req open_bytes <<<"$(http_log_bytes "$mark")"
 mark=$(http_log_mark)
-sqk_ok cold cat --cache-dir "$C" "$URL" files/random_4m files/text_3m
+sqk_ok cold cat --stats --cache-dir "$C" "$URL" files/random_4m files/text_3m
 cmp -s "$OUT_FILE" <(cat "$W/src/files/random_4m" "$W/src/files/text_3m") || fail "cold cat: wrong bytes"
 read -r cold_req cold_bytes <<<"$(http_log_bytes "$mark")"
+stats_same cold "$cold_req" "$cold_bytes" 0
 mark=$(http_log_mark)
-sqk_ok warm cat --cache-dir "$C" "$URL" files/random_4m files/text_3m
+sqk_ok warm cat --stats --cache-dir "$C" "$URL" files/random_4m files/text_3m
 cmp -s "$OUT_FILE" <(cat "$W/src/files/random_4m" "$W/src/files/text_3m") || fail "warm cat: wrong bytes"
 read -r warm_req warm_bytes <<<"$(http_log_bytes "$mark")"
+stats_same warm "$warm_req" "$warm_bytes" 1
+sqk_ok statloc cat --stats "$LOCAL" files/text_3m
+[ ! -s "$ERR_FILE" ] || fail "--stats of a local image printed: $(cat "$ERR_FILE")"
 info "open: $open_req requests / $open_bytes bytes; cold cat: $cold_req / $cold_bytes; warm cat: $warm_req / $warm_bytes"
 [ $((warm_req * 2)) -le "$cold_req" ] || fail "a warm cat made $warm_req requests, the cold one $cold_req"
 [ $((warm_bytes * 4)) -le "$cold_bytes" ] || fail "a warm cat fetched $warm_bytes bytes, the cold one $cold_bytes"
