@@ -55,6 +55,13 @@ const struct sqk_hint_range *hint_find(const struct sqk_image *img, uint64_t pos
 	return range_at(img->hint, img->nhint, pos);
 }
 
+/* Whether pos, in hint range h (NULL: in none), was asked for by the hint's fetch: the hint
+ * fetched, and pos within what the io's prefetch takes of h. */
+static bool hint_sent(const struct sqk_image *img, const struct sqk_hint_range *h, uint64_t pos)
+{
+	return h && atomic_load(&img->hint_fetched) && pos - h->start < img->prefetch_clip;
+}
+
 int sqk_prefetch_new(struct sqk_image *img, uint64_t max, struct sqk_prefetch **out)
 {
 	struct sqk_integ_trailer t;
@@ -140,7 +147,7 @@ int sqk_prefetch_add(struct sqk_prefetch *p, const struct sqk_inode *file)
 	pos = frag && file->size < p->img->sb.block_size ? fstart : file->blocks_start;
 	h = hint_find(p->img, pos);
 	front = h != NULL;
-	if (front && atomic_load(&p->img->hint_fetched) && pos - h->start < p->img->prefetch_clip)
+	if (hint_sent(p->img, h, pos))
 		return 0; /* on its way already (fetched_has) */
 	if (!front && p->front + p->other >= p->max)
 		return 0; /* the max is spent: by the front first, then in the order added */
@@ -293,9 +300,7 @@ int sqk_image_prefetch_tree(struct sqk_image *img, const struct sqk_inode *top, 
  * fetched (as far as the io's prefetch took it), or one of sqk_prefetch_start's. */
 bool fetched_has(const struct sqk_image *img, uint64_t pos)
 {
-	const struct sqk_hint_range *h = hint_find(img, pos);
-
-	if (h && atomic_load(&img->hint_fetched) && pos - h->start < img->prefetch_clip)
+	if (hint_sent(img, hint_find(img, pos), pos))
 		return true;
 	for (const struct fetched *f = atomic_load(&img->fetched); f; f = f->older)
 		if (range_at(f->r, f->n, pos))
