@@ -112,16 +112,21 @@ void http_fetch_ahead(struct http *h, uint64_t ra0, uint64_t ra1, uint64_t part_
 	free(own);
 }
 
+uint64_t http_prefetch_max(const struct sqk_io *io)
+{
+	return ((const struct http *)io)->mem_limit / 2;
+}
+
 /* The part of [off, off + len) that prefetching may take: inside the chunk grid and at most
- * half the memory cache. False when nothing is left. */
+ * http_prefetch_max. False when nothing is left. */
 static bool prefetch_clip(const struct http *h, uint64_t off, uint64_t *len)
 {
 	if (off >= h->covered || *len == 0)
 		return false;
 	if (*len > h->covered - off)
 		*len = h->covered - off;
-	if (*len > h->mem_limit / 2)
-		*len = h->mem_limit / 2;
+	if (*len > http_prefetch_max(&h->base))
+		*len = http_prefetch_max(&h->base);
 	return true;
 }
 

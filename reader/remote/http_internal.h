@@ -324,6 +324,9 @@ void http_fetch_ahead(struct http *h, uint64_t ra0, uint64_t ra1, uint64_t part_
  * cache. Best effort: errors surface when the bytes are read. */
 void http_prefetch(struct sqk_io *io, uint64_t off, uint64_t len, bool wait);
 
+/* The most of one range http_prefetch takes (half the memory cache). Borrows io (remote). */
+uint64_t http_prefetch_max(const struct sqk_io *io);
+
 /* background.c (sqk_io_http_background starts it). Stops and joins the background thread of
  * this process (quiesce, destroy; called without mu, before http_thread_stop). */
 void http_bg_stop(struct http *h);

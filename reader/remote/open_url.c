@@ -125,9 +125,7 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 	o.no_verify = true; /* the backend checks every chunk it fetches, whatever opts say */
 	o.http = NULL;
 	o.root_hash = NULL;
-	/* the io's prefetch takes up to half its memory cache of a range (ahead.c) */
-	rc = img_open_remote(io, &o, sqk_io_http_name(io),
-			     (ho.mem_bytes ? ho.mem_bytes : SQK_HTTP_MEM_DEFAULT) / 2, out);
+	rc = img_open_remote(io, &o, sqk_io_http_name(io), http_prefetch_max(io), out);
 	if (!rc && (rc = check_rollback(sqk_image_io(*out), *out, o.allow_rollback)) != 0) {
 		sqk_image_close(*out);
 		*out = NULL;
