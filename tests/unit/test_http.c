@@ -816,12 +816,13 @@ struct rserver {
 	atomic_uint ngot;
 };
 
+/* A client that hung up (a cancelled background part) ends the answer: EPIPE, not SIGPIPE. */
 static void write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 	ssize_t w;
 
-	while (n && (w = write(fd, b, n)) > 0) {
+	while (n && (w = send(fd, b, n, MSG_NOSIGNAL)) > 0) {
 		b += w;
 		n -= (size_t)w;
 	}
