@@ -227,12 +227,17 @@ int cmd_open(struct cmd *c)
 
 void cmd_http_text(char *buf, size_t len, const struct sqk_http_stats *h)
 {
+	size_t n;
+
 	snprintf(buf, len, "%llu requests, %llu bytes (%llu fetched unused), %llu retries; disk "
 		 "cache %llu hits, %llu misses; %llu digest groups fetched",
 		 (unsigned long long)h->requests, (unsigned long long)h->bytes,
 		 (unsigned long long)h->bytes_unused, (unsigned long long)h->retries,
 		 (unsigned long long)h->disk_hits, (unsigned long long)h->disk_misses,
 		 (unsigned long long)h->digest_groups);
+	n = strlen(buf);
+	if (h->offline && n < len) /* the server was not reached at the open */
+		snprintf(buf + n, len - n, "; opened offline from the cache folder");
 }
 
 void cmd_stats_line(const char *name, const char *shown, struct sqk_io *io)

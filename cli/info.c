@@ -93,7 +93,8 @@ static void info_usage(FILE *f)
 		"                    not valid), http_bytes, http_bytes_unused,\n"
 		"                    http_digest_groups and http_bytes_background (remote\n"
 		"                    images; the last is 0: one-shot commands never fetch in\n"
-		"                    the background, mounts do);\n"
+		"                    the background, mounts do), http_offline (true when\n"
+		"                    opened from the cache folder, the server unreachable);\n"
 		"                    a failure: {image, error, exit_status}\n"
 		"  -s, -stat, --stat the superblock in the lines of unsquashfs -s (time, size,\n"
 		"                    compressor and its stored options, block size, flags, "
@@ -297,12 +298,13 @@ static void info_http(const struct info *in, bool json)
 		printf("  \"http_requests\": %llu,\n  \"http_bytes\": %llu,\n"
 		       "  \"http_bytes_unused\": %llu,\n  \"http_retries\": %llu,\n"
 		       "  \"disk_cache_hits\": %llu,\n  \"disk_cache_misses\": %llu,\n"
-		       "  \"http_digest_groups\": %llu,\n  \"http_bytes_background\": %llu,\n",
+		       "  \"http_digest_groups\": %llu,\n  \"http_bytes_background\": %llu,\n"
+		       "  \"http_offline\": %s,\n",
 		       (unsigned long long)h.requests, (unsigned long long)h.bytes,
 		       (unsigned long long)h.bytes_unused,
 		       (unsigned long long)h.retries, (unsigned long long)h.disk_hits,
 		       (unsigned long long)h.disk_misses, (unsigned long long)h.digest_groups,
-		       (unsigned long long)h.bytes_background);
+		       (unsigned long long)h.bytes_background, h.offline ? "true" : "false");
 	} else {
 		char text[512];
 

@@ -315,14 +315,14 @@ static void write_http_stats(struct fs *fs, FILE *f)
 			   "\"disk_cache_hits\": %llu, \"disk_cache_misses\": %llu, "
 			   "\"corrupt_chunks\": %llu, \"http_digest_groups\": %llu, "
 			   "\"http_bytes_background\": %llu, \"background_left\": %llu, "
-			   "\"background\": %s, \"background_rate\": %llu",
+			   "\"background\": %s, \"background_rate\": %llu, \"http_offline\": %s",
 			(unsigned long long)h.requests, (unsigned long long)h.bytes,
 			(unsigned long long)h.bytes_unused, (unsigned long long)h.retries,
 			(unsigned long long)h.disk_hits, (unsigned long long)h.disk_misses,
 			(unsigned long long)h.corrupt, (unsigned long long)h.digest_groups,
 			(unsigned long long)h.bytes_background,
 			(unsigned long long)h.background_left, fs->background ? "true" : "false",
-			(unsigned long long)fs->background_rate);
+			(unsigned long long)fs->background_rate, h.offline ? "true" : "false");
 	fputs("}\n", f);
 }
 

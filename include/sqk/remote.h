@@ -76,6 +76,9 @@ struct sqk_http_stats {
 	uint64_t bytes_background; /* of `bytes`, those the background fetch received */
 	/* The background fetch: bytes it still means to fetch (0 when done, stopped or off). */
 	uint64_t background_left;
+	/* Opened from the disk cache: the server could not be reached at the open (reads of bytes
+	 * the cache does not hold go to the server, and fail while it stays away). */
+	bool offline;
 };
 
 /* Sets *o to the defaults (zero) with o->size set; NULL opts mean the same. */

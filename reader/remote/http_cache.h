@@ -30,6 +30,11 @@ int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csiz
  * damaged entry is removed). Thread-safe. */
 int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len);
 
+/* Reads entry k (a key with DCACHE_SOLO set) of the folder root/key, exactly len bytes, into buf
+ * without opening the cache: nothing is counted, touched, made or removed. 0, or SQK_ENOENT
+ * when absent or not valid. Borrows root and key. */
+int dcache_peek(const char *root, const char *key, uint64_t k, uint8_t *buf, size_t len);
+
 /* Stores chunk k atomically, evicting the oldest files to make room: 0, or SQK_E* (the
  * cache is left as it was: SQK_ENOSPC for a full disk or an entry larger than the limit).
  * Callers that only cache may ignore the result. Thread-safe. */

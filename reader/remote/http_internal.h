@@ -164,6 +164,11 @@ struct http {
 	 * bytes in `after` (owned); between them an appended dm-verity area, if any */
 	uint64_t end, sig_at;
 	uint8_t *after;
+	/* The open's fetches, kept in the cache folder for an open without the server (offline.c);
+	 * replay: such an open, its fetches served from them; offline: the image was opened so;
+	 * unreached: the open's requests failed without an answer, or with a server error. */
+	struct http_rec *rec;
+	bool replay, offline, unreached;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -256,6 +261,20 @@ bool http_integ_trailer(const struct sqk_io *io, struct sqk_integ_trailer *t);
  * too, caller frees it with http_job_free): 0 or SQK_E*. Without mu. */
 int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
 		   struct http_job **jout);
+
+/* offline.c. Keeping the open's fetches (start, then add each; save once the cache folder KEY
+ * is open as h->dc: written only when it changed) and opening from them (load: the record of
+ * h's URL under ROOT; the open's head and tail into buffers the caller frees, later fetches of
+ * the open served by rec_fetch; SQK_ENOENT when there is none; matches: the folder the open
+ * works out from the integrity data is the record's). Without mu, during the open only. */
+void http_rec_start(struct http *h);
+void http_rec_add(struct http *h, uint64_t off, const uint8_t *p, size_t len);
+void http_rec_save(struct http *h, const char *root, const char *key);
+int http_rec_load(struct http *h, const char *root, uint8_t **head, size_t *head_len,
+		  uint8_t **tail, uint64_t *tail_at);
+bool http_rec_matches(const struct http *h, const char *key);
+int http_rec_fetch(struct http *h, uint64_t off, size_t len, uint8_t **out);
+void http_rec_free(struct http *h);
 
 /* chunks.c: a chunk transfer ended (mu held): its remaining chunks become FETCHED or FAILED. */
 void http_chunks_done(struct http *h, struct http_job *j, int rc);

@@ -133,6 +133,7 @@ static void http_destroy(struct sqk_io *io)
 		curl_multi_cleanup(h->multi);
 	curl_slist_free_all(h->hdrs);
 	dcache_close(h->dc);
+	http_rec_free(h);
 	integ_free(&h->integ);
 	free(h->tail);
 	free(h->cache_folder);
@@ -215,6 +216,7 @@ int sqk_io_http_stats(struct sqk_io *io, struct sqk_http_stats *user)
 	out->digest_groups = atomic_load(&h->n_groups);
 	out->bytes_background = atomic_load(&h->n_bg_bytes);
 	out->background_left = atomic_load(&h->n_bg_left);
+	out->offline = h->offline;
 	return abi_copy_out(user, out, sizeof(*out), HTTP_STATS_V1);
 }
 
@@ -295,16 +297,19 @@ static const struct sqk_io_ops win_ops = {
 int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
 		   struct http_job **jout)
 {
-	struct http_job *j = http_job_new(h, off, len);
+	struct http_job *j;
 	int rc;
 
-	if (!j)
+	if (h->replay && !jout)
+		return http_rec_fetch(h, off, len, out);
+	if (!(j = http_job_new(h, off, len)))
 		return SQK_ENOMEM;
 	j->probe = probe;
 	rc = http_fetch_flat(h, j);
 	if (!rc) {
 		*out = j->flat;
 		j->flat = NULL;
+		http_rec_add(h, off, *out, len);
 	}
 	if (!rc && jout)
 		*jout = j;
@@ -362,6 +367,12 @@ static int open_requests(struct http *h, uint8_t **head, size_t *head_len, uint8
 	if (!rcs[0] && rcs[1] && rcs[1] != SQK_EINTR) /* no suffix ranges: by offset */
 		rcs[1] = tail_by_offset(h, j[0], j[1]);
 	rc = rcs[0] ? rcs[0] : rcs[1];
+	if (rc && rc != SQK_EINTR) { /* no answer, or the server's own failure; not a bad TLS
+				     * certificate or URL */
+		const struct http_job *f = j[rcs[0] ? 0 : 1];
+
+		h->unreached = !f->permanent && (f->status == 0 || f->status >= 500);
+	}
 	if (!rc && j[1]->cr_total != j[0]->cr_total) {
 		http_logf(h, "%s: the image changed on the server during the open (size %llu, "
 			      "was %llu)", h->name, (unsigned long long)j[1]->cr_total,
@@ -585,6 +596,17 @@ static int check_root(struct http *h)
 	return SQK_ECORRUPT;
 }
 
+/* The disk cache's root folder into dir (cap bytes): false when there is none (asked off, or
+ * no default). */
+static bool cache_root(const struct http *h, char *dir, size_t cap)
+{
+	if (h->o.raw || (h->o.cache_size_set && h->o.cache_size == 0))
+		return false;
+	if (h->o.cache_dir)
+		return (size_t)snprintf(dir, cap, "%s", h->o.cache_dir) < cap;
+	return dcache_default_dir(dir, cap) == 0;
+}
+
 /* The disk cache of this version of the image: off when asked, when the default folder is
  * unknown, or when nothing tells versions apart (no validators, no root digest). */
 static int open_cache(struct http *h)
@@ -593,17 +615,13 @@ static int open_cache(struct http *h)
 	uint8_t d[SQK_INTEG_DIGEST_SIZE];
 	int rc, n;
 
-	if (h->o.raw || (h->o.cache_size_set && h->o.cache_size == 0))
+	if (!cache_root(h, dir, sizeof(dir)))
 		return 0;
 	if (!h->etag[0] && !h->lastmod[0] && !h->has_integ) {
 		http_logf(h, "%s: no ETag, Last-Modified or integrity data: not cached on disk",
 			      h->name);
 		return 0;
 	}
-	if (h->o.cache_dir)
-		snprintf(dir, sizeof(dir), "%s", h->o.cache_dir);
-	else if (dcache_default_dir(dir, sizeof(dir)))
-		return 0;
 	/* with a root digest, the image itself: mirrors and copies of it share one cache */
 	if (h->has_integ) {
 		integ_hex(h->integ.t.root, hex);
@@ -619,6 +637,11 @@ static int open_cache(struct http *h)
 	integ_hex(d, hex);
 	memcpy(key, hex, 32);
 	key[32] = '\0';
+	if (h->offline && !http_rec_matches(h, key)) {
+		http_logf(h, "%s: the cache folder's copy of the image's open names another folder "
+			      "than its integrity data", h->name);
+		return SQK_ECORRUPT;
+	}
 	rc = dcache_open(dir, key,
 			 h->o.cache_size_set ? h->o.cache_size : SQK_HTTP_CACHE_SIZE_DEFAULT,
 			 (uint32_t)h->csize, (uint32_t)(h->unit / h->csize),
@@ -628,6 +651,23 @@ static int open_cache(struct http *h)
 			      sqk_strerror(rc));
 	else
 		h->cache_folder = strdup(dir); /* NULL: no rollback record, as without a cache */
+	if (!rc && h->has_integ && !h->offline)
+		http_rec_save(h, dir, key);
+	return 0;
+}
+
+/* The open without the server (offline.c), when its requests found none and the cache folder
+ * kept an earlier open of the URL: rc stays the open's own error otherwise. */
+static int open_offline(struct http *h, int rc, uint8_t **head, size_t *head_len,
+			uint8_t **tail, uint64_t *tail_at, struct validators *probe)
+{
+	char dir[4096];
+
+	if (!h->unreached || !cache_root(h, dir, sizeof(dir)) ||
+	    http_rec_load(h, dir, head, head_len, tail, tail_at))
+		return rc;
+	memcpy(probe->etag, h->etag, sizeof(probe->etag));
+	memcpy(probe->lastmod, h->lastmod, sizeof(probe->lastmod));
 	return 0;
 }
 
@@ -728,14 +768,27 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	rc = setup(h, url, opts);
 	h->csize = PROBE_LEN;
 	h->unit = UNIT_MIN;
-	if (!rc)
+	if (!rc) {
 		rc = open_requests(h, &head, &head_len, &tail, &tail_at, &probe);
+		if (rc) {
+			rc = open_offline(h, rc, &head, &head_len, &tail, &tail_at, &probe);
+		} else { /* kept from here on: the head and tail first */
+			http_rec_start(h);
+			http_rec_add(h, 0, head, head_len);
+			http_rec_add(h, tail_at, tail, (size_t)(h->size - tail_at));
+		}
+	}
 	if (!rc && h->size == 0)
 		rc = SQK_ECORRUPT;
 	if (!rc)
 		rc = load_tail(h, tail, tail_at);
 	else
 		free(tail);
+	if (!rc && h->replay && !h->has_integ) { /* never kept so */
+		http_logf(h, "%s: the cache folder's record of the image has no integrity data",
+			  h->name);
+		rc = SQK_ECORRUPT;
+	}
 	if (!rc)
 		rc = open_etags(h, &probe);
 	if (!rc) {
@@ -748,8 +801,11 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 		rc = check_root(h);
 		h->o.root_hash = NULL;
 	}
+	h->offline = h->replay;
+	h->replay = false;
 	if (!rc)
 		rc = open_cache(h);
+	http_rec_free(h);
 	if (rc) {
 		http_destroy(&h->base);
 		return rc;

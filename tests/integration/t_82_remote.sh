@@ -130,8 +130,9 @@ for k in http:
     assert isinstance(b.get(k), int) and b[k] >= 0, "remote info --json: %s is %r" % (k, b.get(k))
 assert b["http_requests"] > 0, b
 assert b["http_bytes_background"] == 0, "sqk info fetched in the background: %r" % b
+assert b.get("http_offline") is False, "remote info --json: http_offline is %r" % b.get("http_offline")
 for k in set(a) | set(b):
-    if k in http or k == "image":
+    if k in http or k in ("image", "http_offline"):
         continue
     assert a.get(k) == b.get(k), "%s: local %r, remote %r" % (k, a.get(k), b.get(k))
 assert sys.argv[3] in str(b["image"]), b["image"]

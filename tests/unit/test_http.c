@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "sqk/error.h"
 #include "reader/remote/http_cache.h"
@@ -970,6 +972,174 @@ START_TEST(test_http_bg_thread_policy)
 }
 END_TEST
 
+/* The lines the library logs, one after another (for assertions). */
+struct loglines {
+	char text[8192];
+};
+
+static void loglines_add(void *ctx, const char *msg)
+{
+	struct loglines *l = ctx;
+	size_t n = strlen(l->text);
+
+	snprintf(l->text + n, sizeof(l->text) - n, "%s\n", msg);
+}
+
+/* Opens url (cache folder cache, no retries: a refused connection fails at once). */
+static int offline_open(const char *url, const char *cache, struct loglines *lg,
+			struct sqk_image **img)
+{
+	struct sqk_http_opts ho;
+	struct sqk_open_opts oo;
+
+	sqk_http_opts_init(&ho);
+	ho.cache_dir = cache;
+	ho.retries_set = true;
+	ho.retries = 0;
+	ho.log = loglines_add;
+	ho.log_ctx = lg;
+	sqk_open_opts_init(&oo);
+	oo.http = &ho;
+	oo.no_prefetch = true;
+	lg->text[0] = '\0';
+	return sqk_image_open_url(url, &oo, img);
+}
+
+/* Reads 4 KiB of file name at off from img and compares them with what test_tree_put wrote
+ * (len bytes): 0 when equal, else the read's error (or -1 when the bytes differ). */
+static int offline_read(struct sqk_image *img, const char *name, size_t len, uint64_t off)
+{
+	uint8_t *want = malloc(len), got[4096];
+	struct sqk_inode in;
+	ssize_t n;
+	int rc;
+
+	ck_assert_ptr_nonnull(want);
+	test_fill_random(want, len, len + 1);
+	ck_assert_int_eq(sqk_lookup_path(img, name, &in), 0);
+	n = sqk_read(img, &in, got, sizeof(got), off);
+	rc = n < 0 ? (int)n : n == sizeof(got) && !memcmp(got, want + off, sizeof(got)) ? 0 : -1;
+	free(want);
+	return rc;
+}
+
+/* The record the one map in cache/urls names (an entry of the image's cache folder), into
+ * path. */
+static size_t offline_record(const char *cache, char *path, size_t cap)
+{
+	char dir[600], map[1024], line[256], key[33];
+	struct dirent *e;
+	size_t len = 0;
+	DIR *d;
+	FILE *f;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/urls", cache);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(map, sizeof(map), "%s/%s", dir, e->d_name);
+			n++;
+		}
+	closedir(d);
+	ck_assert_int_eq(n, 1);
+	f = fopen(map, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	fclose(f);
+	ck_assert_int_eq(sscanf(line, "sqk-open 1 %32s %zu", key, &len), 2);
+	/* its entry: c000 and the first 12 hex digits of the map's name */
+	snprintf(path, cap, "%s/%s/c000%.12s", cache, key, strrchr(map, '/') + 1);
+	return len;
+}
+
+/* With the server gone, an image opened before from the same URL opens from the cache folder:
+ * bytes read before come from it (and are right), bytes never read fail, the stats say so. A
+ * damaged record, another URL, or no cache folder: the open fails as it did without one. */
+START_TEST(test_http_offline_open)
+{
+	char tree[512], url[64], other[64], rec[1024], *cache = tmpdir();
+	struct sqk_http_stats st = { .size = sizeof(st) };
+	const size_t big = (size_t)4 << 20, small = 65536;
+	struct sqk_image *img = NULL;
+	struct loglines lg;
+	struct rserver srv;
+	struct sqk_io *mem;
+	const uint8_t *bytes;
+	size_t len, rlen;
+	uint8_t c, *junk;
+	int fd;
+
+	test_tree_new(tree, sizeof(tree), "offline");
+	test_tree_put(tree, "a", small);
+	test_tree_put(tree, "b", big);
+	test_tree_put(tree, "c", small + 1);
+	mem = test_build_dir(tree, false, NULL);
+	bytes = sqk_io_mem_data(mem, &len);
+	rserver_start(&srv, bytes, len);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
+	snprintf(other, sizeof(other), "http://127.0.0.1:%u/j.sqsh", srv.port);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
+	ck_assert_int_eq(offline_read(img, "a", small, 0), 0);
+	ck_assert_int_eq(offline_read(img, "b", big, big / 4), 0);
+	ck_assert_int_eq(offline_read(img, "c", small + 1, 0), 0);
+	ck_assert_int_eq(sqk_image_http_stats(img, &st), 0);
+	ck_assert(!st.offline);
+	sqk_image_close(img);
+	rserver_stop(&srv); /* nothing listens on the port any more */
+
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
+	ck_assert_ptr_nonnull(strstr(lg.text, "opened from the cache folder"));
+	ck_assert_int_eq(sqk_image_http_stats(img, &st), 0);
+	ck_assert(st.offline);
+	ck_assert_int_eq(offline_read(img, "a", small, 0), 0);
+	ck_assert_int_eq(offline_read(img, "b", big, big / 4), 0); /* from the cache folder */
+	ck_assert_int_eq(offline_read(img, "c", small + 1, 0), 0);
+	ck_assert_int_eq(sqk_image_http_stats(img, &st), 0);
+	ck_assert_uint_gt(st.disk_hits, 0);
+	ck_assert_int_eq(offline_read(img, "b", big, big - 4096), SQK_EIO); /* never read */
+	sqk_image_close(img);
+
+	ck_assert_int_eq(offline_open(other, cache, &lg, &img), SQK_EIO);
+	ck_assert_ptr_null(strstr(lg.text, "opened from"));
+	rlen = offline_record(cache, rec, sizeof(rec));
+	fd = open(rec, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &c, 1, 1000), 1); /* in the open's head */
+	c ^= 0x20;
+	ck_assert_int_eq(pwrite(fd, &c, 1, 1000), 1);
+	close(fd);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
+	ck_assert_ptr_nonnull(strstr(lg.text, "no longer holds what the image's open needs"));
+	ck_assert_ptr_null(strstr(lg.text, "opened from"));
+	ck_assert_int_eq(unlink(rec), 0); /* left as it was: only an online open replaces it */
+	/* an entry that checks but is no record (as a cache folder of another version would
+	 * hold): refused, named */
+	junk = malloc(16 + rlen);
+	ck_assert_ptr_nonnull(junk);
+	memset(junk + 16, 0x5a, rlen);
+	memcpy(junk, "SQKC", 4);
+	for (unsigned i = 0; i < 4; i++)
+		junk[4 + i] = (uint8_t)(rlen >> 8 * i);
+	for (unsigned i = 0; i < 8; i++)
+		junk[8 + i] = (uint8_t)(XXH3_64bits(junk + 16, rlen) >> 8 * i);
+	fd = open(rec, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, junk, 16 + rlen), (ssize_t)(16 + rlen));
+	close(fd);
+	free(junk);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
+	ck_assert_ptr_nonnull(strstr(lg.text, "copy of the image"));
+	ck_assert_ptr_nonnull(strstr(lg.text, "is damaged"));
+	ck_assert_ptr_null(strstr(lg.text, "opened from"));
+	sqk_io_destroy(mem);
+	test_tree_remove(tree);
+	rm_rf(cache);
+	free(cache);
+}
+END_TEST
+
 /* Whether the server was asked for image position pos. */
 static bool rserver_got(struct rserver *s, uint64_t pos)
 {
@@ -1152,6 +1322,7 @@ static Suite *http_suite(void)
 	tcase_add_test(names, test_header_check);
 	tcase_add_test(names, test_http_refused);
 	tcase_add_test(names, test_http_bg_thread_policy);
+	tcase_add_test(names, test_http_offline_open);
 	tcase_add_loop_test(names, test_prefetch_front_first, 0, 2);
 	tcase_add_loop_test(names, test_prefetch_clip, 0, 2);
 	tcase_add_test(names, test_prefetch_order);
