@@ -200,6 +200,24 @@ show_err() {
 	sed 's/^/    | /' "$ERR_FILE" | head -n 20 >&2
 }
 
+# sqk_t NAME ARGS...: run_capture NAME of `$SQK ARGS` within 180 s (a hang is a failure); sets
+# MS and SECS (the time it took).
+sqk_t() {
+	local name=$1 t0
+	shift
+	t0=$(date +%s%N)
+	run_capture "$name" timeout 180 "$SQK" "$@"
+	MS=$((($(date +%s%N) - t0) / 1000000))
+	SECS=$((MS / 1000))
+	[ "$RC" != 124 ] || { show_err; fail "sqk $* did not finish within 180 s"; }
+}
+
+# sqk_ok NAME ARGS...: as sqk_t, and it must exit 0.
+sqk_ok() {
+	sqk_t "$@"
+	[ "$RC" = 0 ] || { show_err; fail "sqk ${*:2} exited $RC"; }
+}
+
 # Build IMAGE from SOURCE... with sqk; fail (showing stderr) when sqk fails.
 sqk_build() {
 	local rc=0

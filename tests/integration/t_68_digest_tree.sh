@@ -32,12 +32,6 @@ need_cmd python3 cmp
 DIR=$(cd "$(dirname "$0")" && pwd)
 W=$(scratch tree)
 
-# sqk_t ARGS...: run_capture of `sqk ARGS` with a time limit (a hang is a failure).
-sqk_t() {
-	run_capture sqk timeout 180 "$SQK" "$@"
-	[ "$RC" != 124 ] || { show_err; fail "sqk $* did not finish within 180 s"; }
-}
-
 # 56 files of exactly 1 MiB (8 blocks, no tails) of random bytes, and a few small ones
 mkdir -p "$W/src/d" "$W/src/s" "$W/www"
 for i in $(seq -w 1 56); do
@@ -101,7 +95,7 @@ F0=$(pick 0)
 F2=$(pick 2)
 [ -n "$F0" ] && [ -n "$F2" ] || fail "no file wholly inside group 0 or group 2: $(cat "$W/groups")"
 
-sqk_t info --json "$IMG"
+sqk_t sqk info --json "$IMG"
 [ "$RC" = 0 ] || { show_err; fail "sqk info --json exited $RC"; }
 python3 - "$OUT_FILE" "$NG" <<'PY' || fail "sqk info --json does not describe the tree"
 import json, sys
@@ -133,7 +127,7 @@ if command -v unsquashfs >/dev/null; then
 else
 	info "no unsquashfs here: not compared"
 fi
-sqk_t verify "$IMG"
+sqk_t sqk verify "$IMG"
 [ "$RC" = 0 ] || { show_err; fail "sqk verify of the tree image exited $RC"; }
 grep -q "clean" "$OUT_FILE" "$ERR_FILE" || fail "sqk verify did not say clean: $(cat "$OUT_FILE" "$ERR_FILE")"
 info "sqk verify: clean"
@@ -149,20 +143,20 @@ open(sys.argv[2], "wb").write(d)
 PY
 K0=$((2 * 4096)) K1=$((3 * 4096 - 1))
 [ $K1 -lt "$NCH" ] || K1=$((NCH - 1))
-sqk_t verify "$BAD"
+sqk_t sqk verify "$BAD"
 [ "$RC" != 0 ] || fail "sqk verify passed an image whose digest group 2 is damaged"
 grep -q "digest group 2 (chunks $K0..$K1, image bytes $((K0 * 4096))..$(((K1 + 1) * 4096 - 1))" "$OUT_FILE" "$ERR_FILE" ||
 	fail "sqk verify does not name group 2, its chunks and bytes: $(cat "$OUT_FILE" "$ERR_FILE")"
 info "sqk verify of the damaged image: exit $RC, names group 2 (chunks $K0..$K1)"
-sqk_t cat "$BAD" "$F0"
+sqk_t sqk cat "$BAD" "$F0"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 (group 0) failed on the image with group 2 damaged"; }
 cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 (group 0) gave wrong bytes"
-sqk_t cat "$BAD" "$F2"
+sqk_t sqk cat "$BAD" "$F2"
 [ "$RC" != 0 ] || fail "sqk cat of $F2 (group 2) succeeded though its digests are damaged"
 grep -q "digest group 2" "$ERR_FILE" || fail "the failed read does not name the group: $(cat "$ERR_FILE")"
 info "local reads: $F0 (group 0) right, $F2 (group 2) refused naming the group"
 # sqk info: the open logs the bad group and reads on; what it prints says the data is damaged
-sqk_t info --json "$BAD"
+sqk_t sqk info --json "$BAD"
 [ "$RC" = 0 ] || { show_err; fail "sqk info --json of the image with group 2 damaged exited $RC"; }
 python3 - "$OUT_FILE" "$NG" <<'PY' || fail "sqk info --json does not say that a digest group is damaged"
 import json, sys
@@ -172,10 +166,10 @@ assert j["damaged_digest_groups"] == 1, j.get("damaged_digest_groups")
 assert j["digest_layout"] == "tree" and j["digest_groups"] == int(sys.argv[2]) and j["root_hash"], j
 PY
 grep -q "digest group 2 " "$ERR_FILE" || fail "sqk info does not log the damaged group: $(cat "$ERR_FILE")"
-sqk_t info "$BAD"
+sqk_t sqk info "$BAD"
 grep -q "^integrity: *corrupt: 1 of $NG digest groups damaged" "$OUT_FILE" ||
 	fail "sqk info does not say that a digest group is damaged: $(grep -i integrity "$OUT_FILE")"
-sqk_t info --json --no-verify "$BAD"
+sqk_t sqk info --json --no-verify "$BAD"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["integrity"] == "corrupt" and j["damaged_digest_groups"] == 1, j' "$OUT_FILE" ||
 	fail "sqk info --json --no-verify does not count the damaged group"
 info "sqk info of the damaged image: integrity corrupt, 1 damaged digest group (also with --no-verify)"
@@ -189,7 +183,7 @@ d = bytearray(open(sys.argv[1], "rb").read())
 d[int(sys.argv[3])] ^= 0x01
 open(sys.argv[2], "wb").write(d)
 PY
-sqk_t info "$W/bad3.sqk"
+sqk_t sqk info "$W/bad3.sqk"
 want="fast checksum block ending at image offset $COV not used (chunk $((NCH - 1)) cannot be verified: its digest group $((NG - 1)) is damaged)"
 grep -qF "$want" "$ERR_FILE" || fail "no '$want': $(cat "$ERR_FILE")"
 info "the last group damaged: the fast checksum block is not used, naming group $((NG - 1))"
@@ -255,7 +249,7 @@ in_tail() {
 }
 
 mark=$(http_log_mark)
-sqk_t cat --cache-dir "$W/c1" "$URL" "$F0"
+sqk_t sqk cat --cache-dir "$W/c1" "$URL" "$F0"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 over the URL exited $RC"; }
 cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 over the URL gave wrong bytes"
 out=$(ranges_check "$mark" one 0) || fail "reading one file: wrong digest requests"
@@ -272,7 +266,7 @@ info "one file over the URL: $nreq requests, $nbytes bytes; tail from $TAIL (gro
 mark=$(http_log_mark)
 all=$(cd "$W/src" && find d s -type f | LC_ALL=C sort)
 # shellcheck disable=SC2086
-sqk_t cat --cache-dir "$W/c2" "$URL" $all
+sqk_t sqk cat --cache-dir "$W/c2" "$URL" $all
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of every file over the URL exited $RC"; }
 # shellcheck disable=SC2086
 (cd "$W/src" && cat $all) | cmp -s - "$OUT_FILE" || fail "sqk cat of every file over the URL differs"
@@ -285,7 +279,7 @@ done
 info "every file over the URL: right bytes; each digest group fetched once ($got; tail from $TAIL)"
 
 mark=$(http_log_mark)
-sqk_t cat --cache-dir "$W/c1" "$URL" "$F0"
+sqk_t sqk cat --cache-dir "$W/c1" "$URL" "$F0"
 [ "$RC" = 0 ] || { show_err; fail "a warm sqk cat of $F0 exited $RC"; }
 cmp -s "$OUT_FILE" "$W/src/$F0" || fail "a warm sqk cat of $F0 gave wrong bytes"
 out=$(ranges_check "$mark" warm) || fail "warm read: wrong digest requests"
@@ -300,7 +294,7 @@ ng=$(find "$W/c1" -type f -name '80000000000000*' | wc -l)
 [ "$ng" -ge 1 ] || fail "no digest group in the disk cache (keys 8000000000000000 + g): $(ls -R "$W/c1" | head)"
 find "$W/c1" -type f -name '80000000000000*' -delete
 mark=$(http_log_mark)
-sqk_t cat --cache-dir "$W/c1" "$URL" "$F0"
+sqk_t sqk cat --cache-dir "$W/c1" "$URL" "$F0"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 with its chunks but not its group cached exited $RC"; }
 cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 with its chunks but not its group cached gave wrong bytes"
 out=$(ranges_check "$mark" nogroup 0) || fail "chunks cached, groups not: wrong digest requests"
@@ -321,7 +315,7 @@ F1=$(pick 1)
 proxy_start
 PMODE="delay=300,gated"
 PURL=$PROXY_URL/_f/$PMODE/img.sqk
-sqk_t cat --cache-dir "$W/c7" "$PURL" "$F1"
+sqk_t sqk cat --cache-dir "$W/c7" "$PURL" "$F1"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F1 through the proxy exited $RC"; }
 cmp -s "$OUT_FILE" "$W/src/$F1" || fail "sqk cat of $F1 through the proxy gave wrong bytes"
 read -r F1S F1E < <(awk -v p="$F1" '$1 == p { print $3, $4 }' "$W/groups")
@@ -373,7 +367,7 @@ bad_chunk_cat() {
 	[ -z "${2:-}" ] || "$2"
 	proxy_arm "$PMODE"
 	mark=$(http_log_mark)
-	sqk_t cat --cache-dir "$W/c7" "$PURL" "$F1"
+	sqk_t sqk cat --cache-dir "$W/c7" "$PURL" "$F1"
 	proxy_disarm "$PMODE"
 	[ -z "${3:-}" ] || "$3"
 	[ "$RC" = 0 ] || { show_err; fail "sqk cat of $F1 with chunk $((KB + 1)) wrong in $1 exited $RC"; }
@@ -413,7 +407,7 @@ g0=$(gfile 0) g1=$(gfile 1)
 [ "$(stat -c %s "$g0")" = "$(stat -c %s "$g1")" ] || fail "the files of groups 0 and 1 differ in size"
 mv "$g0" "$W/gswap" && mv "$g1" "$g0" && mv "$W/gswap" "$g1"
 mark=$(http_log_mark)
-sqk_t cat --cache-dir "$W/c2" "$URL" "$F0" "$F1"
+sqk_t sqk cat --cache-dir "$W/c2" "$URL" "$F0" "$F1"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 $F1 with groups 0 and 1 swapped in the disk cache exited $RC"; }
 cat "$W/src/$F0" "$W/src/$F1" | cmp -s - "$OUT_FILE" ||
 	fail "sqk cat of $F0 $F1 with groups 0 and 1 swapped in the disk cache gave wrong bytes"
@@ -425,21 +419,21 @@ for g in 0 1; do
 done
 info "groups 0 and 1 swapped in the disk cache: both refused and fetched again ($out), right bytes"
 
-sqk_t info --json --cache-dir "$W/c3" "$URL"
+sqk_t sqk info --json --cache-dir "$W/c3" "$URL"
 [ "$RC" = 0 ] || { show_err; fail "sqk info --json over the URL exited $RC"; }
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["digest_layout"] == "tree" and isinstance(j["http_digest_groups"], int), j' "$OUT_FILE" ||
 	fail "sqk info --json over the URL: no tree layout or http_digest_groups"
 
 BURL=$HTTP_URL/bad.sqk
-sqk_t cat --cache-dir "$W/c4" "$BURL" "$F2"
+sqk_t sqk cat --cache-dir "$W/c4" "$BURL" "$F2"
 [ "$RC" != 0 ] || fail "sqk cat of $F2 (group 2 damaged on the server) succeeded"
 grep -q "digest group 2 (bytes $G2S-$((G2E - 1)))" "$ERR_FILE" ||
 	fail "the failed remote read does not name group 2 and its bytes: $(cat "$ERR_FILE")"
-sqk_t cat --cache-dir "$W/c4" "$BURL" "$F0"
+sqk_t sqk cat --cache-dir "$W/c4" "$BURL" "$F0"
 [ "$RC" = 0 ] || { show_err; fail "sqk cat of $F0 (group 0) from the damaged image exited $RC"; }
 cmp -s "$OUT_FILE" "$W/src/$F0" || fail "sqk cat of $F0 (group 0) from the damaged image gave wrong bytes"
 info "remote, group 2 damaged: $F2 refused naming the group, $F0 right"
-sqk_t cat --cache-dir "$W/c8" "$HTTP_URL/g404.sqk" "$F2"
+sqk_t sqk cat --cache-dir "$W/c8" "$HTTP_URL/g404.sqk" "$F2"
 [ "$RC" != 0 ] || fail "sqk cat of $F2 succeeded though its digest group's request answers 404"
 grep -q "bytes $G2S-$((G2E - 1)): HTTP status 404" "$ERR_FILE" || fail "the 404 is not logged: $(cat "$ERR_FILE")"
 grep -q "g404.sqk: digest group 2 (bytes $G2S-$((G2E - 1))) could not be fetched: " "$ERR_FILE" ||

@@ -30,18 +30,6 @@ export XDG_CACHE_HOME=$TMP/xdg-cache   # the default cache folder stays in the s
 W=$(scratch remote)
 SECRET=SECRET123
 
-# sqk_t NAME ARGS...: run_capture of `sqk ARGS` with a time limit (a hang is a failure).
-sqk_t() {
-	local name=$1
-	shift
-	run_capture "$name" timeout 180 "$SQK" "$@"
-	[ "$RC" != 124 ] || { show_err; fail "sqk $* did not finish within 180 s"; }
-}
-# sqk_ok NAME ARGS...: as sqk_t, and it must exit 0.
-sqk_ok() {
-	sqk_t "$@"
-	[ "$RC" = 0 ] || { show_err; fail "sqk ${*:2} exited $RC"; }
-}
 # no_secret WHAT FILE...: none of FILE... (files or folders) holds $SECRET.
 no_secret() {
 	local what=$1

@@ -84,20 +84,6 @@ rc=0; pc --max-time 1 -o /dev/null "$(purl hangx=1,tag=pc)" || rc=$?
 info "faultproxy.py: passthrough, corrupt, norange, wrongsize, 503x, dropx, hangx behave"
 NOC=(--cache-size 0)
 
-# sqk_t NAME ARGS...: run_capture of `sqk ARGS` within 180 s; sets MS and SECS (elapsed).
-sqk_t() {
-	local name=$1 t0
-	shift
-	t0=$(date +%s%N)
-	run_capture "$name" timeout 180 "$SQK" "$@"
-	MS=$((($(date +%s%N) - t0) / 1000000))
-	SECS=$((MS / 1000))
-	[ "$RC" != 124 ] || { show_err; fail "sqk $* did not finish within 180 s"; }
-}
-sqk_ok() {
-	sqk_t "$@"
-	[ "$RC" = 0 ] || { show_err; fail "sqk ${*:2} exited $RC"; }
-}
 sqk_fails() { # sqk_fails NAME ARGS...: must exit non-zero; stdout (if any) is the right bytes' start
 	sqk_t "$@"
 	[ "$RC" != 0 ] || fail "sqk ${*:2} succeeded"

@@ -49,16 +49,6 @@ done
 export HOME=$W/home
 mkdir -p "$HOME"
 
-sqk_t() {
-	local name=$1
-	shift
-	run_capture "$name" timeout 120 "$SQK" "$@"
-	[ "$RC" != 124 ] || { show_err; fail "sqk $* did not finish within 120 s"; }
-}
-sqk_ok() {
-	sqk_t "$@"
-	[ "$RC" = 0 ] || { show_err; fail "sqk ${*:2} exited $RC"; }
-}
 # sqk_refused NAME PATTERN ARGS...: sqk ARGS fails (exit != 0) with PATTERN (grep -E) in stderr.
 sqk_refused() {
 	local name=$1 pat=$2

@@ -37,19 +37,6 @@ proxy_start
 purl() { echo "$PROXY_URL/_f/$1/img.sqsh"; }
 info "image $SIZE bytes; nginx $HTTP_URL, proxy $PROXY_URL"
 
-# sqk_t NAME ARGS...: run_capture of `sqk ARGS` within 180 s; sets SECS (elapsed).
-sqk_t() {
-	local name=$1 t0
-	shift
-	t0=$(date +%s)
-	run_capture "$name" timeout 180 "$SQK" "$@"
-	SECS=$(( $(date +%s) - t0 ))
-	[ "$RC" != 124 ] || { show_err; fail "sqk $* did not finish within 180 s"; }
-}
-sqk_ok() {
-	sqk_t "$@"
-	[ "$RC" = 0 ] || { show_err; fail "sqk ${*:2} exited $RC"; }
-}
 json_count() { # json_count FILE KEY
 	python3 -c 'import json, sys; print(int(json.load(open(sys.argv[1]))[sys.argv[2]]))' "$1" "$2" ||
 		fail "no count $2 in $1: $(head -c 1000 "$1")"

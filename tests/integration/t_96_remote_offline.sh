@@ -32,17 +32,6 @@ http_serve "$W/www"
 URL=$HTTP_URL/img.sqsh
 C=$W/cache
 
-# sqk_t NAME ARGS...: run_capture of `sqk ARGS` with a time limit (a hang is a failure).
-sqk_t() {
-	local name=$1
-	shift
-	run_capture "$name" timeout 120 "$SQK" "$@"
-	[ "$RC" != 124 ] || { show_err; fail "sqk $* did not finish within 120 s"; }
-}
-sqk_ok() {
-	sqk_t "$@"
-	[ "$RC" = 0 ] || { show_err; fail "sqk ${*:2} exited $RC"; }
-}
 # same_as NAME FILE...: run NAME's stdout is the files of the source tree, one after another.
 same_as() {
 	local name=$1 f

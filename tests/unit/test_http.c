@@ -972,21 +972,8 @@ START_TEST(test_http_bg_thread_policy)
 }
 END_TEST
 
-/* The lines the library logs, one after another (for assertions). */
-struct loglines {
-	char text[8192];
-};
-
-static void loglines_add(void *ctx, const char *msg)
-{
-	struct loglines *l = ctx;
-	size_t n = strlen(l->text);
-
-	snprintf(l->text + n, sizeof(l->text) - n, "%s\n", msg);
-}
-
 /* Opens url (cache folder cache, no retries: a refused connection fails at once). */
-static int offline_open(const char *url, const char *cache, struct loglines *lg,
+static int offline_open(const char *url, const char *cache, struct test_log *lg,
 			struct sqk_image **img)
 {
 	struct sqk_http_opts ho;
@@ -996,12 +983,12 @@ static int offline_open(const char *url, const char *cache, struct loglines *lg,
 	ho.cache_dir = cache;
 	ho.retries_set = true;
 	ho.retries = 0;
-	ho.log = loglines_add;
+	ho.log = test_log_add;
 	ho.log_ctx = lg;
 	sqk_open_opts_init(&oo);
 	oo.http = &ho;
 	oo.no_prefetch = true;
-	lg->text[0] = '\0';
+	*lg = (struct test_log){ .lines = 0 };
 	return sqk_image_open_url(url, &oo, img);
 }
 
@@ -1063,7 +1050,7 @@ START_TEST(test_http_offline_open)
 	struct sqk_http_stats st = { .size = sizeof(st) };
 	const size_t big = (size_t)4 << 20, small = 65536;
 	struct sqk_image *img = NULL;
-	struct loglines lg;
+	struct test_log lg;
 	struct rserver srv;
 	struct sqk_io *mem;
 	const uint8_t *bytes;

@@ -324,20 +324,6 @@ static struct sqk_io *build_image(uint8_t **a, uint8_t **b, bool no_checksums)
 	return mem;
 }
 
-struct logbuf {
-	char text[4096];
-	int lines;
-};
-
-static void logger(void *ctx, const char *msg)
-{
-	struct logbuf *l = ctx;
-	size_t n = strlen(l->text);
-
-	snprintf(l->text + n, sizeof(l->text) - n, "%s\n", msg);
-	l->lines++;
-}
-
 static int read_whole(struct sqk_image *img, const char *path, const uint8_t *want, size_t len)
 {
 	struct sqk_inode ino;
@@ -360,10 +346,10 @@ static int read_whole(struct sqk_image *img, const char *path, const uint8_t *wa
 enum open_how { OPEN_DEFAULT, OPEN_NO_VERIFY, OPEN_QUIET, OPEN_NULL };
 
 static struct sqk_image *open_copy(const uint8_t *data, size_t len, enum open_how how,
-				   struct logbuf *log, struct sqk_io **io, int *rc)
+				   struct test_log *log, struct sqk_io **io, int *rc)
 {
 	struct sqk_open_opts o = { .size = sizeof(o),
-		.log = logger, .log_ctx = log, .name = "mem.sqsh",
+		.log = test_log_add, .log_ctx = log, .name = "mem.sqsh",
 				   .no_verify = how == OPEN_NO_VERIFY,
 				   .quiet_mismatch = how == OPEN_QUIET };
 	struct sqk_image *img = NULL;
@@ -398,7 +384,7 @@ START_TEST(test_verified_reads)
 	size_t len;
 	const uint8_t *img_bytes = sqk_io_mem_data(mem, &len);
 	uint8_t *copy = malloc(len);
-	struct logbuf log = { "", 0 };
+	struct test_log log = { "", 0 };
 	struct sqk_image *img;
 	struct sqk_integ_trailer t;
 	struct sqk_stats st = { .size = sizeof(st) };
@@ -565,7 +551,7 @@ START_TEST(test_no_integrity_data)
 	struct sqk_io *mem = build_image(&a, &b, true), *io;
 	size_t len;
 	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
-	struct logbuf log = { "", 0 };
+	struct test_log log = { "", 0 };
 	struct sqk_integ_trailer t;
 	int rc;
 	struct sqk_image *img = open_copy(bytes, len, OPEN_DEFAULT, &log, &io, &rc);
@@ -791,7 +777,7 @@ START_TEST(test_fast_reads)
 	size_t len;
 	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
 	uint8_t *copy = malloc(len);
-	struct logbuf log = { "", 0 };
+	struct test_log log = { "", 0 };
 	struct sqk_integ_trailer t;
 	struct sqk_image *img;
 	struct sqk_stats st = { .size = sizeof(st) };
@@ -822,7 +808,7 @@ START_TEST(test_fast_reads)
 	/* a pinned root digest: SHA-256 for every chunk */
 	{
 		struct sqk_open_opts o = { .size = sizeof(o),
-			.log = logger, .log_ctx = &log, .root_hash = t.root };
+			.log = test_log_add, .log_ctx = &log, .root_hash = t.root };
 		ck_assert_int_eq(sqk_io_mem_create(copy, len, &io), 0);
 		ck_assert_int_eq(sqk_image_open_io(io, &o, &img), 0);
 		ck_assert_int_eq(sqk_image_fast_checksums(img, &nchunks, &used), 0);
@@ -851,7 +837,7 @@ START_TEST(test_fast_reads)
 	sqk_io_destroy(io);
 	{
 		struct sqk_open_opts o = { .size = sizeof(o),
-			.log = logger, .log_ctx = &log, .root_hash = t.root };
+			.log = test_log_add, .log_ctx = &log, .root_hash = t.root };
 		ck_assert_int_eq(sqk_io_mem_create(copy, len, &io), 0);
 		ck_assert_int_eq(sqk_image_open_io(io, &o, &img), 0);
 		ck_assert_int_eq(read_whole(img, "a.bin", a, 400 * 1024), 0);
@@ -908,7 +894,7 @@ START_TEST(test_fast_absent)
 	struct sqk_io *mem = build_image(&a, &b, false), *io;
 	size_t len;
 	const uint8_t *bytes = sqk_io_mem_data(mem, &len);
-	struct logbuf log = { "", 0 };
+	struct test_log log = { "", 0 };
 	struct integ_writer *w;
 	struct sqk_image *img;
 	struct sqk_stats st = { .size = sizeof(st) };

@@ -576,25 +576,13 @@ static void listen_local(struct capture *c)
 	c->lfd = test_listen_local(&c->port);
 }
 
-struct logbuf {
-	char text[2048];
-};
-
-static void log_cb(void *ctx, const char *msg)
-{
-	struct logbuf *l = ctx;
-	size_t n = strlen(l->text);
-
-	snprintf(l->text + n, sizeof(l->text) - n, "%s\n", msg);
-}
-
 /* Opens s3://bkt/dir/a b+ü.sqsh on the server thread with the given secret: what is sent, and
  * the error named. */
-static int open_against(struct capture *c, const char *secret, struct logbuf *lb)
+static int open_against(struct capture *c, const char *secret, struct test_log *lb)
 {
 	char ep[64];
 	struct sqk_http_opts o = {
-	    .size = sizeof(o), .log = log_cb, .log_ctx = lb, .retries_set = true};
+	    .size = sizeof(o), .log = test_log_add, .log_ctx = lb, .retries_set = true};
 	struct sqk_io *io = NULL;
 	pthread_t t;
 	int rc;
@@ -620,7 +608,7 @@ static int open_against(struct capture *c, const char *secret, struct logbuf *lb
 START_TEST(test_curl_signs_right)
 {
 	struct capture c = { 0 };
-	struct logbuf lb = { "" };
+	struct test_log lb = { "", 0 };
 
 	ck_assert_int_eq(open_against(&c, "test/secret+KEY", &lb), SQK_ENOENT);
 	ck_assert_uint_eq(c.nreq, 2); /* the open's two requests; a 404 is not retried */
@@ -643,7 +631,7 @@ END_TEST
 START_TEST(test_curl_wrong_secret)
 {
 	struct capture c = { 0 };
-	struct logbuf lb = { "" };
+	struct test_log lb = { "", 0 };
 
 	ck_assert_int_eq(open_against(&c, "not-the-secret", &lb), SQK_EACCESS);
 	ck_assert_uint_eq(c.nreq, 2); /* the open's two requests, not retried */

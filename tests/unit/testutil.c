@@ -49,6 +49,15 @@ void test_tree_new(char *tree, size_t cap, const char *tag)
 	ck_assert_ptr_nonnull(mkdtemp(tree));
 }
 
+void test_log_add(void *ctx, const char *msg)
+{
+	struct test_log *l = ctx;
+	size_t n = strlen(l->text);
+
+	snprintf(l->text + n, sizeof(l->text) - n, "%s\n", msg);
+	l->lines++;
+}
+
 void test_tree_put(const char *tree, const char *rel, size_t len)
 {
 	char p[4096];

@@ -32,6 +32,15 @@ void test_tree_dir(const char *tree, const char *rel);
 /* Removes the whole tree. */
 void test_tree_remove(const char *tree);
 
+/* The lines a library's log callback was given (sqk_open_opts.log, sqk_http_opts.log: ctx a
+ * zeroed struct test_log), one after another, and their count. */
+struct test_log {
+	char text[8192];
+	int lines;
+};
+
+void test_log_add(void *ctx, const char *msg);
+
 /* Builds the directory src through sqk_build (quiet, 4 KiB blocks, integrity data unless
  * no_checksums) into a memory image; copies the root digest into root when not NULL. Fails the
  * test on any error. Caller owns the result (sqk_io_destroy). */
