@@ -570,12 +570,23 @@ static int unit_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 }
 
 /* Borrows d; fills the caller's buf. */
+/* Whether fd is an entry of its own whose len bytes of data check: they are in buf. */
+static bool solo_read(int fd, uint8_t *buf, size_t len)
+{
+	uint8_t h[HDR];
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_size == HDR + (uint64_t)len && !read_full(fd, h, HDR, 0) &&
+	       header_of(h, len) && !read_full(fd, buf, len, HDR) &&
+	       XXH3_64bits(buf, len) == get_le64(h + 8);
+}
+
 int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 {
 	char name[24];
-	uint8_t h[HDR];
-	struct stat st;
-	int fd, ok;
+	int fd;
+	bool ok;
 
 	if (in_units(d, k))
 		return unit_get(d, k, buf, len);
@@ -583,9 +594,7 @@ int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 	fd = open_reg(d->dirfd, name, O_RDONLY);
 	if (fd < 0)
 		return SQK_ENOENT;
-	ok = !fstat(fd, &st) && (uint64_t)st.st_size == HDR + (uint64_t)len &&
-	     !read_full(fd, h, HDR, 0) && header_of(h, len) &&
-	     !read_full(fd, buf, len, HDR) && XXH3_64bits(buf, len) == get_le64(h + 8);
+	ok = solo_read(fd, buf, len);
 	if (ok)
 		futimens(fd, NULL); /* recently used: evicted last */
 	close(fd);
@@ -600,8 +609,6 @@ int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len)
 int dcache_peek(const char *root, const char *key, uint64_t k, uint8_t *buf, size_t len)
 {
 	char name[24];
-	uint8_t h[HDR];
-	struct stat st;
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int dfd = rootfd < 0 ? -1 : openat(rootfd, key, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
 					    O_NOFOLLOW);
@@ -611,10 +618,7 @@ int dcache_peek(const char *root, const char *key, uint64_t k, uint8_t *buf, siz
 	chunk_name(name, sizeof(name), k);
 	if (dfd >= 0)
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	ok = (k & DCACHE_SOLO) && fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) &&
-	     (uint64_t)st.st_size == HDR + (uint64_t)len && !read_full(fd, h, HDR, 0) &&
-	     header_of(h, len) && !read_full(fd, buf, len, HDR) &&
-	     XXH3_64bits(buf, len) == get_le64(h + 8);
+	ok = (k & DCACHE_SOLO) && fd >= 0 && solo_read(fd, buf, len);
 	if (fd >= 0)
 		close(fd);
 	if (dfd >= 0)
