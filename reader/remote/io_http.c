@@ -750,6 +750,7 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	size_t head_len = 0;
 	uint64_t tail_at = 0;
 	struct validators probe = { "", "" };
+	char dir[4096];
 	int rc;
 
 	*out = NULL;
@@ -772,7 +773,8 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 		rc = open_requests(h, &head, &head_len, &tail, &tail_at, &probe);
 		if (rc) {
 			rc = open_offline(h, rc, &head, &head_len, &tail, &tail_at, &probe);
-		} else { /* kept from here on: the head and tail first */
+		} else if (cache_root(h, dir, sizeof(dir))) {
+			/* kept for an open without the server: the head and tail first */
 			http_rec_start(h);
 			http_rec_add(h, 0, head, head_len);
 			http_rec_add(h, tail_at, tail, (size_t)(h->size - tail_at));

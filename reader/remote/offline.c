@@ -69,6 +69,16 @@ void http_rec_free(struct http *h)
 	h->rec = NULL;
 }
 
+/* A copy of len bytes at p (caller frees); NULL on ENOMEM. */
+static uint8_t *dup_bytes(const uint8_t *p, size_t len)
+{
+	uint8_t *c = malloc(len ? len : 1);
+
+	if (c)
+		memcpy(c, p, len);
+	return c;
+}
+
 void http_rec_add(struct http *h, uint64_t off, const uint8_t *p, size_t len)
 {
 	struct http_rec *r = h->rec;
@@ -76,12 +86,11 @@ void http_rec_add(struct http *h, uint64_t off, const uint8_t *p, size_t len)
 
 	if (!r || h->replay || r->overflow)
 		return;
-	copy = r->n < REC_SEGS ? malloc(len ? len : 1) : NULL;
+	copy = r->n < REC_SEGS ? dup_bytes(p, len) : NULL;
 	if (!copy) {
 		r->overflow = true;
 		return;
 	}
-	memcpy(copy, p, len);
 	r->seg[r->n++] = (struct rec_seg){ off, len, copy };
 }
 
@@ -92,10 +101,8 @@ int http_rec_fetch(struct http *h, uint64_t off, size_t len, uint8_t **out)
 
 		if (off < s->off || off - s->off > s->len || len > s->len - (off - s->off))
 			continue;
-		if (!(*out = malloc(len ? len : 1)))
-			return SQK_ENOMEM;
-		memcpy(*out, s->data + (off - s->off), len);
-		return 0;
+		*out = dup_bytes(s->data + (off - s->off), len);
+		return *out ? 0 : SQK_ENOMEM;
 	}
 	http_logf(h, "%s: bytes %llu-%llu are not in what the cache folder kept of the open",
 		  h->name, (unsigned long long)off, (unsigned long long)(off + len - 1));
@@ -294,9 +301,8 @@ static int rec_decode(struct http *h, const uint8_t *b, size_t len)
 
 		if (off > h->size || sl > h->size - off || sl > len - data)
 			return SQK_ECORRUPT;
-		if (!(sg->data = malloc(sl ? sl : 1)))
+		if (!(sg->data = dup_bytes(b + data, (size_t)sl)))
 			return SQK_ENOMEM;
-		memcpy(sg->data, b + data, sl);
 		sg->off = off;
 		sg->len = (size_t)sl;
 		h->rec->n = i + 1;
@@ -361,15 +367,6 @@ static int rec_load(struct http *h, const char *root)
 		http_logf(h, "%s: the cache folder's copy of the image (%s/%s) is damaged",
 			  h->name, root, h->rec->key);
 	return rc;
-}
-
-static uint8_t *dup_bytes(const uint8_t *p, size_t len)
-{
-	uint8_t *c = malloc(len ? len : 1);
-
-	if (c)
-		memcpy(c, p, len);
-	return c;
 }
 
 int http_rec_load(struct http *h, const char *root, uint8_t **head, size_t *head_len,
