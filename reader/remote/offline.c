@@ -207,42 +207,35 @@ static void map_prune(int rootfd, int dfd)
 	closedir(dh);
 }
 
-/* Writes line to ROOT/urls/name (a temporary, renamed) unless it holds it already: true when
- * it does now. Drops the maps of evicted folders when it writes. */
-static bool map_write(const char *root, const char *name, const char *line)
+/* Writes line to ROOT/urls/name (a temporary, renamed) unless it holds it already; then drops
+ * the maps of evicted folders. */
+static void map_write(const char *root, const char *name, const char *line)
 {
 	char tmp[96], old[256];
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dfd = -1, fd;
 	size_t len = strlen(line);
-	bool ok = false;
+	bool ok;
 
 	if (rootfd < 0)
-		return false;
-	if (mkdirat(rootfd, REC_DIR, 0700) && errno != EEXIST)
+		return;
+	if ((mkdirat(rootfd, REC_DIR, 0700) && errno != EEXIST) ||
+	    (dfd = openat(rootfd, REC_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
+	    (!map_read(dfd, name, old, sizeof(old)) && !strcmp(old, line)))
 		goto out;
-	if ((dfd = openat(rootfd, REC_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-		goto out;
-	if (!map_read(dfd, name, old, sizeof(old)) && !strcmp(old, line)) {
-		ok = true;
-		goto out;
-	}
 	snprintf(tmp, sizeof(tmp), ".tmp.%ld.%ld.map", (long)getpid(), (long)syscall(SYS_gettid));
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto out;
 	ok = write(fd, line, len) == (ssize_t)len;
 	ok = !close(fd) && ok;
-	if (!ok || renameat(dfd, tmp, dfd, name)) {
+	if (!ok || renameat(dfd, tmp, dfd, name))
 		unlinkat(dfd, tmp, 0);
-		ok = false;
-	} else {
+	else
 		map_prune(rootfd, dfd);
-	}
 out:
 	if (dfd >= 0)
 		close(dfd);
 	close(rootfd);
-	return ok;
 }
 
 /* Whether the cache holds record b (len bytes) already, but for the time it was kept. */
