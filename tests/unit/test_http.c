@@ -804,12 +804,13 @@ START_TEST(test_dcache_far_mtime)
 END_TEST
 
 /* A range server on 127.0.0.1 for one image in memory: one GET a connection (Range: bytes=A-B
- * or bytes=-N), answered 206 and closed, until stop. */
+ * or bytes=-N), answered 206 with its ETag and closed, until stop. */
 #define RS_LOG 256
 
 struct rserver {
 	const uint8_t *img;
 	size_t len;
+	const char *etag;
 	int lfd;
 	unsigned short port;
 	atomic_bool stop;
@@ -861,10 +862,10 @@ static void rserve_one(struct rserver *s, int fd)
 		atomic_fetch_add(&s->ngot, 1); /* one server thread writes; readers wait on ngot */
 	}
 	n = snprintf(hdr, sizeof(hdr), "HTTP/1.1 206 Partial Content\r\nContent-Length: %llu\r\n"
-		     "Content-Range: bytes %llu-%llu/%zu\r\nETag: \"t\"\r\n"
+		     "Content-Range: bytes %llu-%llu/%zu\r\nETag: \"%s\"\r\n"
 		     "Connection: close\r\n\r\n",
 		     (unsigned long long)(b - a + 1), (unsigned long long)a,
-		     (unsigned long long)b, s->len);
+		     (unsigned long long)b, s->len, s->etag);
 	write_all(fd, hdr, (size_t)n);
 	write_all(fd, s->img + a, (size_t)(b - a + 1));
 }
@@ -885,10 +886,11 @@ static void *rserve(void *arg)
 	return NULL;
 }
 
-static void rserver_start(struct rserver *s, const uint8_t *img, size_t len)
+static void rserver_start(struct rserver *s, const uint8_t *img, size_t len, const char *etag)
 {
 	s->img = img;
 	s->len = len;
+	s->etag = etag;
 	atomic_init(&s->stop, false);
 	atomic_init(&s->ngot, 0);
 	s->lfd = test_listen_local(&s->port);
@@ -943,7 +945,7 @@ START_TEST(test_http_bg_thread_policy)
 	mem = test_build_dir(tree, false, NULL);
 	bytes = sqk_io_mem_data(mem, &len);
 	ck_assert_ptr_nonnull(bytes);
-	rserver_start(&srv, bytes, len);
+	rserver_start(&srv, bytes, len, "t");
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
 	sqk_http_opts_init(&ho);
 	ho.cache_dir = cache;
@@ -1064,7 +1066,7 @@ START_TEST(test_http_offline_open)
 	test_tree_put(tree, "c", small + 1);
 	mem = test_build_dir(tree, false, NULL);
 	bytes = sqk_io_mem_data(mem, &len);
-	rserver_start(&srv, bytes, len);
+	rserver_start(&srv, bytes, len, "t");
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
 	snprintf(other, sizeof(other), "http://127.0.0.1:%u/j.sqsh", srv.port);
 	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
@@ -1127,6 +1129,48 @@ START_TEST(test_http_offline_open)
 }
 END_TEST
 
+/* Two mirrors of one image (other ETags, of other lengths) share its cache folder: each URL
+ * keeps its own record there, so both open offline after both were opened online in turn. */
+START_TEST(test_http_offline_mirrors)
+{
+	char tree[512], url[2][64], *cache = tmpdir();
+	static const char *const etag[2] = { "m", "mirror-two" };
+	struct sqk_image *img = NULL;
+	struct rserver srv[2];
+	struct test_log lg;
+	struct sqk_io *mem;
+	const uint8_t *bytes;
+	size_t len;
+
+	test_tree_new(tree, sizeof(tree), "mirrors");
+	test_tree_put(tree, "a", 65536);
+	mem = test_build_dir(tree, false, NULL);
+	bytes = sqk_io_mem_data(mem, &len);
+	for (int i = 0; i < 2; i++) {
+		rserver_start(&srv[i], bytes, len, etag[i]);
+		snprintf(url[i], sizeof(url[i]), "http://127.0.0.1:%u/i.sqsh", srv[i].port);
+	}
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(offline_open(url[i], cache, &lg, &img), 0);
+		ck_assert_int_eq(offline_read(img, "a", 65536, 0), 0);
+		sqk_image_close(img);
+	}
+	for (int i = 0; i < 2; i++)
+		rserver_stop(&srv[i]);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_msg(offline_open(url[i], cache, &lg, &img) == 0, "mirror %d: %s", i,
+			      lg.text);
+		ck_assert_ptr_nonnull(strstr(lg.text, "opened from the cache folder"));
+		ck_assert_int_eq(offline_read(img, "a", 65536, 0), 0);
+		sqk_image_close(img);
+	}
+	sqk_io_destroy(mem);
+	test_tree_remove(tree);
+	rm_rf(cache);
+	free(cache);
+}
+END_TEST
+
 /* Whether the server was asked for image position pos. */
 static bool rserver_got(struct rserver *s, uint64_t pos)
 {
@@ -1170,7 +1214,7 @@ static void pf_env_open(struct pf_env *e, bool hint_at_open, size_t mem_bytes)
 	fclose(f);
 	e->mem = test_build_ordered(e->tree, e->order);
 	bytes = sqk_io_mem_data(e->mem, &len);
-	rserver_start(&e->srv, bytes, len);
+	rserver_start(&e->srv, bytes, len, "t");
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", e->srv.port);
 	sqk_http_opts_init(&ho);
 	ho.cache_dir = e->cache;
@@ -1310,6 +1354,7 @@ static Suite *http_suite(void)
 	tcase_add_test(names, test_http_refused);
 	tcase_add_test(names, test_http_bg_thread_policy);
 	tcase_add_test(names, test_http_offline_open);
+	tcase_add_test(names, test_http_offline_mirrors);
 	tcase_add_loop_test(names, test_prefetch_front_first, 0, 2);
 	tcase_add_loop_test(names, test_prefetch_clip, 0, 2);
 	tcase_add_test(names, test_prefetch_order);
