@@ -133,7 +133,6 @@ static void http_destroy(struct sqk_io *io)
 		curl_multi_cleanup(h->multi);
 	curl_slist_free_all(h->hdrs);
 	dcache_close(h->dc);
-	http_rec_free(h);
 	integ_free(&h->integ);
 	free(h->tail);
 	free(h->cache_folder);
@@ -807,7 +806,7 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	h->replay = false;
 	if (!rc)
 		rc = open_cache(h);
-	http_rec_free(h);
+	http_rec_free(h); /* the open's alone */
 	if (rc) {
 		http_destroy(&h->base);
 		return rc;

@@ -180,6 +180,14 @@ static int map_read(int dfd, const char *name, char *line, size_t cap)
 	return 0;
 }
 
+/* Whether line is a map: its folder's KEY (32 hex digits) into key, the record's length into
+ * *len. */
+static bool map_parse(const char *line, char key[REC_KEYLEN + 1], uint64_t *len)
+{
+	return sscanf(line, MAP_FMT, key, len) == 2 &&
+	       strspn(key, "0123456789abcdef") == REC_KEYLEN;
+}
+
 /* Removes the maps of ROOT/urls (dfd) whose cache folder is gone (evicted). */
 static void map_prune(int rootfd, int dfd)
 {
@@ -199,8 +207,7 @@ static void map_prune(int rootfd, int dfd)
 		if (de->d_name[0] == '.' || strlen(de->d_name) != REC_KEYLEN ||
 		    map_read(dfd, de->d_name, line, sizeof(line)))
 			continue;
-		if (sscanf(line, MAP_FMT, key, &l) != 2 ||
-		    strspn(key, "0123456789abcdef") != REC_KEYLEN ||
+		if (!map_parse(line, key, &l) ||
 		    (faccessat(rootfd, key, F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT))
 			unlinkat(dfd, de->d_name, 0);
 	}
@@ -324,8 +331,7 @@ static int map_load(struct http *h, const char *root, const char *name, size_t *
 	close(dfd);
 	if (rc)
 		return rc;
-	if (sscanf(line, MAP_FMT, r->key, &l) != 2 ||
-	    strspn(r->key, "0123456789abcdef") != REC_KEYLEN || l < REC_HEAD || l > REC_MAX)
+	if (!map_parse(line, r->key, &l) || l < REC_HEAD || l > REC_MAX)
 		return SQK_ECORRUPT;
 	*len = (size_t)l;
 	return 0;
