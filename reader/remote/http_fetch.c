@@ -382,6 +382,7 @@ static int start(struct http *h, struct http_job *j)
 	j->have_cr = false;
 	j->why[0] = j->errbuf[0] = j->bucket_region[0] = '\0';
 	j->permanent = false;
+	j->no_answer = false;
 	j->need_reval = false;
 	j->bad_status = false;
 	j->fail_rc = 0;
@@ -453,7 +454,15 @@ static int outcome(struct http_job *j, CURLcode res)
 	if (res != CURLE_OK) {
 		bool perm = res == CURLE_UNSUPPORTED_PROTOCOL || res == CURLE_URL_MALFORMAT ||
 			    res == CURLE_PEER_FAILED_VERIFICATION ||
-			    res == CURLE_TOO_MANY_REDIRECTS;
+			    res == CURLE_TOO_MANY_REDIRECTS || res == CURLE_SSL_CACERT_BADFILE ||
+			    res == CURLE_SSL_CERTPROBLEM;
+
+		/* the server out of reach, not a TLS or configuration error to fix */
+		j->no_answer = res == CURLE_COULDNT_RESOLVE_PROXY ||
+			       res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_CONNECT ||
+			       res == CURLE_OPERATION_TIMEDOUT || res == CURLE_GOT_NOTHING ||
+			       res == CURLE_SEND_ERROR || res == CURLE_RECV_ERROR ||
+			       res == CURLE_PARTIAL_FILE;
 
 		set_why(j, perm, "%s", j->errbuf[0] ? j->errbuf : curl_easy_strerror(res));
 		return SQK_EIO;

@@ -107,6 +107,7 @@ struct http_job {
 	bool done;               /* flat jobs: finished (rc set) */
 	int rc;
 	bool permanent;          /* the failure is not worth a retry */
+	bool no_answer;          /* it failed without an answer: no connection, or cut off */
 	char why[256];
 	long status;
 	bool bad_status;         /* not 200/206: the body is an error document, kept in errbody */
@@ -166,7 +167,8 @@ struct http {
 	uint8_t *after;
 	/* The open's fetches, kept in the cache folder for an open without the server (offline.c);
 	 * replay: such an open, its fetches served from them; offline: the image was opened so;
-	 * unreached: the open's requests failed without an answer, or with a server error. */
+	 * unreached: every request of the open failed without an answer, or with a server
+	 * error. */
 	struct http_rec *rec;
 	bool replay, offline, unreached;
 

@@ -343,6 +343,14 @@ static int tail_by_offset(struct http *h, const struct http_job *probe, struct h
 	return 0;
 }
 
+/* Whether request j of the open failed (rc) without an answer from the server: no connection,
+ * cut off, or the server's own failure (5xx). A TLS or configuration error, or any other
+ * answer, is not one. */
+static bool unanswered(const struct http_job *j, int rc)
+{
+	return rc && rc != SQK_EINTR && !j->permanent && (j->no_answer || j->status >= 500);
+}
+
 /* The open's two requests, at once: the first PROBE_LEN bytes (*head, *head_len) with the
  * size and validators, and the last TAIL_OPEN bytes (*tail from *tail_at to the end), where
  * the integrity data and the metadata tables are. The probe's failure is the one named. The
@@ -366,12 +374,7 @@ static int open_requests(struct http *h, uint8_t **head, size_t *head_len, uint8
 	if (!rcs[0] && rcs[1] && rcs[1] != SQK_EINTR) /* no suffix ranges: by offset */
 		rcs[1] = tail_by_offset(h, j[0], j[1]);
 	rc = rcs[0] ? rcs[0] : rcs[1];
-	if (rc && rc != SQK_EINTR) { /* no answer, or the server's own failure; not a bad TLS
-				     * certificate or URL */
-		const struct http_job *f = j[rcs[0] ? 0 : 1];
-
-		h->unreached = !f->permanent && (f->status == 0 || f->status >= 500);
-	}
+	h->unreached = unanswered(j[0], rcs[0]) && unanswered(j[1], rcs[1]);
 	if (!rc && j[1]->cr_total != j[0]->cr_total) {
 		http_logf(h, "%s: the image changed on the server during the open (size %llu, "
 			      "was %llu)", h->name, (unsigned long long)j[1]->cr_total,

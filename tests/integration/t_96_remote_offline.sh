@@ -13,6 +13,8 @@
 #     cache folder, nothing opened from it
 #  5. an image without integrity data: nothing kept, its open fails with the server stopped; the
 #     record counts against --cache-size (a 1 MiB cache folder stays within it)
+#  6. https with a CA file that does not load (a configuration error, not an unreachable
+#     server): refused, named, never opened from the cache folder
 . "$(dirname "$0")/lib.sh"
 need_root
 need_sqk
@@ -118,4 +120,22 @@ sqk_ok tiny cat --cache-dir "$W/c6" --cache-size 1M "$URL" d0/f00 d0/f01 d0/f02
 http_stop "$HTTP_PID"
 sqk_t plainoff cat --cache-dir "$W/c5" "$HTTP_URL/plain.sqsh" d0/f00
 [ "$RC" != 0 ] || fail "an image without integrity data opened with the server stopped"
-info "offline opens: cat, info, a mount; 404, a damaged record and no integrity data refused"
+# ---- 6. a TLS configuration error ----------------------------------------------------------
+if tls_certs "$W/tls"; then
+	HTTP_TLS_CERT=$W/tls/server.pem HTTP_TLS_KEY=$W/tls/server.key http_serve "$W/www"
+	SURL=$HTTP_URL/img.sqsh
+	sqk_ok tlson cat --cacert "$W/tls/ca.pem" --cache-dir "$W/c7" "$SURL" d0/f00
+	same_as tlson d0/f00
+	[ -n "$(ls "$W/c7/urls" 2>/dev/null)" ] || fail "https: nothing kept for an open without the server"
+	sqk_t tlsbad cat --cacert "$W/no-such-ca.pem" --cache-dir "$W/c7" "$SURL" d0/f00
+	[ "$RC" != 0 ] || fail "https with a CA file that does not load opened"
+	[ -s "$TMP/tlsbad.out" ] && fail "https with a CA file that does not load served bytes"
+	[ "$(offline_line "$W/c7" "$TMP/tlsbad.err")" = 0 ] ||
+		fail "a CA file that does not load opened the copy in the cache folder"
+	grep -q "no-such-ca.pem" "$TMP/tlsbad.err" || { show_err; fail "the CA file is not named"; }
+	grep -q "retries exhausted" "$TMP/tlsbad.err" && fail "a CA file that does not load was tried again"
+	info "https, a CA file that does not load: $(head -n 1 "$TMP/tlsbad.err")"
+else
+	info "no certificates (openssl): the TLS case not checked"
+fi
+info "offline opens: cat, info, a mount; 404, a damaged record, no integrity data and a TLS error refused"

@@ -804,13 +804,16 @@ START_TEST(test_dcache_far_mtime)
 END_TEST
 
 /* A range server on 127.0.0.1 for one image in memory: one GET a connection (Range: bytes=A-B
- * or bytes=-N), answered 206 with its ETag and closed, until stop. */
+ * or bytes=-N), answered 206 with its ETag and closed, until stop; rserver_serve changes what it
+ * serves (fail_from: a range reaching that byte is answered 503). */
 #define RS_LOG 256
 
 struct rserver {
+	pthread_mutex_t mu;
 	const uint8_t *img;
 	size_t len;
 	const char *etag;
+	uint64_t fail_from; /* 0: none */
 	int lfd;
 	unsigned short port;
 	atomic_bool stop;
@@ -835,10 +838,17 @@ static void rserve_one(struct rserver *s, int fd)
 {
 	char req[4096], hdr[256];
 	const char *rg;
-	uint64_t a = 0, b = s->len - 1;
+	struct rserver now;
+	uint64_t a, b;
 	int n;
 
 	test_read_head(fd, req, sizeof(req));
+	pthread_mutex_lock(&s->mu);
+	now = (struct rserver){ .img = s->img, .len = s->len, .etag = s->etag,
+				.fail_from = s->fail_from };
+	pthread_mutex_unlock(&s->mu);
+	a = 0;
+	b = now.len - 1;
 	rg = strstr(req, "\nRange: bytes=");
 	if (rg) {
 		char *e;
@@ -846,13 +856,13 @@ static void rserve_one(struct rserver *s, int fd)
 		rg += strlen("\nRange: bytes=");
 		if (*rg == '-') {
 			uint64_t k = strtoull(rg + 1, NULL, 10);
-			a = k < s->len ? s->len - k : 0;
+			a = k < now.len ? now.len - k : 0;
 		} else {
 			a = strtoull(rg, &e, 10);
 			if (*e == '-' && e[1] >= '0' && e[1] <= '9')
 				b = strtoull(e + 1, NULL, 10);
 		}
-		b = b < s->len ? b : s->len - 1;
+		b = b < now.len ? b : now.len - 1;
 	}
 	if (a > b)
 		return;
@@ -861,13 +871,20 @@ static void rserve_one(struct rserver *s, int fd)
 		s->got[atomic_load(&s->ngot)][1] = b;
 		atomic_fetch_add(&s->ngot, 1); /* one server thread writes; readers wait on ngot */
 	}
+	if (now.fail_from && b >= now.fail_from) {
+		static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+					   "Content-Length: 0\r\nConnection: close\r\n\r\n";
+
+		write_all(fd, busy, sizeof(busy) - 1);
+		return;
+	}
 	n = snprintf(hdr, sizeof(hdr), "HTTP/1.1 206 Partial Content\r\nContent-Length: %llu\r\n"
 		     "Content-Range: bytes %llu-%llu/%zu\r\nETag: \"%s\"\r\n"
 		     "Connection: close\r\n\r\n",
 		     (unsigned long long)(b - a + 1), (unsigned long long)a,
-		     (unsigned long long)b, s->len, s->etag);
+		     (unsigned long long)b, now.len, now.etag);
 	write_all(fd, hdr, (size_t)n);
-	write_all(fd, s->img + a, (size_t)(b - a + 1));
+	write_all(fd, now.img + a, (size_t)(b - a + 1));
 }
 
 static void *rserve(void *arg)
@@ -886,11 +903,22 @@ static void *rserve(void *arg)
 	return NULL;
 }
 
-static void rserver_start(struct rserver *s, const uint8_t *img, size_t len, const char *etag)
+/* What s serves from now on (img borrowed). */
+static void rserver_serve(struct rserver *s, const uint8_t *img, size_t len, const char *etag,
+			  uint64_t fail_from)
 {
+	pthread_mutex_lock(&s->mu);
 	s->img = img;
 	s->len = len;
 	s->etag = etag;
+	s->fail_from = fail_from;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void rserver_start(struct rserver *s, const uint8_t *img, size_t len, const char *etag)
+{
+	pthread_mutex_init(&s->mu, NULL);
+	rserver_serve(s, img, len, etag, 0);
 	atomic_init(&s->stop, false);
 	atomic_init(&s->ngot, 0);
 	s->lfd = test_listen_local(&s->port);
@@ -902,6 +930,7 @@ static void rserver_stop(struct rserver *s)
 	atomic_store(&s->stop, true);
 	pthread_join(s->th, NULL);
 	close(s->lfd);
+	pthread_mutex_destroy(&s->mu);
 }
 
 /* Threads of this process running as SCHED_BATCH. */
@@ -1171,6 +1200,44 @@ START_TEST(test_http_offline_mirrors)
 }
 END_TEST
 
+/* A server that answers one of the open's two requests is there: the open fails with its
+ * answer (the tail's 503) rather than opened from the cache folder; with every request
+ * answered 503 it opens from there. */
+START_TEST(test_http_offline_answered)
+{
+	char tree[512], url[64], *cache = tmpdir();
+	struct sqk_image *img = NULL;
+	struct test_log lg;
+	struct rserver srv;
+	struct sqk_io *mem;
+	const uint8_t *bytes;
+	size_t len;
+
+	test_tree_new(tree, sizeof(tree), "offans");
+	test_tree_put(tree, "a", 65536);
+	mem = test_build_dir(tree, false, NULL);
+	bytes = sqk_io_mem_data(mem, &len);
+	rserver_start(&srv, bytes, len, "t");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
+	sqk_image_close(img);
+	rserver_serve(&srv, bytes, len, "t", len - 100);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
+	ck_assert_msg(!strstr(lg.text, "opened from"), "%s", lg.text);
+	ck_assert_ptr_nonnull(strstr(lg.text, "503"));
+	rserver_serve(&srv, bytes, len, "t", 1);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
+	ck_assert_ptr_nonnull(strstr(lg.text, "opened from the cache folder"));
+	ck_assert_int_eq(offline_read(img, "a", 65536, 0), 0);
+	sqk_image_close(img);
+	rserver_stop(&srv);
+	sqk_io_destroy(mem);
+	test_tree_remove(tree);
+	rm_rf(cache);
+	free(cache);
+}
+END_TEST
+
 /* Whether the server was asked for image position pos. */
 static bool rserver_got(struct rserver *s, uint64_t pos)
 {
@@ -1355,6 +1422,7 @@ static Suite *http_suite(void)
 	tcase_add_test(names, test_http_bg_thread_policy);
 	tcase_add_test(names, test_http_offline_open);
 	tcase_add_test(names, test_http_offline_mirrors);
+	tcase_add_test(names, test_http_offline_answered);
 	tcase_add_loop_test(names, test_prefetch_front_first, 0, 2);
 	tcase_add_loop_test(names, test_prefetch_clip, 0, 2);
 	tcase_add_test(names, test_prefetch_order);
