@@ -612,20 +612,56 @@ int dcache_peek(const char *root, const char *key, uint64_t k, uint8_t *buf, siz
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int dfd = rootfd < 0 ? -1 : openat(rootfd, key, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
 					    O_NOFOLLOW);
-	int fd = -1;
-	bool ok;
+	int fd = -1, rc = SQK_ENOENT;
 
 	chunk_name(name, sizeof(name), k);
 	if (dfd >= 0)
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	ok = (k & DCACHE_SOLO) && fd >= 0 && solo_read(fd, buf, len);
+	if (fd >= 0 && (!dcache_own_only(dfd) || !dcache_own_only(fd)))
+		rc = SQK_EACCESS;
+	else if (fd >= 0)
+		rc = (k & DCACHE_SOLO) && solo_read(fd, buf, len) ? 0 : SQK_ECORRUPT;
 	if (fd >= 0)
 		close(fd);
 	if (dfd >= 0)
 		close(dfd);
 	if (rootfd >= 0)
 		close(rootfd);
-	return ok ? 0 : SQK_ENOENT;
+	return rc;
+}
+
+bool dcache_own_only(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Borrows d. */
+int dcache_touch(struct dcache *d, uint64_t k)
+{
+	char name[24];
+	struct stat st;
+
+	if (in_units(d, k))
+		return SQK_EINVAL;
+	chunk_name(name, sizeof(name), k);
+	if (fstatat(d->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+	    utimensat(d->dirfd, name, NULL, AT_SYMLINK_NOFOLLOW))
+		return SQK_ENOENT;
+	pthread_mutex_lock(&d->mu);
+	for (size_t i = d->c.n; i-- > d->c.head;) {
+		struct dentry *e = &d->c.ents[i];
+
+		if (!e->dead && !e->unit && e->dir == d->c.own && e->k == k) {
+			e->dead = true;
+			d->c.used -= e->size;
+			break;
+		}
+	}
+	push(d, d->c.own, false, k, (uint64_t)st.st_size, 0);
+	pthread_mutex_unlock(&d->mu);
+	return 0;
 }
 
 static const uint8_t zero_hdr[HDR];

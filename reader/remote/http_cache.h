@@ -31,9 +31,18 @@ int dcache_open(const char *root, const char *key, uint64_t limit, uint32_t csiz
 int dcache_get(struct dcache *d, uint64_t k, uint8_t *buf, size_t len);
 
 /* Reads entry k (a key with DCACHE_SOLO set) of the folder root/key, exactly len bytes, into buf
- * without opening the cache: nothing is counted, touched, made or removed. 0, or SQK_ENOENT
- * when absent or not valid. Borrows root and key. */
+ * without opening the cache: nothing is counted, touched, made or removed. 0; SQK_ENOENT when
+ * absent, SQK_ECORRUPT when not valid, SQK_EACCESS when the folder or the entry is not the
+ * user's own alone (dcache_own_only). Borrows root and key. */
 int dcache_peek(const char *root, const char *key, uint64_t k, uint8_t *buf, size_t len);
+
+/* Whether the file or folder fd belongs to this process's user and nobody else may write to it:
+ * what is trusted without the server. */
+bool dcache_own_only(int fd);
+
+/* Makes entry k (a key with DCACHE_SOLO set) the newest: the last one evicted. 0, or SQK_ENOENT
+ * when it is not there. Thread-safe. */
+int dcache_touch(struct dcache *d, uint64_t k);
 
 /* Stores chunk k atomically, evicting the oldest files to make room: 0, or SQK_E* (the
  * cache is left as it was: SQK_ENOSPC for a full disk or an entry larger than the limit).

@@ -146,6 +146,48 @@ START_TEST(test_dcache_damaged)
 }
 END_TEST
 
+/* An entry looked at without opening the cache: missing, damaged and open to other users'
+ * writes are told apart. A touched entry is evicted after every other. */
+START_TEST(test_dcache_peek_touch)
+{
+	const uint64_t k = DCACHE_SOLO | 0x42;
+	char *root = tmpdir(), path[600];
+	uint8_t a[4096], b[4096];
+	struct dcache *d;
+	int fd;
+
+	test_fill_random(a, sizeof(a), 21);
+	ck_assert_int_eq(dcache_peek(root, "k", k, b, sizeof(b)), SQK_ENOENT);
+	ck_assert_int_eq(dcache_open(root, "k", 4 * (16 + sizeof(a)), 0, 0, 0, &d), 0);
+	ck_assert_int_eq(dcache_touch(d, k), SQK_ENOENT);
+	ck_assert_int_eq(dcache_put(d, k, a, sizeof(a)), 0);
+	ck_assert_int_eq(dcache_peek(root, "k", k, b, sizeof(b)), 0);
+	ck_assert_mem_eq(a, b, sizeof(a));
+	snprintf(path, sizeof(path), "%s/k/%llx", root, (unsigned long long)k);
+	ck_assert_int_eq(chmod(path, 0620), 0);
+	ck_assert_int_eq(dcache_peek(root, "k", k, b, sizeof(b)), SQK_EACCESS);
+	ck_assert_int_eq(chmod(path, 0600), 0);
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\xff", 1, 16 + 100), 1);
+	ck_assert_int_eq(dcache_peek(root, "k", k, b, sizeof(b)), SQK_ECORRUPT);
+	ck_assert_int_eq(pwrite(fd, a + 100, 1, 16 + 100), 1);
+	close(fd);
+	/* k is the oldest of four; touched, three newer ones go first */
+	for (uint64_t i = 1; i <= 3; i++)
+		ck_assert_int_eq(dcache_put(d, i, a, sizeof(a)), 0);
+	ck_assert_int_eq(dcache_touch(d, k), 0);
+	for (uint64_t i = 4; i <= 6; i++)
+		ck_assert_int_eq(dcache_put(d, i, a, sizeof(a)), 0);
+	ck_assert_int_eq(dcache_get(d, k, b, sizeof(b)), 0);
+	for (uint64_t i = 1; i <= 3; i++)
+		ck_assert_int_eq(dcache_get(d, i, b, sizeof(b)), SQK_ENOENT);
+	dcache_close(d);
+	rm_rf(root);
+	free(root);
+}
+END_TEST
+
 /* A temporary of a process that is gone is removed at open; a live one is kept. */
 START_TEST(test_dcache_stale_tmp)
 {
@@ -1429,6 +1471,7 @@ static Suite *http_suite(void)
 	tcase_set_timeout(names, 30);
 	tcase_add_test(cache, test_dcache_roundtrip);
 	tcase_add_test(cache, test_dcache_damaged);
+	tcase_add_test(cache, test_dcache_peek_touch);
 	tcase_add_test(cache, test_dcache_stale_tmp);
 	tcase_add_test(cache, test_dcache_bound);
 	tcase_add_test(cache, test_dcache_default_dir);
