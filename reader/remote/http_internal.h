@@ -166,10 +166,11 @@ struct http {
 	uint64_t end, sig_at;
 	uint8_t *after;
 	/* The open's fetches, kept in the cache folder for an open without the server (offline.c);
-	 * replay: such an open, its fetches served from them; offline: the image was opened so;
-	 * unreached: every request of the open failed without an answer, or with a server
-	 * error. */
+	 * rec_key: the cache folder that keeps them ("": none); replay: such an open, its
+	 * fetches served from them; offline: the image was opened so; unreached: every request
+	 * of the open failed without an answer, or with a server error. */
 	struct http_rec *rec;
+	char rec_key[33];
 	bool replay, offline, unreached;
 
 	pthread_mutex_t mu;
@@ -255,6 +256,10 @@ int http_s3_init(struct http *h, const char *url);
  * io has no disk cache. Borrows io and pub. */
 int http_trust_record(const struct sqk_io *io, const uint8_t pub[32], char *out, size_t len);
 
+/* The image on io passed every check of its open (signatures, rollback): what the open fetched
+ * is kept for an open without the server (offline.c). Called once, by the opener. */
+void http_open_done(struct sqk_io *io);
+
 /* The integrity trailer io's open found, into *t: false when it found none (or io is not a
  * remote one, or reads it as raw bytes). Borrows io. */
 bool http_integ_trailer(const struct sqk_io *io, struct sqk_integ_trailer *t);
@@ -264,14 +269,19 @@ bool http_integ_trailer(const struct sqk_io *io, struct sqk_integ_trailer *t);
 int http_fetch(struct http *h, uint64_t off, size_t len, bool probe, uint8_t **out,
 		   struct http_job **jout);
 
-/* offline.c. Keeping the open's fetches (start, then add each; save once the cache folder KEY
- * is open as h->dc: written only when it changed) and opening from them (load: the record of
- * h's URL under ROOT; the open's head and tail into buffers the caller frees, later fetches of
- * the open served by rec_fetch; SQK_ENOENT when there is none; matches: the folder the open
- * works out from the integrity data is the record's). Without mu, during the open only. */
+/* offline.c. Keeping the open's fetches: start, then add each; seal at the end of the open;
+ * commit once the open passed every check (with the cache folder KEY open as h->dc: the
+ * record and the URL's map written where they changed, else the map of an earlier version
+ * removed; KEY "": no folder); close at the end (a record evicted meanwhile is written
+ * again). Opening from them: load (the record of h's URL under ROOT; the open's head and tail
+ * into buffers the caller frees, later fetches of the open served by rec_fetch; SQK_ENOENT
+ * when there is none), matches (the folder the open works out from the integrity data is the
+ * record's). Without mu: during the open, commit and close. */
 void http_rec_start(struct http *h);
 void http_rec_add(struct http *h, uint64_t off, const uint8_t *p, size_t len);
-void http_rec_save(struct http *h, const char *root, const char *key);
+void http_rec_seal(struct http *h);
+void http_rec_commit(struct http *h, const char *root, const char *key);
+void http_rec_close(struct http *h);
 int http_rec_load(struct http *h, const char *root, uint8_t **head, size_t *head_len,
 		  uint8_t **tail, uint64_t *tail_at);
 bool http_rec_matches(const struct http *h, const char *key);

@@ -132,6 +132,7 @@ static void http_destroy(struct sqk_io *io)
 	if (h->multi)
 		curl_multi_cleanup(h->multi);
 	curl_slist_free_all(h->hdrs);
+	http_rec_close(h);
 	dcache_close(h->dc);
 	integ_free(&h->integ);
 	free(h->tail);
@@ -640,8 +641,8 @@ static int open_cache(struct http *h)
 	memcpy(key, hex, 32);
 	key[32] = '\0';
 	if (h->offline && !http_rec_matches(h, key)) {
-		http_logf(h, "%s: the cache folder's copy of the image's open names another folder "
-			      "than its integrity data", h->name);
+		http_logf(h, "%s: the cache folder %s kept an open of the image that names another "
+			      "folder than its integrity data (%s)", h->name, dir, key);
 		return SQK_ECORRUPT;
 	}
 	rc = dcache_open(dir, key,
@@ -653,8 +654,8 @@ static int open_cache(struct http *h)
 			      sqk_strerror(rc));
 	else
 		h->cache_folder = strdup(dir); /* NULL: no rollback record, as without a cache */
-	if (!rc && h->has_integ && !h->offline)
-		http_rec_save(h, dir, key);
+	if (!rc && h->has_integ)
+		memcpy(h->rec_key, key, sizeof(h->rec_key));
 	return 0;
 }
 
@@ -671,6 +672,16 @@ static int open_offline(struct http *h, int rc, uint8_t **head, size_t *head_len
 	memcpy(probe->etag, h->etag, sizeof(probe->etag));
 	memcpy(probe->lastmod, h->lastmod, sizeof(probe->lastmod));
 	return 0;
+}
+
+/* Borrows io. */
+void http_open_done(struct sqk_io *io)
+{
+	struct http *h = (struct http *)io;
+	char dir[4096];
+
+	if (sqk_io_is_http(io) && !h->offline && cache_root(h, dir, sizeof(dir)))
+		http_rec_commit(h, dir, h->rec_key);
 }
 
 /* Borrows io and pub; fills the caller's out (len bytes). */
@@ -789,8 +800,8 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	else
 		free(tail);
 	if (!rc && h->replay && !h->has_integ) { /* never kept so */
-		http_logf(h, "%s: the cache folder's record of the image has no integrity data",
-			  h->name);
+		http_logf(h, "%s: the open the cache folder %s kept has no integrity data", h->name,
+			  cache_root(h, dir, sizeof(dir)) ? dir : "?");
 		rc = SQK_ECORRUPT;
 	}
 	if (!rc)
@@ -809,7 +820,9 @@ int sqk_io_http_create(const char *url, const struct sqk_http_opts *user, struct
 	h->replay = false;
 	if (!rc)
 		rc = open_cache(h);
-	http_rec_free(h); /* the open's alone */
+	if (h->offline)
+		http_rec_free(h); /* the open's alone */
+	http_rec_seal(h); /* kept by http_open_done once the image passed every check */
 	if (rc) {
 		http_destroy(&h->base);
 		return rc;

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Opening a remote image from the disk cache while its server cannot be reached. An open that
  * keeps the image in the disk cache also keeps what the open itself fetched (its first and last
- * bytes, the integrity data): a record, an entry of the image's cache folder ROOT/KEY (counted
- * against the cache's limit and evicted like the chunks), and ROOT/urls/ID, ID a digest of the
- * URL, naming that folder. An open that cannot reach the server replays the record instead of
- * fetching, and its reads find their chunks in the cache folder (checked against the integrity
- * data as ever) or fail as they would with the server gone. Only images with integrity data (a
- * cache keyed by their root digest) are kept.
+ * bytes, the integrity data), once the image passed every check of the open (signatures,
+ * rollback): a record, an entry of the image's cache folder ROOT/KEY (counted against the
+ * cache's limit, evicted after what the open reads, written again at close if it was evicted),
+ * and ROOT/urls/ID, ID a digest of the URL, naming that folder. An online open that keeps no
+ * record (no integrity data, no room) removes the map of an earlier version. An open whose
+ * every request went unanswered replays the record instead of fetching, and its reads find
+ * their chunks in the cache folder (checked against the integrity data as ever) or fail as they
+ * would with the server gone. Only images with integrity data (a cache keyed by their root
+ * digest) are kept; without the server, the map, the record and their folders must be the
+ * user's own, writable by nobody else (the integrity data comes from them).
  *
  * A record, integers little-endian: "SQKOPEN1", u64 image size, u64 time kept (s), u32
  * segments, u32 ETag length, u32 Last-Modified length, the ETag, the Last-Modified date, per
@@ -52,6 +56,8 @@ struct http_rec {
 	struct rec_seg seg[REC_SEGS];
 	unsigned n;
 	bool overflow; /* a fetch not kept: the record would be incomplete */
+	bool sealed;   /* the open is over: reads after it are not the open's */
+	bool stored;   /* in the cache folder, named by the URL's map */
 	uint64_t kept; /* when the record loaded was written (unix seconds) */
 	char key[REC_KEYLEN + 1]; /* the cache folder the map names (a loaded record) */
 };
@@ -84,7 +90,7 @@ void http_rec_add(struct http *h, uint64_t off, const uint8_t *p, size_t len)
 	struct http_rec *r = h->rec;
 	uint8_t *copy;
 
-	if (!r || h->replay || r->overflow)
+	if (!r || h->replay || r->overflow || r->sealed)
 		return;
 	copy = r->n < REC_SEGS ? dup_bytes(p, len) : NULL;
 	if (!copy) {
@@ -92,6 +98,12 @@ void http_rec_add(struct http *h, uint64_t off, const uint8_t *p, size_t len)
 		return;
 	}
 	r->seg[r->n++] = (struct rec_seg){ off, len, copy };
+}
+
+void http_rec_seal(struct http *h)
+{
+	if (h->rec)
+		h->rec->sealed = true;
 }
 
 int http_rec_fetch(struct http *h, uint64_t off, size_t len, uint8_t **out)
@@ -164,19 +176,28 @@ static uint8_t *rec_encode(const struct http *h, size_t *len)
 	return b;
 }
 
-/* ROOT/urls/name's line into line (cap bytes): 0, or SQK_E*. */
-static int map_read(int dfd, const char *name, char *line, size_t cap)
+/* ROOT/urls/name's line into line (cap bytes), with its inode into *ino (may be NULL): 0, or
+ * SQK_E* (SQK_EACCESS: trusted, and not the user's own alone). */
+static int map_read(int dfd, const char *name, char *line, size_t cap, bool trusted,
+		    ino_t *ino)
 {
-	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
 	ssize_t n;
 
 	if (fd < 0)
 		return errno == ENOENT ? SQK_ENOENT : sqk_from_errno(errno);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (trusted && !dcache_own_only(fd))) {
+		close(fd);
+		return S_ISREG(st.st_mode) ? SQK_EACCESS : SQK_ECORRUPT;
+	}
 	n = pread(fd, line, cap - 1, 0);
 	close(fd);
 	if (n <= 0)
 		return SQK_ECORRUPT;
 	line[n] = '\0';
+	if (ino)
+		*ino = st.st_ino;
 	return 0;
 }
 
@@ -202,40 +223,48 @@ static void map_prune(int rootfd, int dfd)
 	}
 	while ((de = readdir(dh))) {
 		char line[256], key[REC_KEYLEN + 1];
+		struct stat st;
 		uint64_t l;
+		ino_t ino;
 
 		if (de->d_name[0] == '.' || strlen(de->d_name) != REC_KEYLEN ||
-		    map_read(dfd, de->d_name, line, sizeof(line)))
+		    map_read(dfd, de->d_name, line, sizeof(line), false, &ino))
 			continue;
-		if (!map_parse(line, key, &l) ||
-		    (faccessat(rootfd, key, F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT))
+		/* (not when another process put a new map in its place meanwhile) */
+		if ((!map_parse(line, key, &l) ||
+		     (faccessat(rootfd, key, F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT)) &&
+		    !fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) && st.st_ino == ino)
 			unlinkat(dfd, de->d_name, 0);
 	}
 	closedir(dh);
 }
 
 /* Writes line to ROOT/urls/name (a temporary, renamed) unless it holds it already; then drops
- * the maps of evicted folders. */
-static void map_write(const char *root, const char *name, const char *line)
+ * the maps of evicted folders. True when the map holds line. */
+static bool map_write(const char *root, const char *name, const char *line)
 {
 	char tmp[96], old[256];
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dfd = -1, fd;
 	size_t len = strlen(line);
-	bool ok;
+	bool ok = false;
 
 	if (rootfd < 0)
-		return;
+		return false;
 	if ((mkdirat(rootfd, REC_DIR, 0700) && errno != EEXIST) ||
-	    (dfd = openat(rootfd, REC_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
-	    (!map_read(dfd, name, old, sizeof(old)) && !strcmp(old, line)))
+	    (dfd = openat(rootfd, REC_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		goto out;
+	if (!map_read(dfd, name, old, sizeof(old), false, NULL) && !strcmp(old, line)) {
+		ok = true;
+		goto out;
+	}
 	snprintf(tmp, sizeof(tmp), ".tmp.%ld.%ld.map", (long)getpid(), (long)syscall(SYS_gettid));
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto out;
 	ok = write(fd, line, len) == (ssize_t)len;
 	ok = !close(fd) && ok;
-	if (!ok || renameat(dfd, tmp, dfd, name))
+	ok = ok && !renameat(dfd, tmp, dfd, name);
+	if (!ok)
 		unlinkat(dfd, tmp, 0);
 	else
 		map_prune(rootfd, dfd);
@@ -243,6 +272,25 @@ out:
 	if (dfd >= 0)
 		close(dfd);
 	close(rootfd);
+	return ok;
+}
+
+/* Removes ROOT/urls/name unless it names the folder key (the same image: the record there is
+ * still the URL's). */
+static void map_forget(const char *root, const char *name, const char *key)
+{
+	char path[4200], line[256], mkey[REC_KEYLEN + 1];
+	uint64_t l;
+	int dfd;
+
+	snprintf(path, sizeof(path), "%s/" REC_DIR, root);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0)
+		return;
+	if (!map_read(dfd, name, line, sizeof(line), false, NULL) &&
+	    !(key[0] && map_parse(line, mkey, &l) && !strcmp(mkey, key)))
+		unlinkat(dfd, name, 0);
+	close(dfd);
 }
 
 /* Whether the cache holds record b (len bytes) already, but for the time it was kept. */
@@ -256,22 +304,54 @@ static bool rec_same(struct http *h, uint64_t k, const uint8_t *b, size_t len)
 	return same;
 }
 
-void http_rec_save(struct http *h, const char *root, const char *key)
+/* Writes the record of h's open as the URL's entry (map `name`) of the folder key, then the
+ * map naming it: true when both hold it. */
+static bool rec_keep(struct http *h, const char *root, const char *key, const char *name)
 {
-	char name[REC_KEYLEN + 1], line[256];
+	char line[256];
+	uint8_t *b;
+	size_t len;
+	bool kept = false;
+
+	if (!h->dc || h->rec->overflow || h->rec->n < 2 || !(b = rec_encode(h, &len)))
+		return false;
+	snprintf(line, sizeof(line), "sqk-open 1 %s %zu\n", key, len);
+	/* the entry first: a map names only a record that was there */
+	if (rec_same(h, rec_entry(name), b, len) || !dcache_put(h->dc, rec_entry(name), b, len))
+		kept = map_write(root, name, line);
+	free(b);
+	return kept;
+}
+
+void http_rec_commit(struct http *h, const char *root, const char *key)
+{
+	char name[REC_KEYLEN + 1];
+
+	map_name(h, name);
+	if (h->rec && key[0] && rec_keep(h, root, key, name)) {
+		h->rec->stored = true;
+		dcache_touch(h->dc, rec_entry(name)); /* evicted after what the open reads */
+		return;
+	}
+	map_forget(root, name, key); /* an earlier version's, or nothing */
+	http_rec_free(h);
+}
+
+void http_rec_close(struct http *h)
+{
+	char name[REC_KEYLEN + 1];
 	uint8_t *b;
 	size_t len;
 
-	if (!h->dc || !h->rec || h->rec->overflow || h->rec->n < 2)
-		return;
-	if (!(b = rec_encode(h, &len)))
-		return;
-	snprintf(line, sizeof(line), "sqk-open 1 %s %zu\n", key, len);
-	map_name(h, name);
-	/* the entry first: a map names only a record that was there */
-	if (rec_same(h, rec_entry(name), b, len) || !dcache_put(h->dc, rec_entry(name), b, len))
-		map_write(root, name, line);
-	free(b);
+	if (h->rec && h->rec->stored && h->dc) {
+		map_name(h, name);
+		/* evicted meanwhile (more was read than the cache folder holds): kept again */
+		if (dcache_touch(h->dc, rec_entry(name)) && (b = rec_encode(h, &len))) {
+			dcache_put(h->dc, rec_entry(name), b, len);
+			free(b);
+		}
+	}
+	http_rec_free(h);
 }
 
 /* Checks and takes the record b (len bytes): validators, size and segments into h. */
@@ -324,10 +404,11 @@ static int map_load(struct http *h, const char *root, const char *name, size_t *
 	int dfd, rc;
 
 	snprintf(path, sizeof(path), "%s/" REC_DIR, root);
-	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0)
-		return SQK_ENOENT;
-	rc = map_read(dfd, name, line, sizeof(line));
+		return errno == ENOENT ? SQK_ENOENT : sqk_from_errno(errno);
+	rc = dcache_own_only(dfd) ? map_read(dfd, name, line, sizeof(line), true, NULL)
+				  : SQK_EACCESS;
 	close(dfd);
 	if (rc)
 		return rc;
@@ -337,34 +418,40 @@ static int map_load(struct http *h, const char *root, const char *name, size_t *
 	return 0;
 }
 
+/* Why what the cache folder kept at path cannot be used (rc: SQK_E*). */
+static void rec_refused(struct http *h, const char *what, const char *path, int rc)
+{
+	http_logf(h, "%s: the cache folder's %s (%s) %s", h->name, what, path,
+		  rc == SQK_ENOENT ? "is gone (evicted)" : rc == SQK_ECORRUPT ? "is damaged"
+		  : rc == SQK_EACCESS ? "is not the user's own, or others may write to it: not "
+					"trusted without the server"
+				      : sqk_strerror(rc));
+}
+
 /* The record the map names, from its cache folder. */
 static int rec_load(struct http *h, const char *root)
 {
-	char name[REC_KEYLEN + 1];
+	char name[REC_KEYLEN + 1], path[4300];
 	uint8_t *b = NULL;
 	size_t len = 0;
 	int rc;
 
 	map_name(h, name);
+	snprintf(path, sizeof(path), "%s/" REC_DIR "/%s", root, name);
 	rc = map_load(h, root, name, &len);
-	if (rc == SQK_ECORRUPT)
-		http_logf(h, "%s: the cache folder's map of the URL (%s/" REC_DIR "/%s) is damaged",
-			  h->name, root, name);
+	if (rc && rc != SQK_ENOENT)
+		rec_refused(h, "map of the URL", path, rc);
 	if (rc)
 		return rc;
+	snprintf(path, sizeof(path), "%s/%s/%llx", root, h->rec->key,
+		 (unsigned long long)rec_entry(name));
 	if (!(b = malloc(len)))
 		rc = SQK_ENOMEM;
-	else if (dcache_peek(root, h->rec->key, rec_entry(name), b, len))
-		rc = SQK_ENOENT;
-	else
+	else if (!(rc = dcache_peek(root, h->rec->key, rec_entry(name), b, len)))
 		rc = rec_decode(h, b, len);
 	free(b);
-	if (rc == SQK_ENOENT)
-		http_logf(h, "%s: the cache folder %s no longer holds what the image's open needs "
-			  "(evicted, or damaged)", h->name, root);
-	else if (rc == SQK_ECORRUPT)
-		http_logf(h, "%s: the cache folder's copy of the image (%s/%s) is damaged",
-			  h->name, root, h->rec->key);
+	if (rc && rc != SQK_ENOMEM)
+		rec_refused(h, "record of the image's open", path, rc);
 	return rc;
 }
 
@@ -392,7 +479,7 @@ int http_rec_load(struct http *h, const char *root, uint8_t **head, size_t *head
 	t = (time_t)h->rec->kept;
 	if (!gmtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm))
 		snprintf(when, sizeof(when), "an unknown time");
-	http_logf(h, "%s: the server cannot be reached: opened from the cache folder %s, as "
+	http_logf(h, "%s: the server cannot be reached: opening from the cache folder %s, as "
 		  "fetched at %s (bytes not in it cannot be read until the server is back)",
 		  h->name, root, when);
 	h->replay = true;

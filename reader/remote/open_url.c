@@ -130,5 +130,7 @@ int sqk_image_open_url(const char *url, const struct sqk_open_opts *opts, struct
 		sqk_image_close(*out);
 		*out = NULL;
 	}
+	if (!rc)
+		http_open_done(sqk_image_io(*out));
 	return rc;
 }

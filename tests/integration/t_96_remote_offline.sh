@@ -41,7 +41,7 @@ same_as() {
 	for f in "$@"; do cat "$W/src/$f"; done >"$TMP/want"
 	cmp -s "$TMP/want" "$TMP/$name.out" || fail "$name: the bytes differ from the source's"
 }
-offline_line() { grep -c "the server cannot be reached: opened from the cache folder $1" "$2"; }
+offline_line() { grep -c "the server cannot be reached: opening from the cache folder $1" "$2"; }
 
 # ---- 1. one-shot commands ------------------------------------------------------------------
 sqk_ok online cat --cache-dir "$C" "$URL" d0/f00 d2/f05
@@ -106,7 +106,7 @@ printf 'X' | dd of="$REC" bs=1 seek=2000 conv=notrunc status=none
 sqk_t damaged cat --cache-dir "$C" "$URL" d0/f00
 [ "$RC" != 0 ] || fail "a damaged record opened"
 [ -s "$TMP/damaged.out" ] && fail "a damaged record served bytes"
-grep -q "the cache folder $C no longer holds what the image's open needs" "$TMP/damaged.err" ||
+grep -qF "the cache folder's record of the image's open ($REC) is damaged" "$TMP/damaged.err" ||
 	{ show_err; fail "the damaged record is not named"; }
 
 # ---- 5. no integrity data ---------------------------------------------------------------------
@@ -120,6 +120,7 @@ sqk_ok tiny cat --cache-dir "$W/c6" --cache-size 1M "$URL" d0/f00 d0/f01 d0/f02
 http_stop "$HTTP_PID"
 sqk_t plainoff cat --cache-dir "$W/c5" "$HTTP_URL/plain.sqsh" d0/f00
 [ "$RC" != 0 ] || fail "an image without integrity data opened with the server stopped"
+
 # ---- 6. a TLS configuration error ----------------------------------------------------------
 if tls_certs "$W/tls"; then
 	HTTP_TLS_CERT=$W/tls/server.pem HTTP_TLS_KEY=$W/tls/server.key http_serve "$W/www"

@@ -975,6 +975,17 @@ static void rserver_stop(struct rserver *s)
 	pthread_mutex_destroy(&s->mu);
 }
 
+/* The end of a test served by srv: the server stopped, the image (mem), its source tree and
+ * the cache folder (freed) gone. */
+static void served_end(struct rserver *srv, struct sqk_io *mem, const char *tree, char *cache)
+{
+	rserver_stop(srv);
+	sqk_io_destroy(mem);
+	test_tree_remove(tree);
+	rm_rf(cache);
+	free(cache);
+}
+
 /* Threads of this process running as SCHED_BATCH. */
 static unsigned batch_threads(void)
 {
@@ -1037,17 +1048,14 @@ START_TEST(test_http_bg_thread_policy)
 	ck_assert_uint_gt(st.background_left, 0);
 	ck_assert_uint_eq(batch_threads(), 1);
 	sqk_image_close(img);
-	rserver_stop(&srv);
-	sqk_io_destroy(mem);
-	test_tree_remove(tree);
-	rm_rf(cache);
-	free(cache);
+	served_end(&srv, mem, tree, cache);
 }
 END_TEST
 
-/* Opens url (cache folder cache, no retries: a refused connection fails at once). */
-static int offline_open(const char *url, const char *cache, struct test_log *lg,
-			struct sqk_image **img)
+/* Opens url (cache folder cache, no retries: a refused connection fails at once), with the
+ * keys of trust (NULL: none) trusted, the cache folder cache_size bytes (0: the default). */
+static int offline_open_with(const char *url, const char *cache, struct test_log *lg,
+			     struct sqk_image **img, const char *const *trust, uint64_t cache_size)
 {
 	struct sqk_http_opts ho;
 	struct sqk_open_opts oo;
@@ -1056,13 +1064,22 @@ static int offline_open(const char *url, const char *cache, struct test_log *lg,
 	ho.cache_dir = cache;
 	ho.retries_set = true;
 	ho.retries = 0;
+	ho.cache_size_set = cache_size != 0;
+	ho.cache_size = cache_size;
 	ho.log = test_log_add;
 	ho.log_ctx = lg;
 	sqk_open_opts_init(&oo);
 	oo.http = &ho;
 	oo.no_prefetch = true;
+	oo.trust = trust;
 	*lg = (struct test_log){ .lines = 0 };
 	return sqk_image_open_url(url, &oo, img);
+}
+
+static int offline_open(const char *url, const char *cache, struct test_log *lg,
+			struct sqk_image **img)
+{
+	return offline_open_with(url, cache, lg, img, NULL, 0);
 }
 
 /* Reads 4 KiB of file name at off from img and compares them with what test_tree_put wrote
@@ -1084,8 +1101,8 @@ static int offline_read(struct sqk_image *img, const char *name, size_t len, uin
 }
 
 /* The record the one map in cache/urls names (an entry of the image's cache folder), into
- * path. */
-static size_t offline_record(const char *cache, char *path, size_t cap)
+ * path; the map's path into map (NULL: not wanted; 1024 bytes). */
+static size_t offline_record(const char *cache, char *path, size_t cap, char *mapped)
 {
 	char dir[600], map[1024], line[256], key[33];
 	struct dirent *e;
@@ -1111,6 +1128,8 @@ static size_t offline_record(const char *cache, char *path, size_t cap)
 	ck_assert_int_eq(sscanf(line, "sqk-open 1 %32s %zu", key, &len), 2);
 	/* its entry: c000 and the first 12 hex digits of the map's name */
 	snprintf(path, cap, "%s/%s/c000%.12s", cache, key, strrchr(map, '/') + 1);
+	if (mapped)
+		memcpy(mapped, map, sizeof(map));
 	return len;
 }
 
@@ -1150,7 +1169,7 @@ START_TEST(test_http_offline_open)
 	rserver_stop(&srv); /* nothing listens on the port any more */
 
 	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
-	ck_assert_ptr_nonnull(strstr(lg.text, "opened from the cache folder"));
+	ck_assert_ptr_nonnull(strstr(lg.text, "opening from the cache folder"));
 	ck_assert_int_eq(sqk_image_http_stats(img, &st), 0);
 	ck_assert(st.offline);
 	ck_assert_int_eq(offline_read(img, "a", small, 0), 0);
@@ -1162,8 +1181,8 @@ START_TEST(test_http_offline_open)
 	sqk_image_close(img);
 
 	ck_assert_int_eq(offline_open(other, cache, &lg, &img), SQK_EIO);
-	ck_assert_ptr_null(strstr(lg.text, "opened from"));
-	rlen = offline_record(cache, rec, sizeof(rec));
+	ck_assert_ptr_null(strstr(lg.text, "opening from"));
+	rlen = offline_record(cache, rec, sizeof(rec), NULL);
 	fd = open(rec, O_RDWR);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pread(fd, &c, 1, 1000), 1); /* in the open's head */
@@ -1171,8 +1190,10 @@ START_TEST(test_http_offline_open)
 	ck_assert_int_eq(pwrite(fd, &c, 1, 1000), 1);
 	close(fd);
 	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
-	ck_assert_ptr_nonnull(strstr(lg.text, "no longer holds what the image's open needs"));
-	ck_assert_ptr_null(strstr(lg.text, "opened from"));
+	ck_assert_ptr_nonnull(strstr(lg.text, "record of the image's open"));
+	ck_assert_ptr_nonnull(strstr(lg.text, rec)); /* named */
+	ck_assert_ptr_nonnull(strstr(lg.text, "is damaged"));
+	ck_assert_ptr_null(strstr(lg.text, "opening from"));
 	ck_assert_int_eq(unlink(rec), 0); /* left as it was: only an online open replaces it */
 	/* an entry that checks but is no record (as a cache folder of another version would
 	 * hold): refused, named */
@@ -1190,15 +1211,30 @@ START_TEST(test_http_offline_open)
 	close(fd);
 	free(junk);
 	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
-	ck_assert_ptr_nonnull(strstr(lg.text, "copy of the image"));
+	ck_assert_ptr_nonnull(strstr(lg.text, "record of the image's open"));
 	ck_assert_ptr_nonnull(strstr(lg.text, "is damaged"));
-	ck_assert_ptr_null(strstr(lg.text, "opened from"));
+	ck_assert_ptr_null(strstr(lg.text, "opening from"));
 	sqk_io_destroy(mem);
 	test_tree_remove(tree);
 	rm_rf(cache);
 	free(cache);
 }
 END_TEST
+
+/* An image of one 64 KiB file "a", built in a new tree (the caller removes it): its bytes in
+ * *bytes (*len of them) until the caller destroys it. */
+static struct sqk_io *image_of_a(char *tree, size_t cap, const char *tag, const uint8_t **bytes,
+				 size_t *len)
+{
+	struct sqk_io *mem;
+
+	test_tree_new(tree, cap, tag);
+	test_tree_put(tree, "a", 65536);
+	mem = test_build_dir(tree, false, NULL);
+	*bytes = sqk_io_mem_data(mem, len);
+	ck_assert_ptr_nonnull(*bytes);
+	return mem;
+}
 
 /* Two mirrors of one image (other ETags, of other lengths) share its cache folder: each URL
  * keeps its own record there, so both open offline after both were opened online in turn. */
@@ -1209,14 +1245,10 @@ START_TEST(test_http_offline_mirrors)
 	struct sqk_image *img = NULL;
 	struct rserver srv[2];
 	struct test_log lg;
-	struct sqk_io *mem;
 	const uint8_t *bytes;
 	size_t len;
+	struct sqk_io *mem = image_of_a(tree, sizeof(tree), "mirrors", &bytes, &len);
 
-	test_tree_new(tree, sizeof(tree), "mirrors");
-	test_tree_put(tree, "a", 65536);
-	mem = test_build_dir(tree, false, NULL);
-	bytes = sqk_io_mem_data(mem, &len);
 	for (int i = 0; i < 2; i++) {
 		rserver_start(&srv[i], bytes, len, etag[i]);
 		snprintf(url[i], sizeof(url[i]), "http://127.0.0.1:%u/i.sqsh", srv[i].port);
@@ -1231,7 +1263,7 @@ START_TEST(test_http_offline_mirrors)
 	for (int i = 0; i < 2; i++) {
 		ck_assert_msg(offline_open(url[i], cache, &lg, &img) == 0, "mirror %d: %s", i,
 			      lg.text);
-		ck_assert_ptr_nonnull(strstr(lg.text, "opened from the cache folder"));
+		ck_assert_ptr_nonnull(strstr(lg.text, "opening from the cache folder"));
 		ck_assert_int_eq(offline_read(img, "a", 65536, 0), 0);
 		sqk_image_close(img);
 	}
@@ -1243,7 +1275,7 @@ START_TEST(test_http_offline_mirrors)
 END_TEST
 
 /* A server that answers one of the open's two requests is there: the open fails with its
- * answer (the tail's 503) rather than opened from the cache folder; with every request
+ * answer (the tail's 503) rather than opening from the cache folder; with every request
  * answered 503 it opens from there. */
 START_TEST(test_http_offline_answered)
 {
@@ -1251,29 +1283,101 @@ START_TEST(test_http_offline_answered)
 	struct sqk_image *img = NULL;
 	struct test_log lg;
 	struct rserver srv;
-	struct sqk_io *mem;
 	const uint8_t *bytes;
 	size_t len;
+	struct sqk_io *mem = image_of_a(tree, sizeof(tree), "offans", &bytes, &len);
 
-	test_tree_new(tree, sizeof(tree), "offans");
-	test_tree_put(tree, "a", 65536);
-	mem = test_build_dir(tree, false, NULL);
-	bytes = sqk_io_mem_data(mem, &len);
 	rserver_start(&srv, bytes, len, "t");
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
 	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
 	sqk_image_close(img);
 	rserver_serve(&srv, bytes, len, "t", len - 100);
 	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
-	ck_assert_msg(!strstr(lg.text, "opened from"), "%s", lg.text);
+	ck_assert_msg(!strstr(lg.text, "opening from"), "%s", lg.text);
 	ck_assert_ptr_nonnull(strstr(lg.text, "503"));
 	rserver_serve(&srv, bytes, len, "t", 1);
 	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
-	ck_assert_ptr_nonnull(strstr(lg.text, "opened from the cache folder"));
+	ck_assert_ptr_nonnull(strstr(lg.text, "opening from the cache folder"));
 	ck_assert_int_eq(offline_read(img, "a", 65536, 0), 0);
 	sqk_image_close(img);
+	served_end(&srv, mem, tree, cache);
+}
+END_TEST
+
+/* The cache folder decides whether an open is made without the server: a later version kept
+ * nowhere, or an open that failed its checks, never lead to an older copy; a map or a record
+ * others may write to is not trusted; the record outlives a mount that read more than the
+ * cache folder holds. */
+START_TEST(test_http_offline_refused)
+{
+	char tree[512], url[64], map[1024], rec[1024], *cache = tmpdir();
+	static const char *const nokey[] = { "/nonexistent/key.pub", NULL };
+	const size_t big = (size_t)6 << 20;
+	struct sqk_image *img = NULL;
+	struct test_log lg;
+	struct rserver srv;
+	struct sqk_io *mem, *plain;
+	const uint8_t *bytes, *pbytes;
+	size_t len, plen;
+
+	test_tree_new(tree, sizeof(tree), "offref");
+	test_tree_put(tree, "a", 65536);
+	test_tree_put(tree, "b", big);
+	mem = test_build_dir(tree, false, NULL);
+	plain = test_build_dir(tree, true, NULL);
+	bytes = sqk_io_mem_data(mem, &len);
+	pbytes = sqk_io_mem_data(plain, &plen);
+	rserver_start(&srv, bytes, len, "t");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/i.sqsh", srv.port);
+
+	/* an open refused by its checks (a trusted key that does not load) keeps nothing */
+	ck_assert_int_ne(offline_open_with(url, cache, &lg, &img, nokey, 0), 0);
+	rserver_serve(&srv, bytes, len, "t", 1); /* every request 503 */
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
+	ck_assert_ptr_null(strstr(lg.text, "opening from"));
+
+	/* kept; the server gone, the copy opens; a map others may write to is not trusted */
+	rserver_serve(&srv, bytes, len, "t", 0);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
+	sqk_image_close(img);
+	offline_record(cache, rec, sizeof(rec), map);
+	rserver_serve(&srv, bytes, len, "t", 1);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
+	ck_assert_ptr_nonnull(strstr(lg.text, "opening from the cache folder"));
+	sqk_image_close(img);
+	ck_assert_int_eq(chmod(map, 0666), 0);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
+	ck_assert_ptr_nonnull(strstr(lg.text, map));
+	ck_assert_ptr_nonnull(strstr(lg.text, "others may write to it"));
+	ck_assert_int_eq(chmod(map, 0600), 0);
+	ck_assert_int_eq(chmod(rec, 0622), 0);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
+	ck_assert_ptr_nonnull(strstr(lg.text, rec));
+	ck_assert_int_eq(chmod(rec, 0600), 0);
+
+	/* a mount reading more than its cache folder holds: the record is still there at close */
+	rserver_serve(&srv, bytes, len, "t", 0);
+	ck_assert_int_eq(offline_open_with(url, cache, &lg, &img, NULL, (uint64_t)3 << 20), 0);
+	for (uint64_t off = 0; off < big; off += (uint64_t)1 << 20)
+		ck_assert_int_eq(offline_read(img, "b", big, off), 0);
+	sqk_image_close(img);
+	rserver_serve(&srv, bytes, len, "t", 1);
+	ck_assert_int_eq(offline_open_with(url, cache, &lg, &img, NULL, (uint64_t)3 << 20), 0);
+	ck_assert_int_eq(offline_read(img, "b", big, big - ((uint64_t)1 << 20)), 0);
+	sqk_image_close(img);
+
+	/* the URL now serves a version without integrity data: the map of the old one goes */
+	rserver_serve(&srv, pbytes, plen, "p", 0);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
+	sqk_image_close(img);
+	ck_assert_int_ne(access(map, F_OK), 0);
+	rserver_serve(&srv, pbytes, plen, "p", 1);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), SQK_EIO);
+	ck_assert_ptr_null(strstr(lg.text, "opening from"));
+
 	rserver_stop(&srv);
 	sqk_io_destroy(mem);
+	sqk_io_destroy(plain);
 	test_tree_remove(tree);
 	rm_rf(cache);
 	free(cache);
@@ -1465,6 +1569,7 @@ static Suite *http_suite(void)
 	tcase_add_test(names, test_http_offline_open);
 	tcase_add_test(names, test_http_offline_mirrors);
 	tcase_add_test(names, test_http_offline_answered);
+	tcase_add_test(names, test_http_offline_refused);
 	tcase_add_loop_test(names, test_prefetch_front_first, 0, 2);
 	tcase_add_loop_test(names, test_prefetch_clip, 0, 2);
 	tcase_add_test(names, test_prefetch_order);
