@@ -654,12 +654,15 @@ int dcache_touch(struct dcache *d, uint64_t k)
 		struct dentry *e = &d->c.ents[i];
 
 		if (!e->dead && !e->unit && e->dir == d->c.own && e->k == k) {
-			e->dead = true;
-			d->c.used -= e->size;
-			break;
+			if (push(d, d->c.own, false, k, e->size, 0) == 0) {
+				d->c.ents[i].dead = true; /* (push may have moved the queue) */
+				d->c.used -= d->c.ents[i].size;
+			}
+			pthread_mutex_unlock(&d->mu);
+			return 0;
 		}
 	}
-	push(d, d->c.own, false, k, (uint64_t)st.st_size, 0);
+	push(d, d->c.own, false, k, (uint64_t)st.st_size, 0); /* not counted yet */
 	pthread_mutex_unlock(&d->mu);
 	return 0;
 }

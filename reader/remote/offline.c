@@ -187,9 +187,13 @@ static int map_read(int dfd, const char *name, char *line, size_t cap, bool trus
 
 	if (fd < 0)
 		return errno == ENOENT ? SQK_ENOENT : sqk_from_errno(errno);
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (trusted && !dcache_own_only(fd))) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return S_ISREG(st.st_mode) ? SQK_EACCESS : SQK_ECORRUPT;
+		return SQK_ECORRUPT;
+	}
+	if (trusted && !dcache_own_only(fd)) {
+		close(fd);
+		return SQK_EACCESS;
 	}
 	n = pread(fd, line, cap - 1, 0);
 	close(fd);
