@@ -166,7 +166,7 @@ struct http {
 	uint64_t end, sig_at;
 	uint8_t *after;
 	/* The open's fetches, kept in the cache folder for an open without the server (offline.c);
-	 * rec_key: the cache folder that keeps them ("": none); replay: such an open, its
+	 * rec_key: the image's cache folder ("": no integrity data); replay: such an open, its
 	 * fetches served from them; offline: the image was opened so; unreached: every request
 	 * of the open failed without an answer, or with a server error. */
 	struct http_rec *rec;

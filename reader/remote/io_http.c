@@ -654,7 +654,7 @@ static int open_cache(struct http *h)
 			      sqk_strerror(rc));
 	else
 		h->cache_folder = strdup(dir); /* NULL: no rollback record, as without a cache */
-	if (!rc && h->has_integ)
+	if (h->has_integ) /* (its folder, even when it could not be opened this time) */
 		memcpy(h->rec_key, key, sizeof(h->rec_key));
 	return 0;
 }

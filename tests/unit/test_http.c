@@ -1304,6 +1304,26 @@ START_TEST(test_http_offline_answered)
 }
 END_TEST
 
+/* Puts the cache folder that holds the record at rec aside with a file in its place (away), or
+ * back. */
+static void folder_aside(const char *rec, bool away)
+{
+	char key[700], aside[720];
+	int fd;
+
+	snprintf(key, sizeof(key), "%.*s", (int)(strrchr(rec, '/') - rec), rec);
+	snprintf(aside, sizeof(aside), "%s.aside", key);
+	if (!away) {
+		ck_assert_int_eq(unlink(key), 0);
+		ck_assert_int_eq(rename(aside, key), 0);
+		return;
+	}
+	ck_assert_int_eq(rename(key, aside), 0);
+	fd = open(key, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
 /* The cache folder decides whether an open is made without the server: a later version kept
  * nowhere, or an open that failed its checks, never lead to an older copy; a map or a record
  * others may write to is not trusted; the record outlives a mount that read more than the
@@ -1364,6 +1384,18 @@ START_TEST(test_http_offline_refused)
 	rserver_serve(&srv, bytes, len, "t", 1);
 	ck_assert_int_eq(offline_open_with(url, cache, &lg, &img, NULL, (uint64_t)3 << 20), 0);
 	ck_assert_int_eq(offline_read(img, "b", big, big - ((uint64_t)1 << 20)), 0);
+	sqk_image_close(img);
+
+	/* the image's folder cannot be opened this time: its map stays (it names that folder) */
+	folder_aside(rec, true);
+	rserver_serve(&srv, bytes, len, "t", 0);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
+	ck_assert_ptr_nonnull(strstr(lg.text, "cannot use the cache folder"));
+	sqk_image_close(img);
+	ck_assert_int_eq(access(map, F_OK), 0);
+	folder_aside(rec, false);
+	rserver_serve(&srv, bytes, len, "t", 1);
+	ck_assert_int_eq(offline_open(url, cache, &lg, &img), 0);
 	sqk_image_close(img);
 
 	/* the URL now serves a version without integrity data: the map of the old one goes */
