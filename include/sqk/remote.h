@@ -109,8 +109,10 @@ SQK_API int sqk_http_header_file(const char *path, char **text, const char **hdr
 
 /* Opens the image at url (borrowed; opts borrowed, NULL = defaults): probes its size and
  * validators, loads and authenticates its integrity data, pins the root digest when asked.
- * Caller owns *out (sqk_io_destroy). Read-only: writes fail with SQK_EINVAL. A libsqk built
- * without the backend (HAVE_REMOTE=0) fails with SQK_ENOREMOTE, logging a line naming url. */
+ * With the server unreachable, opens from what an earlier sqk_image_open_url of url kept in
+ * the disk cache (an io made here keeps nothing for that). Caller owns *out (sqk_io_destroy).
+ * Read-only: writes fail with SQK_EINVAL. A libsqk built without the backend (HAVE_REMOTE=0)
+ * fails with SQK_ENOREMOTE, logging a line naming url. */
 SQK_API int sqk_io_http_create(const char *url, const struct sqk_http_opts *opts,
 			       struct sqk_io **out);
 
