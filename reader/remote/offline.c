@@ -320,8 +320,10 @@ static bool rec_keep(struct http *h, const char *root, const char *key, const ch
 	if (!h->dc || h->rec->overflow || h->rec->n < 2 || !(b = rec_encode(h, &len)))
 		return false;
 	snprintf(line, sizeof(line), "sqk-open 1 %s %zu\n", key, len);
-	/* the entry first: a map names only a record that was there */
-	if (rec_same(h, rec_entry(name), b, len) || !dcache_put(h->dc, rec_entry(name), b, len))
+	/* the entry first, newest (evicted after what the open reads): a map names only a record
+	 * that was there */
+	if (rec_same(h, rec_entry(name), b, len) ? !dcache_touch(h->dc, rec_entry(name))
+						  : !dcache_put(h->dc, rec_entry(name), b, len))
 		kept = map_write(root, name, line);
 	free(b);
 	return kept;
@@ -334,7 +336,6 @@ void http_rec_commit(struct http *h, const char *root, const char *key)
 	map_name(h, name);
 	if (h->rec && key[0] && rec_keep(h, root, key, name)) {
 		h->rec->stored = true;
-		dcache_touch(h->dc, rec_entry(name)); /* evicted after what the open reads */
 		return;
 	}
 	map_forget(root, name, key); /* an earlier version's, or nothing */
